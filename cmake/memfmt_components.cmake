@@ -36,6 +36,8 @@ if(NOT _memfmt_want_cuda STREQUAL "OFF" OR NOT _memfmt_want_cudnn STREQUAL "OFF"
     add_library(memfmt::cuda ALIAS memfmt_cuda)
     set_target_properties(memfmt_cuda PROPERTIES EXPORT_NAME cuda)
     target_link_libraries(memfmt_cuda INTERFACE memfmt CUDA::cudart)
+    # std::array and other constexpr host functions are used in MEMFMT_HOST_DEVICE code.
+    target_compile_options(memfmt_cuda INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
     set(MEMFMT_HAVE_CUDA ON)
     message(STATUS "memfmt: memfmt::cuda enabled (CUDA ${CUDAToolkit_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(_memfmt_want_cuda STREQUAL "REQUIRED")
