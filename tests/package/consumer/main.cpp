@@ -1,0 +1,16 @@
+// Uses the library as a downstream project would: typed views and a layout computation.
+#include <memfmt/memfmt.hpp>
+
+#include <cstdio>
+
+int main() {
+  memfmt::host_tensor<float, memfmt::nhwc> t({1, 3, 2, 2});
+  t(0, 2, 1, 1) = 5.f;
+  const auto expected = 1 * 0 + 2 + 1 * 6 + 1 * 3;  // c + h*W*C + w*C
+  if (t.data()[expected] != 5.f || memfmt::layout<memfmt::nhwc>::packed({1, 3, 2, 2}).stride(1) != 1) {
+    std::puts("consumer: wrong layout");
+    return 1;
+  }
+  std::printf("consumer: memfmt %d.%d.%d ok\n", MEMFMT_VERSION_MAJOR, MEMFMT_VERSION_MINOR, MEMFMT_VERSION_PATCH);
+  return 0;
+}
