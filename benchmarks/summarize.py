@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Summarise memfmt's Google Benchmark JSON output: NCHW vs NHWC per layer, conversion vs memcpy.
+
+Reads the JSON files written with --benchmark_out and prints, for every benchmark whose name has a
+format component (nchw/nhwc/ncdhw/ndhwc), a row: layer, NCHW, NHWC, ratio (NHWC/NCHW throughput),
+winner. Conversion benchmarks report their ratio_to_memcpy counter. Writes summary.md,
+summary.json and ratios.svg (a bar chart of NHWC/NCHW) into --out.
+
+Pairing rule: two benchmarks are the same case when their names are equal after the format
+component is removed. Throughput is the first counter whose name contains "FLOP" (GFLOP/s) or,
+failing that, 1 / real_time.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+CHANNELS_FIRST = {"nchw", "ncdhw"}
+CHANNELS_LAST = {"nhwc", "ndhwc"}
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"summarize: skipping {p}: {e}", file=sys.stderr)
+            continue
+        for b in data.get("benchmarks", []):
+            if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+                continue
+            if b.get("error_occurred"):
+                continue
+            b["_file"] = os.path.basename(p)
+            rows.append(b)
+    return rows
+
+
+def throughput(b):
+    for k, v in b.items():
+        if isinstance(v, (int, float)) and "FLOP" in k.upper():
+            return float(v), k
+    t = b.get("real_time")
+    return (1.0 / t if t else float("nan")), "1/time"
+
+
+def split_format(name):
+    parts = name.split("/")
+    for i, p in enumerate(parts):
+        if p in CHANNELS_FIRST or p in CHANNELS_LAST:
+            return "/".join(parts[:i] + parts[i + 1:]), p
+    return None, None
+
+
+def conv_pairs(rows):
+    pairs = {}
+    order = []
+    for b in rows:
+        base, fmt = split_format(b["name"].replace("_median", ""))
+        if base is None:
+            continue
+        if base not in pairs:
+            pairs[base] = {}
+            order.append(base)
+        side = "cf" if fmt in CHANNELS_FIRST else "cl"
+        pairs[base][side] = b
+    out = []
+    for base in order:
+        p = pairs[base]
+        if "cf" not in p or "cl" not in p:
+            continue
+        cf, unit = throughput(p["cf"])
+        cl, _ = throughput(p["cl"])
+        ratio = cl / cf if cf > 0 else float("nan")
+        out.append({
+            "case": base,
+            "nchw": cf,
+            "nhwc": cl,
+            "unit": unit,
+            "ratio_nhwc_over_nchw": ratio,
+            "winner": "NHWC" if ratio > 1.0 else "NCHW",
+            "impl_nchw": p["cf"].get("label", ""),
+            "impl_nhwc": p["cl"].get("label", ""),
+        })
+    return out
+
+
+def convert_rows(rows):
+    out = []
+    for b in rows:
+        if "ratio_to_memcpy" in b:
+            out.append({"case": b["name"], "ratio_to_memcpy": b["ratio_to_memcpy"],
+                        "GB/s": b.get("GB/s", b.get("bytes_per_second", 0) / 1e9)})
+    return out
+
+
+def fmt(x):
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "-"
+        return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+    return str(x)
+
+
+def table(headers, rows):
+    widths = [max(len(h), *(len(fmt(r[i])) for r in rows)) for i, h in enumerate(headers)] if rows else [len(h) for h in headers]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(fmt(c).ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    return "\n".join([line, sep] + body)
+
+
+def svg_chart(pairs, path):
+    if not pairs:
+        return
+    bar_h, gap, left, width = 16, 6, 330, 420
+    height = 40 + len(pairs) * (bar_h + gap)
+    vmax = max(2.0, max(p["ratio_nhwc_over_nchw"] for p in pairs if not math.isnan(p["ratio_nhwc_over_nchw"])))
+    x1 = left + width / 2
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" font-family="sans-serif" font-size="11">',
+             f'<text x="{left}" y="14" font-size="12">NHWC / NCHW throughput (log scale; right of the line = NHWC faster)</text>',
+             f'<line x1="{x1}" y1="22" x2="{x1}" y2="{height - 4}" stroke="black"/>']
+    for i, p in enumerate(pairs):
+        y = 28 + i * (bar_h + gap)
+        r = p["ratio_nhwc_over_nchw"]
+        if math.isnan(r) or r <= 0:
+            continue
+        w = math.log2(r) / math.log2(vmax) * (width / 2)
+        x = x1 if w >= 0 else x1 + w
+        color = "#2a7" if w >= 0 else "#c44"
+        parts.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{p["case"]}</text>')
+        parts.append(f'<rect x="{x:.1f}" y="{y}" width="{abs(w):.1f}" height="{bar_h}" fill="{color}"/>')
+        parts.append(f'<text x="{x1 + max(w, 0) + 4:.1f}" y="{y + 12}">{r:.2f}x</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--out", default=None, help="folder for summary.md, summary.json, ratios.svg")
+    a = ap.parse_args()
+    rows = load(a.json)
+    pairs = conv_pairs(rows)
+    conv = convert_rows(rows)
+    md = []
+    if pairs:
+        md.append("## NCHW vs NHWC (throughput: %s)\n" % pairs[0]["unit"])
+        md.append(table(["layer", "NCHW", "NHWC", "NHWC/NCHW", "winner"],
+                        [[p["case"], p["nchw"], p["nhwc"], p["ratio_nhwc_over_nchw"], p["winner"]] for p in pairs]))
+    if conv:
+        md.append("\n## Conversion vs memcpy (same run)\n")
+        md.append(table(["case", "GB/s", "ratio to memcpy"], [[c["case"], c["GB/s"], c["ratio_to_memcpy"]] for c in conv]))
+    text = "\n".join(md) if md else "no benchmark results found"
+    print(text)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "summary.md"), "w") as f:
+            f.write(text + "\n")
+        with open(os.path.join(a.out, "summary.json"), "w") as f:
+            json.dump({"layers": pairs, "conversion": conv}, f, indent=1)
+        svg_chart(pairs, os.path.join(a.out, "ratios.svg"))
+        print(f"\nwritten: {a.out}/summary.md, summary.json, ratios.svg")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The main job: NCHW vs NHWC. Builds the benchmarks (Release, -march=native) and runs
+#   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
+#   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
+#   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
+# then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
+#   scripts/bench.sh [--full] [--out DIR]
+# Default is a quick mode (a few minutes on 2 cores); --full runs longer, larger batches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+memfmt_ensure_deps
+
+mode=quick
+out=out/bench
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --full) mode=full ;;
+    --out) out="$2"; shift ;;
+    *) echo "usage: scripts/bench.sh [--full] [--out DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+build=${MEMFMT_BENCH_BUILD_DIR:-build-bench}
+jobs=$(memfmt_jobs)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=ON \
+      -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target all
+mkdir -p "$out"
+export MEMFMT_BENCH_MODE=$mode
+export OMP_PROC_BIND=${OMP_PROC_BIND:-close}
+
+run_bench() {  # name binary [args...]
+  local name=$1 bin=$2
+  shift 2
+  if [ ! -x "$bin" ]; then
+    echo "memfmt: $name not built (its backend was not found); skipped"
+    return 0
+  fi
+  echo "== $name ($mode)"
+  "$bin" --benchmark_out="$out/$name.json" --benchmark_out_format=json "$@"
+}
+
+run_bench bench_conv "$build/benchmarks/conv/bench_conv"
+run_bench bench_convert "$build/benchmarks/convert/bench_convert"
+if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
+  run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
+fi
+python3 benchmarks/summarize.py --out "$out" "$out"/*.json

@@ -1,0 +1,36 @@
+# Sourced by scripts/test.sh and scripts/bench.sh: makes sure the Debian packages are there.
+# As root it installs what is missing (one apt-get update first); otherwise it names what is missing.
+
+MEMFMT_DEBS_REQUIRED="cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libdlpack-dev python3"
+MEMFMT_DEBS_OPTIONAL="libdnnl-dev"   # the oneDNN backend; the build skips it when absent
+
+memfmt_missing_debs() {
+  local missing=""
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  echo "$missing"
+}
+
+memfmt_ensure_deps() {
+  local missing
+  missing=$(memfmt_missing_debs $MEMFMT_DEBS_REQUIRED $MEMFMT_DEBS_OPTIONAL)
+  if [ -z "$missing" ]; then return 0; fi
+  if [ "$(id -u)" = "0" ]; then
+    echo "memfmt: installing Debian packages:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  else
+    local req
+    req=$(memfmt_missing_debs $MEMFMT_DEBS_REQUIRED)
+    if [ -n "$req" ]; then
+      echo "memfmt: missing Debian packages:$req" >&2
+      echo "memfmt: run this script as root, or: sudo apt-get install$missing" >&2
+      return 1
+    fi
+    echo "memfmt: optional packages missing (their parts are skipped):$missing" >&2
+  fi
+}
+
+memfmt_jobs() { nproc 2>/dev/null || echo 2; }

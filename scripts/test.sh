@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: the regular build (with the CUDA/cuDNN/oneDNN parts that are
+# found) and then the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+#   scripts/test.sh [--no-sanitize]
+# Environment: MEMFMT_BUILD_DIR (default build), MEMFMT_ASAN_BUILD_DIR (default build-asan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+memfmt_ensure_deps
+
+sanitize=1
+for a in "$@"; do
+  case "$a" in
+    --no-sanitize) sanitize=0 ;;
+    *) echo "usage: scripts/test.sh [--no-sanitize]" >&2; exit 2 ;;
+  esac
+done
+jobs=$(memfmt_jobs)
+build=${MEMFMT_BUILD_DIR:-build}
+asan=${MEMFMT_ASAN_BUILD_DIR:-build-asan}
+
+echo "== memfmt: build ($build)"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=ON \
+      -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON
+cmake --build "$build" -j "$jobs"
+echo "== memfmt: tests ($build)"
+ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 1800
+
+if [ "$sanitize" = 1 ]; then
+  echo "== memfmt: AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU tests ($asan)"
+  cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMFMT_SANITIZE=ON -DMEMFMT_BUILD_TESTS=ON \
+        -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON
+  cmake --build "$asan" -j "$jobs"
+  # The >2^31-element test ran in the regular build; under ASan it would only repeat it slowly.
+  ctest --test-dir "$asan" -j "$jobs" --output-on-failure --timeout 1800 -LE "large|compile|package"
+fi
+echo "== memfmt: all tests passed"
