@@ -8,6 +8,7 @@
 #include "error.hpp"
 #include "format/layout.hpp"
 #include "format/memory_format.hpp"
+#include "format/dispatch.hpp"
 #include "format/tags.hpp"
 #include "tensor/host_tensor.hpp"
 #include "tensor/relabel.hpp"

@@ -60,3 +60,24 @@ TEST(Dtype, Bfloat16RoundsToNearestEven) {
 }
 
 }  // namespace
+
+#include "memfmt/format/dispatch.hpp"
+
+namespace {
+
+TEST(FormatDispatch, RuntimeRequestsReachTheTags) {
+  using memfmt::memory_format;
+  EXPECT_EQ(memfmt::format_name(memory_format::contiguous, 4), "nchw");
+  EXPECT_EQ(memfmt::format_name(memory_format::contiguous, 5), "ncdhw");
+  EXPECT_EQ(memfmt::format_name(memory_format::channels_last, 4), "nhwc");
+  EXPECT_EQ(memfmt::format_name(memory_format::channels_last_3d, 5), "ndhwc");
+  const int rank = memfmt::dispatch_format(memory_format::channels_last_3d, 5, [](auto tag) { return decltype(tag)::rank; });
+  EXPECT_EQ(rank, 5);
+  EXPECT_THROW(memfmt::format_name(memory_format::channels_last, 5), memfmt::error);
+  EXPECT_THROW(memfmt::format_name(memory_format::preserve, 4), memfmt::error);
+  EXPECT_THROW(memfmt::format_name(memory_format::contiguous, 3), memfmt::error);
+  for (auto f : memfmt::all_memory_formats) EXPECT_EQ(memfmt::parse_memory_format(memfmt::to_string(f)), f);
+  EXPECT_FALSE(memfmt::parse_memory_format("nhwc").has_value());
+}
+
+}  // namespace
