@@ -1,0 +1,466 @@
+// memfmt/backends/cudnn/backend.hpp - the cuDNN 9 backend: the reference backend's operations on
+// device pointers, through the graph (backend) API.
+//
+//   memfmt::cudnn::backend be;                 // handle, version check, plan cache, workspace
+//   be.conv_forward<half>(x, w, bias, y, p);   // views of device memory, any supported format
+//
+// Per call: validate (memfmt errors, no cuDNN call), look the plan up in the cache (keyed by op,
+// shapes, strides, dtypes, alignment, attributes), or build it (graph -> heuristics mode A ->
+// first engine config that finalizes), grow the workspace if needed, execute on the stream.
+// Fusions (conv + bias, batch norm + residual + relu) are tried first; when no engine supports the
+// fused graph, the same result is computed by a second, in-place graph. Calls are asynchronous on
+// the backend's stream, like cuDNN's.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../conv_params.hpp"
+#include "channel_padding.hpp"
+#include "graphs.hpp"
+#include "plan.hpp"
+#include "status.hpp"
+
+namespace memfmt::cudnn {
+
+// Device memory for workspaces and scratch. Empty functions mean cudaMalloc / cudaFree.
+struct device_allocator {
+  std::function<void*(std::size_t bytes)> allocate;
+  std::function<void(void* ptr, std::size_t bytes)> deallocate;
+};
+
+struct backend_options {
+  // Zero-pad C of the input and weight of forward convolutions up to 8 (fp16/bf16) or 4 (fp32,
+  // TF32) so tensor-core kernels apply (packed tensors, groups == 1). Results are unchanged.
+  bool pad_channels_for_tensor_cores = false;
+  device_allocator allocator{};
+  std::size_t plan_cache_capacity = 1024;
+  cudaStream_t stream = nullptr;
+};
+
+namespace detail {
+
+// A grow-only device buffer from an allocator.
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(const device_allocator* a) : alloc_(a) {}
+  device_buffer(device_buffer&& o) noexcept
+      : alloc_(o.alloc_), ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      alloc_ = o.alloc_;
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  ~device_buffer() { release(); }
+
+  // At least `bytes` bytes (contents not preserved when it grows). Synchronises the device before
+  // freeing an older, smaller buffer that queued work may still use.
+  void* ensure(std::size_t bytes) {
+    if (bytes <= size_) return ptr_;
+    if (ptr_) check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before growing a workspace)");
+    release();
+    if (alloc_ && alloc_->allocate) {
+      ptr_ = alloc_->allocate(bytes);
+      if (!ptr_)
+        memfmt::detail::fail(errc::backend_failure,
+                             "cuDNN backend: the user allocator returned null for " + std::to_string(bytes) + " bytes");
+    } else {
+      check_cuda(cudaMalloc(&ptr_, bytes), ("cudaMalloc(" + std::to_string(bytes) + " bytes)").c_str());
+    }
+    size_ = bytes;
+    return ptr_;
+  }
+  void* get() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return size_; }
+  void release() noexcept {
+    if (!ptr_) return;
+    if (alloc_ && alloc_->deallocate)
+      alloc_->deallocate(ptr_, size_);
+    else
+      cudaFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+
+ private:
+  const device_allocator* alloc_ = nullptr;
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Bump allocation of several scratch pieces inside one buffer, each 256-byte aligned.
+struct scratch_layout {
+  std::size_t total = 0;
+  std::size_t add(std::size_t bytes) {
+    const std::size_t off = total;
+    total += (bytes + 255) / 256 * 256;
+    return off;
+  }
+};
+
+}  // namespace detail
+
+class backend {
+ public:
+  static constexpr const char* name = "cudnn";
+
+  explicit backend(backend_options o = {})
+      : opts_(std::make_unique<backend_options>(std::move(o))), cache_(opts_->plan_cache_capacity) {
+    version_ = check_version();  // throws on a major mismatch, before touching the GPU
+    check_cudnn(cudnnCreate(&handle_), "cudnnCreate (is there a usable GPU and driver?)");
+    check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
+    workspace_ = detail::device_buffer(&opts_->allocator);
+    scratch_ = detail::device_buffer(&opts_->allocator);
+    stream_ = opts_->stream;
+  }
+  ~backend() {
+    if (handle_) {
+      if (workspace_.get() || scratch_.get()) cudaStreamSynchronize(stream_);
+      cudnnDestroy(handle_);
+    }
+  }
+  backend(backend&&) noexcept = default;
+  backend& operator=(backend&&) = delete;
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
+
+  void set_stream(cudaStream_t s) noexcept { stream_ = s; }
+  cudaStream_t stream() const noexcept { return stream_; }
+  cudnnHandle_t handle() const noexcept { return handle_; }
+  const version_report& versions() const noexcept { return version_; }
+  // The engine of the last main operation run ("eng<index>[+tc]"), for labels and logs.
+  const std::string& last_engine() const noexcept { return last_engine_; }
+  const plan_cache<std::shared_ptr<execution_plan>>& cache() const noexcept { return cache_; }
+  std::size_t workspace_bytes() const noexcept { return workspace_.size(); }
+  void synchronize() const { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+  // ------------------------------------------------------------ convolution
+
+  template <class T, class XF, class WF, class YF>
+  void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const T* bias, tensor_view<T, YF> y,
+                    const conv_params& p) {
+    conv_problem pr = make_conv_problem(conv_direction::forward, x, w, y, p, bias != nullptr, bias);
+    if (y.numel() == 0) return;
+    const void* xp = x.data();
+    const void* wp = w.data();
+    const std::int64_t mult = tensor_core_channel_multiple(dtype_of_v<T>);
+    const std::int64_t cpad = round_up(x.channels(), mult);
+    if (opts_->pad_channels_for_tensor_cores && p.groups == 1 && cpad != x.channels() && x.is_packed() &&
+        w.is_packed()) {
+      // Zero-pad C of x and w into scratch (a 2-D copy each), then convolve the padded tensors.
+      const pad_copy px = pad_copy_for<XF>(x.extents(), cpad, sizeof(T));
+      const pad_copy pw = pad_copy_for<WF>(w.extents(), cpad, sizeof(T));
+      detail::scratch_layout sl;
+      const std::size_t ox = sl.add(px.dst_bytes), ow = sl.add(pw.dst_bytes);
+      auto* base = static_cast<unsigned char*>(scratch_.ensure(sl.total));
+      device_pad(x.data(), base + ox, px);
+      device_pad(w.data(), base + ow, pw);
+      const auto xpv = tensor_view<const T, XF>(reinterpret_cast<const T*>(base + ox),
+                                                layout<XF>::packed(with_channels(x.extents(), cpad)));
+      const auto wpv = tensor_view<const T, WF>(reinterpret_cast<const T*>(base + ow),
+                                                layout<WF>::packed(with_channels(w.extents(), cpad)));
+      pr = make_conv_problem(conv_direction::forward, xpv, wpv, y, p, bias != nullptr, bias);
+      xp = base + ox;
+      wp = base + ow;
+    }
+    run_conv_with_bias(pr, xp, wp, y.data(), bias);
+  }
+
+  template <class T, class YF, class WF, class XF>
+  void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w, tensor_view<T, XF> dx,
+                          const conv_params& p) {
+    conv_problem pr = make_conv_problem(conv_direction::backward_data, dx, w, dy, p, false, nullptr);
+    if (dx.numel() == 0) return;
+    execution_plan* plan = require_plan(pr.key(), [&] { return conv_graph(pr); });
+    execute(*plan, {{uid::x, dx.data()}, {uid::w, const_cast<T*>(w.data())}, {uid::y, const_cast<T*>(dy.data())}});
+    last_engine_ = plan->engine_name;
+  }
+
+  template <class T, class XF, class YF, class WF>
+  void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
+                             T* dbias, const conv_params& p) {
+    conv_problem pr = make_conv_problem(conv_direction::backward_weights, x, dw, dy, p, dbias != nullptr, dbias);
+    if (dw.numel() > 0 && dy.numel() > 0) {
+      execution_plan* plan = require_plan(pr.key(), [&] { return conv_graph(pr); });
+      execute(*plan, {{uid::x, const_cast<T*>(x.data())}, {uid::w, dw.data()}, {uid::y, const_cast<T*>(dy.data())}});
+      last_engine_ = plan->engine_name;
+    }
+    if (dbias) {
+      const std::string key = "dbias|" + pr.y.key() + "|" + pr.bias->key();
+      execution_plan* bp = require_plan(key, [&] { return bias_grad_graph(pr.y, *pr.bias, pr.conv.compute_type); });
+      execute(*bp, {{uid::y, const_cast<T*>(dy.data())}, {uid::bias, dbias}});
+    }
+  }
+
+  // ------------------------------------------------------------ batch norm
+
+  template <class T, class F>
+  void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                   const param_t<T>* beta, param_t<T>* running_mean, param_t<T>* running_var,
+                                   param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
+                                   tensor_view<const T, F> residual = {}) {
+    const char* op = "cuDNN batch_norm_forward_training";
+    bn_problem pr = make_bn_problem<T, F>(op, x, {}, y, p);
+    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"beta", beta}, {"saved_mean", saved_mean},
+                                              {"saved_invstd", saved_invstd}});
+    if ((running_mean == nullptr) != (running_var == nullptr))
+      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": running_mean and running_var must both be given or both be null");
+    pr.update_running = running_mean != nullptr;
+    set_residual(op, pr, x, residual);
+    if (x.numel() == 0) return;
+    using P = param_t<T>;
+    const P eps = static_cast<P>(p.epsilon), momentum = static_cast<P>(p.momentum);
+    const std::size_t cbytes = static_cast<std::size_t>(x.channels()) * sizeof(P);
+    // Updated running statistics go to scratch and are copied back: no aliasing of in and out.
+    void* rm_out = nullptr;
+    void* rv_out = nullptr;
+    if (pr.update_running) {
+      detail::scratch_layout sl;
+      const std::size_t om = sl.add(cbytes), ov = sl.add(cbytes);
+      auto* base = static_cast<unsigned char*>(scratch_.ensure(sl.total));
+      rm_out = base + om;
+      rv_out = base + ov;
+    }
+    std::vector<std::pair<std::int64_t, void*>> ptrs = {
+        {uid::x, const_cast<T*>(x.data())},         {uid::y, y.data()},
+        {uid::scale, const_cast<P*>(gamma)},        {uid::shift, const_cast<P*>(beta)},
+        {uid::mean, saved_mean},                    {uid::inv_variance, saved_invstd},
+        {uid::epsilon, const_cast<P*>(&eps)}};
+    if (pr.update_running) {
+      ptrs.insert(ptrs.end(), {{uid::momentum, const_cast<P*>(&momentum)},
+                               {uid::running_mean_in, running_mean},
+                               {uid::running_var_in, running_var},
+                               {uid::running_mean_out, rm_out},
+                               {uid::running_var_out, rv_out}});
+    }
+    run_bn_forward(pr, true, ptrs, residual.data());
+    if (pr.update_running) {
+      check_cuda(cudaMemcpyAsync(running_mean, rm_out, cbytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync running_mean");
+      check_cuda(cudaMemcpyAsync(running_var, rv_out, cbytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync running_var");
+    }
+  }
+
+  template <class T, class F>
+  void batch_norm_forward_inference(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                    const param_t<T>* beta, const param_t<T>* running_mean,
+                                    const param_t<T>* running_var, const batch_norm_params& p,
+                                    tensor_view<const T, F> residual = {}) {
+    const char* op = "cuDNN batch_norm_forward_inference";
+    bn_problem pr = make_bn_problem<T, F>(op, x, {}, y, p);
+    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
+                                              {"running_var", running_var}});
+    set_residual(op, pr, x, residual);
+    if (x.numel() == 0) return;
+    using P = param_t<T>;
+    const P eps = static_cast<P>(p.epsilon);
+    // 1 / sqrt(running_var + eps) into scratch, then the norm op in inference phase.
+    void* inv = scratch_.ensure(static_cast<std::size_t>(x.channels()) * sizeof(P));
+    execution_plan* ip = require_plan("bn_invstd|" + pr.key("inf"), [&] { return inv_std_graph(pr); });
+    execute(*ip, {{uid::running_var_in, const_cast<P*>(running_var)}, {uid::epsilon, const_cast<P*>(&eps)},
+                  {uid::inv_variance, inv}});
+    std::vector<std::pair<std::int64_t, void*>> ptrs = {
+        {uid::x, const_cast<T*>(x.data())},    {uid::y, y.data()},
+        {uid::scale, const_cast<P*>(gamma)},   {uid::shift, const_cast<P*>(beta)},
+        {uid::mean, const_cast<P*>(running_mean)}, {uid::inv_variance, inv},
+        {uid::epsilon, const_cast<P*>(&eps)}};
+    run_bn_forward(pr, false, ptrs, residual.data());
+  }
+
+  template <class T, class F>
+  void batch_norm_backward(tensor_view<const T, F> x, tensor_view<const T, F> dy, tensor_view<T, F> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
+                           tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
+    const char* op = "cuDNN batch_norm_backward";
+    bn_problem pr = make_bn_problem<T, F>(op, x, y, {}, p);
+    require_same_extents(op, "x", x, "dy", dy);
+    require_same_extents(op, "x", x, "dx", dx);
+    detail::require_data(op, "dy", dy);
+    detail::require_data(op, "dx", dx);
+    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"saved_mean", saved_mean},
+                                              {"saved_invstd", saved_invstd}, {"dgamma", dgamma}, {"dbeta", dbeta}});
+    if (p.fuse_relu && y.data() == nullptr && x.numel() > 0)
+      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
+    pr.has_dresidual = dresidual.data() != nullptr;
+    if (pr.has_dresidual) require_same_extents(op, "x", x, "dresidual", dresidual);
+    pr.dy = spec_of(dy, uid::dy);
+    pr.dx = spec_of(dx, uid::dx);
+    if (x.numel() == 0) return;
+    using P = param_t<T>;
+    const bool masked = p.fuse_relu || pr.has_dresidual;
+    void* grad = nullptr;
+    if (masked) {
+      // The gradient entering the norm: relu'(y) * dy (or dy itself), kept as dresidual when asked.
+      if (pr.has_dresidual) {
+        pr.grad = spec_of(dresidual, uid::grad);
+        grad = dresidual.data();
+      } else {
+        pr.grad = spec_of(tensor_view<const T, F>(nullptr, layout<F>::packed(x.extents())), uid::grad);
+        grad = scratch_.ensure(static_cast<std::size_t>(x.numel()) * sizeof(T));
+      }
+      execution_plan* gp = require_plan("bn_grad|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.grad.key(),
+                                        [&] { return relu_grad_graph(pr); });
+      execute(*gp, {{uid::dy, const_cast<T*>(dy.data())}, {uid::y, const_cast<T*>(y.data())}, {uid::grad, grad}});
+    }
+    execution_plan* plan = require_plan(
+        "bn_bwd|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.dx.key() + (masked ? "|" + pr.grad.key() : ""),
+        [&] { return bn_backward_graph(pr, masked); });
+    execute(*plan, {{uid::x, const_cast<T*>(x.data())},
+                    {masked ? uid::grad : uid::dy, masked ? grad : const_cast<T*>(dy.data())},
+                    {uid::scale, const_cast<P*>(gamma)},
+                    {uid::mean, const_cast<P*>(saved_mean)},
+                    {uid::inv_variance, const_cast<P*>(saved_invstd)},
+                    {uid::dscale, dgamma},
+                    {uid::dshift, dbeta},
+                    {uid::dx, dx.data()}});
+    last_engine_ = plan->engine_name;
+  }
+
+  // Runs a plan with the given (uid, pointer) pairs; grows the workspace to the plan's size.
+  void execute(execution_plan& plan, const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
+    std::vector<std::int64_t> uids;
+    std::vector<void*> data;
+    for (const auto& [id, ptr] : ptrs) {
+      uids.push_back(id);
+      data.push_back(ptr);
+    }
+    void* ws = plan.workspace_bytes > 0 ? workspace_.ensure(static_cast<std::size_t>(plan.workspace_bytes)) : nullptr;
+    descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack.set_int64s(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids, "set CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<std::int64_t>(data.size()),
+             data.data(), "set CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS");
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, "set CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
+    pack.finalize("finalize variant pack");
+    check_cudnn(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+    check_cudnn(cudnnBackendExecute(handle_, plan.plan.get(), pack.get()), "cudnnBackendExecute");
+  }
+
+ private:
+  template <class P>
+  static void require_channel_params(const char* op, std::int64_t channels,
+                                     std::initializer_list<std::pair<const char*, const P*>> ps) {
+    if (channels == 0) return;
+    for (const auto& [n, ptr] : ps)
+      if (ptr == nullptr)
+        memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + n + " is null but C = " +
+                                                     std::to_string(channels) + " channel values are needed");
+  }
+
+  template <class T, class F>
+  static void set_residual(const char* op, bn_problem& pr, const tensor_view<const T, F>& x,
+                           const tensor_view<const T, F>& residual) {
+    pr.has_residual = residual.data() != nullptr;
+    if (pr.has_residual) {
+      require_same_extents(op, "x", x, "residual", residual);
+      pr.residual = spec_of(residual, uid::residual);
+    }
+  }
+
+  void device_pad(const void* src, void* dst, const pad_copy& pc) {
+    check_cuda(cudaMemsetAsync(dst, 0, pc.dst_bytes, stream_), "cudaMemsetAsync (channel padding)");
+    check_cuda(cudaMemcpy2DAsync(dst, pc.dst_pitch, src, pc.src_pitch, pc.row_bytes, pc.rows, cudaMemcpyDeviceToDevice,
+                                 stream_),
+               "cudaMemcpy2DAsync (channel padding)");
+  }
+
+  // The cached plan for `key`, or a new one from `make_graph()`; nullptr when no engine supports
+  // the graph (remembered, so an unsupported fusion is tried once).
+  template <class MakeGraph>
+  execution_plan* find_plan(const std::string& key, MakeGraph&& make_graph) {
+    const std::string full = "dev" + std::to_string(device_) + "|" + key;
+    if (auto* hit = cache_.find(full)) return hit->get();
+    std::shared_ptr<execution_plan> p;
+    try {
+      p = build_plan(make_graph(), key);
+    } catch (const memfmt::error& e) {
+      if (e.code() != errc::unsupported) throw;
+    }
+    return cache_.insert(full, std::move(p)).get();
+  }
+  template <class MakeGraph>
+  execution_plan* require_plan(const std::string& key, MakeGraph&& make_graph) {
+    if (execution_plan* p = find_plan(key, make_graph)) return p;
+    memfmt::detail::fail(errc::unsupported, "cuDNN: no engine supports " + key);
+  }
+
+  void run_conv_with_bias(const conv_problem& pr, const void* x, const void* w, void* y, const void* bias) {
+    const std::vector<std::pair<std::int64_t, void*>> base = {
+        {uid::x, const_cast<void*>(x)}, {uid::w, const_cast<void*>(w)}, {uid::y, y}};
+    if (bias) {
+      if (execution_plan* fused = find_plan(pr.key() + "|fused", [&] { return conv_bias_graph(pr); })) {
+        auto ptrs = base;
+        ptrs.push_back({uid::bias, const_cast<void*>(bias)});
+        execute(*fused, ptrs);
+        last_engine_ = fused->engine_name;
+        return;
+      }
+    }
+    conv_problem plain = pr;
+    plain.bias.reset();
+    execution_plan* plan = require_plan(plain.key(), [&] { return conv_graph(plain); });
+    execute(*plan, base);
+    last_engine_ = plan->engine_name;
+    if (bias) {
+      execution_plan* bp = require_plan("bias_add|" + pr.y.key() + "|" + pr.bias->key(),
+                                        [&] { return bias_add_graph(pr.y, *pr.bias, pr.conv.compute_type); });
+      execute(*bp, {{uid::y, y}, {uid::bias, const_cast<void*>(bias)}, {uid::aux, y}});
+    }
+  }
+
+  void run_bn_forward(const bn_problem& pr, bool training, std::vector<std::pair<std::int64_t, void*>> ptrs,
+                      const void* residual) {
+    const char* phase = training ? "bn_fwd_train" : "bn_fwd_inf";
+    const bool has_epilogue = pr.has_residual || pr.fuse_relu;
+    if (has_epilogue) {
+      if (execution_plan* fused = find_plan(pr.key(phase) + "|fused", [&] { return bn_forward_graph(pr, training, true); })) {
+        auto all = ptrs;
+        if (pr.has_residual) all.push_back({uid::residual, const_cast<void*>(residual)});
+        execute(*fused, all);
+        last_engine_ = fused->engine_name;
+        return;
+      }
+    }
+    bn_problem plain = pr;
+    plain.has_residual = false;
+    plain.fuse_relu = false;
+    execution_plan* plan = require_plan(plain.key(phase), [&] { return bn_forward_graph(plain, training, false); });
+    execute(*plan, ptrs);
+    last_engine_ = plan->engine_name;
+    if (has_epilogue) {
+      void* y = nullptr;
+      for (const auto& [id, ptr] : ptrs)
+        if (id == uid::y) y = ptr;
+      execution_plan* ep = require_plan("bn_epilogue|" + pr.key(phase), [&] { return epilogue_graph(pr); });
+      std::vector<std::pair<std::int64_t, void*>> eptrs = {{uid::y, y}, {uid::aux, y}};
+      if (pr.has_residual) eptrs.push_back({uid::residual, const_cast<void*>(residual)});
+      execute(*ep, eptrs);
+    }
+  }
+
+  std::unique_ptr<backend_options> opts_;  // stable address: the buffers point at its allocator
+  cudnnHandle_t handle_ = nullptr;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  version_report version_{};
+  plan_cache<std::shared_ptr<execution_plan>> cache_;
+  detail::device_buffer workspace_;
+  detail::device_buffer scratch_;
+  std::string last_engine_;
+};
+
+}  // namespace memfmt::cudnn

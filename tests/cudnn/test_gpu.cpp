@@ -1,0 +1,262 @@
+// The cuDNN backend against the reference backend on a GPU: convolution forward (with bias, with
+// and without channel padding), backward data, backward weights (with dbias), batch norm training,
+// inference and backward, NCHW and NHWC, fp32 / fp16 / bf16. Skips when there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <memfmt/backends/cudnn/backend.hpp>
+#include <memfmt/backends/reference/backend.hpp>
+#include <memfmt/tensor/host_tensor.hpp>
+
+namespace {
+
+using namespace memfmt;
+
+class CudnnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cudnn::device_count() == 0)
+      GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none or fails): cuDNN GPU tests skipped";
+  }
+};
+
+template <class T>
+T from_float(float f) { return T(f); }
+template <>
+float from_float<float>(float f) { return f; }
+template <class T>
+float to_float(T v) { return static_cast<float>(v); }
+
+// Values exactly representable in bf16 and fp16, small enough that sums stay accurate.
+template <class T>
+void fill(T* p, std::int64_t n, std::uint32_t seed) {
+  std::uint32_t s = seed;
+  for (std::int64_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = from_float<T>(static_cast<float>(static_cast<int>((s >> 9) % 33) - 16) / 16.0f);
+  }
+}
+
+// Device copy of a host array.
+template <class T>
+struct dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit dev(std::size_t count) : n(count) { cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  dev(const T* host, std::size_t count) : dev(count) { upload(host); }
+  ~dev() { cudaFree(p); }
+  dev(const dev&) = delete;
+  void upload(const T* host) { cudnn::check_cuda(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    cudnn::check_cuda(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    return h;
+  }
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 2e-3 : (std::is_same_v<T, half> ? 2e-2 : 8e-2); }
+
+// |got - want| <= tol * (1 + |want|) element-wise (TF32 / fp16 accumulation are allowed).
+template <class A, class B>
+void expect_close(const A* got, const B* want, std::int64_t n, double tol, const std::string& what) {
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double g = to_float(got[i]), w = to_float(want[i]);
+    if (!(std::fabs(g - w) <= tol * (1.0 + std::fabs(w)))) {
+      if (++bad <= 5) ADD_FAILURE() << what << " at " << i << ": cuDNN " << g << " vs reference " << w;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+template <class T, class F>
+void conv_case(cudnn::backend& be, std::array<std::int64_t, F::rank> xe, std::array<std::int64_t, F::rank> we,
+               conv_params p) {
+  const std::string what = std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)) + " x" +
+                           memfmt::detail::dims_to_string(xe) + " w" + memfmt::detail::dims_to_string(we);
+  SCOPED_TRACE(what);
+  const auto ye = conv_output_extents(xe, we, p);
+  host_tensor<T, F> x(xe), w(we), y(ye), dy(ye), dx(xe), dw(we), yref(ye), dxref(xe), dwref(we);
+  fill(x.data(), x.numel(), 1u);
+  fill(w.data(), w.numel(), 2u);
+  fill(dy.data(), dy.numel(), 3u);
+  std::vector<T> bias(static_cast<std::size_t>(we[0])), dbias(bias.size()), dbias_ref(bias.size());
+  fill(bias.data(), static_cast<std::int64_t>(bias.size()), 4u);
+  reference::backend ref;
+  ref.conv_forward<T, F, F, F>(x.const_view(), w.const_view(), bias.data(), yref.view(), p);
+  ref.conv_backward_data<T, F, F, F>(dy.const_view(), w.const_view(), dxref.view(), p);
+  ref.conv_backward_weights<T, F, F, F>(x.const_view(), dy.const_view(), dwref.view(), dbias_ref.data(), p);
+
+  dev<T> dx_in(x.data(), x.numel()), dw_in(w.data(), w.numel()), dy_in(dy.data(), dy.numel()),
+      db(bias.data(), bias.size()), dout(y.numel()), ddx(dx.numel()), ddw(dw.numel()), ddb(bias.size());
+  tensor_view<const T, F> vx(dx_in.p, x.mapping()), vw(dw_in.p, w.mapping()), vdy(dy_in.p, dy.mapping());
+  be.conv_forward<T, F, F, F>(vx, vw, db.p, tensor_view<T, F>(dout.p, y.mapping()), p);
+  auto hy = dout.download();
+  expect_close(hy.data(), yref.data(), yref.numel(), tolerance<T>(), "conv_forward " + what);
+  be.conv_backward_data<T, F, F, F>(vdy, vw, tensor_view<T, F>(ddx.p, dx.mapping()), p);
+  auto hdx = ddx.download();
+  expect_close(hdx.data(), dxref.data(), dxref.numel(), tolerance<T>(), "conv_backward_data " + what);
+  be.conv_backward_weights<T, F, F, F>(vx, vdy, tensor_view<T, F>(ddw.p, dw.mapping()), ddb.p, p);
+  auto hdw = ddw.download();
+  auto hdb = ddb.download();
+  expect_close(hdw.data(), dwref.data(), dwref.numel(), tolerance<T>() * 4, "conv_backward_weights " + what);
+  expect_close(hdb.data(), dbias_ref.data(), static_cast<std::int64_t>(dbias_ref.size()), tolerance<T>() * 4,
+               "dbias " + what);
+  EXPECT_FALSE(be.last_engine().empty());
+}
+
+template <class T>
+void conv_all(cudnn::backend& be) {
+  conv_params p;
+  p.padding = {1, 1, 1};
+  conv_case<T, nhwc>(be, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  conv_case<T, nchw>(be, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  conv_params s2 = p;
+  s2.stride = {2, 2, 2};
+  conv_case<T, nhwc>(be, {2, 3, 16, 16}, {8, 3, 3, 3}, s2);  // 3-channel stem
+  conv_params g = p;
+  g.groups = 4;
+  conv_case<T, nhwc>(be, {1, 16, 8, 8}, {16, 4, 3, 3}, g);
+  conv_case<T, ndhwc>(be, {1, 8, 4, 6, 6}, {8, 8, 3, 3, 3}, p);
+}
+
+TEST_F(CudnnGpu, ConvMatchesReferenceFp32) {
+  cudnn::backend be;
+  conv_all<float>(be);
+  EXPECT_GT(be.cache().size(), 0u);
+}
+TEST_F(CudnnGpu, ConvMatchesReferenceFp16) {
+  cudnn::backend be;
+  conv_all<half>(be);
+}
+TEST_F(CudnnGpu, ConvMatchesReferenceBf16) {
+  cudnn::backend be;
+  conv_all<bfloat16>(be);
+}
+
+TEST_F(CudnnGpu, ChannelPaddingLeavesTheResultUnchanged) {
+  cudnn::backend_options o;
+  o.pad_channels_for_tensor_cores = true;
+  cudnn::backend padded(o), plain;
+  conv_params p;
+  p.stride = {2, 2, 2};
+  p.padding = {3, 3, 3};
+  host_tensor<half, nhwc> x({2, 3, 32, 32}), w({16, 3, 7, 7}), yref(conv_output_extents(x.extents(), w.extents(), p));
+  fill(x.data(), x.numel(), 5u);
+  fill(w.data(), w.numel(), 6u);
+  reference::backend().conv_forward<half, nhwc, nhwc, nhwc>(x.const_view(), w.const_view(), nullptr, yref.view(), p);
+  dev<half> dx(x.data(), x.numel()), dw(w.data(), w.numel()), dy1(yref.numel()), dy2(yref.numel());
+  padded.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()), nhwc_view<const half>(dw.p, w.mapping()),
+                                              nullptr, nhwc_view<half>(dy1.p, yref.mapping()), p);
+  plain.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()), nhwc_view<const half>(dw.p, w.mapping()),
+                                             nullptr, nhwc_view<half>(dy2.p, yref.mapping()), p);
+  auto h1 = dy1.download(), h2 = dy2.download();
+  expect_close(h1.data(), yref.data(), yref.numel(), tolerance<half>(), "padded stem vs reference");
+  expect_close(h2.data(), yref.data(), yref.numel(), tolerance<half>(), "unpadded stem vs reference");
+}
+
+template <class T, class F>
+void bn_case(cudnn::backend& be, std::array<std::int64_t, F::rank> e, bool residual, bool relu) {
+  using P = reference::param_t<T>;
+  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)) + (residual ? " +res" : "") +
+               (relu ? " +relu" : ""));
+  const auto c = static_cast<std::size_t>(e[1]);
+  host_tensor<T, F> x(e), r(e), dy(e), y(e), yref(e), dxref(e), dresref(e), yinf_ref(e);
+  fill(x.data(), x.numel(), 7u);
+  fill(r.data(), r.numel(), 8u);
+  fill(dy.data(), dy.numel(), 9u);
+  std::vector<P> gamma(c), beta(c), rm(c, 0.5f), rv(c, 2.0f), sm(c), si(c), dg(c), dbt(c);
+  for (std::size_t i = 0; i < c; ++i) {
+    gamma[i] = P(1) + P(i) / P(8);
+    beta[i] = P(i) / P(4) - P(1);
+  }
+  std::vector<P> rm_ref = rm, rv_ref = rv, sm_ref(c), si_ref(c), dg_ref(c), db_ref(c);
+  batch_norm_params p;
+  p.fuse_relu = relu;
+  reference::backend ref;
+  tensor_view<const T, F> rv_view = residual ? r.const_view() : tensor_view<const T, F>{};
+  ref.batch_norm_forward_training<T, F>(x.const_view(), yref.view(), gamma.data(), beta.data(), rm_ref.data(),
+                                        rv_ref.data(), sm_ref.data(), si_ref.data(), p, rv_view);
+  ref.batch_norm_forward_inference<T, F>(x.const_view(), yinf_ref.view(), gamma.data(), beta.data(), rm.data(),
+                                         rv.data(), p, rv_view);
+  ref.batch_norm_backward<T, F>(x.const_view(), dy.const_view(), dxref.view(), gamma.data(), sm_ref.data(),
+                                si_ref.data(), dg_ref.data(), db_ref.data(), p, yref.const_view(),
+                                residual ? dresref.view() : tensor_view<T, F>{});
+
+  const auto n = static_cast<std::size_t>(x.numel());
+  dev<T> dxin(x.data(), n), dr(r.data(), n), ddy(dy.data(), n), dyout(n), dyinf(n), ddx(n), ddres(n);
+  dev<P> dgam(gamma.data(), c), dbet(beta.data(), c), drm(rm.data(), c), drv(rv.data(), c), dsm(c), dsi(c), ddg(c),
+      ddb(c), drm2(rm.data(), c), drv2(rv.data(), c);
+  const tensor_view<const T, F> vr = residual ? tensor_view<const T, F>(dr.p, x.mapping()) : tensor_view<const T, F>{};
+  be.batch_norm_forward_training<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()), tensor_view<T, F>(dyout.p, x.mapping()),
+                                       dgam.p, dbet.p, drm.p, drv.p, dsm.p, dsi.p, p, vr);
+  const double tol = tolerance<T>();
+  expect_close(dyout.download().data(), yref.data(), yref.numel(), tol, "bn training y");
+  expect_close(dsm.download().data(), sm_ref.data(), static_cast<std::int64_t>(c), 1e-3, "saved mean");
+  expect_close(dsi.download().data(), si_ref.data(), static_cast<std::int64_t>(c), 1e-3, "saved invstd");
+  expect_close(drm.download().data(), rm_ref.data(), static_cast<std::int64_t>(c), 1e-3, "running mean");
+  expect_close(drv.download().data(), rv_ref.data(), static_cast<std::int64_t>(c), 1e-3, "running var");
+  be.batch_norm_forward_inference<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()), tensor_view<T, F>(dyinf.p, x.mapping()),
+                                        dgam.p, dbet.p, drm2.p, drv2.p, p, vr);
+  expect_close(dyinf.download().data(), yinf_ref.data(), yinf_ref.numel(), tol, "bn inference y");
+  // Backward from the reference's forward output and statistics (so only the backward is compared).
+  dev<T> dyref(yref.data(), n);
+  dev<P> dsmr(sm_ref.data(), c), dsir(si_ref.data(), c);
+  be.batch_norm_backward<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()), tensor_view<const T, F>(ddy.p, x.mapping()),
+                               tensor_view<T, F>(ddx.p, x.mapping()), dgam.p, dsmr.p, dsir.p, ddg.p, ddb.p, p,
+                               tensor_view<const T, F>(dyref.p, x.mapping()),
+                               residual ? tensor_view<T, F>(ddres.p, x.mapping()) : tensor_view<T, F>{});
+  expect_close(ddx.download().data(), dxref.data(), dxref.numel(), tol * 4, "bn backward dx");
+  expect_close(ddg.download().data(), dg_ref.data(), static_cast<std::int64_t>(c), tol * 4, "dgamma");
+  expect_close(ddb.download().data(), db_ref.data(), static_cast<std::int64_t>(c), tol * 4, "dbeta");
+  if (residual) expect_close(ddres.download().data(), dresref.data(), dresref.numel(), tol, "dresidual");
+}
+
+template <class T>
+void bn_all(cudnn::backend& be) {
+  bn_case<T, nhwc>(be, {4, 16, 6, 6}, false, false);
+  bn_case<T, nchw>(be, {4, 16, 6, 6}, false, false);
+  bn_case<T, nhwc>(be, {4, 16, 6, 6}, true, true);
+  bn_case<T, nchw>(be, {2, 8, 5, 7}, false, true);
+}
+
+TEST_F(CudnnGpu, BatchNormMatchesReferenceFp32) {
+  cudnn::backend be;
+  bn_all<float>(be);
+}
+TEST_F(CudnnGpu, BatchNormMatchesReferenceFp16) {
+  cudnn::backend be;
+  bn_all<half>(be);
+}
+TEST_F(CudnnGpu, BatchNormMatchesReferenceBf16) {
+  cudnn::backend be;
+  bn_all<bfloat16>(be);
+}
+
+TEST_F(CudnnGpu, PlanCacheHitsOnRepeatAndUserAllocatorIsUsed) {
+  std::size_t allocated = 0;
+  cudnn::backend_options o;
+  o.allocator.allocate = [&](std::size_t b) {
+    void* p = nullptr;
+    allocated += b;
+    return cudaMalloc(reinterpret_cast<void**>(&p), b) == cudaSuccess ? p : nullptr;
+  };
+  o.allocator.deallocate = [](void* p, std::size_t) { cudaFree(p); };
+  cudnn::backend be(o);
+  conv_params p;
+  p.padding = {1, 1, 1};
+  conv_case<half, nhwc>(be, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  const auto size = be.cache().size(), misses = be.cache().misses();
+  conv_case<half, nhwc>(be, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  EXPECT_EQ(be.cache().size(), size);
+  EXPECT_EQ(be.cache().misses(), misses);
+  EXPECT_GT(be.cache().hits(), 0u);
+  EXPECT_EQ(allocated >= be.workspace_bytes(), true);
+}
+
+}  // namespace
