@@ -1,0 +1,213 @@
+// memfmt/backends/reference/batch_norm.hpp - reference batch normalisation (training, inference, backward).
+//
+// PyTorch's semantics, per channel c over N and the spatial dimensions (m values):
+//   mean = sum(x) / m, var = sum((x - mean)^2) / m (biased), invstd = 1 / sqrt(var + eps)
+//   y = relu?( gamma * (x - mean) * invstd + beta [+ residual] )
+//   running_mean = (1 - momentum) * running_mean + momentum * mean
+//   running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)   (unbiased)
+// Statistics are computed in double (two passes) and every output is rounded once. Each operation
+// validates everything before writing; on error the outputs are untouched. x, y (and dy, dx) may be
+// the same buffer (in-place), nothing else may overlap.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <initializer_list>
+#include <utility>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../conv_params.hpp"
+#include "numeric.hpp"
+#include "view_access.hpp"
+
+namespace memfmt::reference {
+namespace detail {
+
+template <class P>
+void require_params(const char* op, std::int64_t channels, std::initializer_list<std::pair<const char*, const P*>> ps) {
+  if (channels == 0) return;
+  for (const auto& [name, ptr] : ps)
+    if (ptr == nullptr)
+      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " is null but C = " +
+                                                   std::to_string(channels) + " channel values are needed");
+}
+
+inline void require_bn_params(const char* op, const batch_norm_params& p) {
+  if (!(p.epsilon > 0.0) || !std::isfinite(p.epsilon))
+    memfmt::detail::fail(errc::invalid_argument,
+                         std::string(op) + ": epsilon = " + std::to_string(p.epsilon) + " must be finite and > 0");
+  if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
+    memfmt::detail::fail(errc::invalid_argument,
+                         std::string(op) + ": momentum = " + std::to_string(p.momentum) + " must be in [0, 1]");
+}
+
+// An optional tensor: data() == nullptr means "not given"; when given it must match `ref`.
+template <class T, class F, class Extents>
+bool optional_view(const char* op, const char* name, const tensor_view<T, F>& v, const Extents& ref) {
+  if (v.data() == nullptr) return false;
+  require_extents(op, name, v.extents(), ref, "(the sizes of x)");
+  return true;
+}
+
+// Calls fn(n, c, d, h, w) for every position of channel c (extents e, a 2-D view has d == 0 only).
+template <class Fn>
+void for_each_in_channel(const dims5& e, std::int64_t c, Fn&& fn) {
+  for (std::int64_t n = 0; n < e.n; ++n)
+    for (std::int64_t d = 0; d < e.d; ++d)
+      for (std::int64_t h = 0; h < e.h; ++h)
+        for (std::int64_t w = 0; w < e.w; ++w) fn(n, c, d, h, w);
+}
+
+}  // namespace detail
+
+template <class T, class F>
+void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                 const param_t<T>* beta, param_t<T>* running_mean, param_t<T>* running_var,
+                                 param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
+                                 tensor_view<const T, F> residual = {}) {
+  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
+  using P = param_t<T>;
+  constexpr const char* op = "reference::batch_norm_forward_training";
+  detail::require_bn_params(op, p);
+  detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
+  const bool has_res = detail::optional_view(op, "residual", residual, x.extents());
+  detail::require_data(op, "input x", x);
+  detail::require_data(op, "output y", y);
+  const std::int64_t channels = x.channels();
+  const std::int64_t m = channels > 0 ? x.numel() / channels : 0;  // values per channel
+  if (channels > 0 && m < 2)
+    memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " +
+                                                     memfmt::detail::dims_to_string(x.extents()) + " give " +
+                                                     std::to_string(m) +
+                                                     " value(s) per channel; training needs at least 2");
+  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"beta", beta}});
+  detail::require_params<P>(op, channels, {{"running_mean", running_mean}, {"running_var", running_var},
+                                           {"saved_mean", saved_mean}, {"saved_invstd", saved_invstd}});
+
+  const auto e = detail::extents5(x);
+  const auto xs = detail::strides5(x), ys = detail::strides5(y), rs = detail::strides5(residual);
+  const double md = static_cast<double>(m);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double sum = 0.0;
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      sum += detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]);
+    });
+    const double mean = sum / md;
+    double sq = 0.0;
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      const double v = detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean;
+      sq += v * v;
+    });
+    const double var = sq / md;
+    const double invstd = 1.0 / std::sqrt(var + p.epsilon);
+    const double scale = static_cast<double>(gamma[c]) * invstd, shift = static_cast<double>(beta[c]);
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      double v = (detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean) * scale + shift;
+      if (has_res) v += detail::to_double(residual.data()[detail::offset5(rs, n, cc, d, h, w)]);
+      if (p.fuse_relu && v <= 0.0) v = 0.0;  // a NaN stays NaN, as in torch.relu
+      y.data()[detail::offset5(ys, n, cc, d, h, w)] = detail::from_double<T>(v);
+    });
+    saved_mean[c] = detail::from_double<P>(mean);
+    saved_invstd[c] = detail::from_double<P>(invstd);
+    running_mean[c] =
+        detail::from_double<P>((1.0 - p.momentum) * static_cast<double>(running_mean[c]) + p.momentum * mean);
+    running_var[c] = detail::from_double<P>((1.0 - p.momentum) * static_cast<double>(running_var[c]) +
+                                            p.momentum * var * md / (md - 1.0));
+  }
+}
+
+template <class T, class F>
+void batch_norm_forward_inference(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                  const param_t<T>* beta, const param_t<T>* running_mean,
+                                  const param_t<T>* running_var, const batch_norm_params& p,
+                                  tensor_view<const T, F> residual = {}) {
+  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
+  using P = param_t<T>;
+  constexpr const char* op = "reference::batch_norm_forward_inference";
+  detail::require_bn_params(op, p);
+  detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
+  const bool has_res = detail::optional_view(op, "residual", residual, x.extents());
+  detail::require_data(op, "input x", x);
+  detail::require_data(op, "output y", y);
+  const std::int64_t channels = x.channels();
+  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
+                                           {"running_var", running_var}});
+
+  const auto e = detail::extents5(x);
+  const auto xs = detail::strides5(x), ys = detail::strides5(y), rs = detail::strides5(residual);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const double invstd = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + p.epsilon);
+    const double mean = static_cast<double>(running_mean[c]);
+    const double scale = static_cast<double>(gamma[c]) * invstd, shift = static_cast<double>(beta[c]);
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      double v = (detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean) * scale + shift;
+      if (has_res) v += detail::to_double(residual.data()[detail::offset5(rs, n, cc, d, h, w)]);
+      if (p.fuse_relu && v <= 0.0) v = 0.0;
+      y.data()[detail::offset5(ys, n, cc, d, h, w)] = detail::from_double<T>(v);
+    });
+  }
+}
+
+// Backward of batch_norm_forward_training, from the saved statistics:
+//   g = dy (masked by y > 0 with fuse_relu), xhat = (x - saved_mean) * saved_invstd
+//   dbeta = sum(g), dgamma = sum(g * xhat), dx = gamma * invstd / m * (m * g - dbeta - xhat * dgamma)
+//   dresidual = g (when given).
+template <class T, class F>
+void batch_norm_backward(tensor_view<const T, F> x, tensor_view<const T, F> dy, tensor_view<T, F> dx,
+                         const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                         param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
+                         tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
+  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
+  using P = param_t<T>;
+  constexpr const char* op = "reference::batch_norm_backward";
+  detail::require_extents(op, "output gradient dy", dy.extents(), x.extents(), "(the sizes of x)");
+  detail::require_extents(op, "input gradient dx", dx.extents(), x.extents(), "(the sizes of x)");
+  const bool has_y = detail::optional_view(op, "forward output y", y, x.extents());
+  const bool has_dres = detail::optional_view(op, "residual gradient dresidual", dresidual, x.extents());
+  if (p.fuse_relu && !has_y && x.numel() > 0)
+    memfmt::detail::fail(errc::null_pointer,
+                         std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
+  detail::require_data(op, "input x", x);
+  detail::require_data(op, "output gradient dy", dy);
+  detail::require_data(op, "input gradient dx", dx);
+  const std::int64_t channels = x.channels();
+  const std::int64_t m = channels > 0 ? x.numel() / channels : 0;
+  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"saved_mean", saved_mean},
+                                           {"saved_invstd", saved_invstd}});
+  detail::require_params<P>(op, channels, {{"dgamma", dgamma}, {"dbeta", dbeta}});
+
+  const bool mask = p.fuse_relu;
+  const auto e = detail::extents5(x);
+  const auto xs = detail::strides5(x), dys = detail::strides5(dy), dxs = detail::strides5(dx);
+  const auto ys = detail::strides5(y), drs = detail::strides5(dresidual);
+  const double md = static_cast<double>(m);
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const double mean = static_cast<double>(saved_mean[c]), invstd = static_cast<double>(saved_invstd[c]);
+    auto grad_at = [&](std::int64_t n, std::int64_t cc, std::int64_t d, std::int64_t h, std::int64_t w) {
+      const double g = detail::to_double(dy.data()[detail::offset5(dys, n, cc, d, h, w)]);
+      if (mask && !(detail::to_double(y.data()[detail::offset5(ys, n, cc, d, h, w)]) > 0.0)) return 0.0;
+      return g;
+    };
+    double sum_g = 0.0, sum_gx = 0.0;
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      const double g = grad_at(n, cc, d, h, w);
+      const double xhat = (detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean) * invstd;
+      sum_g += g;
+      sum_gx += g * xhat;
+    });
+    const double k = static_cast<double>(gamma[c]) * invstd / md;
+    detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
+      const double g = grad_at(n, cc, d, h, w);
+      const double xhat = (detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean) * invstd;
+      // Read everything before writing: dx or dresidual may share dy's buffer.
+      dx.data()[detail::offset5(dxs, n, cc, d, h, w)] = detail::from_double<T>(k * (md * g - sum_g - xhat * sum_gx));
+      if (has_dres) dresidual.data()[detail::offset5(drs, n, cc, d, h, w)] = detail::from_double<T>(g);
+    });
+    dgamma[c] = detail::from_double<P>(sum_gx);
+    dbeta[c] = detail::from_double<P>(sum_g);
+  }
+}
+
+}  // namespace memfmt::reference

@@ -1,0 +1,209 @@
+// memfmt/backends/reference/conv.hpp - reference convolution (forward, backward data, backward weights).
+//
+// Cross-correlation as in PyTorch's conv2d/conv3d: symmetric zero padding, stride, dilation and
+// groups. Written for clarity, not speed: every output element is one sum, gathered in double and
+// rounded once to T, so the result is the exact answer rounded (up to double's own rounding).
+// Each operation validates everything before writing anything; on error the outputs are untouched.
+//
+// Activations: x, y (and dx, dy) in {nchw, nhwc} (2-D) or {ncdhw, ndhwc} (3-D), any combination of
+// input and output format. Weights: the same tags over logical K, C/groups, kernel... (an nchw view
+// is KCRS, an nhwc view is KRSC). Inputs and outputs must not overlap.
+// Template arguments are deduced when inputs are passed as const views (x.const_view()); a mutable
+// view does not deduce (no conversions during deduction), so then name them all:
+// conv_forward<float, nhwc, nhwc, nhwc>(x, w, bias, y, p).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../conv_params.hpp"
+#include "numeric.hpp"
+#include "view_access.hpp"
+
+namespace memfmt::reference {
+namespace detail {
+
+// The convolution's sizes as 3 spatial dimensions (a 2-D convolution has D = 1, kernel 1, stride 1).
+struct conv_geometry {
+  std::int64_t n, c, k, groups, c_per_group, k_per_group;
+  std::int64_t in[3], out[3], ker[3], stride[3], pad[3], dil[3];
+};
+
+template <int Rank>
+conv_geometry make_geometry(const std::array<std::int64_t, Rank>& x, const std::array<std::int64_t, Rank>& w,
+                            const std::array<std::int64_t, Rank>& y, const conv_params& p) {
+  constexpr int sr = Rank - 2;   // spatial rank
+  constexpr int skip = 3 - sr;   // leading unit spatial dims
+  conv_geometry g{};
+  g.n = x[0];
+  g.c = x[1];
+  g.k = w[0];
+  g.groups = p.groups;
+  g.c_per_group = x[1] / p.groups;
+  g.k_per_group = w[0] / p.groups;
+  for (int i = 0; i < 3; ++i) {
+    const int j = i - skip;  // index into the caller's spatial dims, < 0 for the padding dims
+    g.in[i] = j < 0 ? 1 : x[2 + j];
+    g.out[i] = j < 0 ? 1 : y[2 + j];
+    g.ker[i] = j < 0 ? 1 : w[2 + j];
+    g.stride[i] = j < 0 ? 1 : p.stride[j];
+    g.pad[i] = j < 0 ? 0 : p.padding[j];
+    g.dil[i] = j < 0 ? 1 : p.dilation[j];
+  }
+  return g;
+}
+
+template <class T>
+void check_element_type() {
+  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
+}
+
+}  // namespace detail
+
+// y = conv(x, w) + bias. bias: K values or nullptr.
+template <class T, class XF, class WF, class YF>
+void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const T* bias, tensor_view<T, YF> y,
+                  const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
+  constexpr const char* op = "reference::conv_forward";
+  const auto ye = conv_output_extents(x.extents(), w.extents(), p);
+  detail::require_extents(op, "output y", y.extents(), ye, "(from input x and weight w)");
+  detail::require_data(op, "input x", x);
+  detail::require_data(op, "weight w", w);
+  detail::require_data(op, "output y", y);
+
+  const auto g = detail::make_geometry<XF::rank>(x.extents(), w.extents(), ye, p);
+  const auto xs = detail::strides5(x), ws = detail::strides5(w), ys = detail::strides5(y);
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t k = 0; k < g.k; ++k) {
+      const std::int64_t c0 = (k / g.k_per_group) * g.c_per_group;
+      for (std::int64_t od = 0; od < g.out[0]; ++od)
+        for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
+            double acc = bias ? detail::to_double(bias[k]) : 0.0;
+            for (std::int64_t cc = 0; cc < g.c_per_group; ++cc)
+              for (std::int64_t kd = 0; kd < g.ker[0]; ++kd) {
+                const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (std::int64_t kh = 0; kh < g.ker[1]; ++kh) {
+                  const std::int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
+                    const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    acc += detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]) *
+                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]);
+                  }
+                }
+              }
+            y.data()[detail::offset5(ys, n, k, od, oh, ow)] = detail::from_double<T>(acc);
+          }
+    }
+}
+
+// dx = the gradient of conv_forward w.r.t. its input: the adjoint of x -> conv(x, w).
+// dx's extents pick the input size (several input sizes give the same output size when stride > 1).
+template <class T, class YF, class WF, class XF>
+void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w, tensor_view<T, XF> dx,
+                        const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_backward_data: dy, w and dx must have the same rank (all 2-D or all 3-D formats)");
+  constexpr const char* op = "reference::conv_backward_data";
+  const auto ye = conv_output_extents(dx.extents(), w.extents(), p);
+  detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input gradient dx and weight w)");
+  detail::require_data(op, "output gradient dy", dy);
+  detail::require_data(op, "weight w", w);
+  detail::require_data(op, "input gradient dx", dx);
+
+  const auto g = detail::make_geometry<XF::rank>(dx.extents(), w.extents(), ye, p);
+  const auto ys = detail::strides5(dy), ws = detail::strides5(w), xs = detail::strides5(dx);
+  // Output position o sees input position i = o * stride - pad + r * dil; gather, for each i,
+  // every (o, r) pair that reaches it.
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t c = 0; c < g.c; ++c) {
+      const std::int64_t grp = c / g.c_per_group, cc = c % g.c_per_group;
+      for (std::int64_t id = 0; id < g.in[0]; ++id)
+        for (std::int64_t ih = 0; ih < g.in[1]; ++ih)
+          for (std::int64_t iw = 0; iw < g.in[2]; ++iw) {
+            double acc = 0.0;
+            for (std::int64_t k = grp * g.k_per_group; k < (grp + 1) * g.k_per_group; ++k)
+              for (std::int64_t kd = 0; kd < g.ker[0]; ++kd) {
+                const std::int64_t td = id + g.pad[0] - kd * g.dil[0];
+                if (td < 0 || td % g.stride[0] != 0 || td / g.stride[0] >= g.out[0]) continue;
+                for (std::int64_t kh = 0; kh < g.ker[1]; ++kh) {
+                  const std::int64_t th = ih + g.pad[1] - kh * g.dil[1];
+                  if (th < 0 || th % g.stride[1] != 0 || th / g.stride[1] >= g.out[1]) continue;
+                  for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
+                    const std::int64_t tw = iw + g.pad[2] - kw * g.dil[2];
+                    if (tw < 0 || tw % g.stride[2] != 0 || tw / g.stride[2] >= g.out[2]) continue;
+                    acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, td / g.stride[0], th / g.stride[1],
+                                                                       tw / g.stride[2])]) *
+                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]);
+                  }
+                }
+              }
+            dx.data()[detail::offset5(xs, n, c, id, ih, iw)] = detail::from_double<T>(acc);
+          }
+    }
+}
+
+// dw = the gradient of conv_forward w.r.t. its weight; dbias (K values, or nullptr) = sum of dy
+// over N and the output positions.
+template <class T, class XF, class YF, class WF>
+void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
+                           T* dbias, const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_backward_weights: x, dy and dw must have the same rank (all 2-D or all 3-D formats)");
+  constexpr const char* op = "reference::conv_backward_weights";
+  const auto ye = conv_output_extents(x.extents(), dw.extents(), p);
+  detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input x and weight gradient dw)");
+  detail::require_data(op, "input x", x);
+  detail::require_data(op, "output gradient dy", dy);
+  detail::require_data(op, "weight gradient dw", dw);
+
+  const auto g = detail::make_geometry<XF::rank>(x.extents(), dw.extents(), ye, p);
+  const auto xs = detail::strides5(x), ys = detail::strides5(dy), ws = detail::strides5(dw);
+  for (std::int64_t k = 0; k < g.k; ++k) {
+    const std::int64_t c0 = (k / g.k_per_group) * g.c_per_group;
+    for (std::int64_t cc = 0; cc < g.c_per_group; ++cc)
+      for (std::int64_t kd = 0; kd < g.ker[0]; ++kd)
+        for (std::int64_t kh = 0; kh < g.ker[1]; ++kh)
+          for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
+            double acc = 0.0;
+            for (std::int64_t n = 0; n < g.n; ++n)
+              for (std::int64_t od = 0; od < g.out[0]; ++od) {
+                const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
+                  const std::int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
+                    const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]) *
+                           detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]);
+                  }
+                }
+              }
+            dw.data()[detail::offset5(ws, k, cc, kd, kh, kw)] = detail::from_double<T>(acc);
+          }
+    if (dbias) {
+      double acc = 0.0;
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t od = 0; od < g.out[0]; ++od)
+          for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+            for (std::int64_t ow = 0; ow < g.out[2]; ++ow)
+              acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]);
+      dbias[k] = detail::from_double<T>(acc);
+    }
+  }
+}
+
+}  // namespace memfmt::reference
