@@ -1,0 +1,79 @@
+// memfmt/convert/cuda/convert.cuh - NCHW <-> NHWC (and NCDHW <-> NDHWC) conversion on the GPU.
+//
+//   memfmt::cuda::convert(src_view, dst_view, stream);
+//
+// Converts between the channels-first and channels-last format of the same rank, or copies
+// between two strided views of one format; views may be padded slices of larger buffers. The
+// pointers are device memory (or memory the device can access). Arguments are validated on the
+// host before anything is launched; the launch is asynchronous on `stream`, and launch errors
+// are reported as memfmt::error(backend_failure). Errors during execution surface, as usual in
+// CUDA, at the next synchronising call.
+//
+// Each block transposes tiles of an image's (C) x (spatial) plane through shared memory (see
+// tile_plan.hpp for the index math, which the CPU tests replay launch by launch).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "tile_plan.hpp"
+#include "validate.hpp"
+
+namespace memfmt::cuda {
+namespace detail {
+
+template <std::size_t Bytes> struct word_of;
+template <> struct word_of<1> { using type = std::uint8_t; };
+template <> struct word_of<2> { using type = std::uint16_t; };
+template <> struct word_of<4> { using type = std::uint32_t; };
+template <> struct word_of<8> { using type = std::uint64_t; };
+
+// One instantiation per element size: the kernel moves bytes, never interprets them.
+template <class Word>
+__global__ void __launch_bounds__(block_threads) convert_tiles(const convert_plan p, const Word* __restrict__ src,
+                                                               Word* __restrict__ dst) {
+  __shared__ Word tile[tile_slots(sizeof(Word))];
+  const int thread = static_cast<int>(threadIdx.x);
+  // Grid-stride over tiles (64-bit): covers any tile count with a grid within CUDA's limits.
+  for (std::int64_t i = blockIdx.x; i < p.total_tiles; i += gridDim.x) {
+    const tile_origin t = tile_at(p, i);
+    read_tile_part(p, t, thread, src, tile);
+    __syncthreads();
+    write_tile_part(p, t, thread, tile, dst);
+    __syncthreads();  // the next tile overwrites the shared tile
+  }
+}
+
+}  // namespace detail
+
+template <class T, class From, class To>
+void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_t stream = 0) {
+  if (detail::validate_convert(src, dst) == 0) return;
+  using word = typename detail::word_of<sizeof(T)>::type;
+  const detail::convert_plan plan =
+      detail::make_plan(src.mapping(), dst.mapping(), reinterpret_cast<std::uintptr_t>(src.data()),
+                        reinterpret_cast<std::uintptr_t>(dst.data()), static_cast<int>(sizeof(T)));
+  const std::int64_t blocks = detail::grid_blocks(plan);
+  detail::convert_tiles<word><<<static_cast<unsigned>(blocks), detail::block_threads, 0, stream>>>(
+      plan, reinterpret_cast<const word*>(src.data()), reinterpret_cast<word*>(dst.data()));
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    memfmt::detail::fail(errc::backend_failure,
+                         detail::convert_name<From, To>() + ": kernel launch failed for sizes " +
+                             memfmt::detail::dims_to_string(src.extents()) + " (" + std::to_string(blocks) +
+                             " blocks of " + std::to_string(detail::block_threads) +
+                             " threads): " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+}
+
+// A mutable source view converts to const here (deduction alone would not do it).
+template <class T, class From, class To, class = std::enable_if_t<!std::is_const_v<T>>>
+void convert(tensor_view<T, From> src, tensor_view<T, To> dst, cudaStream_t stream = 0) {
+  cuda::convert(tensor_view<const T, From>(src), dst, stream);
+}
+
+}  // namespace memfmt::cuda

@@ -1,0 +1,337 @@
+// memfmt/convert/cuda/tile_plan.hpp - the index math of the CUDA format-conversion kernel.
+//
+// The kernel (convert.cuh) moves every image's (C) x (spatial) plane through a shared-memory tile:
+// a block reads a tile along the source's unit-stride dimension, synchronises, and writes it along
+// the destination's unit-stride dimension. Everything a thread computes - which tile a block works
+// on, which elements a thread reads and writes in each loop iteration, bounds, vector groups - is
+// here, as plain C++ (MEMFMT_HOST_DEVICE, no CUDA headers), so CPU tests can replay a launch.
+//
+// Vocabulary: `s` is the flattened spatial index (d, h, w) in row-major order; the plan merges
+// spatial dimensions that are contiguous in both tensors, so for dense data s is one stride. An
+// element group is `count` elements consecutive along the fast dimension (C or s) that one thread
+// moves with one aligned access of count * element-size bytes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "../../config.hpp"
+#include "../../format/layout.hpp"
+
+namespace memfmt::cuda::detail {
+
+inline constexpr int block_threads = 256;
+inline constexpr int max_vector_bytes = 16;
+inline constexpr int max_spatial_rank = 3;
+inline constexpr std::int64_t max_grid_blocks = 2147483647;  // CUDA's gridDim.x limit
+
+// Square tile side in elements: 64 for 1- and 2-byte elements, 32 otherwise (8 KiB or less).
+MEMFMT_HOST_DEVICE constexpr int tile_extent(int elem_bytes) noexcept { return elem_bytes <= 2 ? 64 : 32; }
+// One element of padding per tile row: column reads then hit distinct shared-memory banks.
+MEMFMT_HOST_DEVICE constexpr int tile_pitch(int elem_bytes) noexcept { return tile_extent(elem_bytes) + 1; }
+MEMFMT_HOST_DEVICE constexpr int tile_slots(int elem_bytes) noexcept {
+  return tile_extent(elem_bytes) * tile_pitch(elem_bytes);
+}
+
+// One tensor's element strides: N, C and the merged spatial dimensions (outermost first).
+struct side_strides {
+  std::int64_t n;
+  std::int64_t c;
+  std::int64_t spatial[max_spatial_rank];
+};
+
+struct convert_plan {
+  std::int64_t batch;
+  std::int64_t channels;
+  std::int64_t spatial_numel;
+  int spatial_rank;  // merged spatial dimensions, 0..3 (0: every spatial extent is 1)
+  std::int64_t spatial_extent[max_spatial_rank];
+  side_strides src;
+  side_strides dst;
+  bool read_along_channels;   // the source is channels-last: reads run along C
+  bool write_along_channels;  // the destination is channels-last: writes run along C
+  int read_vec;               // elements per read group (1, or a power of two up to 16 bytes)
+  int write_vec;
+  int elem_bytes;
+  int tile;  // tile_extent(elem_bytes)
+  std::int64_t tiles_c;
+  std::int64_t tiles_s;
+  std::int64_t total_tiles;  // batch * tiles_c * tiles_s
+};
+
+// ---- per-element offsets ----
+
+MEMFMT_HOST_DEVICE std::int64_t spatial_offset(const convert_plan& p, const side_strides& side,
+                                               std::int64_t s) noexcept {
+  std::int64_t off = 0;
+  for (int j = p.spatial_rank - 1; j > 0; --j) {
+    const std::int64_t e = p.spatial_extent[j];
+    const std::int64_t q = s / e;
+    off += (s - q * e) * side.spatial[j];
+    s = q;
+  }
+  if (p.spatial_rank > 0) off += s * side.spatial[0];  // the outermost needs no division
+  return off;
+}
+
+MEMFMT_HOST_DEVICE std::int64_t element_offset(const convert_plan& p, const side_strides& side, std::int64_t n,
+                                               std::int64_t c, std::int64_t s) noexcept {
+  return n * side.n + c * side.c + spatial_offset(p, side, s);
+}
+
+// ---- block -> tile ----
+
+struct tile_origin {
+  std::int64_t n;
+  std::int64_t c0;
+  std::int64_t s0;
+};
+
+// Tile i of the launch: spatial tiles vary fastest, so neighbouring blocks touch neighbouring memory.
+MEMFMT_HOST_DEVICE tile_origin tile_at(const convert_plan& p, std::int64_t i) noexcept {
+  const std::int64_t ts = i % p.tiles_s;
+  const std::int64_t rest = i / p.tiles_s;
+  const std::int64_t tc = rest % p.tiles_c;
+  return tile_origin{rest / p.tiles_c, tc * p.tile, ts * p.tile};
+}
+
+// ---- thread -> element groups ----
+
+struct element_group {
+  bool active;          // false: beyond the tensor's extents, or no group for this thread
+  bool along_channels;  // the group's elements are consecutive in C (else in s)
+  int count;            // elements in the group
+  int c_local;          // tile coordinates of the group's first element
+  int s_local;
+  std::int64_t offset;  // element offset of the first element in the tensor it belongs to
+};
+
+// Loop iterations a thread needs to cover a tile with groups of `vec` elements.
+MEMFMT_HOST_DEVICE int group_iterations(const convert_plan& p, int vec) noexcept {
+  const int groups = p.tile * p.tile / vec;
+  return (groups + block_threads - 1) / block_threads;
+}
+
+// Group `iteration * block_threads + thread` of a tile: consecutive threads take consecutive
+// groups along the fast dimension, so a warp's accesses are contiguous (coalesced) in memory.
+MEMFMT_HOST_DEVICE element_group group_at(const convert_plan& p, const tile_origin& t, const side_strides& side,
+                                          bool along_channels, int vec, int thread, int iteration) noexcept {
+  element_group g{};
+  g.along_channels = along_channels;
+  g.count = vec;
+  const int per_line = p.tile / vec;
+  const int index = iteration * block_threads + thread;
+  if (index >= per_line * p.tile) return g;
+  const int line = index / per_line;
+  const int pos = index % per_line * vec;
+  g.c_local = along_channels ? pos : line;
+  g.s_local = along_channels ? line : pos;
+  const std::int64_t c = t.c0 + g.c_local;
+  const std::int64_t s = t.s0 + g.s_local;
+  // The plan picks vec > 1 only when the fast extent is a multiple of vec, so a group is either
+  // entirely inside the tensor or entirely outside: checking its first element is enough.
+  if (c >= p.channels || s >= p.spatial_numel) return g;
+  g.active = true;
+  g.offset = element_offset(p, side, t.n, c, s);
+  return g;
+}
+
+MEMFMT_HOST_DEVICE element_group read_group(const convert_plan& p, const tile_origin& t, int thread,
+                                            int iteration) noexcept {
+  return group_at(p, t, p.src, p.read_along_channels, p.read_vec, thread, iteration);
+}
+MEMFMT_HOST_DEVICE element_group write_group(const convert_plan& p, const tile_origin& t, int thread,
+                                             int iteration) noexcept {
+  return group_at(p, t, p.dst, p.write_along_channels, p.write_vec, thread, iteration);
+}
+
+// Shared-tile slot of element k of a group; the tile is stored [c_local][s_local] with a padded pitch.
+MEMFMT_HOST_DEVICE int tile_slot(const convert_plan& p, const element_group& g, int k) noexcept {
+  const int c = g.c_local + (g.along_channels ? k : 0);
+  const int s = g.s_local + (g.along_channels ? 0 : k);
+  return c * (p.tile + 1) + s;
+}
+
+// ---- data movement (Word: an unsigned integer of the element size) ----
+
+struct alignas(16) bytes16 {
+  std::uint32_t w[4];
+};
+struct alignas(8) bytes8 {
+  std::uint32_t w[2];
+};
+template <int Bytes> struct access_type;
+template <> struct access_type<16> { using type = bytes16; };
+template <> struct access_type<8> { using type = bytes8; };
+template <> struct access_type<4> { using type = std::uint32_t; };
+template <> struct access_type<2> { using type = std::uint16_t; };
+template <> struct access_type<1> { using type = std::uint8_t; };
+
+// One aligned access of Bytes bytes between memory and registers (a 128-bit ld/st for 16 on the GPU).
+template <int Bytes, class Word>
+MEMFMT_HOST_DEVICE void load_bytes(const Word* from, Word* regs) noexcept {
+  using access = typename access_type<Bytes>::type;
+#if MEMFMT_IN_DEVICE_CODE
+  const access v = *reinterpret_cast<const access*>(from);
+#else
+  access v;
+  std::memcpy(&v, from, Bytes);
+#endif
+  std::memcpy(regs, &v, Bytes);
+}
+template <int Bytes, class Word>
+MEMFMT_HOST_DEVICE void store_bytes(const Word* regs, Word* to) noexcept {
+  using access = typename access_type<Bytes>::type;
+  access v;
+  std::memcpy(&v, regs, Bytes);
+#if MEMFMT_IN_DEVICE_CODE
+  *reinterpret_cast<access*>(to) = v;
+#else
+  std::memcpy(to, &v, Bytes);
+#endif
+}
+
+// One group between memory and the shared tile, with the group size known at compile time so
+// the registers stay registers (a runtime-sized loop would put them in local memory).
+template <int Count, class Word>
+MEMFMT_HOST_DEVICE void load_group_to_tile(const convert_plan& p, const element_group& g, const Word* src,
+                                           Word* tile) noexcept {
+  Word regs[Count];
+  load_bytes<Count * static_cast<int>(sizeof(Word))>(src + g.offset, regs);
+  for (int k = 0; k < Count; ++k) tile[tile_slot(p, g, k)] = regs[k];
+}
+template <int Count, class Word>
+MEMFMT_HOST_DEVICE void store_group_from_tile(const convert_plan& p, const element_group& g, const Word* tile,
+                                              Word* dst) noexcept {
+  Word regs[Count];
+  for (int k = 0; k < Count; ++k) regs[k] = tile[tile_slot(p, g, k)];
+  store_bytes<Count * static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
+}
+
+// Elements in a group of Bytes bytes (at least 1 so every case below instantiates; the switches
+// only reach a case when count * sizeof(Word) == Bytes).
+template <int Bytes, class Word>
+inline constexpr int group_count_v = Bytes / static_cast<int>(sizeof(Word)) > 0 ? Bytes / static_cast<int>(sizeof(Word)) : 1;
+
+template <class Word>
+MEMFMT_HOST_DEVICE void load_group(const convert_plan& p, const element_group& g, const Word* src,
+                                   Word* tile) noexcept {
+  switch (g.count * static_cast<int>(sizeof(Word))) {
+    case 16: load_group_to_tile<group_count_v<16, Word>>(p, g, src, tile); break;
+    case 8: load_group_to_tile<group_count_v<8, Word>>(p, g, src, tile); break;
+    case 4: load_group_to_tile<group_count_v<4, Word>>(p, g, src, tile); break;
+    case 2: load_group_to_tile<group_count_v<2, Word>>(p, g, src, tile); break;
+    default: load_group_to_tile<1>(p, g, src, tile); break;
+  }
+}
+template <class Word>
+MEMFMT_HOST_DEVICE void store_group(const convert_plan& p, const element_group& g, const Word* tile,
+                                    Word* dst) noexcept {
+  switch (g.count * static_cast<int>(sizeof(Word))) {
+    case 16: store_group_from_tile<group_count_v<16, Word>>(p, g, tile, dst); break;
+    case 8: store_group_from_tile<group_count_v<8, Word>>(p, g, tile, dst); break;
+    case 4: store_group_from_tile<group_count_v<4, Word>>(p, g, tile, dst); break;
+    case 2: store_group_from_tile<group_count_v<2, Word>>(p, g, tile, dst); break;
+    default: store_group_from_tile<1>(p, g, tile, dst); break;
+  }
+}
+
+// Phase 1 of a tile, one thread: source -> shared tile.
+template <class Word>
+MEMFMT_HOST_DEVICE void read_tile_part(const convert_plan& p, const tile_origin& t, int thread, const Word* src,
+                                       Word* tile) noexcept {
+  const int iterations = group_iterations(p, p.read_vec);
+  for (int it = 0; it < iterations; ++it) {
+    const element_group g = read_group(p, t, thread, it);
+    if (g.active) load_group(p, g, src, tile);
+  }
+}
+
+// Phase 2 of a tile, one thread (after a barrier): shared tile -> destination.
+template <class Word>
+MEMFMT_HOST_DEVICE void write_tile_part(const convert_plan& p, const tile_origin& t, int thread, const Word* tile,
+                                        Word* dst) noexcept {
+  const int iterations = group_iterations(p, p.write_vec);
+  for (int it = 0; it < iterations; ++it) {
+    const element_group g = write_group(p, t, thread, it);
+    if (g.active) store_group(p, g, tile, dst);
+  }
+}
+
+// ---- host: the plan and the launch configuration ----
+
+// Largest group (in elements) whose every access is aligned and contiguous for one tensor: the
+// base address and every stride other than the unit one are multiples of the group, and so is
+// the unit-stride extent (so groups never straddle a row or the end of the data).
+inline int vector_width(const convert_plan& p, const side_strides& side, bool channels_last, std::uintptr_t addr,
+                        int elem_bytes) noexcept {
+  for (int bytes = max_vector_bytes; bytes >= 2 * elem_bytes; bytes /= 2) {
+    const int v = bytes / elem_bytes;
+    if (addr % static_cast<std::uintptr_t>(bytes) != 0 || p.tile % v != 0) continue;
+    const auto fits = [v](std::int64_t stride, std::int64_t extent) { return extent <= 1 || stride % v == 0; };
+    bool ok = fits(side.n, p.batch);
+    if (channels_last) {
+      ok = ok && p.channels % v == 0;  // C has unit stride in a channels-last layout
+      for (int j = 0; j < p.spatial_rank; ++j) ok = ok && fits(side.spatial[j], p.spatial_extent[j]);
+    } else {
+      const int inner = p.spatial_rank - 1;
+      ok = ok && inner >= 0 && side.spatial[inner] == 1 && p.spatial_extent[inner] % v == 0;
+      ok = ok && fits(side.c, p.channels);
+      for (int j = 0; j < inner; ++j) ok = ok && fits(side.spatial[j], p.spatial_extent[j]);
+    }
+    if (ok) return v;
+  }
+  return 1;
+}
+
+// The plan for converting `src` into `dst` (extents already checked equal). Spatial dimensions of
+// extent 1 are dropped and neighbours contiguous in both tensors are merged.
+template <class From, class To>
+convert_plan make_plan(const layout<From>& src, const layout<To>& dst, std::uintptr_t src_addr,
+                       std::uintptr_t dst_addr, int elem_bytes) noexcept {
+  static_assert(From::rank == To::rank, "make_plan: formats of the same rank");
+  convert_plan p{};
+  p.batch = src.extent(0);
+  p.channels = src.extent(1);
+  p.src.n = src.stride(0);
+  p.src.c = src.stride(1);
+  p.dst.n = dst.stride(0);
+  p.dst.c = dst.stride(1);
+  int r = 0;
+  for (int d = 2; d < From::rank; ++d) {
+    const std::int64_t e = src.extent(d);
+    if (e == 1) continue;
+    const std::int64_t ss = src.stride(d);
+    const std::int64_t ds = dst.stride(d);
+    if (r > 0 && p.src.spatial[r - 1] == ss * e && p.dst.spatial[r - 1] == ds * e) {
+      p.spatial_extent[r - 1] *= e;  // contiguous with the outer one in both tensors: one dimension
+      p.src.spatial[r - 1] = ss;
+      p.dst.spatial[r - 1] = ds;
+    } else {
+      p.spatial_extent[r] = e;
+      p.src.spatial[r] = ss;
+      p.dst.spatial[r] = ds;
+      ++r;
+    }
+  }
+  p.spatial_rank = r;
+  p.spatial_numel = 1;
+  for (int j = 0; j < r; ++j) p.spatial_numel *= p.spatial_extent[j];
+  p.read_along_channels = From::channels_last;
+  p.write_along_channels = To::channels_last;
+  p.elem_bytes = elem_bytes;
+  p.tile = tile_extent(elem_bytes);
+  p.tiles_c = (p.channels + p.tile - 1) / p.tile;
+  p.tiles_s = (p.spatial_numel + p.tile - 1) / p.tile;
+  p.total_tiles = p.batch * p.tiles_c * p.tiles_s;
+  p.read_vec = vector_width(p, p.src, From::channels_last, src_addr, elem_bytes);
+  p.write_vec = vector_width(p, p.dst, To::channels_last, dst_addr, elem_bytes);
+  return p;
+}
+
+// Blocks to launch: one per tile up to CUDA's limit; the kernel's grid-stride loop covers the rest.
+inline std::int64_t grid_blocks(const convert_plan& p, std::int64_t limit = max_grid_blocks) noexcept {
+  return p.total_tiles < limit ? p.total_tiles : limit;
+}
+
+}  // namespace memfmt::cuda::detail
