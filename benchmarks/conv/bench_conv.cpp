@@ -1,0 +1,332 @@
+// bench_conv - NCHW vs NHWC convolution and batch norm through memfmt::onednn::backend (CPU).
+//
+// Every NCHW benchmark has an NHWC twin in the same run, on the same logical data (tensors are
+// filled in logical N, C, spatial order, so both layouts hold the same values).
+//
+// Benchmark names (a script pairs the last component nchw <-> nhwc, everything before it equal):
+//   BM_conv/<layer>/<dtype>/<pass>/<format>
+//     layer : rn50_stem7x7s2, rn50_56_3x3_64, rn50_56_1x1_256_64, ... (ResNet-50), mbv2_dw3x3_144,
+//             mbv2_pw1x1_144_24 (MobileNetV2 depthwise + pointwise pair), rnx_3x3_128_g32 (ResNeXt,
+//             32 groups), c3d_3x3x3_64 (3-D; formats are ncdhw/ndhwc, reported as nchw/nhwc)
+//     dtype : f32 | bf16
+//     pass  : fwd (forward inference) | fwdbwd (forward + backward data + backward weights)
+//     format: nchw | nhwc
+//   BM_bn/<shape>/<dtype>/<infer|train>/<format>    train = forward training step + backward
+//   BM_overhead/<layer>/f32/<wrapper|direct>/nhwc   memfmt backend vs a hand-written oneDNN call
+//                                                   (same primitive, weights pre-reordered)
+// Counters: GFLOP/s (convolutions; 2*N*K*C/g*kernel*outputs per pass, x3 for fwdbwd), GB/s (batch
+// norm: bytes of x and y (and dy, dx) per step). Label: oneDNN implementation name(s), e.g.
+// "brgconv:avx512_core" or "fwd|bwd_data|bwd_weights" names for fwdbwd.
+//
+// Quick mode (default): batch 4, min time 0.05 s per benchmark (~2-4 minutes on 2 cores).
+// Environment: MEMFMT_BENCH_BATCH (batch size), MEMFMT_BENCH_MIN_TIME (seconds per benchmark).
+// Typical: bench_conv --benchmark_format=json --benchmark_out=conv.json
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/tensor/host_tensor.hpp>
+
+namespace {
+
+using namespace memfmt;
+using onednn::conv_op;
+
+std::int64_t env_int(const char* name, std::int64_t dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : dflt;
+}
+double env_double(const char* name, double dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atof(v) : dflt;
+}
+
+const std::int64_t batch = env_int("MEMFMT_BENCH_BATCH", 4);
+const double min_time = env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
+
+onednn::backend& shared_backend() {
+  static onednn::backend b;
+  return b;
+}
+
+// Same values for every layout: a hash of the logical index, in [-1, 1).
+template <class T, class F>
+void fill_logical(tensor_view<T, F> v, std::uint32_t seed) {
+  const auto e = v.extents();
+  typename layout<F>::extents_type c{};
+  const std::int64_t n = v.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t r = i;
+    for (int d = F::rank - 1; d >= 0; --d) {
+      c[d] = r % e[d];
+      r /= e[d];
+    }
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float f = static_cast<float>(h & 0xffffu) / 32768.f - 1.f;
+    if constexpr (std::is_same_v<T, float>) v(c) = f;
+    else v(c) = T(f);
+  }
+}
+
+struct conv_layer {
+  std::string name;
+  std::vector<std::int64_t> x;       // C, spatial... (N is the batch)
+  std::int64_t k;
+  std::vector<std::int64_t> kernel;
+  std::int64_t stride, groups;
+};
+
+std::vector<conv_layer> layers() {
+  return {
+      {"rn50_stem7x7s2", {3, 224, 224}, 64, {7, 7}, 2, 1},
+      {"rn50_56_3x3_64", {64, 56, 56}, 64, {3, 3}, 1, 1},
+      {"rn50_56_1x1_256_64", {256, 56, 56}, 64, {1, 1}, 1, 1},
+      {"rn50_56_1x1_64_256", {64, 56, 56}, 256, {1, 1}, 1, 1},
+      {"rn50_28_3x3_128", {128, 28, 28}, 128, {3, 3}, 1, 1},
+      {"rn50_28_1x1_512_128", {512, 28, 28}, 128, {1, 1}, 1, 1},
+      {"rn50_14_3x3_256", {256, 14, 14}, 256, {3, 3}, 1, 1},
+      {"rn50_14_1x1_1024_256", {1024, 14, 14}, 256, {1, 1}, 1, 1},
+      {"rn50_7_3x3_512", {512, 7, 7}, 512, {3, 3}, 1, 1},
+      {"rn50_7_1x1_2048_512", {2048, 7, 7}, 512, {1, 1}, 1, 1},
+      {"mbv2_dw3x3_144", {144, 56, 56}, 144, {3, 3}, 1, 144},
+      {"mbv2_pw1x1_144_24", {144, 56, 56}, 24, {1, 1}, 1, 1},
+      {"rnx_3x3_128_g32", {128, 56, 56}, 128, {3, 3}, 1, 32},
+      {"c3d_3x3x3_64", {64, 8, 28, 28}, 64, {3, 3, 3}, 1, 1},
+  };
+}
+
+template <class F>
+typename layout<F>::extents_type ext(std::int64_t first, const std::vector<std::int64_t>& rest) {
+  typename layout<F>::extents_type e{};
+  e[0] = first;
+  for (int d = 1; d < F::rank; ++d) e[d] = rest[static_cast<std::size_t>(d - 1)];
+  return e;
+}
+
+conv_params params_of(const conv_layer& l) {
+  conv_params p;
+  for (std::size_t i = 0; i < l.kernel.size(); ++i) {
+    p.stride[i] = l.stride;
+    p.padding[i] = l.kernel[i] / 2;
+  }
+  p.groups = l.groups;
+  return p;
+}
+
+template <class F>
+double conv_flops(const conv_layer& l, const typename layout<F>::extents_type& ye) {
+  double f = 2.0 * static_cast<double>(ye[0]) * static_cast<double>(l.k) * static_cast<double>(l.x[0] / l.groups);
+  for (auto k : l.kernel) f *= static_cast<double>(k);
+  for (int d = 2; d < F::rank; ++d) f *= static_cast<double>(ye[d]);
+  return f;
+}
+
+// Times the loop itself so the rate uses wall time regardless of the library's conventions.
+template <class Body>
+void timed_loop(benchmark::State& state, double work, const char* unit, Body&& body) {
+  body();  // warm-up: primitive creation, JIT, weight reorder
+  const auto t0 = std::chrono::steady_clock::now();
+  std::int64_t iters = 0;
+  for (auto _ : state) {
+    body();
+    ++iters;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  state.counters[unit] = s > 0 ? work * static_cast<double>(iters) / s * 1e-9 : 0.0;
+}
+
+template <class T, class F>
+void bm_conv(benchmark::State& state, const conv_layer& l, bool backward) {
+  auto& b = shared_backend();
+  const auto p = params_of(l);
+  const auto xe = ext<F>(batch, l.x);
+  std::vector<std::int64_t> wrest{l.x[0] / l.groups};
+  wrest.insert(wrest.end(), l.kernel.begin(), l.kernel.end());
+  const auto we = ext<F>(l.k, wrest);
+  const auto ye = conv_output_extents(xe, we, p);
+  host_tensor<T, F> x(xe), w(we), y(ye), dx, dw, dy;
+  fill_logical(x.view(), 1);
+  fill_logical(w.view(), 2);
+  if (backward) {
+    dx = host_tensor<T, F>(xe);
+    dw = host_tensor<T, F>(we);
+    dy = host_tensor<T, F>(ye);
+    fill_logical(dy.view(), 3);
+  }
+  try {
+    timed_loop(state, conv_flops<F>(l, ye) * (backward ? 3 : 1), "GFLOP/s", [&] {
+      b.conv_forward(x.view(), w.view(), nullptr, y.view(), p);
+      if (backward) {
+        b.conv_backward_data(dy.view(), w.view(), dx.view(), p);
+        b.conv_backward_weights(x.view(), dy.view(), dw.view(), nullptr, p);
+      }
+    });
+    std::string label = b.conv_impl_name<T, F>(conv_op::forward, xe, we, p);
+    if (backward)
+      label += "|" + b.conv_impl_name<T, F>(conv_op::backward_data, xe, we, p) + "|" +
+               b.conv_impl_name<T, F>(conv_op::backward_weights, xe, we, p);
+    state.SetLabel(label);
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+  b.invalidate_weights(w.data());
+}
+
+template <class T, class F>
+void bm_bn(benchmark::State& state, std::int64_t c, std::int64_t hw, bool train) {
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  host_tensor<T, F> x(e), y(e), dy(e), dx(e);
+  fill_logical(x.view(), 4);
+  fill_logical(dy.view(), 5);
+  const std::size_t cs = static_cast<std::size_t>(c);
+  std::vector<float> gamma(cs, 1.f), beta(cs, 0.f), rm(cs, 0.f), rv(cs, 1.f), sm(cs), si(cs), dg(cs), db(cs);
+  batch_norm_params p;
+  const double bytes = static_cast<double>(x.size_bytes()) * (train ? 5 : 2);  // x,y | x,y,x,dy,dx
+  try {
+    timed_loop(state, bytes, "GB/s", [&] {
+      if (train) {
+        b.batch_norm_forward_training(x.view(), y.view(), gamma.data(), beta.data(), rm.data(), rv.data(), sm.data(),
+                                      si.data(), p);
+        b.batch_norm_backward(x.view(), dy.view(), dx.view(), gamma.data(), sm.data(), si.data(), dg.data(),
+                              db.data(), p);
+      } else {
+        b.batch_norm_forward_inference(x.view(), y.view(), gamma.data(), beta.data(), rm.data(), rv.data(), p);
+      }
+    });
+    state.SetLabel(b.last_impl_name());
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// The library's call vs the same oneDNN primitive driven by hand (pre-built memory objects,
+// weights reordered once): the difference is the wrapper's per-call cost (goal <= 2 %).
+void bm_overhead(benchmark::State& state, const conv_layer& l, bool wrapper) {
+  auto& b = shared_backend();
+  const auto p = params_of(l);
+  const auto xe = ext<nhwc>(batch, l.x);
+  const auto we = ext<nhwc>(l.k, {l.x[0] / l.groups, l.kernel[0], l.kernel[1]});
+  const auto ye = conv_output_extents(xe, we, p);
+  host_tensor<float, nhwc> x(xe), w(we), y(ye);
+  fill_logical(x.view(), 1);
+  fill_logical(w.view(), 2);
+  const double flops = conv_flops<nhwc>(l, ye);
+  if (wrapper) {
+    timed_loop(state, flops, "GFLOP/s", [&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), p); });
+    state.SetLabel(b.last_impl_name());
+    b.invalidate_weights(w.data());
+    return;
+  }
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  const dnnl::engine& eng = b.engine();
+  dnnl::stream& s = b.stream();
+  const dnnl::memory::dims xd(xe.begin(), xe.end()), yd(ye.begin(), ye.end()), wd(we.begin(), we.end());
+  const dnnl::memory::desc x_md(xd, dt::f32, tag::nhwc), y_md(yd, dt::f32, tag::nhwc),
+      w_user(wd, dt::f32, tag::ohwi), w_any(wd, dt::f32, tag::any);
+  const dnnl::memory::dims st{l.stride, l.stride}, dil{0, 0}, pad{p.padding[0], p.padding[1]};
+  dnnl::memory::dims pad_r{(ye[2] - 1) * l.stride + l.kernel[0] - xe[2] - pad[0],
+                           (ye[3] - 1) * l.stride + l.kernel[1] - xe[3] - pad[1]};
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
+                                    w_any, dnnl::memory::desc(), y_md, st, dil, pad, pad_r);
+  dnnl::convolution_forward::primitive_desc pd(d, eng);
+  dnnl::convolution_forward conv(pd);
+  dnnl::memory xm(x_md, eng, x.data()), ym(y_md, eng, y.data()), wu(w_user, eng, w.data()), wm(pd.weights_desc(), eng);
+  dnnl::reorder(wu, wm).execute(s, wu, wm);
+  s.wait();
+  const std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ym}};
+  timed_loop(state, flops, "GFLOP/s", [&] {
+    conv.execute(s, args);
+    s.wait();
+  });
+  state.SetLabel(pd.impl_info_str());
+}
+
+// Registered with the quick-mode settings; wall-clock time (oneDNN runs its own threads).
+template <class Fn>
+void reg(const std::string& name, Fn&& fn) {
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))
+      ->MinTime(min_time)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
+template <class T>
+const char* dtype_name() {
+  return std::is_same_v<T, float> ? "f32" : "bf16";
+}
+
+template <class T>
+void register_conv(const conv_layer& l) {
+  for (const bool backward : {false, true}) {
+    const std::string base = "BM_conv/" + l.name + "/" + dtype_name<T>() + "/" + (backward ? "fwdbwd" : "fwd") + "/";
+    if (l.kernel.size() == 3) {
+      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) {
+        bm_conv<T, ncdhw>(s, l, backward);
+      });
+      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) {
+        bm_conv<T, ndhwc>(s, l, backward);
+      });
+    } else {
+      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) {
+        bm_conv<T, nchw>(s, l, backward);
+      });
+      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) {
+        bm_conv<T, nhwc>(s, l, backward);
+      });
+    }
+  }
+}
+
+template <class T>
+void register_bn(std::int64_t c, std::int64_t hw) {
+  for (const bool train : {false, true}) {
+    const std::string base = "BM_bn/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" +
+                             dtype_name<T>() + "/" + (train ? "train" : "infer") + "/";
+    reg((base + "nchw").c_str(), [c, hw, train](benchmark::State& s) {
+      bm_bn<T, nchw>(s, c, hw, train);
+    });
+    reg((base + "nhwc").c_str(), [c, hw, train](benchmark::State& s) {
+      bm_bn<T, nhwc>(s, c, hw, train);
+    });
+  }
+}
+
+void register_all() {
+  for (const auto& l : layers()) {
+    register_conv<float>(l);
+    register_conv<bfloat16>(l);
+  }
+  for (const auto& [c, hw] : std::vector<std::pair<std::int64_t, std::int64_t>>{{64, 56}, {256, 14}}) {
+    register_bn<float>(c, hw);
+    register_bn<bfloat16>(c, hw);
+  }
+  for (const auto& l : layers()) {
+    if (l.name != "rn50_56_3x3_64" && l.name != "rn50_7_3x3_512") continue;
+    for (const bool wrapper : {true, false})
+      reg(("BM_overhead/" + l.name + "/f32/" + (wrapper ? "wrapper" : "direct") + "/nhwc").c_str(),
+                                   [l, wrapper](benchmark::State& s) { bm_overhead(s, l, wrapper); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,756 @@
+// memfmt/backends/dnnl/backend.hpp - convolution and batch norm on the CPU through oneDNN.
+//
+// memfmt::onednn::backend offers the reference backend's operations (same names, same arguments)
+// and holds what makes them fast: the oneDNN engine and stream, the primitives (cached by
+// operation, shapes, layouts, data type and fusion) and reordered weights.
+//
+// Activations keep the caller's layout (nchw/nhwc/ncdhw/ndhwc, dense or padded): the backend
+// never reorders them. Weights are different: in oneDNN 2.6 a convolution on NHWC data with plain
+// OHWI weights runs the reference `ref:any` kernel (~0.1 GFLOP/s), so every convolution is created
+// with weights `format_tag::any` and the caller's weights are reordered once into the layout the
+// fast kernel wants and kept.
+//
+// Weight cache contract: a reordered copy is keyed by the weight pointer, its extents/strides and
+// the target layout. If you write new values into a weight buffer the backend has already seen,
+// call invalidate_weights(ptr) (or invalidate_all_weights()) before the next call, or turn the
+// cache off with set_weight_caching(false) (then weights are reordered on every call, e.g. for a
+// training loop that updates weights in place every step). Freeing a weight buffer and allocating
+// a new one at the same address with the same shape is the same situation: invalidate.
+//
+// Data types: float and bfloat16 (fp32 accumulation); bias is T; batch-norm parameters and
+// statistics are float (param_t<T>). Other types throw memfmt::error(unsupported_dtype).
+// Errors: arguments are validated before any work (the shared conv_output_extents) and throw
+// memfmt::error; oneDNN failures become memfmt::error(backend_failure) naming oneDNN's status.
+// A backend is not thread-safe: use one per thread.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "../../dtype.hpp"
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../conv_params.hpp"
+#include "descriptors.hpp"
+#include "status.hpp"
+
+namespace memfmt::onednn {
+
+// Parameter/statistics type, as in the reference backend: float for float and bfloat16 data.
+template <class T>
+using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Epilogue fused into conv_forward: y = relu?(conv(x, w) + bias + residual). The residual is added
+// by oneDNN's `sum` post-op (in place when the residual view is y itself).
+struct conv_fusion {
+  bool relu = false;
+};
+
+enum class conv_op { forward, backward_data, backward_weights };
+
+namespace detail {
+
+template <class T>
+struct type_identity {
+  using type = T;
+};
+template <class T>
+using identity_t = typename type_identity<T>::type;
+
+// The element types this backend computes with (others are rejected at run time, before any work).
+template <class T>
+inline constexpr bool supported_v = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
+
+template <class Extents>
+std::string dims_str(const Extents& e) {
+  return memfmt::detail::dims_to_string(e);
+}
+
+template <class Extents>
+void require_extents(const char* op, const char* name, const Extents& got, const Extents& want, const char* why) {
+  if (got != want)
+    memfmt::detail::fail(errc::shape_mismatch, std::string(op) + ": " + name + " has sizes " + dims_str(got) +
+                                                   ", expected " + dims_str(want) + " " + why);
+}
+
+template <class V>
+void require_data(const char* op, const char* name, const V& v) {
+  if (v.data() == nullptr && v.numel() > 0)
+    memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " of sizes " + dims_str(v.extents()) +
+                                                 " has a null data pointer");
+}
+
+// Per-channel parameter arrays: all needed (as in the reference backend).
+inline void require_params(const char* op, std::int64_t channels,
+                           std::initializer_list<std::pair<const char*, const void*>> ps) {
+  for (const auto& [name, ptr] : ps)
+    if (ptr == nullptr)
+      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " is null but C = " +
+                                                   std::to_string(channels) + " channel values are needed");
+}
+
+inline void require_bn_params(const char* op, const batch_norm_params& p) {
+  if (!(p.epsilon > 0.0) || !std::isfinite(p.epsilon))
+    memfmt::detail::fail(errc::invalid_argument,
+                         std::string(op) + ": epsilon = " + std::to_string(p.epsilon) + " must be finite and > 0");
+  if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
+    memfmt::detail::fail(errc::invalid_argument,
+                         std::string(op) + ": momentum = " + std::to_string(p.momentum) + " must be in [0, 1]");
+}
+
+// oneDNN's spatial vectors: dilation counts the gaps (PyTorch's dilation - 1); the right padding
+// is what makes the output size exact (it is negative when the last stride step does not fit).
+struct conv_geometry {
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+};
+
+template <class Extents>
+conv_geometry geometry_of(const Extents& x, const Extents& w, const Extents& y, const conv_params& p) {
+  conv_geometry g;
+  const int sr = static_cast<int>(x.size()) - 2;
+  for (int i = 0; i < sr; ++i) {
+    g.strides.push_back(p.stride[i]);
+    g.dilates.push_back(p.dilation[i] - 1);
+    g.pad_l.push_back(p.padding[i]);
+    const std::int64_t eff = p.dilation[i] * (w[2 + i] - 1) + 1;
+    g.pad_r.push_back((y[2 + i] - 1) * p.stride[i] + eff - x[2 + i] - p.padding[i]);
+  }
+  return g;
+}
+
+inline void append_params(std::string& key, const conv_params& p, int spatial_rank) {
+  for (int i = 0; i < spatial_rank; ++i) {
+    append_key(key, p.stride[i]);
+    append_key(key, p.padding[i]);
+    append_key(key, p.dilation[i]);
+  }
+  append_key(key, p.groups);
+}
+
+template <class T>
+T* mut(const T* p) noexcept {
+  return const_cast<T*>(p);  // oneDNN takes void* for inputs too; it never writes them
+}
+
+}  // namespace detail
+
+class backend {
+ public:
+  static constexpr const char* name = "onednn";
+
+  backend() : backend(dnnl::engine(dnnl::engine::kind::cpu, 0)) {}
+  explicit backend(const dnnl::engine& eng)
+      : eng_(eng), strm_(detail::guarded("create stream", [&] { return dnnl::stream(eng); })) {}
+
+  const dnnl::engine& engine() const noexcept { return eng_; }
+  dnnl::stream& stream() noexcept { return strm_; }
+
+  // oneDNN's implementation name (e.g. "brgconv:avx512_core") of the last convolution or batch
+  // norm primitive this backend ran. Empty before the first call.
+  const std::string& last_impl_name() const noexcept { return last_impl_; }
+
+  // ---- weight cache (see the contract at the top of this file) ----
+  void invalidate_weights(const void* data) { weights_.erase(data); }
+  void invalidate_all_weights() { weights_.clear(); }
+  void set_weight_caching(bool on) {
+    cache_weights_ = on;
+    if (!on) weights_.clear();
+  }
+  bool weight_caching() const noexcept { return cache_weights_; }
+  std::size_t cached_weight_count() const noexcept {
+    std::size_t n = 0;
+    for (const auto& kv : weights_) n += kv.second.size();
+    return n;
+  }
+  // Number of cached primitives (all kinds).
+  std::size_t cached_primitive_count() const noexcept {
+    return conv_fwd_.size() + conv_bwd_data_.size() + conv_bwd_weights_.size() + bn_fwd_.size() + bn_bwd_.size() +
+           reorders_.size() + binaries_.size() + eltwise_bwd_.size();
+  }
+
+  // The implementation oneDNN picks for a convolution on dense tensors of formats F (activations)
+  // and WF (user weights) without running it. Same primitive (and cache) as the real call.
+  template <class T, class F, class WF = F>
+  std::string conv_impl_name(conv_op op, const typename layout<F>::extents_type& x_extents,
+                             const typename layout<F>::extents_type& w_extents, const conv_params& p,
+                             bool with_bias = false) {
+    static_assert(F::rank == WF::rank, "conv_impl_name: activation and weight formats must have the same rank");
+    const auto dt = detail::data_type_of<T>("onednn::conv_impl_name");
+    const auto ye = conv_output_extents(x_extents, w_extents, p);
+    const auto x_md = detail::md_of(layout<F>::packed(x_extents), dt);
+    const auto y_md = detail::md_of(layout<F>::packed(ye), dt);
+    const auto w_md = detail::weights_md(layout<WF>::packed(w_extents), p.groups, dt);
+    const auto g = detail::geometry_of(x_extents, w_extents, ye, p);
+    return detail::guarded("conv_impl_name", [&]() -> std::string {
+      switch (op) {
+        case conv_op::forward: return conv_fwd_entry(x_md, w_md, w_extents, with_bias, y_md, p, g, {}, false).impl;
+        case conv_op::backward_data: return conv_bwd_data_entry(x_md, w_md, w_extents, y_md, p, g).impl;
+        case conv_op::backward_weights:
+          return conv_bwd_weights_entry(x_md, w_md, w_extents, with_bias, y_md, p, g).impl;
+      }
+      return {};
+    });
+  }
+
+  // ---- convolution ----
+  // y = relu?(conv(x, w) + bias [+ residual]). x, w may be views of T or const T; bias: K values
+  // or nullptr. `residual` (same extents as y; may be y itself) is added before the ReLU.
+  template <class XT, class XF, class WT, class WF, class T, class YF>
+  void conv_forward(tensor_view<XT, XF> x, tensor_view<WT, WF> w, const detail::identity_t<T>* bias,
+                    tensor_view<T, YF> y, const conv_params& p, const conv_fusion& fusion = {},
+                    tensor_view<const detail::identity_t<T>, detail::identity_t<YF>> residual = {}) {
+    static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<WT>, T>,
+                  "onednn::conv_forward: x, w and y must have the same element type");
+    static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                  "onednn::conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
+    constexpr const char* op = "onednn::conv_forward";
+    const auto dt = detail::data_type_of<T>(op);
+    const auto ye = conv_output_extents(x.extents(), w.extents(), p);
+    detail::require_extents(op, "output y", y.extents(), ye, "(from input x and weight w)");
+    detail::require_data(op, "input x", x);
+    detail::require_data(op, "weight w", w);
+    detail::require_data(op, "output y", y);
+    const bool has_residual = residual.data() != nullptr;
+    if (has_residual) {
+      detail::require_extents(op, "residual", residual.extents(), ye, "(the output's sizes)");
+      if (residual.data() == y.data() && residual.strides() != y.strides())
+        memfmt::detail::fail(errc::invalid_argument,
+                             std::string(op) + ": residual aliases y with different strides " +
+                                 detail::dims_str(residual.strides()) + " vs " + detail::dims_str(y.strides()));
+    }
+
+    const auto x_md = detail::activation_md(x, dt);
+    const auto w_md = detail::weights_md(w.mapping(), p.groups, dt);
+    const auto y_md = detail::activation_md(y, dt);
+    const auto g = detail::geometry_of(x.extents(), w.extents(), ye, p);
+    detail::guarded("conv_forward", [&] {
+      auto& e = conv_fwd_entry(x_md, w_md, w.extents(), bias != nullptr, y_md, p, g, fusion, has_residual);
+      dnnl::memory wm = weights_for(detail::mut(w.data()), w_md, e.pd.weights_desc(), e.w_scratch);
+      if (has_residual && residual.data() != y.data())
+        run_reorder(detail::activation_md(residual, dt), detail::mut(residual.data()), y_md, y.data());
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
+          {DNNL_ARG_WEIGHTS, wm},
+          {DNNL_ARG_DST, dnnl::memory(y_md, eng_, y.data())}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.pd.bias_desc(), eng_, detail::mut(bias)));
+      e.prim.execute(strm_, args);
+      strm_.wait();
+      last_impl_ = e.impl;
+    });
+  }
+
+  // dx = conv_backward_data(dy, w): the gradient of conv_forward with respect to x.
+  template <class YT, class YF, class WT, class WF, class T, class XF>
+  void conv_backward_data(tensor_view<YT, YF> dy, tensor_view<WT, WF> w, tensor_view<T, XF> dx,
+                          const conv_params& p) {
+    static_assert(std::is_same_v<std::remove_const_t<YT>, T> && std::is_same_v<std::remove_const_t<WT>, T>,
+                  "onednn::conv_backward_data: dy, w and dx must have the same element type");
+    static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                  "onednn::conv_backward_data: dy, w and dx must have the same rank");
+    constexpr const char* op = "onednn::conv_backward_data";
+    const auto dt = detail::data_type_of<T>(op);
+    const auto ye = conv_output_extents(dx.extents(), w.extents(), p);
+    detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from dx and weight w)");
+    detail::require_data(op, "output gradient dy", dy);
+    detail::require_data(op, "weight w", w);
+    detail::require_data(op, "input gradient dx", dx);
+
+    const auto dx_md = detail::activation_md(dx, dt);
+    const auto w_md = detail::weights_md(w.mapping(), p.groups, dt);
+    const auto dy_md = detail::activation_md(dy, dt);
+    const auto g = detail::geometry_of(dx.extents(), w.extents(), ye, p);
+    detail::guarded("conv_backward_data", [&] {
+      auto& e = conv_bwd_data_entry(dx_md, w_md, w.extents(), dy_md, p, g);
+      dnnl::memory wm = weights_for(detail::mut(w.data()), w_md, e.pd.weights_desc(), e.w_scratch);
+      e.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(dy_md, eng_, detail::mut(dy.data()))},
+                             {DNNL_ARG_WEIGHTS, wm},
+                             {DNNL_ARG_DIFF_SRC, dnnl::memory(dx_md, eng_, dx.data())}});
+      strm_.wait();
+      last_impl_ = e.impl;
+    });
+  }
+
+  // dw (and dbias, K values, when not null) = gradients of conv_forward with respect to w and bias.
+  template <class XT, class XF, class YT, class YF, class T, class WF>
+  void conv_backward_weights(tensor_view<XT, XF> x, tensor_view<YT, YF> dy, tensor_view<T, WF> dw,
+                             detail::identity_t<T>* dbias, const conv_params& p) {
+    static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<YT>, T>,
+                  "onednn::conv_backward_weights: x, dy and dw must have the same element type");
+    static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                  "onednn::conv_backward_weights: x, dy and dw must have the same rank");
+    constexpr const char* op = "onednn::conv_backward_weights";
+    const auto dt = detail::data_type_of<T>(op);
+    const auto ye = conv_output_extents(x.extents(), dw.extents(), p);
+    detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input x and weight gradient dw)");
+    detail::require_data(op, "input x", x);
+    detail::require_data(op, "output gradient dy", dy);
+    detail::require_data(op, "weight gradient dw", dw);
+
+    const auto x_md = detail::activation_md(x, dt);
+    const auto dw_md = detail::weights_md(dw.mapping(), p.groups, dt);
+    const auto dy_md = detail::activation_md(dy, dt);
+    const auto g = detail::geometry_of(x.extents(), dw.extents(), ye, p);
+    detail::guarded("conv_backward_weights", [&] {
+      auto& e = conv_bwd_weights_entry(x_md, dw_md, dw.extents(), dbias != nullptr, dy_md, p, g);
+      dnnl::memory user_dw(dw_md, eng_, dw.data());
+      const bool direct = e.pd.diff_weights_desc() == dw_md;
+      if (!direct && !e.dw_scratch) e.dw_scratch = dnnl::memory(e.pd.diff_weights_desc(), eng_);
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
+          {DNNL_ARG_DIFF_DST, dnnl::memory(dy_md, eng_, detail::mut(dy.data()))},
+          {DNNL_ARG_DIFF_WEIGHTS, direct ? user_dw : e.dw_scratch}};
+      if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e.pd.diff_bias_desc(), eng_, dbias));
+      e.prim.execute(strm_, args);
+      if (!direct) reorder_for(e.pd.diff_weights_desc(), dw_md).execute(strm_, e.dw_scratch, user_dw);
+      strm_.wait();
+      last_impl_ = e.impl;
+    });
+  }
+
+  // ---- batch normalization (per channel over N and spatial) ----
+  // Training step: y = relu?(gamma * (x - mean) * invstd + beta [+ residual]) with the batch
+  // statistics; running_mean/var are updated with p.momentum (running_var uses the unbiased batch
+  // variance, as PyTorch does); saved_mean/saved_invstd receive the batch mean and 1/sqrt(var+eps)
+  // for batch_norm_backward. All parameter pointers are required (C values each).
+  template <class XT, class T, class F>
+  void batch_norm_forward_training(tensor_view<XT, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                   const param_t<T>* beta, param_t<T>* running_mean, param_t<T>* running_var,
+                                   param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
+                                   tensor_view<const detail::identity_t<T>, detail::identity_t<F>> residual = {}) {
+    static_assert(std::is_same_v<std::remove_const_t<XT>, T>, "onednn::batch_norm: x and y element types differ");
+    constexpr const char* op = "onednn::batch_norm_forward_training";
+    const auto md = bn_check(op, x, y, residual, p);
+    const std::int64_t c = x.channels();
+    const std::int64_t count = x.numel() / c;
+    if (count < 2)
+      memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " + detail::dims_str(x.extents()) +
+                                                       " give " + std::to_string(count) +
+                                                       " value(s) per channel; training needs at least 2");
+    detail::require_params(op, c, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
+                                   {"running_var", running_var}, {"saved_mean", saved_mean},
+                                   {"saved_invstd", saved_invstd}});
+    const bool post = has(residual);
+    const bool fuse = p.fuse_relu && !post;
+    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_training", [&] {
+      auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), true, fuse);
+      stats_.resize(static_cast<std::size_t>(2 * c));
+      float* mean = saved_mean;
+      float* var = stats_.data();
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                                                 {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
+                                                 {DNNL_ARG_MEAN, stat_mem(c, mean)},
+                                                 {DNNL_ARG_VARIANCE, stat_mem(c, var)},
+                                                 {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                                                 {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}};
+      if (fuse) args.emplace(DNNL_ARG_WORKSPACE, e.workspace);
+      e.prim.execute(strm_, args);
+      if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
+                             p.fuse_relu);
+      strm_.wait();
+      last_impl_ = e.impl;
+      const double m = p.momentum;
+      const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+      for (std::int64_t i = 0; i < c; ++i) {
+        saved_invstd[i] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[i]) + p.epsilon));
+        running_mean[i] = static_cast<float>((1 - m) * running_mean[i] + m * mean[i]);
+        running_var[i] = static_cast<float>((1 - m) * running_var[i] + m * var[i] * unbias);
+      }
+    });
+  }
+
+  // Inference: y = relu?(gamma * (x - running_mean) / sqrt(running_var + eps) + beta [+ residual]).
+  template <class XT, class T, class F>
+  void batch_norm_forward_inference(tensor_view<XT, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                    const param_t<T>* beta, const param_t<T>* running_mean,
+                                    const param_t<T>* running_var, const batch_norm_params& p,
+                                    tensor_view<const detail::identity_t<T>, detail::identity_t<F>> residual = {}) {
+    static_assert(std::is_same_v<std::remove_const_t<XT>, T>, "onednn::batch_norm: x and y element types differ");
+    constexpr const char* op = "onednn::batch_norm_forward_inference";
+    const auto md = bn_check(op, x, y, residual, p);
+    const std::int64_t c = x.channels();
+    detail::require_params(op, c, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
+                                   {"running_var", running_var}});
+    const bool post = has(residual);
+    const bool fuse = p.fuse_relu && !post;
+    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_inference", [&] {
+      auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), false, fuse);
+      e.prim.execute(strm_, {{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                             {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
+                             {DNNL_ARG_MEAN, stat_mem(c, detail::mut(running_mean))},
+                             {DNNL_ARG_VARIANCE, stat_mem(c, detail::mut(running_var))},
+                             {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                             {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}});
+      if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
+                             p.fuse_relu);
+      strm_.wait();
+      last_impl_ = e.impl;
+    });
+  }
+
+  // Backward of the training step. With p.fuse_relu, `y` (the forward output) is required: the
+  // gradient passes where y > 0. dresidual (optional) receives the gradient of the residual input.
+  template <class XT, class YT, class T, class F>
+  void batch_norm_backward(tensor_view<XT, F> x, tensor_view<YT, F> dy, tensor_view<T, F> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
+                           tensor_view<const detail::identity_t<T>, detail::identity_t<F>> y = {},
+                           tensor_view<detail::identity_t<T>, detail::identity_t<F>> dresidual = {}) {
+    static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<YT>, T>,
+                  "onednn::batch_norm_backward: x, dy and dx element types differ");
+    constexpr const char* op = "onednn::batch_norm_backward";
+    const auto dt = detail::data_type_of<T>(op);
+    if (x.extents()[1] < 1 || x.numel() == 0)
+      memfmt::detail::fail(errc::invalid_argument,
+                           std::string(op) + ": input sizes " + detail::dims_str(x.extents()) + " must be positive");
+    detail::require_extents(op, "output gradient dy", dy.extents(), x.extents(), "(the input's sizes)");
+    detail::require_extents(op, "input gradient dx", dx.extents(), x.extents(), "(the input's sizes)");
+    detail::require_data(op, "input x", x);
+    detail::require_data(op, "output gradient dy", dy);
+    detail::require_data(op, "input gradient dx", dx);
+    detail::require_bn_params(op, p);
+    detail::require_params(op, x.channels(), {{"gamma", gamma}, {"saved_mean", saved_mean},
+                                              {"saved_invstd", saved_invstd}, {"dgamma", dgamma}, {"dbeta", dbeta}});
+    if (p.fuse_relu) {
+      if (y.data() == nullptr)
+        memfmt::detail::fail(errc::null_pointer,
+                             std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
+      detail::require_extents(op, "forward output y", y.extents(), x.extents(), "(the input's sizes)");
+    }
+    if (dresidual.data() != nullptr)
+      detail::require_extents(op, "residual gradient dresidual", dresidual.extents(), x.extents(),
+                              "(the input's sizes)");
+    const auto md = detail::activation_md(x, dt);
+    if (detail::activation_md(dx, dt) != md || detail::activation_md(dy, dt) != md)
+      unsupported_strides(op, x.strides(), dy.strides(), dx.strides());
+    const std::int64_t c = x.channels();
+    const float eps = static_cast<float>(p.epsilon);
+    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_backward", [&] {
+      // The gradient that reaches the normalisation: dy masked by the ReLU (where y > 0).
+      dnnl::memory g(md, eng_, detail::mut(dy.data()));
+      if (p.fuse_relu) {
+        const auto y_md = detail::activation_md(y, dt);
+        auto& r = eltwise_bwd_entry(md, y_md);
+        grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
+        g = dnnl::memory(md, eng_, grad_tmp_.data());
+        r.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(md, eng_, detail::mut(dy.data()))},
+                               {DNNL_ARG_DST, dnnl::memory(y_md, eng_, detail::mut(y.data()))},
+                               {DNNL_ARG_DIFF_SRC, g}});
+      }
+      if (dresidual.data() != nullptr) {
+        const auto r_md = detail::activation_md(dresidual, dt);
+        dnnl::memory r(r_md, eng_, dresidual.data());
+        reorder_for(md, r_md).execute(strm_, g, r);
+      }
+      stats_.assign(static_cast<std::size_t>(2 * c), 0.f);
+      float* var = stats_.data();
+      for (std::int64_t i = 0; i < c; ++i) {
+        const double is = saved_invstd[i];
+        var[i] = static_cast<float>(1.0 / (is * is) - p.epsilon);
+      }
+      auto& e = bn_bwd_entry(md, eps);
+      e.prim.execute(strm_, {{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                             {DNNL_ARG_MEAN, stat_mem(c, detail::mut(saved_mean))},
+                             {DNNL_ARG_VARIANCE, stat_mem(c, var)},
+                             {DNNL_ARG_DIFF_DST, g},
+                             {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                             {DNNL_ARG_SHIFT, stat_mem(c, var + c)},  // asked for, unused by the gradient
+                             {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng_, dx.data())},
+                             {DNNL_ARG_DIFF_SCALE, stat_mem(c, dgamma)},
+                             {DNNL_ARG_DIFF_SHIFT, stat_mem(c, dbeta)}});
+      strm_.wait();
+      last_impl_ = e.impl;
+    });
+  }
+
+ private:
+  struct conv_fwd_cached {
+    dnnl::convolution_forward::primitive_desc pd;
+    dnnl::convolution_forward prim;
+    std::string impl;
+    dnnl::memory w_scratch;  // reordered weights when caching is off
+  };
+  struct conv_bwd_data_cached {
+    dnnl::convolution_backward_data::primitive_desc pd;
+    dnnl::convolution_backward_data prim;
+    std::string impl;
+    dnnl::memory w_scratch;
+  };
+  struct conv_bwd_weights_cached {
+    dnnl::convolution_backward_weights::primitive_desc pd;
+    dnnl::convolution_backward_weights prim;
+    std::string impl;
+    dnnl::memory dw_scratch;  // diff weights in oneDNN's layout, reordered to the caller's
+  };
+  struct bn_fwd_cached {
+    dnnl::batch_normalization_forward::primitive_desc pd;
+    dnnl::batch_normalization_forward prim;
+    std::string impl;
+    dnnl::memory workspace;  // the ReLU mask of a fused training step (unused by our backward)
+  };
+  struct bn_bwd_cached {
+    dnnl::batch_normalization_backward::primitive_desc pd;
+    dnnl::batch_normalization_backward prim;
+    std::string impl;
+  };
+  struct eltwise_bwd_cached {
+    dnnl::eltwise_backward prim;
+  };
+
+  static dnnl::memory::desc bias_md(std::int64_t k, dnnl::memory::data_type dt) {
+    return dnnl::memory::desc({k}, dt, dnnl::memory::format_tag::x);
+  }
+
+  template <class Extents>
+  static std::string conv_key(char op, const dnnl::memory::desc& x_md, const dnnl::memory::desc& w_md,
+                              const Extents& w_ext, bool bias, const dnnl::memory::desc& y_md, const conv_params& p) {
+    std::string key(1, op);
+    detail::append_key(key, x_md);
+    detail::append_key(key, w_md);
+    detail::append_key(key, y_md);
+    detail::append_key(key, static_cast<std::int64_t>(bias));
+    detail::append_key(key, static_cast<std::int64_t>(w_ext[0]));
+    detail::append_params(key, p, static_cast<int>(w_ext.size()) - 2);
+    return key;
+  }
+
+  template <class Extents>
+  conv_fwd_cached& conv_fwd_entry(const dnnl::memory::desc& x_md, const dnnl::memory::desc& w_md,
+                                  const Extents& w_ext, bool bias, const dnnl::memory::desc& y_md,
+                                  const conv_params& p, const detail::conv_geometry& g, const conv_fusion& f,
+                                  bool residual) {
+    std::string key = conv_key('f', x_md, w_md, w_ext, bias, y_md, p);
+    detail::append_key(key, static_cast<std::int64_t>(f.relu) * 2 + static_cast<std::int64_t>(residual));
+    auto it = conv_fwd_.find(key);
+    if (it != conv_fwd_.end()) return it->second;
+    const auto dt = x_md.data_type();
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
+                                      detail::weights_any_md(w_ext, p.groups, dt),
+                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides,
+                                      g.dilates, g.pad_l, g.pad_r);
+    dnnl::post_ops po;
+    if (residual) po.append_sum(1.f);
+    if (f.relu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
+    conv_fwd_cached e{pd, dnnl::convolution_forward(pd), pd.impl_info_str(), {}};
+    return conv_fwd_.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  template <class Extents>
+  dnnl::convolution_forward::primitive_desc training_hint(const dnnl::memory::desc& x_md, const Extents& w_ext,
+                                                          bool bias, const dnnl::memory::desc& y_md,
+                                                          const conv_params& p, const detail::conv_geometry& g) {
+    const auto dt = x_md.data_type();
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_md,
+                                      detail::weights_any_md(w_ext, p.groups, dt),
+                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides,
+                                      g.dilates, g.pad_l, g.pad_r);
+    return dnnl::convolution_forward::primitive_desc(d, eng_);
+  }
+
+  template <class Extents>
+  conv_bwd_data_cached& conv_bwd_data_entry(const dnnl::memory::desc& dx_md, const dnnl::memory::desc& w_md,
+                                            const Extents& w_ext, const dnnl::memory::desc& dy_md,
+                                            const conv_params& p, const detail::conv_geometry& g) {
+    std::string key = conv_key('d', dx_md, w_md, w_ext, false, dy_md, p);
+    auto it = conv_bwd_data_.find(key);
+    if (it != conv_bwd_data_.end()) return it->second;
+    const auto dt = dx_md.data_type();
+    dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, dx_md,
+                                            detail::weights_any_md(w_ext, p.groups, dt), dy_md, g.strides, g.dilates,
+                                            g.pad_l, g.pad_r);
+    dnnl::convolution_backward_data::primitive_desc pd(d, eng_, training_hint(dx_md, w_ext, false, dy_md, p, g));
+    conv_bwd_data_cached e{pd, dnnl::convolution_backward_data(pd), pd.impl_info_str(), {}};
+    return conv_bwd_data_.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  template <class Extents>
+  conv_bwd_weights_cached& conv_bwd_weights_entry(const dnnl::memory::desc& x_md, const dnnl::memory::desc& dw_md,
+                                                  const Extents& w_ext, bool bias, const dnnl::memory::desc& dy_md,
+                                                  const conv_params& p, const detail::conv_geometry& g) {
+    std::string key = conv_key('w', x_md, dw_md, w_ext, bias, dy_md, p);
+    auto it = conv_bwd_weights_.find(key);
+    if (it != conv_bwd_weights_.end()) return it->second;
+    const auto dt = x_md.data_type();
+    dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, x_md,
+                                               detail::weights_any_md(w_ext, p.groups, dt),
+                                               bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), dy_md, g.strides,
+                                               g.dilates, g.pad_l, g.pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(d, eng_, training_hint(x_md, w_ext, bias, dy_md, p, g));
+    conv_bwd_weights_cached e{pd, dnnl::convolution_backward_weights(pd), pd.impl_info_str(), {}};
+    return conv_bwd_weights_.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  dnnl::reorder& reorder_for(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+    std::string key;
+    detail::append_key(key, from);
+    detail::append_key(key, to);
+    auto it = reorders_.find(key);
+    if (it != reorders_.end()) return it->second;
+    dnnl::reorder r(dnnl::reorder::primitive_desc(eng_, from, eng_, to));
+    return reorders_.emplace(std::move(key), std::move(r)).first->second;
+  }
+
+  void run_reorder(const dnnl::memory::desc& from, void* src, const dnnl::memory::desc& to, void* dst) {
+    dnnl::memory s(from, eng_, src), d(to, eng_, dst);
+    reorder_for(from, to).execute(strm_, s, d);
+  }
+
+  // The caller's weights in the layout `want`: the caller's memory itself when the layouts agree,
+  // else a reordered copy (cached per pointer unless caching is off, then `scratch`).
+  dnnl::memory weights_for(void* data, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                           dnnl::memory& scratch) {
+    dnnl::memory src(user, eng_, data);
+    if (user == want) return src;
+    if (!cache_weights_) {
+      if (!scratch) scratch = dnnl::memory(want, eng_);
+      reorder_for(user, want).execute(strm_, src, scratch);
+      return scratch;
+    }
+    std::string key;
+    detail::append_key(key, user);
+    detail::append_key(key, want);
+    auto& per_ptr = weights_[data];
+    auto it = per_ptr.find(key);
+    if (it != per_ptr.end()) return it->second;
+    dnnl::memory dst(want, eng_);
+    reorder_for(user, want).execute(strm_, src, dst);
+    return per_ptr.emplace(std::move(key), dst).first->second;
+  }
+
+  // ---- batch-norm helpers ----
+  template <class V>
+  static bool has(const V& v) noexcept {
+    return v.data() != nullptr;
+  }
+
+  template <class S>
+  [[noreturn]] static void unsupported_strides(const char* op, const S& x, const S& a, const S& b) {
+    memfmt::detail::fail(errc::unsupported, std::string(op) + ": oneDNN batch norm needs x, y/dy and dx with equal "
+                                                              "strides; got " + detail::dims_str(x) + ", " +
+                                                detail::dims_str(a) + ", " + detail::dims_str(b));
+  }
+
+  template <class XT, class T, class F, class R>
+  dnnl::memory::desc bn_check(const char* op, const tensor_view<XT, F>& x, const tensor_view<T, F>& y, const R& residual,
+                              const batch_norm_params& p) {
+    const auto dt = detail::data_type_of<T>(op);
+    for (int d = 0; d < F::rank; ++d)
+      if (x.extent(d) < 1)
+        memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " +
+                                                         detail::dims_str(x.extents()) + " must be positive");
+    detail::require_bn_params(op, p);
+    detail::require_extents(op, "output y", y.extents(), x.extents(), "(the input's sizes)");
+    detail::require_data(op, "input x", x);
+    detail::require_data(op, "output y", y);
+    if (has(residual)) detail::require_extents(op, "residual", residual.extents(), x.extents(), "(the input's sizes)");
+    const auto md = detail::activation_md(x, dt);
+    if (detail::activation_md(y, dt) != md) unsupported_strides(op, x.strides(), y.strides(), y.strides());
+    return md;
+  }
+
+  dnnl::memory stat_mem(std::int64_t c, float* p) {
+    return dnnl::memory(dnnl::memory::desc({c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x), eng_,
+                        p);
+  }
+
+  bn_fwd_cached& bn_fwd_entry(const dnnl::memory::desc& md, float eps, bool training, bool relu) {
+    std::string key;
+    detail::append_key(key, md);
+    detail::append_key(key, static_cast<std::int64_t>(training) * 2 + static_cast<std::int64_t>(relu));
+    key.append(reinterpret_cast<const char*>(&eps), sizeof eps);
+    auto it = bn_fwd_.find(key);
+    if (it != bn_fwd_.end()) return it->second;
+    auto pd = bn_fwd_pd(md, eps, training, relu);
+    bn_fwd_cached e{pd, dnnl::batch_normalization_forward(pd), pd.impl_info_str(), {}};
+    if (relu && training) e.workspace = dnnl::memory(pd.workspace_desc(), eng_);
+    return bn_fwd_.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  dnnl::batch_normalization_forward::primitive_desc bn_fwd_pd(const dnnl::memory::desc& md, float eps, bool training,
+                                                              bool relu) {
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (!training) flags = flags | dnnl::normalization_flags::use_global_stats;
+    if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+    dnnl::batch_normalization_forward::desc d(
+        training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, md, eps, flags);
+    return dnnl::batch_normalization_forward::primitive_desc(d, eng_);
+  }
+
+  bn_bwd_cached& bn_bwd_entry(const dnnl::memory::desc& md, float eps) {
+    std::string key;
+    detail::append_key(key, md);
+    key.append(reinterpret_cast<const char*>(&eps), sizeof eps);
+    auto it = bn_bwd_.find(key);
+    if (it != bn_bwd_.end()) return it->second;
+    const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md, md, eps, flags);
+    dnnl::batch_normalization_backward::primitive_desc pd(d, eng_, bn_fwd_pd(md, eps, true, false));
+    bn_bwd_cached e{pd, dnnl::batch_normalization_backward(pd), pd.impl_info_str()};
+    return bn_bwd_.emplace(std::move(key), std::move(e)).first->second;
+  }
+
+  // y = relu?(y + residual), one binary primitive with an eltwise post-op.
+  void add_residual(const dnnl::memory::desc& y_md, void* y, const dnnl::memory::desc& r_md, const void* r,
+                    bool relu) {
+    std::string key;
+    detail::append_key(key, y_md);
+    detail::append_key(key, r_md);
+    detail::append_key(key, static_cast<std::int64_t>(relu));
+    auto it = binaries_.find(key);
+    if (it == binaries_.end()) {
+      dnnl::binary::desc d(dnnl::algorithm::binary_add, y_md, r_md, y_md);
+      dnnl::post_ops po;
+      if (relu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      it = binaries_.emplace(std::move(key), dnnl::binary(dnnl::binary::primitive_desc(d, attr, eng_))).first;
+    }
+    dnnl::memory ym(y_md, eng_, y);
+    it->second.execute(strm_, {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, dnnl::memory(r_md, eng_, detail::mut(r))},
+                               {DNNL_ARG_DST, ym}});
+  }
+
+  // diff = dy where y > 0, else 0 (ReLU backward from its output).
+  eltwise_bwd_cached& eltwise_bwd_entry(const dnnl::memory::desc& md, const dnnl::memory::desc& y_md) {
+    std::string key;
+    detail::append_key(key, md);
+    detail::append_key(key, y_md);
+    auto it = eltwise_bwd_.find(key);
+    if (it != eltwise_bwd_.end()) return it->second;
+    const auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg, y_md, 0.f, 0.f);
+    dnnl::eltwise_forward::primitive_desc hint(fd, eng_);
+    dnnl::eltwise_backward::desc d(alg, md, y_md, 0.f, 0.f);
+    dnnl::eltwise_backward::primitive_desc pd(d, eng_, hint);
+    return eltwise_bwd_.emplace(std::move(key), eltwise_bwd_cached{dnnl::eltwise_backward(pd)}).first->second;
+  }
+
+  dnnl::engine eng_;
+  dnnl::stream strm_;
+  std::string last_impl_;
+  bool cache_weights_ = true;
+  std::unordered_map<std::string, conv_fwd_cached> conv_fwd_;
+  std::unordered_map<std::string, conv_bwd_data_cached> conv_bwd_data_;
+  std::unordered_map<std::string, conv_bwd_weights_cached> conv_bwd_weights_;
+  std::unordered_map<std::string, bn_fwd_cached> bn_fwd_;
+  std::unordered_map<std::string, bn_bwd_cached> bn_bwd_;
+  std::unordered_map<std::string, dnnl::reorder> reorders_;
+  std::unordered_map<std::string, dnnl::binary> binaries_;
+  std::unordered_map<std::string, eltwise_bwd_cached> eltwise_bwd_;
+  std::unordered_map<const void*, std::unordered_map<std::string, dnnl::memory>> weights_;
+  std::vector<float> stats_;
+  std::vector<unsigned char> grad_tmp_;
+};
+
+}  // namespace memfmt::onednn

@@ -1,0 +1,107 @@
+// Shared helpers of the oneDNN backend tests: deterministic data and a dtype-aware comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include <memfmt/dtype.hpp>
+#include <memfmt/tensor/host_tensor.hpp>
+
+namespace dnnl_test {
+
+template <class T>
+double to_d(T v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return static_cast<double>(static_cast<float>(v));
+}
+
+template <class T>
+T from_f(float v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return T(v);
+}
+
+// Uniform values in [lo, hi), representable in T, from a fixed seed.
+struct lcg {
+  std::uint64_t s;
+  explicit lcg(std::uint64_t seed) : s(seed * 6364136223846793005ull + 1442695040888963407ull) {}
+  float next(float lo, float hi) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;
+    return static_cast<float>(lo + (hi - lo) * u);
+  }
+};
+
+template <class T>
+void fill(T* p, std::int64_t n, std::uint64_t seed, float lo = -1.f, float hi = 1.f) {
+  lcg g(seed);
+  for (std::int64_t i = 0; i < n; ++i) p[i] = from_f<T>(g.next(lo, hi));
+}
+
+template <class T, class F>
+void fill(memfmt::host_tensor<T, F>& t, std::uint64_t seed, float lo = -1.f, float hi = 1.f) {
+  fill(t.data(), t.numel(), seed, lo, hi);
+}
+
+// Unit roundoff of the stored type (half an ulp relative).
+template <class T>
+constexpr double unit_roundoff() {
+  return std::is_same_v<T, float> ? 0x1p-24 : 0x1p-9;
+}
+
+// Tolerance for a value that is a reduction of `length` terms of magnitude <= `magnitude`,
+// accumulated in fp32 and stored in T: fp32 accumulation error grows with the length, plus the
+// final rounding (2 roundings of T allowed for fused epilogues), plus a floor for cancellation.
+template <class T>
+double tolerance(double want, double length, double magnitude = 1.0) {
+  return 4.0 * unit_roundoff<T>() * std::fabs(want) + 2.0 * length * 0x1p-23 * magnitude +
+         2.0 * unit_roundoff<T>() * magnitude;
+}
+
+// Every element of got equals want within tolerance<T>(want, length, magnitude); both views are
+// walked by logical coordinates, so their layouts may differ.
+template <class T, class F1, class F2>
+::testing::AssertionResult all_close(memfmt::tensor_view<const T, F1> got, memfmt::tensor_view<const T, F2> want,
+                                     double length, double magnitude = 1.0) {
+  static_assert(F1::rank == F2::rank, "same rank");
+  if (got.extents() != want.extents()) return ::testing::AssertionFailure() << "extents differ";
+  const auto e = got.extents();
+  std::int64_t bad = 0;
+  std::ostringstream first;
+  typename memfmt::layout<F1>::extents_type c{};
+  const std::int64_t n = got.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t r = i;
+    for (int d = F1::rank - 1; d >= 0; --d) {
+      c[d] = r % e[d];
+      r /= e[d];
+    }
+    const double g = to_d(got(c)), w = to_d(want(c));
+    const double tol = tolerance<T>(w, length, magnitude);
+    if (!(std::fabs(g - w) <= tol)) {
+      if (bad++ == 0)
+        first << "first mismatch at " << memfmt::detail::dims_to_string(c) << ": got " << g << ", want " << w
+              << " (tol " << tol << ")";
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << n << " elements differ; " << first.str();
+}
+
+inline ::testing::AssertionResult arrays_close(const float* got, const float* want, std::int64_t n, double length,
+                                               double magnitude = 1.0) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double tol = tolerance<float>(want[i], length, magnitude);
+    if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want " << want[i]
+                                           << " (tol " << tol << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace dnnl_test
