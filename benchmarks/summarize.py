@@ -40,9 +40,10 @@ def load(paths):
 
 
 def throughput(b):
-    for k, v in b.items():
-        if isinstance(v, (int, float)) and "FLOP" in k.upper():
-            return float(v), k
+    for want in ("FLOP", "GB/S"):
+        for k, v in b.items():
+            if isinstance(v, (int, float)) and want in k.upper() and not k.startswith("ratio"):
+                return float(v), k
     t = b.get("real_time")
     return (1.0 / t if t else float("nan")), "1/time"
 
@@ -65,6 +66,8 @@ def conv_pairs(rows):
         if base not in pairs:
             pairs[base] = {}
             order.append(base)
+        if "/wrapper" in b["name"] or "/direct" in b["name"]:
+            continue
         side = "cf" if fmt in CHANNELS_FIRST else "cl"
         pairs[base][side] = b
     out = []
@@ -85,6 +88,25 @@ def conv_pairs(rows):
             "impl_nchw": p["cf"].get("label", ""),
             "impl_nhwc": p["cl"].get("label", ""),
         })
+    return out
+
+
+def overhead_rows(rows):
+    """BM_overhead/<layer>/.../<wrapper|direct>/...: this library's wrapper vs a direct backend call."""
+    sides = {}
+    for b in rows:
+        parts = b["name"].split("/")
+        for tag in ("wrapper", "direct"):
+            if tag in parts:
+                key = "/".join(p for p in parts if p != tag)
+                sides.setdefault(key, {})[tag] = b
+    out = []
+    for key, s in sides.items():
+        if "wrapper" in s and "direct" in s:
+            w, _ = throughput(s["wrapper"])
+            d, _ = throughput(s["direct"])
+            out.append({"case": key, "wrapper": w, "direct": d,
+                        "overhead_pct": (d / w - 1.0) * 100.0 if w > 0 else float("nan")})
     return out
 
 
@@ -147,11 +169,18 @@ def main():
     rows = load(a.json)
     pairs = conv_pairs(rows)
     conv = convert_rows(rows)
+    over = []
     md = []
     if pairs:
         md.append("## NCHW vs NHWC (throughput: %s)\n" % pairs[0]["unit"])
-        md.append(table(["layer", "NCHW", "NHWC", "NHWC/NCHW", "winner"],
-                        [[p["case"], p["nchw"], p["nhwc"], p["ratio_nhwc_over_nchw"], p["winner"]] for p in pairs]))
+        md.append(table(["layer", "NCHW", "NHWC", "unit", "NHWC/NCHW", "winner"],
+                        [[p["case"], p["nchw"], p["nhwc"], p["unit"], p["ratio_nhwc_over_nchw"], p["winner"]]
+                         for p in pairs]))
+    over = overhead_rows(rows)
+    if over:
+        md.append("\n## memfmt wrapper vs a direct backend call (same primitive)\n")
+        md.append(table(["case", "wrapper", "direct", "overhead %"],
+                        [[o["case"], o["wrapper"], o["direct"], o["overhead_pct"]] for o in over]))
     if conv:
         md.append("\n## Conversion vs memcpy (same run)\n")
         md.append(table(["case", "GB/s", "ratio to memcpy"], [[c["case"], c["GB/s"], c["ratio_to_memcpy"]] for c in conv]))
@@ -162,7 +191,7 @@ def main():
         with open(os.path.join(a.out, "summary.md"), "w") as f:
             f.write(text + "\n")
         with open(os.path.join(a.out, "summary.json"), "w") as f:
-            json.dump({"layers": pairs, "conversion": conv}, f, indent=1)
+            json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv}, f, indent=1)
         svg_chart(pairs, os.path.join(a.out, "ratios.svg"))
         print(f"\nwritten: {a.out}/summary.md, summary.json, ratios.svg")
 

@@ -28,6 +28,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEM
 cmake --build "$build" -j "$jobs" --target all
 mkdir -p "$out"
 export MEMFMT_BENCH_MODE=$mode
+if [ "$mode" = full ]; then
+  export MEMFMT_BENCH_BATCH=${MEMFMT_BENCH_BATCH:-16} MEMFMT_BENCH_MIN_TIME=${MEMFMT_BENCH_MIN_TIME:-0.5}
+fi
 export OMP_PROC_BIND=${OMP_PROC_BIND:-close}
 
 run_bench() {  # name binary [args...]
