@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../dtype.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 
 namespace memfmt {
@@ -21,11 +22,8 @@ struct strided_desc {
   memfmt::dtype type = dtype::float32;
 
   std::int64_t dim() const noexcept { return static_cast<std::int64_t>(sizes.size()); }
-  std::int64_t numel() const noexcept {
-    std::int64_t n = 1;
-    for (auto s : sizes) n *= s;
-    return n;
-  }
+  // Element count; throws memfmt::error for negative sizes or a count past 64 bits.
+  std::int64_t numel() const { return detail::checked_numel(sizes, "strided_desc"); }
   // Throws invalid_argument unless sizes and strides have the same length and sizes are >= 0.
   void validate() const {
     if (sizes.size() != strides.size())

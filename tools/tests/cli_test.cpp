@@ -1,0 +1,241 @@
+// Runs the memfmt binary: its JSON answers against the PyTorch 1.13 fixtures (tests/strided for
+// `explain`, tests/strided_ops for the operations), and exit code 2 with a usage message for bad
+// command lines.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format_fixtures.hpp"
+
+#ifndef MEMFMT_CLI_PATH
+#error "MEMFMT_CLI_PATH must name the memfmt binary"
+#endif
+
+namespace {
+
+using json = nlohmann::json;
+using dims = std::vector<std::int64_t>;
+
+struct run_result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+run_result run_cli(const std::vector<std::string>& args, bool with_stderr = true) {
+  std::string cmd = shell_quote(MEMFMT_CLI_PATH);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += with_stderr ? " 2>&1" : " 2>/dev/null";
+  run_result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string join(const dims& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string tensor_arg(const json& t) {
+  return join(t.at("sizes").get<dims>()) + "@" + join(t.at("strides").get<dims>());
+}
+
+json load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return json::parse(in);
+}
+
+// Compares one request entry of `explain --json` with the fixture's outcome.
+void expect_request(const json& got, const memfmt_test::outcome& want, const memfmt::strided_desc& t,
+                    const std::string& where) {
+  using memfmt_test::outcome;
+  switch (want.kind) {
+    case outcome::unobserved: return;
+    case outcome::error:
+      EXPECT_EQ(got.value("error", std::string("<none>")), want.message) << where;
+      return;
+    case outcome::alias:
+      ASSERT_TRUE(got.contains("alias")) << where << ": " << got.dump();
+      EXPECT_TRUE(got["alias"].get<bool>()) << where;
+      EXPECT_EQ(got["sizes"].get<dims>(), t.sizes) << where;
+      EXPECT_EQ(got["strides"].get<dims>(), t.strides) << where;
+      return;
+    case outcome::copy:
+      ASSERT_TRUE(got.contains("alias")) << where << ": " << got.dump();
+      EXPECT_FALSE(got["alias"].get<bool>()) << where;
+      EXPECT_EQ(got["sizes"].get<dims>(), t.sizes) << where;
+      EXPECT_EQ(got["strides"].get<dims>(), want.strides) << where;
+      return;
+  }
+}
+
+TEST(memfmt_cli, explain_json_matches_pytorch_fixtures) {
+  std::size_t checked = 0;
+  for (const char* file : memfmt_test::format_fixture_files) {
+    const auto cases = memfmt_test::load_format_cases(MEMFMT_STRIDED_FIXTURE_DIR, file);
+    // A spread of each file (cases are sorted by sizes, so a fixed step covers ranks and shapes).
+    const std::size_t step = cases.size() / 40 + 1;
+    for (std::size_t i = 0; i < cases.size(); i += step) {
+      const auto& c = cases[i];
+      const auto r = run_cli({"explain", "--sizes", join(c.t.sizes), "--strides", join(c.t.strides), "--json"}, false);
+      ASSERT_EQ(r.exit_code, 0) << c.origin << ": " << r.output;
+      const auto j = json::parse(r.output);
+      const std::string where = c.origin + " (" + memfmt_test::describe(c.t) + ")";
+      EXPECT_EQ(j.at("is_contiguous").get<bool>(), c.is_contiguous) << where;
+      EXPECT_EQ(j.at("is_contiguous_channels_last").get<bool>(), c.is_contiguous_channels_last) << where;
+      EXPECT_EQ(j.at("is_contiguous_channels_last_3d").get<bool>(), c.is_contiguous_channels_last_3d) << where;
+      EXPECT_EQ(j.at("non_overlapping_and_dense").get<bool>(), c.non_overlapping_and_dense) << where;
+      EXPECT_EQ(j.at("suggest").get<std::string>(), memfmt::to_string(c.suggest)) << where;
+      EXPECT_EQ(j.size(), 8u) << "exactly the documented keys: " << j.dump();
+      for (std::size_t f = 0; f < 4; ++f) {
+        const std::string name(memfmt::to_string(memfmt::all_memory_formats[f]));
+        expect_request(j.at("to").at(name), c.to[f], c.t, where + " .to(" + name + ")");
+        expect_request(j.at("contiguous").at(name), c.contiguous[f], c.t, where + " .contiguous(" + name + ")");
+        expect_request(j.at("empty_like").at(name), c.empty_like[f], c.t, where + " empty_like(" + name + ")");
+      }
+      ++checked;
+    }
+  }
+  std::cout << "[ cli      ] explain: " << checked << " fixture cases checked through the binary\n";
+  EXPECT_GT(checked, 150u);
+}
+
+// Runs an operation subcommand and compares with a tests/strided_ops fixture case.
+void expect_op(const std::vector<std::string>& args, const json& c, const std::string& where) {
+  const auto r = run_cli(args, false);
+  const auto j = json::parse(r.output);
+  if (c.contains("error")) {
+    EXPECT_EQ(r.exit_code, 1) << where;
+    EXPECT_EQ(j.value("error", std::string("<none>")), c["error"].get<std::string>()) << where;
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << where << ": " << r.output;
+  EXPECT_EQ(j.at("output").at("sizes").get<dims>(), c.at("out").at("sizes").get<dims>()) << where;
+  EXPECT_EQ(j.at("output").at("strides").get<dims>(), c.at("out").at("strides").get<dims>()) << where;
+}
+
+TEST(memfmt_cli, pointwise_matches_pytorch_fixtures) {
+  const auto doc = load(std::string(MEMFMT_OPS_FIXTURE_DIR) + "/pointwise.json");
+  std::size_t checked = 0, seen = 0;
+  for (const auto& c : doc.at("cases")) {
+    const auto& ops = c.at("operands");
+    if (ops.size() != 2 || !c.contains("out")) continue;
+    bool plain = true;  // float32 tensors, which is what the CLI builds
+    for (const auto& o : ops) plain = plain && o.contains("sizes") && o.value("dtype", "") == "float32";
+    if (!plain || seen++ % 40 != 0) continue;
+    expect_op({"explain", "pointwise", "--a", tensor_arg(ops[0]), "--b", tensor_arg(ops[1]), "--json"}, c,
+              "pointwise " + ops.dump());
+    ++checked;
+  }
+  std::cout << "[ cli      ] pointwise: " << checked << " fixture cases checked\n";
+  EXPECT_GT(checked, 40u);
+}
+
+TEST(memfmt_cli, conv_matches_pytorch_fixtures) {
+  const auto doc = load(std::string(MEMFMT_OPS_FIXTURE_DIR) + "/conv.json");
+  std::size_t checked = 0, seen = 0;
+  for (const auto& c : doc.at("cases")) {
+    // The CLI models F.conv{weight rank - 2}d with several threads, as the fixture's default run.
+    const auto& w = c.at("weight");
+    if (c.at("threads").get<int>() != 2 ||
+        c.at("spatial_dims").get<std::size_t>() + 2 != w.at("sizes").size() ||
+        c.at("input").at("dtype") != w.at("dtype"))
+      continue;
+    if (seen++ % 40 != 0) continue;
+    expect_op({"explain", "conv", "--input", tensor_arg(c.at("input")), "--weight", tensor_arg(w), "--stride",
+               join(c.at("stride").get<dims>()), "--padding", join(c.at("padding").get<dims>()), "--dilation",
+               join(c.at("dilation").get<dims>()), "--groups", std::to_string(c.at("groups").get<std::int64_t>()),
+               "--dtype", w.at("dtype").get<std::string>(), "--json"},
+              c, "conv " + c.dump());
+    ++checked;
+  }
+  std::cout << "[ cli      ] conv: " << checked << " fixture cases checked\n";
+  EXPECT_GT(checked, 40u);
+}
+
+TEST(memfmt_cli, batch_norm_matches_pytorch_fixtures) {
+  const auto doc = load(std::string(MEMFMT_OPS_FIXTURE_DIR) + "/batch_norm.json");
+  std::size_t checked = 0, seen = 0;
+  for (const auto& c : doc.at("cases")) {
+    if (c.at("training").get<bool>() || !c.at("affine").get<bool>()) continue;  // the CLI: eval mode, affine
+    if (seen++ % 8 != 0) continue;
+    expect_op({"explain", "batch_norm", "--input", tensor_arg(c.at("input")), "--json"}, c,
+              "batch_norm " + c.dump());
+    ++checked;
+  }
+  std::cout << "[ cli      ] batch_norm: " << checked << " fixture cases checked\n";
+  EXPECT_GT(checked, 30u);
+}
+
+TEST(memfmt_cli, readable_explanation_names_the_ambiguity) {
+  // NC11 / C == 1: channels-last contiguous but not suggested channels last (PyTorch 1.13).
+  const auto r = run_cli({"explain", "--sizes", "2,1,4,5", "--strides", "20,20,5,1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("channels last: yes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("C == 1, so .to(channels_last) copies while .contiguous(channels_last) aliases"),
+            std::string::npos)
+      << r.output;
+  const auto scalar = run_cli({"explain", "pointwise", "--a", "2,3@3,1", "--b", "@"});
+  EXPECT_EQ(scalar.exit_code, 0) << scalar.output;
+  EXPECT_NE(scalar.output.find("strides [3, 1]"), std::string::npos) << scalar.output;
+}
+
+TEST(memfmt_cli, bad_arguments_exit_2_with_usage) {
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"frobnicate"},
+      {"explain"},
+      {"explain", "--sizes", "2,3"},
+      {"explain", "--sizes", "2,x", "--strides", "3,1"},
+      {"explain", "--sizes", "2,3", "--strides", "3,1.5"},
+      {"explain", "--sizes", "2,3", "--strides", "3"},
+      {"explain", "--sizes", "2,-3", "--strides", "3,1"},
+      {"explain", "--sizes", "2,3", "--strides", "-3,1"},
+      {"explain", "--sizes", "99999999999999999999", "--strides", "1"},
+      {"explain", "--sizes", "2,,3", "--strides", "3,1,1"},
+      {"explain", "frobnicate"},
+      {"explain", "pointwise", "--a", "2,3@3,1"},
+      {"explain", "pointwise", "--a", "2,3", "--b", "@"},
+      {"explain", "pointwise", "--a", "2,3@3,1@1", "--b", "@"},
+      {"explain", "conv", "--input", "1,3,8,8@192,64,8,1"},
+      {"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "4,3,3,3@27,9,3,1", "--groups", "x"},
+      {"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "4,3,3,3@27,9,3,1", "--dtype", "int8"},
+      {"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "4,3,3,3@27,9,3,1", "--stride", "a"},
+      {"explain", "batch_norm"},
+      {"explain", "batch_norm", "--input", "2,3@1"},
+      {"explain", "--sizes", "2", "--strides", "1", "batch_norm", "--input", "2,3@3,1"},
+  };
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << "memfmt" << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << "memfmt" << line << "\n" << r.output;
+  }
+  // An operation PyTorch itself rejects is an answer, not a usage error.
+  const auto rejected = run_cli({"explain", "batch_norm", "--input", "3@1", "--json"}, false);
+  EXPECT_EQ(rejected.exit_code, 1) << rejected.output;
+  EXPECT_TRUE(json::parse(rejected.output).contains("error")) << rejected.output;
+}
+
+}  // namespace
