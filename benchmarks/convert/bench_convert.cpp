@@ -1,0 +1,150 @@
+// bench_convert - CPU NCHW<->NHWC conversion against memcpy on the same buffers, in the same run.
+//
+// Every case times convert() and memcpy (split over the same number of threads) alternately on
+// the same two buffers, and reports
+//   GB/s             conversion bandwidth, (bytes read + bytes written) / best time
+//   memcpy_GB/s      memcpy bandwidth over the same bytes and buffers, best time
+//   ratio_to_memcpy  best memcpy time / best conversion time (1.0 = memcpy speed)
+// Best-of times are used because the development VM is shared and noisy.
+//
+// Environment: MEMFMT_BENCH_QUICK=1 -> 3 timed repetitions per case (the whole suite in about a
+// minute); otherwise 15. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
+// Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "memfmt/convert/convert.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Two buffers for the largest case, allocated and touched once, huge-page advised.
+struct buffers {
+  unsigned char* src = nullptr;
+  unsigned char* dst = nullptr;
+  std::size_t bytes = 0;
+  static buffers& get(std::size_t need) {
+    static buffers b;
+    if (b.bytes < need) {
+      std::free(b.src);
+      std::free(b.dst);
+      const std::size_t align = std::size_t{2} << 20;
+      const std::size_t rounded = (need + align - 1) / align * align;
+      b.src = static_cast<unsigned char*>(std::aligned_alloc(align, rounded));
+      b.dst = static_cast<unsigned char*>(std::aligned_alloc(align, rounded));
+      if (!b.src || !b.dst) std::abort();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+      madvise(b.src, rounded, MADV_HUGEPAGE);
+      madvise(b.dst, rounded, MADV_HUGEPAGE);
+#endif
+      for (std::size_t i = 0; i < rounded; ++i) b.src[i] = static_cast<unsigned char>(i * 37 + 11);
+      std::memset(b.dst, 0, rounded);
+      b.bytes = rounded;
+    }
+    return b;
+  }
+};
+
+void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, int threads) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t k = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t lo = n / k * t / 64 * 64, hi = t + 1 == k ? n : n / k * (t + 1) / 64 * 64;
+      std::memcpy(d + lo, s + lo, hi - lo);
+    }
+    return;
+  }
+#endif
+  (void)threads;
+  std::memcpy(d, s, n);
+}
+
+template <class T, class From, class To>
+void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int threads) {
+  const std::int64_t numel = e[0] * e[1] * e[2] * e[3];
+  const std::size_t bytes = static_cast<std::size_t>(numel) * sizeof(T);
+  buffers& b = buffers::get(bytes);
+  const memfmt::tensor_view<const T, From> src(reinterpret_cast<const T*>(b.src), e);
+  const memfmt::tensor_view<T, To> dst(reinterpret_cast<T*>(b.dst), e);
+  memfmt::convert_options opt;
+  opt.num_threads = threads;
+  opt.allow_streaming_stores = std::getenv("MEMFMT_BENCH_NO_STREAM") == nullptr;
+  double best_convert = 1e30, best_memcpy = 1e30;
+  memfmt::convert(src, dst, opt);  // warm-up
+  parallel_memcpy(b.dst, b.src, bytes, threads);
+  for (auto _ : state) {
+    auto t0 = clock_type::now();
+    memfmt::convert(src, dst, opt);
+    auto t1 = clock_type::now();
+    parallel_memcpy(b.dst, b.src, bytes, threads);
+    auto t2 = clock_type::now();
+    const double tc = std::chrono::duration<double>(t1 - t0).count();
+    const double tm = std::chrono::duration<double>(t2 - t1).count();
+    best_convert = std::min(best_convert, tc);
+    best_memcpy = std::min(best_memcpy, tm);
+    state.SetIterationTime(tc);
+  }
+  const double moved = 2.0 * static_cast<double>(bytes);
+  state.counters["GB/s"] = moved / best_convert * 1e-9;
+  state.counters["memcpy_GB/s"] = moved / best_memcpy * 1e-9;
+  state.counters["ratio_to_memcpy"] = best_memcpy / best_convert;
+  state.SetBytesProcessed(static_cast<std::int64_t>(moved) * state.iterations());
+}
+
+std::string shape_name(const std::array<std::int64_t, 4>& e) {
+  return std::to_string(e[0]) + "x" + std::to_string(e[1]) + "x" + std::to_string(e[2]) + "x" + std::to_string(e[3]);
+}
+
+template <class T>
+void register_dtype(const char* dtype_name, const std::array<std::int64_t, 4>& e, int threads, int reps) {
+  const std::string tail = std::string("/") + dtype_name + "/" + shape_name(e) + "/threads:" + std::to_string(threads);
+  benchmark::RegisterBenchmark(("BM_convert/nchw_to_nhwc" + tail).c_str(),
+                               [=](benchmark::State& s) { bm_convert<T, memfmt::nchw, memfmt::nhwc>(s, e, threads); })
+      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(("BM_convert/nhwc_to_nchw" + tail).c_str(),
+                               [=](benchmark::State& s) { bm_convert<T, memfmt::nhwc, memfmt::nchw>(s, e, threads); })
+      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = std::getenv("MEMFMT_BENCH_QUICK") != nullptr;
+  const int reps = quick ? 3 : 15;
+  int all = 1;
+#if defined(_OPENMP)
+  all = omp_get_max_threads();
+#endif
+  const std::array<std::int64_t, 4> shapes[] = {
+      {64, 3, 224, 224}, {32, 64, 112, 112}, {32, 256, 56, 56}, {32, 2048, 7, 7}, {256, 64, 56, 56}};
+  std::vector<int> thread_counts = {1};
+  if (all > 1) thread_counts.push_back(all);
+  for (const auto& e : shapes)
+    for (int t : thread_counts) {
+      register_dtype<float>("f32", e, t, reps);
+      register_dtype<memfmt::bfloat16>("bf16", e, t, reps);
+    }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

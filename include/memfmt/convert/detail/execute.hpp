@@ -1,0 +1,240 @@
+// memfmt/convert/detail/execute.hpp - runs a copy_plan: blocking, threads, streaming stores.
+//
+// Three shapes of plan:
+//  * copy:      the innermost destination dimension is also unit-stride in the source -> row copies
+//               (one flat run for dense same-format data);
+//  * transpose: another dimension is unit-stride in the source -> 2-D transposes of (rows x cols)
+//               planes, blocked so a block's source lines stay in cache while it is consumed;
+//  * gather:    no unit-stride source dimension (broadcast, step slices) -> strided element loop.
+// Work is cut into items (outer index x column block x row block) split into contiguous ranges,
+// one per thread. With streaming stores each block is transposed into a per-thread staging
+// buffer in L1/L2 and then written out with non-temporal stores in whole lines.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "../options.hpp"
+#include "copy_plan.hpp"
+#include "stream_copy.hpp"
+#include "transpose_kernels.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace memfmt::detail {
+
+// Block sizes can be overridden at compile time for tuning experiments.
+#ifndef MEMFMT_CONVERT_STAGE_BYTES
+#define MEMFMT_CONVERT_STAGE_BYTES (32 << 10)
+#endif
+#ifndef MEMFMT_CONVERT_BLOCK_COL_BYTES
+#define MEMFMT_CONVERT_BLOCK_COL_BYTES (4 << 10)
+#endif
+
+struct convert_tuning {
+  static constexpr std::int64_t stream_threshold_bytes = std::int64_t{4} << 20;  // output size
+  static constexpr std::int64_t min_bytes_per_thread = std::int64_t{256} << 10;
+  static constexpr std::int64_t stage_bytes = MEMFMT_CONVERT_STAGE_BYTES;  // per-thread block
+  static constexpr std::int64_t block_col_bytes = MEMFMT_CONVERT_BLOCK_COL_BYTES;  // longest row segment of a block
+  static constexpr std::int64_t min_stream_run_bytes = 256;  // shorter destination runs use plain stores
+  static constexpr std::int64_t copy_chunk_bytes = std::int64_t{1} << 20;
+};
+
+inline int resolve_threads(int requested, std::int64_t bytes, std::int64_t items) noexcept {
+#if defined(_OPENMP)
+  std::int64_t nt = requested > 0 ? requested : omp_get_max_threads();
+  const std::int64_t by_bytes = bytes / convert_tuning::min_bytes_per_thread;
+  if (nt > by_bytes) nt = by_bytes;
+  if (nt > items) nt = items;
+  return nt < 1 ? 1 : static_cast<int>(nt);
+#else
+  (void)requested;
+  (void)bytes;
+  (void)items;
+  return 1;
+#endif
+}
+
+// body(first_item, last_item, thread_index) over contiguous, near-equal ranges of [0, items).
+template <class Body>
+void parallel_items(int threads, std::int64_t items, const Body& body) {
+  if (threads <= 1) {
+    body(std::int64_t{0}, items, 0);
+    return;
+  }
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t t = omp_get_thread_num();
+    const std::int64_t k = omp_get_num_threads();
+    const std::int64_t q = items / k, r = items % k;
+    const std::int64_t first = t * q + (t < r ? t : r);
+    body(first, first + q + (t < r ? 1 : 0), static_cast<int>(t));
+  }
+#endif
+}
+
+// Outer dimensions of a plan, decoded from a flat index (last listed varies fastest).
+struct outer_dims {
+  int count = 0;
+  copy_dim dims[copy_plan::max_rank] = {};
+  std::int64_t total = 1;
+
+  outer_dims(const copy_plan& p, int skip_a, int skip_b) noexcept {
+    for (int d = 0; d < p.rank; ++d)
+      if (d != skip_a && d != skip_b) {
+        dims[count++] = p.dims[d];
+        total *= p.dims[d].size;
+      }
+  }
+  void offsets(std::int64_t flat, std::int64_t& src_off, std::int64_t& dst_off) const noexcept {
+    src_off = 0;
+    dst_off = 0;
+    for (int d = count - 1; d >= 0; --d) {
+      const std::int64_t i = flat % dims[d].size;
+      flat /= dims[d].size;
+      src_off += i * dims[d].src_stride;
+      dst_off += i * dims[d].dst_stride;
+    }
+  }
+};
+
+struct aligned_free {
+  void operator()(unsigned char* p) const noexcept { std::free(p); }
+};
+inline std::unique_ptr<unsigned char, aligned_free> allocate_staging(int threads) {
+  const std::size_t bytes = static_cast<std::size_t>(threads) * convert_tuning::stage_bytes;
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw std::bad_alloc();
+  return std::unique_ptr<unsigned char, aligned_free>(static_cast<unsigned char*>(p));
+}
+
+template <std::size_t E>
+void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned char* dst,
+              const convert_options& opt) {
+  constexpr std::int64_t e = static_cast<std::int64_t>(E);
+  const outer_dims outer(p, inner, -1);
+  const std::int64_t len = p.dims[inner].size;
+  const std::int64_t total_bytes = p.numel * e;
+  const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes &&
+                         len * e >= convert_tuning::min_stream_run_bytes;
+  // A single long run is cut into chunks so threads share it.
+  const std::int64_t chunk = outer.total == 1 ? convert_tuning::copy_chunk_bytes / e : len;
+  const std::int64_t chunks_per_row = (len + chunk - 1) / chunk;
+  const std::int64_t items = outer.total * chunks_per_row;
+  const int threads = resolve_threads(opt.num_threads, total_bytes, items);
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
+    for (std::int64_t it = first; it < last; ++it) {
+      std::int64_t so = 0, dof = 0;
+      outer.offsets(it / chunks_per_row, so, dof);
+      const std::int64_t c0 = (it % chunks_per_row) * chunk;
+      const std::int64_t n = len - c0 < chunk ? len - c0 : chunk;
+      const unsigned char* s = src + (so + c0) * e;
+      unsigned char* d = dst + (dof + c0) * e;
+      if (streaming) stream_copy(d, s, static_cast<std::size_t>(n * e));
+      else std::memcpy(d, s, static_cast<std::size_t>(n * e));
+    }
+    if (streaming) stream_fence();
+  });
+}
+
+template <std::size_t E>
+void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
+                   const convert_options& opt) {
+  constexpr std::int64_t e = static_cast<std::int64_t>(E);
+  const outer_dims outer(p, row_dim, col_dim);
+  // Destination rows run along row_dim (contiguous along col_dim); source rows the other way.
+  const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
+  const std::int64_t srs = p.dims[col_dim].src_stride, drs = p.dims[row_dim].dst_stride;
+  const std::int64_t total_bytes = p.numel * e;
+
+  std::int64_t bc = convert_tuning::block_col_bytes / e;
+  if (bc > cols) bc = cols;
+  // Staging rows whose byte stride is a multiple of 1 KiB alias in L1 (4K aliasing, set conflicts):
+  // pad them by a cache line.
+  const std::int64_t stage_stride = (bc * e) % 1024 == 0 ? bc + 64 / e : bc;
+  std::int64_t br = convert_tuning::stage_bytes / (stage_stride * e);
+  if (br >= 16) br -= br % 16;  // whole tiles
+  if (br > rows) br = rows;
+  if (br < 1) br = 1;
+  // Each destination run (a block row, or the whole block when rows are dense) must span
+  // enough lines for streaming to pay.
+  const std::int64_t run_bytes = (drs == bc ? br * bc : bc) * e;
+  const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes &&
+                         run_bytes >= convert_tuning::min_stream_run_bytes;
+
+  const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
+  const std::int64_t items = outer.total * n_cb * n_rb;
+  const int threads = resolve_threads(opt.num_threads, total_bytes, items);
+  std::unique_ptr<unsigned char, aligned_free> staging;
+  if (streaming) staging = allocate_staging(threads);
+
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
+    unsigned char* stage = streaming ? staging.get() + t * convert_tuning::stage_bytes : nullptr;
+    for (std::int64_t it = first; it < last; ++it) {
+      const std::int64_t rb = it % n_rb, cb = (it / n_rb) % n_cb;
+      std::int64_t so = 0, dof = 0;
+      outer.offsets(it / n_rb / n_cb, so, dof);
+      const std::int64_t r0 = rb * br, c0 = cb * bc;
+      const std::int64_t h = rows - r0 < br ? rows - r0 : br;
+      const std::int64_t w = cols - c0 < bc ? cols - c0 : bc;
+      const unsigned char* s = src + (so + c0 * srs + r0) * e;
+      unsigned char* d = dst + (dof + r0 * drs + c0) * e;
+      if (!streaming) {
+        transpose_block<E>(s, srs, d, drs, h, w);
+        continue;
+      }
+      const std::int64_t ws = w == bc ? stage_stride : w;
+      transpose_block<E>(s, srs, stage, ws, h, w);
+      if (drs == w && ws == w) {
+        stream_copy(d, stage, static_cast<std::size_t>(h * w * e));
+      } else {
+        for (std::int64_t r = 0; r < h; ++r)
+          stream_copy(d + r * drs * e, stage + r * ws * e, static_cast<std::size_t>(w * e));
+      }
+    }
+    if (streaming) stream_fence();
+  });
+}
+
+template <std::size_t E>
+void run_gather(const copy_plan& p, const unsigned char* src, unsigned char* dst, const convert_options& opt) {
+  using U = element_bits_t<E>;
+  const int inner = p.rank - 1;
+  const outer_dims outer(p, inner, -1);
+  const std::int64_t n = p.dims[inner].size, ss = p.dims[inner].src_stride, ds = p.dims[inner].dst_stride;
+  const int threads = resolve_threads(opt.num_threads, p.numel * static_cast<std::int64_t>(E), outer.total);
+  parallel_items(threads, outer.total, [&](std::int64_t first, std::int64_t last, int) {
+    for (std::int64_t it = first; it < last; ++it) {
+      std::int64_t so = 0, dof = 0;
+      outer.offsets(it, so, dof);
+      const U* s = reinterpret_cast<const U*>(src) + so;
+      U* d = reinterpret_cast<U*>(dst) + dof;
+      for (std::int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+    }
+  });
+}
+
+template <std::size_t E>
+void execute_plan(const copy_plan& p, const void* src_v, void* dst_v, const convert_options& opt) {
+  if (p.numel == 0) return;
+  const auto* src = static_cast<const unsigned char*>(src_v);
+  auto* dst = static_cast<unsigned char*>(dst_v);
+  const int inner = p.rank - 1;  // innermost destination dimension
+  if (p.dims[inner].dst_stride == 1 && p.dims[inner].src_stride == 1) return run_copy<E>(p, inner, src, dst, opt);
+  if (p.dims[inner].dst_stride == 1) {
+    int unit_src = -1;  // the longest other dimension that is unit-stride in the source
+    for (int d = 0; d < inner; ++d)
+      if (p.dims[d].src_stride == 1 && (unit_src < 0 || p.dims[d].size > p.dims[unit_src].size)) unit_src = d;
+    if (unit_src >= 0) return run_transpose<E>(p, unit_src, inner, src, dst, opt);
+  }
+  run_gather<E>(p, src, dst, opt);
+}
+
+}  // namespace memfmt::detail

@@ -1,0 +1,165 @@
+// memfmt/convert/detail/transpose_kernels.hpp - out-of-place 2-D transposes of E-byte elements.
+//
+//   transpose_block<E>(src, src_row_stride, dst, dst_row_stride, rows, cols):
+//       dst[r * dst_row_stride + c] = src[c * src_row_stride + r]   for r < rows, c < cols
+//
+// (strides in elements). NCHW->NHWC of one image is rows = H*W, cols = C; NHWC->NCHW is rows = C,
+// cols = H*W. With AVX2 the bulk goes through an in-register tile transpose: each 256-bit register
+// holds two independent square blocks (one per 128-bit lane), transposed with log2(16/E) rounds of
+// unpack instructions, so no cross-lane shuffle is needed and every store is a 32-byte run of one
+// destination row. Few columns (C = 2..4 to channels-last) and few rows (C = 2..4 from
+// channels-last) are interleave/de-interleave permutes (group_shuffle.hpp) with AVX-512. Everything else,
+// and every target without AVX2, uses portable scalar code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "element_bits.hpp"
+#include "group_shuffle.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace memfmt::detail {
+
+// Scalar transpose of a rectangle (edges, and the portable path).
+template <std::size_t E>
+inline void transpose_scalar(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+                             std::int64_t rows, std::int64_t cols) noexcept {
+  using U = element_bits_t<E>;
+  const U* s = reinterpret_cast<const U*>(src);
+  U* d = reinterpret_cast<U*>(dst);
+  constexpr std::int64_t b = 16;  // square blocks keep both sides in L1
+  for (std::int64_t c0 = 0; c0 < cols; c0 += b) {
+    const std::int64_t c1 = c0 + b < cols ? c0 + b : cols;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += b) {
+      const std::int64_t r1 = r0 + b < rows ? r0 + b : rows;
+      for (std::int64_t c = c0; c < c1; ++c)
+        for (std::int64_t r = r0; r < r1; ++r) d[r * drs + c] = s[c * srs + r];
+    }
+  }
+}
+
+// dst[r*C + c] = src[c*srs + r]: C source rows interleaved into one dense run.
+template <std::size_t E, int C>
+inline void interleave(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t rows) noexcept {
+  using U = element_bits_t<E>;
+  const U* __restrict s = reinterpret_cast<const U*>(src);
+  U* __restrict d = reinterpret_cast<U*>(dst);
+  std::int64_t r = 0;
+#if defined(__AVX512F__)
+  if constexpr (group_shuffle_available<E>) r = interleave_zmm<E, C>(src, srs, dst, rows);
+#endif
+  for (; r < rows; ++r)
+    for (int c = 0; c < C; ++c) d[r * C + c] = s[c * srs + r];
+}
+
+// dst[r*drs + c] = src[c*R + r]: one dense run of R-element groups split into R rows.
+template <std::size_t E, int R>
+inline void deinterleave(const unsigned char* src, unsigned char* dst, std::int64_t drs, std::int64_t cols) noexcept {
+  using U = element_bits_t<E>;
+  const U* __restrict s = reinterpret_cast<const U*>(src);
+  U* __restrict d = reinterpret_cast<U*>(dst);
+  std::int64_t c = 0;
+#if defined(__AVX512F__)
+  if constexpr (group_shuffle_available<E>) c = deinterleave_zmm<E, R>(src, dst, drs, cols);
+#endif
+  for (; c < cols; ++c)
+    for (int r = 0; r < R; ++r) d[r * drs + c] = s[c * R + r];
+}
+
+#if defined(__AVX2__)
+template <std::size_t E>
+struct lane_tile {
+  static constexpr int n = static_cast<int>(16 / E);  // elements of one 128-bit lane
+  static constexpr int tile_rows = n;                 // destination rows per tile
+  static constexpr int tile_cols = 2 * n;             // destination columns per tile (32 bytes)
+  static constexpr int stages = n == 16 ? 4 : n == 8 ? 3 : n == 4 ? 2 : 1;
+
+  static constexpr int bit_reverse(int j) noexcept {
+    int r = 0;
+    for (int b = 0; b < stages; ++b) r |= ((j >> b) & 1) << (stages - 1 - b);
+    return r;
+  }
+  template <int W>
+  static __m256i lo(__m256i a, __m256i b) noexcept {
+    if constexpr (W == 1) return _mm256_unpacklo_epi8(a, b);
+    else if constexpr (W == 2) return _mm256_unpacklo_epi16(a, b);
+    else if constexpr (W == 4) return _mm256_unpacklo_epi32(a, b);
+    else return _mm256_unpacklo_epi64(a, b);
+  }
+  template <int W>
+  static __m256i hi(__m256i a, __m256i b) noexcept {
+    if constexpr (W == 1) return _mm256_unpackhi_epi8(a, b);
+    else if constexpr (W == 2) return _mm256_unpackhi_epi16(a, b);
+    else if constexpr (W == 4) return _mm256_unpackhi_epi32(a, b);
+    else return _mm256_unpackhi_epi64(a, b);
+  }
+  // One round of the perfect-shuffle network at element width W bytes.
+  template <int W>
+  static void round(__m256i (&v)[n]) noexcept {
+    __m256i w[n];
+    for (int p = 0; p < n / 2; ++p) {
+      w[p] = lo<W>(v[2 * p], v[2 * p + 1]);
+      w[p + n / 2] = hi<W>(v[2 * p], v[2 * p + 1]);
+    }
+    for (int p = 0; p < n; ++p) v[p] = w[p];
+  }
+  // Byte strides. Reads n source rows of 16 bytes for each lane, writes n rows of 32 bytes.
+  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
+    __m256i v[n];
+    for (int k = 0; k < n; ++k) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k * srs));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (n + k) * srs));
+      v[k] = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+    }
+    if constexpr (E == 1) round<1>(v);
+    if constexpr (E <= 2) round<2>(v);
+    if constexpr (E <= 4) round<4>(v);
+    round<8>(v);
+    for (int j = 0; j < n; ++j)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + bit_reverse(j) * drs), v[j]);
+  }
+};
+#endif
+
+template <std::size_t E>
+inline void transpose_block(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+                            std::int64_t rows, std::int64_t cols) noexcept {
+  if (rows <= 0 || cols <= 0) return;
+  if (drs == cols) {
+    switch (cols) {
+      case 2: return interleave<E, 2>(src, srs, dst, rows);
+      case 3: return interleave<E, 3>(src, srs, dst, rows);
+      case 4: return interleave<E, 4>(src, srs, dst, rows);
+      default: break;
+    }
+  }
+  if (srs == rows) {
+    switch (rows) {
+      case 2: return deinterleave<E, 2>(src, dst, drs, cols);
+      case 3: return deinterleave<E, 3>(src, dst, drs, cols);
+      case 4: return deinterleave<E, 4>(src, dst, drs, cols);
+      default: break;
+    }
+  }
+#if defined(__AVX2__)
+  using tile = lane_tile<E>;
+  const std::int64_t rows_full = rows - rows % tile::tile_rows;
+  const std::int64_t cols_full = cols - cols % tile::tile_cols;
+  const std::int64_t e = static_cast<std::int64_t>(E);
+  for (std::int64_t c0 = 0; c0 < cols_full; c0 += tile::tile_cols)
+    for (std::int64_t r0 = 0; r0 < rows_full; r0 += tile::tile_rows)
+      tile::run(src + (c0 * srs + r0) * e, srs * e, dst + (r0 * drs + c0) * e, drs * e);
+  // Right edge (columns past the last full tile), then the bottom edge (all columns).
+  transpose_scalar<E>(src + cols_full * srs * e, srs, dst + cols_full * e, drs, rows_full, cols - cols_full);
+  transpose_scalar<E>(src + rows_full * e, srs, dst + rows_full * drs * e, drs, rows - rows_full, cols);
+#else
+  transpose_scalar<E>(src, srs, dst, drs, rows, cols);
+#endif
+}
+
+}  // namespace memfmt::detail

@@ -1,0 +1,7 @@
+#include "memfmt/convert/options.hpp"
+#include <gtest/gtest.h>
+TEST(ConvertHeaders, OptionsDefaults) {
+  memfmt::convert_options o;
+  EXPECT_EQ(o.num_threads, 0);
+  EXPECT_TRUE(o.allow_streaming_stores);
+}

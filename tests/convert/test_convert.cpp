@@ -1,0 +1,138 @@
+// convert(view, view): every element size and format pair against a naive index-by-index
+// reference (tensor_view::operator(), i.e. the core layout math), plus round trips.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "convert_test_util.hpp"
+#include "memfmt/convert/convert.hpp"
+#include "memfmt/tensor/host_tensor.hpp"
+
+using namespace memfmt;
+using convert_test::padded_tensor;
+
+namespace {
+
+struct case_options {
+  std::int64_t src_pad = 0, src_offset = 0, dst_pad = 0, dst_offset = 0;
+};
+
+// Converts a patterned From tensor into To and checks every element (and that padding is untouched).
+template <class T, class From, class To>
+void check_convert(const std::array<std::int64_t, From::rank>& e, const case_options& c, const convert_options& opt) {
+  padded_tensor<T, From> src(e, c.src_pad, c.src_offset);
+  padded_tensor<T, To> dst(e, c.dst_pad, c.dst_offset);
+  convert_test::fill(src.view, 7);
+  const std::vector<T> src_before = src.buffer;
+  // Expected destination buffer: the untouched buffer with each element written by index.
+  std::vector<T> expected = dst.buffer;
+  const tensor_view<T, To> expected_view(expected.data() + (dst.view.data() - dst.buffer.data()), dst.view.mapping());
+  convert_test::for_each_index(e, [&](const auto& i) { expected_view(i) = src.view(i); });
+
+  convert(src.view, dst.view, opt);
+
+  ASSERT_EQ(dst.buffer.size(), expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    ASSERT_TRUE(convert_test::same_bits(dst.buffer[k], expected[k]))
+        << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents " << detail::dims_to_string(e)
+        << " pads " << c.src_pad << "/" << c.dst_pad << " threads " << opt.num_threads << " streaming "
+        << opt.allow_streaming_stores << " buffer index " << k;
+  for (std::size_t k = 0; k < src_before.size(); ++k)
+    ASSERT_TRUE(convert_test::same_bits(src.buffer[k], src_before[k])) << "source modified at " << k;
+}
+
+const std::vector<std::array<std::int64_t, 4>>& shapes_4d() {
+  static const std::vector<std::array<std::int64_t, 4>> s = {
+      {1, 1, 1, 1},   {2, 3, 5, 7},    {1, 17, 3, 63},  {3, 1, 7, 7},   {2, 16, 8, 8},   {2, 32, 9, 17},
+      {1, 64, 17, 19}, {2, 3, 31, 33}, {1, 7, 1, 1},    {1, 2048, 7, 7}, {2, 63, 4, 9},  {1, 2, 17, 17},
+      {1, 4, 16, 1},  {4, 128, 1, 3},  {0, 3, 4, 5},    {2, 0, 3, 3},    {2, 3, 0, 3},   {1, 33, 16, 16}};
+  return s;
+}
+const std::vector<std::array<std::int64_t, 5>>& shapes_5d() {
+  static const std::vector<std::array<std::int64_t, 5>> s = {
+      {1, 1, 1, 1, 1}, {2, 3, 3, 5, 7}, {1, 17, 2, 3, 9}, {1, 64, 4, 4, 5}, {2, 1, 3, 3, 3}, {1, 32, 1, 1, 1},
+      {0, 2, 2, 2, 2}, {1, 16, 3, 8, 8}};
+  return s;
+}
+
+const std::vector<case_options>& layouts() {
+  static const std::vector<case_options> l = {{0, 0, 0, 0}, {3, 5, 0, 0}, {0, 0, 2, 1}, {1, 3, 5, 7}};
+  return l;
+}
+
+template <class T, class From, class To>
+void check_all_4d_or_5d() {
+  for (int threads : {1, 2})
+    for (bool streaming : {true, false}) {
+      const convert_options opt{threads, streaming};
+      if constexpr (From::rank == 4)
+        for (const auto& e : shapes_4d())
+          for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opt);
+      else
+        for (const auto& e : shapes_5d())
+          for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opt);
+    }
+}
+
+template <class T>
+class ConvertTyped : public ::testing::Test {};
+using element_types = ::testing::Types<std::uint8_t, std::int16_t, half, bfloat16, float, std::int32_t, double,
+                                       std::int64_t>;
+TYPED_TEST_SUITE(ConvertTyped, element_types);
+
+TYPED_TEST(ConvertTyped, NchwToNhwc) { check_all_4d_or_5d<TypeParam, nchw, nhwc>(); }
+TYPED_TEST(ConvertTyped, NhwcToNchw) { check_all_4d_or_5d<TypeParam, nhwc, nchw>(); }
+TYPED_TEST(ConvertTyped, NchwToNchw) { check_all_4d_or_5d<TypeParam, nchw, nchw>(); }
+TYPED_TEST(ConvertTyped, NhwcToNhwc) { check_all_4d_or_5d<TypeParam, nhwc, nhwc>(); }
+TYPED_TEST(ConvertTyped, NcdhwToNdhwc) { check_all_4d_or_5d<TypeParam, ncdhw, ndhwc>(); }
+TYPED_TEST(ConvertTyped, NdhwcToNcdhw) { check_all_4d_or_5d<TypeParam, ndhwc, ncdhw>(); }
+TYPED_TEST(ConvertTyped, NcdhwToNcdhw) { check_all_4d_or_5d<TypeParam, ncdhw, ncdhw>(); }
+TYPED_TEST(ConvertTyped, NdhwcToNdhwc) { check_all_4d_or_5d<TypeParam, ndhwc, ndhwc>(); }
+
+// Round trip NCHW -> NHWC -> NCHW is the identity, bit for bit, including NaN payloads.
+TYPED_TEST(ConvertTyped, RoundTripIsIdentity) {
+  using T = TypeParam;
+  for (const auto& e : shapes_4d()) {
+    host_tensor<T, nchw> a(e);
+    host_tensor<T, nhwc> b(e);
+    host_tensor<T, nchw> c(e);
+    for (std::int64_t k = 0; k < a.numel(); ++k) a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 3);
+    convert(a.view(), b.view());
+    convert(b.view(), c.view(), convert_options{1, false});
+    if (a.numel() > 0) {
+      ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size_bytes()), 0) << detail::dims_to_string(e);
+    }
+  }
+}
+
+// Tensors large enough (> 4 MB of output) to take the streaming-store path, in every direction,
+// dense and padded, with 1 and 2 threads.
+template <class T>
+void check_large() {
+  const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96}, {1, 3, 700, 701}, {2, 1000, 7, 7}};
+  for (const auto& e : shapes)
+    for (int threads : {1, 2})
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{1, 2, 3, 4}}) {
+        const convert_options opt{threads, true};
+        check_convert<T, nchw, nhwc>(e, c, opt);
+        check_convert<T, nhwc, nchw>(e, c, opt);
+        check_convert<T, nchw, nchw>(e, c, opt);
+      }
+}
+TEST(ConvertLargeStreaming, Float) { check_large<float>(); }
+TEST(ConvertLargeStreaming, Bfloat16) { check_large<bfloat16>(); }
+TEST(ConvertLargeStreaming, Int8) { check_large<std::int8_t>(); }
+
+// Ambiguous shapes (C == 1, or all spatial extents 1): NCHW and NHWC are the same bytes.
+TEST(ConvertAmbiguous, SameBytesBothWays) {
+  for (const std::array<std::int64_t, 4>& e : {std::array<std::int64_t, 4>{3, 1, 5, 7}, {4, 9, 1, 1}, {1, 1, 1, 1}}) {
+    host_tensor<float, nchw> a(e);
+    host_tensor<float, nhwc> b(e);
+    for (std::int64_t k = 0; k < a.numel(); ++k) a.data()[k] = static_cast<float>(k) * 0.5f;
+    convert(a.view(), b.view());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size_bytes()), 0) << detail::dims_to_string(e);
+  }
+}
+
+}  // namespace
