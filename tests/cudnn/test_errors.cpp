@@ -1,8 +1,10 @@
 // Error paths: bad shapes, groups, dtypes and pointers are rejected by memfmt before any cuDNN call
-// (the descriptor counter does not move); cuDNN and CUDA failures become memfmt::error carrying
+// (the descriptor counter does not move), with the very messages of the shared validation
+// (backends/validate.hpp) every backend runs; cuDNN and CUDA failures become memfmt::error carrying
 // cuDNN's / CUDA's own text; the version check; the plan cache and its keys. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -54,7 +56,7 @@ TEST(CudnnErrors, ConvShapesGroupsDtypeCheckedFirst) {
                             errc::unsupported_dtype, "int32");
   nhwc_view<const half> xnull(nullptr, {2, 8, 6, 6});
   expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, xnull, w, y, conv_params{}, false, nullptr); },
-                            errc::null_pointer, "x [2, 8, 6, 6]");
+                            errc::null_pointer, "input x (nhwc, sizes [2, 8, 6, 6])");
   nhwc_view<const float> xmis(reinterpret_cast<const float*>(0x100002), {2, 8, 6, 6});
   nhwc_view<const float> wf(fake_ptr<const float>(2), {16, 8, 3, 3});
   nhwc_view<float> yf(fake_ptr<float>(3), {2, 16, 4, 4});
@@ -70,16 +72,142 @@ TEST(CudnnErrors, BatchNormParamsCheckedFirst) {
   nchw_view<const float> x(fake_ptr<const float>(1), {2, 4, 3, 3});
   nchw_view<float> y(fake_ptr<float>(2), {2, 4, 3, 3});
   nchw_view<float> y_bad(fake_ptr<float>(2), {2, 5, 3, 3});
+  float* s = fake_ptr<float>(3);
   batch_norm_params p;
   p.epsilon = 0.0;
-  expect_error_before_cudnn([&] { cudnn::make_bn_problem<float, nchw>("bn", x, {}, y, p); }, errc::invalid_argument,
-                            "epsilon");
+  expect_error_before_cudnn([&] { cudnn::make_bn_training_problem<float, nchw>(x, y, s, s, s, s, s, s, p); },
+                            errc::invalid_argument, "epsilon");
   p = batch_norm_params{};
   p.momentum = 1.5;
-  expect_error_before_cudnn([&] { cudnn::make_bn_problem<float, nchw>("bn", x, {}, y, p); }, errc::invalid_argument,
-                            "momentum = 1.5");
-  expect_error_before_cudnn([&] { cudnn::make_bn_problem<float, nchw>("bn", x, {}, y_bad, batch_norm_params{}); },
-                            errc::shape_mismatch, "[2, 5, 3, 3]");
+  expect_error_before_cudnn([&] { cudnn::make_bn_inference_problem<float, nchw>(x, y, s, s, s, s, p); },
+                            errc::invalid_argument, "momentum = 1.5");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_bn_training_problem<float, nchw>(x, y_bad, s, s, s, s, s, s, batch_norm_params{}); },
+      errc::shape_mismatch, "[2, 5, 3, 3]");
+  // Running statistics are required, as in every backend.
+  expect_error_before_cudnn(
+      [&] { cudnn::make_bn_training_problem<float, nchw>(x, y, s, s, nullptr, nullptr, s, s, batch_norm_params{}); },
+      errc::null_pointer, "running_mean is null but C = 4");
+  nchw_view<const double> xd(fake_ptr<const double>(1), {2, 4, 3, 3});
+  nchw_view<double> yd(fake_ptr<double>(2), {2, 4, 3, 3});
+  double* sd = fake_ptr<double>(3);
+  batch_norm_params relu;
+  relu.fuse_relu = true;
+  expect_error_before_cudnn(
+      [&] { cudnn::make_bn_backward_problem<double, nchw>(xd, xd, yd, sd, sd, sd, sd, sd, relu); },
+      errc::null_pointer, "fuse_relu needs the forward output y");
+}
+
+// The cuDNN problems run the checks every backend shares (backends/validate.hpp) first: the same
+// bad input reads exactly as the shared validation says, and no cuDNN descriptor was made.
+template <class Fn>
+memfmt::error error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const memfmt::error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no memfmt::error thrown";
+  return memfmt::error(errc::unsupported, "<nothing thrown>");
+}
+
+template <class CudnnFn, class SharedFn>
+void expect_same_as_shared(const char* label, CudnnFn&& cudnn_fn, SharedFn&& shared_fn, errc code,
+                           const std::string& needle) {
+  SCOPED_TRACE(label);
+  const std::int64_t before = cudnn::descriptor::created_count();
+  const memfmt::error mine = error_of(cudnn_fn);
+  EXPECT_EQ(cudnn::descriptor::created_count(), before) << "a cuDNN descriptor was created before validation failed";
+  const memfmt::error shared = error_of(shared_fn);
+  EXPECT_EQ(shared.code(), code) << shared.what();
+  EXPECT_NE(std::string(shared.what()).find(needle), std::string::npos) << shared.what();
+  EXPECT_EQ(mine.code(), shared.code()) << mine.what();
+  EXPECT_EQ(std::string(mine.what()), std::string(shared.what()));
+}
+
+TEST(CudnnErrors, ConvMessagesAreTheSharedOnes) {
+  // x [2, 8, 6, 6], w [16, 4, 3, 3] with groups 2, padding 1: y [2, 16, 6, 6].
+  conv_params p;
+  p.groups = 2;
+  p.padding = {1, 1, 1};
+  nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 6, 6});
+  nchw_view<const half> w(fake_ptr<const half>(2), {16, 4, 3, 3});
+  nhwc_view<half> y_bad(fake_ptr<half>(3), {2, 16, 5, 6});
+  expect_same_as_shared(
+      "forward y sizes",
+      [&] { cudnn::make_conv_problem(conv_direction::forward, x, w, y_bad, p, true, fake_ptr<const half>(4)); },
+      [&] { validate_conv_forward(x, w, y_bad, p); }, errc::shape_mismatch, "[2, 16, 6, 6]");
+  nhwc_view<half> dx(fake_ptr<half>(5), {2, 8, 6, 6});
+  nhwc_view<const half> dy_bad(fake_ptr<const half>(6), {2, 16, 6, 5});
+  expect_same_as_shared(
+      "backward data dy sizes",
+      [&] { cudnn::make_conv_problem(conv_direction::backward_data, dx, w, dy_bad, p, false, nullptr); },
+      [&] { validate_conv_backward_data(dy_bad, w, dx, p); }, errc::shape_mismatch, "output gradient dy");
+  nchw_view<half> dw_null(nullptr, {16, 4, 3, 3});
+  nhwc_view<const half> dy(fake_ptr<const half>(6), {2, 16, 6, 6});
+  expect_same_as_shared(
+      "backward weights null dw",
+      [&] { cudnn::make_conv_problem(conv_direction::backward_weights, x, dw_null, dy, p, false, nullptr); },
+      [&] { validate_conv_backward_weights(x, dy, dw_null, p); }, errc::null_pointer, "weight gradient dw");
+  conv_params g3 = p;
+  g3.groups = 3;
+  nhwc_view<half> y(fake_ptr<half>(3), {2, 16, 6, 6});
+  expect_same_as_shared(
+      "groups 3", [&] { cudnn::make_conv_problem(conv_direction::forward, x, w, y, g3, false, nullptr); },
+      [&] { validate_conv_forward(x, w, y, g3); }, errc::invalid_argument, "groups = 3");
+  // Shared checks come before cuDNN's own: a bad shape in an unsupported dtype reads as the shape error.
+  nhwc_view<const std::int32_t> xi(fake_ptr<const std::int32_t>(1), {2, 8, 6, 6});
+  nchw_view<const std::int32_t> wi(fake_ptr<const std::int32_t>(2), {16, 4, 3, 3});
+  nhwc_view<std::int32_t> yi_bad(fake_ptr<std::int32_t>(3), {2, 16, 4, 4});
+  expect_same_as_shared(
+      "int32 with a bad shape",
+      [&] { cudnn::make_conv_problem(conv_direction::forward, xi, wi, yi_bad, p, false, nullptr); },
+      [&] { validate_conv_forward(xi, wi, yi_bad, p); }, errc::shape_mismatch, "[2, 16, 4, 4]");
+}
+
+TEST(CudnnErrors, BatchNormMessagesAreTheSharedOnes) {
+  using cview = ndhwc_view<const float>;
+  using view = ndhwc_view<float>;
+  const std::array<std::int64_t, 5> e{2, 4, 2, 3, 3};
+  cview x(fake_ptr<const float>(1), e);
+  view y(fake_ptr<float>(2), e);
+  float* s = fake_ptr<float>(3);
+  batch_norm_params p;
+  cview res_bad(fake_ptr<const float>(4), {2, 4, 2, 3, 1});
+  expect_same_as_shared(
+      "training residual sizes",
+      [&] { cudnn::make_bn_training_problem<float, ndhwc>(x, y, s, s, s, s, s, s, p, res_bad); },
+      [&] { validate_batch_norm_forward_training(x, y, s, s, s, s, s, s, p, res_bad); }, errc::shape_mismatch,
+      "[2, 4, 2, 3, 1]");
+  cview x1(fake_ptr<const float>(1), {1, 4, 1, 1, 1});
+  view y1(fake_ptr<float>(2), {1, 4, 1, 1, 1});
+  expect_same_as_shared(
+      "training one value per channel",
+      [&] { cudnn::make_bn_training_problem<float, ndhwc>(x1, y1, s, s, s, s, s, s, p); },
+      [&] { validate_batch_norm_forward_training(x1, y1, s, s, s, s, s, s, p, cview{}); }, errc::invalid_argument,
+      "1 value(s) per channel");
+  expect_same_as_shared(
+      "inference null running_var",
+      [&] { cudnn::make_bn_inference_problem<float, ndhwc>(x, y, s, s, s, nullptr, p); },
+      [&] { validate_batch_norm_forward_inference(x, y, s, s, s, nullptr, p, cview{}); }, errc::null_pointer,
+      "running_var");
+  batch_norm_params bad = p;
+  bad.momentum = -0.5;
+  expect_same_as_shared(
+      "inference momentum", [&] { cudnn::make_bn_inference_problem<float, ndhwc>(x, y, s, s, s, s, bad); },
+      [&] { validate_batch_norm_forward_inference(x, y, s, s, s, s, bad, cview{}); }, errc::invalid_argument,
+      "momentum = -0.5");
+  view dres_bad(fake_ptr<float>(5), {2, 4, 2, 2, 3});
+  expect_same_as_shared(
+      "backward dresidual sizes",
+      [&] { cudnn::make_bn_backward_problem<float, ndhwc>(x, x, y, s, s, s, s, s, p, cview{}, dres_bad); },
+      [&] { validate_batch_norm_backward(x, x, y, s, s, s, s, s, p, cview{}, dres_bad); }, errc::shape_mismatch,
+      "residual gradient dresidual");
+  expect_same_as_shared(
+      "backward null dx",
+      [&] { cudnn::make_bn_backward_problem<float, ndhwc>(x, x, view(nullptr, e), s, s, s, s, s, p); },
+      [&] { validate_batch_norm_backward(x, x, view(nullptr, e), s, s, s, s, s, p, cview{}, view{}); },
+      errc::null_pointer, "input gradient dx");
 }
 
 TEST(CudnnErrors, CudnnFailureCarriesCudnnText) {

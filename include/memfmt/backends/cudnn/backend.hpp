@@ -4,7 +4,8 @@
 //   memfmt::cudnn::backend be;                 // handle, version check, plan cache, workspace
 //   be.conv_forward<half>(x, w, bias, y, p);   // views of device memory, any supported format
 //
-// Per call: validate (memfmt errors, no cuDNN call), look the plan up in the cache (keyed by op,
+// Per call: validate (the checks shared by every backend, validate.hpp, then cuDNN's own limits:
+// memfmt errors, no cuDNN call), look the plan up in the cache (keyed by op,
 // shapes, strides, dtypes, alignment, attributes), or build it (graph -> heuristics mode A ->
 // first engine config that finalizes), grow the workspace if needed, execute on the stream.
 // Fusions (conv + bias, batch norm + residual + relu) are tried first; when no engine supports the
@@ -214,14 +215,8 @@ class backend {
                                    const param_t<T>* beta, param_t<T>* running_mean, param_t<T>* running_var,
                                    param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
                                    tensor_view<const T, F> residual = {}) {
-    const char* op = "cuDNN batch_norm_forward_training";
-    bn_problem pr = make_bn_problem<T, F>(op, x, {}, y, p);
-    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"beta", beta}, {"saved_mean", saved_mean},
-                                              {"saved_invstd", saved_invstd}});
-    if ((running_mean == nullptr) != (running_var == nullptr))
-      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": running_mean and running_var must both be given or both be null");
-    pr.update_running = running_mean != nullptr;
-    set_residual(op, pr, x, residual);
+    bn_problem pr = make_bn_training_problem<T, F>(x, y, gamma, beta, running_mean, running_var, saved_mean,
+                                                   saved_invstd, p, residual);
     if (x.numel() == 0) return;
     using P = param_t<T>;
     const P eps = static_cast<P>(p.epsilon), momentum = static_cast<P>(p.momentum);
@@ -260,11 +255,7 @@ class backend {
                                     const param_t<T>* beta, const param_t<T>* running_mean,
                                     const param_t<T>* running_var, const batch_norm_params& p,
                                     tensor_view<const T, F> residual = {}) {
-    const char* op = "cuDNN batch_norm_forward_inference";
-    bn_problem pr = make_bn_problem<T, F>(op, x, {}, y, p);
-    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
-                                              {"running_var", running_var}});
-    set_residual(op, pr, x, residual);
+    bn_problem pr = make_bn_inference_problem<T, F>(x, y, gamma, beta, running_mean, running_var, p, residual);
     if (x.numel() == 0) return;
     using P = param_t<T>;
     const P eps = static_cast<P>(p.epsilon);
@@ -286,20 +277,8 @@ class backend {
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
                            param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
                            tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
-    const char* op = "cuDNN batch_norm_backward";
-    bn_problem pr = make_bn_problem<T, F>(op, x, y, {}, p);
-    require_same_extents(op, "x", x, "dy", dy);
-    require_same_extents(op, "x", x, "dx", dx);
-    detail::require_data(op, "dy", dy);
-    detail::require_data(op, "dx", dx);
-    require_channel_params<param_t<T>>(op, x.channels(), {{"gamma", gamma}, {"saved_mean", saved_mean},
-                                              {"saved_invstd", saved_invstd}, {"dgamma", dgamma}, {"dbeta", dbeta}});
-    if (p.fuse_relu && y.data() == nullptr && x.numel() > 0)
-      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
-    pr.has_dresidual = dresidual.data() != nullptr;
-    if (pr.has_dresidual) require_same_extents(op, "x", x, "dresidual", dresidual);
-    pr.dy = spec_of(dy, uid::dy);
-    pr.dx = spec_of(dx, uid::dx);
+    bn_problem pr = make_bn_backward_problem<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y,
+                                                   dresidual);
     if (x.numel() == 0) return;
     using P = param_t<T>;
     const bool masked = p.fuse_relu || pr.has_dresidual;
@@ -351,26 +330,6 @@ class backend {
   }
 
  private:
-  template <class P>
-  static void require_channel_params(const char* op, std::int64_t channels,
-                                     std::initializer_list<std::pair<const char*, const P*>> ps) {
-    if (channels == 0) return;
-    for (const auto& [n, ptr] : ps)
-      if (ptr == nullptr)
-        memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + n + " is null but C = " +
-                                                     std::to_string(channels) + " channel values are needed");
-  }
-
-  template <class T, class F>
-  static void set_residual(const char* op, bn_problem& pr, const tensor_view<const T, F>& x,
-                           const tensor_view<const T, F>& residual) {
-    pr.has_residual = residual.data() != nullptr;
-    if (pr.has_residual) {
-      require_same_extents(op, "x", x, "residual", residual);
-      pr.residual = spec_of(residual, uid::residual);
-    }
-  }
-
   void device_pad(const void* src, void* dst, const pad_copy& pc) {
     check_cuda(cudaMemsetAsync(dst, 0, pc.dst_bytes, stream_), "cudaMemsetAsync (channel padding)");
     check_cuda(cudaMemcpy2DAsync(dst, pc.dst_pitch, src, pc.src_pitch, pc.row_bytes, pc.rows, cudaMemcpyDeviceToDevice,

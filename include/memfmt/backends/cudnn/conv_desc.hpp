@@ -3,7 +3,7 @@
 // cuDNN's graph API has no "groups" attribute: a grouped convolution is a convolution whose filter
 // has C / groups input channels (the filter dims K, C/g, R, S against an input with C channels).
 // memfmt's weight views are already K, C/groups, kernel..., so groups reach cuDNN through the dims;
-// validate_conv() checks them (conv_output_extents) before any cuDNN call.
+// the shared validation (validate.hpp) checks them before any cuDNN call.
 #pragma once
 
 #include <cudnn.h>
@@ -43,19 +43,6 @@ inline conv_spec conv_spec_of(const conv_params& p, int spatial_dims, cudnnDataT
     s.dilation.push_back(p.dilation[static_cast<std::size_t>(i)]);
   }
   return s;
-}
-
-// Validates x/w/y extents against p: y must equal conv_output_extents(x, w, p). Throws the same
-// errors as every other backend (invalid_argument / shape_mismatch naming the values).
-template <class Extents>
-void validate_conv(const Extents& x, const Extents& w, const Extents& y, const conv_params& p, const char* op) {
-  const Extents expect = conv_output_extents(x, w, p);
-  if (expect != y)
-    memfmt::detail::fail(errc::shape_mismatch, std::string(op) + ": input " + memfmt::detail::dims_to_string(x) +
-                                                   ", weight " + memfmt::detail::dims_to_string(w) + ", groups " +
-                                                   std::to_string(p.groups) + " give output " +
-                                                   memfmt::detail::dims_to_string(expect) + ", got " +
-                                                   memfmt::detail::dims_to_string(y));
 }
 
 inline descriptor make_convolution(const conv_spec& s) {

@@ -16,6 +16,7 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../validate.hpp"
 #include "conv_desc.hpp"
 #include "graph.hpp"
 #include "tensor_desc.hpp"
@@ -51,12 +52,6 @@ struct conv_problem {
 };
 
 namespace detail {
-template <class V>
-void require_data(const char* op, const char* name, const V& v) {
-  if (v.numel() > 0 && v.data() == nullptr)
-    memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " " + memfmt::detail::dims_to_string(v.extents()) +
-                                                 " has a null data pointer");
-}
 template <class T>
 void require_supported(const char* op) {
   (void)op;
@@ -65,7 +60,8 @@ void require_supported(const char* op) {
 }  // namespace detail
 
 // x, w, y are the forward roles: for backward_data x is dx (written) and y is dy (read); for
-// backward_weights w is dw (written). Every check happens here, before any cuDNN call.
+// backward_weights w is dw (written). Every check happens here, before any cuDNN call: first the
+// checks all backends share (validate.hpp), then this backend's (element type, alignment).
 template <class XT, class XF, class WT, class WF, class YT, class YF>
 conv_problem make_conv_problem(conv_direction dir, const tensor_view<XT, XF>& x, const tensor_view<WT, WF>& w,
                                const tensor_view<YT, YF>& y, const conv_params& p, bool has_bias, const void* bias_ptr) {
@@ -77,11 +73,13 @@ conv_problem make_conv_problem(conv_direction dir, const tensor_view<XT, XF>& x,
   const char* op = dir == conv_direction::forward ? "cuDNN conv_forward"
                    : dir == conv_direction::backward_data ? "cuDNN conv_backward_data"
                                                           : "cuDNN conv_backward_weights";
+  if (dir == conv_direction::forward)
+    validate_conv_forward(x, w, y, p);
+  else if (dir == conv_direction::backward_data)
+    validate_conv_backward_data(y, w, x, p);
+  else
+    validate_conv_backward_weights(x, y, w, p);
   detail::require_supported<T>(op);
-  validate_conv(x.extents(), w.extents(), y.extents(), p, op);
-  detail::require_data(op, "x", x);
-  detail::require_data(op, "w", w);
-  detail::require_data(op, "y", y);
   conv_problem pr;
   pr.direction = dir;
   pr.x = spec_of(x, uid::x);
@@ -147,30 +145,13 @@ struct bn_problem {
   }
 };
 
-// Checks the batch-norm arguments (shared by forward and backward) before any cuDNN call.
-inline void validate_bn_params(const char* op, const batch_norm_params& p) {
-  if (!(p.epsilon > 0.0) || !(p.epsilon < 1e300))
-    memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": epsilon = " + std::to_string(p.epsilon) +
-                                                     " must be finite and > 0");
-  if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
-    memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": momentum = " + std::to_string(p.momentum) +
-                                                     " must be in [0, 1]");
-}
-
-template <class A, class B, class F>
-void require_same_extents(const char* op, const char* a_name, const tensor_view<A, F>& a, const char* b_name,
-                          const tensor_view<B, F>& b) {
-  if (a.extents() != b.extents())
-    memfmt::detail::fail(errc::shape_mismatch, std::string(op) + ": " + b_name + " " +
-                                                   memfmt::detail::dims_to_string(b.extents()) + " must have the sizes of " +
-                                                   a_name + " " + memfmt::detail::dims_to_string(a.extents()));
-}
-
+// The specs of a batch-norm problem (checks only the element type). y_out is the forward output,
+// y_in the forward output read by the backward pass (optional). The arguments are validated by the
+// make_bn_*_problem functions below, which the backend calls.
 template <class T, class F>
 bn_problem make_bn_problem(const char* op, tensor_view<const T, F> x, tensor_view<const T, F> y_in,
                            tensor_view<T, F> y_out, const batch_norm_params& p) {
   detail::require_supported<T>(op);
-  validate_bn_params(op, p);
   bn_problem pr;
   pr.rank = F::rank;
   pr.param_type = dtype_of_v<param_t<T>>;
@@ -178,15 +159,53 @@ bn_problem make_bn_problem(const char* op, tensor_view<const T, F> x, tensor_vie
   pr.channels = x.channels();
   pr.fuse_relu = p.fuse_relu;
   pr.x = spec_of(x, uid::x);
-  detail::require_data(op, "x", x);
-  if (y_out.data() != nullptr || y_out.numel() > 0) {
-    require_same_extents(op, "x", x, "y", y_out);
-    detail::require_data(op, "y", y_out);
+  if (y_out.data() != nullptr || y_out.numel() > 0)
     pr.y = spec_of(y_out, uid::y);
-  } else if (y_in.data() != nullptr) {
-    require_same_extents(op, "x", x, "y", y_in);
+  else if (y_in.data() != nullptr)
     pr.y = spec_of(y_in, uid::y);
-  }
+  return pr;
+}
+
+// Validated problems of the three batch-norm operations: the shared checks (validate.hpp), then
+// the element type and alignment, all before any cuDNN call.
+template <class T, class F>
+bn_problem make_bn_training_problem(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                    const param_t<T>* beta, const param_t<T>* running_mean,
+                                    const param_t<T>* running_var, const param_t<T>* saved_mean,
+                                    const param_t<T>* saved_invstd, const batch_norm_params& p,
+                                    tensor_view<const T, F> residual = {}) {
+  validate_batch_norm_forward_training(x, y, gamma, beta, running_mean, running_var, saved_mean, saved_invstd, p,
+                                       residual);
+  bn_problem pr = make_bn_problem<T, F>("cuDNN batch_norm_forward_training", x, {}, y, p);
+  pr.update_running = running_mean != nullptr;  // null only when there are no channels
+  pr.has_residual = residual.data() != nullptr;
+  if (pr.has_residual) pr.residual = spec_of(residual, uid::residual);
+  return pr;
+}
+
+template <class T, class F>
+bn_problem make_bn_inference_problem(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
+                                     const param_t<T>* beta, const param_t<T>* running_mean,
+                                     const param_t<T>* running_var, const batch_norm_params& p,
+                                     tensor_view<const T, F> residual = {}) {
+  validate_batch_norm_forward_inference(x, y, gamma, beta, running_mean, running_var, p, residual);
+  bn_problem pr = make_bn_problem<T, F>("cuDNN batch_norm_forward_inference", x, {}, y, p);
+  pr.has_residual = residual.data() != nullptr;
+  if (pr.has_residual) pr.residual = spec_of(residual, uid::residual);
+  return pr;
+}
+
+template <class T, class F>
+bn_problem make_bn_backward_problem(tensor_view<const T, F> x, tensor_view<const T, F> dy, tensor_view<T, F> dx,
+                                    const param_t<T>* gamma, const param_t<T>* saved_mean,
+                                    const param_t<T>* saved_invstd, const param_t<T>* dgamma,
+                                    const param_t<T>* dbeta, const batch_norm_params& p,
+                                    tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
+  validate_batch_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
+  bn_problem pr = make_bn_problem<T, F>("cuDNN batch_norm_backward", x, y, {}, p);
+  pr.dy = spec_of(dy, uid::dy);
+  pr.dx = spec_of(dx, uid::dx);
+  pr.has_dresidual = dresidual.data() != nullptr;
   return pr;
 }
 

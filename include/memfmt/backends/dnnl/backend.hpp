@@ -19,15 +19,15 @@
 //
 // Data types: float and bfloat16 (fp32 accumulation); bias is T; batch-norm parameters and
 // statistics are float (param_t<T>). Other types throw memfmt::error(unsupported_dtype).
-// Errors: arguments are validated before any work (the shared conv_output_extents) and throw
-// memfmt::error; oneDNN failures become memfmt::error(backend_failure) naming oneDNN's status.
+// Errors: arguments are validated before any work, first by the checks every backend shares
+// (validate.hpp: same codes and messages as the other backends), then this backend's limits;
+// oneDNN failures become memfmt::error(backend_failure) naming oneDNN's status.
 // A backend is not thread-safe: use one per thread.
 #pragma once
 
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -40,6 +40,7 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../validate.hpp"
 #include "descriptors.hpp"
 #include "status.hpp"
 
@@ -73,38 +74,6 @@ inline constexpr bool supported_v = std::is_same_v<T, float> || std::is_same_v<T
 template <class Extents>
 std::string dims_str(const Extents& e) {
   return memfmt::detail::dims_to_string(e);
-}
-
-template <class Extents>
-void require_extents(const char* op, const char* name, const Extents& got, const Extents& want, const char* why) {
-  if (got != want)
-    memfmt::detail::fail(errc::shape_mismatch, std::string(op) + ": " + name + " has sizes " + dims_str(got) +
-                                                   ", expected " + dims_str(want) + " " + why);
-}
-
-template <class V>
-void require_data(const char* op, const char* name, const V& v) {
-  if (v.data() == nullptr && v.numel() > 0)
-    memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " of sizes " + dims_str(v.extents()) +
-                                                 " has a null data pointer");
-}
-
-// Per-channel parameter arrays: all needed (as in the reference backend).
-inline void require_params(const char* op, std::int64_t channels,
-                           std::initializer_list<std::pair<const char*, const void*>> ps) {
-  for (const auto& [name, ptr] : ps)
-    if (ptr == nullptr)
-      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " is null but C = " +
-                                                   std::to_string(channels) + " channel values are needed");
-}
-
-inline void require_bn_params(const char* op, const batch_norm_params& p) {
-  if (!(p.epsilon > 0.0) || !std::isfinite(p.epsilon))
-    memfmt::detail::fail(errc::invalid_argument,
-                         std::string(op) + ": epsilon = " + std::to_string(p.epsilon) + " must be finite and > 0");
-  if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
-    memfmt::detail::fail(errc::invalid_argument,
-                         std::string(op) + ": momentum = " + std::to_string(p.momentum) + " must be in [0, 1]");
 }
 
 // oneDNN's spatial vectors: dilation counts the gaps (PyTorch's dilation - 1); the right padding
@@ -212,16 +181,12 @@ class backend {
                   "onednn::conv_forward: x, w and y must have the same element type");
     static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                   "onednn::conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
+    const auto ye = validate_conv_forward(x, w, y, p);
     constexpr const char* op = "onednn::conv_forward";
     const auto dt = detail::data_type_of<T>(op);
-    const auto ye = conv_output_extents(x.extents(), w.extents(), p);
-    detail::require_extents(op, "output y", y.extents(), ye, "(from input x and weight w)");
-    detail::require_data(op, "input x", x);
-    detail::require_data(op, "weight w", w);
-    detail::require_data(op, "output y", y);
     const bool has_residual = residual.data() != nullptr;
-    if (has_residual) {
-      detail::require_extents(op, "residual", residual.extents(), ye, "(the output's sizes)");
+    if (has_residual) {  // the residual fusion is this backend's own
+      backend_detail::require_extents(op, "residual", residual.extents(), ye, "(the output's sizes)");
       if (residual.data() == y.data() && residual.strides() != y.strides())
         memfmt::detail::fail(errc::invalid_argument,
                              std::string(op) + ": residual aliases y with different strides " +
@@ -256,13 +221,8 @@ class backend {
                   "onednn::conv_backward_data: dy, w and dx must have the same element type");
     static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                   "onednn::conv_backward_data: dy, w and dx must have the same rank");
-    constexpr const char* op = "onednn::conv_backward_data";
-    const auto dt = detail::data_type_of<T>(op);
-    const auto ye = conv_output_extents(dx.extents(), w.extents(), p);
-    detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from dx and weight w)");
-    detail::require_data(op, "output gradient dy", dy);
-    detail::require_data(op, "weight w", w);
-    detail::require_data(op, "input gradient dx", dx);
+    const auto ye = validate_conv_backward_data(dy, w, dx, p);
+    const auto dt = detail::data_type_of<T>("onednn::conv_backward_data");
 
     const auto dx_md = detail::activation_md(dx, dt);
     const auto w_md = detail::weights_md(w.mapping(), p.groups, dt);
@@ -287,13 +247,8 @@ class backend {
                   "onednn::conv_backward_weights: x, dy and dw must have the same element type");
     static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                   "onednn::conv_backward_weights: x, dy and dw must have the same rank");
-    constexpr const char* op = "onednn::conv_backward_weights";
-    const auto dt = detail::data_type_of<T>(op);
-    const auto ye = conv_output_extents(x.extents(), dw.extents(), p);
-    detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input x and weight gradient dw)");
-    detail::require_data(op, "input x", x);
-    detail::require_data(op, "output gradient dy", dy);
-    detail::require_data(op, "weight gradient dw", dw);
+    const auto ye = validate_conv_backward_weights(x, dy, dw, p);
+    const auto dt = detail::data_type_of<T>("onednn::conv_backward_weights");
 
     const auto x_md = detail::activation_md(x, dt);
     const auto dw_md = detail::weights_md(dw.mapping(), p.groups, dt);
@@ -327,17 +282,11 @@ class backend {
                                    param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
                                    tensor_view<const detail::identity_t<T>, detail::identity_t<F>> residual = {}) {
     static_assert(std::is_same_v<std::remove_const_t<XT>, T>, "onednn::batch_norm: x and y element types differ");
-    constexpr const char* op = "onednn::batch_norm_forward_training";
-    const auto md = bn_check(op, x, y, residual, p);
+    validate_batch_norm_forward_training(x, y, gamma, beta, running_mean, running_var, saved_mean, saved_invstd, p,
+                                         residual);
+    const auto md = bn_check("onednn::batch_norm_forward_training", x, y);
     const std::int64_t c = x.channels();
-    const std::int64_t count = x.numel() / c;
-    if (count < 2)
-      memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " + detail::dims_str(x.extents()) +
-                                                       " give " + std::to_string(count) +
-                                                       " value(s) per channel; training needs at least 2");
-    detail::require_params(op, c, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
-                                   {"running_var", running_var}, {"saved_mean", saved_mean},
-                                   {"saved_invstd", saved_invstd}});
+    const std::int64_t count = x.numel() / c;  // >= 2: validated
     const bool post = has(residual);
     const bool fuse = p.fuse_relu && !post;
     if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_training", [&] {
@@ -374,11 +323,9 @@ class backend {
                                     const param_t<T>* running_var, const batch_norm_params& p,
                                     tensor_view<const detail::identity_t<T>, detail::identity_t<F>> residual = {}) {
     static_assert(std::is_same_v<std::remove_const_t<XT>, T>, "onednn::batch_norm: x and y element types differ");
-    constexpr const char* op = "onednn::batch_norm_forward_inference";
-    const auto md = bn_check(op, x, y, residual, p);
+    validate_batch_norm_forward_inference(x, y, gamma, beta, running_mean, running_var, p, residual);
+    const auto md = bn_check("onednn::batch_norm_forward_inference", x, y);
     const std::int64_t c = x.channels();
-    detail::require_params(op, c, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
-                                   {"running_var", running_var}});
     const bool post = has(residual);
     const bool fuse = p.fuse_relu && !post;
     if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_inference", [&] {
@@ -406,28 +353,10 @@ class backend {
                            tensor_view<detail::identity_t<T>, detail::identity_t<F>> dresidual = {}) {
     static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<YT>, T>,
                   "onednn::batch_norm_backward: x, dy and dx element types differ");
+    validate_batch_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
     constexpr const char* op = "onednn::batch_norm_backward";
     const auto dt = detail::data_type_of<T>(op);
-    if (x.extents()[1] < 1 || x.numel() == 0)
-      memfmt::detail::fail(errc::invalid_argument,
-                           std::string(op) + ": input sizes " + detail::dims_str(x.extents()) + " must be positive");
-    detail::require_extents(op, "output gradient dy", dy.extents(), x.extents(), "(the input's sizes)");
-    detail::require_extents(op, "input gradient dx", dx.extents(), x.extents(), "(the input's sizes)");
-    detail::require_data(op, "input x", x);
-    detail::require_data(op, "output gradient dy", dy);
-    detail::require_data(op, "input gradient dx", dx);
-    detail::require_bn_params(op, p);
-    detail::require_params(op, x.channels(), {{"gamma", gamma}, {"saved_mean", saved_mean},
-                                              {"saved_invstd", saved_invstd}, {"dgamma", dgamma}, {"dbeta", dbeta}});
-    if (p.fuse_relu) {
-      if (y.data() == nullptr)
-        memfmt::detail::fail(errc::null_pointer,
-                             std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
-      detail::require_extents(op, "forward output y", y.extents(), x.extents(), "(the input's sizes)");
-    }
-    if (dresidual.data() != nullptr)
-      detail::require_extents(op, "residual gradient dresidual", dresidual.extents(), x.extents(),
-                              "(the input's sizes)");
+    require_nonempty(op, x);
     const auto md = detail::activation_md(x, dt);
     if (detail::activation_md(dx, dt) != md || detail::activation_md(dy, dt) != md)
       unsupported_strides(op, x.strides(), dy.strides(), dx.strides());
@@ -641,19 +570,21 @@ class backend {
                                                 detail::dims_str(a) + ", " + detail::dims_str(b));
   }
 
-  template <class XT, class T, class F, class R>
-  dnnl::memory::desc bn_check(const char* op, const tensor_view<XT, F>& x, const tensor_view<T, F>& y, const R& residual,
-                              const batch_norm_params& p) {
-    const auto dt = detail::data_type_of<T>(op);
+  // oneDNN's batch norm has no empty tensors (the shared validation allows them).
+  template <class XT, class F>
+  static void require_nonempty(const char* op, const tensor_view<XT, F>& x) {
     for (int d = 0; d < F::rank; ++d)
       if (x.extent(d) < 1)
         memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " +
                                                          detail::dims_str(x.extents()) + " must be positive");
-    detail::require_bn_params(op, p);
-    detail::require_extents(op, "output y", y.extents(), x.extents(), "(the input's sizes)");
-    detail::require_data(op, "input x", x);
-    detail::require_data(op, "output y", y);
-    if (has(residual)) detail::require_extents(op, "residual", residual.extents(), x.extents(), "(the input's sizes)");
+  }
+
+  // This backend's limits on top of the shared validation: element type, no empty tensors, x and y
+  // with the same strides.
+  template <class XT, class T, class F>
+  dnnl::memory::desc bn_check(const char* op, const tensor_view<XT, F>& x, const tensor_view<T, F>& y) {
+    const auto dt = detail::data_type_of<T>(op);
+    require_nonempty(op, x);
     const auto md = detail::activation_md(x, dt);
     if (detail::activation_md(y, dt) != md) unsupported_strides(op, x.strides(), y.strides(), y.strides());
     return md;

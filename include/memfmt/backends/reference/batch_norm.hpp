@@ -6,50 +6,21 @@
 //   running_mean = (1 - momentum) * running_mean + momentum * mean
 //   running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)   (unbiased)
 // Statistics are computed in double (two passes) and every output is rounded once. Each operation
-// validates everything before writing; on error the outputs are untouched. x, y (and dy, dx) may be
+// validates everything first (the shared checks of validate.hpp); on error the outputs are untouched. x, y (and dy, dx) may be
 // the same buffer (in-place), nothing else may overlap.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <initializer_list>
-#include <utility>
 
-#include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../validate.hpp"
 #include "numeric.hpp"
 #include "view_access.hpp"
 
 namespace memfmt::reference {
 namespace detail {
-
-template <class P>
-void require_params(const char* op, std::int64_t channels, std::initializer_list<std::pair<const char*, const P*>> ps) {
-  if (channels == 0) return;
-  for (const auto& [name, ptr] : ps)
-    if (ptr == nullptr)
-      memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " is null but C = " +
-                                                   std::to_string(channels) + " channel values are needed");
-}
-
-inline void require_bn_params(const char* op, const batch_norm_params& p) {
-  if (!(p.epsilon > 0.0) || !std::isfinite(p.epsilon))
-    memfmt::detail::fail(errc::invalid_argument,
-                         std::string(op) + ": epsilon = " + std::to_string(p.epsilon) + " must be finite and > 0");
-  if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
-    memfmt::detail::fail(errc::invalid_argument,
-                         std::string(op) + ": momentum = " + std::to_string(p.momentum) + " must be in [0, 1]");
-}
-
-// An optional tensor: data() == nullptr means "not given"; when given it must match `ref`.
-template <class T, class F, class Extents>
-bool optional_view(const char* op, const char* name, const tensor_view<T, F>& v, const Extents& ref) {
-  if (v.data() == nullptr) return false;
-  require_extents(op, name, v.extents(), ref, "(the sizes of x)");
-  return true;
-}
 
 // Calls fn(n, c, d, h, w) for every position of channel c (extents e, a 2-D view has d == 0 only).
 template <class Fn>
@@ -69,22 +40,11 @@ void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y,
                                  tensor_view<const T, F> residual = {}) {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   using P = param_t<T>;
-  constexpr const char* op = "reference::batch_norm_forward_training";
-  detail::require_bn_params(op, p);
-  detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
-  const bool has_res = detail::optional_view(op, "residual", residual, x.extents());
-  detail::require_data(op, "input x", x);
-  detail::require_data(op, "output y", y);
+  validate_batch_norm_forward_training(x, y, gamma, beta, running_mean, running_var, saved_mean, saved_invstd, p,
+                                       residual);
+  const bool has_res = residual.data() != nullptr;
   const std::int64_t channels = x.channels();
   const std::int64_t m = channels > 0 ? x.numel() / channels : 0;  // values per channel
-  if (channels > 0 && m < 2)
-    memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " +
-                                                     memfmt::detail::dims_to_string(x.extents()) + " give " +
-                                                     std::to_string(m) +
-                                                     " value(s) per channel; training needs at least 2");
-  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"beta", beta}});
-  detail::require_params<P>(op, channels, {{"running_mean", running_mean}, {"running_var", running_var},
-                                           {"saved_mean", saved_mean}, {"saved_invstd", saved_invstd}});
 
   const auto e = detail::extents5(x);
   const auto xs = detail::strides5(x), ys = detail::strides5(y), rs = detail::strides5(residual);
@@ -124,16 +84,9 @@ void batch_norm_forward_inference(tensor_view<const T, F> x, tensor_view<T, F> y
                                   const param_t<T>* running_var, const batch_norm_params& p,
                                   tensor_view<const T, F> residual = {}) {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
-  using P = param_t<T>;
-  constexpr const char* op = "reference::batch_norm_forward_inference";
-  detail::require_bn_params(op, p);
-  detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
-  const bool has_res = detail::optional_view(op, "residual", residual, x.extents());
-  detail::require_data(op, "input x", x);
-  detail::require_data(op, "output y", y);
+  validate_batch_norm_forward_inference(x, y, gamma, beta, running_mean, running_var, p, residual);
+  const bool has_res = residual.data() != nullptr;
   const std::int64_t channels = x.channels();
-  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"beta", beta}, {"running_mean", running_mean},
-                                           {"running_var", running_var}});
 
   const auto e = detail::extents5(x);
   const auto xs = detail::strides5(x), ys = detail::strides5(y), rs = detail::strides5(residual);
@@ -161,22 +114,10 @@ void batch_norm_backward(tensor_view<const T, F> x, tensor_view<const T, F> dy, 
                          tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   using P = param_t<T>;
-  constexpr const char* op = "reference::batch_norm_backward";
-  detail::require_extents(op, "output gradient dy", dy.extents(), x.extents(), "(the sizes of x)");
-  detail::require_extents(op, "input gradient dx", dx.extents(), x.extents(), "(the sizes of x)");
-  const bool has_y = detail::optional_view(op, "forward output y", y, x.extents());
-  const bool has_dres = detail::optional_view(op, "residual gradient dresidual", dresidual, x.extents());
-  if (p.fuse_relu && !has_y && x.numel() > 0)
-    memfmt::detail::fail(errc::null_pointer,
-                         std::string(op) + ": fuse_relu needs the forward output y (its data pointer is null)");
-  detail::require_data(op, "input x", x);
-  detail::require_data(op, "output gradient dy", dy);
-  detail::require_data(op, "input gradient dx", dx);
+  validate_batch_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
+  const bool has_dres = dresidual.data() != nullptr;
   const std::int64_t channels = x.channels();
   const std::int64_t m = channels > 0 ? x.numel() / channels : 0;
-  detail::require_params<P>(op, channels, {{"gamma", gamma}, {"saved_mean", saved_mean},
-                                           {"saved_invstd", saved_invstd}});
-  detail::require_params<P>(op, channels, {{"dgamma", dgamma}, {"dbeta", dbeta}});
 
   const bool mask = p.fuse_relu;
   const auto e = detail::extents5(x);

@@ -3,7 +3,8 @@
 // Cross-correlation as in PyTorch's conv2d/conv3d: symmetric zero padding, stride, dilation and
 // groups. Written for clarity, not speed: every output element is one sum, gathered in double and
 // rounded once to T, so the result is the exact answer rounded (up to double's own rounding).
-// Each operation validates everything before writing anything; on error the outputs are untouched.
+// Each operation validates everything (validate.hpp, shared by every backend) before writing
+// anything; on error the outputs are untouched.
 //
 // Activations: x, y (and dx, dy) in {nchw, nhwc} (2-D) or {ncdhw, ndhwc} (3-D), any combination of
 // input and output format. Weights: the same tags over logical K, C/groups, kernel... (an nchw view
@@ -15,11 +16,10 @@
 
 #include <array>
 #include <cstdint>
-#include <string>
 
-#include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../validate.hpp"
 #include "numeric.hpp"
 #include "view_access.hpp"
 
@@ -70,12 +70,7 @@ void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const 
   detail::check_element_type<T>();
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                 "conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
-  constexpr const char* op = "reference::conv_forward";
-  const auto ye = conv_output_extents(x.extents(), w.extents(), p);
-  detail::require_extents(op, "output y", y.extents(), ye, "(from input x and weight w)");
-  detail::require_data(op, "input x", x);
-  detail::require_data(op, "weight w", w);
-  detail::require_data(op, "output y", y);
+  const auto ye = validate_conv_forward(x, w, y, p);
 
   const auto g = detail::make_geometry<XF::rank>(x.extents(), w.extents(), ye, p);
   const auto xs = detail::strides5(x), ws = detail::strides5(w), ys = detail::strides5(y);
@@ -114,12 +109,7 @@ void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w,
   detail::check_element_type<T>();
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                 "conv_backward_data: dy, w and dx must have the same rank (all 2-D or all 3-D formats)");
-  constexpr const char* op = "reference::conv_backward_data";
-  const auto ye = conv_output_extents(dx.extents(), w.extents(), p);
-  detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input gradient dx and weight w)");
-  detail::require_data(op, "output gradient dy", dy);
-  detail::require_data(op, "weight w", w);
-  detail::require_data(op, "input gradient dx", dx);
+  const auto ye = validate_conv_backward_data(dy, w, dx, p);
 
   const auto g = detail::make_geometry<XF::rank>(dx.extents(), w.extents(), ye, p);
   const auto ys = detail::strides5(dy), ws = detail::strides5(w), xs = detail::strides5(dx);
@@ -161,12 +151,7 @@ void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> 
   detail::check_element_type<T>();
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                 "conv_backward_weights: x, dy and dw must have the same rank (all 2-D or all 3-D formats)");
-  constexpr const char* op = "reference::conv_backward_weights";
-  const auto ye = conv_output_extents(x.extents(), dw.extents(), p);
-  detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input x and weight gradient dw)");
-  detail::require_data(op, "input x", x);
-  detail::require_data(op, "output gradient dy", dy);
-  detail::require_data(op, "weight gradient dw", dw);
+  const auto ye = validate_conv_backward_weights(x, dy, dw, p);
 
   const auto g = detail::make_geometry<XF::rank>(x.extents(), dw.extents(), ye, p);
   const auto xs = detail::strides5(x), ys = detail::strides5(dy), ws = detail::strides5(dw);

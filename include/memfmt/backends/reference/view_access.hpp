@@ -5,11 +5,8 @@
 // padded (strided) layout.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <string>
 
-#include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 
 namespace memfmt::reference::detail {
@@ -34,23 +31,6 @@ dims5 strides5(const tensor_view<T, F>& v) noexcept {
 inline std::int64_t offset5(const dims5& s, std::int64_t n, std::int64_t c, std::int64_t d, std::int64_t h,
                             std::int64_t w) noexcept {
   return n * s.n + c * s.c + d * s.d + h * s.h + w * s.w;
-}
-
-// A view that holds elements must point somewhere.
-template <class T, class F>
-void require_data(const char* op, const char* name, const tensor_view<T, F>& v) {
-  if (v.numel() > 0 && v.data() == nullptr)
-    memfmt::detail::fail(errc::null_pointer, std::string(op) + ": " + name + " (" + F::name + ", sizes " +
-                                                 memfmt::detail::dims_to_string(v.extents()) +
-                                                 ") has a null data pointer");
-}
-
-template <class Extents>
-void require_extents(const char* op, const char* name, const Extents& got, const Extents& want, const char* why) {
-  if (got != want)
-    memfmt::detail::fail(errc::shape_mismatch, std::string(op) + ": " + name + " has sizes " +
-                                                   memfmt::detail::dims_to_string(got) + ", expected " +
-                                                   memfmt::detail::dims_to_string(want) + " " + why);
 }
 
 }  // namespace memfmt::reference::detail
