@@ -60,13 +60,13 @@ def conv_pairs(rows):
     pairs = {}
     order = []
     for b in rows:
-        base, fmt = split_format(b["name"].replace("_median", ""))
+        base, fmt = split_format(clean(b["name"]))
         if base is None:
             continue
         if base not in pairs:
             pairs[base] = {}
             order.append(base)
-        if "/wrapper" in b["name"] or "/direct" in b["name"]:
+        if "overhead_pct_median" in b:
             continue
         side = "cf" if fmt in CHANNELS_FIRST else "cl"
         pairs[base][side] = b
@@ -92,29 +92,29 @@ def conv_pairs(rows):
 
 
 def overhead_rows(rows):
-    """BM_overhead/<layer>/.../<wrapper|direct>/...: this library's wrapper vs a direct backend call."""
-    sides = {}
-    for b in rows:
-        parts = b["name"].split("/")
-        for tag in ("wrapper", "direct"):
-            if tag in parts:
-                key = "/".join(p for p in parts if p != tag)
-                sides.setdefault(key, {})[tag] = b
+    """BM_overhead/...: this library's wrapper vs a direct backend call, timed alternately in one run."""
     out = []
-    for key, s in sides.items():
-        if "wrapper" in s and "direct" in s:
-            w, _ = throughput(s["wrapper"])
-            d, _ = throughput(s["direct"])
-            out.append({"case": key, "wrapper": w, "direct": d,
-                        "overhead_pct": (d / w - 1.0) * 100.0 if w > 0 else float("nan")})
+    for b in rows:
+        if "overhead_pct_median" in b:
+            out.append({"case": clean(b["name"]), "wrapper_ms": b.get("wrapper_ms_median", float("nan")),
+                        "direct_ms": b.get("direct_ms_median", float("nan")),
+                        "overhead_pct_median": b["overhead_pct_median"],
+                        "overhead_pct_min": b.get("overhead_pct_min", float("nan"))})
     return out
+
+
+def clean(name):
+    """Drops Google Benchmark's run-setting suffixes (min_time:, real_time, iterations: ...)."""
+    keep = [p for p in name.split("/") if not (p.startswith(("min_time:", "iterations:", "repeats:"))
+                                                or p in ("real_time", "manual_time", "process_time"))]
+    return "/".join(keep)
 
 
 def convert_rows(rows):
     out = []
     for b in rows:
         if "ratio_to_memcpy" in b:
-            out.append({"case": b["name"], "ratio_to_memcpy": b["ratio_to_memcpy"],
+            out.append({"case": clean(b["name"]), "ratio_to_memcpy": b["ratio_to_memcpy"],
                         "GB/s": b.get("GB/s", b.get("bytes_per_second", 0) / 1e9)})
     return out
 
@@ -179,8 +179,9 @@ def main():
     over = overhead_rows(rows)
     if over:
         md.append("\n## memfmt wrapper vs a direct backend call (same primitive)\n")
-        md.append(table(["case", "wrapper", "direct", "overhead %"],
-                        [[o["case"], o["wrapper"], o["direct"], o["overhead_pct"]] for o in over]))
+        md.append(table(["case", "wrapper ms", "direct ms", "overhead % (median)", "overhead % (fastest)"],
+                        [[o["case"], o["wrapper_ms"], o["direct_ms"], o["overhead_pct_median"], o["overhead_pct_min"]]
+                         for o in over]))
     if conv:
         md.append("\n## Conversion vs memcpy (same run)\n")
         md.append(table(["case", "GB/s", "ratio to memcpy"], [[c["case"], c["GB/s"], c["ratio_to_memcpy"]] for c in conv]))
