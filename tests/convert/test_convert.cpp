@@ -159,6 +159,20 @@ void check_aligned_large() {
         check_aligned<T, nhwc, nchw>(e, opt);
       }
 }
+// NHWC->NCHW with H*W = 49 (destination rows not whole lines) past the streaming threshold goes
+// through staged panels of one square of channels; C = 1001 leaves a last panel of fewer channels
+// than a square for 2-, 4- and 8-byte elements (1-byte ones need 64 columns and take another
+// path, checked here too), and 2 threads start their panel prefetches mid-plane.
+template <class T>
+void check_staged_panels() {
+  const std::int64_t n = (std::int64_t{4} << 20) / (1001 * 49 * static_cast<std::int64_t>(sizeof(T))) + 1;
+  for (int threads : {1, 2}) check_aligned<T, nhwc, nchw>({n, 1001, 7, 7}, convert_options{threads, true});
+}
+TEST(ConvertStagedPanels, Float) { check_staged_panels<float>(); }
+TEST(ConvertStagedPanels, Bfloat16) { check_staged_panels<bfloat16>(); }
+TEST(ConvertStagedPanels, Uint8) { check_staged_panels<std::uint8_t>(); }
+TEST(ConvertStagedPanels, Double) { check_staged_panels<double>(); }
+
 TEST(ConvertAlignedStreaming, Float) { check_aligned_large<float>(); }
 TEST(ConvertAlignedStreaming, Bfloat16) { check_aligned_large<bfloat16>(); }
 TEST(ConvertAlignedStreaming, Uint8) { check_aligned_large<std::uint8_t>(); }

@@ -6,11 +6,11 @@
 //  * transpose: another dimension is unit-stride in the source -> 2-D transposes of (rows x cols)
 //               planes. With AVX-512 (BW) and both sides >= 64 bytes, zmm_transpose.hpp writes
 //               whole destination lines from registers (non-temporal for large outputs); when
-//               streaming is wanted but destination lines are not aligned to the tiles, whole
-//               planes (<= 512 KiB) or strips of rows are transposed into a per-thread staging
-//               buffer and streamed out. Otherwise (C = 2..4, no AVX-512) the blocked AVX2 /
-//               group-shuffle / scalar kernels of transpose_kernels.hpp run through the staging
-//               buffer as before;
+//               streaming is wanted but destination lines are not aligned to the tiles (short
+//               rows such as H*W = 49), panels of one square of rows are copied to a dense L1
+//               buffer, transposed into a per-thread staging buffer and streamed out.
+//               Otherwise (C = 2..4, no AVX-512) the blocked AVX2 / group-shuffle / scalar
+//               kernels of transpose_kernels.hpp run through the staging buffer as before;
 //  * gather:    no unit-stride source dimension (broadcast, step slices) -> strided element loop.
 // Work is cut into items (outer index x strip or block) split into contiguous ranges, one per thread.
 #pragma once
@@ -49,7 +49,6 @@ struct convert_tuning {
   static constexpr std::int64_t block_col_bytes = MEMFMT_CONVERT_BLOCK_COL_BYTES;  // longest row segment of a block
   static constexpr std::int64_t min_stream_run_bytes = 256;  // shorter destination runs use plain stores
   static constexpr std::int64_t copy_chunk_bytes = std::int64_t{1} << 20;
-  static constexpr std::int64_t plane_stage_bytes = std::int64_t{512} << 10;  // whole planes staged in L2
 };
 
 inline int resolve_threads(int requested, std::int64_t bytes, std::int64_t items) noexcept {
@@ -178,25 +177,27 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // the alternatives on the ResNet-50 shapes; 4 x 4 blocks suit planes too short to stream.)
   zmm_blocking b;
   const bool whole_line_source = (srs * e) % 64 == 0;
+  // (Rows outer with next-strip prefetches for NCHW->NHWC with C <= 16 squares was tried: f32 C = 256
+  // went from 0.64-0.72 to 0.78-0.84 of memcpy but C = 64 fell from 1.1-1.3 to 0.53-0.63, bf16
+  // C = 256 from 0.64-0.69 to 0.58-0.63.)
   b.rows_outer = staged || (whole_line_source && rows < cols);
   b.br = b.rows_outer ? w : 16 * w;
   b.bc = b.rows_outer ? 16 * w : w;
   if (!whole_line_source && !staged) b.br = b.bc = 4 * w;
-  // A staged plane small enough for L2 is transposed whole, reading its source in address order
-  // (a w-row strip would gather one line from each of `cols` source rows, far apart, per strip),
-  // and then streamed out in one run (measured on 32x2048x7x7 f32 to NCHW: 0.36-0.44 of memcpy
-  // with w-row strips, 0.52-0.62 with whole planes).
-  const std::int64_t plane_bytes = rows * cols * e;
-  const bool stage_planes = staged && plane_bytes <= convert_tuning::plane_stage_bytes;
-  zmm_blocking plane_b;
-  plane_b.rows_outer = false;
-  plane_b.br = 16 * w;
-  plane_b.bc = w;
-  const std::int64_t plane_strips = zmm_strip_count<E>(rows, cols, plane_b);
-  const std::int64_t strips = stage_planes ? 1 : staged ? (rows + w - 1) / w : zmm_strip_count<E>(rows, cols, b);
+  // Staged strips are panels of w destination rows: one 64-byte segment from each of the cols
+  // source rows, which become w * cols * e contiguous destination bytes, cols whole lines.
+  // (Measured on 32x2048x7x7 NHWC->NCHW, 1 thread, cold: whole planes staged in L2 ran at
+  // 0.52-0.62 of memcpy (f32) and 0.40-0.49 (bf16); panels through a dense L1 copy with the
+  // panel 3 ahead prefetched into L2 at 0.74-0.82 and 0.64-0.70; 1 or 2 ahead, 8 ahead,
+  // 2-square panels, L1 prefetches, and prefetching the next whole plane were all slower.)
+  constexpr std::int64_t panel = w;
+  if (staged) b.br = panel;
+  const std::int64_t strips = staged ? (rows + panel - 1) / panel : zmm_strip_count<E>(rows, cols, b);
   const std::int64_t items = outer.total * strips;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
-  const std::int64_t stage_each = stage_planes ? (plane_bytes + 63) / 64 * 64 : convert_tuning::stage_bytes;
+  // Per thread: the panel (<= stage_bytes) and its dense local copy (cols rounded up to squares).
+  const std::int64_t local_bytes = (cols + w) * 64;
+  const std::int64_t stage_each = convert_tuning::stage_bytes + local_bytes;
   std::unique_ptr<unsigned char, aligned_free> staging;
   if (staged) {
     void* mem = std::aligned_alloc(64, static_cast<std::size_t>(threads * stage_each));
@@ -209,15 +210,37 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
       outer.offsets(it / strips, so, dof);
       const unsigned char* s = src + so * e;
       unsigned char* d = dst + dof * e;
-      if (stage_planes) {
+      if (staged) {  // w destination rows as a sub-plane transposed into L1, then streamed out
         unsigned char* stage = staging.get() + t * stage_each;
-        for (std::int64_t k = 0; k < plane_strips; ++k)
-          transpose_strip_zmm<E, false>(s, srs, stage, cols, rows, cols, plane_b, k);
-        stream_copy(d, stage, static_cast<std::size_t>(plane_bytes));
-      } else if (staged) {  // w destination rows as a sub-plane transposed into L1, then streamed out
-        unsigned char* stage = staging.get() + t * stage_each;
-        const std::int64_t r0 = (it % strips) * w, h = rows - r0 < w ? rows - r0 : w;
-        transpose_strip_zmm<E, false>(s + r0 * e, srs, stage, cols, h, cols, b, 0);
+        const std::int64_t r0 = (it % strips) * panel, h = rows - r0 < panel ? rows - r0 : panel;
+        // A later panel (this plane's or the next's) is fetched while this one runs: its cols
+        // segments are far apart, so the hardware prefetchers miss them. Into L2, not L1: they
+        // are a source pitch apart (often a multiple of 4 KiB, all in one L1 set).
+        constexpr std::int64_t ahead = 3;
+        if (it + ahead < last) {
+          const std::int64_t nit = it + ahead;
+          std::int64_t nso = 0, ndo = 0;
+          outer.offsets(nit / strips, nso, ndo);
+          const std::int64_t nr = (nit % strips) * panel, nh = rows - nr < panel ? rows - nr : panel;
+          for (std::int64_t c = 0; c < cols; ++c) {
+            const char* q = reinterpret_cast<const char*>(src + (nso + c * srs + nr) * e);
+            for (std::int64_t k = 0; k < nh * e; k += 64) _mm_prefetch(q + k, _MM_HINT_T1);
+          }
+        }
+        // The panel's cols source segments are copied once into a dense local panel (pitch 64
+        // bytes: no L1 set conflicts, unlike a 2-8 KiB source pitch) and transposed from L1.
+        unsigned char* local = stage + convert_tuning::stage_bytes;
+        const __mmask64 m = h * e == 64 ? ~__mmask64{0} : (__mmask64{1} << (h * e)) - 1;  // rows beyond h unread
+        const unsigned char* sq = s + r0 * e;
+        for (std::int64_t c = 0; c < cols; ++c)
+          _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + c * srs * e));
+        if constexpr (E == 2 || E == 4) {
+          const std::int64_t cols_pad = (cols + w - 1) / w * w;
+          for (std::int64_t c = cols; c < cols_pad; ++c) _mm512_store_si512(local + 64 * c, _mm512_setzero_si512());
+          transpose_panel_zmm<E>(local, h, cols, stage, cols * e);
+        } else {
+          transpose_strip_zmm<E, false>(local, w, stage, cols, h, cols, b, 0);
+        }
         stream_copy(d + r0 * cols * e, stage, static_cast<std::size_t>(h * cols * e));
       } else if (streaming) {
         transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips);

@@ -8,13 +8,14 @@
 // q*n .. q*n+n-1, so each output register is 64 contiguous bytes of one destination row: with a
 // 64-byte aligned destination pitch every store is one whole cache line, and with Stream it is a
 // non-temporal store straight from the register (no write-allocate read, no staging copy).
-// Four-byte elements use a full 16 x 16 square kernel instead (each source line loaded once).
+// Two- and four-byte elements use full square kernels instead (32 x 32 and 16 x 16; each source
+// line loaded once).
 //
 // A plane is walked in W x W squares (W = 64 / E): a square reads W source segments of 64 bytes
 // and writes W destination lines. Strips (the unit of threading) are one square thick: W source
 // rows read end to end (columns outer) or W destination rows written end to end (rows outer, in
-// passes of 16 rows). Blocks of 16 squares software-prefetch the source of the next block. Sides
-// that are not whole tiles are finished with masked stores (columns) or scalar code (rows).
+// passes of 16 rows or one square). Blocks of 16 squares software-prefetch the source of the next
+// block. Sides that are not whole tiles are finished with masked stores (columns) or scalar code (rows).
 #pragma once
 
 #include <cstddef>
@@ -148,6 +149,105 @@ struct zmm_square32 {
   }
 };
 
+// Register-level 16 x 16 four-byte transpose: o[m] holds element m of every r[k] (the same
+// unpack / lane-shuffle network as zmm_square32).
+inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcept {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i s0 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[j], u[4 + j], 0x44);
+    const __m512i s1 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[j], u[4 + j], 0xEE);
+    const __m512i s2 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[8 + j], u[12 + j], 0x44);
+    const __m512i s3 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[8 + j], u[12 + j], 0xEE);
+    o[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, s0, s2, 0x88);
+    o[4 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, s0, s2, 0xDD);
+    o[8 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, s1, s3, 0x88);
+    o[12 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, s1, s3, 0xDD);
+  }
+}
+
+// 32 x 32 two-byte elements from 32 whole source lines: 16-bit unpacks of neighbouring source
+// rows make 4-byte pairs, and two 16 x 16 four-byte transposes finish it (lo: destination rows
+// 8 (q / 4) + q % 4, hi: the same + 4). Every source line is loaded once.
+struct zmm_square16 {
+  template <bool Stream>
+  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
+    __m512i lo[16], hi[16], o[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      const __m512i a = _mm512_loadu_si512(src + 2 * i * srs), b = _mm512_loadu_si512(src + (2 * i + 1) * srs);
+      lo[i] = _mm512_unpacklo_epi16(a, b);
+      hi[i] = _mm512_unpackhi_epi16(a, b);
+    }
+    auto put = [&](int row, __m512i v) {
+      unsigned char* p = dst + row * drs;
+      if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
+      else _mm512_storeu_si512(p, v);
+    };
+    zmm_transpose16x32(lo, o);
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4, o[q]);
+    zmm_transpose16x32(hi, o);
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, o[q]);
+  }
+};
+
+// A panel for short destination rows: `local` holds one 64-byte source segment per column
+// (column c at local + 64 c, rounded up to whole squares, the padding readable), and the panel's
+// rows (at most a square; `rows` of them are real) are written to dst rows of `db` bytes, the last
+// partial square of each row with a masked store. Only 2- and 4-byte elements: a 16-bit square
+// is first paired into a four-byte one by 16-bit unpacks of neighbouring columns.
+template <std::size_t E>
+inline void transpose_panel_zmm(const unsigned char* local, std::int64_t rows, std::int64_t cols,
+                                unsigned char* dst, std::int64_t db) noexcept {
+  static_assert(E == 2 || E == 4, "panels of 2- or 4-byte elements");
+  constexpr std::int64_t w = static_cast<std::int64_t>(64 / E), e = static_cast<std::int64_t>(E);
+  auto put = [&](std::int64_t row, std::int64_t c0, __mmask64 m, __m512i v) {
+    if (row < rows) _mm512_mask_storeu_epi8(dst + row * db + c0 * e, m, v);
+  };
+  for (std::int64_t c0 = 0; c0 < cols; c0 += w) {
+    const std::int64_t nc = cols - c0 < w ? cols - c0 : w;
+    const __mmask64 m = nc == w ? ~__mmask64{0} : (__mmask64{1} << (nc * e)) - 1;
+    const unsigned char* p = local + 64 * c0;
+    __m512i r[16], o[16];
+    if constexpr (E == 4) {
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) r[k] = _mm512_load_si512(p + 64 * k);
+      zmm_transpose16x32(r, o);
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) put(k, c0, m, o[k]);
+    } else {
+      // Lane L of lo (hi) pairs: 4-byte element q is row 8 (q / 4) + q % 4 (+ 4) of columns 2i, 2i+1.
+      __m512i hi[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        const __m512i a = _mm512_load_si512(p + 128 * i), b = _mm512_load_si512(p + 128 * i + 64);
+        r[i] = _mm512_unpacklo_epi16(a, b);
+        hi[i] = _mm512_unpackhi_epi16(a, b);
+      }
+      zmm_transpose16x32(r, o);
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4, c0, m, o[q]);
+      zmm_transpose16x32(hi, o);
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, c0, m, o[q]);
+    }
+  }
+}
+
 // Side of the square a block is made of, in elements: 64 bytes.
 template <std::size_t E>
 inline constexpr std::int64_t zmm_square = 64 / static_cast<std::int64_t>(E);
@@ -201,6 +301,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     if constexpr (E == 4)
       for (; r + w <= r_end; r += w)
         zmm_square32::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db);
+    if constexpr (E == 2)
+      for (; r + w <= r_end; r += w)
+        zmm_square16::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db);
     if (r < r_end && set_conflicts) {
       const unsigned char* s0 = src + (c * srs + r) * e;
       const std::int64_t bytes = (r_end - r) * e;  // <= 64; masked-off bytes are never read
@@ -244,12 +347,14 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
         r = run_tiles(r, r + w < r_hi ? r + w : r_hi, c);
       }
   };
-  // Rows outer: a block is written in passes of 16 destination rows (all its columns, then the
-  // next 16 rows), so at most 16 destination lines are being filled at once while the block's
-  // source lines stay in L1/L2. Measured: 16 rows in flight ran near memcpy speed, 32 (a whole
-  // 16-bit square) at ~50 %, 4 or 8 (a tile row) at 50-80 %.
+  // Rows outer: a block is written in passes of destination rows (all its columns, then the
+  // next rows), so few destination lines are being filled at once while the block's source
+  // lines stay in L1/L2. Measured (1 thread, cold): with the 16-byte-segment tiles, 16 rows in
+  // flight ran near memcpy speed, 32 at ~50 %, 4 or 8 at 50-80 %; with whole-square kernels
+  // (2- and 4-byte elements) a pass is one square: for 16-bit NHWC->NCHW 0.70-0.78 of memcpy
+  // against 0.57-0.65 with 16-row passes of tiles.
   auto block_by_rows = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi) {
-    constexpr std::int64_t pass = th > 16 ? th : 16;
+    constexpr std::int64_t pass = E == 2 ? w : th > 16 ? th : 16;
     for (std::int64_t p0 = r_lo; p0 < r_hi; p0 += pass) {
       const std::int64_t p1 = r_hi - p0 < pass ? r_hi : p0 + pass;
       for (std::int64_t c = c_lo; c < c_hi; c += w) {
