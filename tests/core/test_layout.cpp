@@ -14,6 +14,9 @@
 #include "memfmt/tensor/host_tensor.hpp"
 #include "memfmt/tensor/relabel.hpp"
 #include "memfmt/tensor/tensor_view.hpp"
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
 
 namespace {
 
@@ -30,23 +33,6 @@ std::int64_t row_major_offset(const std::array<std::int64_t, R>& e, const std::a
   std::int64_t off = 0;
   for (std::size_t i = 0; i < R; ++i) off = off * e[order[i]] + coord[order[i]];
   return off;
-}
-
-template <std::size_t R, class Fn>
-void for_each_coord(const std::array<std::int64_t, R>& e, Fn&& fn) {
-  std::array<std::int64_t, R> c{};
-  for (auto x : e)
-    if (x == 0) return;
-  while (true) {
-    fn(c);
-    std::size_t d = R;
-    while (d > 0) {
-      --d;
-      if (++c[d] < e[d]) break;
-      c[d] = 0;
-      if (d == 0) return;
-    }
-  }
 }
 
 template <class F>

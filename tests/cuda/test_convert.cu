@@ -17,6 +17,10 @@
 #include "memfmt/dtype.hpp"
 #include "memfmt/format/layout.hpp"
 #include "memfmt/tensor/tensor_view.hpp"
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
+using memfmt_test::padded_layout;
 
 namespace {
 
@@ -50,31 +54,6 @@ struct device_bytes {
   void* ptr = nullptr;
   std::size_t size;
 };
-
-template <class F>
-layout<F> padded_layout(const typename layout<F>::extents_type& e, std::int64_t pad) {
-  typename layout<F>::strides_type s{};
-  std::int64_t span = 1;
-  for (int i = F::rank - 1; i >= 0; --i) {
-    const int d = F::order[i];
-    s[d] = (i == F::rank - 1) ? 1 : span + pad * (i + 1);
-    span = s[d] * (e[d] > 0 ? e[d] : 1);
-  }
-  return layout<F>::strided(e, s);
-}
-
-template <std::size_t R, class Fn>
-void for_each_coord(const std::array<std::int64_t, R>& e, Fn fn) {
-  for (auto v : e)
-    if (v == 0) return;
-  std::array<std::int64_t, R> c{};
-  while (true) {
-    fn(c);
-    int d = static_cast<int>(R) - 1;
-    while (d >= 0 && ++c[d] == e[d]) c[d--] = 0;
-    if (d < 0) return;
-  }
-}
 
 constexpr unsigned char sentinel = 0xA5;
 

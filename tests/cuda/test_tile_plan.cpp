@@ -23,6 +23,10 @@
 #include "memfmt/convert/cuda/validate.hpp"
 #include "memfmt/format/layout.hpp"
 #include "memfmt/tensor/tensor_view.hpp"
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
+using memfmt_test::padded_layout;
 
 namespace {
 
@@ -35,34 +39,6 @@ std::string case_name(const std::array<std::int64_t, R>& e, const char* from, co
   return std::string(from) + "->" + to + " sizes " + memfmt::detail::dims_to_string(e) + " elem " +
          std::to_string(elem) + " pad (src*100+dst) " + std::to_string(pad) + " misalign " + std::to_string(misalign_src) + "/" +
          std::to_string(misalign_dst) + " grid limit " + std::to_string(grid_limit);
-}
-
-// Strides of format F for extents e with `pad` extra elements after every non-unit stride step
-// (pad = 0: packed). Built from the format's stride order, innermost first.
-template <class F>
-layout<F> padded_layout(const typename layout<F>::extents_type& e, std::int64_t pad) {
-  typename layout<F>::strides_type s{};
-  std::int64_t span = 1;
-  for (int i = F::rank - 1; i >= 0; --i) {
-    const int d = F::order[i];
-    s[d] = (i == F::rank - 1) ? 1 : span + pad * (i + 1);  // different pads per level
-    span = s[d] * (e[d] > 0 ? e[d] : 1);
-  }
-  return layout<F>::strided(e, s);
-}
-
-// Visits every logical coordinate of extents e.
-template <std::size_t R, class Fn>
-void for_each_coord(const std::array<std::int64_t, R>& e, Fn fn) {
-  for (auto v : e)
-    if (v == 0) return;
-  std::array<std::int64_t, R> c{};
-  while (true) {
-    fn(c);
-    int d = static_cast<int>(R) - 1;
-    while (d >= 0 && ++c[d] == e[d]) c[d--] = 0;
-    if (d < 0) return;
-  }
 }
 
 struct replay_stats {

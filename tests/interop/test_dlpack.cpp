@@ -12,6 +12,9 @@
 #include <vector>
 
 #include <memfmt/tensor/host_tensor.hpp>
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
 
 namespace {
 
@@ -50,22 +53,6 @@ struct dl_fixture {
     t.byte_offset = byte_offset;
   }
 };
-
-template <int Rank, class F>
-void for_each_coord(const std::array<std::int64_t, Rank>& sizes, F&& f) {
-  for (auto s : sizes)
-    if (s == 0) return;
-  std::array<std::int64_t, Rank> c{};
-  while (true) {
-    f(c);
-    int d = Rank - 1;
-    while (d >= 0 && ++c[static_cast<std::size_t>(d)] == sizes[static_cast<std::size_t>(d)]) {
-      c[static_cast<std::size_t>(d)] = 0;
-      --d;
-    }
-    if (d < 0) return;
-  }
-}
 
 // Every element of v lies at base + sum(coord * strides) (strides of the DLTensor, in elements).
 template <class V>

@@ -19,6 +19,9 @@
 
 #include "memfmt/dtype.hpp"
 #include "memfmt/tensor/host_tensor.hpp"
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
 
 #ifndef MEMFMT_REFERENCE_FIXTURE_DIR
 #error "MEMFMT_REFERENCE_FIXTURE_DIR must name tests/reference/fixtures"
@@ -157,21 +160,6 @@ std::array<std::int64_t, Rank> to_extents(const fixture_tensor& t) {
   std::array<std::int64_t, Rank> e{};
   for (int d = 0; d < Rank; ++d) e[d] = t.sizes[d];
   return e;
-}
-
-// Calls f(coord, contiguous index) for every logical coordinate of `e`, row-major.
-template <std::size_t Rank, class Fn>
-void for_each_coord(const std::array<std::int64_t, Rank>& e, Fn&& f) {
-  std::int64_t numel = 1;
-  for (auto s : e) numel *= s;
-  std::array<std::int64_t, Rank> c{};
-  for (std::int64_t i = 0; i < numel; ++i) {
-    f(c, i);
-    for (int d = static_cast<int>(Rank) - 1; d >= 0; --d) {
-      if (++c[d] < e[d]) break;
-      c[d] = 0;
-    }
-  }
 }
 
 // The fixture's values in format F: element (n, c, ...) is stored wherever F's layout puts it.
