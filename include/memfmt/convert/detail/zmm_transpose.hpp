@@ -110,47 +110,9 @@ struct zmm_tile {
   }
 };
 
-// 16 x 16 four-byte elements from 16 whole source lines: unpacks by 32 and 64 bits leave lane L
-// of u[4i + j] holding destination row 4L + j, columns 4i..4i+3; a 4 x 4 transpose of 128-bit
-// lanes gathers each row. Every source line is loaded once (the tile kernel touches each line four
-// times, which misses L1 when the source pitch is a multiple of 4 KiB and the 16 lines share a set).
-struct zmm_square32 {
-  template <bool Stream>
-  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
-    __m512i r[16], t[16], u[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(src + k * srs);
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      u[4 * i] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * i], t[4 * i + 2]);
-      u[4 * i + 1] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * i], t[4 * i + 2]);
-      u[4 * i + 2] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * i + 1], t[4 * i + 3]);
-      u[4 * i + 3] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * i + 1], t[4 * i + 3]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m512i s0 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[j], u[4 + j], 0x44), s1 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[j], u[4 + j], 0xEE);
-      const __m512i s2 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[8 + j], u[12 + j], 0x44);
-      const __m512i s3 = _mm512_maskz_shuffle_i32x4(0xFFFF, u[8 + j], u[12 + j], 0xEE);
-      const __m512i o[4] = {_mm512_maskz_shuffle_i32x4(0xFFFF, s0, s2, 0x88), _mm512_maskz_shuffle_i32x4(0xFFFF, s0, s2, 0xDD),
-                            _mm512_maskz_shuffle_i32x4(0xFFFF, s1, s3, 0x88), _mm512_maskz_shuffle_i32x4(0xFFFF, s1, s3, 0xDD)};
-#pragma GCC unroll 4
-      for (int l = 0; l < 4; ++l) {
-        unsigned char* p = dst + (4 * l + j) * drs;
-        if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), o[l]);
-        else _mm512_storeu_si512(p, o[l]);
-      }
-    }
-  }
-};
-
-// Register-level 16 x 16 four-byte transpose: o[m] holds element m of every r[k] (the same
-// unpack / lane-shuffle network as zmm_square32).
+// Register-level 16 x 16 four-byte transpose: o[m] holds element m of every r[k]. Unpacks by 32
+// and 64 bits leave lane L of u[4i + j] holding row 4L + j, columns 4i..4i+3; a 4 x 4 transpose of
+// 128-bit lanes gathers each row.
 inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcept {
   __m512i t[16], u[16];
 #pragma GCC unroll 8
@@ -177,6 +139,25 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
     o[12 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, s1, s3, 0xDD);
   }
 }
+
+// 16 x 16 four-byte elements from 16 whole source lines. Every source line is loaded once (the
+// tile kernel touches each line four times, which misses L1 when the source pitch is a multiple
+// of 4 KiB and the 16 lines share a set).
+struct zmm_square32 {
+  template <bool Stream>
+  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
+    __m512i r[16], o[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(src + k * srs);
+    zmm_transpose16x32(r, o);
+#pragma GCC unroll 16
+    for (int m = 0; m < 16; ++m) {
+      unsigned char* p = dst + m * drs;
+      if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), o[m]);
+      else _mm512_storeu_si512(p, o[m]);
+    }
+  }
+};
 
 // 32 x 32 two-byte elements from 32 whole source lines: 16-bit unpacks of neighbouring source
 // rows make 4-byte pairs, and two 16 x 16 four-byte transposes finish it (lo: destination rows
