@@ -177,10 +177,14 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // the alternatives on the ResNet-50 shapes; 4 x 4 blocks suit planes too short to stream.)
   zmm_blocking b;
   const bool whole_line_source = (srs * e) % 64 == 0;
-  // (Rows outer with next-strip prefetches for NCHW->NHWC with C <= 16 squares was tried: f32 C = 256
-  // went from 0.64-0.72 to 0.78-0.84 of memcpy but C = 64 fell from 1.1-1.3 to 0.53-0.63, bf16
-  // C = 256 from 0.64-0.69 to 0.58-0.63.)
-  b.rows_outer = staged || (whole_line_source && rows < cols);
+  // Column strips read w source rows end to end and scatter one line to each destination row;
+  // row strips write w destination rows end to end and gather one segment from each source row.
+  // The scattered side is cheap unless its pitch is a multiple of 512 bytes: then (measured on
+  // Zen, 1 thread, cold) column strips ran at 0.64-0.79 of memcpy where row strips ran at
+  // 0.90-0.98 (NCHW->NHWC with C * E = 512, 1024, 1536 bytes), while pitches of 128-320 bytes,
+  // or 49 * 2^k as NHWC->NCHW has, were as good either way or better scattered.
+  const std::int64_t sb = srs * e, db = drs * e;
+  b.rows_outer = staged || (whole_line_source && db % 512 == 0 && db < sb);
   b.br = b.rows_outer ? w : 16 * w;
   b.bc = b.rows_outer ? 16 * w : w;
   if (!whole_line_source && !staged) b.br = b.bc = 4 * w;
@@ -210,6 +214,12 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
       outer.offsets(it / strips, so, dof);
       const unsigned char* s = src + so * e;
       unsigned char* d = dst + dof * e;
+      zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
+      if (it + 1 < last) {
+        std::int64_t nso = 0, ndo = 0;
+        outer.offsets((it + 1) / strips, nso, ndo);
+        next = {src + nso * e, (it + 1) % strips};
+      }
       if (staged) {  // w destination rows as a sub-plane transposed into L1, then streamed out
         unsigned char* stage = staging.get() + t * stage_each;
         const std::int64_t r0 = (it % strips) * panel, h = rows - r0 < panel ? rows - r0 : panel;
@@ -243,9 +253,9 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
         }
         stream_copy(d + r0 * cols * e, stage, static_cast<std::size_t>(h * cols * e));
       } else if (streaming) {
-        transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips);
+        transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips, next);
       } else {
-        transpose_strip_zmm<E, false>(s, srs, d, drs, rows, cols, b, it % strips);
+        transpose_strip_zmm<E, false>(s, srs, d, drs, rows, cols, b, it % strips, next);
       }
     }
     if (streaming) stream_fence();

@@ -246,24 +246,33 @@ inline std::int64_t zmm_strip_count(std::int64_t rows, std::int64_t cols, const 
   return b.rows_outer ? (rows_t + b.br - 1) / b.br : (cols_t + b.bc - 1) / b.bc;
 }
 
+// The strip a thread runs after this one (its plane's source and its index), so that the
+// prefetches that run ahead of the current strip can continue into it; none when src is null.
+struct zmm_next_strip {
+  const unsigned char* src = nullptr;
+  std::int64_t strip = 0;
+};
+
 // One strip of a plane (rows, cols >= one square). Stream requires drs * E % 64 == 0 and a
 // 64-byte aligned dst: every tile store is then one whole line.
 template <std::size_t E, bool Stream>
 void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
-                         std::int64_t rows, std::int64_t cols, const zmm_blocking& b, std::int64_t strip) noexcept {
+                         std::int64_t rows, std::int64_t cols, const zmm_blocking& b, std::int64_t strip,
+                         zmm_next_strip next = {}) noexcept {
   using tile = zmm_tile<E>;
   constexpr std::int64_t e = static_cast<std::int64_t>(E), w = zmm_square<E>, th = tile::rows;
   const std::int64_t sb = srs * e, db = drs * e;  // byte strides
   const bool split_lines = sb % 64 != 0;          // a 64-byte source segment may touch two lines
   const std::int64_t rows_t = rows - rows % th, cols_t = cols - cols % w;
-  // The w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square.
-  auto prefetch = [&](std::int64_t c, std::int64_t r) {
-    const unsigned char* p = src + (c * srs + r) * e;
+  // The w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a plane.
+  auto prefetch_in = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) {
+    const unsigned char* p = plane + (c * srs + r) * e;
     for (std::int64_t k = 0; k < w; ++k, p += sb) {
       _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
       if (split_lines) _mm_prefetch(reinterpret_cast<const char*>(p + 63), _MM_HINT_T0);
     }
   };
+  auto prefetch = [&](std::int64_t c, std::int64_t r) { prefetch_in(src, c, r); };
   // L1 has 64 sets of 64-byte lines: when the w source rows of a square map to so few sets that
   // more than 8 share one (a pitch that is a multiple of 2-4 KiB, e.g. NHWC with C = 2048), the
   // tile kernel's repeated visits to each line miss L1, so the segments are first copied, one
@@ -320,11 +329,17 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   };
   // A block, square column by square column; each square also prefetches its counterpart in the
   // next block of the strip (dr, dc away) so the loads of that block are in flight.
+  // Column strips: the counterpart dr rows further down, or past the last row, the same place
+  // in the next strip (its column cn), so the loads stay a block ahead across strips too.
   auto block = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi, std::int64_t dr,
-                   std::int64_t dc) {
+                   std::int64_t cn) {
     for (std::int64_t c = c_lo; c < c_hi; c += w)
       for (std::int64_t r = r_lo; r < r_hi;) {
-        if ((r - r_lo) % w == 0 && r + dr < rows_t && c + dc < cols_t && (dr | dc) != 0) prefetch(c + dc, r + dr);
+        if ((r - r_lo) % w == 0) {
+          if (r + dr < rows_t) prefetch(c, r + dr);
+          else if (next.src && cn + (c - c_lo) < cols_t)  // (short strips: the same rows, one strip ahead)
+            prefetch_in(next.src, cn + (c - c_lo), r + dr - rows_t < rows_t ? r + dr - rows_t : r);
+        }
         r = run_tiles(r, r + w < r_hi ? r + w : r_hi, c);
       }
   };
@@ -334,13 +349,21 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   // flight ran near memcpy speed, 32 at ~50 %, 4 or 8 at 50-80 %; with whole-square kernels
   // (2- and 4-byte elements) a pass is one square: for 16-bit NHWC->NCHW 0.70-0.78 of memcpy
   // against 0.57-0.65 with 16-row passes of tiles.
-  auto block_by_rows = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi) {
+  // Each square column also prefetches the one a block (bc) further along the rows, or past the
+  // last column, the same place in the next strip (whose first row is rn).
+  auto block_by_rows = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi,
+                           std::int64_t rn) {
     constexpr std::int64_t pass = E == 2 ? w : th > 16 ? th : 16;
     for (std::int64_t p0 = r_lo; p0 < r_hi; p0 += pass) {
       const std::int64_t p1 = r_hi - p0 < pass ? r_hi : p0 + pass;
       for (std::int64_t c = c_lo; c < c_hi; c += w) {
-        if (p0 == r_lo && c + b.bc < cols_t)
-          for (std::int64_t q = r_lo; q < r_hi; q += w) prefetch(c + b.bc, q);
+        if (p0 == r_lo) {
+          if (c + b.bc < cols_t)
+            for (std::int64_t q = r_lo; q < r_hi; q += w) prefetch(c + b.bc, q);
+          else if (next.src && rn + (r_hi - r_lo) <= rows_t)
+            for (std::int64_t q = 0; q < r_hi - r_lo; q += w)
+              prefetch_in(next.src, c + b.bc - cols_t < cols_t ? c + b.bc - cols_t : c, rn + q);
+        }
         run_tiles(p0, p1, c);
       }
     }
@@ -349,7 +372,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     const std::int64_t r_lo = strip * b.br, r_hi = rows_t - r_lo < b.br ? rows_t : r_lo + b.br;
     for (std::int64_t c_lo = 0; c_lo < cols_t; c_lo += b.bc) {
       const std::int64_t c_hi = cols_t - c_lo < b.bc ? cols_t : c_lo + b.bc;
-      block_by_rows(r_lo, r_hi, c_lo, c_hi);
+      block_by_rows(r_lo, r_hi, c_lo, c_hi, next.strip * b.br);
     }
     edge_cols(r_lo, r_hi);
     if (r_hi == rows_t)
@@ -358,7 +381,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   }
   const std::int64_t c_lo = strip * b.bc, c_hi = cols_t - c_lo < b.bc ? cols_t : c_lo + b.bc;
   for (std::int64_t r_lo = 0; r_lo < rows_t; r_lo += b.br)
-    block(r_lo, rows_t - r_lo < b.br ? rows_t : r_lo + b.br, c_lo, c_hi, b.br, 0);
+    block(r_lo, rows_t - r_lo < b.br ? rows_t : r_lo + b.br, c_lo, c_hi, b.br, next.strip * b.bc);
   transpose_edge<E>(src + (c_lo * srs + rows_t) * e, srs, dst + (rows_t * drs + c_lo) * e, drs, rows - rows_t,
                     c_hi - c_lo);
   if (c_hi == cols_t) {
