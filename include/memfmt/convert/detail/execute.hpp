@@ -237,18 +237,25 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
             for (std::int64_t k = 0; k < nh * e; k += 64) _mm_prefetch(q + k, _MM_HINT_T1);
           }
         }
-        // The panel's cols source segments are copied once into a dense local panel (pitch 64
-        // bytes: no L1 set conflicts, unlike a 2-8 KiB source pitch) and transposed from L1.
         unsigned char* local = stage + convert_tuning::stage_bytes;
         const __mmask64 m = h * e == 64 ? ~__mmask64{0} : (__mmask64{1} << (h * e)) - 1;  // rows beyond h unread
         const unsigned char* sq = s + r0 * e;
-        for (std::int64_t c = 0; c < cols; ++c)
-          _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + c * srs * e));
         if constexpr (E == 2 || E == 4) {
-          const std::int64_t cols_pad = (cols + w - 1) / w * w;
-          for (std::int64_t c = cols; c < cols_pad; ++c) _mm512_store_si512(local + 64 * c, _mm512_setzero_si512());
-          transpose_panel_zmm<E>(local, h, cols, stage, cols * e);
-        } else {
+          // A whole panel runs square kernels straight from the source (each segment loaded once,
+          // so the L1 set conflicts of a 2-8 KiB source pitch cost nothing); the columns past the
+          // last whole square, and a panel of fewer than w rows (whose segments would run past
+          // the plane), go through a dense local copy and masked stores.
+          const std::int64_t c_direct = h == panel ? cols - cols % w : 0;
+          for (std::int64_t c = 0; c < c_direct; c += w)
+            zmm_square_kernel<E>::template run<false>(sq + c * srs * e, srs * e, stage + c * e, cols * e);
+          const std::int64_t rest = cols - c_direct, rest_pad = (rest + w - 1) / w * w;
+          for (std::int64_t c = 0; c < rest; ++c)
+            _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));
+          for (std::int64_t c = rest; c < rest_pad; ++c) _mm512_store_si512(local + 64 * c, _mm512_setzero_si512());
+          transpose_panel_zmm<E>(local, h, rest, stage + c_direct * e, cols * e);
+        } else {  // the panel's segments through a dense local copy (pitch 64 bytes: no L1 set conflicts)
+          for (std::int64_t c = 0; c < cols; ++c)
+            _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + c * srs * e));
           transpose_strip_zmm<E, false>(local, w, stage, cols, h, cols, b, 0);
         }
         stream_copy(d + r0 * cols * e, stage, static_cast<std::size_t>(h * cols * e));

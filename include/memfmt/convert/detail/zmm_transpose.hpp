@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "element_bits.hpp"
 
@@ -185,6 +186,10 @@ struct zmm_square16 {
     for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, o[q]);
   }
 };
+
+// The whole-square kernel of an element size (2 or 4 bytes).
+template <std::size_t E>
+using zmm_square_kernel = std::conditional_t<E == 4, zmm_square32, zmm_square16>;
 
 // A panel for short destination rows: `local` holds one 64-byte source segment per column
 // (column c at local + 64 c, rounded up to whole squares, the padding readable), and the panel's
