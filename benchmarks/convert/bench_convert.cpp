@@ -14,8 +14,8 @@
 // size (untimed): both start with source and destination out of cache, dirty lines written back.
 // MEMFMT_BENCH_WARM=1 skips the flush (cache-resident behaviour, for comparison).
 //
-// Environment: MEMFMT_BENCH_QUICK=1 -> 5 timed repetitions per case (the whole suite in about a
-// minute); otherwise 15. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
+// Environment: MEMFMT_BENCH_QUICK=1 -> 9 timed repetitions per case (the whole suite in about a
+// minute and a half); otherwise 21. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
 // Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
 #include <benchmark/benchmark.h>
 
@@ -163,7 +163,7 @@ void register_dtype(const char* dtype_name, const std::array<std::int64_t, 4>& e
 
 int main(int argc, char** argv) {
   const bool quick = std::getenv("MEMFMT_BENCH_QUICK") != nullptr;
-  const int reps = quick ? 5 : 15;
+  const int reps = quick ? 9 : 21;
   int all = 1;
 #if defined(_OPENMP)
   all = omp_get_max_threads();

@@ -149,11 +149,13 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& 
                     << opt.allow_streaming_stores << " first wrong index " << detail::dims_to_string(first);
 }
 // {9, 256, 24, 40} to NHWC has destination rows of C * E = 512-2048 bytes and whole-line source
-// rows, so it runs in row strips that prefetch across strips and planes.
+// rows, so it runs in row strips that prefetch across strips and planes. C = 3 and 4 with aligned
+// planes stream the group shuffles straight from registers ({5, 4, 7, 9836} in fp32: a partial
+// vector at the end of each plane).
 template <class T>
 void check_aligned_large() {
-  const std::array<std::int64_t, 4> shapes[] = {
-      {2, 64, 96, 96}, {11, 2048, 7, 7}, {3, 48, 83, 85}, {1, 130, 97, 99}, {9, 256, 24, 40}};
+  const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96}, {11, 2048, 7, 7},  {3, 48, 83, 85}, {1, 130, 97, 99},
+                                                {9, 256, 24, 40}, {2, 3, 512, 704}, {5, 4, 7, 9836}};
   for (const auto& e : shapes)
     for (int threads : {1, 2})
       for (bool streaming : {true, false}) {

@@ -299,14 +299,27 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes &&
                          run_bytes >= convert_tuning::min_stream_run_bytes;
 
+  // C = 2..4 to or from dense runs (the stem's C = 3): the group shuffles produce whole lines, so
+  // with every block of the destination 64-byte aligned they are streamed straight from registers
+  // rather than through the staging buffer (interleaved blocks of a multiple of 64 rows).
+  bool direct = false;
+  if constexpr (group_shuffle_available<E>) {
+    const bool interleaved = drs == cols && cols >= 2 && cols <= 4 && bc == cols;
+    const bool deinterleaved = srs == rows && rows >= 2 && rows <= 4 && br == rows && (drs * e) % 64 == 0 &&
+                               (bc * e) % 64 == 0;
+    bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
+    for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
+    direct = streaming && aligned && (deinterleaved || (interleaved && br >= 64));
+    if (direct && interleaved) br -= br % 64;
+  }
   const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
   const std::int64_t items = outer.total * n_cb * n_rb;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
   std::unique_ptr<unsigned char, aligned_free> staging;
-  if (streaming) staging = allocate_staging(threads);
+  if (streaming && !direct) staging = allocate_staging(threads);
 
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
-    unsigned char* stage = streaming ? staging.get() + t * convert_tuning::stage_bytes : nullptr;
+    unsigned char* stage = staging ? staging.get() + t * convert_tuning::stage_bytes : nullptr;
     for (std::int64_t it = first; it < last; ++it) {
       const std::int64_t rb = it % n_rb, cb = (it / n_rb) % n_cb;
       std::int64_t so = 0, dof = 0;
@@ -318,6 +331,10 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
       unsigned char* d = dst + (dof + r0 * drs + c0) * e;
       if (!streaming) {
         transpose_block<E>(s, srs, d, drs, h, w);
+        continue;
+      }
+      if (direct) {
+        transpose_group<E, true>(s, srs, d, drs, h, w);
         continue;
       }
       const std::int64_t ws = w == bc ? stage_stride : w;

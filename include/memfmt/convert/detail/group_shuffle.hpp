@@ -121,8 +121,15 @@ inline void shuffle_group(const __m512i (&in)[G], __m512i (&out)[G]) noexcept {
   }
 }
 
+// A whole output vector; Stream: a non-temporal store (dst 64-byte aligned).
+template <bool Stream>
+inline void store_zmm(unsigned char* dst, __m512i v) noexcept {
+  if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
+  else _mm512_storeu_si512(dst, v);
+}
+
 // dst[r*G + c] = src[c*srs + r] for whole vectors of rows; returns the rows done.
-template <std::size_t E, int G>
+template <std::size_t E, int G, bool Stream = false>
 inline std::int64_t interleave_zmm(const unsigned char* src, std::int64_t srs, unsigned char* dst,
                                    std::int64_t rows) noexcept {
   constexpr std::int64_t L = 64 / E, e = static_cast<std::int64_t>(E);
@@ -131,13 +138,13 @@ inline std::int64_t interleave_zmm(const unsigned char* src, std::int64_t srs, u
     __m512i in[G], out[G];
     for (int c = 0; c < G; ++c) in[c] = _mm512_loadu_si512(src + (c * srs + r0) * e);
     shuffle_group<E, G, true>(in, out);
-    for (int k = 0; k < G; ++k) _mm512_storeu_si512(dst + (r0 * G + k * L) * e, out[k]);
+    for (int k = 0; k < G; ++k) store_zmm<Stream>(dst + (r0 * G + k * L) * e, out[k]);
   }
   return r0;
 }
 
 // dst[r*drs + c] = src[c*G + r] for whole vectors of columns; returns the columns done.
-template <std::size_t E, int G>
+template <std::size_t E, int G, bool Stream = false>
 inline std::int64_t deinterleave_zmm(const unsigned char* src, unsigned char* dst, std::int64_t drs,
                                      std::int64_t cols) noexcept {
   constexpr std::int64_t L = 64 / E, e = static_cast<std::int64_t>(E);
@@ -146,7 +153,7 @@ inline std::int64_t deinterleave_zmm(const unsigned char* src, unsigned char* ds
     __m512i in[G], out[G];
     for (int k = 0; k < G; ++k) in[k] = _mm512_loadu_si512(src + (c0 * G + k * L) * e);
     shuffle_group<E, G, false>(in, out);
-    for (int r = 0; r < G; ++r) _mm512_storeu_si512(dst + (r * drs + c0) * e, out[r]);
+    for (int r = 0; r < G; ++r) store_zmm<Stream>(dst + (r * drs + c0) * e, out[r]);
   }
   return c0;
 }

@@ -43,29 +43,31 @@ inline void transpose_scalar(const unsigned char* src, std::int64_t srs, unsigne
   }
 }
 
-// dst[r*C + c] = src[c*srs + r]: C source rows interleaved into one dense run.
-template <std::size_t E, int C>
+// dst[r*C + c] = src[c*srs + r]: C source rows interleaved into one dense run. Stream: whole
+// vectors are stored non-temporally (dst 64-byte aligned, group_shuffle_available<E>).
+template <std::size_t E, int C, bool Stream = false>
 inline void interleave(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t rows) noexcept {
   using U = element_bits_t<E>;
   const U* __restrict s = reinterpret_cast<const U*>(src);
   U* __restrict d = reinterpret_cast<U*>(dst);
   std::int64_t r = 0;
 #if defined(__AVX512F__)
-  if constexpr (group_shuffle_available<E>) r = interleave_zmm<E, C>(src, srs, dst, rows);
+  if constexpr (group_shuffle_available<E>) r = interleave_zmm<E, C, Stream>(src, srs, dst, rows);
 #endif
   for (; r < rows; ++r)
     for (int c = 0; c < C; ++c) d[r * C + c] = s[c * srs + r];
 }
 
-// dst[r*drs + c] = src[c*R + r]: one dense run of R-element groups split into R rows.
-template <std::size_t E, int R>
+// dst[r*drs + c] = src[c*R + r]: one dense run of R-element groups split into R rows (Stream: as
+// for interleave, with the destination pitch a multiple of 64 bytes too).
+template <std::size_t E, int R, bool Stream = false>
 inline void deinterleave(const unsigned char* src, unsigned char* dst, std::int64_t drs, std::int64_t cols) noexcept {
   using U = element_bits_t<E>;
   const U* __restrict s = reinterpret_cast<const U*>(src);
   U* __restrict d = reinterpret_cast<U*>(dst);
   std::int64_t c = 0;
 #if defined(__AVX512F__)
-  if constexpr (group_shuffle_available<E>) c = deinterleave_zmm<E, R>(src, dst, drs, cols);
+  if constexpr (group_shuffle_available<E>) c = deinterleave_zmm<E, R, Stream>(src, dst, drs, cols);
 #endif
   for (; c < cols; ++c)
     for (int r = 0; r < R; ++r) d[r * drs + c] = s[c * R + r];
@@ -126,26 +128,35 @@ struct lane_tile {
 };
 #endif
 
-template <std::size_t E>
-inline void transpose_block(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+// The blocks where one side has 2..4 elements and the other is dense (interleave / deinterleave);
+// returns false for any other block.
+template <std::size_t E, bool Stream = false>
+inline bool transpose_group(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
                             std::int64_t rows, std::int64_t cols) noexcept {
-  if (rows <= 0 || cols <= 0) return;
   if (drs == cols) {
     switch (cols) {
-      case 2: return interleave<E, 2>(src, srs, dst, rows);
-      case 3: return interleave<E, 3>(src, srs, dst, rows);
-      case 4: return interleave<E, 4>(src, srs, dst, rows);
+      case 2: return interleave<E, 2, Stream>(src, srs, dst, rows), true;
+      case 3: return interleave<E, 3, Stream>(src, srs, dst, rows), true;
+      case 4: return interleave<E, 4, Stream>(src, srs, dst, rows), true;
       default: break;
     }
   }
   if (srs == rows) {
     switch (rows) {
-      case 2: return deinterleave<E, 2>(src, dst, drs, cols);
-      case 3: return deinterleave<E, 3>(src, dst, drs, cols);
-      case 4: return deinterleave<E, 4>(src, dst, drs, cols);
+      case 2: return deinterleave<E, 2, Stream>(src, dst, drs, cols), true;
+      case 3: return deinterleave<E, 3, Stream>(src, dst, drs, cols), true;
+      case 4: return deinterleave<E, 4, Stream>(src, dst, drs, cols), true;
       default: break;
     }
   }
+  return false;
+}
+
+template <std::size_t E>
+inline void transpose_block(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+                            std::int64_t rows, std::int64_t cols) noexcept {
+  if (rows <= 0 || cols <= 0) return;
+  if (transpose_group<E>(src, srs, dst, drs, rows, cols)) return;
 #if defined(__AVX2__)
   using tile = lane_tile<E>;
   const std::int64_t rows_full = rows - rows % tile::tile_rows;
