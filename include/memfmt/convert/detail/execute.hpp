@@ -206,6 +206,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   if (staged) {
     void* mem = std::aligned_alloc(64, static_cast<std::size_t>(threads * stage_each));
     if (!mem) throw std::bad_alloc();
+    std::memset(mem, 0, static_cast<std::size_t>(threads * stage_each));
     staging.reset(static_cast<unsigned char*>(mem));
   }
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
@@ -245,14 +246,17 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
           // so the L1 set conflicts of a 2-8 KiB source pitch cost nothing); the columns past the
           // last whole square, and a panel of fewer than w rows (whose segments would run past
           // the plane), go through a dense local copy and masked stores.
-          const std::int64_t c_direct = h == panel ? cols - cols % w : 0;
+          // (A few leftover columns, e.g. the 49th of H*W = 49 in fp32, are cheaper as scalars.)
+          const std::int64_t c_direct = h == panel ? cols - cols % w : 0, rest = cols - c_direct;
           for (std::int64_t c = 0; c < c_direct; c += w)
             zmm_square_kernel<E>::template run<false>(sq + c * srs * e, srs * e, stage + c * e, cols * e);
-          const std::int64_t rest = cols - c_direct, rest_pad = (rest + w - 1) / w * w;
-          for (std::int64_t c = 0; c < rest; ++c)
-            _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));
-          for (std::int64_t c = rest; c < rest_pad; ++c) _mm512_store_si512(local + 64 * c, _mm512_setzero_si512());
-          transpose_panel_zmm<E>(local, h, rest, stage + c_direct * e, cols * e);
+          if (c_direct > 0 && rest <= 4) {
+            transpose_edge<E>(sq + c_direct * srs * e, srs, stage + c_direct * e, cols, h, rest);
+          } else if (rest > 0) {  // (the padding past rest is zeroed once, below, and only feeds masked lanes)
+            for (std::int64_t c = 0; c < rest; ++c)
+              _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));
+            transpose_panel_zmm<E>(local, h, rest, stage + c_direct * e, cols * e);
+          }
         } else {  // the panel's segments through a dense local copy (pitch 64 bytes: no L1 set conflicts)
           for (std::int64_t c = 0; c < cols; ++c)
             _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + c * srs * e));
