@@ -5,12 +5,15 @@
 //               (one flat run for dense same-format data);
 //  * transpose: another dimension is unit-stride in the source -> 2-D transposes of (rows x cols)
 //               planes. With AVX-512 (BW) and both sides >= 64 bytes, zmm_transpose.hpp writes
-//               whole destination lines from registers (non-temporal for large outputs); when
+//               whole destination lines from registers (non-temporal for large outputs), in row
+//               or column strips chosen by the pitch of the side they scatter over; when
 //               streaming is wanted but destination lines are not aligned to the tiles (short
-//               rows such as H*W = 49), panels of one square of rows are copied to a dense L1
-//               buffer, transposed into a per-thread staging buffer and streamed out.
-//               Otherwise (C = 2..4, no AVX-512) the blocked AVX2 / group-shuffle / scalar
-//               kernels of transpose_kernels.hpp run through the staging buffer as before;
+//               rows such as H*W = 49), panels of one square of rows are transposed into a
+//               per-thread staging buffer and streamed out.
+//               Otherwise the blocked kernels of transpose_kernels.hpp run: for C = 2..4 the
+//               AVX-512 group shuffles, streamed straight from registers when the destination
+//               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
+//               staging buffer;
 //  * gather:    no unit-stride source dimension (broadcast, step slices) -> strided element loop.
 // Work is cut into items (outer index x strip or block) split into contiguous ranges, one per thread.
 #pragma once
