@@ -1,0 +1,224 @@
+// memfmt/graph/cost_model.hpp - what each layer costs in each format, and what a conversion costs.
+//
+// Style of oneDNN and cudnn-frontend: compute-heavy layers (conv) choose the format, memory-bound
+// layers cost the same in both and so inherit their producer's format (solve.hpp's second
+// criterion). Costs are integer nanoseconds, so that the min-cut optimum is exact and its ties are
+// decidable.
+// Every default is a prior with its source in a comment; override_node()/override_conversion()
+// replace it with a measurement.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "../dtype.hpp"
+#include "../error.hpp"
+#include "../tensor/relabel.hpp"
+#include "network.hpp"
+
+namespace memfmt::graph {
+
+using cost_t = std::int64_t;  // nanoseconds
+
+// "1.234 ms", "56 ns": how reports print a cost.
+inline std::string cost_string(cost_t ns) {
+  const char* unit = "ns";
+  double v = static_cast<double>(ns);
+  if (std::llabs(ns) >= 1'000'000) unit = "ms", v /= 1e6;
+  else if (std::llabs(ns) >= 1'000) unit = "us", v /= 1e3;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, unit[0] == 'n' ? "%.0f %s" : "%.3f %s", v, unit);
+  return buf;
+}
+
+// A layer's cost in each family (by index(family)); nullopt: the layer cannot run in it.
+struct format_costs {
+  std::array<std::optional<cost_t>, 2> by_family;
+  std::string basis;  // which prior or override produced the numbers
+
+  bool supports(family f) const noexcept { return by_family[index(f)].has_value(); }
+  // The strictly cheaper supported family; nullopt when the layer is indifferent.
+  std::optional<family> preferred() const noexcept {
+    const auto& [cf, cl] = by_family;
+    if (cf && (!cl || *cf < *cl)) return family::channels_first;
+    if (cl && (!cf || *cl < *cf)) return family::channels_last;
+    return std::nullopt;
+  }
+};
+
+struct cost_priors {
+  // Conversion and memory-bound layers: bytes read + written over a bandwidth. bench_convert on the
+  // 2-core dev VM: memcpy 26-43 GB/s (read + written, one thread), conversion 0.7-1.5x of it.
+  double conversion_bytes_per_ns = 30.0;
+  double memory_bytes_per_ns = 30.0;
+  // Conv (in its faster format) and linear: FLOPs over a throughput. bench_conv on the 2-core dev VM
+  // (oneDNN 2.6, batch 4, forward): the faster format of the ResNet-50 layers runs at 350-430
+  // GFLOP/s in fp32 and 740-900 in bf16.
+  double fp32_flops_per_ns = 350.0;
+  double low_precision_flops_per_ns = 750.0;
+  // A violated preferred pin costs priority x this (1 ms per priority step).
+  cost_t preferred_pin_unit = 1'000'000;
+};
+
+// NHWC/NCHW throughput ratio of a conv and the measurement behind it.
+struct conv_speedup {
+  double channels_last;
+  const char* basis;
+};
+
+// Priors keyed on (shape class, dtype). Numbers are the README's per-layer table (oneDNN 2.6 on the
+// 2-core AVX-512 dev VM, batch 4): medians of the rows of each class, fp32 and bf16 columns.
+inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel,
+                                         std::size_t rank, memfmt::dtype type) noexcept {
+  using memfmt::dtype;
+  // float64 and wide integers: no measurement, and PyTorch never picks channels_last for float64.
+  const bool fp32 = type == dtype::float32;
+  if (!fp32 && type != dtype::float16 && type != dtype::bfloat16 && type != dtype::int8 && type != dtype::uint8)
+    return {1.0, "no prior for this dtype: indifferent"};
+  // 16-bit and int8 share the bf16 column (XLA also sends int8 to NHWC); fp32 has its own.
+  const std::int64_t per_group = in_channels / groups;
+  if (groups > 1 && per_group == 1)
+    return {fp32 ? 23.0 : 54.0, "depthwise conv prior (README: MobileNetV2 depthwise 3x3, NHWC 23x fp32 / 54x bf16)"};
+  // The grouped-conv cliff: pytorch/pytorch PR #68101 (CPU, groups=32: NHWC 7.8 ms vs NCHW 1.5 ms) and
+  // Inductor's note (groups=2 with 112 channels per group: 31x slower in NHWC). Below 64 channels per
+  // group the README's ResNeXt row holds.
+  if (groups > 1 && per_group >= 64)
+    return {0.19, "grouped conv with >= 64 channels/group prior (pytorch PR #68101: NHWC 5x slower)"};
+  if (groups > 1)
+    return {fp32 ? 3.26 : 8.65, "grouped conv prior (README: ResNeXt 3x3, 32 groups, NHWC 3.26x fp32 / 8.65x bf16)"};
+  if (rank == 5) return {fp32 ? 2.74 : 4.0, "3-D conv prior (README: 3x3x3, 64, NHWC 2.74x fp32 / 4.0x bf16)"};
+  if (kernel == 1)
+    return {fp32 ? 0.91 : 1.5, "1x1 conv prior (README: ResNet-50/MobileNetV2 1x1 rows, median NHWC 0.91x fp32 / 1.5x bf16)"};
+  return {fp32 ? 1.67 : 2.77, "kxk conv prior (README: ResNet-50 3x3 and stem rows, NHWC 1.67x fp32 / 2.77x bf16)"};
+}
+
+class cost_model {
+ public:
+  explicit cost_model(cost_priors priors = {}) : priors_(priors) {}
+
+  const cost_priors& priors() const noexcept { return priors_; }
+
+  // Replaces the prior of one node (e.g. with a measurement); nullopt marks a family unsupported.
+  void override_node(node_id id, std::optional<cost_t> channels_first, std::optional<cost_t> channels_last,
+                     std::string basis = "user override") {
+    if ((channels_first && *channels_first < 0) || (channels_last && *channels_last < 0) ||
+        (!channels_first && !channels_last))
+      memfmt::detail::fail(errc::invalid_argument, "override of node " + std::to_string(id) + ": costs " +
+                                               cost_text(channels_first) + " / " + cost_text(channels_last) +
+                                               " must be >= 0 with at least one family supported");
+    node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis)};
+  }
+  void override_conversion(node_id value, cost_t cost) {
+    if (cost < 0)
+      memfmt::detail::fail(errc::invalid_argument,
+                   "conversion override of node " + std::to_string(value) + ": cost " + std::to_string(cost) + " < 0");
+    conversion_overrides_[value] = cost;
+  }
+
+  format_costs node_costs(const network& net, node_id id) const {
+    const node& n = net.at(id);
+    if (auto it = node_overrides_.find(id); it != node_overrides_.end()) return it->second;
+    switch (n.kind) {
+      case node_kind::input:
+      case node_kind::output: return same(0, "graph boundary");
+      case node_kind::conv: {
+        // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
+        // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
+        const node& x = net.at(n.inputs[0]);
+        const conv_speedup s = default_conv_speedup(x.extents[1], n.groups, n.kernel, n.extents.size(), n.type);
+        const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(x.extents[1] / n.groups) *
+                             std::pow(static_cast<double>(n.kernel), static_cast<double>(n.extents.size() - 2));
+        const double bytes = static_cast<double>((n.numel() + x.numel()) * static_cast<std::int64_t>(size_of(n.type)));
+        const double fast = std::max(flops / flops_per_ns(n.type), bytes / priors_.memory_bytes_per_ns);
+        const double first = s.channels_last >= 1.0 ? fast * s.channels_last : fast;
+        const double last = s.channels_last >= 1.0 ? fast : fast / s.channels_last;
+        return format_costs{{round(first), round(last)}, s.basis};
+      }
+      case node_kind::linear: {
+        const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
+        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)");
+      }
+      case node_kind::flatten: {
+        // channels_first flatten is a view. channels_last flatten is a view too, but orders the
+        // features (spatial, C): correct only when every consumer is a linear whose weight columns are
+        // permuted to match (F6), or when both layouts are the same bytes.
+        const node& x = net.at(n.inputs[0]);
+        bool absorbable = is_ambiguous_shape(x.extents);
+        if (!absorbable) {
+          absorbable = !net.consumers(id).empty();
+          for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == node_kind::linear;
+        }
+        format_costs c = same(0, absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
+                                            : "flatten feeding a non-linear: needs channels_first element order");
+        if (!absorbable) c.by_family[index(family::channels_last)].reset();
+        return c;
+      }
+      case node_kind::batch_norm:
+      case node_kind::pointwise:
+      case node_kind::add:
+      case node_kind::pool:
+      case node_kind::global_pool:
+      case node_kind::upsample:
+      case node_kind::concat:
+      case node_kind::opaque: {
+        // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend). The
+        // README's BN row (NHWC 6x) measures oneDNN's slow NCHW BN path; measure and override to use it.
+        double bytes = static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type));
+        for (node_id i : n.inputs)
+          bytes += static_cast<double>(net.at(i).numel()) * static_cast<double>(size_of(net.at(i).type));
+        return same(round(bytes / priors_.memory_bytes_per_ns), "memory-bound: same cost in both formats");
+      }
+    }
+    return same(0, "?");
+  }
+
+  // Bytes a conversion of this value reads and writes; 0 for an ambiguous shape (a relabel, F3).
+  std::int64_t conversion_bytes(const network& net, node_id value) const {
+    const node& n = net.at(value);
+    if (!n.spatial() || is_ambiguous_shape(n.extents)) return 0;
+    return 2 * n.numel() * static_cast<std::int64_t>(size_of(n.type));
+  }
+
+  cost_t conversion_cost(const network& net, node_id value) const {
+    if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return 0;
+    if (auto it = conversion_overrides_.find(value); it != conversion_overrides_.end()) return it->second;
+    return round(static_cast<double>(conversion_bytes(net, value)) / priors_.conversion_bytes_per_ns);
+  }
+
+  // The cost of running a node in `f` that its binding preferred pin does not ask for.
+  cost_t pin_penalty(const network& net, node_id id, family f) const {
+    const pin* p = net.at(id).binding_pin();
+    if (!p || p->mandatory || p->format == f) return 0;
+    return priors_.preferred_pin_unit * p->priority;
+  }
+
+  // Whether pins and the layer's support allow the family.
+  bool allowed(const network& net, node_id id, family f) const {
+    const pin* p = net.at(id).binding_pin();
+    if (p && p->mandatory && p->format != f) return false;
+    return node_costs(net, id).supports(f);
+  }
+
+ private:
+  static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
+  static cost_t round(double v) { return static_cast<cost_t>(std::llround(v)); }
+  static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }
+  double flops_per_ns(memfmt::dtype t) const noexcept {
+    return t == memfmt::dtype::float32 || t == memfmt::dtype::float64 ? priors_.fp32_flops_per_ns
+                                                                      : priors_.low_precision_flops_per_ns;
+  }
+
+  cost_priors priors_;
+  std::map<node_id, format_costs> node_overrides_;
+  std::map<node_id, cost_t> conversion_overrides_;
+};
+
+}  // namespace memfmt::graph

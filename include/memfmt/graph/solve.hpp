@@ -1,0 +1,237 @@
+// memfmt/graph/solve.hpp - the exact two-format assignment by s-t minimum cut (F1, F2).
+//
+// Encoding (propagation-anchors.md, section 7.1): a binary variable per layer (0 = channels_first,
+// 1 = channels_last) and, per value with a nonzero conversion cost c, two availability variables
+// b ("also materialized channels_last") and a ("not available channels_first"). The producer's and
+// every consumer's format imply availability (infinite pairwise terms b -> x, x -> a), and the
+// conversion costs c * (b - a): unary up to a constant. All terms are submodular, so the minimum
+// cut is the global optimum (Kolmogorov & Zabih 2004), and one converted copy serves every
+// consumer that needs it.
+//
+// Objective, lexicographic and exact:
+//  1. the total cost, plan::total() (layers + conversions + violated preferred pins);
+//  2. among plans of minimal total, the fewest inherit breaks (plan::inherit_breaks): memory-bound
+//     layers (inherits_format: batch_norm, pointwise, add, pool, global_pool, upsample, concat;
+//     not opaque, which declares its format) whose format differs from their producer's, the
+//     first input with a layout (network::producer: the add's first operand, the concat's first
+//     part). Memory-bound layers inherit their producer's format unless that costs
+//     something (the oneDNN / cudnn-frontend rule: compute layers choose, memory-bound layers
+//     inherit), so a tied conversion sits right before the layer that needs the other format
+//     (after conv -> bn -> relu, not between the conv and its bn, which would break fusion);
+//  3. what is still tied goes to channels_last: the cut taken is the inclusion-minimal source side,
+//     which every maximum flow yields, so a layer is channels_first only when it is channels_first
+//     in every plan optimal for 1 and 2, and the plan does not depend on node insertion order or
+//     edge order.
+// Criterion 2 lives in the same cut: every primary capacity is scaled by M = (number of inherit
+// terms) + 1, more than any sum of them, and each (memory-bound layer, producer) pair adds a Potts
+// term, capacity 1 both ways between the two variables (submodular). The cut value is then
+// M * primary + breaks with breaks < M; dividing by M recovers both. Costs so large that the
+// scaled capacities would overflow int64 are an error. flip_delta and saves stay in primary units.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../detail/checked.hpp"
+#include "../error.hpp"
+#include "cost_model.hpp"
+#include "detail/max_flow.hpp"
+#include "network.hpp"
+#include "plan.hpp"
+
+namespace memfmt::graph {
+namespace detail {
+
+// Per-node cost (layer + preferred-pin penalty) in each allowed family, and per-value conversion cost.
+struct assignment_terms {
+  std::vector<std::array<std::optional<cost_t>, 2>> unary;
+  std::vector<cost_t> conversion;
+};
+
+inline assignment_terms make_terms(const network& net, const cost_model& model) {
+  assignment_terms t;
+  t.unary.resize(net.size());
+  t.conversion.resize(net.size());
+  for (const node& n : net.nodes()) {
+    const format_costs costs = model.node_costs(net, n.id);
+    for (family f : {family::channels_first, family::channels_last})
+      if (model.allowed(net, n.id, f)) t.unary[n.id][index(f)] = *costs.by_family[index(f)] + model.pin_penalty(net, n.id, f);
+    if (net.has_format(n.id) && !t.unary[n.id][0] && !t.unary[n.id][1]) {
+      const pin* p = n.binding_pin();
+      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' is pinned to " + to_string(p->format) + " ('" +
+                                                  p->origin + "') but cannot run in it (" + costs.basis + ")");
+    }
+    t.conversion[n.id] = model.conversion_cost(net, n.id);
+  }
+  return t;
+}
+
+struct assignment {
+  std::vector<std::optional<family>> formats;
+  cost_t total = 0;                 // primary: plan::total()
+  std::size_t inherit_breaks = 0;   // secondary: plan::inherit_breaks
+};
+
+// a + b and a * b on costs, failing with the solver's overflow error.
+inline cost_t add_cost(cost_t a, cost_t b, const char* what) {
+  cost_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    memfmt::detail::fail(errc::overflow, std::string("format solve: ") + what + " " + std::to_string(a) + " + " +
+                                             std::to_string(b) + " overflows int64 (costs in ns are too large)");
+  return r;
+}
+
+// The optimum with some nodes forced to a family; nullopt when a forced family is not allowed.
+inline std::optional<assignment> min_cut(const network& net, const assignment_terms& t,
+                                         const std::vector<std::optional<family>>& forced) {
+  constexpr std::size_t s = 0, sink = 1;
+  const auto var = [](node_id id) { return 2 + id; };
+  std::vector<std::array<std::optional<cost_t>, 2>> unary = t.unary;
+  for (node_id id = 0; id < net.size(); ++id)
+    if (forced[id]) {
+      if (!unary[id][index(*forced[id])]) return std::nullopt;
+      unary[id][index(other(*forced[id]))].reset();
+    }
+  // Secondary terms: (memory-bound layer, producer) pairs; the scale M exceeds their count.
+  std::vector<std::pair<node_id, node_id>> inherit;
+  for (const node& n : net.nodes())
+    if (inherits_format(n.kind))
+      if (const std::optional<node_id> from = net.producer(n.id)) inherit.emplace_back(n.id, *from);
+  const cost_t scale = static_cast<cost_t>(inherit.size()) + 1;
+  // "Infinite" = more than any finite primary cut; a feasible assignment always has a finite cut.
+  cost_t infinite = 1;
+  for (node_id id = 0; id < net.size(); ++id) {
+    if (unary[id][0] && unary[id][1]) infinite = add_cost(infinite, std::max(*unary[id][0], *unary[id][1]), "cut bound");
+    if (net.at(id).spatial())
+      infinite = add_cost(infinite, add_cost(t.conversion[id], t.conversion[id], "cut bound"), "cut bound");
+  }
+  // Residual capacities reach at most twice the largest capacity (an edge plus the flow it carries).
+  cost_t scaled_infinite = 0;
+  if (memfmt::detail::mul_overflows(infinite, scale, &scaled_infinite) ||
+      scaled_infinite > std::numeric_limits<cost_t>::max() / 2)
+    memfmt::detail::fail(errc::overflow, "format solve: the cut bound " + std::to_string(infinite) + " ns times the tie scale " +
+                                             std::to_string(scale) + " (" + std::to_string(inherit.size()) +
+                                             " inherit terms + 1) overflows int64 capacities; costs are too large");
+  max_flow g(2 + 3 * net.size());
+  std::size_t next_aux = 2 + net.size();
+  cost_t constant = 0;
+  for (node_id id = 0; id < net.size(); ++id) {
+    const auto& [first, last] = unary[id];
+    if (!net.has_format(id)) {  // layout-free: the same cost either way
+      constant = add_cost(constant, *first, "constant");
+      continue;
+    }
+    const cost_t base = first && last ? std::min(*first, *last) : first ? *first : *last;
+    constant = add_cost(constant, base, "constant");
+    // Every finite primary capacity is below `infinite`, so its scaled value fits.
+    g.add_edge(s, var(id), last ? (*last - base) * scale : scaled_infinite);   // cut when channels_last
+    g.add_edge(var(id), sink, first ? (*first - base) * scale : scaled_infinite);  // cut when channels_first
+  }
+  for (node_id v = 0; v < net.size(); ++v) {
+    const cost_t c = t.conversion[v];
+    if (!net.at(v).spatial() || c == 0 || net.consumers(v).empty()) continue;
+    const std::size_t also_last = next_aux++, not_first = next_aux++;
+    g.add_edge(s, also_last, c * scale);
+    g.add_edge(not_first, sink, c * scale);
+    constant -= c;
+    std::vector<node_id> touching = net.consumers(v);
+    touching.push_back(v);
+    for (node_id u : touching) {
+      g.add_edge(also_last, var(u), scaled_infinite);  // u channels_last needs the channels_last copy
+      g.add_edge(var(u), not_first, scaled_infinite);  // u channels_first needs the channels_first copy
+    }
+  }
+  for (const auto& [layer, from] : inherit) {  // Potts: 1 when the two sides differ
+    g.add_edge(var(layer), var(from), 1);
+    g.add_edge(var(from), var(layer), 1);
+  }
+  const cost_t cut = g.run(s, sink);
+  assignment a;
+  a.total = cut / scale + constant;
+  a.inherit_breaks = static_cast<std::size_t>(cut % scale);
+  const std::vector<bool> first_side = g.source_side(s);
+  a.formats.resize(net.size());
+  for (node_id id = 0; id < net.size(); ++id)
+    if (net.has_format(id)) a.formats[id] = first_side[var(id)] ? family::channels_first : family::channels_last;
+  return a;
+}
+
+inline std::string describe(const network& net, const cost_model& model, const plan& p, node_id id) {
+  const node& n = net.at(id);
+  const node_decision& d = p.nodes[id];
+  if (!d.format) return "no layout (rank-2 value)";
+  const family f = *d.format;
+  const pin* binding = n.binding_pin();
+  const format_costs costs = model.node_costs(net, id);
+  std::string why;
+  if (binding && binding->mandatory) {
+    why = "pinned (mandatory, " + binding->origin + ")";
+  } else if (binding && binding->format == f) {
+    why = "preferred pin '" + binding->origin + "' (priority " + std::to_string(binding->priority) + ")";
+  } else if (const auto pref = costs.preferred()) {
+    const std::optional<cost_t> alt = costs.by_family[index(other(f))];
+    if (*pref == f)
+      why = "own preference, " + (alt ? cost_string(*alt - d.cost) + " cheaper here" : std::string("the only format it runs in")) +
+            ": " + costs.basis;
+    else
+      why = "against own preference (+" + cost_string(d.cost - *alt) + " here, " + costs.basis +
+            "), the conversions it avoids cost more";
+  } else {
+    const std::optional<node_id> producer = net.producer(id);
+    if (producer && p.nodes[*producer].format == f)
+      why = "inherits from '" + net.at(*producer).name + "' (" + costs.basis + ")";
+    else
+      why = "follows its consumers (" + costs.basis + ")";
+  }
+  if (binding && !binding->mandatory && binding->format != f)
+    why += "; overrides preferred pin '" + binding->origin + "' (+" + cost_string(d.pin_penalty) + ")";
+  if (!d.flip_delta)
+    why += "; " + std::string(to_string(other(f))) + " not allowed";
+  else if (*d.flip_delta == 0 && d.flip_breaks > 0)
+    why += "; tie in cost with " + std::string(to_string(other(f))) + ", which would take " +
+           std::to_string(d.flip_breaks) + " more memory-bound layer" + (d.flip_breaks == 1 ? "" : "s") +
+           " off the producer's format";
+  else if (*d.flip_delta == 0)
+    why += "; tie with " + std::string(to_string(other(f))) + ", channels_last by rule";
+  else
+    why += "; " + std::string(to_string(other(f))) + " would cost +" + cost_string(*d.flip_delta) + " overall";
+  return why;
+}
+
+}  // namespace detail
+
+// The minimum-cost plan, with each node's reason and each conversion's saving filled in.
+inline plan solve(const network& net, const cost_model& model) {
+  const detail::assignment_terms terms = detail::make_terms(net, model);
+  const std::vector<std::optional<family>> free(net.size());
+  const detail::assignment best = *detail::min_cut(net, terms, free);
+  plan p = make_plan(net, model, best.formats);
+  for (node_id id = 0; id < net.size(); ++id) {
+    if (!best.formats[id]) continue;
+    std::vector<std::optional<family>> forced = free;
+    forced[id] = other(*best.formats[id]);
+    if (const auto alt = detail::min_cut(net, terms, forced)) {
+      p.nodes[id].flip_delta = alt->total - p.total();
+      if (alt->total == p.total()) p.nodes[id].flip_breaks = alt->inherit_breaks - best.inherit_breaks;
+    }
+  }
+  for (conversion& c : p.conversions) {
+    std::vector<std::optional<family>> forced = free;
+    forced[c.value] = c.from;
+    for (node_id u : c.consumers) forced[u] = c.from;
+    if (const auto alt = detail::min_cut(net, terms, forced)) {
+      c.saves = alt->total - p.total() + c.cost;
+      if (alt->total == p.total()) c.kept_breaks = alt->inherit_breaks - best.inherit_breaks;
+    }
+  }
+  for (node_id id = 0; id < net.size(); ++id) p.nodes[id].reason = detail::describe(net, model, p, id);
+  return p;
+}
+
+}  // namespace memfmt::graph
