@@ -9,6 +9,10 @@ summary.json and ratios.svg (a bar chart of NHWC/NCHW) into --out.
 Pairing rule: two benchmarks are the same case when their names are equal after the format
 component is removed. Throughput is the first counter whose name contains "FLOP" (GFLOP/s) or,
 failing that, 1 / real_time.
+
+Whole-network benchmarks (BM_network/<net>/<dtype>/<pass>/<variant>, counter images_per_s) are kept
+out of that table and get their own: variant, ms/batch, images/s, conversions, speed vs the same
+network's nchw variant (JSON key "network").
 """
 import argparse
 import json
@@ -66,7 +70,7 @@ def conv_pairs(rows):
         if base not in pairs:
             pairs[base] = {}
             order.append(base)
-        if "overhead_pct_median" in b:
+        if "overhead_pct_median" in b or "images_per_s" in b:
             continue
         side = "cf" if fmt in CHANNELS_FIRST else "cl"
         pairs[base][side] = b
@@ -100,6 +104,33 @@ def overhead_rows(rows):
                         "direct_ms": b.get("direct_ms_median", float("nan")),
                         "overhead_pct_median": b["overhead_pct_median"],
                         "overhead_pct_min": b.get("overhead_pct_min", float("nan"))})
+    return out
+
+
+def network_rows(rows):
+    """BM_network/<net>/<dtype>/<pass>/<variant>: one row per variant, compared with its nchw run."""
+    groups = {}
+    order = []
+    for b in rows:
+        if "images_per_s" not in b:
+            continue
+        parts = clean(b["name"]).split("/")
+        base, variant = "/".join(parts[:-1]), parts[-1]
+        if base not in groups:
+            groups[base] = {}
+            order.append(base)
+        groups[base][variant] = b
+    out = []
+    for base in order:
+        ref = groups[base].get("nchw")
+        for variant, b in groups[base].items():
+            ms = b.get("ms_per_batch", float("nan"))
+            ref_ms = ref.get("ms_per_batch", float("nan")) if ref else float("nan")
+            out.append({"case": base, "variant": variant, "ms_per_batch": ms, "images_per_s": b["images_per_s"],
+                        "conversions": b.get("conversions", float("nan")),
+                        "conversion_ms": b.get("conversion_ms", float("nan")),
+                        "speed_vs_nchw": ref_ms / ms if ms and ms > 0 else float("nan"),
+                        "label": b.get("label", "")})
     return out
 
 
@@ -176,6 +207,13 @@ def main():
         md.append(table(["layer", "NCHW", "NHWC", "unit", "NHWC/NCHW", "winner"],
                         [[p["case"], p["nchw"], p["nhwc"], p["unit"], p["ratio_nhwc_over_nchw"], p["winner"]]
                          for p in pairs]))
+    nets = network_rows(rows)
+    if nets:
+        md.append("\n## Whole network: NCHW vs NHWC vs the format plan (speed vs nchw: > 1 is faster)\n")
+        md.append(table(["network", "variant", "ms/batch", "images/s", "conversions", "conversion ms", "vs nchw"],
+                        [[n["case"], n["variant"], n["ms_per_batch"], n["images_per_s"], int(n["conversions"])
+                          if not math.isnan(n["conversions"]) else n["conversions"], n["conversion_ms"],
+                          n["speed_vs_nchw"]] for n in nets]))
     over = overhead_rows(rows)
     if over:
         md.append("\n## memfmt wrapper vs a direct backend call (same primitive)\n")
@@ -192,7 +230,7 @@ def main():
         with open(os.path.join(a.out, "summary.md"), "w") as f:
             f.write(text + "\n")
         with open(os.path.join(a.out, "summary.json"), "w") as f:
-            json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv}, f, indent=1)
+            json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets}, f, indent=1)
         svg_chart(pairs, os.path.join(a.out, "ratios.svg"))
         print(f"\nwritten: {a.out}/summary.md, summary.json, ratios.svg")
 

@@ -2,6 +2,7 @@
 # The main job: NCHW vs NHWC. Builds the benchmarks (Release, -march=native) and runs
 #   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
+#   bench_network     a ResNet-50 trunk end to end: all NCHW, all NHWC, and memfmt::graph's plans
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 # then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
 #   scripts/bench.sh [--full] [--out DIR]
@@ -46,6 +47,7 @@ run_bench() {  # name binary [args...]
 
 run_bench bench_conv "$build/benchmarks/conv/bench_conv"
 run_bench bench_convert "$build/benchmarks/convert/bench_convert"
+run_bench bench_network "$build/benchmarks/network/bench_network"
 if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
   run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
 fi

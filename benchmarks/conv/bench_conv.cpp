@@ -35,19 +35,16 @@
 #include <memfmt/backends/dnnl/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
+#include "../common/bench_util.hpp"
+
 namespace {
 
 using namespace memfmt;
 using onednn::conv_op;
 
-std::int64_t env_int(const char* name, std::int64_t dflt) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoll(v) : dflt;
-}
-double env_double(const char* name, double dflt) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atof(v) : dflt;
-}
+using memfmt_bench::env_double;
+using memfmt_bench::env_int;
+using memfmt_bench::fill_logical;
 
 const std::int64_t batch = env_int("MEMFMT_BENCH_BATCH", 4);
 const double min_time = env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
@@ -55,28 +52,6 @@ const double min_time = env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
 onednn::backend& shared_backend() {
   static onednn::backend b;
   return b;
-}
-
-// Same values for every layout: a hash of the logical index, in [-1, 1).
-template <class T, class F>
-void fill_logical(tensor_view<T, F> v, std::uint32_t seed) {
-  const auto e = v.extents();
-  typename layout<F>::extents_type c{};
-  const std::int64_t n = v.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t r = i;
-    for (int d = F::rank - 1; d >= 0; --d) {
-      c[d] = r % e[d];
-      r /= e[d];
-    }
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    const float f = static_cast<float>(h & 0xffffu) / 32768.f - 1.f;
-    if constexpr (std::is_same_v<T, float>) v(c) = f;
-    else v(c) = T(f);
-  }
 }
 
 struct conv_layer {

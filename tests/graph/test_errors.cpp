@@ -9,6 +9,8 @@
 #include "memfmt/graph/solve.hpp"
 #include "memfmt/graph/verify.hpp"
 
+#include "zoo.hpp"
+
 namespace {
 
 using namespace memfmt::graph;
@@ -152,7 +154,7 @@ TEST(GraphErrors, VerifierCatchesBrokenPlans) {
   const node_id bn = net.batch_norm("bn", c1);
   const node_id c2 = net.conv("c2", bn, {32, 3, 1, 1});
   net.output("y", c2, family::channels_first);
-  const cost_model model;
+  const cost_model model(zoo::indifferent_batch_norm());
   const plan good = solve(net, model);
   ASSERT_EQ(verify(net, model, good), std::vector<std::string>{});
   ASSERT_EQ(good.format(bn), family::channels_last);

@@ -346,7 +346,7 @@ TEST(GraphSolve, TiedConversionSitsBeforeTheLayerThatNeedsIt) {
   const node_id relu = net.pointwise("relu", bn);
   const node_id kxk = net.conv("conv3x3", relu, {64, 3, 1, 1});
   net.output("y", kxk, family::channels_last);
-  const cost_model model;
+  const cost_model model(zoo::indifferent_batch_norm());
   const format_costs c1 = model.node_costs(net, pw), c3 = model.node_costs(net, kxk);
   ASSERT_EQ(c1.preferred(), family::channels_first) << c1.basis;
   ASSERT_EQ(c3.preferred(), family::channels_last) << c3.basis;
@@ -381,7 +381,7 @@ TEST(GraphSolve, TiedConversionSitsBeforeTheLayerThatNeedsIt) {
 // an add or the graph input (the 1x1 -> 3x3 -> 1x1 bottleneck converts twice per block).
 TEST(GraphSolve, ResNetConversionsLeaveFusedGroupsWhole) {
   const network net = zoo::resnet50(memfmt::dtype::float32, 16);
-  const cost_model model;
+  const cost_model model(zoo::indifferent_batch_norm());
   const plan p = solve(net, model);
   ASSERT_GT(p.copies(), 0u);
   // No copy splits conv -> bn -> relu (a batch norm's output may be converted for the residual add

@@ -14,6 +14,14 @@ namespace zoo {
 
 using namespace memfmt::graph;
 
+// Priors with batch norm indifferent to the format (its default NCHW penalty off), for tests of
+// the tie rules, where memory-bound layers must be free to inherit.
+inline cost_priors indifferent_batch_norm() {
+  cost_priors p;
+  p.batch_norm_channels_last_speedup_fp32 = p.batch_norm_channels_last_speedup_low_precision = 1.0;
+  return p;
+}
+
 inline node_id conv_bn_relu(network& net, const std::string& name, node_id in, conv_attrs a, bool relu = true) {
   node_id h = net.batch_norm(name + ".bn", net.conv(name + ".conv", in, a));
   return relu ? net.pointwise(name + ".relu", h) : h;

@@ -64,6 +64,10 @@ struct cost_priors {
   // GFLOP/s in fp32 and 740-900 in bf16.
   double fp32_flops_per_ns = 350.0;
   double low_precision_flops_per_ns = 750.0;
+  // Batch norm, NHWC over NCHW speed: memory-bound, but the backends' NCHW batch norm is a slow
+  // path (bench_conv, oneDNN 2.6, 64x56x56 inference: 6.0x fp32, 19.5x bf16); 1 makes it inherit.
+  double batch_norm_channels_last_speedup_fp32 = 6.0;
+  double batch_norm_channels_last_speedup_low_precision = 19.5;
   // A violated preferred pin costs priority x this (1 ms per priority step).
   cost_t preferred_pin_unit = 1'000'000;
 };
@@ -161,7 +165,18 @@ class cost_model {
         if (!absorbable) c.by_family[index(family::channels_last)].reset();
         return c;
       }
-      case node_kind::batch_norm:
+      case node_kind::batch_norm: {
+        // (bench_network found a plan that took batch norm as indifferent 12-15 % slower than
+        // all-NHWC in fp32: the NCHW batch norms it kept cost more than the conversions it saved.)
+        const bool wide = n.type == memfmt::dtype::float32 || n.type == memfmt::dtype::float64;
+        const double ratio = wide ? priors_.batch_norm_channels_last_speedup_fp32
+                                  : priors_.batch_norm_channels_last_speedup_low_precision;
+        const double fast = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type)) /
+                            priors_.memory_bytes_per_ns;
+        if (ratio == 1.0) return same(round(fast), "memory-bound: same cost in both formats");
+        return format_costs{{round(ratio > 1.0 ? fast * ratio : fast), round(ratio > 1.0 ? fast : fast / ratio)},
+                            "batch norm prior (README: NHWC " + cost_ratio_text(ratio) + "x, the backends' NCHW path)"};
+      }
       case node_kind::pointwise:
       case node_kind::add:
       case node_kind::pool:
@@ -169,8 +184,7 @@ class cost_model {
       case node_kind::upsample:
       case node_kind::concat:
       case node_kind::opaque: {
-        // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend). The
-        // README's BN row (NHWC 6x) measures oneDNN's slow NCHW BN path; measure and override to use it.
+        // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
         double bytes = static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type));
         for (node_id i : n.inputs)
           bytes += static_cast<double>(net.at(i).numel()) * static_cast<double>(size_of(net.at(i).type));
@@ -211,6 +225,11 @@ class cost_model {
   static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
   static cost_t round(double v) { return static_cast<cost_t>(std::llround(v)); }
   static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }
+  static std::string cost_ratio_text(double r) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", r);
+    return buf;
+  }
   double flops_per_ns(memfmt::dtype t) const noexcept {
     return t == memfmt::dtype::float32 || t == memfmt::dtype::float64 ? priors_.fp32_flops_per_ns
                                                                       : priors_.low_precision_flops_per_ns;
