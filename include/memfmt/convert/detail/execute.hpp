@@ -254,7 +254,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
           for (std::int64_t c = 0; c < c_direct; c += w)
             zmm_square_kernel<E>::template run<false>(sq + c * srs * e, srs * e, stage + c * e, cols * e);
           if (c_direct > 0 && rest <= 4) {
-            transpose_edge<E>(sq + c_direct * srs * e, srs, stage + c_direct * e, cols, h, rest);
+            transpose_scalar<E>(sq + c_direct * srs * e, srs, stage + c_direct * e, cols, h, rest);
           } else if (rest > 0) {  // (the padding past rest is zeroed once, below, and only feeds masked lanes)
             for (std::int64_t c = 0; c < rest; ++c)
               _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));

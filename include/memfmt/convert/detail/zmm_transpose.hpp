@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "element_bits.hpp"
+#include "transpose_scalar.hpp"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 #include <immintrin.h>
@@ -32,17 +33,6 @@
 #endif
 
 namespace memfmt::detail {
-
-// Scalar rectangle transpose for the edges of a strip (element strides, byte pointers).
-template <std::size_t E>
-inline void transpose_edge(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
-                           std::int64_t rows, std::int64_t cols) noexcept {
-  using U = element_bits_t<E>;
-  const U* s = reinterpret_cast<const U*>(src);
-  U* d = reinterpret_cast<U*>(dst);
-  for (std::int64_t c = 0; c < cols; ++c)
-    for (std::int64_t r = 0; r < rows; ++r) d[r * drs + c] = s[c * srs + r];
-}
 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
 
@@ -381,17 +371,17 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     }
     edge_cols(r_lo, r_hi);
     if (r_hi == rows_t)
-      transpose_edge<E>(src + rows_t * e, srs, dst + rows_t * drs * e, drs, rows - rows_t, cols);
+      transpose_scalar<E>(src + rows_t * e, srs, dst + rows_t * drs * e, drs, rows - rows_t, cols);
     return;
   }
   const std::int64_t c_lo = strip * b.bc, c_hi = cols_t - c_lo < b.bc ? cols_t : c_lo + b.bc;
   for (std::int64_t r_lo = 0; r_lo < rows_t; r_lo += b.br)
     block(r_lo, rows_t - r_lo < b.br ? rows_t : r_lo + b.br, c_lo, c_hi, b.br, next.strip * b.bc);
-  transpose_edge<E>(src + (c_lo * srs + rows_t) * e, srs, dst + (rows_t * drs + c_lo) * e, drs, rows - rows_t,
+  transpose_scalar<E>(src + (c_lo * srs + rows_t) * e, srs, dst + (rows_t * drs + c_lo) * e, drs, rows - rows_t,
                     c_hi - c_lo);
   if (c_hi == cols_t) {
     edge_cols(0, rows_t);
-    transpose_edge<E>(src + (cols_t * srs + rows_t) * e, srs, dst + (rows_t * drs + cols_t) * e, drs, rows - rows_t,
+    transpose_scalar<E>(src + (cols_t * srs + rows_t) * e, srs, dst + (rows_t * drs + cols_t) * e, drs, rows - rows_t,
                       cols - cols_t);
   }
 }
