@@ -8,20 +8,13 @@
 #include "memfmt/convert/convert.hpp"
 #include "memfmt/tensor/host_tensor.hpp"
 
+#include "../common/expect_error.hpp"
+
 using namespace memfmt;
 
 namespace {
 
-template <class Fn>
-void expect_error(Fn&& fn, errc code, std::vector<std::string> fragments) {
-  try {
-    fn();
-    FAIL() << "no memfmt::error thrown";
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what() << " lacks " << f;
-  }
-}
+using memfmt_test::expect_error;
 
 bool all_equal(const float* p, std::int64_t n, float v) {
   for (std::int64_t i = 0; i < n; ++i)

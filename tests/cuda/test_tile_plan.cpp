@@ -24,7 +24,9 @@
 #include "memfmt/format/layout.hpp"
 #include "memfmt/tensor/tensor_view.hpp"
 #include "../common/coords.hpp"
+#include "../common/expect_error.hpp"
 
+using memfmt_test::error_message;
 using memfmt_test::for_each_coord;
 using memfmt_test::padded_layout;
 
@@ -385,22 +387,11 @@ T* fake_pointer(std::uintptr_t addr) {
   return reinterpret_cast<T*>(addr);  // never dereferenced: validation only looks at addresses
 }
 
-template <class Fn>
-std::string error_of(Fn fn, errc expected) {
-  try {
-    fn();
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), expected) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no memfmt::error thrown";
-  return {};
-}
 
 TEST(CudaConvertValidation, ShapeMismatchNamesBothShapes) {
   const tensor_view<const float, nchw> src(fake_pointer<const float>(0x1000), {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst(fake_pointer<float>(0x9000), {{1, 3, 5, 4}});
-  const std::string msg = error_of([&] { cd::validate_convert(src, dst); }, errc::shape_mismatch);
+  const std::string msg = error_message([&] { cd::validate_convert(src, dst); }, errc::shape_mismatch);
   EXPECT_NE(msg.find("[1, 3, 4, 5]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[1, 3, 5, 4]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("nchw -> nhwc"), std::string::npos) << msg;
@@ -409,10 +400,10 @@ TEST(CudaConvertValidation, ShapeMismatchNamesBothShapes) {
 TEST(CudaConvertValidation, NullPointers) {
   const tensor_view<const float, nchw> src(nullptr, {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst(fake_pointer<float>(0x9000), {{1, 3, 4, 5}});
-  EXPECT_NE(error_of([&] { cd::validate_convert(src, dst); }, errc::null_pointer).find("source"), std::string::npos);
+  EXPECT_NE(error_message([&] { cd::validate_convert(src, dst); }, errc::null_pointer).find("source"), std::string::npos);
   const tensor_view<const float, nchw> src2(fake_pointer<const float>(0x1000), {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst2(nullptr, {{1, 3, 4, 5}});
-  EXPECT_NE(error_of([&] { cd::validate_convert(src2, dst2); }, errc::null_pointer).find("destination"),
+  EXPECT_NE(error_message([&] { cd::validate_convert(src2, dst2); }, errc::null_pointer).find("destination"),
             std::string::npos);
   // Empty tensors need no data.
   const tensor_view<const float, nchw> e1(nullptr, {{0, 3, 4, 5}});
@@ -423,7 +414,7 @@ TEST(CudaConvertValidation, NullPointers) {
 TEST(CudaConvertValidation, Misaligned) {
   const tensor_view<const double, ncdhw> src(fake_pointer<const double>(0x1004), {{1, 2, 3, 4, 5}});
   const tensor_view<double, ndhwc> dst(fake_pointer<double>(0x9000), {{1, 2, 3, 4, 5}});
-  const std::string msg = error_of([&] { cd::validate_convert(src, dst); }, errc::misaligned);
+  const std::string msg = error_message([&] { cd::validate_convert(src, dst); }, errc::misaligned);
   EXPECT_NE(msg.find("0x1004"), std::string::npos) << msg;
   EXPECT_NE(msg.find("8"), std::string::npos) << msg;
 }
@@ -431,7 +422,7 @@ TEST(CudaConvertValidation, Misaligned) {
 TEST(CudaConvertValidation, Overlap) {
   const tensor_view<const std::int16_t, nchw> src(fake_pointer<const std::int16_t>(0x1000), {{1, 3, 4, 5}});
   const tensor_view<std::int16_t, nhwc> dst(fake_pointer<std::int16_t>(0x1000 + 2 * 59), {{1, 3, 4, 5}});
-  error_of([&] { cd::validate_convert(src, dst); }, errc::invalid_argument);
+  error_message([&] { cd::validate_convert(src, dst); }, errc::invalid_argument);
   // Adjacent buffers are fine.
   const tensor_view<std::int16_t, nhwc> next(fake_pointer<std::int16_t>(0x1000 + 2 * 60), {{1, 3, 4, 5}});
   EXPECT_EQ(cd::validate_convert(src, next), 60);
@@ -441,13 +432,13 @@ TEST(CudaConvertValidation, SizeAndSpanOverflow) {
   const std::int64_t big = std::int64_t{1} << 31;
   const tensor_view<const float, nchw> src(fake_pointer<const float>(0x1000), {{big, big, big, 1}});
   const tensor_view<float, nhwc> dst(fake_pointer<float>(0x9000), {{big, big, big, 1}});
-  const std::string msg = error_of([&] { cd::validate_convert(src, dst); }, errc::overflow);
+  const std::string msg = error_message([&] { cd::validate_convert(src, dst); }, errc::overflow);
   EXPECT_NE(msg.find("[2147483648, 2147483648, 2147483648, 1]"), std::string::npos) << msg;
   // Few elements, but strides spanning more bytes than the address space.
   const auto wide = layout<nchw>::strided({3, 2, 2, 2}, {std::int64_t{1} << 61, 4, 2, 1});
   const tensor_view<const float, nchw> src2(fake_pointer<const float>(0x1000), wide);
   const tensor_view<float, nchw> dst2(fake_pointer<float>(0x9000), layout<nchw>::packed({3, 2, 2, 2}));
-  const std::string msg2 = error_of([&] { cd::validate_convert(src2, dst2); }, errc::overflow);
+  const std::string msg2 = error_message([&] { cd::validate_convert(src2, dst2); }, errc::overflow);
   EXPECT_NE(msg2.find("4 bytes"), std::string::npos) << msg2;
 }
 

@@ -1,7 +1,6 @@
 // Bad input gets memfmt::error naming the values; the verifier catches broken plans.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -9,6 +8,7 @@
 #include "memfmt/graph/solve.hpp"
 #include "memfmt/graph/verify.hpp"
 
+#include "../common/expect_error.hpp"
 #include "zoo.hpp"
 
 namespace {
@@ -16,15 +16,7 @@ namespace {
 using namespace memfmt::graph;
 using memfmt::errc;
 
-void expect_error(const std::function<void()>& f, errc code, const std::vector<std::string>& mentions) {
-  try {
-    f();
-    ADD_FAILURE() << "no memfmt::error";
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& m : mentions) EXPECT_NE(std::string(e.what()).find(m), std::string::npos) << m << " in: " << e.what();
-  }
-}
+using memfmt_test::expect_error;
 
 network small() {
   network net;

@@ -13,6 +13,7 @@
 
 #include <memfmt/tensor/host_tensor.hpp>
 #include "../common/coords.hpp"
+#include "../common/expect_error.hpp"
 
 using memfmt_test::for_each_coord;
 
@@ -21,17 +22,7 @@ namespace {
 using memfmt::errc;
 using dims = std::vector<std::int64_t>;
 
-template <class F>
-std::string error_message(F&& f, errc expected_code) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), expected_code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no memfmt::error thrown";
-  return "";
-}
+using memfmt_test::error_message;
 
 void expect_contains(const std::string& msg, std::initializer_list<const char*> parts) {
   for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;

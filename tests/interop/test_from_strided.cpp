@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/expect_error.hpp"
+
 namespace {
 
 using memfmt::errc;
@@ -64,17 +66,7 @@ void expect_addresses_match_strides(const V& v, const T* base, const dims& sizes
                            << memfmt::detail::dims_to_string(strides);
 }
 
-template <class F>
-std::string error_message(F&& f, errc expected_code) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), expected_code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no memfmt::error thrown";
-  return "";
-}
+using memfmt_test::error_message;
 
 // ---- PyTorch 1.13 fixture -------------------------------------------------------------------
 

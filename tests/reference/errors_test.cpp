@@ -3,27 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "memfmt/backends/reference/backend.hpp"
 #include "memfmt/tensor/host_tensor.hpp"
 
+#include "../common/expect_error.hpp"
+
 namespace {
 
 using namespace memfmt;
 
-void expect_error(const std::function<void()>& f, errc code, std::initializer_list<const char*> mentions) {
-  try {
-    f();
-    ADD_FAILURE() << "no memfmt::error thrown";
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    for (const char* m : mentions) EXPECT_NE(std::string(e.what()).find(m), std::string::npos) << "'" << m << "' not in: " << e.what();
-  }
-}
+using memfmt_test::expect_error;
 
 constexpr double sentinel = 123.25;
 
