@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,17 @@ std::string error_message(Fn&& fn, memfmt::errc expected) {
   }
   ADD_FAILURE() << "no memfmt::error thrown";
   return {};
+}
+
+// The code of the memfmt::error fn() throws, or nullopt when it throws none.
+template <class Fn>
+std::optional<memfmt::errc> error_code(Fn&& fn) {
+  try {
+    fn();
+  } catch (const memfmt::error& e) {
+    return e.code();
+  }
+  return std::nullopt;
 }
 
 // fn() throws a memfmt::error with this code whose message contains every fragment.

@@ -12,6 +12,8 @@
 #include <memfmt/dtype.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
+#include "../common/coords.hpp"
+
 namespace dnnl_test {
 
 template <class T>
@@ -73,14 +75,8 @@ template <class T, class F1, class F2>
   const auto e = got.extents();
   std::int64_t bad = 0;
   std::ostringstream first;
-  typename memfmt::layout<F1>::extents_type c{};
   const std::int64_t n = got.numel();
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t r = i;
-    for (int d = F1::rank - 1; d >= 0; --d) {
-      c[d] = r % e[d];
-      r /= e[d];
-    }
+  memfmt_test::for_each_coord(e, [&](const typename memfmt::layout<F1>::extents_type& c) {
     const double g = to_d(got(c)), w = to_d(want(c));
     const double tol = tolerance<T>(w, length, magnitude);
     if (!(std::fabs(g - w) <= tol)) {
@@ -88,7 +84,7 @@ template <class T, class F1, class F2>
         first << "first mismatch at " << memfmt::detail::dims_to_string(c) << ": got " << g << ", want " << w
               << " (tol " << tol << ")";
     }
-  }
+  });
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << bad << " of " << n << " elements differ; " << first.str();
 }

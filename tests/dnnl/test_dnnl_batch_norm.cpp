@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
+#include "../common/expect_error.hpp"
 #include "dnnl_test_util.hpp"
 
 namespace {
@@ -99,39 +99,31 @@ TEST(DnnlBatchNorm, ValidationErrors) {
   host_tensor<float, nhwc> x({2, 3, 2, 2}), y({2, 3, 2, 2}), y_bad({2, 3, 2, 1}), one({1, 3, 1, 1});
   std::vector<float> s(3, 1.f), t(3, 1.f), u(3, 1.f), v(3, 1.f), w(3, 1.f), z(3, 1.f);
   batch_norm_params p;
-  auto code_of = [](auto&& fn) -> std::optional<errc> {
-    try {
-      fn();
-    } catch (const memfmt::error& e) {
-      return e.code();
-    }
-    return std::nullopt;
-  };
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_forward_training(x.view(), y_bad.view(), s.data(), t.data(), u.data(), v.data(), w.data(),
                                               z.data(), p);
               }) == errc::shape_mismatch);
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_forward_training(one.view(), one.view(), s.data(), t.data(), u.data(), v.data(),
                                               w.data(), z.data(), p);
               }) == errc::invalid_argument);
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_forward_inference(x.view(), y.view(), nullptr, t.data(), u.data(), v.data(), p);
               }) == errc::null_pointer);
   batch_norm_params bad = p;
   bad.epsilon = 0;
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_forward_inference(x.view(), y.view(), s.data(), t.data(), u.data(), v.data(), bad);
               }) == errc::invalid_argument);
   batch_norm_params relu = p;
   relu.fuse_relu = true;
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_backward(x.view(), y.view(), y.view(), s.data(), t.data(), u.data(), v.data(), w.data(),
                                       relu);
               }) == errc::null_pointer);
   host_tensor<double, nhwc> xd({2, 3, 2, 2});
   std::vector<double> sd(3, 1.0);
-  EXPECT_TRUE(code_of([&] {
+  EXPECT_TRUE(memfmt_test::error_code([&] {
                 b.batch_norm_forward_inference(xd.view(), xd.view(), sd.data(), sd.data(), sd.data(), sd.data(), p);
               }) == errc::unsupported_dtype);
   for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], 0.f) << "nothing written on error";

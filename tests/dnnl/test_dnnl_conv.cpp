@@ -5,13 +5,13 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 #include <memfmt/backends/dnnl/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
+#include "../common/expect_error.hpp"
 #include "dnnl_test_util.hpp"
 
 namespace {
@@ -238,25 +238,16 @@ TEST(DnnlConv, ValidationErrors) {
   onednn::backend b;
   conv_params p;
   host_tensor<float, nhwc> x({1, 4, 5, 5}), w({6, 4, 3, 3}), y({1, 6, 3, 3}), y_bad({1, 6, 4, 3});
-  // The error code thrown, or nullopt when nothing was thrown.
-  auto code_of = [](auto&& fn) -> std::optional<errc> {
-    try {
-      fn();
-    } catch (const memfmt::error& e) {
-      return e.code();
-    }
-    return std::nullopt;
-  };
-  EXPECT_TRUE(code_of([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); }) == errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); }) == errc::shape_mismatch);
   conv_params g3 = p;
   g3.groups = 3;
-  EXPECT_TRUE(code_of([&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), g3); }) == errc::invalid_argument);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), g3); }) == errc::invalid_argument);
   tensor_view<float, nhwc> null_x(nullptr, x.extents());
-  EXPECT_TRUE(code_of([&] { b.conv_forward(null_x, w.view(), nullptr, y.view(), p); }) == errc::null_pointer);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(null_x, w.view(), nullptr, y.view(), p); }) == errc::null_pointer);
   host_tensor<double, nhwc> xd({1, 4, 5, 5}), wd({6, 4, 3, 3}), yd({1, 6, 3, 3});
-  EXPECT_TRUE(code_of([&] { b.conv_forward(xd.view(), wd.view(), nullptr, yd.view(), p); }) == errc::unsupported_dtype);
-  EXPECT_TRUE(code_of([&] { b.conv_backward_data(y_bad.view(), w.view(), x.view(), p); }) == errc::shape_mismatch);
-  EXPECT_TRUE(code_of([&] { b.conv_backward_weights(x.view(), y_bad.view(), w.view(), nullptr, p); }) == errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(xd.view(), wd.view(), nullptr, yd.view(), p); }) == errc::unsupported_dtype);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_data(y_bad.view(), w.view(), x.view(), p); }) == errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_weights(x.view(), y_bad.view(), w.view(), nullptr, p); }) == errc::shape_mismatch);
   // Nothing was written on error.
   for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], 0.f);
   try {

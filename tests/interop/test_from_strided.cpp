@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/coords.hpp"
 #include "../common/expect_error.hpp"
 
 namespace {
@@ -37,17 +39,9 @@ std::int64_t span_of(const dims& sizes, const dims& strides) {
 // Calls f(coord) for every coordinate of `sizes` (row-major), coord as a std::array of Rank.
 template <int Rank, class F>
 void for_each_coord(const dims& sizes, F&& f) {
-  if (numel_of(sizes) == 0) return;
-  std::array<std::int64_t, Rank> c{};
-  while (true) {
-    f(c);
-    int d = Rank - 1;
-    while (d >= 0 && ++c[static_cast<std::size_t>(d)] == sizes[static_cast<std::size_t>(d)]) {
-      c[static_cast<std::size_t>(d)] = 0;
-      --d;
-    }
-    if (d < 0) return;
-  }
+  std::array<std::int64_t, Rank> e{};
+  std::copy_n(sizes.begin(), Rank, e.begin());
+  memfmt_test::for_each_coord(e, [&](const std::array<std::int64_t, Rank>& c) { f(c); });
 }
 
 // Every element of `v` sits where the raw strides say it does.

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "../common/coords.hpp"
+
 namespace {
 
 std::atomic<int> live_buffers{0};
@@ -24,21 +26,7 @@ double value_at(const std::array<std::int64_t, R>& c) {
   return v;
 }
 
-template <std::size_t R, class Fn>
-void for_each_coord(const std::array<std::int64_t, R>& e, Fn&& f) {
-  for (auto s : e)
-    if (s == 0) return;
-  std::array<std::int64_t, R> c{};
-  while (true) {
-    f(c);
-    int d = static_cast<int>(R) - 1;
-    while (d >= 0 && ++c[static_cast<std::size_t>(d)] == e[static_cast<std::size_t>(d)]) {
-      c[static_cast<std::size_t>(d)] = 0;
-      --d;
-    }
-    if (d < 0) return;
-  }
-}
+using memfmt_test::for_each_coord;
 
 template <class F>
 DLManagedTensor* export_filled(const std::int64_t* sizes) {
