@@ -218,12 +218,6 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
       outer.offsets(it / strips, so, dof);
       const unsigned char* s = src + so * e;
       unsigned char* d = dst + dof * e;
-      zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
-      if (it + 1 < last) {
-        std::int64_t nso = 0, ndo = 0;
-        outer.offsets((it + 1) / strips, nso, ndo);
-        next = {src + nso * e, (it + 1) % strips};
-      }
       if (staged) {  // w destination rows as a sub-plane transposed into L1, then streamed out
         unsigned char* stage = staging.get() + t * stage_each;
         const std::int64_t r0 = (it % strips) * panel, h = rows - r0 < panel ? rows - r0 : panel;
@@ -255,7 +249,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
             zmm_square_kernel<E>::template run<false>(sq + c * srs * e, srs * e, stage + c * e, cols * e);
           if (c_direct > 0 && rest <= 4) {
             transpose_scalar<E>(sq + c_direct * srs * e, srs, stage + c_direct * e, cols, h, rest);
-          } else if (rest > 0) {  // (the padding past rest is zeroed once, below, and only feeds masked lanes)
+          } else if (rest > 0) {  // (the padding past rest is zeroed at allocation and only feeds masked lanes)
             for (std::int64_t c = 0; c < rest; ++c)
               _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));
             transpose_panel_zmm<E>(local, h, rest, stage + c_direct * e, cols * e);
@@ -266,11 +260,16 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
           transpose_strip_zmm<E, false>(local, w, stage, cols, h, cols, b, 0);
         }
         stream_copy(d + r0 * cols * e, stage, static_cast<std::size_t>(h * cols * e));
-      } else if (streaming) {
-        transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips, next);
-      } else {
-        transpose_strip_zmm<E, false>(s, srs, d, drs, rows, cols, b, it % strips, next);
+        continue;
       }
+      zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
+      if (it + 1 < last) {
+        std::int64_t nso = 0, ndo = 0;
+        outer.offsets((it + 1) / strips, nso, ndo);
+        next = {src + nso * e, (it + 1) % strips};
+      }
+      if (streaming) transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips, next);
+      else transpose_strip_zmm<E, false>(s, srs, d, drs, rows, cols, b, it % strips, next);
     }
     if (streaming) stream_fence();
   });

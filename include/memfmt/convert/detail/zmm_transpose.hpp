@@ -322,10 +322,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
         _mm512_mask_storeu_epi8(dst + ((r + j) * drs + cols_t) * e, m, _mm512_load_si512(out + 64 * j));
     }
   };
-  // A block, square column by square column; each square also prefetches its counterpart in the
-  // next block of the strip (dr, dc away) so the loads of that block are in flight.
-  // Column strips: the counterpart dr rows further down, or past the last row, the same place
-  // in the next strip (its column cn), so the loads stay a block ahead across strips too.
+  // A block of a column strip, square column by square column; each square also prefetches its
+  // counterpart dr rows further down, or past the last row the same place in the next strip (its
+  // column cn), so the loads of the next block are in flight, across strips too.
   auto block = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi, std::int64_t dr,
                    std::int64_t cn) {
     for (std::int64_t c = c_lo; c < c_hi; c += w)
