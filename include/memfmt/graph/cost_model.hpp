@@ -142,9 +142,7 @@ class cost_model {
                              std::pow(static_cast<double>(n.kernel), static_cast<double>(n.extents.size() - 2));
         const double bytes = static_cast<double>((n.numel() + x.numel()) * static_cast<std::int64_t>(size_of(n.type)));
         const double fast = std::max(flops / flops_per_ns(n.type), bytes / priors_.memory_bytes_per_ns);
-        const double first = s.channels_last >= 1.0 ? fast * s.channels_last : fast;
-        const double last = s.channels_last >= 1.0 ? fast : fast / s.channels_last;
-        return format_costs{{round(first), round(last)}, s.basis};
+        return by_speedup(fast, s.channels_last, s.basis);
       }
       case node_kind::linear: {
         const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
@@ -171,11 +169,10 @@ class cost_model {
         const bool wide = n.type == memfmt::dtype::float32 || n.type == memfmt::dtype::float64;
         const double ratio = wide ? priors_.batch_norm_channels_last_speedup_fp32
                                   : priors_.batch_norm_channels_last_speedup_low_precision;
-        const double fast = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type)) /
-                            priors_.memory_bytes_per_ns;
-        if (ratio == 1.0) return same(round(fast), "memory-bound: same cost in both formats");
-        return format_costs{{round(ratio > 1.0 ? fast * ratio : fast), round(ratio > 1.0 ? fast : fast / ratio)},
-                            "batch norm prior (README: NHWC " + cost_ratio_text(ratio) + "x, the backends' NCHW path)"};
+        if (ratio != 1.0)
+          return by_speedup(memory_bound_ns(net, n), ratio,
+                            "batch norm prior (README: NHWC " + cost_ratio_text(ratio) + "x, the backends' NCHW path)");
+        [[fallthrough]];
       }
       case node_kind::pointwise:
       case node_kind::add:
@@ -185,10 +182,7 @@ class cost_model {
       case node_kind::concat:
       case node_kind::opaque: {
         // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
-        double bytes = static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type));
-        for (node_id i : n.inputs)
-          bytes += static_cast<double>(net.at(i).numel()) * static_cast<double>(size_of(net.at(i).type));
-        return same(round(bytes / priors_.memory_bytes_per_ns), "memory-bound: same cost in both formats");
+        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats");
       }
     }
     return same(0, "?");
@@ -223,6 +217,19 @@ class cost_model {
 
  private:
   static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
+  // `fast` in the faster family, the other `channels_last` (NHWC/NCHW speed) times slower.
+  static format_costs by_speedup(double fast, double channels_last, std::string basis) {
+    const double first = channels_last >= 1.0 ? fast * channels_last : fast;
+    const double last = channels_last >= 1.0 ? fast : fast / channels_last;
+    return format_costs{{round(first), round(last)}, std::move(basis)};
+  }
+  // A memory-bound layer: the bytes of its output and inputs over the bandwidth.
+  double memory_bound_ns(const network& net, const node& n) const {
+    double bytes = static_cast<double>(n.numel()) * static_cast<double>(size_of(n.type));
+    for (node_id i : n.inputs)
+      bytes += static_cast<double>(net.at(i).numel()) * static_cast<double>(size_of(net.at(i).type));
+    return bytes / priors_.memory_bytes_per_ns;
+  }
   static cost_t round(double v) { return static_cast<cost_t>(std::llround(v)); }
   static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }
   static std::string cost_ratio_text(double r) {
