@@ -127,7 +127,7 @@ TEST(ConvertLargeStreaming, Int8) { check_large<std::int8_t>(); }
 
 // 64-byte aligned dense tensors (host_tensor) past the streaming threshold, so the AVX-512 path
 // stores whole lines straight from registers (or, when destination rows are not whole lines, as
-// for H*W = 49 to NCHW, through the staging buffer); sides that are not multiples of a tile leave
+// for H*W = 49 to NCHW, through staged panels); sides that are not multiples of a tile leave
 // scalar edges. Every element is checked against the index-by-index view reference; the
 // destination starts as a different pattern, so an element never written is caught.
 template <class T, class From, class To>
@@ -164,19 +164,32 @@ void check_aligned_large() {
         check_aligned<T, nhwc, nchw>(e, opt);
       }
 }
-// NHWC->NCHW with H*W = 49 (destination rows not whole lines) past the streaming threshold goes
-// through staged panels of one square of channels; C = 1001 leaves a last panel of fewer channels
-// than a square for 2-, 4- and 8-byte elements (1-byte ones need 64 columns and take another
-// path, checked here too), and 2 threads start their panel prefetches mid-plane.
+// NHWC->NCHW with destination rows that are not whole lines (H*W = 49, 25, 81, 196, 289) past the
+// streaming threshold goes through pipelined panels of up to four source lines of channels
+// (zmm_short_rows.hpp). The channel counts leave a last panel of fewer channels (and a partial
+// last line), or a single partial panel (C = 20); H*W not a multiple of a row group makes the last
+// group overlap the one before; H*W = 196 and 289 take one-line panels. Aligned host tensors, and
+// padded views with an unaligned destination start (partial lines at both ends of every panel)
+// and a source pitch wider than C; 2 threads start mid-plane (odd panel counts).
+// (1-byte elements need H*W >= 64 for this path; the smaller planes check their other path.)
 template <class T>
-void check_staged_panels() {
-  const std::int64_t n = (std::int64_t{4} << 20) / (1001 * 49 * static_cast<std::int64_t>(sizeof(T))) + 1;
-  for (int threads : {1, 2}) check_aligned<T, nhwc, nchw>({n, 1001, 7, 7}, convert_options{threads, true});
+void check_short_rows() {
+  const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7}, {20, 5, 5}, {70, 9, 9}, {300, 14, 14}, {37, 17, 17}};
+  for (const auto& pl : planes) {
+    const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
+    const std::array<std::int64_t, 4> e = {n | 1, pl[0], pl[1], pl[2]};
+    for (int threads : {1, 2}) {
+      const convert_options opt{threads, true};
+      check_aligned<T, nhwc, nchw>(e, opt);
+      check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
+    }
+  }
 }
-TEST(ConvertStagedPanels, Float) { check_staged_panels<float>(); }
-TEST(ConvertStagedPanels, Bfloat16) { check_staged_panels<bfloat16>(); }
-TEST(ConvertStagedPanels, Uint8) { check_staged_panels<std::uint8_t>(); }
-TEST(ConvertStagedPanels, Double) { check_staged_panels<double>(); }
+TEST(ConvertShortRows, Float) { check_short_rows<float>(); }
+TEST(ConvertShortRows, Bfloat16) { check_short_rows<bfloat16>(); }
+TEST(ConvertShortRows, Uint8) { check_short_rows<std::uint8_t>(); }
+TEST(ConvertShortRows, Double) { check_short_rows<double>(); }
 
 TEST(ConvertAlignedStreaming, Float) { check_aligned_large<float>(); }
 TEST(ConvertAlignedStreaming, Bfloat16) { check_aligned_large<bfloat16>(); }

@@ -29,6 +29,7 @@
 #include "copy_plan.hpp"
 #include "stream_copy.hpp"
 #include "transpose_kernels.hpp"
+#include "zmm_short_rows.hpp"
 #include "zmm_transpose.hpp"
 
 #if defined(_OPENMP)
@@ -153,9 +154,73 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 }
 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
+// Streaming into destination rows that are not whole lines but are dense (rows x cols one run per
+// plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
+// lines wide so that a panel's stage stays within 16 KiB (double-buffered in L1). Per thread,
+// while a panel is transposed, the previous one is streamed out, the next one is prefetched into
+// L1 and the next plane of the thread's range into the caches.
+// (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
+// stage) 26 us.)
+template <std::size_t E>
+void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
+                    const convert_options& opt) {
+  constexpr std::int64_t e = static_cast<std::int64_t>(E), lw = 64 / e;
+  const outer_dims outer(p, row_dim, col_dim);
+  const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
+  const std::int64_t srs = p.dims[col_dim].src_stride, sb = srs * e;
+  std::int64_t lines = (std::int64_t{16} << 10) / (64 * cols);
+  lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
+  const std::int64_t panel = lines * lw, panel_bytes = panel * cols * e;
+  const std::int64_t panels = (rows + panel - 1) / panel, items = outer.total * panels;
+  const std::int64_t plane_span = ((cols - 1) * srs + rows) * e;  // bytes from a plane's first element
+  const std::int64_t full_calls = short_rows_calls<E>(panel, cols);
+  const int threads = resolve_threads(opt.num_threads, p.numel * e, items);
+  const std::size_t stage_each = static_cast<std::size_t>(2 * panel_bytes);
+  void* mem = std::aligned_alloc(64, static_cast<std::size_t>(threads) * stage_each);
+  if (!mem) throw std::bad_alloc();
+  const std::unique_ptr<unsigned char, aligned_free> staging(static_cast<unsigned char*>(mem));
+  struct panel_at {  // item -> source and destination of its plane, first channel, channels
+    std::int64_t so = 0, dof = 0, r0 = 0, h = 0;
+  };
+  auto locate = [&](std::int64_t it) {
+    panel_at q;
+    outer.offsets(it / panels, q.so, q.dof);
+    q.r0 = (it % panels) * panel;
+    q.h = rows - q.r0 < panel ? rows - q.r0 : panel;
+    return q;
+  };
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
+    unsigned char* stages[2] = {staging.get() + t * stage_each, staging.get() + t * stage_each + panel_bytes};
+    stage_streamer out;  // the previous panel, streamed out during this one
+    linear_prefetch ahead;  // the next plane
+    for (std::int64_t it = first; it < last; ++it) {
+      const panel_at q = locate(it);
+      const std::int64_t next_plane = (it / panels + 1) * panels;
+      if ((it == first || q.r0 == 0) && next_plane < last)
+        ahead.start(src + locate(next_plane).so * e, plane_span, (next_plane - it) * full_calls);
+      const std::int64_t calls = short_rows_calls<E>(q.h, cols);
+      panel_prefetch near;  // the next panel
+      if (it + 1 < last) {
+        const panel_at nq = locate(it + 1);
+        near.start(src + (nq.so + nq.r0) * e, sb, (nq.h + lw - 1) / lw, cols, calls);
+      }
+      unsigned char* stage = stages[it & 1];
+      transpose_short_rows_panel<E>(src + (q.so + q.r0) * e, sb, q.h, cols, stage, [&](std::int64_t call) {
+        near.step();
+        ahead.step();
+        out.advance(call + 1, calls);
+      });
+      out.finish();
+      out.start(dst + (q.dof + q.r0 * cols) * e, stage, q.h * cols * e);
+    }
+    out.finish();
+    stream_fence();
+  });
+}
+
 // Whole-line AVX-512 path (zmm_transpose.hpp). Returns false when the plan does not suit it: a side
-// shorter than a square (C = 2..4 go through group shuffles), or streaming wanted but destination
-// lines not aligned to the tiles (those go through the staging buffer instead).
+// shorter than a square (C = 2..4 go through group shuffles), or streaming wanted into destination
+// rows that are neither aligned to the tiles nor dense short rows (run_short_rows).
 template <std::size_t E>
 bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                        const convert_options& opt) {
@@ -170,8 +235,11 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
   // Streaming into unaligned destination rows: only when a strip of w whole destination rows is
   // one contiguous run that fits the staging buffer (e.g. NHWC->NCHW with H*W = 49).
-  const bool staged = streaming && !aligned;
-  if (staged && (drs != cols || w * cols * e > convert_tuning::stage_bytes)) return false;
+  if (streaming && !aligned) {
+    if (drs != cols || w * cols * e > convert_tuning::stage_bytes) return false;
+    run_short_rows<E>(p, row_dim, col_dim, src, dst, opt);
+    return true;
+  }
   // One strip is a square thick: w source rows read end to end (columns outer) or w destination
   // rows written end to end (rows outer), in blocks 16 squares long that prefetch the next block.
   // The long side goes along the streamed rows; a source pitch that is not whole lines would
@@ -187,81 +255,19 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // 0.90-0.98 (NCHW->NHWC with C * E = 512, 1024, 1536 bytes), while pitches of 128-320 bytes,
   // or 49 * 2^k as NHWC->NCHW has, were as good either way or better scattered.
   const std::int64_t sb = srs * e, db = drs * e;
-  b.rows_outer = staged || (whole_line_source && db % 512 == 0 && db < sb);
+  b.rows_outer = (whole_line_source && db % 512 == 0 && db < sb);
   b.br = b.rows_outer ? w : 16 * w;
   b.bc = b.rows_outer ? 16 * w : w;
-  if (!whole_line_source && !staged) b.br = b.bc = 4 * w;
-  // Staged strips are panels of w destination rows: one 64-byte segment from each of the cols
-  // source rows, which become w * cols * e contiguous destination bytes, cols whole lines.
-  // (Measured on 32x2048x7x7 NHWC->NCHW, 1 thread, cold: whole planes staged in L2 ran at
-  // 0.52-0.62 of memcpy (f32) and 0.40-0.49 (bf16); panels through a dense L1 copy with the
-  // panel 3 ahead prefetched into L2 at 0.74-0.82 and 0.64-0.70; 1 or 2 ahead, 8 ahead,
-  // 2-square panels, L1 prefetches, and prefetching the next whole plane were all slower.)
-  constexpr std::int64_t panel = w;
-  if (staged) b.br = panel;
-  const std::int64_t strips = staged ? (rows + panel - 1) / panel : zmm_strip_count<E>(rows, cols, b);
+  if (!whole_line_source) b.br = b.bc = 4 * w;
+  const std::int64_t strips = zmm_strip_count<E>(rows, cols, b);
   const std::int64_t items = outer.total * strips;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
-  // Per thread: the panel (<= stage_bytes) and its dense local copy (cols rounded up to squares).
-  const std::int64_t local_bytes = (cols + w) * 64;
-  const std::int64_t stage_each = convert_tuning::stage_bytes + local_bytes;
-  std::unique_ptr<unsigned char, aligned_free> staging;
-  if (staged) {
-    void* mem = std::aligned_alloc(64, static_cast<std::size_t>(threads * stage_each));
-    if (!mem) throw std::bad_alloc();
-    std::memset(mem, 0, static_cast<std::size_t>(threads * stage_each));
-    staging.reset(static_cast<unsigned char*>(mem));
-  }
-  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
     for (std::int64_t it = first; it < last; ++it) {
       std::int64_t so = 0, dof = 0;
       outer.offsets(it / strips, so, dof);
       const unsigned char* s = src + so * e;
       unsigned char* d = dst + dof * e;
-      if (staged) {  // w destination rows as a sub-plane transposed into L1, then streamed out
-        unsigned char* stage = staging.get() + t * stage_each;
-        const std::int64_t r0 = (it % strips) * panel, h = rows - r0 < panel ? rows - r0 : panel;
-        // A later panel (this plane's or the next's) is fetched while this one runs: its cols
-        // segments are far apart, so the hardware prefetchers miss them. Into L2, not L1: they
-        // are a source pitch apart (often a multiple of 4 KiB, all in one L1 set).
-        constexpr std::int64_t ahead = 3;
-        if (it + ahead < last) {
-          const std::int64_t nit = it + ahead;
-          std::int64_t nso = 0, ndo = 0;
-          outer.offsets(nit / strips, nso, ndo);
-          const std::int64_t nr = (nit % strips) * panel, nh = rows - nr < panel ? rows - nr : panel;
-          for (std::int64_t c = 0; c < cols; ++c) {
-            const char* q = reinterpret_cast<const char*>(src + (nso + c * srs + nr) * e);
-            for (std::int64_t k = 0; k < nh * e; k += 64) _mm_prefetch(q + k, _MM_HINT_T1);
-          }
-        }
-        unsigned char* local = stage + convert_tuning::stage_bytes;
-        const __mmask64 m = h * e == 64 ? ~__mmask64{0} : (__mmask64{1} << (h * e)) - 1;  // rows beyond h unread
-        const unsigned char* sq = s + r0 * e;
-        if constexpr (E == 2 || E == 4) {
-          // A whole panel runs square kernels straight from the source (each segment loaded once,
-          // so the L1 set conflicts of a 2-8 KiB source pitch cost nothing); the columns past the
-          // last whole square, and a panel of fewer than w rows (whose segments would run past
-          // the plane), go through a dense local copy and masked stores.
-          // (A few leftover columns, e.g. the 49th of H*W = 49 in fp32, are cheaper as scalars.)
-          const std::int64_t c_direct = h == panel ? cols - cols % w : 0, rest = cols - c_direct;
-          for (std::int64_t c = 0; c < c_direct; c += w)
-            zmm_square_kernel<E>::template run<false>(sq + c * srs * e, srs * e, stage + c * e, cols * e);
-          if (c_direct > 0 && rest <= 4) {
-            transpose_scalar<E>(sq + c_direct * srs * e, srs, stage + c_direct * e, cols, h, rest);
-          } else if (rest > 0) {  // (the padding past rest is zeroed at allocation and only feeds masked lanes)
-            for (std::int64_t c = 0; c < rest; ++c)
-              _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + (c_direct + c) * srs * e));
-            transpose_panel_zmm<E>(local, h, rest, stage + c_direct * e, cols * e);
-          }
-        } else {  // the panel's segments through a dense local copy (pitch 64 bytes: no L1 set conflicts)
-          for (std::int64_t c = 0; c < cols; ++c)
-            _mm512_store_si512(local + 64 * c, _mm512_maskz_loadu_epi8(m, sq + c * srs * e));
-          transpose_strip_zmm<E, false>(local, w, stage, cols, h, cols, b, 0);
-        }
-        stream_copy(d + r0 * cols * e, stage, static_cast<std::size_t>(h * cols * e));
-        continue;
-      }
       zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
       if (it + 1 < last) {
         std::int64_t nso = 0, ndo = 0;

@@ -20,7 +20,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "element_bits.hpp"
 #include "transpose_scalar.hpp"
@@ -176,53 +175,6 @@ struct zmm_square16 {
     for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, o[q]);
   }
 };
-
-// The whole-square kernel of an element size (2 or 4 bytes).
-template <std::size_t E>
-using zmm_square_kernel = std::conditional_t<E == 4, zmm_square32, zmm_square16>;
-
-// A panel for short destination rows: `local` holds one 64-byte source segment per column
-// (column c at local + 64 c, rounded up to whole squares, the padding readable), and the panel's
-// rows (at most a square; `rows` of them are real) are written to dst rows of `db` bytes, the last
-// partial square of each row with a masked store. Only 2- and 4-byte elements: a 16-bit square
-// is first paired into a four-byte one by 16-bit unpacks of neighbouring columns.
-template <std::size_t E>
-inline void transpose_panel_zmm(const unsigned char* local, std::int64_t rows, std::int64_t cols,
-                                unsigned char* dst, std::int64_t db) noexcept {
-  static_assert(E == 2 || E == 4, "panels of 2- or 4-byte elements");
-  constexpr std::int64_t w = static_cast<std::int64_t>(64 / E), e = static_cast<std::int64_t>(E);
-  auto put = [&](std::int64_t row, std::int64_t c0, __mmask64 m, __m512i v) {
-    if (row < rows) _mm512_mask_storeu_epi8(dst + row * db + c0 * e, m, v);
-  };
-  for (std::int64_t c0 = 0; c0 < cols; c0 += w) {
-    const std::int64_t nc = cols - c0 < w ? cols - c0 : w;
-    const __mmask64 m = nc == w ? ~__mmask64{0} : (__mmask64{1} << (nc * e)) - 1;
-    const unsigned char* p = local + 64 * c0;
-    __m512i r[16], o[16];
-    if constexpr (E == 4) {
-#pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k) r[k] = _mm512_load_si512(p + 64 * k);
-      zmm_transpose16x32(r, o);
-#pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k) put(k, c0, m, o[k]);
-    } else {
-      // Lane L of lo (hi) pairs: 4-byte element q is row 8 (q / 4) + q % 4 (+ 4) of columns 2i, 2i+1.
-      __m512i hi[16];
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) {
-        const __m512i a = _mm512_load_si512(p + 128 * i), b = _mm512_load_si512(p + 128 * i + 64);
-        r[i] = _mm512_unpacklo_epi16(a, b);
-        hi[i] = _mm512_unpackhi_epi16(a, b);
-      }
-      zmm_transpose16x32(r, o);
-#pragma GCC unroll 16
-      for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4, c0, m, o[q]);
-      zmm_transpose16x32(hi, o);
-#pragma GCC unroll 16
-      for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, c0, m, o[q]);
-    }
-  }
-}
 
 // Side of the square a block is made of, in elements: 64 bytes.
 template <std::size_t E>
