@@ -14,8 +14,11 @@
 // size (untimed): both start with source and destination out of cache, dirty lines written back.
 // MEMFMT_BENCH_WARM=1 skips the flush (cache-resident behaviour, for comparison).
 //
-// Environment: MEMFMT_BENCH_QUICK=1 -> 9 timed repetitions per case (the whole suite in about a
-// minute and a half); otherwise 21. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
+// Environment: MEMFMT_BENCH_QUICK=1 -> 9 timed repetitions per case (the whole suite in about half
+// a minute); otherwise 21. Tensors under 32 MB get proportionally more (up to 4x): a 6.4 MB case
+// on 2 threads times 0.2 ms, where one disturbance of the shared VM decides a best-of-21 (the 2-thread
+// 32x2048x7x7 cells swung between 0.67 and 1.16 of memcpy across four runs). Convert and memcpy
+// alternate and get the same count, so the ratio stays like for like. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
 // Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
 #include <benchmark/benchmark.h>
 
@@ -149,7 +152,10 @@ std::string shape_name(const std::array<std::int64_t, 4>& e) {
 }
 
 template <class T>
-void register_dtype(const char* dtype_name, const std::array<std::int64_t, 4>& e, int threads, int reps) {
+void register_dtype(const char* dtype_name, const std::array<std::int64_t, 4>& e, int threads, int base_reps) {
+  const double bytes = static_cast<double>(e[0] * e[1] * e[2] * e[3]) * sizeof(T);
+  const double scale = std::min(4.0, std::max(1.0, 32e6 / bytes));
+  const int reps = static_cast<int>(base_reps * scale + 0.5);
   const std::string tail = std::string("/") + dtype_name + "/" + shape_name(e) + "/threads:" + std::to_string(threads);
   benchmark::RegisterBenchmark(("BM_convert/nchw_to_nhwc" + tail).c_str(),
                                [=](benchmark::State& s) { bm_convert<T, memfmt::nchw, memfmt::nhwc>(s, e, threads); })

@@ -7,9 +7,8 @@
 //               planes. With AVX-512 (BW) and both sides >= 64 bytes, zmm_transpose.hpp writes
 //               whole destination lines from registers (non-temporal for large outputs), in row
 //               or column strips chosen by the pitch of the side they scatter over; when
-//               streaming is wanted but destination lines are not aligned to the tiles (short
-//               rows such as H*W = 49), panels of one square of rows are transposed into a
-//               per-thread staging buffer and streamed out.
+//               streaming is wanted but destination rows are short and not whole lines (H*W = 49),
+//               zmm_short_rows.hpp's pipelined panels go through a per-thread stage in L1.
 //               Otherwise the blocked kernels of transpose_kernels.hpp run: for C = 2..4 the
 //               AVX-512 group shuffles, streamed straight from registers when the destination
 //               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
