@@ -116,8 +116,10 @@ struct outer_dims {
 struct aligned_free {
   void operator()(unsigned char* p) const noexcept { std::free(p); }
 };
-inline std::unique_ptr<unsigned char, aligned_free> allocate_staging(int threads) {
-  const std::size_t bytes = static_cast<std::size_t>(threads) * convert_tuning::stage_bytes;
+// bytes_each per thread, a multiple of 64.
+inline std::unique_ptr<unsigned char, aligned_free> allocate_staging(
+    int threads, std::int64_t bytes_each = convert_tuning::stage_bytes) {
+  const std::size_t bytes = static_cast<std::size_t>(threads) * static_cast<std::size_t>(bytes_each);
   void* p = std::aligned_alloc(64, bytes);
   if (!p) throw std::bad_alloc();
   return std::unique_ptr<unsigned char, aligned_free>(static_cast<unsigned char*>(p));
@@ -174,10 +176,8 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const std::int64_t plane_span = ((cols - 1) * srs + rows) * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, cols);
   const int threads = resolve_threads(opt.num_threads, p.numel * e, items);
-  const std::size_t stage_each = static_cast<std::size_t>(2 * panel_bytes);
-  void* mem = std::aligned_alloc(64, static_cast<std::size_t>(threads) * stage_each);
-  if (!mem) throw std::bad_alloc();
-  const std::unique_ptr<unsigned char, aligned_free> staging(static_cast<unsigned char*>(mem));
+  const std::int64_t stage_each = 2 * panel_bytes;
+  const auto staging = allocate_staging(threads, stage_each);
   struct panel_at {  // item -> source and destination of its plane, first channel, channels
     std::int64_t so = 0, dof = 0, r0 = 0, h = 0;
   };
@@ -232,8 +232,8 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && (drs * e) % 64 == 0;
   for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
-  // Streaming into unaligned destination rows: only when a strip of w whole destination rows is
-  // one contiguous run that fits the staging buffer (e.g. NHWC->NCHW with H*W = 49).
+  // Streaming into unaligned destination rows: only when they are dense (a panel of them is one
+  // contiguous run, e.g. NHWC->NCHW with H*W = 49) and a one-line panel fits stage_bytes.
   if (streaming && !aligned) {
     if (drs != cols || w * cols * e > convert_tuning::stage_bytes) return false;
     run_short_rows<E>(p, row_dim, col_dim, src, dst, opt);

@@ -22,6 +22,25 @@ inline void stream_fence() noexcept {
 #endif
 }
 
+#if defined(__SSE2__)
+// `lines` whole 64-byte lines, non-temporally (d 64-byte aligned, s any alignment).
+inline void stream_lines(unsigned char* d, const unsigned char* s, std::size_t lines) noexcept {
+  for (std::size_t i = 0; i < lines; ++i, d += 64, s += 64) {
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#elif defined(__AVX__)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#else
+    for (int k = 0; k < 4; ++k)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16 * k),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * k)));
+#endif
+  }
+}
+#endif
+
 inline void stream_copy(void* dst, const void* src, std::size_t bytes) noexcept {
 #if defined(__SSE2__)
   auto* d = static_cast<unsigned char*>(dst);
@@ -36,19 +55,9 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) noexcept 
   s += head;
   bytes -= head;
   const std::size_t lines = bytes / 64;
-  for (std::size_t i = 0; i < lines; ++i, d += 64, s += 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#else
-    for (int k = 0; k < 4; ++k)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16 * k),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * k)));
-#endif
-  }
+  stream_lines(d, s, lines);
+  d += 64 * lines;
+  s += 64 * lines;
   std::memcpy(d, s, bytes % 64);
 #else
   std::memcpy(dst, src, bytes);

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "stream_copy.hpp"
 #include "zmm_transpose.hpp"
 
 namespace memfmt::detail {
@@ -136,10 +137,10 @@ struct stage_streamer {
   // Lines up to k / of of the whole.
   void advance(std::int64_t k, std::int64_t of) noexcept {
     const std::int64_t target = of > 0 ? lines * k / of : lines;
-    for (; done < target; ++done) {
-      const std::int64_t off = head + 64 * done;
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + off), _mm512_loadu_si512(stage + off));
-    }
+    if (target <= done) return;
+    const std::int64_t off = head + 64 * done;
+    stream_lines(dst + off, stage + off, static_cast<std::size_t>(target - done));
+    done = target;
   }
   void finish() noexcept {
     if (!dst) return;
