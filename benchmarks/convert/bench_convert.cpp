@@ -85,8 +85,9 @@ struct cache_flusher {
     data.assign(static_cast<std::size_t>(2 * l3) / sizeof(std::uint64_t), 1);
   }
   // Each of `threads` threads reads its share (one load per line), so every core that takes part
-  // in the timed call loses its private L2 too, not only the shared L3: a flush from one core left
-  // the other core's L2 warm, and a 2-thread memcpy then once ran at 65 GB/s against 44-47.
+  // in the timed call loses its private L2 too, not only the shared L3 (a flush from one core left
+  // the other core's L2 warm). This is not what makes 2-thread memcpy vary: it still runs at
+  // 44-47 GB/s in some runs and at 66-78 in others, with the flush split like this.
   void flush(int threads) {
     const std::size_t n = data.size();
 #if defined(_OPENMP)

@@ -254,7 +254,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // 0.90-0.98 (NCHW->NHWC with C * E = 512, 1024, 1536 bytes), while pitches of 128-320 bytes,
   // or 49 * 2^k as NHWC->NCHW has, were as good either way or better scattered.
   const std::int64_t sb = srs * e, db = drs * e;
-  b.rows_outer = (whole_line_source && db % 512 == 0 && db < sb);
+  b.rows_outer = whole_line_source && db % 512 == 0 && db < sb;
   b.br = b.rows_outer ? w : 16 * w;
   b.bc = b.rows_outer ? 16 * w : w;
   if (!whole_line_source) b.br = b.bc = 4 * w;
