@@ -170,7 +170,8 @@ void check_aligned_large() {
 // last line), or a single partial panel (C = 20); H*W not a multiple of a row group makes the last
 // group overlap the one before; H*W = 196 and 289 take one-line panels. Aligned host tensors, and
 // padded views with an unaligned destination start (partial lines at both ends of every panel)
-// and a source pitch wider than C; 2 threads start mid-plane (odd panel counts).
+// and a source pitch wider than C; 2 threads claim planes as they go (an odd count). With fewer
+// than four planes per thread (N = 1 and 3, 2 and 3 threads), the threads claim parts of planes.
 // (1-byte elements need H*W >= 64 for this path; the smaller planes check their other path.)
 template <class T>
 void check_short_rows() {
@@ -180,6 +181,15 @@ void check_short_rows() {
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
     const std::array<std::int64_t, 4> e = {n | 1, pl[0], pl[1], pl[2]};
     for (int threads : {1, 2}) {
+      const convert_options opt{threads, true};
+      check_aligned<T, nhwc, nchw>(e, opt);
+      check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
+    }
+  }
+  for (const std::int64_t n : {1, 3}) {
+    const std::int64_t c = (std::int64_t{4} << 20) / (n * 81 * static_cast<std::int64_t>(sizeof(T))) + 37;
+    const std::array<std::int64_t, 4> e = {n, c, 9, 9};
+    for (int threads : {2, 3}) {
       const convert_options opt{threads, true};
       check_aligned<T, nhwc, nchw>(e, opt);
       check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);

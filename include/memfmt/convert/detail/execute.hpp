@@ -14,9 +14,11 @@
 //               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
 //               staging buffer;
 //  * gather:    no unit-stride source dimension (broadcast, step slices) -> strided element loop.
-// Work is cut into items (outer index x strip or block) split into contiguous ranges, one per thread.
+// Work is cut into items (outer index x strip or block) split into contiguous ranges, one per thread
+// (the short-row path's threads claim chunks as they go).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -88,6 +90,20 @@ void parallel_items(int threads, std::int64_t items, const Body& body) {
 #endif
 }
 
+// body(thread_index) on each of `threads` threads, for work that the threads share out themselves.
+template <class Body>
+void run_team(int threads, const Body& body) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    body(omp_get_thread_num());
+    return;
+  }
+#endif
+  (void)threads;
+  body(0);
+}
+
 // Outer dimensions of a plan, decoded from a flat index (last listed varies fastest).
 struct outer_dims {
   int count = 0;
@@ -116,13 +132,26 @@ struct outer_dims {
 struct aligned_free {
   void operator()(unsigned char* p) const noexcept { std::free(p); }
 };
-// bytes_each per thread, a multiple of 64.
-inline std::unique_ptr<unsigned char, aligned_free> allocate_staging(
-    int threads, std::int64_t bytes_each = convert_tuning::stage_bytes) {
+// Staging for one call: `threads` blocks of bytes_each (a multiple of 64), 64-byte aligned. The
+// calling thread keeps its buffer for its later calls (it only grows, and is freed when the thread
+// exits): allocating it per call cost 20-40 us on the development VM (Zen 5, glibc), a tenth of a
+// 6 MB conversion on 2 threads. Throws std::bad_alloc before any worker starts.
+inline unsigned char* staging_for_call(int threads, std::int64_t bytes_each = convert_tuning::stage_bytes) {
+  struct buffer {
+    std::unique_ptr<unsigned char, aligned_free> data;
+    std::size_t bytes = 0;
+  };
+  thread_local buffer kept;
   const std::size_t bytes = static_cast<std::size_t>(threads) * static_cast<std::size_t>(bytes_each);
-  void* p = std::aligned_alloc(64, bytes);
-  if (!p) throw std::bad_alloc();
-  return std::unique_ptr<unsigned char, aligned_free>(static_cast<unsigned char*>(p));
+  if (kept.bytes < bytes) {
+    kept.data.reset();
+    kept.bytes = 0;
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    kept.data.reset(static_cast<unsigned char*>(p));
+    kept.bytes = bytes;
+  }
+  return kept.data.get();
 }
 
 template <std::size_t E>
@@ -159,58 +188,82 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
 // lines wide so that a panel's stage stays within 16 KiB (double-buffered in L1). Per thread,
 // while a panel is transposed, the previous one is streamed out, the next one is prefetched into
-// L1 and the next plane of the thread's range into the caches.
+// L1 (4- and 8-byte elements) and the thread's next plane into the caches.
 // (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
 // stage) 26 us.)
+// Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
+// prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
+// waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
+// with fewer than four planes per thread it is a part of one, and then only the next panel is
+// prefetched (a part's channels are not one run). A thread's first plane has nothing prefetching
+// it and takes 1.3-2 times as long as the others: prefetching it whole up front did not help, as
+// Zen 5 drops most of a burst of 3,000 prefetches (a plane read after one was as slow as cold).
+// The next panel is prefetched into L1 for 4- and 8-byte elements only. With 2-byte elements
+// (16 positions 4 KiB apart per kernel call, more lines than an L1 set holds) it cost 1 thread
+// 8-13 % (bf16 32x2048x7x7, cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %.
 template <std::size_t E>
 void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                     const convert_options& opt) {
-  constexpr std::int64_t e = static_cast<std::int64_t>(E), lw = 64 / e;
+  constexpr std::int64_t e = static_cast<std::int64_t>(E);
+  constexpr bool prefetch_near = E >= 4;
   const outer_dims outer(p, row_dim, col_dim);
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
-  const std::int64_t srs = p.dims[col_dim].src_stride, sb = srs * e;
+  const std::int64_t sb = p.dims[col_dim].src_stride * e;
   std::int64_t lines = (std::int64_t{16} << 10) / (64 * cols);
   lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
-  const std::int64_t panel = lines * lw, panel_bytes = panel * cols * e;
-  const std::int64_t panels = (rows + panel - 1) / panel, items = outer.total * panels;
-  const std::int64_t plane_span = ((cols - 1) * srs + rows) * e;  // bytes from a plane's first element
+  const std::int64_t panel = lines * 64 / e, panel_bytes = panel * cols * e;
+  const std::int64_t panels = (rows + panel - 1) / panel;
+  const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, cols);
-  const int threads = resolve_threads(opt.num_threads, p.numel * e, items);
+  const int threads = resolve_threads(opt.num_threads, p.numel * e, outer.total * panels);
+  std::int64_t parts = (4 * threads + outer.total - 1) / outer.total;  // chunks per plane
+  parts = parts < 1 ? 1 : parts > panels ? panels : parts;
+  const std::int64_t chunk_panels = (panels + parts - 1) / parts;
+  parts = (panels + chunk_panels - 1) / chunk_panels;
+  const std::int64_t chunks = outer.total * parts;
   const std::int64_t stage_each = 2 * panel_bytes;
-  const auto staging = allocate_staging(threads, stage_each);
-  struct panel_at {  // item -> source and destination of its plane, first channel, channels
-    std::int64_t so = 0, dof = 0, r0 = 0, h = 0;
+  unsigned char* const staging = staging_for_call(threads, stage_each);
+  struct chunk_at {  // chunk -> source and destination offsets of its plane, its panels
+    std::int64_t so = 0, dof = 0, first = 0, last = 0;
   };
-  auto locate = [&](std::int64_t it) {
-    panel_at q;
-    outer.offsets(it / panels, q.so, q.dof);
-    q.r0 = (it % panels) * panel;
-    q.h = rows - q.r0 < panel ? rows - q.r0 : panel;
-    return q;
+  auto locate = [&](std::int64_t k) {
+    chunk_at c;
+    outer.offsets(k / parts, c.so, c.dof);
+    c.first = (k % parts) * chunk_panels;
+    c.last = c.first + chunk_panels < panels ? c.first + chunk_panels : panels;
+    return c;
   };
-  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
-    unsigned char* stages[2] = {staging.get() + t * stage_each, staging.get() + t * stage_each + panel_bytes};
+  auto channels = [&](std::int64_t pi) { return rows - pi * panel < panel ? rows - pi * panel : panel; };
+  std::atomic<std::int64_t> claimed{0};
+  run_team(threads, [&](int t) {
+    unsigned char* stages[2] = {staging + t * stage_each, staging + t * stage_each + panel_bytes};
+    int which = 0;
     stage_streamer out;  // the previous panel, streamed out during this one
     linear_prefetch ahead;  // the next plane
-    for (std::int64_t it = first; it < last; ++it) {
-      const panel_at q = locate(it);
-      const std::int64_t next_plane = (it / panels + 1) * panels;
-      if ((it == first || q.r0 == 0) && next_plane < last)
-        ahead.start(src + locate(next_plane).so * e, plane_span, (next_plane - it) * full_calls);
-      const std::int64_t calls = short_rows_calls<E>(q.h, cols);
-      panel_prefetch near;  // the next panel
-      if (it + 1 < last) {
-        const panel_at nq = locate(it + 1);
-        near.start(src + (nq.so + nq.r0) * e, sb, (nq.h + lw - 1) / lw, cols, calls);
+    std::int64_t k = claimed.fetch_add(1, std::memory_order_relaxed);
+    while (k < chunks) {
+      const chunk_at c = locate(k);
+      const std::int64_t k_next = claimed.fetch_add(1, std::memory_order_relaxed);
+      const chunk_at n = k_next < chunks ? locate(k_next) : chunk_at{};
+      if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls);
+      for (std::int64_t pi = c.first; pi < c.last; ++pi) {
+        const std::int64_t h = channels(pi), calls = short_rows_calls<E>(h, cols);
+        segment_prefetch near;  // the next panel: of this chunk, or the first of the next
+        if constexpr (prefetch_near) {
+          if (pi + 1 < c.last) near.start(src + (c.so + (pi + 1) * panel) * e, channels(pi + 1) * e, sb, cols, calls);
+          else if (k_next < chunks) near.start(src + (n.so + n.first * panel) * e, channels(n.first) * e, sb, cols, calls);
+        }
+        unsigned char* stage = stages[which];
+        which ^= 1;
+        transpose_short_rows_panel<E>(src + (c.so + pi * panel) * e, sb, h, cols, stage, [&](std::int64_t call) {
+          if constexpr (prefetch_near) near.step();
+          ahead.step();
+          out.advance(call + 1, calls);
+        });
+        out.finish();
+        out.start(dst + (c.dof + pi * panel * cols) * e, stage, h * cols * e);
       }
-      unsigned char* stage = stages[it & 1];
-      transpose_short_rows_panel<E>(src + (q.so + q.r0) * e, sb, q.h, cols, stage, [&](std::int64_t call) {
-        near.step();
-        ahead.step();
-        out.advance(call + 1, calls);
-      });
-      out.finish();
-      out.start(dst + (q.dof + q.r0 * cols) * e, stage, q.h * cols * e);
+      k = k_next;
     }
     out.finish();
     stream_fence();
@@ -326,11 +379,10 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
   const std::int64_t items = outer.total * n_cb * n_rb;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
-  std::unique_ptr<unsigned char, aligned_free> staging;
-  if (streaming && !direct) staging = allocate_staging(threads);
+  unsigned char* const staging = streaming && !direct ? staging_for_call(threads) : nullptr;
 
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
-    unsigned char* stage = staging ? staging.get() + t * convert_tuning::stage_bytes : nullptr;
+    unsigned char* stage = staging ? staging + t * convert_tuning::stage_bytes : nullptr;
     for (std::int64_t it = first; it < last; ++it) {
       const std::int64_t rb = it % n_rb, cb = (it / n_rb) % n_cb;
       std::int64_t so = 0, dof = 0;
