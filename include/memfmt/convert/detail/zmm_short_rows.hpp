@@ -8,8 +8,9 @@
 //   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines);
 //   * the next plane's source is prefetched in address order (linear_prefetch), which keeps the
 //     hardware prefetchers and DRAM pages busy as a sequential read would, and the next panel's
-//     lines again into L1 (segment_prefetch): mostly L2 hits, but they recover the lines that
-//     other work on a busy machine evicted in between.
+//     lines again into L1 (segment_prefetch; 4- and 8-byte elements only, see run_short_rows):
+//     mostly L2 hits, but they recover the lines that other work on a busy machine evicted in
+//     between.
 // Measured (Zen 5, 32x2048x7x7 NHWC->NCHW, cold, best of 9, several runs; bench_convert): the
 // previous pipeline (square kernels, panels prefetched 3 ahead, stage streamed out after each
 // panel) ran at 0.6-0.8 of memcpy; with the linear prefetch alone at 0.3-1.0 (low whenever the
@@ -183,9 +184,9 @@ struct linear_prefetch {
 };
 
 // Prefetches `count` segments of `bytes` bytes, `pitch` bytes apart (a panel's channels at every
-// position), in address order, a slice of lines per step. (Its loop costs more per line than
-// linear_prefetch's: for a whole plane ahead it ran 5-10 % slower, 1 thread, cold, 32x2048x7x7.
-// An earlier form with a division per line was 20 % slower.)
+// position), in address order, a slice of lines per step. (Used for a whole plane ahead, it ran
+// 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold, 32x2048x7x7; the cause
+// was not found. A form with a division per line was 25 % slower there.)
 struct segment_prefetch {
   const unsigned char* base = nullptr;
   std::int64_t bytes = 0, pitch = 0, count = 0, seg = 0, slice = 0;
