@@ -200,7 +200,9 @@ inline __m512i gather_row_segment(const unsigned char* p, std::int64_t sb) noexc
                                           0x00330031, 0x00370035, 0x003B0039, 0x003F003D);
     return _mm512_permutex2var_epi16(words(p - 2), odd, words(p - 2 + 16 * sb));
   } else {
-    auto quarter = [&](int q) { return _mm512_maskz_cvtepi32_epi8(0xFFFF, _mm512_maskz_srli_epi32(0xFFFF, words(p - 3 + 16 * q * sb), 24)); };
+    auto quarter = [&](int q) {
+      return _mm512_maskz_cvtepi32_epi8(0xFFFF, _mm512_maskz_srli_epi32(0xFFFF, words(p - 3 + 16 * q * sb), 24));
+    };
     __m512i v = _mm512_zextsi128_si512(quarter(0));
     v = _mm512_inserti32x4(v, quarter(1), 1);
     v = _mm512_inserti32x4(v, quarter(2), 2);
@@ -352,7 +354,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   // NCHW->NHWC (the 49th row). The overlapping tile rewrote th - 1 rows there (3 in fp32, 7 in
   // bf16), each line a second non-temporal store to memory; gathering the 49th row instead ran
   // 3-8 % faster (Zen 5, cold: fp32 1 thread 35-36 -> 37-39 GB/s, bf16 2 threads 49 -> 52-55).
-  const bool gather_tail = rows - rows_t <= 2 && 63 * sb <= std::int64_t{0x7fffffff};
+  const bool gather_tail = rows - rows_t <= 2 && rows_t >= th && 63 * sb <= std::int64_t{0x7fffffff};
   auto tail_rows = [&](std::int64_t c_lo, std::int64_t c_hi) {
     if (rows == rows_t) return;
     if (gather_tail) {
