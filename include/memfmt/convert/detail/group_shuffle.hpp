@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "stream_copy.hpp"
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -119,13 +121,6 @@ inline void shuffle_group(const __m512i (&in)[G], __m512i (&out)[G]) noexcept {
     if constexpr (G == 4) r = ops::blend(t.from_high[k], r, ops::perm2(in[2], _mm512_load_si512(t.high[k]), in[3]));
     out[k] = r;
   }
-}
-
-// A whole output vector; Stream: a non-temporal store (dst 64-byte aligned).
-template <bool Stream>
-inline void store_zmm(unsigned char* dst, __m512i v) noexcept {
-  if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
-  else _mm512_storeu_si512(dst, v);
 }
 
 // dst[r*G + c] = src[c*srs + r] for whole vectors of rows; returns the rows done.

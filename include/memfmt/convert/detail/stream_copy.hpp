@@ -22,6 +22,15 @@ inline void stream_fence() noexcept {
 #endif
 }
 
+#if defined(__AVX512F__)
+// One 64-byte vector; Stream: a non-temporal store (dst 64-byte aligned).
+template <bool Stream>
+inline void store_zmm(unsigned char* dst, __m512i v) noexcept {
+  if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
+  else _mm512_storeu_si512(dst, v);
+}
+#endif
+
 #if defined(__SSE2__)
 // `lines` whole 64-byte lines, non-temporally (d 64-byte aligned, s any alignment).
 inline void stream_lines(unsigned char* d, const unsigned char* s, std::size_t lines) noexcept {

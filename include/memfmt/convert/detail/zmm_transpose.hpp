@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "element_bits.hpp"
+#include "stream_copy.hpp"
 #include "transpose_scalar.hpp"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -96,8 +97,7 @@ struct zmm_tile {
 #pragma GCC unroll 16
     for (int j = 0; j < n; ++j) {
       unsigned char* p = dst + bit_reverse(j) * drs;
-      if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v[j]);
-      else _mm512_storeu_si512(p, v[j]);
+      store_zmm<Stream>(p, v[j]);
     }
   }
 };
@@ -145,8 +145,7 @@ struct zmm_square32 {
 #pragma GCC unroll 16
     for (int m = 0; m < 16; ++m) {
       unsigned char* p = dst + m * drs;
-      if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), o[m]);
-      else _mm512_storeu_si512(p, o[m]);
+      store_zmm<Stream>(p, o[m]);
     }
   }
 };
@@ -166,8 +165,7 @@ struct zmm_square16 {
     }
     auto put = [&](int row, __m512i v) {
       unsigned char* p = dst + row * drs;
-      if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
-      else _mm512_storeu_si512(p, v);
+      store_zmm<Stream>(p, v);
     };
     zmm_transpose16x32(lo, o);
 #pragma GCC unroll 16
@@ -359,12 +357,8 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     if (rows == rows_t) return;
     if (gather_tail) {
       for (std::int64_t c = c_lo; c < c_hi; c += w)
-        for (std::int64_t r = rows_t; r < rows; ++r) {
-          const __m512i v = gather_row_segment<E>(src + (c * srs + r) * e, sb);
-          unsigned char* p = dst + (r * drs + c) * e;
-          if constexpr (Stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
-          else _mm512_storeu_si512(p, v);
-        }
+        for (std::int64_t r = rows_t; r < rows; ++r)
+          store_zmm<Stream>(dst + (r * drs + c) * e, gather_row_segment<E>(src + (c * srs + r) * e, sb));
       return;
     }
     for (std::int64_t c = c_lo; c < c_hi; c += w) run_tiles(rows - th, rows, c);
