@@ -71,37 +71,29 @@ inline int resolve_threads(int requested, std::int64_t bytes, std::int64_t items
 #endif
 }
 
-// body(first_item, last_item, thread_index) over contiguous, near-equal ranges of [0, items).
-template <class Body>
-void parallel_items(int threads, std::int64_t items, const Body& body) {
-  if (threads <= 1) {
-    body(std::int64_t{0}, items, 0);
-    return;
-  }
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(threads)
-  {
-    const std::int64_t t = omp_get_thread_num();
-    const std::int64_t k = omp_get_num_threads();
-    const std::int64_t q = items / k, r = items % k;
-    const std::int64_t first = t * q + (t < r ? t : r);
-    body(first, first + q + (t < r ? 1 : 0), static_cast<int>(t));
-  }
-#endif
-}
-
-// body(thread_index) on each of `threads` threads, for work that the threads share out themselves.
+// body(thread_index, team_size) on each thread of a team of up to `threads` (OpenMP may give
+// fewer), for work that the threads share out themselves.
 template <class Body>
 void run_team(int threads, const Body& body) {
 #if defined(_OPENMP)
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
-    body(omp_get_thread_num());
+    body(omp_get_thread_num(), omp_get_num_threads());
     return;
   }
 #endif
   (void)threads;
-  body(0);
+  body(0, 1);
+}
+
+// body(first_item, last_item, thread_index) over contiguous, near-equal ranges of [0, items).
+template <class Body>
+void parallel_items(int threads, std::int64_t items, const Body& body) {
+  run_team(threads, [&](int t, int k) {
+    const std::int64_t q = items / k, r = items % k;
+    const std::int64_t first = t * q + (t < r ? t : r);
+    body(first, first + q + (t < r ? 1 : 0), t);
+  });
 }
 
 // Outer dimensions of a plan, decoded from a flat index (last listed varies fastest).
@@ -235,7 +227,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   };
   auto channels = [&](std::int64_t pi) { return rows - pi * panel < panel ? rows - pi * panel : panel; };
   std::atomic<std::int64_t> claimed{0};
-  run_team(threads, [&](int t) {
+  run_team(threads, [&](int t, int) {
     unsigned char* stages[2] = {staging + t * stage_each, staging + t * stage_each + panel_bytes};
     int which = 0;
     stage_streamer out;  // the previous panel, streamed out during this one
