@@ -5,6 +5,8 @@
 //   GB/s             conversion bandwidth, (bytes read + bytes written) / best time
 //   memcpy_GB/s      memcpy bandwidth over the same bytes and buffers, best time
 //   ratio_to_memcpy  best memcpy time / best conversion time (1.0 = memcpy speed)
+//   core_to_core_ns  (2+ threads) where threads 0 and 1 ran: the larger of two cache-line
+//                    ping-pong latencies, before and after the case (see core_to_core_ns())
 // Best-of times are used because the development VM is shared and noisy.
 //
 // Cold caches: the issue asks for DRAM-bound behaviour (bytes read + written to memory), but some
@@ -25,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -86,8 +89,8 @@ struct cache_flusher {
   }
   // Each of `threads` threads reads its share (one load per line), so every core that takes part
   // in the timed call loses its private L2 too, not only the shared L3 (a flush from one core left
-  // the other core's L2 warm). This is not what makes 2-thread memcpy vary: it still runs at
-  // 44-47 GB/s in some runs and at 66-78 in others, with the flush split like this.
+  // the other core's L2 warm). Where the machine placed the two cores is what makes 2-thread
+  // memcpy vary (core_to_core_ns()); a flush 4x as large changed nothing.
   void flush(int threads) {
     const std::size_t n = data.size();
 #if defined(_OPENMP)
@@ -111,6 +114,40 @@ struct cache_flusher {
     if (!warm) f.flush(threads);
   }
 };
+
+// One-way latency of a cache line passed between threads 0 and 1 of a team of `threads`, in ns
+// (0 for one thread). It tells where the machine placed the two cores. On the development VM it is
+// either 35-65 ns (same core complex, sharing its L3 and memory link: 2-thread memcpy at 40-50 GB/s)
+// or 210-230 ns (different dies: 2-thread memcpy at 57-86 GB/s), and the placement changes between
+// and during runs. Without this, the two modes read as unexplained noise.
+double core_to_core_ns(int threads) {
+#if defined(_OPENMP)
+  if (threads < 2) return 0.0;
+  alignas(64) static std::atomic<int> turn{0};
+  constexpr int trips = 2000;
+  double ns = 0.0;
+  turn.store(0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+#pragma omp barrier
+    if (t < 2) {
+      const auto t0 = clock_type::now();
+      for (int i = 0; i < trips; ++i) {
+        const int mine = 2 * i + t, next = mine + 1;
+        while (turn.load(std::memory_order_acquire) != mine) {
+        }
+        turn.store(next, std::memory_order_release);
+      }
+      if (t == 0) ns = std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / (2.0 * trips);
+    }
+  }
+  return ns;
+#else
+  (void)threads;
+  return 0.0;
+#endif
+}
 
 void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, int threads) {
 #if defined(_OPENMP)
@@ -140,6 +177,7 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
   opt.num_threads = threads;
   opt.allow_streaming_stores = std::getenv("MEMFMT_BENCH_NO_STREAM") == nullptr;
   double best_convert = 1e30, best_memcpy = 1e30;
+  const double c2c_before = core_to_core_ns(threads);
   memfmt::convert(src, dst, opt);  // warm-up
   parallel_memcpy(b.dst, b.src, bytes, threads);
   for (auto _ : state) {
@@ -161,6 +199,7 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
   state.counters["GB/s"] = moved / best_convert * 1e-9;
   state.counters["memcpy_GB/s"] = moved / best_memcpy * 1e-9;
   state.counters["ratio_to_memcpy"] = best_memcpy / best_convert;
+  if (threads > 1) state.counters["core_to_core_ns"] = std::max(c2c_before, core_to_core_ns(threads));
   state.SetBytesProcessed(static_cast<std::int64_t>(moved) * state.iterations());
 }
 
