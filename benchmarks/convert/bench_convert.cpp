@@ -117,9 +117,10 @@ struct cache_flusher {
 
 // One-way latency of a cache line passed between threads 0 and 1 of a team of `threads`, in ns
 // (0 for one thread). It tells where the machine placed the two cores. On the development VM it is
-// either 35-65 ns (same core complex, sharing its L3 and memory link: 2-thread memcpy at 40-50 GB/s)
-// or 210-230 ns (different dies: 2-thread memcpy at 57-86 GB/s), and the placement changes between
-// and during runs. Without this, the two modes read as unexplained noise.
+// 31-37 ns (2 threads no faster than 1, as if on one physical core), 40-70 ns (one core complex,
+// sharing its L3 and memory link: 2-thread memcpy at 35-52 GB/s) or 210-250 ns (two dies: 2-thread
+// memcpy mostly at 57-86 GB/s), and the placement changes between and during runs. Without this,
+// the modes read as unexplained noise.
 double core_to_core_ns(int threads) {
 #if defined(_OPENMP)
   if (threads < 2) return 0.0;
