@@ -147,12 +147,13 @@ def convert_rows(rows):
         if "ratio_to_memcpy" in b:
             out.append({"case": clean(b["name"]), "ratio_to_memcpy": b["ratio_to_memcpy"],
                         "GB/s": b.get("GB/s", b.get("bytes_per_second", 0) / 1e9),
-                        "memcpy GB/s": b.get("memcpy_GB/s", float("nan")),
-                        "core-to-core ns": b.get("core_to_core_ns", float("nan"))})
+                        "memcpy GB/s": b.get("memcpy_GB/s"), "core-to-core ns": b.get("core_to_core_ns")})
     return out
 
 
 def fmt(x):
+    if x is None:
+        return "-"
     if isinstance(x, float):
         if math.isnan(x):
             return "-"
@@ -224,8 +225,9 @@ def main():
                          for o in over]))
     if conv:
         md.append("\n## Conversion vs memcpy (same run)\n")
-        cols = ["case", "GB/s", "memcpy GB/s", "ratio to memcpy", "core-to-core ns"]
-        md.append(table(cols, [[c[k] if k != "ratio to memcpy" else c["ratio_to_memcpy"] for k in cols] for c in conv]))
+        md.append(table(["case", "GB/s", "memcpy GB/s", "ratio to memcpy", "core-to-core ns"],
+                        [[c["case"], c["GB/s"], c["memcpy GB/s"], c["ratio_to_memcpy"], c["core-to-core ns"]]
+                         for c in conv]))
     text = "\n".join(md) if md else "no benchmark results found"
     print(text)
     if a.out:

@@ -120,7 +120,8 @@ struct cache_flusher {
 // 31-37 ns (2 threads no faster than 1, as if on one physical core), 40-70 ns (one core complex,
 // sharing its L3 and memory link: 2-thread memcpy at 35-52 GB/s) or 210-250 ns (two dies: 2-thread
 // memcpy mostly at 57-86 GB/s), and the placement changes between and during runs. Without this,
-// the modes read as unexplained noise.
+// the modes read as unexplained noise. Microseconds mean a thread lost its core (another job ran);
+// 0 means the team had fewer than two threads.
 double core_to_core_ns(int threads) {
 #if defined(_OPENMP)
   if (threads < 2) return 0.0;
@@ -132,7 +133,7 @@ double core_to_core_ns(int threads) {
   {
     const int t = omp_get_thread_num();
 #pragma omp barrier
-    if (t < 2) {
+    if (t < 2 && omp_get_num_threads() >= 2) {
       const auto t0 = clock_type::now();
       for (int i = 0; i < trips; ++i) {
         const int mine = 2 * i + t, next = mine + 1;
