@@ -195,7 +195,7 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // 8-13 % (bf16 32x2048x7x7, cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %.
 // Known limit: with its threads placed on two dies (bench_convert's core_to_core_ns at 210-250)
 // this path runs each core about a quarter slower than in one core complex (one core alone, 1-thread
-// conversions of half of 64x2048x7x7: 20-31 against 29-31 GB/s; reads alone, no stream-out: 25-38
+// conversions of half of 64x2048x7x7: 20-31 against 27-31 GB/s; reads alone, no stream-out: 25-38
 // against 37-43), while memcpy gains a second memory link: 2 threads reach 19-60 GB/s at
 // 32x2048x7x7 where memcpy and the whole-line paths of the other shapes reach 57-100. Tried without
 // gain: the plane-ahead prefetch as T1 or T2 (L2 only on Zen 4 and later), two planes ahead, a
