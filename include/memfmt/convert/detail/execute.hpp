@@ -246,8 +246,8 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     stage_streamer out;  // the previous panel, streamed out during this one
     linear_prefetch ahead;  // the next plane
     std::int64_t k = claimed.fetch_add(1, std::memory_order_relaxed);
+    chunk_at c = k < chunks ? locate(k) : chunk_at{};
     while (k < chunks) {
-      const chunk_at c = locate(k);
       const std::int64_t k_next = claimed.fetch_add(1, std::memory_order_relaxed);
       const chunk_at n = k_next < chunks ? locate(k_next) : chunk_at{};
       if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls);
@@ -269,6 +269,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
         out.start(dst + (c.dof + pi * panel * cols) * e, stage, h * cols * e);
       }
       k = k_next;
+      c = n;  // located once, for its prefetches
     }
     out.finish();
     stream_fence();
