@@ -246,6 +246,7 @@ TEST(CudnnVersion, LoadedMatchesCompiledMajor) {
   EXPECT_THROW(cudnn::compare_versions(91900, 80906), memfmt::error);
   try {
     cudnn::compare_versions(91900, 100100);
+    ADD_FAILURE() << "a major mismatch was accepted";
   } catch (const memfmt::error& e) {
     EXPECT_NE(std::string(e.what()).find("9.19.0"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("10.1.0"), std::string::npos) << e.what();
@@ -256,6 +257,20 @@ TEST(CudnnVersion, LoadedMatchesCompiledMajor) {
   const auto newer = cudnn::compare_versions(91000, 91900);
   EXPECT_FALSE(newer.loaded_older);
   EXPECT_TRUE(newer.warning.empty());
+}
+
+TEST(CudnnVersion, DevicePropertiesNeedCudnn98) {
+  try {
+    cudnn::require_device_properties(cudnn::version::decode(90702));
+    ADD_FAILURE() << "cuDNN 9.7.2 accepted";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), errc::backend_failure);
+    EXPECT_NE(std::string(e.what()).find("9.7.2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("9.8"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(cudnn::require_device_properties(cudnn::version::decode(90800)));
+  EXPECT_NO_THROW(cudnn::require_device_properties(cudnn::version::decode(91900)));
+  EXPECT_NO_THROW(cudnn::require_device_properties(cudnn::version::decode(cudnnGetVersion())));  // this machine's
 }
 
 TEST(CudnnBackend, ConstructionWithoutGpuIsAClearError) {

@@ -259,4 +259,21 @@ TEST_F(CudnnGpu, PlanCacheHitsOnRepeatAndUserAllocatorIsUsed) {
   EXPECT_EQ(allocated >= be.workspace_bytes(), true);
 }
 
+// A moved backend keeps its handle, device properties and plans; the moved-from one owns nothing
+// (a defaulted move once copied the raw handle, so both destructors destroyed it).
+TEST_F(CudnnGpu, MovedBackendKeepsHandleAndPlans) {
+  conv_params p;
+  p.padding = {1, 1, 1};
+  cudnn::backend first;
+  const cudnnHandle_t handle = first.handle();
+  conv_case<float, nhwc>(first, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  const auto misses = first.cache().misses();
+  cudnn::backend second(std::move(first));
+  EXPECT_EQ(first.handle(), nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is the point
+  EXPECT_EQ(second.handle(), handle);
+  conv_case<float, nhwc>(second, {2, 8, 9, 9}, {16, 8, 3, 3}, p);
+  EXPECT_EQ(second.cache().misses(), misses);
+  EXPECT_GT(second.cache().hits(), 0u);
+}
+
 }  // namespace

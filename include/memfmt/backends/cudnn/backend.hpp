@@ -1,7 +1,7 @@
 // memfmt/backends/cudnn/backend.hpp - the cuDNN 9 backend: the reference backend's operations on
 // device pointers, through the graph (backend) API.
 //
-//   memfmt::cudnn::backend be;                 // handle, version check, plan cache, workspace
+//   memfmt::cudnn::backend be;                 // handle, device, version check, plan cache, workspace
 //   be.conv_forward<half>(x, w, bias, y, p);   // views of device memory, any supported format
 //
 // Per call: validate (the checks shared by every backend, validate.hpp, then cuDNN's own limits:
@@ -123,8 +123,10 @@ class backend {
   explicit backend(backend_options o = {})
       : opts_(std::make_unique<backend_options>(std::move(o))), cache_(opts_->plan_cache_capacity) {
     version_ = check_version();  // throws on a major mismatch, before touching the GPU
+    require_device_properties(version_.loaded);
     check_cudnn(cudnnCreate(&handle_), "cudnnCreate (is there a usable GPU and driver?)");
     check_cuda(cudaGetDevice(&device_), "cudaGetDevice");
+    device_props_ = device_properties(handle_);
     workspace_ = detail::device_buffer(&opts_->allocator);
     scratch_ = detail::device_buffer(&opts_->allocator);
     stream_ = opts_->stream;
@@ -132,10 +134,23 @@ class backend {
   ~backend() {
     if (handle_) {
       if (workspace_.get() || scratch_.get()) cudaStreamSynchronize(stream_);
+      cache_.clear();          // plans and the device descriptor go before the handle they were built on
+      device_props_.reset();
       cudnnDestroy(handle_);
     }
   }
-  backend(backend&&) noexcept = default;
+  // The handle moves (a defaulted move would copy the raw handle and destroy it twice).
+  backend(backend&& o) noexcept
+      : opts_(std::move(o.opts_)),
+        handle_(std::exchange(o.handle_, nullptr)),
+        device_(o.device_),
+        device_props_(std::move(o.device_props_)),
+        stream_(o.stream_),
+        version_(std::move(o.version_)),
+        cache_(std::move(o.cache_)),
+        workspace_(std::move(o.workspace_)),
+        scratch_(std::move(o.scratch_)),
+        last_engine_(std::move(o.last_engine_)) {}
   backend& operator=(backend&&) = delete;
   backend(const backend&) = delete;
   backend& operator=(const backend&) = delete;
@@ -345,7 +360,7 @@ class backend {
     if (auto* hit = cache_.find(full)) return hit->get();
     std::shared_ptr<execution_plan> p;
     try {
-      p = build_plan(make_graph(), key);
+      p = build_plan(make_graph(), device_props_, key);
     } catch (const memfmt::error& e) {
       if (e.code() != errc::unsupported) throw;
     }
@@ -414,6 +429,7 @@ class backend {
   std::unique_ptr<backend_options> opts_;  // stable address: the buffers point at its allocator
   cudnnHandle_t handle_ = nullptr;
   int device_ = 0;
+  descriptor device_props_;  // the GPU that heuristics and plans are built for
   cudaStream_t stream_ = nullptr;
   version_report version_{};
   plan_cache<std::shared_ptr<execution_plan>> cache_;

@@ -192,8 +192,9 @@ class graph_builder {
     return add_op(std::move(op));
   }
 
-  // The finalized operation graph over every operation added so far. No handle is attached: the
-  // handle attribute is deprecated in cuDNN 9; the handle is given at execution.
+  // The finalized operation graph over every operation added so far. No handle is attached (that
+  // attribute is deprecated in cuDNN 9): the device comes with heuristics and plans (build_plan),
+  // the handle at execution.
   descriptor& finalize_graph() {
     std::vector<cudnnBackendDescriptor_t> raw;
     for (auto& op : ops_) raw.push_back(op.get());

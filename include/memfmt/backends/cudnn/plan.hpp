@@ -53,10 +53,21 @@ inline std::string engine_name_of(const descriptor& config) {
 
 }  // namespace detail
 
+// The finalized device-properties descriptor of the GPU behind `handle` (cuDNN >= 9.8). cuDNN 9
+// deprecates the handle attributes of the operation graph and the plan; without this descriptor
+// heuristics and plans know no device at all: they rank engines for "SM 0", and execution then
+// fails with CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH (seen on an H100 with cuDNN 9.19).
+inline descriptor device_properties(cudnnHandle_t handle) {
+  descriptor d(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
+  d.set(CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "set CUDNN_ATTR_DEVICEPROP_HANDLE");
+  d.finalize("finalize the device-properties descriptor");
+  return d;
+}
+
 // Ranks engine configs for the finalized graph of `g` with heuristics and builds the first plan that
-// finalizes. Needs a GPU (plans are built for the current device). Throws memfmt::error(unsupported)
-// naming the graph when no engine supports it.
-inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const std::string& what) {
+// finalizes, both for the device that `device` (from device_properties) describes. Throws
+// memfmt::error(unsupported) naming the graph when no engine supports it.
+inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const descriptor& device, const std::string& what) {
   auto p = std::make_unique<execution_plan>();
   p->graph = std::move(g);
   descriptor& graph = p->graph.finalize_graph();
@@ -65,6 +76,7 @@ inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const std::
     descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph, "set CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH");
     heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "set CUDNN_ATTR_ENGINEHEUR_MODE");
+    heur.set_desc(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, device, "set CUDNN_ATTR_ENGINEHEUR_DEVICEPROP");
     if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) {
       last_reason = memfmt::cudnn::detail::last_cudnn_error_string();
       continue;
@@ -78,6 +90,7 @@ inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const std::
     for (auto& cfg : configs) {
       descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg, "set CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG");
+      plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device, "set CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP");
       if (plan.try_finalize() != CUDNN_STATUS_SUCCESS) {
         last_reason = memfmt::cudnn::detail::last_cudnn_error_string();
         continue;

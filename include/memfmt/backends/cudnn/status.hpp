@@ -78,6 +78,15 @@ inline version_report compare_versions(std::size_t compiled, std::size_t loaded)
   return r;
 }
 
+// Heuristics and plans are built for a device-properties descriptor (plan.hpp), which cuDNN 9.8
+// introduced. Throws memfmt::error(backend_failure) naming the loaded version when it is older.
+inline void require_device_properties(const version& loaded) {
+  if (loaded.major == 9 && loaded.minor < 8)
+    memfmt::detail::fail(errc::backend_failure, "cuDNN " + loaded.to_string() +
+                                                    " is loaded; memfmt::cudnn needs cuDNN 9.8 or newer "
+                                                    "(device-properties descriptors)");
+}
+
 // Checks the loaded library against the headers (CUDNN_VERSION). Needs no GPU.
 inline version_report check_version() { return compare_versions(CUDNN_VERSION, cudnnGetVersion()); }
 
