@@ -27,11 +27,14 @@ if(NOT _memfmt_want_cuda STREQUAL "OFF" OR NOT _memfmt_want_cudnn STREQUAL "OFF"
   check_language(CUDA)
   find_package(CUDAToolkit QUIET)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
-    enable_language(CUDA)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-      # One real architecture keeps nvcc fast on small machines; override for deployment.
-      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures" FORCE)
+    # Decided before enable_language, which would otherwise fill in nvcc's own default. One
+    # architecture keeps nvcc fast on small machines: Turing machine code plus its PTX, which the
+    # driver compiles for any newer GPU (Hopper included). Give CMAKE_CUDA_ARCHITECTURES (90, or
+    # native on a GPU machine, as scripts/bench.sh does) for machine code of the GPU at hand.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+      set(CMAKE_CUDA_ARCHITECTURES 75 CACHE STRING "CUDA architectures")
     endif()
+    enable_language(CUDA)
     add_library(memfmt_cuda INTERFACE)
     add_library(memfmt::cuda ALIAS memfmt_cuda)
     set_target_properties(memfmt_cuda PROPERTIES EXPORT_NAME cuda)

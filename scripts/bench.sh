@@ -4,6 +4,7 @@
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
 #   bench_network     a ResNet-50 trunk end to end: all NCHW, all NHWC, and memfmt::graph's plans
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
+#   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
 # then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
 #   scripts/bench.sh [--full] [--out DIR]
 # Default is a quick mode (a few minutes on 2 cores); --full runs longer, larger batches.
@@ -24,8 +25,13 @@ while [ $# -gt 0 ]; do
 done
 build=${MEMFMT_BENCH_BUILD_DIR:-build-bench}
 jobs=$(memfmt_jobs)
+# On a GPU machine the CUDA parts are built for that GPU (machine code, not PTX compiled at load).
+cuda_arch=()
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=native)
+fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=ON \
-      -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF >/dev/null
+      -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF "${cuda_arch[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" --target all
 mkdir -p "$out"
 export MEMFMT_BENCH_MODE=$mode
@@ -50,5 +56,8 @@ run_bench bench_convert "$build/benchmarks/convert/bench_convert"
 run_bench bench_network "$build/benchmarks/network/bench_network"
 if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
   run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
+fi
+if [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then
+  run_bench bench_convert_cuda "$build/benchmarks/cuda/bench_convert_cuda"
 fi
 python3 benchmarks/summarize.py --out "$out" "$out"/*.json
