@@ -64,7 +64,12 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
   std::vector<int> writes(static_cast<std::size_t>(dst_span), 0);
   std::vector<std::int64_t> received(static_cast<std::size_t>(dst_span), -1);
   const int slots = cd::tile_slots(elem);
-  EXPECT_EQ(p.tile, cd::tile_extent(elem));
+  const int extent = cd::tile_extent(elem);
+  EXPECT_EQ(p.tile_c * p.tile_s, extent * extent);
+  EXPECT_EQ(p.tile_c & (p.tile_c - 1), 0) << "tile_c " << p.tile_c << " is not a power of two";
+  EXPECT_TRUE(p.tile_c == extent || (p.tile_c < extent && p.tile_c / 2 < p.channels))
+      << "tile_c " << p.tile_c << " for C = " << p.channels << ": not the smallest power of two >= C";
+  EXPECT_LE(p.tile_c * (p.tile_s + 1), slots);
   EXPECT_LE(blocks, grid_limit);
   EXPECT_EQ(p.total_tiles > 0, blocks > 0);
   std::vector<std::int64_t> tile(static_cast<std::size_t>(slots));
@@ -94,7 +99,7 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
           for (int k = 0; k < g.count; ++k) {
             const int slot = cd::tile_slot(p, g, k);
             const std::int64_t off = g.offset + k;
-            if (!check(slot >= 0 && slot < slots && slot % (p.tile + 1) < p.tile, "tile slot out of range", t,
+            if (!check(slot >= 0 && slot < slots && slot % (p.tile_s + 1) < p.tile_s, "tile slot out of range", t,
                        thread, it) ||
                 !check(off >= 0 && off < src_span, "read outside the source", t, thread, it) ||
                 !check(tile[slot] == -1, "tile slot written twice", t, thread, it))
@@ -302,6 +307,25 @@ TEST(CudaTilePlan, ReplayDetectsAWrongPlan) {
       }
   }
   EXPECT_GT(mismatches, 0);
+}
+
+// Tiles narrower than C's power of two would leave rows empty: C = 3 takes 4 channels and 64x more
+// positions (fp32: 256), so the launch has 8x fewer tiles than with a 32x32 square.
+TEST(CudaTilePlan, SmallChannelCountsGetWideTiles) {
+  const auto e = std::array<std::int64_t, 4>{64, 3, 224, 224};
+  const auto p = cd::make_plan(layout<nchw>::packed(e), layout<nhwc>::packed(e), 0, 0, 4);
+  EXPECT_EQ(p.tile_c, 4);
+  EXPECT_EQ(p.tile_s, 256);
+  EXPECT_EQ(p.total_tiles, 64 * (224 * 224 / 256));
+  const auto b = cd::make_plan(layout<nhwc>::packed(e), layout<nchw>::packed(e), 0, 0, 1);
+  EXPECT_EQ(b.tile_c, 4);
+  EXPECT_EQ(b.tile_s, 1024);
+  const auto one = cd::make_plan(layout<nchw>::packed({2, 1, 5, 5}), layout<nhwc>::packed({2, 1, 5, 5}), 0, 0, 8);
+  EXPECT_EQ(one.tile_c, 1);
+  EXPECT_EQ(one.tile_s, 1024);
+  const auto wide = cd::make_plan(layout<nchw>::packed({1, 33, 5, 5}), layout<nhwc>::packed({1, 33, 5, 5}), 0, 0, 4);
+  EXPECT_EQ(wide.tile_c, 32);  // C >= the square's side: the square
+  EXPECT_EQ(wide.tile_s, 32);
 }
 
 // Vector widths, derived by hand from alignment, strides and extents.
