@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+static_assert(CUDNN_VERSION >= 90800, "memfmt::cudnn needs cuDNN 9.8 or newer (device-properties descriptors)");
+
 #include <cstddef>
 #include <string>
 
