@@ -139,7 +139,7 @@ void check_convert(const typename layout<From>::extents_type& e, int src_pad, in
   expect_same_elements(src, back, name + " (round trip)");
 }
 
-constexpr std::array<std::array<std::int64_t, 4>, 16> shapes_4d = {{
+constexpr std::array<std::array<std::int64_t, 4>, 17> shapes_4d = {{
     {2, 12, 3, 20},  // 4-element groups for every size
     {1, 6, 3, 10},   // 2-element groups
     {1, 1, 1, 1},
@@ -156,6 +156,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 16> shapes_4d = {{
     {1, 130, 5, 1},  // W == 1
     {4, 67, 33, 65},
     {2, 256, 28, 28},
+    {2, 3, 45, 67},  // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
 }};
 constexpr std::array<std::array<std::int64_t, 5>, 8> shapes_5d = {{
     {1, 12, 2, 3, 20},

@@ -204,7 +204,7 @@ void replay_data(const layout<From>& src, const layout<To>& dst, int misalign_sr
       ADD_FAILURE() << "padding element at offset " << i << " was overwritten";
 }
 
-constexpr std::array<std::array<std::int64_t, 4>, 18> shapes_4d = {{
+constexpr std::array<std::array<std::int64_t, 4>, 19> shapes_4d = {{
     {2, 12, 3, 20},  // 4-element groups for every size
     {1, 6, 3, 10},   // 2-element groups
     {1, 1, 1, 1},
@@ -223,6 +223,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 18> shapes_4d = {{
     {1, 24, 3, 16},
     {1, 130, 5, 1},   // W == 1: the spatial unit dim is H
     {1, 8, 65, 64},
+    {2, 3, 45, 67},   // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
 }};
 
 constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
