@@ -235,6 +235,17 @@ TEST(CudnnErrors, CudnnFailureCarriesCudnnText) {
   EXPECT_EQ(cudnn::to_cudnn(dtype::bfloat16), CUDNN_DATA_BFLOAT16);
 }
 
+// Without a handle there is no device to describe: a clear error, before any plan is built.
+TEST(CudnnErrors, DevicePropertiesNeedAHandle) {
+  try {
+    cudnn::device_properties(nullptr);
+    ADD_FAILURE() << "a device-properties descriptor was built from a null handle";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), errc::backend_failure);
+    EXPECT_NE(std::string(e.what()).find("CUDNN_ATTR_DEVICEPROP_HANDLE"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudnnVersion, LoadedMatchesCompiledMajor) {
   const auto r = cudnn::check_version();
   EXPECT_EQ(r.compiled.major, CUDNN_MAJOR);
