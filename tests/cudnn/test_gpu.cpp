@@ -122,6 +122,10 @@ void conv_all(cudnn::backend& be) {
   conv_params g = p;
   g.groups = 4;
   conv_case<T, nhwc>(be, {1, 16, 8, 8}, {16, 4, 3, 3}, g);
+  conv_params dw = p;  // depthwise: the plan search that once died of SIGFPE in cuDNN (no device given)
+  dw.groups = 16;
+  conv_case<T, nhwc>(be, {2, 16, 8, 8}, {16, 1, 3, 3}, dw);
+  conv_case<T, nchw>(be, {2, 16, 8, 8}, {16, 1, 3, 3}, dw);
   conv_case<T, ndhwc>(be, {1, 8, 4, 6, 6}, {8, 8, 3, 3, 3}, p);
 }
 
