@@ -22,3 +22,11 @@
 #else
 #define MEMFMT_IN_DEVICE_CODE 0
 #endif
+
+// Asks nvcc to unroll the loop that follows (a loop of constant trip count whose iterations should
+// overlap); nothing for other compilers, which would warn about an unknown pragma.
+#if MEMFMT_IN_DEVICE_CODE
+#define MEMFMT_UNROLL _Pragma("unroll")
+#else
+#define MEMFMT_UNROLL
+#endif

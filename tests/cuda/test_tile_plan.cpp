@@ -64,11 +64,19 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
   std::vector<int> writes(static_cast<std::size_t>(dst_span), 0);
   std::vector<std::int64_t> received(static_cast<std::size_t>(dst_span), -1);
   const int slots = cd::tile_slots(elem);
-  const int extent = cd::tile_extent(elem);
-  EXPECT_EQ(p.tile_c * p.tile_s, extent * extent);
+  // Tile geometry: the whole area; narrowed to the power of two >= C for few channels, else
+  // shortened (at most max_widening times) to the power of two >= H*W for few positions.
+  const int wide = cd::tile_channels(elem);
+  EXPECT_EQ(p.tile_c * p.tile_s, cd::tile_area(elem));
   EXPECT_EQ(p.tile_c & (p.tile_c - 1), 0) << "tile_c " << p.tile_c << " is not a power of two";
-  EXPECT_TRUE(p.tile_c == extent || (p.tile_c < extent && p.tile_c / 2 < p.channels))
-      << "tile_c " << p.tile_c << " for C = " << p.channels << ": not the smallest power of two >= C";
+  if (p.channels <= wide)
+    EXPECT_TRUE(p.tile_c >= p.channels && (p.tile_c == 1 || p.tile_c / 2 < p.channels))
+        << "tile_c " << p.tile_c << " for C = " << p.channels << ": not the smallest power of two >= C";
+  else
+    EXPECT_TRUE(p.tile_c <= cd::max_widening * wide &&
+                (p.tile_s == cd::tile_area(elem) / (cd::max_widening * wide) || p.tile_s / 2 < p.spatial_numel))
+        << "tile " << p.tile_c << " x " << p.tile_s << " for C = " << p.channels << ", H*W = " << p.spatial_numel
+        << ": not the shortest tile >= H*W within the widening limit";
   EXPECT_LE(p.tile_c * (p.tile_s + 1), slots);
   EXPECT_LE(blocks, grid_limit);
   EXPECT_EQ(p.total_tiles > 0, blocks > 0);
@@ -310,23 +318,33 @@ TEST(CudaTilePlan, ReplayDetectsAWrongPlan) {
   EXPECT_GT(mismatches, 0);
 }
 
-// Tiles narrower than C's power of two would leave rows empty: C = 3 takes 4 channels and 64x more
-// positions (fp32: 256), so the launch has 8x fewer tiles than with a 32x32 square.
-TEST(CudaTilePlan, SmallChannelCountsGetWideTiles) {
+// Tile shapes: C = 3 takes 4 channels and the rest of the area as positions (fp32: 1024), so
+// the launch has 16x fewer tiles than with a 64 x 64 square; H*W = 49 takes 64 positions.
+TEST(CudaTilePlan, TileShapesFollowSmallExtents) {
   const auto e = std::array<std::int64_t, 4>{64, 3, 224, 224};
   const auto p = cd::make_plan(layout<nchw>::packed(e), layout<nhwc>::packed(e), 0, 0, 4);
   EXPECT_EQ(p.tile_c, 4);
-  EXPECT_EQ(p.tile_s, 256);
-  EXPECT_EQ(p.total_tiles, 64 * (224 * 224 / 256));
+  EXPECT_EQ(p.tile_s, 1024);
+  EXPECT_EQ(p.total_tiles, 64 * (224 * 224 / 1024));
   const auto b = cd::make_plan(layout<nhwc>::packed(e), layout<nchw>::packed(e), 0, 0, 1);
   EXPECT_EQ(b.tile_c, 4);
-  EXPECT_EQ(b.tile_s, 1024);
+  EXPECT_EQ(b.tile_s, 4096);
   const auto one = cd::make_plan(layout<nchw>::packed({2, 1, 5, 5}), layout<nhwc>::packed({2, 1, 5, 5}), 0, 0, 8);
   EXPECT_EQ(one.tile_c, 1);
-  EXPECT_EQ(one.tile_s, 1024);
-  const auto wide = cd::make_plan(layout<nchw>::packed({1, 33, 5, 5}), layout<nhwc>::packed({1, 33, 5, 5}), 0, 0, 4);
-  EXPECT_EQ(wide.tile_c, 32);  // C >= the square's side: the square
-  EXPECT_EQ(wide.tile_s, 32);
+  EXPECT_EQ(one.tile_s, 2048);
+  const auto square = cd::make_plan(layout<nchw>::packed({1, 64, 9, 9}), layout<nhwc>::packed({1, 64, 9, 9}), 0, 0, 4);
+  EXPECT_EQ(square.tile_c, 64);  // C and H*W both fill the default 64 x 64
+  EXPECT_EQ(square.tile_s, 64);
+  const auto e7 = std::array<std::int64_t, 4>{32, 2048, 7, 7};
+  const auto s16 = cd::make_plan(layout<nhwc>::packed(e7), layout<nchw>::packed(e7), 0, 0, 2);
+  EXPECT_EQ(s16.tile_s, 64);  // 49 positions: half the default 128
+  EXPECT_EQ(s16.tile_c, 128);
+  const auto s8 = cd::make_plan(layout<nhwc>::packed(e7), layout<nchw>::packed(e7), 0, 0, 1);
+  EXPECT_EQ(s8.tile_s, 64);
+  EXPECT_EQ(s8.tile_c, 256);
+  const auto flat = cd::make_plan(layout<nhwc>::packed({2, 300, 1, 1}), layout<nchw>::packed({2, 300, 1, 1}), 0, 0, 4);
+  EXPECT_EQ(flat.tile_c, cd::max_widening * 64);  // H*W = 1: as wide as the shared tile allows
+  EXPECT_EQ(flat.tile_s, 16);
 }
 
 // Vector widths, derived by hand from alignment, strides and extents.
@@ -366,12 +384,14 @@ TEST(CudaTilePlan, VectorWidthChoice) {
 // 64-bit shapes (no memory): the tile decomposition and offsets of the last tiles match the
 // layouts, and a tile count beyond CUDA's grid limit is covered by the grid-stride loop.
 TEST(CudaTilePlan, SixtyFourBitShapes) {
-  const layout<nchw>::extents_type e = {4096, 1024, 1024, 1027};  // 4.4e12 elements
+  const layout<nchw>::extents_type e = {16384, 1024, 1024, 1027};  // 1.8e13 elements
   const auto src = layout<nchw>::packed(e);
   const auto dst = layout<nhwc>::packed(e);
   const auto p = cd::make_plan(src, dst, 0, 0, 4);
   EXPECT_EQ(p.spatial_numel, 1024 * 1027);
-  EXPECT_EQ(p.total_tiles, 4096LL * 32 * ((1024 * 1027 + 31) / 32));
+  EXPECT_EQ(p.tile_c, 64);
+  EXPECT_EQ(p.tile_s, 64);
+  EXPECT_EQ(p.total_tiles, 16384LL * (1024 / 64) * ((1024 * 1027 + 63) / 64));
   EXPECT_GT(p.total_tiles, cd::max_grid_blocks);
   const std::int64_t blocks = cd::grid_blocks(p);
   EXPECT_EQ(blocks, cd::max_grid_blocks);
@@ -382,9 +402,9 @@ TEST(CudaTilePlan, SixtyFourBitShapes) {
   while (i + blocks < p.total_tiles) i += blocks;
   EXPECT_EQ(i, last);
   const cd::tile_origin t = cd::tile_at(p, last);
-  EXPECT_EQ(t.n, 4095);
-  EXPECT_EQ(t.c0, 1024 - 32);
-  EXPECT_EQ(t.s0, (p.tiles_s - 1) * 32);
+  EXPECT_EQ(t.n, 16383);
+  EXPECT_EQ(t.c0, 1024 - 64);
+  EXPECT_EQ(t.s0, (p.tiles_s - 1) * 64);
   for (std::int64_t tile : {last, last - 1, p.total_tiles / 2 + 12345, std::int64_t{0}}) {
     const cd::tile_origin o = cd::tile_at(p, tile);
     for (int thread : {0, 1, 31, 100, 255})
