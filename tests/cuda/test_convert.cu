@@ -158,7 +158,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 17> shapes_4d = {{
     {2, 256, 28, 28},
     {2, 3, 45, 67},  // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
 }};
-constexpr std::array<std::array<std::int64_t, 5>, 8> shapes_5d = {{
+constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
     {1, 12, 2, 3, 20},
     {1, 3, 2, 5, 7},
     {2, 17, 3, 3, 3},
@@ -167,6 +167,7 @@ constexpr std::array<std::array<std::int64_t, 5>, 8> shapes_5d = {{
     {2, 33, 1, 1, 1},
     {1, 40, 1, 3, 32},
     {2, 48, 5, 9, 16},
+    {2, 32, 3, 3, 3},  // D*H*W = 27: whole-tile runs, wider than the lines allow
 }};
 
 template <class T, class From, class To, std::size_t N, std::size_t R>

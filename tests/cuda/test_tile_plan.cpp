@@ -48,6 +48,8 @@ struct replay_stats {
   std::int64_t vector_writes = 0;
   std::int64_t tiles = 0;
   unsigned group_sizes = 0;  // bit k: a group of 2^k elements was used
+  int flat_reads = 0;        // cases whose plan reads (writes) whole-tile runs
+  int flat_writes = 0;
 };
 
 // Index-level replay. Source "values" are source offsets; the destination records what each
@@ -58,6 +60,8 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
   SCOPED_TRACE(name);
   replay_stats stats;
   const cd::convert_plan p = cd::make_plan(src, dst, src_addr, dst_addr, elem);
+  stats.flat_reads = p.read_flat;
+  stats.flat_writes = p.write_flat;
   const std::int64_t blocks = cd::grid_blocks(p, grid_limit);
   const std::int64_t src_span = src.required_span_size();
   const std::int64_t dst_span = dst.required_span_size();
@@ -234,7 +238,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 19> shapes_4d = {{
     {2, 3, 45, 67},   // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
 }};
 
-constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
+constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
     {1, 12, 2, 3, 20},
     {1, 3, 2, 5, 7},
     {2, 17, 3, 3, 3},
@@ -244,6 +248,7 @@ constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
     {1, 16, 4, 1, 8},
     {1, 40, 1, 3, 32},
     {1, 7, 5, 1, 1},
+    {2, 32, 3, 3, 3},  // D*H*W = 27: single elements along a line, whole-tile runs 4-wide (fp32)
 }};
 
 template <class Word, class From, class To, std::size_t R>
@@ -261,6 +266,8 @@ void run_case(const std::array<std::int64_t, R>& e, int src_pad, int dst_pad, in
   total->vector_reads += s.vector_reads;
   total->vector_writes += s.vector_writes;
   total->group_sizes |= s.group_sizes;
+  total->flat_reads += s.flat_reads;
+  total->flat_writes += s.flat_writes;
   replay_data<Word>(src, dst, mis_src, mis_dst, grid_limit, name);
 }
 
@@ -278,6 +285,11 @@ void run_shapes(const std::array<std::array<std::int64_t, R>, N>& shapes) {
   EXPECT_GT(total.vector_reads, 0);
   EXPECT_GT(total.vector_writes, 0);
   EXPECT_EQ(total.group_sizes, (16u / sizeof(Word)) * 2 - 1) << From::name << " -> " << To::name;
+  // Whole-tile runs are taken on both sides of a transposition (C = 3 or H*W = 49 shapes, say).
+  if (From::channels_last != To::channels_last) {
+    EXPECT_GT(total.flat_reads, 0) << From::name << " -> " << To::name;
+    EXPECT_GT(total.flat_writes, 0) << From::name << " -> " << To::name;
+  }
 }
 
 template <class Word>
@@ -356,15 +368,41 @@ TEST(CudaTilePlan, VectorWidthChoice) {
     EXPECT_EQ(p.spatial_rank, 1);  // H and W merged
     EXPECT_EQ(p.spatial_numel, 32);
   }
-  {  // destination 4 bytes off a 16-byte boundary: scalar writes; W = 6: 2-wide (8 B) reads
+  {  // destination 4 bytes off a 16-byte boundary: scalar writes. H*W = 18: 2-wide along a line,
+     // but the tile holds all 18 positions of its 64 channels, one run of 1152: 4-wide over it
     const auto p = cd::make_plan(layout<nchw>::packed({1, 64, 3, 6}), layout<nhwc>::packed({1, 64, 3, 6}), 0, 4, 4);
-    EXPECT_EQ(p.read_vec, 2);
+    EXPECT_EQ(p.read_vec, 4);
+    EXPECT_TRUE(p.read_flat);
     EXPECT_EQ(p.write_vec, 1);
+    EXPECT_FALSE(p.write_flat);
   }
-  {  // half, C = 66: 66 % 8 and 66 % 4 != 0, 66 % 2 == 0 -> 2-wide (4 B) writes; W = 5 -> scalar reads
+  {  // half, C = 66: 2-wide (4 B) writes, along lines or runs alike (a last run of 66 * 25). H*W = 25:
+     // scalar along a line; runs of 25 * 256 and 25 * 66 (tile 256 x 32) allow 2-wide
     const auto p = cd::make_plan(layout<nchw>::packed({1, 66, 5, 5}), layout<nhwc>::packed({1, 66, 5, 5}), 0, 0, 2);
-    EXPECT_EQ(p.read_vec, 1);
+    EXPECT_EQ(p.read_vec, 2);
+    EXPECT_TRUE(p.read_flat);
     EXPECT_EQ(p.write_vec, 2);
+    EXPECT_FALSE(p.write_flat);
+  }
+  {  // float C = 3 -> NHWC: a tile of 1024 positions is one run of 3072 elements: 4-wide writes
+    const auto e = std::array<std::int64_t, 4>{2, 3, 224, 224};
+    const auto p = cd::make_plan(layout<nchw>::packed(e), layout<nhwc>::packed(e), 0, 0, 4);
+    EXPECT_EQ(p.read_vec, 4);
+    EXPECT_FALSE(p.read_flat);
+    EXPECT_EQ(p.write_vec, 4);
+    EXPECT_TRUE(p.write_flat);
+  }
+  {  // bf16 H*W = 49 -> NCHW: 128 channels of 49 positions are one run: 8-wide writes
+    const auto e = std::array<std::int64_t, 4>{2, 2048, 7, 7};
+    const auto p = cd::make_plan(layout<nhwc>::packed(e), layout<nchw>::packed(e), 0, 0, 2);
+    EXPECT_EQ(p.read_vec, 8);
+    EXPECT_EQ(p.write_vec, 8);
+    EXPECT_TRUE(p.write_flat);
+    // Padded NCHW rows (row stride 8) break the run: back to single elements along the lines.
+    const auto padded = layout<nchw>::strided(e, {2048 * 7 * 8, 7 * 8, 8, 1});
+    const auto q = cd::make_plan(layout<nhwc>::packed(e), padded, 0, 0, 2);
+    EXPECT_FALSE(q.write_flat);
+    EXPECT_EQ(q.write_vec, 1);
   }
   {  // bytes, NHWC C = 48 -> 16-wide; padded NCHW rows of 32 with a row stride of 40: 8-wide
     const auto src = layout<nhwc>::packed({1, 48, 4, 32});

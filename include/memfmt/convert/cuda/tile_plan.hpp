@@ -66,6 +66,8 @@ struct convert_plan {
   side_strides dst;
   bool read_along_channels;   // the source is channels-last: reads run along C
   bool write_along_channels;  // the destination is channels-last: writes run along C
+  bool read_flat;             // reads run over a tile's whole region, one contiguous run (see flat_width)
+  bool write_flat;
   int read_vec;               // elements per read group (1, or a power of two up to 16 bytes)
   int write_vec;
   int elem_bytes;
@@ -114,12 +116,16 @@ MEMFMT_HOST_DEVICE tile_origin tile_at(const convert_plan& p, std::int64_t i) no
 
 // ---- thread -> element groups ----
 
+inline constexpr int no_wrap = 1 << 30;  // beyond any tile side
+
 struct element_group {
   bool active;          // false: beyond the tensor's extents, or no group for this thread
   bool along_channels;  // the group's elements are consecutive in C (else in s)
   int count;            // elements in the group
   int c_local;          // tile coordinates of the group's first element
   int s_local;
+  int wrap;             // a flat group goes on at the next line where its fast coordinate reaches
+                        // this (C or H*W); no_wrap for the others
   std::int64_t offset;  // element offset of the first element in the tensor it belongs to
 };
 
@@ -131,11 +137,30 @@ MEMFMT_HOST_DEVICE int group_iterations(const convert_plan& p, int vec) noexcept
 
 // Group `iteration * block_threads + thread` of a tile: consecutive threads take consecutive
 // groups along the fast dimension, so a warp's accesses are contiguous (coalesced) in memory.
+// A flat side's tile region is one contiguous run (all of C, or all of H*W, with the next line
+// right behind): its groups follow the run and may span lines, so they can be wide even where C
+// or H*W is not a multiple of the vector (C = 3, H*W = 49).
 MEMFMT_HOST_DEVICE element_group group_at(const convert_plan& p, const tile_origin& t, const side_strides& side,
-                                          bool along_channels, int vec, int thread, int iteration) noexcept {
+                                          bool along_channels, bool flat, int vec, int thread,
+                                          int iteration) noexcept {
   element_group g{};
   g.along_channels = along_channels;
   g.count = vec;
+  g.wrap = no_wrap;
+  if (flat) {
+    const std::int64_t lines = along_channels ? p.spatial_numel - t.s0 : p.channels - t.c0;
+    const int extent = static_cast<int>(along_channels ? p.channels : p.spatial_numel);  // <= a tile side
+    const int line_cap = along_channels ? p.tile_s : p.tile_c;
+    const int run = extent * static_cast<int>(lines < line_cap ? lines : line_cap);
+    const int first = (iteration * block_threads + thread) * vec;
+    if (first >= run) return g;  // the plan makes every run a multiple of vec
+    g.c_local = along_channels ? first % extent : first / extent;
+    g.s_local = along_channels ? first / extent : first % extent;
+    g.wrap = extent;
+    g.active = true;
+    g.offset = t.n * side.n + (along_channels ? t.s0 * p.channels : t.c0 * p.spatial_numel) + first;
+    return g;
+  }
   const int per_line = (along_channels ? p.tile_c : p.tile_s) / vec;
   const int lines = along_channels ? p.tile_s : p.tile_c;
   const int index = iteration * block_threads + thread;
@@ -156,18 +181,37 @@ MEMFMT_HOST_DEVICE element_group group_at(const convert_plan& p, const tile_orig
 
 MEMFMT_HOST_DEVICE element_group read_group(const convert_plan& p, const tile_origin& t, int thread,
                                             int iteration) noexcept {
-  return group_at(p, t, p.src, p.read_along_channels, p.read_vec, thread, iteration);
+  return group_at(p, t, p.src, p.read_along_channels, p.read_flat, p.read_vec, thread, iteration);
 }
 MEMFMT_HOST_DEVICE element_group write_group(const convert_plan& p, const tile_origin& t, int thread,
                                              int iteration) noexcept {
-  return group_at(p, t, p.dst, p.write_along_channels, p.write_vec, thread, iteration);
+  return group_at(p, t, p.dst, p.write_along_channels, p.write_flat, p.write_vec, thread, iteration);
 }
 
 // Shared-tile slot of element k of a group; the tile is stored [c_local][s_local] with a padded pitch.
 MEMFMT_HOST_DEVICE int tile_slot(const convert_plan& p, const element_group& g, int k) noexcept {
-  const int c = g.c_local + (g.along_channels ? k : 0);
-  const int s = g.s_local + (g.along_channels ? 0 : k);
+  int c = g.c_local, s = g.s_local;
+  int& fast = g.along_channels ? c : s;
+  int& slow = g.along_channels ? s : c;
+  fast += k;
+  slow += fast / g.wrap;
+  fast %= g.wrap;
   return c * (p.tile_s + 1) + s;
+}
+
+// The slots of a group's Count elements, as tile_slot gives them, stepping instead of dividing.
+template <int Count>
+MEMFMT_HOST_DEVICE void group_slots(const convert_plan& p, const element_group& g, int (&slot)[Count]) noexcept {
+  int c = g.c_local, s = g.s_local;
+  for (int k = 0; k < Count; ++k) {
+    slot[k] = c * (p.tile_s + 1) + s;
+    int& fast = g.along_channels ? c : s;
+    int& slow = g.along_channels ? s : c;
+    if (++fast == g.wrap) {
+      fast = 0;
+      ++slow;
+    }
+  }
 }
 
 // ---- data movement (Word: an unsigned integer of the element size) ----
@@ -215,7 +259,9 @@ template <int Count, class Word>
 MEMFMT_HOST_DEVICE void store_group_from_tile(const convert_plan& p, const element_group& g, const Word* tile,
                                               Word* dst) noexcept {
   Word regs[Count];
-  for (int k = 0; k < Count; ++k) regs[k] = tile[tile_slot(p, g, k)];
+  int slot[Count];
+  group_slots(p, g, slot);
+  for (int k = 0; k < Count; ++k) regs[k] = tile[slot[k]];
   store_bytes<Count * static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
 }
 
@@ -254,8 +300,11 @@ MEMFMT_HOST_DEVICE void read_groups(const convert_plan& p, const tile_origin& t,
     }
     MEMFMT_UNROLL
     for (int u = 0; u < loads_in_flight; ++u)
-      if (g[u].active)
-        for (int k = 0; k < Count; ++k) tile[tile_slot(p, g[u], k)] = regs[u][k];
+      if (g[u].active) {
+        int slot[Count];
+        group_slots(p, g[u], slot);
+        for (int k = 0; k < Count; ++k) tile[slot[k]] = regs[u][k];
+      }
   }
 }
 
@@ -308,6 +357,30 @@ inline int vector_width(const convert_plan& p, const side_strides& side, bool ch
   return 1;
 }
 
+// Largest group (in elements) for a flat side, 0 when the side is not flat. A side is flat when a
+// tile spans its whole unit-stride extent and the next line follows right behind it (C then
+// positions of a dense channels-last side; H*W then channels of a dense channels-first side with
+// one merged spatial dimension), so a tile's region is one run. Every run start and length must
+// be a multiple of the group (then no group straddles the end of a run).
+inline int flat_width(const convert_plan& p, const side_strides& side, bool channels_last, std::uintptr_t addr,
+                      int elem_bytes) noexcept {
+  if (p.spatial_rank != 1) return 0;
+  const bool flat = channels_last ? p.tiles_c == 1 && side.spatial[0] == p.channels
+                                  : p.tiles_s == 1 && side.spatial[0] == 1 && side.c == p.spatial_numel;
+  if (!flat) return 0;
+  const std::int64_t extent = channels_last ? p.channels : p.spatial_numel;  // of one line
+  const std::int64_t lines = channels_last ? p.spatial_numel : p.channels;
+  const std::int64_t tile_lines = channels_last ? p.tile_s : p.tile_c;
+  for (int bytes = max_vector_bytes; bytes >= 2 * elem_bytes; bytes /= 2) {
+    const int v = bytes / elem_bytes;
+    if (addr % static_cast<std::uintptr_t>(bytes) != 0) continue;
+    if (p.batch > 1 && side.n % v != 0) continue;
+    if ((extent * tile_lines) % v != 0 || (extent * (lines % tile_lines)) % v != 0) continue;
+    return v;
+  }
+  return 1;
+}
+
 // The plan for converting `src` into `dst` (extents already checked equal). Spatial dimensions of
 // extent 1 are dropped and neighbours contiguous in both tensors are merged.
 template <class From, class To>
@@ -356,6 +429,13 @@ convert_plan make_plan(const layout<From>& src, const layout<To>& dst, std::uint
   p.total_tiles = p.batch * p.tiles_c * p.tiles_s;
   p.read_vec = vector_width(p, p.src, From::channels_last, src_addr, elem_bytes);
   p.write_vec = vector_width(p, p.dst, To::channels_last, dst_addr, elem_bytes);
+  // A flat side takes its run's groups where they are wider than the line's.
+  const int read_flat = flat_width(p, p.src, From::channels_last, src_addr, elem_bytes);
+  const int write_flat = flat_width(p, p.dst, To::channels_last, dst_addr, elem_bytes);
+  p.read_flat = read_flat > p.read_vec;
+  p.write_flat = write_flat > p.write_vec;
+  if (p.read_flat) p.read_vec = read_flat;
+  if (p.write_flat) p.write_vec = write_flat;
   return p;
 }
 
