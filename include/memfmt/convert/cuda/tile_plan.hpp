@@ -8,8 +8,9 @@
 //
 // Vocabulary: `s` is the flattened spatial index (d, h, w) in row-major order; the plan merges
 // spatial dimensions that are contiguous in both tensors, so for dense data s is one stride. An
-// element group is `count` elements consecutive along the fast dimension (C or s) that one thread
-// moves with one aligned access of count * element-size bytes.
+// element group is `count` elements consecutive in memory that one thread moves with one aligned
+// access of count * element-size bytes: along the fast dimension (C or s), or, on a "flat" side
+// whose tile region is one contiguous run, along that run and across its lines.
 #pragma once
 
 #include <cstdint>
