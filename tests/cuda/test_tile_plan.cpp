@@ -43,6 +43,19 @@ std::string case_name(const std::array<std::int64_t, R>& e, const char* from, co
          std::to_string(misalign_dst) + " grid limit " + std::to_string(grid_limit);
 }
 
+// The shared-tile slot of element k of a group, computed directly (the kernel steps through them,
+// group_slots, which the data-level replay runs): the tile is [c_local][s_local] with a pitch of
+// tile_s + 1, and a flat group wraps to the next line where its fast coordinate reaches g.wrap.
+int reference_slot(const cd::convert_plan& p, const cd::element_group& g, int k) {
+  int c = g.c_local, s = g.s_local;
+  int& fast = g.along_channels ? c : s;
+  int& slow = g.along_channels ? s : c;
+  fast += k;
+  slow += fast / g.wrap;
+  fast %= g.wrap;
+  return c * (p.tile_s + 1) + s;
+}
+
 struct replay_stats {
   std::int64_t vector_reads = 0;
   std::int64_t vector_writes = 0;
@@ -109,7 +122,7 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
           if (g.count > 1) ++stats.vector_reads;
           stats.group_sizes |= static_cast<unsigned>(g.count);
           for (int k = 0; k < g.count; ++k) {
-            const int slot = cd::tile_slot(p, g, k);
+            const int slot = reference_slot(p, g, k);
             const std::int64_t off = g.offset + k;
             if (!check(slot >= 0 && slot < slots && slot % (p.tile_s + 1) < p.tile_s, "tile slot out of range", t,
                        thread, it) ||
@@ -131,7 +144,7 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
           if (g.count > 1) ++stats.vector_writes;
           stats.group_sizes |= static_cast<unsigned>(g.count);
           for (int k = 0; k < g.count; ++k) {
-            const int slot = cd::tile_slot(p, g, k);
+            const int slot = reference_slot(p, g, k);
             const std::int64_t off = g.offset + k;
             if (!check(slot >= 0 && slot < slots, "tile slot out of range", t, thread, it) ||
                 !check(tile[slot] != -1, "tile slot read before it was written", t, thread, it) ||

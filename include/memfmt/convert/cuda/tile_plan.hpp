@@ -189,18 +189,9 @@ MEMFMT_HOST_DEVICE element_group write_group(const convert_plan& p, const tile_o
   return group_at(p, t, p.dst, p.write_along_channels, p.write_flat, p.write_vec, thread, iteration);
 }
 
-// Shared-tile slot of element k of a group; the tile is stored [c_local][s_local] with a padded pitch.
-MEMFMT_HOST_DEVICE int tile_slot(const convert_plan& p, const element_group& g, int k) noexcept {
-  int c = g.c_local, s = g.s_local;
-  int& fast = g.along_channels ? c : s;
-  int& slow = g.along_channels ? s : c;
-  fast += k;
-  slow += fast / g.wrap;
-  fast %= g.wrap;
-  return c * (p.tile_s + 1) + s;
-}
-
-// The slots of a group's Count elements, as tile_slot gives them, stepping instead of dividing.
+// Shared-tile slots of a group's Count elements; the tile is stored [c_local][s_local] with a
+// padded pitch. Steps along the group (wrapping to the next line for a flat group) rather than
+// dividing per element.
 template <int Count>
 MEMFMT_HOST_DEVICE void group_slots(const convert_plan& p, const element_group& g, int (&slot)[Count]) noexcept {
   int c = g.c_local, s = g.s_local;
