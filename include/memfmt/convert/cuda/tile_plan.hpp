@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../../config.hpp"
 #include "../../format/layout.hpp"
@@ -245,32 +246,21 @@ MEMFMT_HOST_DEVICE void store_bytes(const Word* regs, Word* to) noexcept {
 #endif
 }
 
-// One group from the shared tile to memory, with the group size known at compile time so the
-// registers stay registers (a runtime-sized loop would put them in local memory).
-template <int Count, class Word>
-MEMFMT_HOST_DEVICE void store_group_from_tile(const convert_plan& p, const element_group& g, const Word* tile,
-                                              Word* dst) noexcept {
-  Word regs[Count];
-  int slot[Count];
-  group_slots(p, g, slot);
-  for (int k = 0; k < Count; ++k) regs[k] = tile[slot[k]];
-  store_bytes<Count * static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
-}
-
-// Elements in a group of Bytes bytes (at least 1 so every case below instantiates; the switches
-// only reach a case when count * sizeof(Word) == Bytes).
+// Elements in a group of Bytes bytes (at least 1 so every case below instantiates; the switch
+// only reaches a case when count * sizeof(Word) == Bytes).
 template <int Bytes, class Word>
 inline constexpr int group_count_v = Bytes / static_cast<int>(sizeof(Word)) > 0 ? Bytes / static_cast<int>(sizeof(Word)) : 1;
 
-template <class Word>
-MEMFMT_HOST_DEVICE void store_group(const convert_plan& p, const element_group& g, const Word* tile,
-                                    Word* dst) noexcept {
-  switch (g.count * static_cast<int>(sizeof(Word))) {
-    case 16: store_group_from_tile<group_count_v<16, Word>>(p, g, tile, dst); break;
-    case 8: store_group_from_tile<group_count_v<8, Word>>(p, g, tile, dst); break;
-    case 4: store_group_from_tile<group_count_v<4, Word>>(p, g, tile, dst); break;
-    case 2: store_group_from_tile<group_count_v<2, Word>>(p, g, tile, dst); break;
-    default: store_group_from_tile<1>(p, g, tile, dst); break;
+// Calls f(std::integral_constant<int, count>{}): a phase's group size, which the plan knows at run
+// time, as a compile-time constant for the loops below (so their registers stay registers).
+template <class Word, class F>
+MEMFMT_HOST_DEVICE void with_group_count(int count, F&& f) noexcept {
+  switch (count * static_cast<int>(sizeof(Word))) {
+    case 16: f(std::integral_constant<int, group_count_v<16, Word>>{}); break;
+    case 8: f(std::integral_constant<int, group_count_v<8, Word>>{}); break;
+    case 4: f(std::integral_constant<int, group_count_v<4, Word>>{}); break;
+    case 2: f(std::integral_constant<int, group_count_v<2, Word>>{}); break;
+    default: f(std::integral_constant<int, 1>{}); break;
   }
 }
 
@@ -303,24 +293,29 @@ MEMFMT_HOST_DEVICE void read_groups(const convert_plan& p, const tile_origin& t,
 template <class Word>
 MEMFMT_HOST_DEVICE void read_tile_part(const convert_plan& p, const tile_origin& t, int thread, const Word* src,
                                        Word* tile) noexcept {
-  switch (p.read_vec * static_cast<int>(sizeof(Word))) {
-    case 16: read_groups<group_count_v<16, Word>>(p, t, thread, src, tile); break;
-    case 8: read_groups<group_count_v<8, Word>>(p, t, thread, src, tile); break;
-    case 4: read_groups<group_count_v<4, Word>>(p, t, thread, src, tile); break;
-    case 2: read_groups<group_count_v<2, Word>>(p, t, thread, src, tile); break;
-    default: read_groups<1>(p, t, thread, src, tile); break;
+  with_group_count<Word>(p.read_vec, [&](auto count) { read_groups<decltype(count)::value>(p, t, thread, src, tile); });
+}
+
+// Phase 2 of a tile, one thread (after a barrier), groups of Count elements: shared tile -> destination.
+template <int Count, class Word>
+MEMFMT_HOST_DEVICE void write_groups(const convert_plan& p, const tile_origin& t, int thread, const Word* tile,
+                                     Word* dst) noexcept {
+  const int iterations = group_iterations(p, Count);
+  for (int it = 0; it < iterations; ++it) {
+    const element_group g = write_group(p, t, thread, it);
+    if (!g.active) continue;
+    Word regs[Count];
+    int slot[Count];
+    group_slots(p, g, slot);
+    for (int k = 0; k < Count; ++k) regs[k] = tile[slot[k]];
+    store_bytes<Count * static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
   }
 }
 
-// Phase 2 of a tile, one thread (after a barrier): shared tile -> destination.
 template <class Word>
 MEMFMT_HOST_DEVICE void write_tile_part(const convert_plan& p, const tile_origin& t, int thread, const Word* tile,
                                         Word* dst) noexcept {
-  const int iterations = group_iterations(p, p.write_vec);
-  for (int it = 0; it < iterations; ++it) {
-    const element_group g = write_group(p, t, thread, it);
-    if (g.active) store_group(p, g, tile, dst);
-  }
+  with_group_count<Word>(p.write_vec, [&](auto count) { write_groups<decltype(count)::value>(p, t, thread, tile, dst); });
 }
 
 // ---- host: the plan and the launch configuration ----
