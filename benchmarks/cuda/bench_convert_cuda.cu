@@ -39,10 +39,9 @@ struct device_buffer {
 struct event_timer {
   event_timer() {
     check(cudaEventCreate(&start), "cudaEventCreate");
-    if (cudaEventCreate(&stop) != cudaSuccess) {
-      cudaEventDestroy(start);
-      throw std::runtime_error("cudaEventCreate failed");
-    }
+    const cudaError_t st = cudaEventCreate(&stop);
+    if (st != cudaSuccess) cudaEventDestroy(start);  // the destructor will not run
+    check(st, "cudaEventCreate");
   }
   ~event_timer() {
     cudaEventDestroy(start);
