@@ -299,24 +299,35 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
     return true;
   }
   // One strip is a square thick: w source rows read end to end (columns outer) or w destination
-  // rows written end to end (rows outer), in blocks 16 squares long that prefetch the next block.
-  // The long side goes along the streamed rows; a source pitch that is not whole lines would
-  // make the gathered side read split lines, so then the source is the streamed side.
-  // (Measured on Zen 4/5, 1 thread, cold caches: these choices were 0.1-0.4 of memcpy better than
-  // the alternatives on the ResNet-50 shapes; 4 x 4 blocks suit planes too short to stream.)
+  // rows written end to end (rows outer).
+  //  * Scattering one line to each destination row is slow when their pitch is a multiple of
+  //    512 bytes. Then, if the source pitch is not (or is larger), rows go outer: whole
+  //    destination rows are written in order and the source is gathered, a segment per source
+  //    row, the next strip's segments prefetched. Measured on Zen 5, 1 thread, cold, NCHW->NHWC:
+  //    32x1024x14x14 fp32 0.61 -> 1.07-1.11 of memcpy, bf16 0.52 -> 0.68-0.83; 32x512x28x28
+  //    0.6-0.85 -> 0.93-1.13; 32x512x20x20 fp32 0.66 -> 1.2; 8x4096x14x14 fp32 0.6 -> 1.1.
+  //    Whole destination rows per strip beat 16-square pieces of them by 0.2-0.5 there.
+  //    Not for short source rows (H*W = 49: 196 bytes): a 4 x 4 block reads them whole, where
+  //    gathering splits every segment over two lines (1.0-1.1 against 0.8-0.95). Nor when the
+  //    gathered pitch is the smaller multiple of 512 (NHWC->NCHW 16x256x112x112 fp32: 0.6 rows
+  //    outer, 0.75-0.9 scattered).
+  //  * Otherwise column strips of 16 squares are read end to end and scattered (1.0-1.25 for
+  //    32x64x112x112 and 256x64x56x56, where gathering from 64 channel rows ran at 0.75-0.95).
+  //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
+  //    blocks then.
   zmm_blocking b;
   const bool whole_line_source = (srs * e) % 64 == 0;
-  // Column strips read w source rows end to end and scatter one line to each destination row;
-  // row strips write w destination rows end to end and gather one segment from each source row.
-  // The scattered side is cheap unless its pitch is a multiple of 512 bytes: then (measured on
-  // Zen, 1 thread, cold) column strips ran at 0.64-0.79 of memcpy where row strips ran at
-  // 0.90-0.98 (NCHW->NHWC with C * E = 512, 1024, 1536 bytes), while pitches of 128-320 bytes,
-  // or 49 * 2^k as NHWC->NCHW has, were as good either way or better scattered.
   const std::int64_t sb = srs * e, db = drs * e;
-  b.rows_outer = whole_line_source && db % 512 == 0 && db < sb;
-  b.br = b.rows_outer ? w : 16 * w;
-  b.bc = b.rows_outer ? 16 * w : w;
-  if (!whole_line_source) b.br = b.bc = 4 * w;
+  b.rows_outer = db % 512 == 0 && rows * e > 256 && (sb % 512 != 0 || db < sb);
+  if (b.rows_outer) {
+    b.br = w;
+    b.bc = cols - cols % w;
+  } else if (whole_line_source) {
+    b.br = 16 * w;
+    b.bc = w;
+  } else {
+    b.br = b.bc = 4 * w;
+  }
   const std::int64_t strips = zmm_strip_count<E>(rows, cols, b);
   const std::int64_t items = outer.total * strips;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
