@@ -7,8 +7,8 @@
 //               planes. With AVX-512 (BW) and both sides >= 64 bytes, zmm_transpose.hpp writes
 //               whole destination lines from registers (non-temporal for large outputs), in row
 //               or column strips chosen by the pitch of the side they scatter over; when
-//               streaming is wanted but destination rows are short and not whole lines (H*W = 49),
-//               zmm_short_rows.hpp's pipelined panels go through a per-thread stage in L1.
+//               streaming is wanted but destination rows are dense and not whole lines (H*W = 49,
+//               or 30 x 30), zmm_short_rows.hpp's pipelined panels go through a per-thread stage.
 //               Otherwise the blocked kernels of transpose_kernels.hpp run: for C = 2..4 the
 //               AVX-512 group shuffles, streamed straight from registers when the destination
 //               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
@@ -53,6 +53,7 @@ struct convert_tuning {
   static constexpr std::int64_t stage_bytes = MEMFMT_CONVERT_STAGE_BYTES;  // per-thread block
   static constexpr std::int64_t block_col_bytes = MEMFMT_CONVERT_BLOCK_COL_BYTES;  // longest row segment of a block
   static constexpr std::int64_t min_stream_run_bytes = 256;  // shorter destination runs use plain stores
+  static constexpr std::int64_t max_short_row_panel_bytes = std::int64_t{256} << 10;  // one line of channels
   static constexpr std::int64_t copy_chunk_bytes = std::int64_t{1} << 20;
 };
 
@@ -178,9 +179,10 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
 // Streaming into destination rows that are not whole lines but are dense (rows x cols one run per
 // plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
-// lines wide so that a panel's stage stays within 16 KiB (double-buffered in L1). Per thread,
-// while a panel is transposed, the previous one is streamed out, the next one is prefetched into
-// L1 (4- and 8-byte elements) and the thread's next plane into the caches.
+// lines wide so that a panel's stage stays within 16 KiB (double-buffered in L1; longer rows take
+// one line, and their stage is in L2). Per thread, while a panel is transposed, the previous one
+// is streamed out, the next one is prefetched into L1 (see below) and the thread's next plane
+// into the caches.
 // (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
 // stage) 26 us.)
 // Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
@@ -190,9 +192,12 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // prefetched (a part's channels are not one run). A thread's first plane has nothing prefetching
 // it and takes 1.3-2 times as long as the others: prefetching it whole up front did not help, as
 // Zen 5 drops most of a burst of 3,000 prefetches (a plane read after one was as slow as cold).
-// The next panel is prefetched into L1 for 4- and 8-byte elements only. With 2-byte elements
-// (16 positions 4 KiB apart per kernel call, more lines than an L1 set holds) it cost 1 thread
-// 8-13 % (bf16 32x2048x7x7, cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %.
+// The next panel is prefetched into L1 for 4- and 8-byte elements, and for smaller ones when
+// planes have more than 64 positions. With 2-byte elements and H*W = 49 (16 positions 4 KiB apart
+// per kernel call, more lines than an L1 set holds) it cost 1 thread 8-13 % (bf16 32x2048x7x7,
+// cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %; on longer panels it is what
+// keeps the reads in flight (bf16 NHWC->NCHW 32x256x30x30: 0.5 of memcpy without, 0.85 with;
+// 32x1024x14x14 0.3-0.6 -> 0.65-0.8).
 // Known limit: with its threads placed on two dies (bench_convert's core_to_core_ns at 210-250)
 // this path runs each core about a quarter slower than in one core complex (one core alone, 1-thread
 // conversions of half of 64x2048x7x7: 20-31 against 27-31 GB/s; reads alone, no stream-out: 25-38
@@ -210,9 +215,9 @@ template <std::size_t E>
 void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                     const convert_options& opt) {
   constexpr std::int64_t e = static_cast<std::int64_t>(E);
-  constexpr bool prefetch_near = E >= 4;
   const outer_dims outer(p, row_dim, col_dim);
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
+  const bool prefetch_near = E >= 4 || cols > 64;
   const std::int64_t sb = p.dims[col_dim].src_stride * e;
   std::int64_t lines = (std::int64_t{16} << 10) / (64 * cols);
   lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
@@ -254,14 +259,14 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
       for (std::int64_t pi = c.first; pi < c.last; ++pi) {
         const std::int64_t h = channels(pi), calls = short_rows_calls<E>(h, cols);
         segment_prefetch near;  // the next panel: of this chunk, or the first of the next
-        if constexpr (prefetch_near) {
+        if (prefetch_near) {
           if (pi + 1 < c.last) near.start(src + (c.so + (pi + 1) * panel) * e, channels(pi + 1) * e, sb, cols, calls);
           else if (k_next < chunks) near.start(src + (n.so + n.first * panel) * e, channels(n.first) * e, sb, cols, calls);
         }
         unsigned char* stage = stages[which];
         which ^= 1;
         transpose_short_rows_panel<E>(src + (c.so + pi * panel) * e, sb, h, cols, stage, [&](std::int64_t call) {
-          if constexpr (prefetch_near) near.step();
+          if (prefetch_near) near.step();
           ahead.step();
           out.advance(call + 1, calls);
         });
@@ -292,9 +297,12 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
   // Streaming into unaligned destination rows: only when they are dense (a panel of them is one
-  // contiguous run, e.g. NHWC->NCHW with H*W = 49) and a one-line panel fits stage_bytes.
+  // contiguous run, e.g. NHWC->NCHW with H*W = 49) and a one-line panel fits in L2 (its stage is
+  // double-buffered). Up to 256 KiB: H*W up to 4096 (64 x 64). The blocked path below, which
+  // takes the rest, ran NHWC->NCHW 32x96x55x55 at 0.1 (bf16) and 0.35 (fp32) of memcpy where
+  // these panels reach 0.6-0.75 (Zen 5, 1 thread, cold).
   if (streaming && !aligned) {
-    if (drs != cols || w * cols * e > convert_tuning::stage_bytes) return false;
+    if (drs != cols || w * cols * e > convert_tuning::max_short_row_panel_bytes) return false;
     run_short_rows<E>(p, row_dim, col_dim, src, dst, opt);
     return true;
   }

@@ -1,14 +1,18 @@
 // memfmt/convert/detail/zmm_short_rows.hpp - transposes into destination rows that are not whole
-// cache lines (NHWC->NCHW with H*W = 49: rows of 196 or 98 bytes), in software-pipelined panels.
+// cache lines (NHWC->NCHW with H*W = 49: rows of 196 or 98 bytes; or 30 x 30, 55 x 55), in
+// software-pipelined panels.
 //
-// A panel is up to four source lines wide (P channels) and covers every position of the plane, so
+// A panel is up to four source lines wide (P channels; one for planes of more than 64 positions)
+// and covers every position of the plane, so
 // its P destination rows are one contiguous run. Three streams run through each panel at once,
 // spread evenly over its kernel calls, so the core keeps transposing while memory works:
-//   * zmm_row_group kernels transpose g positions x one source line into a stage (L1);
+//   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
+//     long rows);
 //   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines);
 //   * the next plane's source is prefetched in address order (linear_prefetch), which keeps the
 //     hardware prefetchers and DRAM pages busy as a sequential read would, and the next panel's
-//     lines again into L1 (segment_prefetch; 4- and 8-byte elements only, see run_short_rows):
+//     lines again into L1 (segment_prefetch; not for 1- and 2-byte elements in short planes, see
+//     run_short_rows):
 //     mostly L2 hits, but they recover the lines that other work on a busy machine evicted in
 //     between.
 // Measured (Zen 5, 32x2048x7x7 NHWC->NCHW, cold, best of 9, several runs; bench_convert): the
