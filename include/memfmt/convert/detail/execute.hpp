@@ -312,14 +312,16 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //    512 bytes. Then, if the source pitch is not (or is larger), rows go outer: whole
   //    destination rows are written in order and the source is gathered, a segment per source
   //    row, the next strip's segments prefetched. Measured on Zen 5, 1 thread, cold, NCHW->NHWC:
-  //    32x1024x14x14 fp32 0.61 -> 1.07-1.11 of memcpy, bf16 0.52 -> 0.68-0.83; 32x512x28x28
-  //    0.6-0.85 -> 0.93-1.13; 32x512x20x20 fp32 0.66 -> 1.2; 8x4096x14x14 fp32 0.6 -> 1.1.
+  //    32x1024x14x14 fp32 0.63 -> 1.07-1.14 of memcpy, bf16 0.60 -> 0.64-0.88; 32x512x28x28 fp32
+  //    0.85 -> 1.16-1.24, bf16 0.63 -> 0.77-1.05; 32x512x20x20 fp32 0.66 -> 1.2; 8x4096x14x14
+  //    fp32 0.6 -> 1.1.
   //    Whole destination rows per strip beat 16-square pieces of them by 0.2-0.5 there.
   //    Not for short source rows (H*W = 49: 196 bytes): a 4 x 4 block reads them whole, where
-  //    gathering splits every segment over two lines (1.0-1.1 against 0.8-0.95). Nor when the
+  //    gathering splits every segment over two lines (1.0-1.1 against 0.77-0.97). Nor when the
   //    gathered pitch is the smaller multiple of 512 (NHWC->NCHW 16x256x112x112 fp32: 0.6 rows
   //    outer, 0.75-0.9 scattered).
-  //  * Otherwise column strips of 16 squares are read end to end and scattered (1.0-1.25 for
+  //  * Otherwise column strips are read end to end, in blocks 16 squares long that prefetch the
+  //    next block, and scattered (1.0-1.25 for
   //    32x64x112x112 and 256x64x56x56, where gathering from 64 channel rows ran at 0.75-0.95).
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
