@@ -321,8 +321,8 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //    gathered pitch is the smaller multiple of 512 (NHWC->NCHW 16x256x112x112 fp32: 0.6 rows
   //    outer, 0.75-0.9 scattered).
   //  * Otherwise column strips are read end to end, in blocks 16 squares long that prefetch the
-  //    next block, and scattered (1.0-1.25 for
-  //    32x64x112x112 and 256x64x56x56, where gathering from 64 channel rows ran at 0.75-0.95).
+  //    next block, and scattered (1.0-1.25 for 32x64x112x112 and 256x64x56x56, where gathering
+  //    from 64 channel rows ran at 0.75-0.95).
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
