@@ -151,12 +151,13 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& 
 // To NHWC, H*W = 49 and 50 leave one and two destination rows past the last whole tile (gathered),
 // 83 x 85 and 97 x 99 three or more for 1- to 4-byte elements (an overlapping tile).
 // {9, 256, 24, 40}, {3, 256, 14, 14} and {2, 256, 7, 14} to NHWC have destination rows of C * E =
-// 512-2048 bytes (a multiple of 512) and source rows of other pitches, whole lines or not, so they
-// run in row strips of whole destination rows that gather and prefetch across strips and planes;
-// H*W = 196 and 98 leave rows past the last whole tile (a tile overlapping the one before, or two
-// gathered rows). C = 3 and 4 with aligned
-// planes stream the group shuffles straight from registers ({5, 4, 7, 9836} in fp32: a partial
-// vector at the end of each plane).
+// 512-2048 bytes for 2- to 8-byte elements (a multiple of 512) and source rows of other pitches,
+// whole lines or not, so they run in row strips of whole destination rows that gather and
+// prefetch across strips and planes (not bf16 at H*W = 98: source rows of 196 bytes keep 4 x 4
+// blocks). Past the last whole tile, H*W = 196 leaves 4 rows in bf16 (a tile overlapping the one
+// before) and H*W = 98 two in fp32 (gathered). C = 3 and 4 with aligned planes stream the group
+// shuffles straight from registers ({5, 4, 7, 9836} in fp32: a partial vector at the end of each
+// plane).
 template <class T>
 void check_aligned_large() {
   const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96},  {11, 2048, 7, 7}, {3, 48, 83, 85},
