@@ -177,15 +177,17 @@ void check_aligned_large() {
 // (zmm_short_rows.hpp). The channel counts leave a last panel of fewer channels (and a partial
 // last line), or a single partial panel (C = 20); H*W not a multiple of a row group makes the last
 // group overlap the one before; H*W = 196, 289 and 1225 take one-line panels (1225: a stage
-// larger than L1, and the next panel prefetched for every element size). Aligned host tensors, and
+// larger than L1, and the next panel prefetched for every element size); H*W = 5625 and 8463 are
+// too long for one panel's stage, so panels cover two or three spans of positions, their rows
+// streamed as separate runs (odd lengths: every run starts and ends inside a line). Aligned host tensors, and
 // padded views with an unaligned destination start (partial lines at both ends of every panel)
 // and a source pitch wider than C; 2 threads claim planes as they go (an odd count). With fewer
 // than four planes per thread (N = 1 and 3, 2 and 3 threads), the threads claim parts of planes.
 // (1-byte elements need H*W >= 64 for this path; the smaller planes check their other path.)
 template <class T>
 void check_short_rows() {
-  const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7}, {20, 5, 5},   {70, 9, 9},
-                                                 {300, 14, 14}, {37, 17, 17}, {40, 35, 35}};
+  const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7},  {20, 5, 5},   {70, 9, 9},  {300, 14, 14},
+                                                 {37, 17, 17}, {40, 35, 35}, {65, 75, 75}, {66, 91, 93}};
   for (const auto& pl : planes) {
     const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;

@@ -219,12 +219,17 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
   const bool prefetch_near = E >= 4 || cols > 64;
   const std::int64_t sb = p.dims[col_dim].src_stride * e;
-  std::int64_t lines = (std::int64_t{16} << 10) / (64 * cols);
+  // A panel covers every position, or on planes too long for a one-line panel's stage, one of
+  // `spans` equal runs of positions: its rows then go out as that many runs.
+  const std::int64_t spans = (64 * cols + convert_tuning::max_short_row_panel_bytes - 1) /
+                             convert_tuning::max_short_row_panel_bytes;
+  const std::int64_t span = (cols + spans - 1) / spans;
+  std::int64_t lines = (std::int64_t{16} << 10) / (64 * span);
   lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
-  const std::int64_t panel = lines * 64 / e, panel_bytes = panel * cols * e;
-  const std::int64_t panels = (rows + panel - 1) / panel;
+  const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
+  const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
-  const std::int64_t full_calls = short_rows_calls<E>(panel, cols);
+  const std::int64_t full_calls = short_rows_calls<E>(panel, span);
   const int threads = resolve_threads(opt.num_threads, p.numel * e, outer.total * panels);
   std::int64_t parts = (4 * threads + outer.total - 1) / outer.total;  // chunks per plane
   parts = parts < 1 ? 1 : parts > panels ? panels : parts;
@@ -243,7 +248,18 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     c.last = c.first + chunk_panels < panels ? c.first + chunk_panels : panels;
     return c;
   };
-  auto channels = [&](std::int64_t pi) { return rows - pi * panel < panel ? rows - pi * panel : panel; };
+  struct panel_at {  // panel -> its first channel and position, their counts
+    std::int64_t c0 = 0, p0 = 0, h = 0, len = 0;
+  };
+  auto place = [&](std::int64_t pi) {
+    panel_at q;
+    q.c0 = pi / spans * panel;
+    q.p0 = pi % spans * span;
+    q.h = rows - q.c0 < panel ? rows - q.c0 : panel;
+    q.len = cols - q.p0 < span ? cols - q.p0 : span;
+    return q;
+  };
+  auto source = [&](std::int64_t so, const panel_at& q) { return src + (so + q.c0) * e + q.p0 * sb; };
   std::atomic<std::int64_t> claimed{0};
   run_team(threads, [&](int t, int) {
     unsigned char* stages[2] = {staging + t * stage_each, staging + t * stage_each + panel_bytes};
@@ -257,21 +273,25 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
       const chunk_at n = k_next < chunks ? locate(k_next) : chunk_at{};
       if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls);
       for (std::int64_t pi = c.first; pi < c.last; ++pi) {
-        const std::int64_t h = channels(pi), calls = short_rows_calls<E>(h, cols);
+        const panel_at q = place(pi);
+        const std::int64_t calls = short_rows_calls<E>(q.h, q.len);
         segment_prefetch near;  // the next panel: of this chunk, or the first of the next
-        if (prefetch_near) {
-          if (pi + 1 < c.last) near.start(src + (c.so + (pi + 1) * panel) * e, channels(pi + 1) * e, sb, cols, calls);
-          else if (k_next < chunks) near.start(src + (n.so + n.first * panel) * e, channels(n.first) * e, sb, cols, calls);
+        if (prefetch_near && (pi + 1 < c.last || k_next < chunks)) {
+          const bool here = pi + 1 < c.last;
+          const panel_at qn = place(here ? pi + 1 : n.first);
+          near.start(source(here ? c.so : n.so, qn), qn.h * e, sb, qn.len, calls);
         }
         unsigned char* stage = stages[which];
         which ^= 1;
-        transpose_short_rows_panel<E>(src + (c.so + pi * panel) * e, sb, h, cols, stage, [&](std::int64_t call) {
+        transpose_short_rows_panel<E>(source(c.so, q), sb, q.h, q.len, stage, [&](std::int64_t call) {
           if (prefetch_near) near.step();
           ahead.step();
           out.advance(call + 1, calls);
         });
         out.finish();
-        out.start(dst + (c.dof + pi * panel * cols) * e, stage, h * cols * e);
+        unsigned char* d = dst + (c.dof + q.c0 * cols + q.p0) * e;
+        if (spans == 1) out.start(d, stage, q.h * cols * e);
+        else out.start(d, stage, q.len * e, q.h, cols * e, q.len * e);
       }
       k = k_next;
       c = n;  // located once, for its prefetches
@@ -296,13 +316,13 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && (drs * e) % 64 == 0;
   for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
-  // Streaming into unaligned destination rows: only when they are dense (a panel of them is one
-  // contiguous run, e.g. NHWC->NCHW with H*W = 49) and a one-line panel fits in L2 (its stage is
-  // double-buffered). Up to 256 KiB: H*W up to 4096 (64 x 64). The blocked path below, which
-  // takes the rest, ran NHWC->NCHW 32x96x55x55 at 0.1 (bf16) and 0.35 (fp32) of memcpy where
-  // these panels reach 0.6-0.75 (Zen 5, 1 thread, cold).
+  // Streaming into unaligned destination rows: when they are dense (a panel of them is one
+  // contiguous run, e.g. NHWC->NCHW with H*W = 49, or a run per row on longer planes), the
+  // pipelined panels. The blocked path below, which took planes of more than 512 (fp32) or 256
+  // (bf16) positions before, ran NHWC->NCHW 32x96x55x55 at 0.1 (bf16) and 0.35 (fp32) of memcpy
+  // where these panels reach 0.6-0.75 (Zen 5, 1 thread, cold).
   if (streaming && !aligned) {
-    if (drs != cols || w * cols * e > convert_tuning::max_short_row_panel_bytes) return false;
+    if (drs != cols) return false;
     run_short_rows<E>(p, row_dim, col_dim, src, dst, opt);
     return true;
   }

@@ -136,36 +136,62 @@ inline std::int64_t short_rows_calls(std::int64_t h, std::int64_t cols) noexcept
 }
 
 // Streams a finished stage to its destination in slices: whole aligned lines non-temporally, the
-// partial lines at either end (unaligned destinations) with plain stores.
+// partial lines at either end of a run (unaligned destinations) with plain stores. A stage is one
+// run, or `runs` of them (a panel over part of each row): then it goes a run per slice.
 struct stage_streamer {
-  unsigned char* dst = nullptr;
+  void start(unsigned char* d, const unsigned char* s, std::int64_t run_bytes, std::int64_t run_count = 1,
+             std::int64_t d_pitch = 0, std::int64_t s_pitch = 0) noexcept {
+    dst0 = d;
+    stage0 = s;
+    bytes = run_bytes;
+    runs = run_count;
+    dpitch = d_pitch;
+    spitch = s_pitch;
+    run = 0;
+    open();
+  }
+  // Up to k / of of the whole.
+  void advance(std::int64_t k, std::int64_t of) noexcept {
+    if (runs > 1) {
+      const std::int64_t target = of > 0 ? runs * k / of : runs;
+      while (run < target) close();
+      return;
+    }
+    if (run < runs) stream_to(of > 0 ? lines * k / of : lines);
+  }
+  void finish() noexcept {
+    while (run < runs) close();
+  }
+
+ private:
+  unsigned char* dst0 = nullptr;
+  const unsigned char* stage0 = nullptr;
+  std::int64_t bytes = 0, runs = 0, run = 0, dpitch = 0, spitch = 0;
+  unsigned char* dst = nullptr;  // the current run
   const unsigned char* stage = nullptr;
   std::int64_t head = 0, lines = 0, done = 0, tail = 0;
 
-  void start(unsigned char* d, const unsigned char* s, std::int64_t bytes) noexcept {
-    dst = d;
-    stage = s;
-    head = static_cast<std::int64_t>((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
+  void open() noexcept {
+    dst = dst0 + run * dpitch;
+    stage = stage0 + run * spitch;
+    head = static_cast<std::int64_t>((64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
     if (head > bytes) head = bytes;
     lines = (bytes - head) / 64;
     tail = bytes - head - 64 * lines;
     done = 0;
-    std::memcpy(d, s, static_cast<std::size_t>(head));
+    std::memcpy(dst, stage, static_cast<std::size_t>(head));
   }
-  // Lines up to k / of of the whole.
-  void advance(std::int64_t k, std::int64_t of) noexcept {
-    const std::int64_t target = of > 0 ? lines * k / of : lines;
+  void stream_to(std::int64_t target) noexcept {
     if (target <= done) return;
     const std::int64_t off = head + 64 * done;
     stream_lines(dst + off, stage + off, static_cast<std::size_t>(target - done));
     done = target;
   }
-  void finish() noexcept {
-    if (!dst) return;
-    advance(1, 1);
+  void close() noexcept {
+    stream_to(lines);
     const std::int64_t off = head + 64 * lines;
     std::memcpy(dst + off, stage + off, static_cast<std::size_t>(tail));
-    dst = nullptr;
+    if (++run < runs) open();
   }
 };
 
