@@ -2,19 +2,20 @@
 // cache lines (NHWC->NCHW with H*W = 49: rows of 196 or 98 bytes; or 30 x 30, 55 x 55), in
 // software-pipelined panels.
 //
-// A panel is up to four source lines wide (P channels; one for planes of more than 64 positions)
-// and covers every position of the plane, so
-// its P destination rows are one contiguous run. Three streams run through each panel at once,
-// spread evenly over its kernel calls, so the core keeps transposing while memory works:
+// A panel is up to four source lines wide (P channels; one for planes of more than 128
+// positions) and covers every position of the plane, so its P destination rows are one
+// contiguous run. (Planes too long for a one-line panel's stage, more than 4096 positions, are
+// cut into spans of positions, and a panel's rows then go out as P runs.) Three streams run
+// through each panel at once, spread evenly over its kernel calls, so the core keeps transposing
+// while memory works:
 //   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
 //     long rows);
 //   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines);
 //   * the next plane's source is prefetched in address order (linear_prefetch), which keeps the
 //     hardware prefetchers and DRAM pages busy as a sequential read would, and the next panel's
 //     lines again into L1 (segment_prefetch; not for 1- and 2-byte elements in short planes, see
-//     run_short_rows):
-//     mostly L2 hits, but they recover the lines that other work on a busy machine evicted in
-//     between.
+//     run_short_rows): mostly L2 hits, but they recover the lines that other work on a busy
+//     machine evicted in between.
 // Measured (Zen 5, 32x2048x7x7 NHWC->NCHW, cold, best of 9, several runs; bench_convert): the
 // previous pipeline (square kernels, panels prefetched 3 ahead, stage streamed out after each
 // panel) ran at 0.6-0.8 of memcpy; with the linear prefetch alone at 0.3-1.0 (low whenever the
