@@ -311,9 +311,10 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const outer_dims outer(p, row_dim, col_dim);
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
   const std::int64_t srs = p.dims[col_dim].src_stride, drs = p.dims[row_dim].dst_stride;
+  const std::int64_t sb = srs * e, db = drs * e;  // pitches in bytes
   if (rows < w || cols < w) return false;
   const std::int64_t total_bytes = p.numel * e;
-  bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && (drs * e) % 64 == 0;
+  bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && db % 64 == 0;
   for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
   // Streaming into unaligned destination rows: when they are dense (a panel of them is one
@@ -346,13 +347,11 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
-  const bool whole_line_source = (srs * e) % 64 == 0;
-  const std::int64_t sb = srs * e, db = drs * e;
   b.rows_outer = db % 512 == 0 && rows * e > 256 && (sb % 512 != 0 || db < sb);
   if (b.rows_outer) {
     b.br = w;
     b.bc = cols - cols % w;
-  } else if (whole_line_source) {
+  } else if (sb % 64 == 0) {  // whole-line source rows
     b.br = 16 * w;
     b.bc = w;
   } else {
