@@ -157,13 +157,17 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& 
 // blocks). Past the last whole tile, H*W = 196 leaves 4 rows in bf16 (a tile overlapping the one
 // before) and H*W = 98 two in fp32 (gathered). C = 3 and 4 with aligned planes stream the group
 // shuffles straight from registers ({5, 4, 7, 9836} in fp32: a partial vector at the end of each
-// plane).
+// plane). Planes smaller than a square to NHWC go in tiles and a tail: H*W = 9 (one gathered row
+// in fp32, a tile overlapping the one before in bf16, blocked code for int8), 25 (int8: 16-row
+// tiles and an overlapping one) and 5 x 7 (fp64: 2-row tiles and a gathered row); each also
+// checks its way back, where the planes of 9 and 25 positions take overlapping edge tiles.
 template <class T>
 void check_aligned_large() {
   const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96},  {11, 2048, 7, 7}, {3, 48, 83, 85},
                                                 {1, 130, 97, 99}, {41, 1024, 5, 10}, {9, 256, 24, 40},
                                                 {2, 3, 512, 704}, {5, 4, 7, 9836}, {3, 256, 14, 14},
-                                                {2, 256, 7, 14}};
+                                                {2, 256, 7, 14}, {457, 1024, 3, 3}, {165, 1024, 5, 5},
+                                                {61, 1216, 5, 7}};
   for (const auto& e : shapes)
     for (int threads : {1, 2})
       for (bool streaming : {true, false}) {
@@ -183,11 +187,14 @@ void check_aligned_large() {
 // padded views with an unaligned destination start (partial lines at both ends of every panel)
 // and a source pitch wider than C; 2 threads claim planes as they go (an odd count). With fewer
 // than four planes per thread (N = 1 and 3, 2 and 3 threads), the threads claim parts of planes.
-// (1-byte elements need H*W >= 64 for this path; the smaller planes check their other path.)
+// Planes of fewer than two row groups take narrow groups: one (H*W = 8 in bf16) or two
+// overlapping (H*W = 9 in bf16; 25 in int8, with C = 80). (1-byte elements need H*W >= 16 for
+// this path, the others 16 / E; smaller planes check their other path.)
 template <class T>
 void check_short_rows() {
   const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7},  {20, 5, 5},   {70, 9, 9},  {300, 14, 14},
-                                                 {37, 17, 17}, {40, 35, 35}, {65, 75, 75}, {66, 91, 93}};
+                                                 {37, 17, 17}, {40, 35, 35}, {65, 75, 75}, {66, 91, 93},
+                                                 {77, 3, 3},   {100, 2, 4},  {80, 5, 5}};
   for (const auto& pl : planes) {
     const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;

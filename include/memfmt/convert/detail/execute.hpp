@@ -312,7 +312,6 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
   const std::int64_t srs = p.dims[col_dim].src_stride, drs = p.dims[row_dim].dst_stride;
   const std::int64_t sb = srs * e, db = drs * e;  // pitches in bytes
-  if (rows < w || cols < w) return false;
   const std::int64_t total_bytes = p.numel * e;
   bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && db % 64 == 0;
   for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
@@ -322,11 +321,16 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // pipelined panels. The blocked path below, which took planes of more than 512 (fp32) or 256
   // (bf16) positions before, ran NHWC->NCHW 32x96x55x55 at 0.1 (bf16) and 0.35 (fp32) of memcpy
   // where these panels reach 0.6-0.75 (Zen 5, 1 thread, cold).
+  // Small planes (n <= H*W < a square, e.g. 3 x 3 in bf16) take narrow row groups there.
   if (streaming && !aligned) {
-    if (drs != cols) return false;
+    if (drs != cols || rows < w || cols < zmm_row_group<E>::n) return false;
     run_short_rows<E>(p, row_dim, col_dim, src, dst, opt);
     return true;
   }
+  // The tiles need a square of destination columns and a tile of destination rows: planes smaller
+  // than a square to NHWC (H*W = 9 in fp32 and bf16, 25 and 49 in int8) go in tiles and a tail.
+  // The blocked path had taken them at 0.1-0.45 of memcpy; here 0.47-0.93 (Zen 5, 1 thread, cold).
+  if (cols < w || rows < zmm_tile<E>::rows) return false;
   // One strip is a square thick: w source rows read end to end (columns outer) or w destination
   // rows written end to end (rows outer).
   //  * Scattering one line to each destination row is slow when their pitch is a multiple of
@@ -360,17 +364,33 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const std::int64_t strips = zmm_strip_count<E>(rows, cols, b);
   const std::int64_t items = outer.total * strips;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
+  // Row strips of 1- and 2-byte elements also prefetch the thread's next plane in address order,
+  // spread over this plane's square columns: gathering 64-byte segments from rows a few lines
+  // apart left DRAM pages half used (bf16 NCHW->NHWC, 1 thread, cold: 32x1024x14x14 0.67-0.75 of
+  // memcpy -> 0.90-1.03, 32x512x28x28 0.86-0.90 -> 0.93-1.00; 2 threads on two dies 0.68 -> 0.92;
+  // int8 unchanged). fp32 lost 0.1 with it (1.10 -> 0.98 at 14 x 14): its own prefetch suffices.
+  const bool plane_ahead = b.rows_outer && E <= 2;
+  const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
+  const std::int64_t ahead_steps = strips * (cols / w);
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
+    linear_prefetch ahead;
     for (std::int64_t it = first; it < last; ++it) {
       std::int64_t so = 0, dof = 0;
       outer.offsets(it / strips, so, dof);
       const unsigned char* s = src + so * e;
       unsigned char* d = dst + dof * e;
+      if (plane_ahead && it % strips == 0 && it + strips < last) {
+        std::int64_t nso = 0, ndo = 0;
+        outer.offsets(it / strips + 1, nso, ndo);
+        ahead.start(src + nso * e, plane_span, ahead_steps);
+      }
       zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
+      next.ahead = plane_ahead ? &ahead : nullptr;
       if (it + 1 < last) {
         std::int64_t nso = 0, ndo = 0;
         outer.offsets((it + 1) / strips, nso, ndo);
-        next = {src + nso * e, (it + 1) % strips};
+        next.src = src + nso * e;
+        next.strip = (it + 1) % strips;
       }
       if (streaming) transpose_strip_zmm<E, true>(s, srs, d, drs, rows, cols, b, it % strips, next);
       else transpose_strip_zmm<E, false>(s, srs, d, drs, rows, cols, b, it % strips, next);

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "prefetch.hpp"
 #include "stream_copy.hpp"
 #include "zmm_transpose.hpp"
 
@@ -102,7 +103,7 @@ struct zmm_row_group {
 };
 
 // One panel: channels [0, h) (h <= lines * 64 / E) of a source plane whose positions are sb bytes
-// apart, all `cols` (>= 2n) positions, into stage rows of cols elements: wide groups, then the
+// apart, all `cols` (>= n) positions, into stage rows of cols elements: wide groups, then the
 // tail as one group ending at the last position (narrow if at most n remain), overlapping the
 // group before it (rewriting the same values) instead of scalar code. between() runs after every
 // kernel call, with the call's index.
@@ -124,6 +125,11 @@ void transpose_short_rows_panel(const unsigned char* src, std::int64_t sb, std::
       between(call);
     }
   };
+  if (cols < 2 * n) {  // a small plane (H*W = 9 in bf16): one narrow group, or two overlapping
+    run(0, false);
+    if (cols > n) run(cols - n, false);
+    return;
+  }
   std::int64_t p0 = 0;
   for (; p0 + 2 * n <= cols; p0 += 2 * n) run(p0, true);
   if (p0 < cols) run(cols - p0 <= n ? cols - n : cols - 2 * n, cols - p0 > n);
@@ -133,7 +139,8 @@ void transpose_short_rows_panel(const unsigned char* src, std::int64_t sb, std::
 template <std::size_t E>
 inline std::int64_t short_rows_calls(std::int64_t h, std::int64_t cols) noexcept {
   constexpr std::int64_t lw = 64 / static_cast<std::int64_t>(E), g = 2 * zmm_row_group<E>::n;
-  return ((h + lw - 1) / lw) * ((cols + g - 1) / g);
+  const std::int64_t groups = cols >= g ? (cols + g - 1) / g : cols > g / 2 ? 2 : 1;
+  return ((h + lw - 1) / lw) * groups;
 }
 
 // Streams a finished stage to its destination in slices: whole aligned lines non-temporally, the
@@ -193,67 +200,6 @@ struct stage_streamer {
     const std::int64_t off = head + 64 * lines;
     std::memcpy(dst + off, stage + off, static_cast<std::size_t>(tail));
     if (++run < runs) open();
-  }
-};
-
-// Prefetches a byte range in address order, a slice per step (addresses as integers: the range
-// may end inside a line).
-struct linear_prefetch {
-  std::uintptr_t next = 0, end = 0, slice = 0;
-
-  void start(const void* p, std::int64_t bytes, std::int64_t steps) noexcept {
-    next = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
-    end = reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(bytes);
-    const std::int64_t lines = static_cast<std::int64_t>((end - next + 63) / 64);
-    slice = static_cast<std::uintptr_t>((lines + steps - 1) / (steps > 0 ? steps : 1) * 64);
-  }
-  void step() noexcept {
-    if (next >= end) return;
-    const std::uintptr_t stop = end - next < slice ? end : next + slice;
-    for (; next < stop; next += 64) _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
-  }
-};
-
-// Prefetches `count` segments of `bytes` bytes, `pitch` bytes apart (a panel's channels at every
-// position), in address order, a slice of lines per step. (Used for a whole plane ahead, it ran
-// 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold, 32x2048x7x7; the cause
-// was not found. A form with a division per line was 25 % slower there.)
-struct segment_prefetch {
-  const unsigned char* base = nullptr;
-  std::int64_t bytes = 0, pitch = 0, count = 0, seg = 0, slice = 0;
-  std::uintptr_t next = 0, end = 0;  // lines left in segment `seg` (addresses as integers: a
-                                     // segment may start and end inside a line)
-
-  void start(const unsigned char* p, std::int64_t seg_bytes, std::int64_t seg_pitch, std::int64_t segs,
-             std::int64_t steps) noexcept {
-    base = p;
-    bytes = seg_bytes;
-    pitch = seg_pitch;
-    count = segs;
-    seg = 0;
-    const bool split = reinterpret_cast<std::uintptr_t>(p) % 64 != 0 || seg_pitch % 64 != 0;
-    const std::int64_t total = ((seg_bytes + 63) / 64 + (split ? 1 : 0)) * segs;
-    slice = (total + steps - 1) / (steps > 0 ? steps : 1);
-    open();
-  }
-  void step() noexcept {
-    for (std::int64_t issued = 0; issued < slice && seg < count;) {
-      if (next >= end) {
-        if (++seg < count) open();
-        continue;
-      }
-      _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T0);
-      next += 64;
-      ++issued;
-    }
-  }
-
- private:
-  void open() noexcept {
-    if (seg >= count) return;
-    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(base + seg * pitch);
-    next = a & ~std::uintptr_t{63};
-    end = a + static_cast<std::uintptr_t>(bytes);
   }
 };
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "element_bits.hpp"
+#include "prefetch.hpp"
 #include "stream_copy.hpp"
 #include "transpose_scalar.hpp"
 
@@ -227,9 +228,12 @@ inline std::int64_t zmm_strip_count(std::int64_t rows, std::int64_t cols, const 
 
 // The strip a thread runs after this one (its plane's source and its index), so that the
 // prefetches that run ahead of the current strip can continue into it; none when src is null.
+// `ahead`, when set, is the thread's next plane, prefetched in address order a slice per square
+// column of a rows-outer strip (see run_transpose_zmm).
 struct zmm_next_strip {
   const unsigned char* src = nullptr;
   std::int64_t strip = 0;
+  linear_prefetch* ahead = nullptr;
 };
 
 // One strip of a plane (rows, cols >= one square). Stream requires drs * E % 64 == 0 and a
@@ -336,6 +340,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
       const std::int64_t p1 = r_hi - p0 < pass ? r_hi : p0 + pass;
       for (std::int64_t c = c_lo; c < c_hi; c += w) {
         if (p0 == r_lo) {
+          if (next.ahead) next.ahead->step();
           if (c + b.bc < cols_t)
             for (std::int64_t q = r_lo; q < r_hi; q += w) prefetch(c + b.bc, q);
           else if (next.src && rn + (r_hi - r_lo) <= rows_t)
