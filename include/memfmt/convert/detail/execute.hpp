@@ -4,11 +4,13 @@
 //  * copy:      the innermost destination dimension is also unit-stride in the source -> row copies
 //               (one flat run for dense same-format data);
 //  * transpose: another dimension is unit-stride in the source -> 2-D transposes of (rows x cols)
-//               planes. With AVX-512 (BW) and both sides >= 64 bytes, zmm_transpose.hpp writes
-//               whole destination lines from registers (non-temporal for large outputs), in row
-//               or column strips chosen by the pitch of the side they scatter over; when
-//               streaming is wanted but destination rows are dense and not whole lines (H*W = 49,
-//               or 30 x 30), zmm_short_rows.hpp's pipelined panels go through a per-thread stage.
+//               planes. With AVX-512 (BW), zmm_transpose.hpp writes whole destination lines
+//               from registers (non-temporal for large outputs) when destination rows are >= 64
+//               bytes and there are at least a tile of them (16 / E), in row or column strips
+//               chosen by the pitch of the side they scatter over; when streaming is wanted but
+//               destination rows are dense and not whole lines (H*W = 49, or 30 x 30, or as few
+//               as 16 / E positions), zmm_short_rows.hpp's pipelined panels go through a
+//               per-thread stage.
 //               Otherwise the blocked kernels of transpose_kernels.hpp run: for C = 2..4 the
 //               AVX-512 group shuffles, streamed straight from registers when the destination
 //               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
