@@ -331,7 +331,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   }
   // The tiles need a square of destination columns and a tile of destination rows: planes smaller
   // than a square to NHWC (H*W = 9 in fp32 and bf16, 25 and 49 in int8) go in tiles and a tail.
-  // The blocked path had taken them at 0.1-0.45 of memcpy; here 0.47-0.93 (Zen 5, 1 thread, cold).
+  // The blocked path had taken them at 0.1-0.57 of memcpy; here 0.47-1.0 (Zen 5, 1 thread, cold).
   if (cols < w || rows < zmm_tile<E>::rows) return false;
   // One strip is a square thick: w source rows read end to end (columns outer) or w destination
   // rows written end to end (rows outer).
@@ -420,8 +420,18 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   if (bc > cols) bc = cols;
   // Staging rows whose byte stride is a multiple of 1 KiB alias in L1 (4K aliasing, set conflicts):
   // pad them by a cache line.
-  const std::int64_t stage_stride = (bc * e) % 1024 == 0 ? bc + 64 / e : bc;
-  std::int64_t br = convert_tuning::stage_bytes / (stage_stride * e);
+  std::int64_t stage_stride = 0, br = 0;
+  auto fit_rows = [&] {
+    stage_stride = (bc * e) % 1024 == 0 ? bc + 64 / e : bc;
+    br = convert_tuning::stage_bytes / (stage_stride * e);
+  };
+  fit_rows();
+  // Blocks of at least 32 rows where the plane has them: with 4 KiB block rows a stage held 7
+  // (fp32) or 15 (int8), and the rows past the last whole tile went through scalar code.
+  while (br < 32 && br < rows && bc * e > 512) {
+    bc /= 2;
+    fit_rows();
+  }
   if (br >= 16) br -= br % 16;  // whole tiles
   if (br > rows) br = rows;
   if (br < 1) br = 1;
