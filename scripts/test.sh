@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the regular build (with the CUDA/cuDNN/oneDNN parts that are
-# found) and then the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# found), then the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# conversion tests built for AVX2 and for baseline x86-64 (the kernels' other paths).
 #   scripts/test.sh [--no-sanitize]
 # Environment: MEMFMT_BUILD_DIR (default build), MEMFMT_ASAN_BUILD_DIR (default build-asan).
 set -euo pipefail
@@ -33,5 +34,20 @@ if [ "$sanitize" = 1 ]; then
   cmake --build "$asan" -j "$jobs"
   # The >2^31-element test ran in the regular build; under ASan it would only repeat it slowly.
   ctest --test-dir "$asan" -j "$jobs" --output-on-failure --timeout 1800 -LE "large|compile|package"
+fi
+# The conversion kernels pick their paths by instruction set at compile time, and the builds above
+# take the AVX-512 ones. Every other x86-64 CPU takes the AVX2 path (or scalar code): build and run
+# the conversion tests for those too.
+if [ "$(uname -m)" = x86_64 ]; then
+  for arch in x86-64-v3 x86-64; do
+    if [ "$arch" = x86-64-v3 ] && ! grep -qw avx2 /proc/cpuinfo; then continue; fi
+    dir="${build}-$arch"
+    echo "== memfmt: conversion tests built for -march=$arch ($dir)"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=$arch" \
+          -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF \
+          -DMEMFMT_BUILD_TOOLS=OFF >/dev/null
+    cmake --build "$dir" -j "$jobs" --target test_convert
+    "$dir/tests/convert/test_convert" --gtest_brief=1
+  done
 fi
 echo "== memfmt: all tests passed"

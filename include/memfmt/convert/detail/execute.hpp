@@ -454,10 +454,24 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
     direct = streaming && aligned && (deinterleaved || (interleaved && br >= 64));
     if (direct && interleaved) br -= br % 64;
   }
+  // With AVX2 (and no AVX-512, which takes these planes above) and an aligned destination, whole
+  // lines are streamed straight from registers (transpose_lines) instead of staging each block.
+  // Measured on an AVX2 build (Zen 5, 1 thread, cold, ratio to memcpy, staged -> lines):
+  // fp32 32x64x112x112 0.59-0.60 -> 0.82-0.94, 256x64x56x56 0.59 -> 0.79-0.98, 32x256x56x56
+  // 0.49-0.57 -> 0.54-0.77, NCHW->NHWC 32x2048x7x7 0.60 -> 0.72; bf16 0.42-0.59 -> 0.42-0.76
+  // (NHWC->NCHW about even).
+  bool lines = false;
+#if defined(__AVX2__)
+  {
+    bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && (drs * e) % 64 == 0 && (bc * e) % 64 == 0;
+    for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
+    lines = streaming && !direct && aligned && br >= lane_tile<E>::tile_rows;
+  }
+#endif
   const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
   const std::int64_t items = outer.total * n_cb * n_rb;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
-  unsigned char* const staging = streaming && !direct ? staging_for_call(threads) : nullptr;
+  unsigned char* const staging = streaming && !direct && !lines ? staging_for_call(threads) : nullptr;
 
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
     unsigned char* stage = staging ? staging + t * convert_tuning::stage_bytes : nullptr;
@@ -478,6 +492,12 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
         transpose_group<E, true>(s, srs, d, drs, h, w);
         continue;
       }
+#if defined(__AVX2__)
+      if (lines) {
+        transpose_lines<E>(s, srs, d, drs, h, w);
+        continue;
+      }
+#endif
       const std::int64_t ws = w == bc ? stage_stride : w;
       transpose_block<E>(s, srs, stage, ws, h, w);
       if (drs == w && ws == w) {
