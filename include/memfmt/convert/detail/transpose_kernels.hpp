@@ -7,9 +7,11 @@
 // cols = H*W. With AVX2 the bulk goes through an in-register tile transpose: each 256-bit register
 // holds two independent square blocks (one per 128-bit lane), transposed with log2(16/E) rounds of
 // unpack instructions, so no cross-lane shuffle is needed and every store is a 32-byte run of one
-// destination row. Edges of a quarter tile or more take one more tile, overlapping. Few columns (C = 2..4 to channels-last) and few rows (C = 2..4 from
-// channels-last) are interleave/de-interleave permutes (group_shuffle.hpp) with AVX-512. Everything else,
-// and every target without AVX2, uses portable scalar code.
+// destination row; edges of a quarter tile or more take one more tile, overlapping.
+// transpose_lines pairs the tiles into whole 64-byte lines and streams them (AVX2 builds, aligned
+// destinations). Few columns (C = 2..4 to channels-last) and few rows (C = 2..4 from channels-last)
+// are interleave/de-interleave permutes (group_shuffle.hpp) with AVX-512. Everything else, and
+// every target without AVX2, uses portable scalar code.
 #pragma once
 
 #include <cstddef>
