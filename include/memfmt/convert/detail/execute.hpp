@@ -456,10 +456,10 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   }
   // With AVX2 (and no AVX-512, which takes these planes above) and an aligned destination, whole
   // lines are streamed straight from registers (transpose_lines) instead of staging each block.
-  // Measured on an AVX2 build (Zen 5, 1 thread, cold, ratio to memcpy, staged -> lines):
-  // fp32 32x64x112x112 0.59-0.60 -> 0.82-0.94, 256x64x56x56 0.59 -> 0.79-0.98, 32x256x56x56
-  // 0.49-0.57 -> 0.54-0.77, NCHW->NHWC 32x2048x7x7 0.60 -> 0.72; bf16 0.42-0.59 -> 0.42-0.76
-  // (NHWC->NCHW about even).
+  // Measured on an AVX2 build (Zen 5, 1 thread, cold, ratio to memcpy, staged -> lines, before
+  // the prefetch of transpose_lines): fp32 32x64x112x112 0.59-0.60 -> 0.82-0.94, 256x64x56x56
+  // 0.59 -> 0.79-0.98, 32x256x56x56 0.49-0.57 -> 0.54-0.77, NCHW->NHWC 32x2048x7x7 0.60 -> 0.72;
+  // bf16 0.42-0.59 -> 0.42-0.76 (NHWC->NCHW about even). With the prefetch, see the README.
   bool lines = false;
 #if defined(__AVX2__)
   {
