@@ -112,6 +112,12 @@ struct outer_dims {
         total *= p.dims[d].size;
       }
   }
+  // Whether every destination plane of dst (E-byte elements) starts on a 64-byte line.
+  bool dst_planes_on_lines(const unsigned char* dst, std::int64_t e) const noexcept {
+    bool on = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
+    for (int d = 0; d < count; ++d) on = on && (dims[d].dst_stride * e) % 64 == 0;
+    return on;
+  }
   void offsets(std::int64_t flat, std::int64_t& src_off, std::int64_t& dst_off) const noexcept {
     src_off = 0;
     dst_off = 0;
@@ -315,8 +321,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const std::int64_t srs = p.dims[col_dim].src_stride, drs = p.dims[row_dim].dst_stride;
   const std::int64_t sb = srs * e, db = drs * e;  // pitches in bytes
   const std::int64_t total_bytes = p.numel * e;
-  bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && db % 64 == 0;
-  for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
+  const bool aligned = db % 64 == 0 && outer.dst_planes_on_lines(dst, e);
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
   // Streaming into unaligned destination rows: when they are dense (a panel of them is one
   // contiguous run, e.g. NHWC->NCHW with H*W = 49, or a run per row on longer planes), the
@@ -444,14 +449,13 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   // C = 2..4 to or from dense runs (the stem's C = 3): the group shuffles produce whole lines, so
   // with every block of the destination 64-byte aligned they are streamed straight from registers
   // rather than through the staging buffer (interleaved blocks of a multiple of 64 rows).
+  const bool planes_on_lines = outer.dst_planes_on_lines(dst, e);
   bool direct = false;
   if constexpr (group_shuffle_available<E>) {
     const bool interleaved = drs == cols && cols >= 2 && cols <= 4 && bc == cols;
     const bool deinterleaved = srs == rows && rows >= 2 && rows <= 4 && br == rows && (drs * e) % 64 == 0 &&
                                (bc * e) % 64 == 0;
-    bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0;
-    for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
-    direct = streaming && aligned && (deinterleaved || (interleaved && br >= 64));
+    direct = streaming && planes_on_lines && (deinterleaved || (interleaved && br >= 64));
     if (direct && interleaved) br -= br % 64;
   }
   // With AVX2 (and no AVX-512, which takes these planes above) and an aligned destination, whole
@@ -462,11 +466,8 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   // bf16 0.42-0.59 -> 0.42-0.76 (NHWC->NCHW about even). With the prefetch, see the README.
   bool lines = false;
 #if defined(__AVX2__)
-  {
-    bool aligned = reinterpret_cast<std::uintptr_t>(dst) % 64 == 0 && (drs * e) % 64 == 0 && (bc * e) % 64 == 0;
-    for (int d = 0; d < outer.count; ++d) aligned = aligned && (outer.dims[d].dst_stride * e) % 64 == 0;
-    lines = streaming && !direct && aligned && br >= lane_tile<E>::tile_rows;
-  }
+  lines = streaming && !direct && planes_on_lines && (drs * e) % 64 == 0 && (bc * e) % 64 == 0 &&
+          br >= lane_tile<E>::tile_rows;
 #endif
   const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
   const std::int64_t items = outer.total * n_cb * n_rb;
