@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "convert_test_util.hpp"
@@ -215,6 +216,54 @@ void check_short_rows() {
     }
   }
 }
+// Destination rows 1 KiB apart (a multiple of 512 bytes, wider than the rows), few of them per
+// plane and whole-line source rows: the AVX-512 path's column strips are then four squares wide,
+// and 100 columns leave a partial last strip and edge columns. NHWC->NCHW: 64 channel rows of
+// 10 x 10 positions; NCHW->NHWC: 8 x 8 position rows of 100 channels. 64-byte aligned buffers,
+// streaming (N past the threshold) and not; every element and every byte between the rows (which
+// must keep its pattern) is checked.
+template <class T, class From, class To>
+void check_pitched(std::int64_t n, const convert_options& opt) {
+  constexpr std::int64_t pitch = 1024 / static_cast<std::int64_t>(sizeof(T));
+  const bool to_nchw = std::is_same_v<To, nchw>;
+  const std::array<std::int64_t, 4> e = to_nchw ? std::array<std::int64_t, 4>{n, 64, 10, 10}
+                                                : std::array<std::int64_t, 4>{n, 100, 8, 8};
+  // The destination buffer: a dense tensor whose rows are `pitch` elements long.
+  host_tensor<T, To> buf(to_nchw ? std::array<std::int64_t, 4>{n, 64, 1, pitch}
+                                 : std::array<std::int64_t, 4>{n, pitch, 8, 8});
+  const std::array<std::int64_t, 4> strides =
+      to_nchw ? std::array<std::int64_t, 4>{64 * pitch, pitch, 10, 1} : std::array<std::int64_t, 4>{64 * pitch, 1, 8 * pitch, pitch};
+  const tensor_view<T, To> dst(buf.data(), layout<To>::strided(e, strides));
+  host_tensor<T, From> src(e);
+  convert_test::fill(src.view(), 5);
+  for (std::int64_t k = 0; k < buf.numel(); ++k) buf.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
+  std::vector<T> expected(buf.data(), buf.data() + buf.numel());
+  const tensor_view<T, To> expected_view(expected.data(), dst.mapping());
+  convert_test::for_each_index(e, [&](const auto& i) { expected_view(i) = src.view()(i); });
+  convert(src.view(), dst, opt);
+  std::int64_t bad = 0, first = -1;
+  for (std::int64_t k = 0; k < buf.numel(); ++k)
+    if (!convert_test::same_bits(buf.data()[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
+  EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
+                    << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
+                    << opt.allow_streaming_stores << " first wrong buffer index " << first;
+}
+template <class T>
+void check_pitched_rows() {
+  const std::int64_t n_stream = (std::int64_t{4} << 20) / (6400 * static_cast<std::int64_t>(sizeof(T))) + 3;
+  for (int threads : {1, 2})
+    for (bool streaming : {true, false}) {
+      const convert_options opt{threads, streaming};
+      const std::int64_t n = streaming ? n_stream : 3;
+      check_pitched<T, nhwc, nchw>(n, opt);
+      check_pitched<T, nchw, nhwc>(n, opt);
+    }
+}
+TEST(ConvertPitchedRows, Float) { check_pitched_rows<float>(); }
+TEST(ConvertPitchedRows, Bfloat16) { check_pitched_rows<bfloat16>(); }
+TEST(ConvertPitchedRows, Uint8) { check_pitched_rows<std::uint8_t>(); }
+TEST(ConvertPitchedRows, Double) { check_pitched_rows<double>(); }
+
 TEST(ConvertShortRows, Float) { check_short_rows<float>(); }
 TEST(ConvertShortRows, Bfloat16) { check_short_rows<bfloat16>(); }
 TEST(ConvertShortRows, Uint8) { check_short_rows<std::uint8_t>(); }

@@ -338,8 +338,8 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   // than a square to NHWC (H*W = 9 in fp32 and bf16, 25 and 49 in int8) go in tiles and a tail.
   // The blocked path had taken them at 0.1-0.57 of memcpy; here 0.47-1.0 (Zen 5, 1 thread, cold).
   if (cols < w || rows < zmm_tile<E>::rows) return false;
-  // One strip is a square thick: w source rows read end to end (columns outer) or w destination
-  // rows written end to end (rows outer).
+  // A strip is a square thick (some column strips four, below): w source rows read end to end
+  // (columns outer) or w destination rows written end to end (rows outer).
   //  * Scattering one line to each destination row is slow when their pitch is a multiple of
   //    512 bytes. Then, if the source pitch is not (or is larger), rows go outer: whole
   //    destination rows are written in order and the source is gathered, a segment per source
@@ -355,6 +355,11 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //  * Otherwise column strips are read end to end, in blocks 16 squares long that prefetch the
   //    next block, and scattered (1.0-1.25 for 32x64x112x112 and 256x64x56x56, where gathering
   //    from 64 channel rows ran at 0.75-0.95).
+  //    A strip that is one block (at most 16 squares of rows) scattering to rows a multiple of
+  //    512 bytes apart is four squares wide, so each destination row gets four lines per strip.
+  //    Zen 5, 1 thread, cold, one square -> four: NHWC->NCHW 32x64x112x112 bf16 0.84-0.87 ->
+  //    0.92-0.97 of memcpy, fp32 0.91-0.93 -> 0.98-0.99; 64x64x32x32 fp32 0.87-0.91 -> 0.98-1.01;
+  //    NCHW->NHWC 32x2048x8x8 fp32 0.87-0.90 -> 1.0. Two squares gained half as much, eight none.
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
@@ -364,7 +369,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
     b.bc = cols - cols % w;
   } else if (sb % 64 == 0) {  // whole-line source rows
     b.br = 16 * w;
-    b.bc = w;
+    b.bc = rows <= b.br && db % 512 == 0 ? 4 * w : w;
   } else {
     b.br = b.bc = 4 * w;
   }
