@@ -216,12 +216,33 @@ void check_short_rows() {
     }
   }
 }
+// Converts src into dst, a view into the whole of `buffer` (filled with a pattern first), and
+// checks every element of the buffer: the converted ones against the index-by-index reference,
+// the others (between rows) unchanged.
+template <class T, class From, class To, class BufferFormat>
+void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, host_tensor<T, BufferFormat>& buffer,
+                const convert_options& opt) {
+  for (std::int64_t k = 0; k < buffer.numel(); ++k)
+    buffer.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
+  std::vector<T> expected(buffer.data(), buffer.data() + buffer.numel());
+  const tensor_view<T, To> expected_view(expected.data() + (dst.data() - buffer.data()), dst.mapping());
+  convert_test::for_each_index(dst.extents(), [&](const auto& i) { expected_view(i) = src(i); });
+  convert(src, dst, opt);
+  std::int64_t bad = 0, first = -1;
+  for (std::int64_t k = 0; k < buffer.numel(); ++k)
+    if (!convert_test::same_bits(buffer.data()[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
+  EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
+                    << detail::dims_to_string(dst.extents()) << " src strides "
+                    << detail::dims_to_string(src.mapping().strides()) << " dst strides "
+                    << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
+                    << " streaming " << opt.allow_streaming_stores << " first wrong buffer index " << first;
+}
+
 // Destination rows 1 KiB apart (a multiple of 512 bytes, wider than the rows), few of them per
 // plane and whole-line source rows: the AVX-512 path's column strips are then four squares wide,
 // and 100 columns leave a partial last strip and edge columns. NHWC->NCHW: 64 channel rows of
 // 10 x 10 positions; NCHW->NHWC: 8 x 8 position rows of 100 channels. 64-byte aligned buffers,
-// streaming (N past the threshold) and not; every element and every byte between the rows (which
-// must keep its pattern) is checked.
+// streaming (N past the threshold) and not.
 template <class T, class From, class To>
 void check_pitched(std::int64_t n, const convert_options& opt) {
   constexpr std::int64_t pitch = 1024 / static_cast<std::int64_t>(sizeof(T));
@@ -229,24 +250,13 @@ void check_pitched(std::int64_t n, const convert_options& opt) {
   const std::array<std::int64_t, 4> e = to_nchw ? std::array<std::int64_t, 4>{n, 64, 10, 10}
                                                 : std::array<std::int64_t, 4>{n, 100, 8, 8};
   // The destination buffer: a dense tensor whose rows are `pitch` elements long.
-  host_tensor<T, To> buf(to_nchw ? std::array<std::int64_t, 4>{n, 64, 1, pitch}
-                                 : std::array<std::int64_t, 4>{n, pitch, 8, 8});
+  host_tensor<T, To> buffer(to_nchw ? std::array<std::int64_t, 4>{n, 64, 1, pitch}
+                                    : std::array<std::int64_t, 4>{n, pitch, 8, 8});
   const std::array<std::int64_t, 4> strides =
       to_nchw ? std::array<std::int64_t, 4>{64 * pitch, pitch, 10, 1} : std::array<std::int64_t, 4>{64 * pitch, 1, 8 * pitch, pitch};
-  const tensor_view<T, To> dst(buf.data(), layout<To>::strided(e, strides));
   host_tensor<T, From> src(e);
   convert_test::fill(src.view(), 5);
-  for (std::int64_t k = 0; k < buf.numel(); ++k) buf.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
-  std::vector<T> expected(buf.data(), buf.data() + buf.numel());
-  const tensor_view<T, To> expected_view(expected.data(), dst.mapping());
-  convert_test::for_each_index(e, [&](const auto& i) { expected_view(i) = src.view()(i); });
-  convert(src.view(), dst, opt);
-  std::int64_t bad = 0, first = -1;
-  for (std::int64_t k = 0; k < buf.numel(); ++k)
-    if (!convert_test::same_bits(buf.data()[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
-  EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
-                    << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
-                    << opt.allow_streaming_stores << " first wrong buffer index " << first;
+  check_into(src.view(), tensor_view<T, To>(buffer.data(), layout<To>::strided(e, strides)), buffer, opt);
 }
 template <class T>
 void check_pitched_rows() {
@@ -263,6 +273,37 @@ TEST(ConvertPitchedRows, Float) { check_pitched_rows<float>(); }
 TEST(ConvertPitchedRows, Bfloat16) { check_pitched_rows<bfloat16>(); }
 TEST(ConvertPitchedRows, Uint8) { check_pitched_rows<std::uint8_t>(); }
 TEST(ConvertPitchedRows, Double) { check_pitched_rows<double>(); }
+
+// Plain stores (no streaming) scattered over destination rows that share L1 sets go through a
+// stage a block at a time (run_staged_blocks): blocks of up to 64 rows and 32 KiB, the last block
+// of each side overlapping the one before. NCHW->NHWC of 7x7 planes with C = 2048 (destination
+// rows 2-16 KiB apart; 2048 columns are not a whole number of blocks for any element size) and of
+// 7x9 with C = 1024; NHWC->NCHW of 32x32 and 16x32 planes (C = 64 and 40; 512 columns split with
+// an overlap for 2- and 4-byte elements). NCHW->NHWC of 130 positions (10 x 13) from channel rows
+// 2 KiB apart takes three row blocks, the last overlapping. Dense and padded sources, 1 and 2
+// threads. (The streaming-off variants of the other tests take this path too.)
+template <class T>
+void check_staged_blocks() {
+  using V = std::array<std::int64_t, 4>;
+  for (int threads : {1, 2}) {
+    const convert_options opt{threads, false};
+    for (const V& e : {V{2, 2048, 7, 7}, V{1, 1024, 7, 9}})
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nchw, nhwc>(e, c, opt);
+    for (const V& e : {V{2, 64, 32, 32}, V{3, 40, 16, 32}})
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nhwc, nchw>(e, c, opt);
+    constexpr std::int64_t pitch = 2048 / static_cast<std::int64_t>(sizeof(T));
+    const V e{2, 1024, 10, 13};
+    host_tensor<T, nchw> src_buffer(V{2, 1024, 1, pitch});
+    convert_test::fill(src_buffer.view(), 8);
+    const tensor_view<T, nchw> src(src_buffer.data(), layout<nchw>::strided(e, V{1024 * pitch, pitch, 13, 1}));
+    host_tensor<T, nhwc> dst(e);
+    check_into(src, dst.view(), dst, opt);
+  }
+}
+TEST(ConvertStagedBlocks, Float) { check_staged_blocks<float>(); }
+TEST(ConvertStagedBlocks, Bfloat16) { check_staged_blocks<bfloat16>(); }
+TEST(ConvertStagedBlocks, Uint8) { check_staged_blocks<std::uint8_t>(); }
+TEST(ConvertStagedBlocks, Double) { check_staged_blocks<double>(); }
 
 TEST(ConvertShortRows, Float) { check_short_rows<float>(); }
 TEST(ConvertShortRows, Bfloat16) { check_short_rows<bfloat16>(); }

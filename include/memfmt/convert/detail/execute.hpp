@@ -10,7 +10,9 @@
 //               chosen by the pitch of the side they scatter over; when streaming is wanted but
 //               destination rows are dense and not whole lines (H*W = 49, or 30 x 30, or as few
 //               as 16 / E positions), zmm_short_rows.hpp's pipelined panels go through a
-//               per-thread stage.
+//               per-thread stage. Plain stores into rows whose lines fall in one or two L1 sets
+//               (small tensors with C = 1024-2048 to NHWC, 32x32 planes to NCHW) go through a
+//               per-thread stage a block at a time (run_staged_blocks).
 //               Otherwise the blocked kernels of transpose_kernels.hpp run: for C = 2..4 the
 //               AVX-512 group shuffles, streamed straight from registers when the destination
 //               blocks are aligned; else (no AVX-512, unaligned) AVX2 / scalar kernels through the
@@ -309,6 +311,69 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   });
 }
 
+// Plain stores (no streaming) scattered over destination rows whose lines all fall in one or two
+// L1 sets (NCHW->NHWC of 7x7 planes with C = 2048, NHWC->NCHW of 32x32 planes with C = 64): the
+// conversion ran at a third of its speed with C = 2040 (the write-allocate fills of a column of
+// tiles evict one another, presumably; not measured). So blocks of up to 64 destination rows and
+// 32 KiB are transposed into a per-thread stage (`blocking` as for the whole plane, the next
+// block prefetched as a next strip), and the stage's rows are copied out in order.
+// Zen 5, 1 thread, GB/s direct -> staged, warm (the tensor in L2/L3; best of 2 x 9) and cold:
+// NCHW->NHWC 1x2048x7x7 fp32 20-21 -> 55-58 warm, 13-14 -> 16 cold, bf16 23 -> 45-47, 14 -> 15;
+// 1x1024x16x16 fp32 18-19 -> 58, 14-15 -> 23, bf16 22-24 -> 58, 16-17 -> 20-21; NHWC->NCHW
+// 2x64x32x32 fp32 21 -> 59-60, 14-15 -> 22, bf16 40 -> 69-72, 14-19 -> 19-21; 4x128x32x32 fp32
+// 19-20 -> 59, 16 -> 24, bf16 27 -> 63-64, 17-18 -> 22-23. Row strips (rows outer) stay direct:
+// they write whole rows already, and staging them ran NCHW->NHWC 1x1024x14x14 and 1x512x28x28
+// slower (fp32 cold 22-23 -> 15-17).
+template <std::size_t E>
+void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
+                       const convert_options& opt, const zmm_blocking& blocking) {
+  constexpr std::int64_t e = static_cast<std::int64_t>(E), w = zmm_square<E>;
+  const outer_dims outer(p, row_dim, col_dim);
+  const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
+  const std::int64_t srs = p.dims[col_dim].src_stride, drs = p.dims[row_dim].dst_stride;
+  // Blocks of br x bc, the last of each side overlapping the one before (rewriting the same
+  // values); rows >= a tile and cols >= a square (run_transpose_zmm's conditions).
+  const std::int64_t n_rb = (rows + 63) / 64;
+  const std::int64_t br = (rows + n_rb - 1) / n_rb;
+  std::int64_t bc = convert_tuning::stage_bytes / (br * e);
+  bc -= bc % w;
+  bc = bc < w ? w : bc > cols ? cols : bc;
+  const std::int64_t n_cb = (cols + bc - 1) / bc;
+  const std::int64_t pitch = (bc * e) % 512 == 0 ? bc + 64 / e : bc;  // stage rows, elements
+  const std::int64_t stage_each = (br * pitch * e + 63) / 64 * 64;
+  const std::int64_t strips = zmm_strip_count<E>(br, bc, blocking);
+  const std::int64_t items = outer.total * n_rb * n_cb;
+  const int threads = resolve_threads(opt.num_threads, p.numel * e, items);
+  unsigned char* const staging = staging_for_call(threads, stage_each);
+  struct block_at {
+    const unsigned char* src = nullptr;
+    unsigned char* dst = nullptr;
+  };
+  auto locate = [&](std::int64_t it) {
+    const std::int64_t rb = it % n_rb, cb = it / n_rb % n_cb;
+    const std::int64_t r0 = rb * br + br <= rows ? rb * br : rows - br;
+    const std::int64_t c0 = cb * bc + bc <= cols ? cb * bc : cols - bc;
+    std::int64_t so = 0, dof = 0;
+    outer.offsets(it / n_rb / n_cb, so, dof);
+    return block_at{src + (so + c0 * srs + r0) * e, dst + (dof + r0 * drs + c0) * e};
+  };
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
+    unsigned char* stage = staging + t * stage_each;
+    for (std::int64_t it = first; it < last; ++it) {
+      const block_at b = locate(it);
+      const unsigned char* following = it + 1 < last ? locate(it + 1).src : nullptr;
+      for (std::int64_t k = 0; k < strips; ++k) {
+        zmm_next_strip next;
+        next.src = k + 1 < strips ? b.src : following;
+        next.strip = k + 1 < strips ? k + 1 : 0;
+        transpose_strip_zmm<E, false>(b.src, srs, stage, pitch, br, bc, blocking, k, next);
+      }
+      for (std::int64_t r = 0; r < br; ++r)
+        std::memcpy(b.dst + r * drs * e, stage + r * pitch * e, static_cast<std::size_t>(bc * e));
+    }
+  });
+}
+
 // Whole-line AVX-512 path (zmm_transpose.hpp). Returns false when the plan does not suit it: a side
 // shorter than a square (C = 2..4 go through group shuffles), or streaming wanted into destination
 // rows that are neither aligned to the tiles nor dense short rows (run_short_rows).
@@ -355,11 +420,13 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //  * Otherwise column strips are read end to end, in blocks 16 squares long that prefetch the
   //    next block, and scattered (1.0-1.25 for 32x64x112x112 and 256x64x56x56, where gathering
   //    from 64 channel rows ran at 0.75-0.95).
-  //    A strip that is one block (at most 16 squares of rows) scattering to rows a multiple of
+  //    A strip that is one block (at most 16 squares of rows) streaming to rows a multiple of
   //    512 bytes apart is four squares wide, so each destination row gets four lines per strip.
   //    Zen 5, 1 thread, cold, one square -> four: NHWC->NCHW 32x64x112x112 bf16 0.84-0.87 ->
   //    0.92-0.97 of memcpy, fp32 0.91-0.93 -> 0.98-0.99; 64x64x32x32 fp32 0.87-0.91 -> 0.98-1.01;
   //    NCHW->NHWC 32x2048x8x8 fp32 0.87-0.90 -> 1.0. Two squares gained half as much, eight none.
+  //    With plain stores (small tensors, warm) it was mixed: fp32 1x256x16x16 80 -> 66 GB/s,
+  //    8x256x4x4 64 -> 100.
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
@@ -369,9 +436,18 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
     b.bc = cols - cols % w;
   } else if (sb % 64 == 0) {  // whole-line source rows
     b.br = 16 * w;
-    b.bc = rows <= b.br && db % 512 == 0 ? 4 * w : w;
+    b.bc = streaming && rows <= b.br && db % 512 == 0 ? 4 * w : w;
   } else {
     b.br = b.bc = 4 * w;
+  }
+  // Staged: destination rows that all fall in one or two L1 sets (a pitch that is a multiple of
+  // 2 KiB), more than 16 to a set among the rows of a block (a column strip writes them square
+  // column by square column). Pitches that spread the rows over 4 or more sets ran at 75-90 GB/s
+  // direct and 57-64 staged (fp32 1x256x16x16 both ways, 1x128x16x16 to NCHW; bf16 NCHW->NHWC
+  // 4x128x32x32), as did 16 rows to a set (fp32 NHWC->NCHW 1x64x112x112).
+  if (!streaming && !b.rows_outer && db % 2048 == 0 && rows_per_l1_set(db, rows < b.br ? rows : b.br) > 16) {
+    run_staged_blocks<E>(p, row_dim, col_dim, src, dst, opt, b);
+    return true;
   }
   const std::int64_t strips = zmm_strip_count<E>(rows, cols, b);
   const std::int64_t items = outer.total * strips;

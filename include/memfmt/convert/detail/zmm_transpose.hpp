@@ -226,6 +226,14 @@ inline std::int64_t zmm_strip_count(std::int64_t rows, std::int64_t cols, const 
   return b.rows_outer ? (rows_t + b.br - 1) / b.br : (cols_t + b.bc - 1) / b.bc;
 }
 
+// Of n rows `pitch` bytes apart (a multiple of 64), how many share one of L1's 64 sets of 64-byte
+// lines (pitch / 64 = k sets per row: n / (64 / gcd(k, 64)), all n when k is a multiple of 64).
+// More than 8 (of 12 ways) makes a kernel that touches every row miss L1 on its own lines.
+inline std::int64_t rows_per_l1_set(std::int64_t pitch, std::int64_t n) noexcept {
+  const std::int64_t step = (pitch / 64) % 64;
+  return step == 0 ? n : n * (step & -step) / 64;
+}
+
 // The strip a thread runs after this one (its plane's source and its index), so that the
 // prefetches that run ahead of the current strip can continue into it; none when src is null.
 // `ahead`, when set, is the thread's next plane, prefetched in address order a slice per square
@@ -260,9 +268,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   // more than 8 share one (a pitch that is a multiple of 2-4 KiB, e.g. NHWC with C = 2048), the
   // tile kernel's repeated visits to each line miss L1, so the segments are first copied, one
   // load per line, into a dense local square.
-  const std::int64_t set_step = (sb / 64) % 64;                          // sets advanced per row
-  const std::int64_t rows_per_set = set_step == 0 ? w : w * (set_step & -set_step) / 64;  // w / (64 / gcd)
-  const bool set_conflicts = sb % 64 == 0 && rows_per_set > 8;
+  const bool set_conflicts = sb % 64 == 0 && rows_per_l1_set(sb, w) > 8;
   // Every byte the tiles read from it is stored first (w whole rows); GCC cannot see that.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
