@@ -14,10 +14,10 @@
 // A plane is walked in W x W squares (W = 64 / E): a square reads W source segments of 64 bytes
 // and writes W destination lines. Strips (the unit of threading) are one square thick (or four,
 // for some column strips: see run_transpose_zmm): W source rows read end to end (columns outer)
-// or W destination rows written end to end (rows outer, in passes of 16 rows or one square). Blocks of 16 squares software-prefetch the source of the next
-// block. Sides that are not whole tiles are finished with masked stores (columns), and gathers
-// (one or two rows) or one more tile overlapping the last whole one (more rows); scalar code
-// only for the corner.
+// or W destination rows written end to end (rows outer, in passes of 16 rows or one square).
+// Blocks of 16 squares software-prefetch the source of the next block. Sides that are not whole
+// tiles are finished with masked stores (columns), and gathers (one or two rows) or one more tile
+// overlapping the last whole one (more rows); scalar code only for the corner.
 #pragma once
 
 #include <cstddef>
