@@ -135,27 +135,49 @@ struct outer_dims {
 struct aligned_free {
   void operator()(unsigned char* p) const noexcept { std::free(p); }
 };
-// Staging for one call: `threads` blocks of bytes_each (a multiple of 64), 64-byte aligned. The
-// calling thread keeps its buffer for its later calls (it only grows, and is freed when the thread
+// Staging for one call, a block per thread, each allocated and first touched by the thread that
+// uses it, and kept for that thread's later calls (it only grows, and is freed when the thread
 // exits): allocating it per call cost 20-40 us on the development VM (Zen 5, glibc), a tenth of a
-// 6 MB conversion on 2 threads. Throws std::bad_alloc before any worker starts.
-inline unsigned char* staging_for_call(int threads, std::int64_t bytes_each = convert_tuning::stage_bytes) {
-  struct buffer {
-    std::unique_ptr<unsigned char, aligned_free> data;
-    std::size_t bytes = 0;
-  };
-  thread_local buffer kept;
-  const std::size_t bytes = static_cast<std::size_t>(threads) * static_cast<std::size_t>(bytes_each);
-  if (kept.bytes < bytes) {
-    kept.data.reset();
-    kept.bytes = 0;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    kept.data.reset(static_cast<unsigned char*>(p));
-    kept.bytes = bytes;
+// 6 MB conversion on 2 threads. Blocks were once carved from one buffer of the calling thread;
+// with the two threads on two dies, the worker then ran NHWC->NCHW 32x2048x7x7's panels 3-5x
+// slower per plane than the calling thread (2 threads: fp32 0.47-0.68 of memcpy, bf16 0.48-0.58;
+// with blocks of their own 0.93-1.00 and 0.87-0.90; 1 thread and one core complex unchanged).
+// A thread that cannot get its block does no work, and check() then throws std::bad_alloc.
+class team_staging {
+ public:
+  explicit team_staging(std::int64_t bytes_each) noexcept : bytes_((bytes_each + 63) / 64 * 64) {}
+  // The calling thread's block (64-byte aligned), or nullptr when none was asked for or the
+  // allocation failed (recorded for check()).
+  unsigned char* get() noexcept {
+    if (bytes_ == 0) return nullptr;
+    struct buffer {
+      std::unique_ptr<unsigned char, aligned_free> data;
+      std::int64_t bytes = 0;
+    };
+    thread_local buffer kept;
+    if (kept.bytes < bytes_) {
+      kept.data.reset();
+      kept.bytes = 0;
+      void* p = std::aligned_alloc(64, static_cast<std::size_t>(bytes_));
+      if (!p) {
+        failed_.store(true, std::memory_order_relaxed);
+        return nullptr;
+      }
+      kept.data.reset(static_cast<unsigned char*>(p));
+      kept.bytes = bytes_;
+    }
+    return kept.data.get();
   }
-  return kept.data.get();
-}
+  bool wanted() const noexcept { return bytes_ > 0; }
+  // After the team: throws if a thread went without its block.
+  void check() const {
+    if (failed_.load(std::memory_order_relaxed)) throw std::bad_alloc();
+  }
+
+ private:
+  std::int64_t bytes_;
+  std::atomic<bool> failed_{false};
+};
 
 template <std::size_t E>
 void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned char* dst,
@@ -246,8 +268,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const std::int64_t chunk_panels = (panels + parts - 1) / parts;
   parts = (panels + chunk_panels - 1) / chunk_panels;
   const std::int64_t chunks = outer.total * parts;
-  const std::int64_t stage_each = 2 * panel_bytes;
-  unsigned char* const staging = staging_for_call(threads, stage_each);
+  team_staging staging(2 * panel_bytes);
   struct chunk_at {  // chunk -> source and destination offsets of its plane, its panels
     std::int64_t so = 0, dof = 0, first = 0, last = 0;
   };
@@ -271,8 +292,10 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   };
   auto source = [&](std::int64_t so, const panel_at& q) { return src + (so + q.c0) * e + q.p0 * sb; };
   std::atomic<std::int64_t> claimed{0};
-  run_team(threads, [&](int t, int) {
-    unsigned char* stages[2] = {staging + t * stage_each, staging + t * stage_each + panel_bytes};
+  run_team(threads, [&](int, int) {
+    unsigned char* const mine = staging.get();
+    if (!mine) return;
+    unsigned char* stages[2] = {mine, mine + panel_bytes};
     int which = 0;
     stage_streamer out;  // the previous panel, streamed out during this one
     linear_prefetch ahead;  // the next plane
@@ -309,6 +332,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     out.finish();
     stream_fence();
   });
+  staging.check();
 }
 
 // Plain stores (no streaming) scattered over destination rows whose lines all fall in one or two
@@ -340,11 +364,10 @@ void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsig
   bc = bc < w ? w : bc > cols ? cols : bc;
   const std::int64_t n_cb = (cols + bc - 1) / bc;
   const std::int64_t pitch = (bc * e) % 512 == 0 ? bc + 64 / e : bc;  // stage rows, elements
-  const std::int64_t stage_each = (br * pitch * e + 63) / 64 * 64;
+  team_staging staging(br * pitch * e);
   const std::int64_t strips = zmm_strip_count<E>(br, bc, blocking);
   const std::int64_t items = outer.total * n_rb * n_cb;
   const int threads = resolve_threads(opt.num_threads, p.numel * e, items);
-  unsigned char* const staging = staging_for_call(threads, stage_each);
   struct block_at {
     const unsigned char* src = nullptr;
     unsigned char* dst = nullptr;
@@ -357,8 +380,9 @@ void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsig
     outer.offsets(it / n_rb / n_cb, so, dof);
     return block_at{src + (so + c0 * srs + r0) * e, dst + (dof + r0 * drs + c0) * e};
   };
-  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
-    unsigned char* stage = staging + t * stage_each;
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
+    unsigned char* const stage = staging.get();
+    if (!stage) return;
     for (std::int64_t it = first; it < last; ++it) {
       const block_at b = locate(it);
       const unsigned char* following = it + 1 < last ? locate(it + 1).src : nullptr;
@@ -372,6 +396,7 @@ void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsig
         std::memcpy(b.dst + r * drs * e, stage + r * pitch * e, static_cast<std::size_t>(bc * e));
     }
   });
+  staging.check();
 }
 
 // Whole-line AVX-512 path (zmm_transpose.hpp). Returns false when the plan does not suit it: a side
@@ -553,10 +578,11 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   const std::int64_t n_cb = (cols + bc - 1) / bc, n_rb = (rows + br - 1) / br;
   const std::int64_t items = outer.total * n_cb * n_rb;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
-  unsigned char* const staging = streaming && !direct && !lines ? staging_for_call(threads) : nullptr;
+  team_staging staging(streaming && !direct && !lines ? convert_tuning::stage_bytes : 0);
 
-  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int t) {
-    unsigned char* stage = staging ? staging + t * convert_tuning::stage_bytes : nullptr;
+  parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
+    unsigned char* const stage = staging.get();
+    if (staging.wanted() && !stage) return;
     for (std::int64_t it = first; it < last; ++it) {
       const std::int64_t rb = it % n_rb, cb = (it / n_rb) % n_cb;
       std::int64_t so = 0, dof = 0;
@@ -591,6 +617,7 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
     }
     if (streaming) stream_fence();
   });
+  staging.check();
 }
 
 template <std::size_t E>
