@@ -230,19 +230,17 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %; on longer panels it is what
 // keeps the reads in flight (bf16 NHWC->NCHW 32x256x30x30: 0.5 of memcpy without, 0.85 with;
 // 32x1024x14x14 0.3-0.6 -> 0.65-0.8).
-// Known limit: with its threads placed on two dies (bench_convert's core_to_core_ns at 210-250)
-// this path runs each core about a quarter slower than in one core complex (one core alone, 1-thread
-// conversions of half of 64x2048x7x7: 20-31 against 27-31 GB/s; reads alone, no stream-out: 25-38
-// against 37-43), while memcpy gains a second memory link: 2 threads reach 19-60 GB/s at
-// 32x2048x7x7 where memcpy and the whole-line paths of the other shapes reach 57-100. Tried without
-// gain: the plane-ahead prefetch as T1 or T2 (L2 only on Zen 4 and later), two planes ahead, a
-// second lagged pass over the plane's lines, planes claimed in halves per thread or without the
-// shared counter; and, in place of the prefetch, the next plane copied with loads into a padded
-// buffer (14 GB/s on 1 thread, as slow as no prefetch: a demand miss here takes ~200 ns, longer
-// than the reorder window covers), panels a whole plane wide, reading positions in order (19-21
-// GB/s on 1 thread), or 16 positions at a time read in address order into a tile-order stage with
-// the rows assembled on the way out (25-28 GB/s on 1 thread, no better on two dies). Row strides
-// other than 4 KiB (C = 2040, 2056) behave the same on two dies.
+// With its threads placed on two dies (bench_convert's core_to_core_ns at 210-250), this path ran
+// the worker thread 3-5x slower per plane than the calling thread (2 threads at 32x2048x7x7: 19-60
+// GB/s where memcpy reached 57-86), until each thread got a staging block of its own
+// (team_staging). Tried before that, without gain: the plane-ahead prefetch as T1 or T2 (L2 only
+// on Zen 4 and later), two planes ahead, a second lagged pass over the plane's lines, planes
+// claimed in halves per thread or without the shared counter; and, in place of the prefetch, the
+// next plane copied with loads into a padded buffer (14 GB/s on 1 thread, as slow as no prefetch:
+// a demand miss here takes ~200 ns, longer than the reorder window covers), panels a whole plane
+// wide, reading positions in order (19-21 GB/s on 1 thread), or 16 positions at a time read in
+// address order into a tile-order stage with the rows assembled on the way out (25-28 GB/s on 1
+// thread).
 template <std::size_t E>
 void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                     const convert_options& opt) {
