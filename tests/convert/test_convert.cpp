@@ -20,26 +20,44 @@ struct case_options {
   std::int64_t src_pad = 0, src_offset = 0, dst_pad = 0, dst_offset = 0;
 };
 
-// Converts a patterned From tensor into To and checks every element (and that padding is untouched).
+// Converts src into dst, a view into buffer[0, size) whose elements already hold a pattern, and
+// checks every element of the buffer: the converted ones against the index-by-index reference
+// (tensor_view::operator(), i.e. the core layout math), the others (padding, between rows)
+// unchanged.
+template <class T, class From, class To>
+void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, T* buffer, std::int64_t size,
+                const convert_options& opt) {
+  std::vector<T> expected(buffer, buffer + size);
+  const tensor_view<T, To> expected_view(expected.data() + (dst.data() - buffer), dst.mapping());
+  convert_test::for_each_index(dst.extents(), [&](const auto& i) { expected_view(i) = src(i); });
+  convert(src, dst, opt);
+  std::int64_t bad = 0, first = -1;
+  for (std::int64_t k = 0; k < size; ++k)
+    if (!convert_test::same_bits(buffer[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
+  ASSERT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
+                    << detail::dims_to_string(dst.extents()) << " src strides "
+                    << detail::dims_to_string(src.mapping().strides()) << " dst strides "
+                    << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
+                    << " streaming " << opt.allow_streaming_stores << " first wrong buffer index " << first;
+}
+// The same into the whole of a tensor's buffer, filled with a pattern first.
+template <class T, class From, class To, class BufferFormat>
+void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, host_tensor<T, BufferFormat>& buffer,
+                const convert_options& opt) {
+  for (std::int64_t k = 0; k < buffer.numel(); ++k)
+    buffer.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
+  check_into(src, dst, buffer.data(), buffer.numel(), opt);
+}
+
+// Converts a patterned From tensor into To (padded views, offset into their buffers) and checks
+// every element of the destination buffer, and that the source is unchanged.
 template <class T, class From, class To>
 void check_convert(const std::array<std::int64_t, From::rank>& e, const case_options& c, const convert_options& opt) {
   padded_tensor<T, From> src(e, c.src_pad, c.src_offset);
   padded_tensor<T, To> dst(e, c.dst_pad, c.dst_offset);
   convert_test::fill(src.view, 7);
   const std::vector<T> src_before = src.buffer;
-  // Expected destination buffer: the untouched buffer with each element written by index.
-  std::vector<T> expected = dst.buffer;
-  const tensor_view<T, To> expected_view(expected.data() + (dst.view.data() - dst.buffer.data()), dst.view.mapping());
-  convert_test::for_each_index(e, [&](const auto& i) { expected_view(i) = src.view(i); });
-
-  convert(src.view, dst.view, opt);
-
-  ASSERT_EQ(dst.buffer.size(), expected.size());
-  for (std::size_t k = 0; k < expected.size(); ++k)
-    ASSERT_TRUE(convert_test::same_bits(dst.buffer[k], expected[k]))
-        << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents " << detail::dims_to_string(e)
-        << " pads " << c.src_pad << "/" << c.dst_pad << " threads " << opt.num_threads << " streaming "
-        << opt.allow_streaming_stores << " buffer index " << k;
+  check_into(src.view, dst.view, dst.buffer.data(), static_cast<std::int64_t>(dst.buffer.size()), opt);
   for (std::size_t k = 0; k < src_before.size(); ++k)
     ASSERT_TRUE(convert_test::same_bits(src.buffer[k], src_before[k])) << "source modified at " << k;
 }
@@ -216,28 +234,6 @@ void check_short_rows() {
     }
   }
 }
-// Converts src into dst, a view into the whole of `buffer` (filled with a pattern first), and
-// checks every element of the buffer: the converted ones against the index-by-index reference,
-// the others (between rows) unchanged.
-template <class T, class From, class To, class BufferFormat>
-void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, host_tensor<T, BufferFormat>& buffer,
-                const convert_options& opt) {
-  for (std::int64_t k = 0; k < buffer.numel(); ++k)
-    buffer.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
-  std::vector<T> expected(buffer.data(), buffer.data() + buffer.numel());
-  const tensor_view<T, To> expected_view(expected.data() + (dst.data() - buffer.data()), dst.mapping());
-  convert_test::for_each_index(dst.extents(), [&](const auto& i) { expected_view(i) = src(i); });
-  convert(src, dst, opt);
-  std::int64_t bad = 0, first = -1;
-  for (std::int64_t k = 0; k < buffer.numel(); ++k)
-    if (!convert_test::same_bits(buffer.data()[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
-  EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
-                    << detail::dims_to_string(dst.extents()) << " src strides "
-                    << detail::dims_to_string(src.mapping().strides()) << " dst strides "
-                    << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
-                    << " streaming " << opt.allow_streaming_stores << " first wrong buffer index " << first;
-}
-
 // Destination rows 1 KiB apart (a multiple of 512 bytes, wider than the rows), few of them per
 // plane and whole-line source rows: the AVX-512 path's column strips are then four squares wide,
 // and 100 columns leave a partial last strip and edge columns. NHWC->NCHW: 64 channel rows of
