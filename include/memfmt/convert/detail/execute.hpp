@@ -381,17 +381,18 @@ void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsig
   parallel_items(threads, items, [&](std::int64_t first, std::int64_t last, int) {
     unsigned char* const stage = staging.get();
     if (!stage) return;
+    block_at b = first < last ? locate(first) : block_at{};
     for (std::int64_t it = first; it < last; ++it) {
-      const block_at b = locate(it);
-      const unsigned char* following = it + 1 < last ? locate(it + 1).src : nullptr;
+      const block_at n = it + 1 < last ? locate(it + 1) : block_at{};  // located once, for its prefetch
       for (std::int64_t k = 0; k < strips; ++k) {
         zmm_next_strip next;
-        next.src = k + 1 < strips ? b.src : following;
+        next.src = k + 1 < strips ? b.src : n.src;
         next.strip = k + 1 < strips ? k + 1 : 0;
         transpose_strip_zmm<E, false>(b.src, srs, stage, pitch, br, bc, blocking, k, next);
       }
       for (std::int64_t r = 0; r < br; ++r)
         std::memcpy(b.dst + r * drs * e, stage + r * pitch * e, static_cast<std::size_t>(bc * e));
+      b = n;
     }
   });
   staging.check();
