@@ -32,6 +32,7 @@
 
 #include "../options.hpp"
 #include "copy_plan.hpp"
+#include "prefetch.hpp"
 #include "stream_copy.hpp"
 #include "transpose_kernels.hpp"
 #include "zmm_short_rows.hpp"
@@ -229,7 +230,10 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // per kernel call, more lines than an L1 set holds) it cost 1 thread 8-13 % (bf16 32x2048x7x7,
 // cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %; on longer panels it is what
 // keeps the reads in flight (bf16 NHWC->NCHW 32x256x30x30: 0.5 of memcpy without, 0.85 with;
-// 32x1024x14x14 0.3-0.6 -> 0.65-0.8).
+// 32x1024x14x14 0.3-0.6 -> 0.65-0.8). Only where L1 holds the two stages and the next panel: on
+// Zen 4 (32 KiB L1, 12.5 KiB panels) it cost 1 thread 15-40 % (ratio to memcpy, cold, with it ->
+// without: fp32 32x2048x7x7 0.53-0.54 -> 0.71-0.72, 32x1024x14x14 0.54-0.58 -> 0.85-0.95, bf16
+// 0.51-0.55 -> 0.81-0.82; bf16 32x512x28x28 0.64 -> 0.88-0.92).
 // With its threads placed on two dies (bench_convert's core_to_core_ns at 210-250), this path ran
 // the worker thread 3-5x slower per plane than the calling thread (2 threads at 32x2048x7x7: 19-60
 // GB/s where memcpy reached 57-86), until each thread got a staging block of its own
@@ -247,7 +251,6 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   constexpr std::int64_t e = static_cast<std::int64_t>(E);
   const outer_dims outer(p, row_dim, col_dim);
   const std::int64_t rows = p.dims[row_dim].size, cols = p.dims[col_dim].size;
-  const bool prefetch_near = E >= 4 || cols > 64;
   const std::int64_t sb = p.dims[col_dim].src_stride * e;
   // A panel covers every position, or on planes too long for a one-line panel's stage, one of
   // `spans` equal runs of positions: its rows then go out as that many runs.
@@ -257,6 +260,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   std::int64_t lines = (std::int64_t{16} << 10) / (64 * span);
   lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
   const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
+  const bool prefetch_near = (E >= 4 || cols > 64) && 3 * panel_bytes <= l1d_bytes();
   const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, span);

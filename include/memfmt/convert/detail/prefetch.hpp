@@ -3,6 +3,14 @@
 // The transposes read their source in an order the hardware prefetchers do not follow (a segment
 // per source row). These helpers issue the prefetches for a later piece of work a slice per call
 // of the current one, so the reads stay in flight without a burst that the core would drop.
+//
+// Two targets. Work that runs next (a kernel call or panel away) is fetched into L1; work further
+// ahead (a block of 16 squares, a whole plane) into L2. Far prefetches into L1 had evicted the
+// lines of the work in progress on Zen 4 (32 KiB L1): 1 thread, cold, ratio to memcpy, into L1
+// -> into L2: bf16 NHWC->NCHW 32x256x56x56 0.46-0.47 -> 1.44-1.45, NCHW->NHWC (row strips)
+// 0.46-0.47 -> 1.28-1.29; 256x64x56x56 bf16 0.81-0.92 -> 1.68-1.69, fp32 NHWC->NCHW 0.64-0.65 ->
+// 1.08-1.12; fp32 NHWC->NCHW 32x64x112x112 0.63-0.65 -> 0.95. (They were chosen into L1 on Zen 5,
+// 48 KiB L1, which has not been measured with L2 since.)
 #pragma once
 
 #include <cstdint>
@@ -10,9 +18,13 @@
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 namespace memfmt::detail {
 
+// Into L1 (and L2): lines the next call or panel reads.
 inline void prefetch_line(std::uintptr_t address) noexcept {
 #if defined(__SSE__)
   _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
@@ -21,8 +33,29 @@ inline void prefetch_line(std::uintptr_t address) noexcept {
 #endif
 }
 
-// Prefetches a byte range in address order, a slice per step (addresses as integers: the range
-// may end inside a line).
+// Into L2 only: lines read a block or a plane from now.
+inline void prefetch_line_l2(std::uintptr_t address) noexcept {
+#if defined(__SSE__)
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T1);
+#else
+  (void)address;
+#endif
+}
+
+// The L1 data cache of one core, in bytes (32 KiB where the system does not say).
+inline std::int64_t l1d_bytes() noexcept {
+  static const std::int64_t bytes = [] {
+    long b = 0;
+#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
+    b = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+#endif
+    return b >= (4 << 10) ? static_cast<std::int64_t>(b) : std::int64_t{32} << 10;
+  }();
+  return bytes;
+}
+
+// Prefetches a byte range in address order into L2, a slice per step (addresses as integers: the
+// range may end inside a line).
 struct linear_prefetch {
   std::uintptr_t next = 0, end = 0, slice = 0;
 
@@ -35,12 +68,12 @@ struct linear_prefetch {
   void step() noexcept {
     if (next >= end) return;
     const std::uintptr_t stop = end - next < slice ? end : next + slice;
-    for (; next < stop; next += 64) prefetch_line(next);
+    for (; next < stop; next += 64) prefetch_line_l2(next);
   }
 };
 
 // Prefetches `count` segments of `bytes` bytes, `pitch` bytes apart (a panel's channels at every
-// position), in address order, a slice of lines per step. (Used for a whole plane ahead, it ran
+// position), in address order into L1, a slice of lines per step. (Used for a whole plane ahead, it ran
 // 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold, 32x2048x7x7; the cause
 // was not found. A form with a division per line was 25 % slower there.)
 struct segment_prefetch {

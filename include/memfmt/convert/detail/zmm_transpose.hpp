@@ -255,12 +255,13 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   const std::int64_t sb = srs * e, db = drs * e;  // byte strides
   const bool split_lines = sb % 64 != 0;          // a 64-byte source segment may touch two lines
   const std::int64_t rows_t = rows - rows % th, cols_t = cols - cols % w;
-  // The w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a plane.
+  // The w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a plane, into L2:
+  // they are read a block (or a strip) later (prefetch.hpp).
   auto prefetch_in = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) {
     const unsigned char* p = plane + (c * srs + r) * e;
     for (std::int64_t k = 0; k < w; ++k, p += sb) {
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-      if (split_lines) _mm_prefetch(reinterpret_cast<const char*>(p + 63), _MM_HINT_T0);
+      prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p));
+      if (split_lines) prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p + 63));
     }
   };
   auto prefetch = [&](std::int64_t c, std::int64_t r) { prefetch_in(src, c, r); };
