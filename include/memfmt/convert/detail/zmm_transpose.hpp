@@ -133,30 +133,48 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
   }
 }
 
+// Line k of a square further ahead (pf: its first source row; rows srs bytes apart, as in the
+// square being loaded) into L2, issued between the square kernels' stores, once the kernel's own
+// loads are out. Zen 4, 1 thread, cold, ratio to memcpy: the same prefetches as a burst before
+// each square ran bf16 NCHW->NHWC 256x64x56x56 and 32x64x112x112 at 0.84-0.95, spread over the
+// kernel's loads at 1.24-1.25 (but NHWC->NCHW fell 1.08-1.60 -> 0.71-0.86), spread over its
+// stores at 1.41-1.52, with NHWC->NCHW at 1.02-1.51. A burst of 32 prefetches seems to hold the
+// miss buffers that the loads need.
+inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int k) noexcept {
+  if (!pf) return;
+  prefetch_line_l2(reinterpret_cast<std::uintptr_t>(pf + k * srs));
+  if (srs % 64 != 0) prefetch_line_l2(reinterpret_cast<std::uintptr_t>(pf + k * srs + 63));
+}
+
 // 16 x 16 four-byte elements from 16 whole source lines. Every source line is loaded once (the
 // tile kernel touches each line four times, which misses L1 when the source pitch is a multiple
-// of 4 KiB and the 16 lines share a set).
+// of 4 KiB and the 16 lines share a set). pf: a square to prefetch meanwhile (or null).
 struct zmm_square32 {
   template <bool Stream>
-  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
+  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+                  const unsigned char* pf = nullptr) noexcept {
     __m512i r[16], o[16];
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(src + k * srs);
+    for (int k = 0; k < 16; ++k) {
+      r[k] = _mm512_loadu_si512(src + k * srs);
+    }
     zmm_transpose16x32(r, o);
 #pragma GCC unroll 16
     for (int m = 0; m < 16; ++m) {
       unsigned char* p = dst + m * drs;
       store_zmm<Stream>(p, o[m]);
+      prefetch_square_line(pf, srs, m);
     }
   }
 };
 
 // 32 x 32 two-byte elements from 32 whole source lines: 16-bit unpacks of neighbouring source
 // rows make 4-byte pairs, and two 16 x 16 four-byte transposes finish it (lo: destination rows
-// 8 (q / 4) + q % 4, hi: the same + 4). Every source line is loaded once.
+// 8 (q / 4) + q % 4, hi: the same + 4). Every source line is loaded once. pf: as for zmm_square32.
 struct zmm_square16 {
   template <bool Stream>
-  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
+  static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
+                  const unsigned char* pf = nullptr) noexcept {
     __m512i lo[16], hi[16], o[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
@@ -170,10 +188,16 @@ struct zmm_square16 {
     };
     zmm_transpose16x32(lo, o);
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4, o[q]);
+    for (int q = 0; q < 16; ++q) {
+      put(8 * (q / 4) + q % 4, o[q]);
+      prefetch_square_line(pf, srs, q);
+    }
     zmm_transpose16x32(hi, o);
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) put(8 * (q / 4) + q % 4 + 4, o[q]);
+    for (int q = 0; q < 16; ++q) {
+      put(8 * (q / 4) + q % 4 + 4, o[q]);
+      prefetch_square_line(pf, srs, 16 + q);
+    }
   }
 };
 
@@ -255,16 +279,16 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   const std::int64_t sb = srs * e, db = drs * e;  // byte strides
   const bool split_lines = sb % 64 != 0;          // a 64-byte source segment may touch two lines
   const std::int64_t rows_t = rows - rows % th, cols_t = cols - cols % w;
-  // The w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a plane, into L2:
-  // they are read a block (or a strip) later (prefetch.hpp).
-  auto prefetch_in = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) {
-    const unsigned char* p = plane + (c * srs + r) * e;
+  // The first of the w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a
+  // plane. Squares a block (or a strip) ahead are prefetched into L2 (prefetch.hpp) while a square
+  // kernel loads its own (prefetch_square_line), or in one burst where no square kernel runs.
+  auto square_at = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) { return plane + (c * srs + r) * e; };
+  auto prefetch_burst = [&](const unsigned char* p) {
     for (std::int64_t k = 0; k < w; ++k, p += sb) {
       prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p));
       if (split_lines) prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p + 63));
     }
   };
-  auto prefetch = [&](std::int64_t c, std::int64_t r) { prefetch_in(src, c, r); };
   // L1 has 64 sets of 64-byte lines: when the w source rows of a square map to so few sets that
   // more than 8 share one (a pitch that is a multiple of 2-4 KiB, e.g. NHWC with C = 2048), the
   // tile kernel's repeated visits to each line miss L1, so the segments are first copied, one
@@ -276,14 +300,16 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
   alignas(64) unsigned char local[64 * 64];
-  // Destination rows [r, r_end) (whole tiles) of square column c; returns r_end.
-  auto run_tiles = [&](std::int64_t r, std::int64_t r_end, std::int64_t c) {
+  // Destination rows [r, r_end) (whole tiles) of square column c, prefetching the square pf (if
+  // any); returns r_end.
+  auto run_tiles = [&](std::int64_t r, std::int64_t r_end, std::int64_t c, const unsigned char* pf = nullptr) {
     if constexpr (E == 4)
-      for (; r + w <= r_end; r += w)
-        zmm_square32::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db);
+      for (; r + w <= r_end; r += w, pf = nullptr)
+        zmm_square32::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf);
     if constexpr (E == 2)
-      for (; r + w <= r_end; r += w)
-        zmm_square16::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db);
+      for (; r + w <= r_end; r += w, pf = nullptr)
+        zmm_square16::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf);
+    if (pf) prefetch_burst(pf);
     if (r < r_end && set_conflicts) {
       const unsigned char* s0 = src + (c * srs + r) * e;
       const std::int64_t bytes = (r_end - r) * e;  // <= 64; masked-off bytes are never read
@@ -324,12 +350,13 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
                    std::int64_t cn) {
     for (std::int64_t c = c_lo; c < c_hi; c += w)
       for (std::int64_t r = r_lo; r < r_hi;) {
+        const unsigned char* pf = nullptr;
         if ((r - r_lo) % w == 0) {
-          if (r + dr < rows_t) prefetch(c, r + dr);
+          if (r + dr < rows_t) pf = square_at(src, c, r + dr);
           else if (next.src && cn + (c - c_lo) < cols_t)  // (short strips: the same rows, one strip ahead)
-            prefetch_in(next.src, cn + (c - c_lo), r + dr - rows_t < rows_t ? r + dr - rows_t : r);
+            pf = square_at(next.src, cn + (c - c_lo), r + dr - rows_t < rows_t ? r + dr - rows_t : r);
         }
-        r = run_tiles(r, r + w < r_hi ? r + w : r_hi, c);
+        r = run_tiles(r, r + w < r_hi ? r + w : r_hi, c, pf);
       }
   };
   // Rows outer: a block is written in passes of destination rows (all its columns, then the
@@ -346,15 +373,22 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     for (std::int64_t p0 = r_lo; p0 < r_hi; p0 += pass) {
       const std::int64_t p1 = r_hi - p0 < pass ? r_hi : p0 + pass;
       for (std::int64_t c = c_lo; c < c_hi; c += w) {
+        const unsigned char* pf = nullptr;  // the first square ahead goes with this pass's kernel
         if (p0 == r_lo) {
           if (next.ahead) next.ahead->step();
           if (c + b.bc < cols_t)
-            for (std::int64_t q = r_lo; q < r_hi; q += w) prefetch(c + b.bc, q);
+            for (std::int64_t q = r_lo; q < r_hi; q += w) {
+              if (q == r_lo) pf = square_at(src, c + b.bc, q);
+              else prefetch_burst(square_at(src, c + b.bc, q));
+            }
           else if (next.src && rn + (r_hi - r_lo) <= rows_t)
-            for (std::int64_t q = 0; q < r_hi - r_lo; q += w)
-              prefetch_in(next.src, c + b.bc - cols_t < cols_t ? c + b.bc - cols_t : c, rn + q);
+            for (std::int64_t q = 0; q < r_hi - r_lo; q += w) {
+              const unsigned char* sq = square_at(next.src, c + b.bc - cols_t < cols_t ? c + b.bc - cols_t : c, rn + q);
+              if (q == 0) pf = sq;
+              else prefetch_burst(sq);
+            }
         }
-        run_tiles(p0, p1, c);
+        run_tiles(p0, p1, c, pf);
       }
     }
   };
