@@ -73,9 +73,9 @@ struct linear_prefetch {
 };
 
 // Prefetches `count` segments of `bytes` bytes, `pitch` bytes apart (a panel's channels at every
-// position), in address order into L1, a slice of lines per step. (Used for a whole plane ahead, it ran
-// 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold, 32x2048x7x7; the cause
-// was not found. A form with a division per line was 25 % slower there.)
+// position), in address order into L1, a slice of lines per step. (Used for a whole plane
+// ahead, it ran 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold,
+// 32x2048x7x7; the cause was not found. A form with a division per line was 25 % slower there.)
 struct segment_prefetch {
   const unsigned char* base = nullptr;
   std::int64_t bytes = 0, pitch = 0, count = 0, seg = 0, slice = 0;

@@ -155,9 +155,7 @@ struct zmm_square32 {
                   const unsigned char* pf = nullptr) noexcept {
     __m512i r[16], o[16];
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) {
-      r[k] = _mm512_loadu_si512(src + k * srs);
-    }
+    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(src + k * srs);
     zmm_transpose16x32(r, o);
 #pragma GCC unroll 16
     for (int m = 0; m < 16; ++m) {
@@ -282,7 +280,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   // The first of the w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a
   // plane. Squares a block (or a strip) ahead are prefetched into L2 (prefetch.hpp) while a square
   // kernel loads its own (prefetch_square_line), or in one burst where no square kernel runs.
-  auto square_at = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) { return plane + (c * srs + r) * e; };
+  auto square_at = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) {
+    return plane + (c * srs + r) * e;
+  };
   auto prefetch_burst = [&](const unsigned char* p) {
     for (std::int64_t k = 0; k < w; ++k, p += sb) {
       prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p));
