@@ -24,19 +24,14 @@
 
 namespace memfmt::detail {
 
-// Into L1 (and L2): lines the next call or panel reads.
+// Where a prefetch puts its line: L1 (and L2) for lines the next call or panel reads, L2 only for
+// lines read a block or a plane from now.
+enum class prefetch_into { l1, l2 };
+
+template <prefetch_into Level = prefetch_into::l1>
 inline void prefetch_line(std::uintptr_t address) noexcept {
 #if defined(__SSE__)
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
-#else
-  (void)address;
-#endif
-}
-
-// Into L2 only: lines read a block or a plane from now.
-inline void prefetch_line_l2(std::uintptr_t address) noexcept {
-#if defined(__SSE__)
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(address), Level == prefetch_into::l1 ? _MM_HINT_T0 : _MM_HINT_T1);
 #else
   (void)address;
 #endif
@@ -68,7 +63,7 @@ struct linear_prefetch {
   void step() noexcept {
     if (next >= end) return;
     const std::uintptr_t stop = end - next < slice ? end : next + slice;
-    for (; next < stop; next += 64) prefetch_line_l2(next);
+    for (; next < stop; next += 64) prefetch_line<prefetch_into::l2>(next);
   }
 };
 

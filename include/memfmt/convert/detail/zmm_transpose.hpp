@@ -142,8 +142,8 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
 // miss buffers that the loads need.
 inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int k) noexcept {
   if (!pf) return;
-  prefetch_line_l2(reinterpret_cast<std::uintptr_t>(pf + k * srs));
-  if (srs % 64 != 0) prefetch_line_l2(reinterpret_cast<std::uintptr_t>(pf + k * srs + 63));
+  prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(pf + k * srs));
+  if (srs % 64 != 0) prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(pf + k * srs + 63));
 }
 
 // 16 x 16 four-byte elements from 16 whole source lines. Every source line is loaded once (the
@@ -285,8 +285,8 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   };
   auto prefetch_burst = [&](const unsigned char* p) {
     for (std::int64_t k = 0; k < w; ++k, p += sb) {
-      prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p));
-      if (split_lines) prefetch_line_l2(reinterpret_cast<std::uintptr_t>(p + 63));
+      prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(p));
+      if (split_lines) prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(p + 63));
     }
   };
   // L1 has 64 sets of 64-byte lines: when the w source rows of a square map to so few sets that
