@@ -134,8 +134,8 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
 }
 
 // Line k of a square further ahead (pf: its first source row; rows srs bytes apart, as in the
-// square being loaded) into L2, issued between the square kernels' stores, once the kernel's own
-// loads are out. Zen 4, 1 thread, cold, ratio to memcpy: the same prefetches as a burst before
+// square being loaded) into L2. The square kernels issue these between their stores, once their
+// own loads are out. Zen 4, 1 thread, cold, ratio to memcpy: the same prefetches as a burst before
 // each square ran bf16 NCHW->NHWC 256x64x56x56 and 32x64x112x112 at 0.84-0.95, spread over the
 // kernel's loads at 1.24-1.25 (but NHWC->NCHW fell 1.08-1.60 -> 0.71-0.86), spread over its
 // stores at 1.41-1.52, with NHWC->NCHW at 1.02-1.51. A burst of 32 prefetches seems to hold the
@@ -275,7 +275,6 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   using tile = zmm_tile<E>;
   constexpr std::int64_t e = static_cast<std::int64_t>(E), w = zmm_square<E>, th = tile::rows;
   const std::int64_t sb = srs * e, db = drs * e;  // byte strides
-  const bool split_lines = sb % 64 != 0;          // a 64-byte source segment may touch two lines
   const std::int64_t rows_t = rows - rows % th, cols_t = cols - cols % w;
   // The first of the w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a
   // plane. Squares a block (or a strip) ahead are prefetched into L2 (prefetch.hpp) while a square
@@ -284,10 +283,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     return plane + (c * srs + r) * e;
   };
   auto prefetch_burst = [&](const unsigned char* p) {
-    for (std::int64_t k = 0; k < w; ++k, p += sb) {
-      prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(p));
-      if (split_lines) prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(p + 63));
-    }
+    for (int k = 0; k < static_cast<int>(w); ++k) prefetch_square_line(p, sb, k);
   };
   // L1 has 64 sets of 64-byte lines: when the w source rows of a square map to so few sets that
   // more than 8 share one (a pitch that is a multiple of 2-4 KiB, e.g. NHWC with C = 2048), the
@@ -385,17 +381,22 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
         const unsigned char* pf = nullptr;  // the first square ahead goes with this pass's kernel
         if (p0 == r_lo) {
           if (next.ahead) next.ahead->step();
-          if (c + b.bc < cols_t)
-            for (std::int64_t q = r_lo; q < r_hi; q += w) {
-              if (q == r_lo) pf = square_at(src, c + b.bc, q);
-              else prefetch_burst(square_at(src, c + b.bc, q));
-            }
-          else if (next.src && rn + (r_hi - r_lo) <= rows_t)
-            for (std::int64_t q = 0; q < r_hi - r_lo; q += w) {
-              const unsigned char* sq = square_at(next.src, c + b.bc - cols_t < cols_t ? c + b.bc - cols_t : c, rn + q);
-              if (q == 0) pf = sq;
-              else prefetch_burst(sq);
-            }
+          // The squares ahead: from row r0 of square column ca of `plane`, r_hi - r_lo rows.
+          const unsigned char* plane = nullptr;
+          std::int64_t ca = 0, r0 = 0;
+          if (c + b.bc < cols_t) {
+            plane = src;
+            ca = c + b.bc;
+            r0 = r_lo;
+          } else if (next.src && rn + (r_hi - r_lo) <= rows_t) {
+            plane = next.src;
+            ca = c + b.bc - cols_t < cols_t ? c + b.bc - cols_t : c;
+            r0 = rn;
+          }
+          if (plane) {
+            pf = square_at(plane, ca, r0);
+            for (std::int64_t q = w; q < r_hi - r_lo; q += w) prefetch_burst(square_at(plane, ca, r0 + q));
+          }
         }
         run_tiles(p0, p1, c, pf);
       }
