@@ -3,6 +3,7 @@
 // Needs cuDNN but no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -158,7 +159,8 @@ TEST(CudnnTensorDescriptor, VirtualAndByValue) {
   EXPECT_EQ(rs.dims, (std::vector<std::int64_t>{1, 1, 1, 1}));
   const auto rc = read_tensor(cudnn::make_tensor(cudnn::channel_spec(24, 5, dtype::float32, 10)));
   EXPECT_EQ(rc.dims, (std::vector<std::int64_t>{1, 24, 1, 1, 1}));
-  EXPECT_EQ(rc.strides[1], 1);
+  // Channels-last strides, size-1 dims included: cuDNN's runtime-fusion engines check the order.
+  EXPECT_EQ(rc.strides, (std::vector<std::int64_t>{24, 1, 24, 24, 24}));
 }
 
 // ------------------------------------------------------------------ convolution descriptor
@@ -435,6 +437,75 @@ void check_bn_graphs(const std::array<std::int64_t, F::rank>& e) {
     EXPECT_EQ(read_tensor(gb.tensor_by_uid(cudnn::uid::dscale)).type, ptype);
     EXPECT_EQ(read_tensor(gb.tensor_by_uid(cudnn::uid::dshift)).dims, cdims);
   }
+}
+
+// Pointwise graphs describe dense tensors with one channel or one position as packed
+// (N, spatial, C) tensors with more than one "channel" (cuDNN's runtime-fusion engine checks
+// both): every element keeps its offset, and per-channel operands broadcast along C.
+template <class T, class F>
+void check_pointwise_frame(const std::array<std::int64_t, F::rank>& e, cudnn::pointwise_frame::form expect,
+                           const std::vector<std::int64_t>& framed_dims, const std::vector<std::int64_t>& param_dims) {
+  SCOPED_TRACE(std::string(F::name) + " " + memfmt::detail::dims_to_string(e));
+  const auto pr = bn_problem_for<T, F>(e, true, true, false);
+  const cudnn::pointwise_frame f(pr.x);
+  EXPECT_EQ(f.kind(), expect);
+  cudnn::graph_builder inf = cudnn::bn_inference_pointwise_graph(pr);
+  ASSERT_TRUE(inf.finalize_graph().finalized());
+  cudnn::graph_builder ep = cudnn::epilogue_graph(pr);
+  ASSERT_TRUE(ep.finalize_graph().finalized());
+  const auto rx = read_tensor(inf.tensor_by_uid(cudnn::uid::x));
+  EXPECT_EQ(rx.dims, framed_dims);
+  EXPECT_EQ(read_tensor(inf.tensor_by_uid(cudnn::uid::mean)).dims, param_dims);
+  for (std::int64_t id : {cudnn::uid::y, cudnn::uid::residual})
+    EXPECT_EQ(read_tensor(inf.tensor_by_uid(id)).strides, rx.strides) << "uid " << id;
+  EXPECT_EQ(read_tensor(ep.tensor_by_uid(cudnn::uid::aux)).dims, rx.dims);
+  // Same bytes: walk every element of the original and of the framed description (row-major over
+  // their dims) and compare the sets of offsets; and the per-channel operand broadcasts along C.
+  const layout<F> map = layout<F>::packed(e);
+  std::vector<std::int64_t> original, framed;
+  std::array<std::int64_t, F::rank> idx{};
+  for (std::int64_t i = 0; i < map.numel(); ++i) {
+    std::int64_t rest = i;
+    for (int d = F::rank - 1; d >= 0; --d) {
+      idx[static_cast<std::size_t>(d)] = rest % e[static_cast<std::size_t>(d)];
+      rest /= e[static_cast<std::size_t>(d)];
+    }
+    original.push_back(map(idx));
+    std::int64_t off = 0;
+    rest = i;
+    for (std::size_t d = rx.dims.size(); d-- > 0;) {
+      off += rest % rx.dims[d] * rx.strides[d];
+      rest /= rx.dims[d];
+    }
+    framed.push_back(off);
+  }
+  std::sort(original.begin(), original.end());
+  std::sort(framed.begin(), framed.end());
+  EXPECT_EQ(framed, original);
+  // The dimension holding C in the framed tensor has C's stride in the original.
+  for (std::size_t d = 0; d < param_dims.size(); ++d)
+    if (param_dims[d] > 1) {
+      EXPECT_EQ(rx.strides[d], map.stride(1)) << "dim " << d;
+    }
+}
+
+TEST(CudnnPointwiseFrame, OneChannelOrOnePositionBecomesPackedChannelsLast) {
+  using form = cudnn::pointwise_frame::form;
+  check_pointwise_frame<float, nchw>({2, 1, 5, 7}, form::positions_only, {2, 35, 1, 1}, {1, 1, 1, 1});
+  check_pointwise_frame<float, nhwc>({2, 1, 5, 7}, form::positions_only, {2, 35, 1, 1}, {1, 1, 1, 1});
+  check_pointwise_frame<half, ndhwc>({2, 1, 3, 4, 5}, form::positions_only, {2, 60, 1, 1}, {1, 1, 1, 1});
+  check_pointwise_frame<float, nchw>({2, 8, 1, 1}, form::channels_only, {2, 8, 1, 1}, {1, 8, 1, 1});
+  check_pointwise_frame<float, ncdhw>({3, 8, 1, 1, 1}, form::channels_only, {3, 8, 1, 1}, {1, 8, 1, 1});
+  // Everything else stays as it is (channels-first included: see pointwise_frame).
+  check_pointwise_frame<float, nhwc>({2, 8, 5, 7}, form::as_is, {2, 8, 5, 7}, {1, 8, 1, 1});
+  check_pointwise_frame<float, nchw>({2, 8, 5, 7}, form::as_is, {2, 8, 5, 7}, {1, 8, 1, 1});
+  // The conv bias-add fallback over a one-position output: y [N, K, 1, 1] channels-first.
+  const cudnn::tensor_spec y = cudnn::spec_of(nchw_view<const float>(fake_ptr<const float>(), {2, 8, 1, 1}), cudnn::uid::y);
+  EXPECT_EQ(y.strides, (std::vector<std::int64_t>{8, 1, 1, 1}));
+  cudnn::graph_builder g = cudnn::bias_add_graph(y, cudnn::channel_spec(8, 4, dtype::float32, cudnn::uid::bias),
+                                                 CUDNN_DATA_FLOAT);
+  ASSERT_TRUE(g.finalize_graph().finalized());
+  EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::aux)).strides, (std::vector<std::int64_t>{8, 1, 8, 8}));
 }
 
 TEST(CudnnBatchNorm, ForwardBackwardGraphsReadBack) {

@@ -129,11 +129,12 @@ class backend {
     device_props_ = device_properties(handle_);
     workspace_ = detail::device_buffer(&opts_->allocator);
     scratch_ = detail::device_buffer(&opts_->allocator);
+    ones_ = detail::device_buffer(&opts_->allocator);
     stream_ = opts_->stream;
   }
   ~backend() {
     if (handle_) {
-      if (workspace_.get() || scratch_.get()) cudaStreamSynchronize(stream_);
+      if (workspace_.get() || scratch_.get() || ones_.get()) cudaStreamSynchronize(stream_);
       cache_.clear();          // plans and the device descriptor go before the handle they were built on
       device_props_.reset();
       cudnnDestroy(handle_);
@@ -150,6 +151,9 @@ class backend {
         cache_(std::move(o.cache_)),
         workspace_(std::move(o.workspace_)),
         scratch_(std::move(o.scratch_)),
+        ones_(std::move(o.ones_)),
+        ones_type_(o.ones_type_),
+        ones_count_(std::exchange(o.ones_count_, 0)),
         last_engine_(std::move(o.last_engine_)) {}
   backend& operator=(backend&&) = delete;
   backend(const backend&) = delete;
@@ -211,15 +215,46 @@ class backend {
   void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
                              T* dbias, const conv_params& p) {
     conv_problem pr = make_conv_problem(conv_direction::backward_weights, x, dw, dy, p, dbias != nullptr, dbias);
-    if (dw.numel() > 0 && dy.numel() > 0) {
+    if (dy.numel() == 0) {
+      // Sums over no elements: dw and dbias are zero (as in the reference backend), with no cuDNN call.
+      if (dw.numel() > 0) {
+        if (dw.mapping().required_span_size() != dw.numel())
+          memfmt::detail::fail(errc::unsupported, "cuDNN conv_backward_weights: dy " +
+                                                      memfmt::detail::dims_to_string(dy.extents()) +
+                                                      " is empty, and zeroing a non-dense dw " +
+                                                      memfmt::detail::dims_to_string(dw.extents()) + " is not supported");
+        check_cuda(cudaMemsetAsync(dw.data(), 0, dw.span_bytes(), stream_), "cudaMemsetAsync (dw of an empty dy)");
+      }
+      if (dbias && dw.extent(0) > 0)
+        check_cuda(cudaMemsetAsync(dbias, 0, static_cast<std::size_t>(dw.extent(0)) * sizeof(T), stream_),
+                   "cudaMemsetAsync (dbias of an empty dy)");
+      return;
+    }
+    if (dw.numel() > 0) {
       execution_plan* plan = require_plan(pr.key(), [&] { return conv_graph(pr); });
       execute(*plan, {{uid::x, const_cast<T*>(x.data())}, {uid::w, dw.data()}, {uid::y, const_cast<T*>(dy.data())}});
       last_engine_ = plan->engine_name;
     }
-    if (dbias) {
+    if (dbias && dw.extent(0) > 0) {
       const std::string key = "dbias|" + pr.y.key() + "|" + pr.bias->key();
-      execution_plan* bp = require_plan(key, [&] { return bias_grad_graph(pr.y, *pr.bias, pr.conv.compute_type); });
-      execute(*bp, {{uid::y, const_cast<T*>(dy.data())}, {uid::bias, dbias}});
+      if (execution_plan* bp = find_plan(key, [&] { return bias_grad_graph(pr.y, *pr.bias, pr.conv.compute_type); })) {
+        execute(*bp, {{uid::y, const_cast<T*>(dy.data())}, {uid::bias, dbias}});
+        return;
+      }
+      // The reduction runs on cuDNN's runtime-fusion engine, which takes channels-last dy only
+      // (H100, cuDNN 9.19: "!is_NHWC"). The same sum is the weight gradient of a 1x1 convolution
+      // whose input is all ones: dbias[k] = sum over n, spatial of dy[n, k, ...] * 1. The
+      // weight-gradient engines take every layout. (C == 1: the ones are the same bytes in any format.)
+      auto ones_extents = dy.extents();
+      ones_extents[1] = 1;
+      auto dbias_extents = dw.extents();
+      for (std::size_t d = 1; d < dbias_extents.size(); ++d) dbias_extents[d] = 1;
+      const tensor_view<const T, YF> ones(static_cast<const T*>(ones_of<T>(dy.numel() / dy.channels())),
+                                          layout<YF>::packed(ones_extents));
+      const tensor_view<T, WF> db(dbias, layout<WF>::packed(dbias_extents));
+      const conv_problem wg = make_conv_problem(conv_direction::backward_weights, ones, db, dy, conv_params{}, false, nullptr);
+      execution_plan* wp = require_plan("dbias_wgrad|" + wg.key(), [&] { return conv_graph(wg); });
+      execute(*wp, {{uid::x, const_cast<T*>(ones.data())}, {uid::w, dbias}, {uid::y, const_cast<T*>(dy.data())}});
     }
   }
 
@@ -307,8 +342,10 @@ class backend {
         pr.grad = spec_of(tensor_view<const T, F>(nullptr, layout<F>::packed(x.extents())), uid::grad);
         grad = scratch_.ensure(static_cast<std::size_t>(x.numel()) * sizeof(T));
       }
-      execution_plan* gp = require_plan("bn_grad|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.grad.key(),
-                                        [&] { return relu_grad_graph(pr); });
+      execution_plan* gp =
+          require_pointwise_plan("cuDNN batch_norm_backward (relu / residual gradient)", pr.dy,
+                                 "bn_grad|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.grad.key(),
+                                 [&] { return relu_grad_graph(pr); });
       execute(*gp, {{uid::dy, const_cast<T*>(dy.data())}, {uid::y, const_cast<T*>(y.data())}, {uid::grad, grad}});
     }
     execution_plan* plan = require_plan(
@@ -325,11 +362,14 @@ class backend {
     last_engine_ = plan->engine_name;
   }
 
-  // Runs a plan with the given (uid, pointer) pairs; grows the workspace to the plan's size.
+  // Runs a plan with the given (uid, pointer) pairs; grows the workspace to the plan's size. Pairs
+  // whose uid is not a tensor of the plan's graph are left out (one list serves alternative graphs).
   void execute(execution_plan& plan, const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
     std::vector<std::int64_t> uids;
     std::vector<void*> data;
+    const auto& specs = plan.graph.specs();
     for (const auto& [id, ptr] : ptrs) {
+      if (specs.find(id) == specs.end()) continue;
       uids.push_back(id);
       data.push_back(ptr);
     }
@@ -356,6 +396,18 @@ class backend {
   // the graph (remembered, so an unsupported fusion is tried once).
   template <class MakeGraph>
   execution_plan* find_plan(const std::string& key, MakeGraph&& make_graph) {
+    execution_plan* p = lookup_plan(key, make_graph);
+    return p->unsupported.empty() ? p : nullptr;
+  }
+  template <class MakeGraph>
+  execution_plan* require_plan(const std::string& key, MakeGraph&& make_graph) {
+    execution_plan* p = lookup_plan(key, make_graph);
+    if (p->unsupported.empty()) return p;
+    memfmt::detail::fail(errc::unsupported, p->unsupported);
+  }
+  // The cached entry for `key`: a plan, or the reason no engine supports the graph.
+  template <class MakeGraph>
+  execution_plan* lookup_plan(const std::string& key, MakeGraph&& make_graph) {
     const std::string full = "dev" + std::to_string(device_) + "|" + key;
     if (auto* hit = cache_.find(full)) return hit->get();
     std::shared_ptr<execution_plan> p;
@@ -363,13 +415,46 @@ class backend {
       p = build_plan(make_graph(), device_props_, key);
     } catch (const memfmt::error& e) {
       if (e.code() != errc::unsupported) throw;
+      p = std::make_shared<execution_plan>();
+      p->unsupported = e.what();
     }
     return cache_.insert(full, std::move(p)).get();
   }
+
+  // require_plan for a pointwise graph over `main`. cuDNN 9's pointwise engine takes channels-last
+  // tensors only (H100, cuDNN 9.19; pointwise_frame tells what was tried): for a channels-first
+  // tensor the error says so and what to do, with the tensor's sizes and strides.
   template <class MakeGraph>
-  execution_plan* require_plan(const std::string& key, MakeGraph&& make_graph) {
-    if (execution_plan* p = find_plan(key, make_graph)) return p;
-    memfmt::detail::fail(errc::unsupported, "cuDNN: no engine supports " + key);
+  execution_plan* require_pointwise_plan(const char* op, const tensor_spec& main, const std::string& key,
+                                         MakeGraph&& make_graph) {
+    execution_plan* p = lookup_plan(key, make_graph);
+    if (p->unsupported.empty()) return p;
+    const auto shape = dense_shape_of(main);
+    memfmt::detail::fail(errc::unsupported,
+                         std::string(op) + ": no cuDNN engine runs this pointwise step on a tensor of sizes " +
+                             memfmt::detail::dims_to_string(main.dims) + " and strides " +
+                             memfmt::detail::dims_to_string(main.strides) +
+                             (shape && !shape->channels_last
+                                  ? " (channels-first: cuDNN 9.19 on an H100 ran pointwise graphs on channels-last "
+                                    "tensors only; convert to channels-last, e.g. with memfmt::cuda::convert)"
+                                  : "") +
+                             "; " + p->unsupported);
+  }
+
+  // A device array of `count` ones of type T, kept between calls (the dbias weight gradient's input).
+  template <class T>
+  const void* ones_of(std::int64_t count) {
+    const auto n = static_cast<std::size_t>(count);
+    if (ones_type_ != dtype_of_v<T> || ones_count_ < n) {
+      void* d = ones_.ensure(n * sizeof(T));
+      const std::vector<T> host(n, T(1.0f));
+      check_cuda(cudaMemcpyAsync(d, host.data(), n * sizeof(T), cudaMemcpyHostToDevice, stream_),
+                 "cudaMemcpyAsync (ones for dbias)");
+      check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (ones for dbias)");  // `host` dies here
+      ones_type_ = dtype_of_v<T>;
+      ones_count_ = n;
+    }
+    return ones_.get();
   }
 
   void run_conv_with_bias(const conv_problem& pr, const void* x, const void* w, void* y, const void* bias) {
@@ -387,13 +472,13 @@ class backend {
     conv_problem plain = pr;
     plain.bias.reset();
     execution_plan* plan = require_plan(plain.key(), [&] { return conv_graph(plain); });
+    execution_plan* bp = bias ? require_pointwise_plan("cuDNN conv_forward (bias)", pr.y,
+                                                       "bias_add|" + pr.y.key() + "|" + pr.bias->key(),
+                                                       [&] { return bias_add_graph(pr.y, *pr.bias, pr.conv.compute_type); })
+                              : nullptr;
     execute(*plan, base);
     last_engine_ = plan->engine_name;
-    if (bias) {
-      execution_plan* bp = require_plan("bias_add|" + pr.y.key() + "|" + pr.bias->key(),
-                                        [&] { return bias_add_graph(pr.y, *pr.bias, pr.conv.compute_type); });
-      execute(*bp, {{uid::y, y}, {uid::bias, const_cast<void*>(bias)}, {uid::aux, y}});
-    }
+    if (bp) execute(*bp, {{uid::y, y}, {uid::bias, const_cast<void*>(bias)}, {uid::aux, y}});
   }
 
   void run_bn_forward(const bn_problem& pr, bool training, std::vector<std::pair<std::int64_t, void*>> ptrs,
@@ -412,14 +497,31 @@ class backend {
     bn_problem plain = pr;
     plain.has_residual = false;
     plain.fuse_relu = false;
-    execution_plan* plan = require_plan(plain.key(phase), [&] { return bn_forward_graph(plain, training, false); });
+    execution_plan* plan = find_plan(plain.key(phase), [&] { return bn_forward_graph(plain, training, false); });
+    if (!plan && !training) {
+      // No NORM_FORWARD engine for batch-norm inference (H100, cuDNN 9.19): the same arithmetic as
+      // one pointwise graph, the epilogue included.
+      execution_plan* pw = require_pointwise_plan("cuDNN batch_norm_forward_inference", pr.x,
+                                                  "bn_inf_pointwise|" + pr.key(phase),
+                                                  [&] { return bn_inference_pointwise_graph(pr); });
+      auto all = ptrs;
+      if (pr.has_residual) all.push_back({uid::residual, const_cast<void*>(residual)});
+      execute(*pw, all);
+      last_engine_ = pw->engine_name;
+      return;
+    }
+    if (!plan) plan = require_plan(plain.key(phase), [&] { return bn_forward_graph(plain, training, false); });
+    // Every plan is found before anything runs: an unsupported epilogue leaves no output half written.
+    execution_plan* ep = has_epilogue ? require_pointwise_plan("cuDNN batch_norm_forward (residual / relu)", pr.y,
+                                                               "bn_epilogue|" + pr.key(phase),
+                                                               [&] { return epilogue_graph(pr); })
+                                      : nullptr;
     execute(*plan, ptrs);
     last_engine_ = plan->engine_name;
-    if (has_epilogue) {
+    if (ep) {
       void* y = nullptr;
       for (const auto& [id, ptr] : ptrs)
         if (id == uid::y) y = ptr;
-      execution_plan* ep = require_plan("bn_epilogue|" + pr.key(phase), [&] { return epilogue_graph(pr); });
       std::vector<std::pair<std::int64_t, void*>> eptrs = {{uid::y, y}, {uid::aux, y}};
       if (pr.has_residual) eptrs.push_back({uid::residual, const_cast<void*>(residual)});
       execute(*ep, eptrs);
@@ -435,6 +537,9 @@ class backend {
   plan_cache<std::shared_ptr<execution_plan>> cache_;
   detail::device_buffer workspace_;
   detail::device_buffer scratch_;
+  detail::device_buffer ones_;
+  dtype ones_type_ = dtype::float32;
+  std::size_t ones_count_ = 0;
   std::string last_engine_;
 };
 

@@ -110,9 +110,11 @@ inline graph_builder conv_bias_graph(const conv_problem& pr) {
 // y = y + bias in place (the unfused fallback): y is read under uid::y and written under uid::aux.
 inline graph_builder bias_add_graph(const tensor_spec& y, const tensor_spec& bias, cudnnDataType_t math) {
   graph_builder g;
-  tensor_spec out = y;
+  const pointwise_frame f(y);
+  const tensor_spec in = f.full(y), b = f.param(bias);
+  tensor_spec out = in;
   out.uid = uid::aux;
-  g.pointwise(CUDNN_POINTWISE_ADD, y, &bias, out, math);
+  g.pointwise(CUDNN_POINTWISE_ADD, in, &b, out, math);
   return g;
 }
 
@@ -249,12 +251,14 @@ inline graph_builder bn_forward_graph(const bn_problem& pr, bool training, bool 
 // The unfused epilogue, in place on y: y (uid::y) [+ residual] [relu] -> y (uid::aux, same memory).
 inline graph_builder epilogue_graph(const bn_problem& pr) {
   graph_builder g;
-  tensor_spec out = pr.y;
+  const pointwise_frame f(pr.y);
+  const tensor_spec y = f.full(pr.y), residual = f.full(pr.residual);
+  tensor_spec out = y;
   out.uid = uid::aux;
-  tensor_spec cur = pr.y;
+  tensor_spec cur = y;
   if (pr.has_residual) {
-    const tensor_spec sum = pr.fuse_relu ? virtual_like(pr.y, dtype::float32, uid::virtual_base) : out;
-    g.pointwise(CUDNN_POINTWISE_ADD, cur, &pr.residual, sum, CUDNN_DATA_FLOAT);
+    const tensor_spec sum = pr.fuse_relu ? virtual_like(y, dtype::float32, uid::virtual_base) : out;
+    g.pointwise(CUDNN_POINTWISE_ADD, cur, &residual, sum, CUDNN_DATA_FLOAT);
     cur = sum;
   }
   if (pr.fuse_relu) g.pointwise(CUDNN_POINTWISE_RELU_FWD, cur, nullptr, out, CUDNN_DATA_FLOAT);
@@ -272,13 +276,42 @@ inline graph_builder inv_std_graph(const bn_problem& pr) {
   return g;
 }
 
+// Batch-norm inference as one pointwise graph: y = (x - mean) * inv_variance * gamma + beta, then
+// [+ residual] [relu]. cuDNN 9's NORM_FORWARD runs the inference phase of layer and instance norm,
+// but may have no batch-norm engine for it; the runtime-fusion engine runs this graph instead.
+inline graph_builder bn_inference_pointwise_graph(const bn_problem& pr) {
+  graph_builder g;
+  const pointwise_frame f(pr.x);
+  const tensor_spec x = f.full(pr.x), y = f.full(pr.y), residual = f.full(pr.residual);
+  const tensor_spec mean = f.param(pr.channel(uid::mean)), inv = f.param(pr.channel(uid::inv_variance)),
+                    gamma = f.param(pr.channel(uid::scale)), beta = f.param(pr.channel(uid::shift));
+  std::int64_t next = uid::virtual_base;
+  const auto tmp = [&] { return virtual_like(y, dtype::float32, next++); };
+  const tensor_spec centered = tmp(), normed = tmp(), scaled = tmp();
+  g.pointwise(CUDNN_POINTWISE_SUB, x, &mean, centered, CUDNN_DATA_FLOAT);
+  g.pointwise(CUDNN_POINTWISE_MUL, centered, &inv, normed, CUDNN_DATA_FLOAT);
+  g.pointwise(CUDNN_POINTWISE_MUL, normed, &gamma, scaled, CUDNN_DATA_FLOAT);
+  const bool more = pr.has_residual || pr.fuse_relu;
+  tensor_spec cur = more ? tmp() : y;
+  g.pointwise(CUDNN_POINTWISE_ADD, scaled, &beta, cur, CUDNN_DATA_FLOAT);
+  if (pr.has_residual) {
+    const tensor_spec sum = pr.fuse_relu ? tmp() : y;
+    g.pointwise(CUDNN_POINTWISE_ADD, cur, &residual, sum, CUDNN_DATA_FLOAT);
+    cur = sum;
+  }
+  if (pr.fuse_relu) g.pointwise(CUDNN_POINTWISE_RELU_FWD, cur, nullptr, y, CUDNN_DATA_FLOAT);
+  return g;
+}
+
 // grad = relu'(y) * dy (fuse_relu) or a copy of dy, into the dresidual buffer or scratch.
 inline graph_builder relu_grad_graph(const bn_problem& pr) {
   graph_builder g;
+  const pointwise_frame f(pr.dy);
+  const tensor_spec dy = f.full(pr.dy), y = f.full(pr.y), grad = f.full(pr.grad);
   if (pr.fuse_relu)
-    g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &pr.y, pr.grad, CUDNN_DATA_FLOAT);
+    g.pointwise(CUDNN_POINTWISE_RELU_BWD, dy, &y, grad, CUDNN_DATA_FLOAT);
   else
-    g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.dy, nullptr, pr.grad, CUDNN_DATA_FLOAT);
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, dy, nullptr, grad, CUDNN_DATA_FLOAT);
   return g;
 }
 

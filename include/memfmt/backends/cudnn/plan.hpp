@@ -28,6 +28,8 @@ struct execution_plan {
   descriptor plan;
   std::int64_t workspace_bytes = 0;
   std::string engine_name;   // "eng<global index>" plus "+tc" when cuDNN notes tensor-core use
+  std::string unsupported;   // why no engine runs the graph (then `plan` is empty); cached too, so
+                             // an unsupported fusion is tried once and its reason is kept
 };
 
 namespace detail {

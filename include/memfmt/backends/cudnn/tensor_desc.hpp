@@ -9,6 +9,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,13 +84,16 @@ tensor_spec spec_of(const tensor_view<T, F>& v, std::int64_t uid) {
   return s;
 }
 
-// A packed per-channel tensor [1, C, 1, 1(, 1)] (scale, bias, mean, variance): dense in any format.
+// A packed per-channel tensor [1, C, 1, 1(, 1)] (scale, bias, mean, variance): the same bytes in any
+// format, described with channels-last strides [C, 1, C, C(, C)]. cuDNN's runtime-fusion engines
+// read the stride order literally, size-1 dims included: on an H100 (cuDNN 9.19) they turned down
+// [C, 1, 1, 1] as "not NSpatialC / CNSpatial / CSpatialN ordered fully packed".
 inline tensor_spec channel_spec(std::int64_t channels, int rank, dtype t, std::int64_t uid, const void* ptr = nullptr) {
   tensor_spec s;
   s.dims.assign(static_cast<std::size_t>(rank), 1);
   s.dims[1] = channels;
-  s.strides.assign(static_cast<std::size_t>(rank), 1);
-  s.strides[0] = channels;
+  s.strides.assign(static_cast<std::size_t>(rank), channels);
+  s.strides[1] = 1;
   s.type = t;
   s.uid = uid;
   s.alignment = pointer_alignment(ptr);
@@ -118,6 +122,109 @@ inline tensor_spec virtual_like(const tensor_spec& like, dtype t, std::int64_t u
   s.by_value = false;
   return s;
 }
+
+// The extents of a dense tensor [N, C, spatial...] as (N, C, S), S the number of positions, and
+// whether its channels are its innermost dimension; nullopt when it is not dense in either order.
+struct dense_shape {
+  std::int64_t n, c, s;
+  bool channels_last;
+};
+inline std::optional<dense_shape> dense_shape_of(const tensor_spec& t) {
+  const std::size_t rank = t.dims.size();
+  if (rank < 3 || rank != t.strides.size()) return std::nullopt;
+  dense_shape d{t.dims[0], t.dims[1], 1, false};
+  for (std::size_t i = 2; i < rank; ++i) d.s *= t.dims[i];
+  const auto packed_in = [&](const std::vector<std::size_t>& inner_first) {
+    std::int64_t expected = 1;
+    for (std::size_t i : inner_first) {
+      if (t.dims[i] != 1 && t.strides[i] != expected) return false;
+      expected *= t.dims[i];
+    }
+    return true;
+  };
+  std::vector<std::size_t> first, last = {1};
+  for (std::size_t i = rank; i-- > 2;) {
+    first.push_back(i);
+    last.push_back(i);
+  }
+  first.push_back(1);
+  first.push_back(0);
+  last.push_back(0);
+  if (packed_in(last)) {
+    d.channels_last = true;
+    return d;
+  }
+  if (packed_in(first)) return d;
+  return std::nullopt;
+}
+
+// cuDNN's runtime-fusion engine runs pointwise graphs on fully packed tensors in (N, spatial, C),
+// (C, N, spatial) or (C, spatial, N) stride order with C > 1, and reads the strides literally,
+// size-1 dimensions included (H100, cuDNN 9.19: "!(isNSpatialC_ordered_fullyPacked() || ...)",
+// "getDimA()[1] == 1"). A pointwise frame describes the tensors of one pointwise graph so that
+// dense tensors pass those checks, with the same bytes:
+//   C == 1, S > 1 (either order):  [N, S, 1, 1]; per-channel operands [1, 1, 1, 1]
+//   S == 1 (either order):         [N, C, 1, 1] with channels-last strides
+//   otherwise:                     as it is
+// A channels-first tensor with C, S > 1 has no such description. Two were tried on an H100 with
+// cuDNN 9.19: [N, S, C, 1] with the operands broadcast along the third dimension was turned down
+// ("Unsupported pointwise pattern"); one sample [1, C, spatial] with (C, N, spatial) strides, run
+// per sample, was accepted and computed wrong values. Pointwise graphs over such tensors stay
+// unsupported, and the backend says so (require_pointwise_plan).
+// Unique ids and types do not change. The frame is chosen from the graph's main tensor, and every
+// other full tensor of the graph must be dense with the same extents.
+class pointwise_frame {
+ public:
+  enum class form { as_is, positions_only, channels_only };
+
+  explicit pointwise_frame(const tensor_spec& main) {
+    const auto d = dense_shape_of(main);
+    if (!d) return;
+    shape_ = *d;
+    if (d->s == 1)
+      form_ = form::channels_only;
+    else if (d->c == 1)
+      form_ = form::positions_only;
+  }
+  form kind() const noexcept { return form_; }
+
+  // A full tensor (x, y, residual, gradients) of the graph.
+  tensor_spec full(const tensor_spec& t) const {
+    if (form_ == form::as_is || t.dims.empty()) return t;
+    const auto d = dense_shape_of(t);
+    if (!d || d->n != shape_.n || d->c != shape_.c || d->s != shape_.s)
+      memfmt::detail::fail(errc::unsupported, "cuDNN pointwise graph: tensor " + t.key() +
+                                                  " is not dense with the extents of the graph's main tensor");
+    tensor_spec r = t;
+    const std::int64_t n = shape_.n, c = shape_.c, s = shape_.s;
+    if (form_ == form::positions_only) {
+      r.dims = {n, s, 1, 1};
+      r.strides = {s, 1, s, s};
+    } else {
+      r.dims = {n, c, 1, 1};
+      r.strides = {c, 1, c, c};
+    }
+    return r;
+  }
+  // A per-channel operand [1, C, 1, ...] (channel_spec) of the graph.
+  tensor_spec param(const tensor_spec& t) const {
+    if (form_ == form::as_is) return t;
+    tensor_spec r = t;
+    const std::int64_t c = shape_.c;
+    if (form_ == form::positions_only) {
+      r.dims = {1, 1, 1, 1};
+      r.strides = {1, 1, 1, 1};
+    } else {
+      r.dims = {1, c, 1, 1};
+      r.strides = {c, 1, c, c};
+    }
+    return r;
+  }
+
+ private:
+  form form_ = form::as_is;
+  dense_shape shape_{};
+};
 
 // Builds and finalizes the cuDNN tensor descriptor of `s`.
 inline descriptor make_tensor(const tensor_spec& s) {
