@@ -9,8 +9,10 @@
 // are reported as memfmt::error(backend_failure). Errors during execution surface, as usual in
 // CUDA, at the next synchronising call.
 //
-// Each block transposes tiles of an image's (C) x (spatial) plane through shared memory (see
-// tile_plan.hpp for the index math, which the CPU tests replay launch by launch).
+// Each block transposes tiles of an image's (C) x (spatial) plane through shared memory. Dense
+// tensors of opposite formats take a lean kernel with compile-time tiles (dense_transpose.hpp);
+// everything else (padded views, copies, unaligned bases) the general one (tile_plan.hpp). The
+// CPU tests replay both launch by launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +23,7 @@
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
+#include "dense_transpose.hpp"
 #include "tile_plan.hpp"
 #include "validate.hpp"
 
@@ -49,12 +52,59 @@ __global__ void __launch_bounds__(block_threads) convert_tiles(const convert_pla
   }
 }
 
+// The dense fast path (dense_transpose.hpp): Elem-byte words, VK-element loads, VR-element stores.
+template <class Word, int VK, int VR>
+__global__ void __launch_bounds__(dense_threads) dense_convert(const dense_plan p, const Word* __restrict__ src,
+                                                               Word* __restrict__ dst) {
+  using T = dense_tile<static_cast<int>(sizeof(Word)), VK, VR>;
+  __shared__ Word tile[T::slots];
+  const int thread = static_cast<int>(threadIdx.x);
+  for (std::int64_t i = blockIdx.x; i < p.total_tiles; i += gridDim.x) {
+    const dense_origin o = dense_tile_at(p, i, T::rows, T::cols);
+    dense_read<static_cast<int>(sizeof(Word)), VK, VR>(p, o, thread, src, tile);
+    __syncthreads();
+    dense_write<static_cast<int>(sizeof(Word)), VK, VR>(p, o, thread, tile, dst);
+    __syncthreads();  // the next tile overwrites the shared tile
+  }
+}
+
+template <class Word, int VK, int VR>
+cudaError_t launch_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
+  const std::int64_t blocks = p.total_tiles < max_grid_blocks ? p.total_tiles : max_grid_blocks;
+  dense_convert<Word, VK, VR><<<static_cast<unsigned>(blocks), dense_threads, 0, stream>>>(p, src, dst);
+  return cudaGetLastError();
+}
+
+// The plan's vector widths are the widest ones or 1 (make_dense_plan), so four instantiations.
+template <class Word>
+cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
+  constexpr int e = static_cast<int>(sizeof(Word));
+  constexpr int vk = dense_max_load_vec(e), vr = dense_max_store_vec(e);
+  if (p.load_vec == vk)
+    return p.store_vec == vr ? launch_dense<Word, vk, vr>(p, src, dst, stream) : launch_dense<Word, vk, 1>(p, src, dst, stream);
+  return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);
+}
+
 }  // namespace detail
 
 template <class T, class From, class To>
 void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_t stream = 0) {
   if (detail::validate_convert(src, dst) == 0) return;
   using word = typename detail::word_of<sizeof(T)>::type;
+  const detail::dense_plan dense =
+      detail::make_dense_plan(src.mapping(), dst.mapping(), reinterpret_cast<std::uintptr_t>(src.data()),
+                              reinterpret_cast<std::uintptr_t>(dst.data()), static_cast<int>(sizeof(T)));
+  if (dense.total_tiles > 0) {
+    const cudaError_t status = detail::run_dense<word>(dense, reinterpret_cast<const word*>(src.data()),
+                                                       reinterpret_cast<word*>(dst.data()), stream);
+    if (status != cudaSuccess)
+      memfmt::detail::fail(errc::backend_failure,
+                           detail::convert_name<From, To>() + ": kernel launch failed for sizes " +
+                               memfmt::detail::dims_to_string(src.extents()) + " (dense path, " +
+                               std::to_string(dense.total_tiles) + " tiles): " + cudaGetErrorName(status) + ": " +
+                               cudaGetErrorString(status));
+    return;
+  }
   const detail::convert_plan plan =
       detail::make_plan(src.mapping(), dst.mapping(), reinterpret_cast<std::uintptr_t>(src.data()),
                         reinterpret_cast<std::uintptr_t>(dst.data()), static_cast<int>(sizeof(T)));

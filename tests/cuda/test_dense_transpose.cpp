@@ -1,0 +1,152 @@
+// CPU replay of the CUDA conversion's dense fast path (memfmt/convert/cuda/dense_transpose.hpp).
+//
+// For each case we build the dense plan the host code builds and run, tile by tile, the kernel's
+// own per-thread functions (dense_read for all 256 threads, the barrier, dense_write for all 256)
+// on real bytes, then compare with an independent truth: the naive mapping
+// dst[layout<To>(n, c, ...)] == src[layout<From>(n, c, ...)]. Canaries around the destination and
+// around the shared tile catch out-of-bounds writes; 8-byte elements carry their source offset,
+// so a wrong mapping cannot pass by a coincidence of values.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memfmt/convert/cuda/dense_transpose.hpp"
+#include "memfmt/format/layout.hpp"
+#include "../common/coords.hpp"
+
+using memfmt_test::for_each_coord;
+
+namespace {
+
+using namespace memfmt;
+namespace cd = memfmt::cuda::detail;
+
+constexpr int canary = 64;  // elements before and after each buffer
+
+template <class Word>
+Word pattern(std::int64_t i) {
+  if constexpr (sizeof(Word) == 8) return static_cast<Word>(i);
+  return static_cast<Word>(static_cast<std::uint64_t>(i) * 2654435761u >> 7);
+}
+
+// Runs one tile with the kernel's functions for the plan's vector widths.
+template <class Word, int VK, int VR>
+void run_tile(const cd::dense_plan& p, std::int64_t i, const Word* src, Word* dst, std::vector<Word>& shared) {
+  using T = cd::dense_tile<static_cast<int>(sizeof(Word)), VK, VR>;
+  shared.assign(T::slots + 2 * canary, Word(0x5a));
+  Word* tile = shared.data() + canary;
+  const cd::dense_origin o = cd::dense_tile_at(p, i, T::rows, T::cols);
+  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_read<static_cast<int>(sizeof(Word)), VK, VR>(p, o, t, src, tile);
+  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_write<static_cast<int>(sizeof(Word)), VK, VR>(p, o, t, tile, dst);
+  for (int k = 0; k < canary; ++k) {
+    ASSERT_EQ(shared[static_cast<std::size_t>(k)], Word(0x5a)) << "shared tile underrun";
+    ASSERT_EQ(shared[static_cast<std::size_t>(canary + T::slots + k)], Word(0x5a)) << "shared tile overrun";
+  }
+}
+
+template <class Word>
+void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
+  constexpr int e = static_cast<int>(sizeof(Word));
+  constexpr int vk = cd::dense_max_load_vec(e), vr = cd::dense_max_store_vec(e);
+  std::vector<Word> shared;
+  for (std::int64_t i = 0; i < p.total_tiles; ++i) {
+    if (p.load_vec == vk && p.store_vec == vr) run_tile<Word, vk, vr>(p, i, src, dst, shared);
+    else if (p.load_vec == vk) run_tile<Word, vk, 1>(p, i, src, dst, shared);
+    else if (p.store_vec == vr) run_tile<Word, 1, vr>(p, i, src, dst, shared);
+    else run_tile<Word, 1, 1>(p, i, src, dst, shared);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// One case: From -> To over extents `e`, the bases offset by `misalign` elements.
+template <class Word, class From, class To>
+void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases) {
+  const std::string name = std::string(From::name) + "->" + To::name + " " + memfmt::detail::dims_to_string(e) +
+                           " elem " + std::to_string(sizeof(Word)) + " misalign " + std::to_string(misalign);
+  SCOPED_TRACE(name);
+  const layout<From> ls = layout<From>::packed(e);
+  const layout<To> ld = layout<To>::packed(e);
+  const auto n = static_cast<std::size_t>(ls.required_span_size());
+  std::vector<Word> src(n + 2 * canary + 2), dst(n + 2 * canary + 2, Word(0x77));
+  Word* s = src.data() + canary + misalign;
+  Word* d = dst.data() + canary + misalign;
+  for (std::size_t i = 0; i < n; ++i) s[i] = pattern<Word>(static_cast<std::int64_t>(i));
+  const auto sa = reinterpret_cast<std::uintptr_t>(s), da = reinterpret_cast<std::uintptr_t>(d);
+  const cd::dense_plan p = cd::make_dense_plan(ls, ld, sa, da, static_cast<int>(sizeof(Word)));
+  ASSERT_GT(p.total_tiles, 0) << "dense path refused a dense case";
+  // The vectors the plan picked are aligned at the base and at every row start.
+  const auto elem = static_cast<std::uintptr_t>(sizeof(Word));
+  EXPECT_EQ(sa % (static_cast<std::uintptr_t>(p.load_vec) * elem), 0u);
+  EXPECT_EQ(da % (static_cast<std::uintptr_t>(p.store_vec) * elem), 0u);
+  EXPECT_EQ(p.cols % p.load_vec, 0);
+  EXPECT_EQ(p.rows % p.store_vec, 0);
+  if (p.load_vec > 1 || p.store_vec > 1) ++*vector_cases;
+  run_plan<Word>(p, s, d);
+  if (::testing::Test::HasFatalFailure()) return;
+  std::int64_t wrong = 0;
+  for_each_coord(e, [&](const auto& c) {
+    if (d[ld(c)] != s[ls(c)] && ++wrong <= 5)
+      ADD_FAILURE() << "at " << memfmt::detail::dims_to_string(c) << ": dst offset " << ld(c) << " src offset " << ls(c);
+  });
+  EXPECT_EQ(wrong, 0);
+  for (int k = 0; k < canary + misalign; ++k) ASSERT_EQ(dst[static_cast<std::size_t>(k)], Word(0x77)) << "underrun";
+  for (std::size_t k = canary + static_cast<std::size_t>(misalign) + n; k < dst.size(); ++k)
+    ASSERT_EQ(dst[k], Word(0x77)) << "overrun";
+}
+
+template <class Word>
+void check_all() {
+  int vector_cases = 0;
+  const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},  {1, 64, 8, 8},   {3, 130, 3, 11}, {2, 256, 7, 7},
+                                                 {1, 17, 4, 4},  {2, 20, 9, 9},   {2, 33, 65, 1},  {1, 128, 16, 8},
+                                                 {1, 300, 1, 129}, {2, 16, 4, 4}};
+  for (int misalign : {0, 1})
+    for (const auto& e : shapes) {
+      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases);
+      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases);
+    }
+  for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8}}) {
+    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases);
+    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases);
+  }
+  EXPECT_GT(vector_cases, 10) << "the replay should exercise the vector widths";
+}
+
+TEST(CudaDenseTranspose, ReplayOneByteElements) { check_all<std::uint8_t>(); }
+TEST(CudaDenseTranspose, ReplayTwoByteElements) { check_all<std::uint16_t>(); }
+TEST(CudaDenseTranspose, ReplayFourByteElements) { check_all<std::uint32_t>(); }
+TEST(CudaDenseTranspose, ReplayEightByteElements) { check_all<std::uint64_t>(); }
+
+// The dense path takes dense tensors of opposite formats only; everything else goes to the
+// general kernel.
+TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
+  const std::array<std::int64_t, 4> e{2, 24, 5, 5};
+  const auto packed_cf = layout<nchw>::packed(e);
+  const auto packed_cl = layout<nhwc>::packed(e);
+  EXPECT_GT(cd::make_dense_plan(packed_cf, packed_cl, 0, 0, 4).total_tiles, 0);
+  EXPECT_EQ(cd::make_dense_plan(packed_cf, packed_cf, 0, 0, 4).total_tiles, 0);  // a copy
+  EXPECT_EQ(cd::make_dense_plan(memfmt_test::padded_layout<nchw>(e, 3), packed_cl, 0, 0, 4).total_tiles, 0);
+  EXPECT_EQ(cd::make_dense_plan(packed_cf, memfmt_test::padded_layout<nhwc>(e, 2), 0, 0, 4).total_tiles, 0);
+  const std::array<std::int64_t, 4> empty{0, 24, 5, 5};
+  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(empty), layout<nhwc>::packed(empty), 0, 0, 4).total_tiles, 0);
+  // A side shorter than dense_min_side (C = 3 images, 2x2 maps) stays with the general kernel.
+  const std::array<std::int64_t, 4> rgb{8, 3, 224, 224}, tiny{8, 64, 2, 2};
+  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 0, 4).total_tiles, 0);
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 0, 0, 4).total_tiles, 0);
+  // Vector widths follow alignment and row lengths: C = 18 rows of fp32 NHWC->NCHW load 1 element,
+  // 16 positions store 2; a base off by one element loads 1 too.
+  const std::array<std::int64_t, 4> odd{1, 18, 4, 4};
+  const auto pl = cd::make_dense_plan(layout<nhwc>::packed(odd), layout<nchw>::packed(odd), 0, 0, 4);
+  EXPECT_EQ(pl.load_vec, 1);
+  EXPECT_EQ(pl.store_vec, 2);
+  EXPECT_EQ(pl.rows, 16);
+  EXPECT_EQ(pl.cols, 18);
+  const std::array<std::int64_t, 4> even{1, 64, 4, 4};
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 4, 0, 4).load_vec, 1);
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 16, 0, 4).load_vec, 4);
+}
+
+}  // namespace
