@@ -3,6 +3,8 @@
 // ResNet-50 stem, 1x1 / 3x3 at 56, 28, 14, 7, MobileNetV2 depthwise + pointwise, ResNeXt grouped 3x3
 // and a 3-D convolution. Counters: GFLOP/s (2 * MACs per pass); the label names the engine.
 // Without a GPU it says so and exits 0.
+// Environment: MEMFMT_BENCH_MIN_TIME (seconds per benchmark, default 0.05: the 156 cases take about
+// half a minute on an H100; Google Benchmark's own default of 0.5 s made it several minutes).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include <memfmt/backends/cudnn/backend.hpp>
+
+#include "../common/bench_util.hpp"
 
 using namespace memfmt;
 
@@ -118,16 +122,17 @@ const char* type_name() {
 
 template <class T>
 void register_type() {
+  const double min_time = memfmt_bench::env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
   for (const layer& L : layers)
     for (bool bwd : {false, true}) {
       const std::string pass = bwd ? "fwd+bwd" : "fwd";
       const std::string base = std::string(L.name) + "/" + type_name<T>() + "/" + pass + "/";
       if (L.d > 0) {
-        benchmark::RegisterBenchmark((base + "ncdhw").c_str(), [&L, bwd](benchmark::State& s) { run<T, ncdhw>(s, L, bwd); })->UseManualTime();
-        benchmark::RegisterBenchmark((base + "ndhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, ndhwc>(s, L, bwd); })->UseManualTime();
+        benchmark::RegisterBenchmark((base + "ncdhw").c_str(), [&L, bwd](benchmark::State& s) { run<T, ncdhw>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
+        benchmark::RegisterBenchmark((base + "ndhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, ndhwc>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
       } else {
-        benchmark::RegisterBenchmark((base + "nchw").c_str(), [&L, bwd](benchmark::State& s) { run<T, nchw>(s, L, bwd); })->UseManualTime();
-        benchmark::RegisterBenchmark((base + "nhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, nhwc>(s, L, bwd); })->UseManualTime();
+        benchmark::RegisterBenchmark((base + "nchw").c_str(), [&L, bwd](benchmark::State& s) { run<T, nchw>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
+        benchmark::RegisterBenchmark((base + "nhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, nhwc>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
       }
     }
 }

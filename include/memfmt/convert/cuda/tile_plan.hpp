@@ -28,11 +28,12 @@ inline constexpr int max_spatial_rank = 3;
 inline constexpr std::int64_t max_grid_blocks = 2147483647;  // CUDA's gridDim.x limit
 
 // A tile carries 16 KiB: each of the block's 256 threads reads 64 bytes of it, as four 16-byte
-// loads issued together before the barrier (read_tile_part). Measured on an H100 with square tiles
-// of 4 and 8 KiB and one load per thread at a time, the conversion ran at 0.43-0.53 and 0.57-0.68
-// of the copy bandwidth: what a block has in flight sets the rate. For sm_90, ptxas gives the
-// kernel 64-80 registers (54-60 before), so 3 blocks fit an SM instead of 4: up to 48 KiB of loads
-// in flight per SM instead of 16. (The 16 KiB tiles and the batched loads have not run on a GPU.)
+// loads issued together before the barrier (read_tile_part). On an H100 this kernel ran the named
+// shapes at 0.34-0.56 of the device-to-device copy; 8 KiB tiles, 1 or 2 loads at a time, or fewer
+// registers (__launch_bounds__ with 4 or 6 blocks per SM) did not do better (0.22-0.55). ncu: 80
+// registers, 3 blocks per SM, 56-62 % of issue slots busy - the generic index math is the cost.
+// Dense tensors of opposite formats therefore take dense_transpose.hpp's kernel (0.69-1.01); this
+// one covers the rest (padded views, copies, unaligned bases, sides shorter than 16).
 inline constexpr int tile_bytes = 16384;
 inline constexpr int loads_in_flight = 4;
 MEMFMT_HOST_DEVICE constexpr int tile_area(int elem_bytes) noexcept { return tile_bytes / elem_bytes; }
