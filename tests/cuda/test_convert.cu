@@ -156,7 +156,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 17> shapes_4d = {{
     {1, 130, 5, 1},  // W == 1
     {4, 67, 33, 65},
     {2, 256, 28, 28},
-    {2, 3, 45, 67},  // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
+    {2, 3, 45, 67},  // C = 3: the narrow path, 3015 positions over 3 blocks, the last one partial
 }};
 constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
     {1, 12, 2, 3, 20},

@@ -1,8 +1,9 @@
-// CPU replay of the CUDA conversion's dense fast path (memfmt/convert/cuda/dense_transpose.hpp).
+// CPU replay of the CUDA conversion's paths for dense tensors (memfmt/convert/cuda/dense_transpose.hpp).
 //
-// For each case we build the dense plan the host code builds and run, tile by tile, the kernel's
-// own per-thread functions (dense_read for all 256 threads, the barrier, dense_write for all 256)
-// on real bytes, then compare with an independent truth: the naive mapping
+// For each case we build the plan the host code builds and run the kernel's own per-thread
+// functions on real bytes, tile by tile: dense_read (or, with a narrow side, narrow_read) for all
+// 256 threads, the barrier, dense_write (narrow_write) for all 256. Then we compare
+// with an independent truth: the naive mapping
 // dst[layout<To>(n, c, ...)] == src[layout<From>(n, c, ...)]. Canaries around the destination and
 // around the shared tile catch out-of-bounds writes; 8-byte elements carry their source offset,
 // so a wrong mapping cannot pass by a coincidence of values.
@@ -63,7 +64,7 @@ void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
 
 // One case: From -> To over extents `e`, the bases offset by `misalign` elements.
 template <class Word, class From, class To>
-void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases) {
+void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases) {
   const std::string name = std::string(From::name) + "->" + To::name + " " + memfmt::detail::dims_to_string(e) +
                            " elem " + std::to_string(sizeof(Word)) + " misalign " + std::to_string(misalign);
   SCOPED_TRACE(name);
@@ -76,7 +77,25 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   for (std::size_t i = 0; i < n; ++i) s[i] = pattern<Word>(static_cast<std::int64_t>(i));
   const auto sa = reinterpret_cast<std::uintptr_t>(s), da = reinterpret_cast<std::uintptr_t>(d);
   const cd::dense_plan p = cd::make_dense_plan(ls, ld, sa, da, static_cast<int>(sizeof(Word)));
-  ASSERT_GT(p.total_tiles, 0) << "dense path refused a dense case";
+  const cd::narrow_plan q = cd::make_narrow_plan(ls, ld, static_cast<int>(sizeof(Word)));
+  ASSERT_NE(p.total_tiles > 0, q.total_blocks > 0) << "exactly one of the two paths takes a dense case";
+  if (q.total_blocks > 0) {
+    ++*narrow_cases;
+    ASSERT_LE(static_cast<std::size_t>(q.narrow) * static_cast<std::size_t>(q.span) * sizeof(Word),
+              static_cast<std::size_t>(cd::narrow_tile_bytes));
+    std::vector<Word> shared;
+    for (std::int64_t b = 0; b < q.total_blocks; ++b) {
+      shared.assign(cd::narrow_tile_bytes / sizeof(Word) + 2 * canary, Word(0x5a));
+      Word* tile = shared.data() + canary;
+      const cd::narrow_origin o = cd::narrow_at(q, b);
+      for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_read(q, o, t, s, tile);
+      for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_write(q, o, t, tile, d);
+      for (int k = 0; k < canary; ++k) {
+        ASSERT_EQ(shared[static_cast<std::size_t>(k)], Word(0x5a)) << "narrow tile underrun";
+        ASSERT_EQ(shared[shared.size() - 1 - static_cast<std::size_t>(k)], Word(0x5a)) << "narrow tile overrun";
+      }
+    }
+  }
   // The vectors the plan picked are aligned at the base and at every row start.
   const auto elem = static_cast<std::uintptr_t>(sizeof(Word));
   EXPECT_EQ(sa % (static_cast<std::uintptr_t>(p.load_vec) * elem), 0u);
@@ -84,7 +103,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   EXPECT_EQ(p.cols % p.load_vec, 0);
   EXPECT_EQ(p.rows % p.store_vec, 0);
   if (p.load_vec > 1 || p.store_vec > 1) ++*vector_cases;
-  run_plan<Word>(p, s, d);
+  if (p.total_tiles > 0) run_plan<Word>(p, s, d);
   if (::testing::Test::HasFatalFailure()) return;
   std::int64_t wrong = 0;
   for_each_coord(e, [&](const auto& c) {
@@ -99,20 +118,26 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
 
 template <class Word>
 void check_all() {
-  int vector_cases = 0;
-  const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},  {1, 64, 8, 8},   {3, 130, 3, 11}, {2, 256, 7, 7},
-                                                 {1, 17, 4, 4},  {2, 20, 9, 9},   {2, 33, 65, 1},  {1, 128, 16, 8},
-                                                 {1, 300, 1, 129}, {2, 16, 4, 4}};
+  int vector_cases = 0, narrow_cases = 0;
+  // Dense tiles; then narrow sides: 3 or 15 channels, 1, 4 or 9 positions (a long side over one
+  // block's 1024 indices included).
+  const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},   {1, 64, 8, 8},  {3, 130, 3, 11}, {2, 256, 7, 7},
+                                                 {1, 17, 4, 4},   {2, 20, 9, 9},  {2, 33, 65, 1},  {1, 128, 16, 8},
+                                                 {1, 300, 1, 129}, {2, 16, 4, 4},  {2, 3, 5, 7},    {1, 3, 40, 41},
+                                                 {2, 15, 33, 3},  {1, 17, 1, 1},  {3, 1100, 2, 2}, {2, 1, 9, 9},
+                                                 {1, 13, 40, 40}};
   for (int misalign : {0, 1})
     for (const auto& e : shapes) {
-      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases);
-      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases);
+      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases);
+      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases);
     }
-  for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8}}) {
-    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases);
-    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases);
+  for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
+                                              {2, 3, 4, 5, 6}}) {
+    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases);
+    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases);
   }
   EXPECT_GT(vector_cases, 10) << "the replay should exercise the vector widths";
+  EXPECT_GT(narrow_cases, 10) << "the replay should exercise the narrow path";
 }
 
 TEST(CudaDenseTranspose, ReplayOneByteElements) { check_all<std::uint8_t>(); }
@@ -132,10 +157,23 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   EXPECT_EQ(cd::make_dense_plan(packed_cf, memfmt_test::padded_layout<nhwc>(e, 2), 0, 0, 4).total_tiles, 0);
   const std::array<std::int64_t, 4> empty{0, 24, 5, 5};
   EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(empty), layout<nhwc>::packed(empty), 0, 0, 4).total_tiles, 0);
-  // A side shorter than dense_min_side (C = 3 images, 2x2 maps) stays with the general kernel.
+  // A side shorter than dense_min_side (C = 3 images, 2x2 maps) takes the narrow path, which
+  // likewise takes dense tensors of opposite formats only.
   const std::array<std::int64_t, 4> rgb{8, 3, 224, 224}, tiny{8, 64, 2, 2};
   EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 0, 4).total_tiles, 0);
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 0, 0, 4).total_tiles, 0);
+  const auto rgb_plan = cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 4);
+  EXPECT_TRUE(rgb_plan.narrow_rows);
+  EXPECT_EQ(rgb_plan.span, 1024);  // 16 KiB / 4 bytes / 3 channels = 1365, at most 1024
+  EXPECT_EQ(rgb_plan.chunks, 49);  // 50176 positions
+  EXPECT_EQ(rgb_plan.total_blocks, 8 * 49);
+  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 8).span, 682);
+  const auto tiny_plan = cd::make_narrow_plan(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 4);
+  EXPECT_TRUE(tiny_plan.narrow_rows);  // NHWC -> NCHW: rows are the 4 positions
+  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(e), layout<nhwc>::packed(e), 4).total_blocks, 0);  // wide: tiles
+  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nchw>::packed(rgb), 4).total_blocks, 0);
+  EXPECT_EQ(cd::make_narrow_plan(memfmt_test::padded_layout<nchw>(rgb, 3), layout<nhwc>::packed(rgb), 4).total_blocks,
+            0);
   // Vector widths follow alignment and row lengths: C = 18 rows of fp32 NHWC->NCHW load 1 element,
   // 16 positions store 2; a base off by one element loads 1 too.
   const std::array<std::int64_t, 4> odd{1, 18, 4, 4};

@@ -10,9 +10,9 @@
 // CUDA, at the next synchronising call.
 //
 // Each block transposes tiles of an image's (C) x (spatial) plane through shared memory. Dense
-// tensors of opposite formats take a lean kernel with compile-time tiles (dense_transpose.hpp);
-// everything else (padded views, copies, unaligned bases) the general one (tile_plan.hpp). The
-// CPU tests replay both launch by launch.
+// tensors of opposite formats take a lean kernel with compile-time tiles, or, with fewer than 16
+// channels or positions, one without tiles (dense_transpose.hpp); everything else (padded views,
+// copies) the general one (tile_plan.hpp). The CPU tests replay all three launch by launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -85,39 +85,61 @@ cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStrea
   return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);
 }
 
+template <class Word>
+__global__ void __launch_bounds__(dense_threads) narrow_convert(const narrow_plan p, const Word* __restrict__ src,
+                                                                Word* __restrict__ dst) {
+  __shared__ Word tile[narrow_tile_bytes / sizeof(Word)];
+  const int thread = static_cast<int>(threadIdx.x);
+  for (std::int64_t i = blockIdx.x; i < p.total_blocks; i += gridDim.x) {
+    const narrow_origin o = narrow_at(p, i);
+    narrow_read(p, o, thread, src, tile);
+    __syncthreads();
+    narrow_write(p, o, thread, tile, dst);
+    __syncthreads();  // the next block of the loop overwrites the tile
+  }
+}
+
 }  // namespace detail
 
 template <class T, class From, class To>
 void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_t stream = 0) {
   if (detail::validate_convert(src, dst) == 0) return;
   using word = typename detail::word_of<sizeof(T)>::type;
-  const detail::dense_plan dense =
-      detail::make_dense_plan(src.mapping(), dst.mapping(), reinterpret_cast<std::uintptr_t>(src.data()),
-                              reinterpret_cast<std::uintptr_t>(dst.data()), static_cast<int>(sizeof(T)));
-  if (dense.total_tiles > 0) {
-    const cudaError_t status = detail::run_dense<word>(dense, reinterpret_cast<const word*>(src.data()),
-                                                       reinterpret_cast<word*>(dst.data()), stream);
+  const auto* from = reinterpret_cast<const word*>(src.data());
+  auto* to = reinterpret_cast<word*>(dst.data());
+  const auto src_addr = reinterpret_cast<std::uintptr_t>(src.data());
+  const auto dst_addr = reinterpret_cast<std::uintptr_t>(dst.data());
+  // Launch errors name the path, the sizes and CUDA's error.
+  const auto check_launch = [&](cudaError_t status, const std::string& path) {
     if (status != cudaSuccess)
-      memfmt::detail::fail(errc::backend_failure,
-                           detail::convert_name<From, To>() + ": kernel launch failed for sizes " +
-                               memfmt::detail::dims_to_string(src.extents()) + " (dense path, " +
-                               std::to_string(dense.total_tiles) + " tiles): " + cudaGetErrorName(status) + ": " +
-                               cudaGetErrorString(status));
+      memfmt::detail::fail(errc::backend_failure, detail::convert_name<From, To>() +
+                                                      ": kernel launch failed for sizes " +
+                                                      memfmt::detail::dims_to_string(src.extents()) + " (" + path +
+                                                      "): " + cudaGetErrorName(status) + ": " +
+                                                      cudaGetErrorString(status));
+  };
+  const auto grid = [](std::int64_t blocks) {
+    return static_cast<unsigned>(blocks < detail::max_grid_blocks ? blocks : detail::max_grid_blocks);
+  };
+  const detail::dense_plan dense =
+      detail::make_dense_plan(src.mapping(), dst.mapping(), src_addr, dst_addr, static_cast<int>(sizeof(T)));
+  if (dense.total_tiles > 0) {
+    check_launch(detail::run_dense<word>(dense, from, to, stream),
+                 "dense path, " + std::to_string(dense.total_tiles) + " tiles");
     return;
   }
-  const detail::convert_plan plan =
-      detail::make_plan(src.mapping(), dst.mapping(), reinterpret_cast<std::uintptr_t>(src.data()),
-                        reinterpret_cast<std::uintptr_t>(dst.data()), static_cast<int>(sizeof(T)));
+  const detail::narrow_plan narrow = detail::make_narrow_plan(src.mapping(), dst.mapping(), static_cast<int>(sizeof(T)));
+  if (narrow.total_blocks > 0) {
+    detail::narrow_convert<word><<<grid(narrow.total_blocks), detail::dense_threads, 0, stream>>>(narrow, from, to);
+    check_launch(cudaGetLastError(), "narrow path, " + std::to_string(narrow.total_blocks) + " blocks");
+    return;
+  }
+  const detail::convert_plan plan = detail::make_plan(src.mapping(), dst.mapping(), src_addr, dst_addr,
+                                                      static_cast<int>(sizeof(T)));
   const std::int64_t blocks = detail::grid_blocks(plan);
-  detail::convert_tiles<word><<<static_cast<unsigned>(blocks), detail::block_threads, 0, stream>>>(
-      plan, reinterpret_cast<const word*>(src.data()), reinterpret_cast<word*>(dst.data()));
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
-    memfmt::detail::fail(errc::backend_failure,
-                         detail::convert_name<From, To>() + ": kernel launch failed for sizes " +
-                             memfmt::detail::dims_to_string(src.extents()) + " (" + std::to_string(blocks) +
-                             " blocks of " + std::to_string(detail::block_threads) +
-                             " threads): " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  detail::convert_tiles<word><<<grid(blocks), detail::block_threads, 0, stream>>>(plan, from, to);
+  check_launch(cudaGetLastError(), std::to_string(blocks) + " blocks of " + std::to_string(detail::block_threads) +
+                                       " threads");
 }
 
 // A mutable source view converts to const here (deduction alone would not do it).
