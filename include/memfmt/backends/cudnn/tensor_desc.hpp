@@ -161,30 +161,26 @@ inline std::optional<dense_shape> dense_shape_of(const tensor_spec& t) {
 // cuDNN's runtime-fusion engine runs pointwise graphs on fully packed tensors in (N, spatial, C),
 // (C, N, spatial) or (C, spatial, N) stride order with C > 1, and reads the strides literally,
 // size-1 dimensions included (H100, cuDNN 9.19: "!(isNSpatialC_ordered_fullyPacked() || ...)",
-// "getDimA()[1] == 1"). A pointwise frame describes the tensors of one pointwise graph so that
-// dense tensors pass those checks, with the same bytes:
-//   C == 1, S > 1 (either order):  [N, S, 1, 1]; per-channel operands [1, 1, 1, 1]
-//   S == 1 (either order):         [N, C, 1, 1] with channels-last strides
-//   otherwise:                     as it is
+// "getDimA()[1] == 1"). A pointwise frame describes a dense tensor with one position, [N, C, 1, 1]
+// in either format, with the channels-last strides [C, 1, C, C] (the GPU tests ran batch norm on
+// such tensors through it), and leaves every other tensor as it is.
 // A channels-first tensor with C, S > 1 has no such description. Two were tried on an H100 with
 // cuDNN 9.19: [N, S, C, 1] with the operands broadcast along the third dimension was turned down
 // ("Unsupported pointwise pattern"); one sample [1, C, spatial] with (C, N, spatial) strides, run
 // per sample, was accepted and computed wrong values. Pointwise graphs over such tensors stay
-// unsupported, and the backend says so (require_pointwise_plan).
+// unsupported, and the backend says so (require_pointwise_plan). (C == 1 needs no frame there:
+// cuDNN 9.19 has no batch-norm engine for one channel, "c % elements_per_ldg != 0".)
 // Unique ids and types do not change. The frame is chosen from the graph's main tensor, and every
 // other full tensor of the graph must be dense with the same extents.
 class pointwise_frame {
  public:
-  enum class form { as_is, positions_only, channels_only };
+  enum class form { as_is, channels_only };
 
   explicit pointwise_frame(const tensor_spec& main) {
     const auto d = dense_shape_of(main);
     if (!d) return;
     shape_ = *d;
-    if (d->s == 1)
-      form_ = form::channels_only;
-    else if (d->c == 1)
-      form_ = form::positions_only;
+    if (d->s == 1) form_ = form::channels_only;
   }
   form kind() const noexcept { return form_; }
 
@@ -196,28 +192,16 @@ class pointwise_frame {
       memfmt::detail::fail(errc::unsupported, "cuDNN pointwise graph: tensor " + t.key() +
                                                   " is not dense with the extents of the graph's main tensor");
     tensor_spec r = t;
-    const std::int64_t n = shape_.n, c = shape_.c, s = shape_.s;
-    if (form_ == form::positions_only) {
-      r.dims = {n, s, 1, 1};
-      r.strides = {s, 1, s, s};
-    } else {
-      r.dims = {n, c, 1, 1};
-      r.strides = {c, 1, c, c};
-    }
+    r.dims = {shape_.n, shape_.c, 1, 1};
+    r.strides = {shape_.c, 1, shape_.c, shape_.c};
     return r;
   }
   // A per-channel operand [1, C, 1, ...] (channel_spec) of the graph.
   tensor_spec param(const tensor_spec& t) const {
     if (form_ == form::as_is) return t;
     tensor_spec r = t;
-    const std::int64_t c = shape_.c;
-    if (form_ == form::positions_only) {
-      r.dims = {1, 1, 1, 1};
-      r.strides = {1, 1, 1, 1};
-    } else {
-      r.dims = {1, c, 1, 1};
-      r.strides = {c, 1, c, c};
-    }
+    r.dims = {1, shape_.c, 1, 1};
+    r.strides = {shape_.c, 1, shape_.c, shape_.c};
     return r;
   }
 
