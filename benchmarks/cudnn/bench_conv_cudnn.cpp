@@ -125,14 +125,19 @@ void register_type() {
   const double min_time = memfmt_bench::env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
   for (const layer& L : layers)
     for (bool bwd : {false, true}) {
-      const std::string pass = bwd ? "fwd+bwd" : "fwd";
-      const std::string base = std::string(L.name) + "/" + type_name<T>() + "/" + pass + "/";
+      const std::string base =
+          std::string(L.name) + "/" + type_name<T>() + "/" + (bwd ? "fwd+bwd" : "fwd") + "/";
+      const auto add = [&](const char* format, auto run_format) {
+        benchmark::RegisterBenchmark((base + format).c_str(), [&L, bwd, run_format](benchmark::State& s) {
+          run_format(s, L, bwd);
+        })->UseManualTime()->MinTime(min_time);
+      };
       if (L.d > 0) {
-        benchmark::RegisterBenchmark((base + "ncdhw").c_str(), [&L, bwd](benchmark::State& s) { run<T, ncdhw>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
-        benchmark::RegisterBenchmark((base + "ndhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, ndhwc>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
+        add("ncdhw", run<T, ncdhw>);
+        add("ndhwc", run<T, ndhwc>);
       } else {
-        benchmark::RegisterBenchmark((base + "nchw").c_str(), [&L, bwd](benchmark::State& s) { run<T, nchw>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
-        benchmark::RegisterBenchmark((base + "nhwc").c_str(), [&L, bwd](benchmark::State& s) { run<T, nhwc>(s, L, bwd); })->UseManualTime()->MinTime(min_time);
+        add("nchw", run<T, nchw>);
+        add("nhwc", run<T, nhwc>);
       }
     }
 }

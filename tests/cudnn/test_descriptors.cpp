@@ -4,17 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include <memfmt/backends/cudnn/graphs.hpp>
 #include <memfmt/tensor/tensor_view.hpp>
 
+#include "../common/coords.hpp"
+
 namespace {
 
 using namespace memfmt;
 using cudnn::conv_direction;
 using cudnn::descriptor;
+using memfmt_test::for_each_coord;
 
 // A fake, 256-byte aligned device address: descriptors never dereference it.
 template <class T>
@@ -459,26 +463,18 @@ void check_pointwise_frame(const std::array<std::int64_t, F::rank>& e, cudnn::po
   for (std::int64_t id : {cudnn::uid::y, cudnn::uid::residual})
     EXPECT_EQ(read_tensor(inf.tensor_by_uid(id)).strides, rx.strides) << "uid " << id;
   EXPECT_EQ(read_tensor(ep.tensor_by_uid(cudnn::uid::aux)).dims, rx.dims);
-  // Same bytes: walk every element of the original and of the framed description (row-major over
-  // their dims) and compare the sets of offsets; and the per-channel operand broadcasts along C.
+  // Same bytes: walk every element of the original and of the framed description and compare the
+  // sets of offsets; and the per-channel operand broadcasts along C.
   const layout<F> map = layout<F>::packed(e);
   std::vector<std::int64_t> original, framed;
-  std::array<std::int64_t, F::rank> idx{};
-  for (std::int64_t i = 0; i < map.numel(); ++i) {
-    std::int64_t rest = i;
-    for (int d = F::rank - 1; d >= 0; --d) {
-      idx[static_cast<std::size_t>(d)] = rest % e[static_cast<std::size_t>(d)];
-      rest /= e[static_cast<std::size_t>(d)];
-    }
-    original.push_back(map(idx));
+  for_each_coord(e, [&](const auto& c) { original.push_back(map(c)); });
+  ASSERT_EQ(rx.dims.size(), 4u);
+  const std::array<std::int64_t, 4> fe{rx.dims[0], rx.dims[1], rx.dims[2], rx.dims[3]};
+  for_each_coord(fe, [&](const auto& c) {
     std::int64_t off = 0;
-    rest = i;
-    for (std::size_t d = rx.dims.size(); d-- > 0;) {
-      off += rest % rx.dims[d] * rx.strides[d];
-      rest /= rx.dims[d];
-    }
+    for (std::size_t d = 0; d < 4; ++d) off += c[d] * rx.strides[d];
     framed.push_back(off);
-  }
+  });
   std::sort(original.begin(), original.end());
   std::sort(framed.begin(), framed.end());
   EXPECT_EQ(framed, original);

@@ -15,6 +15,7 @@
 
 #include "../../dtype.hpp"
 #include "../../error.hpp"
+#include "../../strided/classify.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "descriptor.hpp"
 
@@ -123,38 +124,22 @@ inline tensor_spec virtual_like(const tensor_spec& like, dtype t, std::int64_t u
   return s;
 }
 
-// The extents of a dense tensor [N, C, spatial...] as (N, C, S), S the number of positions, and
-// whether its channels are its innermost dimension; nullopt when it is not dense in either order.
+// The extents of a dense 4-D or 5-D tensor [N, C, spatial...] as (N, C, S), S the number of
+// positions, and whether it is channels-last; nullopt when it is dense in neither order. Density is
+// PyTorch's is_contiguous (strided/classify.hpp): strides of size-1 dimensions do not count, so a
+// tensor with one channel or one position is both, and is reported as channels-last.
 struct dense_shape {
   std::int64_t n, c, s;
   bool channels_last;
 };
 inline std::optional<dense_shape> dense_shape_of(const tensor_spec& t) {
   const std::size_t rank = t.dims.size();
-  if (rank < 3 || rank != t.strides.size()) return std::nullopt;
+  if ((rank != 4 && rank != 5) || rank != t.strides.size()) return std::nullopt;
   dense_shape d{t.dims[0], t.dims[1], 1, false};
   for (std::size_t i = 2; i < rank; ++i) d.s *= t.dims[i];
-  const auto packed_in = [&](const std::vector<std::size_t>& inner_first) {
-    std::int64_t expected = 1;
-    for (std::size_t i : inner_first) {
-      if (t.dims[i] != 1 && t.strides[i] != expected) return false;
-      expected *= t.dims[i];
-    }
-    return true;
-  };
-  std::vector<std::size_t> first, last = {1};
-  for (std::size_t i = rank; i-- > 2;) {
-    first.push_back(i);
-    last.push_back(i);
-  }
-  first.push_back(1);
-  first.push_back(0);
-  last.push_back(0);
-  if (packed_in(last)) {
-    d.channels_last = true;
-    return d;
-  }
-  if (packed_in(first)) return d;
+  const strided_desc desc{t.dims, t.strides, t.type};
+  d.channels_last = is_contiguous(desc, rank == 4 ? memory_format::channels_last : memory_format::channels_last_3d);
+  if (d.channels_last || is_contiguous(desc, memory_format::contiguous)) return d;
   return std::nullopt;
 }
 

@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(dense_threads) dense_convert(const dense_plan 
 
 template <class Word, int VK, int VR>
 cudaError_t launch_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
-  const std::int64_t blocks = p.total_tiles < max_grid_blocks ? p.total_tiles : max_grid_blocks;
-  dense_convert<Word, VK, VR><<<static_cast<unsigned>(blocks), dense_threads, 0, stream>>>(p, src, dst);
+  const auto blocks = static_cast<unsigned>(grid_blocks(p.total_tiles));
+  dense_convert<Word, VK, VR><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
   return cudaGetLastError();
 }
 
@@ -118,9 +118,6 @@ void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_
                                                       "): " + cudaGetErrorName(status) + ": " +
                                                       cudaGetErrorString(status));
   };
-  const auto grid = [](std::int64_t blocks) {
-    return static_cast<unsigned>(blocks < detail::max_grid_blocks ? blocks : detail::max_grid_blocks);
-  };
   const detail::dense_plan dense =
       detail::make_dense_plan(src.mapping(), dst.mapping(), src_addr, dst_addr, static_cast<int>(sizeof(T)));
   if (dense.total_tiles > 0) {
@@ -130,14 +127,15 @@ void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_
   }
   const detail::narrow_plan narrow = detail::make_narrow_plan(src.mapping(), dst.mapping(), static_cast<int>(sizeof(T)));
   if (narrow.total_blocks > 0) {
-    detail::narrow_convert<word><<<grid(narrow.total_blocks), detail::dense_threads, 0, stream>>>(narrow, from, to);
+    const auto blocks = static_cast<unsigned>(detail::grid_blocks(narrow.total_blocks));
+    detail::narrow_convert<word><<<blocks, detail::dense_threads, 0, stream>>>(narrow, from, to);
     check_launch(cudaGetLastError(), "narrow path, " + std::to_string(narrow.total_blocks) + " blocks");
     return;
   }
   const detail::convert_plan plan = detail::make_plan(src.mapping(), dst.mapping(), src_addr, dst_addr,
                                                       static_cast<int>(sizeof(T)));
   const std::int64_t blocks = detail::grid_blocks(plan);
-  detail::convert_tiles<word><<<grid(blocks), detail::block_threads, 0, stream>>>(plan, from, to);
+  detail::convert_tiles<word><<<static_cast<unsigned>(blocks), detail::block_threads, 0, stream>>>(plan, from, to);
   check_launch(cudaGetLastError(), std::to_string(blocks) + " blocks of " + std::to_string(detail::block_threads) +
                                        " threads");
 }

@@ -428,8 +428,12 @@ convert_plan make_plan(const layout<From>& src, const layout<To>& dst, std::uint
 }
 
 // Blocks to launch: one per tile up to CUDA's limit; the kernel's grid-stride loop covers the rest.
+// (The dense and narrow kernels of dense_transpose.hpp size their grids with the same rule.)
+inline std::int64_t grid_blocks(std::int64_t work, std::int64_t limit = max_grid_blocks) noexcept {
+  return work < limit ? work : limit;
+}
 inline std::int64_t grid_blocks(const convert_plan& p, std::int64_t limit = max_grid_blocks) noexcept {
-  return p.total_tiles < limit ? p.total_tiles : limit;
+  return grid_blocks(p.total_tiles, limit);
 }
 
 }  // namespace memfmt::cuda::detail
