@@ -139,7 +139,7 @@ void check_convert(const typename layout<From>::extents_type& e, int src_pad, in
   expect_same_elements(src, back, name + " (round trip)");
 }
 
-constexpr std::array<std::array<std::int64_t, 4>, 17> shapes_4d = {{
+constexpr std::array<std::array<std::int64_t, 4>, 19> shapes_4d = {{
     {2, 12, 3, 20},  // 4-element groups for every size
     {1, 6, 3, 10},   // 2-element groups
     {1, 1, 1, 1},
@@ -157,8 +157,10 @@ constexpr std::array<std::array<std::int64_t, 4>, 17> shapes_4d = {{
     {4, 67, 33, 65},
     {2, 256, 28, 28},
     {2, 3, 45, 67},  // C = 3: the narrow path, 3015 positions over 3 blocks, the last one partial
+    {2, 3, 64, 96},  // C = 3, 6144 positions: the narrow path's 16-byte vectors, over 2-5 blocks
+    {2, 48, 2, 2},   // 4 positions, 48 channels: the same, the other way round
 }};
-constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
+constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
     {1, 12, 2, 3, 20},
     {1, 3, 2, 5, 7},
     {2, 17, 3, 3, 3},
@@ -168,6 +170,7 @@ constexpr std::array<std::array<std::int64_t, 5>, 9> shapes_5d = {{
     {1, 40, 1, 3, 32},
     {2, 48, 5, 9, 16},
     {2, 32, 3, 3, 3},  // D*H*W = 27: whole-tile runs, wider than the lines allow
+    {1, 5, 4, 16, 16},  // 5 channels, 1024 positions: the narrow path's vectors in 3-D
 }};
 
 template <class T, class From, class To, std::size_t N, std::size_t R>

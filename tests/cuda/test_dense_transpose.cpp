@@ -64,7 +64,8 @@ void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
 
 // One case: From -> To over extents `e`, the bases offset by `misalign` elements.
 template <class Word, class From, class To>
-void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases) {
+void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases,
+                int* narrow_vector_cases) {
   const std::string name = std::string(From::name) + "->" + To::name + " " + memfmt::detail::dims_to_string(e) +
                            " elem " + std::to_string(sizeof(Word)) + " misalign " + std::to_string(misalign);
   SCOPED_TRACE(name);
@@ -77,19 +78,36 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   for (std::size_t i = 0; i < n; ++i) s[i] = pattern<Word>(static_cast<std::int64_t>(i));
   const auto sa = reinterpret_cast<std::uintptr_t>(s), da = reinterpret_cast<std::uintptr_t>(d);
   const cd::dense_plan p = cd::make_dense_plan(ls, ld, sa, da, static_cast<int>(sizeof(Word)));
-  const cd::narrow_plan q = cd::make_narrow_plan(ls, ld, static_cast<int>(sizeof(Word)));
+  const cd::narrow_plan q = cd::make_narrow_plan(ls, ld, sa, da, static_cast<int>(sizeof(Word)));
   ASSERT_NE(p.total_tiles > 0, q.total_blocks > 0) << "exactly one of the two paths takes a dense case";
   if (q.total_blocks > 0) {
     ++*narrow_cases;
     ASSERT_LE(static_cast<std::size_t>(q.narrow) * static_cast<std::size_t>(q.span) * sizeof(Word),
               static_cast<std::size_t>(cd::narrow_tile_bytes));
+    // 16-byte vectors only where every access of every block is aligned: the bases, the long
+    // side (so every row and run) and the span.
+    constexpr int v = cd::narrow_vector_bytes / static_cast<int>(sizeof(Word));
+    if (q.vec == v) {
+      ++*narrow_vector_cases;
+      EXPECT_EQ(sa % cd::narrow_vector_bytes, 0u);
+      EXPECT_EQ(da % cd::narrow_vector_bytes, 0u);
+      EXPECT_EQ(q.wide % v, 0);
+      EXPECT_EQ(q.span % v, 0);
+    } else {
+      ASSERT_EQ(q.vec, 1);
+    }
     std::vector<Word> shared;
     for (std::int64_t b = 0; b < q.total_blocks; ++b) {
       shared.assign(cd::narrow_tile_bytes / sizeof(Word) + 2 * canary, Word(0x5a));
       Word* tile = shared.data() + canary;
       const cd::narrow_origin o = cd::narrow_at(q, b);
-      for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_read(q, o, t, s, tile);
-      for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_write(q, o, t, tile, d);
+      if (q.vec == v) {
+        for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_read<v>(q, o, t, s, tile);
+        for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_write<v>(q, o, t, tile, d);
+      } else {
+        for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_read<1>(q, o, t, s, tile);
+        for (int t = 0; t < cd::dense_threads; ++t) cd::narrow_write<1>(q, o, t, tile, d);
+      }
       for (int k = 0; k < canary; ++k) {
         ASSERT_EQ(shared[static_cast<std::size_t>(k)], Word(0x5a)) << "narrow tile underrun";
         ASSERT_EQ(shared[shared.size() - 1 - static_cast<std::size_t>(k)], Word(0x5a)) << "narrow tile overrun";
@@ -118,26 +136,29 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
 
 template <class Word>
 void check_all() {
-  int vector_cases = 0, narrow_cases = 0;
-  // Dense tiles; then narrow sides: 3 or 15 channels, 1, 4 or 9 positions (a long side over one
-  // block's 1024 indices included).
+  int vector_cases = 0, narrow_cases = 0, narrow_vector_cases = 0;
+  // Dense tiles; then narrow sides: 3, 5, 13 or 15 channels, 1, 3, 4 or 9 positions (long sides
+  // over several blocks, and long sides of whole 16-byte vectors, included).
   const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},   {1, 64, 8, 8},  {3, 130, 3, 11}, {2, 256, 7, 7},
                                                  {1, 17, 4, 4},   {2, 20, 9, 9},  {2, 33, 65, 1},  {1, 128, 16, 8},
                                                  {1, 300, 1, 129}, {2, 16, 4, 4},  {2, 3, 5, 7},    {1, 3, 40, 41},
                                                  {2, 15, 33, 3},  {1, 17, 1, 1},  {3, 1100, 2, 2}, {2, 1, 9, 9},
-                                                 {1, 13, 40, 40}};
+                                                 {1, 13, 40, 40}, {2, 3, 64, 96},  {1, 5, 32, 32},  {1, 2048, 3, 1},
+                                                 {2, 48, 1, 1}};
   for (int misalign : {0, 1})
     for (const auto& e : shapes) {
-      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases);
-      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases);
+      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
+      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
     }
   for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
-                                              {2, 3, 4, 5, 6}}) {
-    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases);
-    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases);
+                                              {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
+    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
   }
   EXPECT_GT(vector_cases, 10) << "the replay should exercise the vector widths";
   EXPECT_GT(narrow_cases, 10) << "the replay should exercise the narrow path";
+  if (sizeof(Word) < 4) EXPECT_GT(narrow_vector_cases, 3) << "the replay should exercise the narrow path's vectors";
+  else EXPECT_EQ(narrow_vector_cases, 0) << "4- and 8-byte elements take one per access";
 }
 
 TEST(CudaDenseTranspose, ReplayOneByteElements) { check_all<std::uint8_t>(); }
@@ -162,18 +183,35 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   const std::array<std::int64_t, 4> rgb{8, 3, 224, 224}, tiny{8, 64, 2, 2};
   EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 0, 4).total_tiles, 0);
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 0, 0, 4).total_tiles, 0);
-  const auto rgb_plan = cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 4);
+  const auto narrow = [](const auto& from, const auto& to, std::uintptr_t addr, int elem) {
+    return cd::make_narrow_plan(from, to, addr, addr, elem);
+  };
+  // One element per access (fp32; or a base off 16 bytes): 32 KiB / 4 bytes / 3 channels = 2730
+  // positions per block, at most 4 per thread and channel.
+  const auto rgb_plan = narrow(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 4);
   EXPECT_TRUE(rgb_plan.narrow_rows);
-  EXPECT_EQ(rgb_plan.span, 1024);  // 16 KiB / 4 bytes / 3 channels = 1365, at most 1024
+  EXPECT_EQ(rgb_plan.vec, 1);
+  EXPECT_EQ(rgb_plan.span, 1024);
   EXPECT_EQ(rgb_plan.chunks, 49);  // 50176 positions
   EXPECT_EQ(rgb_plan.total_blocks, 8 * 49);
-  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 8).span, 682);
-  const auto tiny_plan = cd::make_narrow_plan(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 4);
+  EXPECT_EQ(narrow(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 2, 2).vec, 1);
+  EXPECT_EQ(narrow(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 2, 2).span, 1024);
+  // 16-byte vectors for 1- and 2-byte elements: spans of whole vectors (5461 -> 5456 bf16, 10922 ->
+  // 10912 int8); not where the long side is not whole vectors (50175 positions), nor with one base
+  // misaligned.
+  const auto rgb_vec = narrow(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 2);
+  EXPECT_EQ(rgb_vec.vec, 8);
+  EXPECT_EQ(rgb_vec.span, 5456);
+  EXPECT_EQ(narrow(layout<nhwc>::packed(rgb), layout<nchw>::packed(rgb), 0, 1).vec, 16);
+  EXPECT_EQ(narrow(layout<nhwc>::packed(rgb), layout<nchw>::packed(rgb), 0, 1).span, 10912);
+  const std::array<std::int64_t, 4> rgb_odd{8, 3, 223, 225};
+  EXPECT_EQ(narrow(layout<nchw>::packed(rgb_odd), layout<nhwc>::packed(rgb_odd), 0, 2).vec, 1);
+  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nhwc>::packed(rgb), 0, 8, 2).vec, 1);
+  const auto tiny_plan = narrow(layout<nhwc>::packed(tiny), layout<nchw>::packed(tiny), 0, 4);
   EXPECT_TRUE(tiny_plan.narrow_rows);  // NHWC -> NCHW: rows are the 4 positions
-  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(e), layout<nhwc>::packed(e), 4).total_blocks, 0);  // wide: tiles
-  EXPECT_EQ(cd::make_narrow_plan(layout<nchw>::packed(rgb), layout<nchw>::packed(rgb), 4).total_blocks, 0);
-  EXPECT_EQ(cd::make_narrow_plan(memfmt_test::padded_layout<nchw>(rgb, 3), layout<nhwc>::packed(rgb), 4).total_blocks,
-            0);
+  EXPECT_EQ(narrow(layout<nchw>::packed(e), layout<nhwc>::packed(e), 0, 4).total_blocks, 0);  // wide: tiles
+  EXPECT_EQ(narrow(layout<nchw>::packed(rgb), layout<nchw>::packed(rgb), 0, 4).total_blocks, 0);
+  EXPECT_EQ(narrow(memfmt_test::padded_layout<nchw>(rgb, 3), layout<nhwc>::packed(rgb), 0, 4).total_blocks, 0);
   // Vector widths follow alignment and row lengths: C = 18 rows of fp32 NHWC->NCHW load 1 element,
   // 16 positions store 2; a base off by one element loads 1 too.
   const std::array<std::int64_t, 4> odd{1, 18, 4, 4};

@@ -85,18 +85,30 @@ cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStrea
   return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);
 }
 
-template <class Word>
+template <class Word, int V>
 __global__ void __launch_bounds__(dense_threads) narrow_convert(const narrow_plan p, const Word* __restrict__ src,
                                                                 Word* __restrict__ dst) {
-  __shared__ Word tile[narrow_tile_bytes / sizeof(Word)];
+  __shared__ alignas(narrow_vector_bytes) Word tile[narrow_tile_bytes / sizeof(Word)];
   const int thread = static_cast<int>(threadIdx.x);
   for (std::int64_t i = blockIdx.x; i < p.total_blocks; i += gridDim.x) {
     const narrow_origin o = narrow_at(p, i);
-    narrow_read(p, o, thread, src, tile);
+    narrow_read<V>(p, o, thread, src, tile);
     __syncthreads();
-    narrow_write(p, o, thread, tile, dst);
+    narrow_write<V>(p, o, thread, tile, dst);
     __syncthreads();  // the next block of the loop overwrites the tile
   }
+}
+
+// The plan's vector is 16 bytes' worth or one element (make_narrow_plan), so two instantiations.
+template <class Word>
+cudaError_t run_narrow(const narrow_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
+  constexpr int v = narrow_vector_bytes / static_cast<int>(sizeof(Word));
+  const auto blocks = static_cast<unsigned>(grid_blocks(p.total_blocks));
+  if (p.vec == v)
+    narrow_convert<Word, v><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
+  else
+    narrow_convert<Word, 1><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
+  return cudaGetLastError();
 }
 
 }  // namespace detail
@@ -125,11 +137,11 @@ void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_
                  "dense path, " + std::to_string(dense.total_tiles) + " tiles");
     return;
   }
-  const detail::narrow_plan narrow = detail::make_narrow_plan(src.mapping(), dst.mapping(), static_cast<int>(sizeof(T)));
+  const detail::narrow_plan narrow =
+      detail::make_narrow_plan(src.mapping(), dst.mapping(), src_addr, dst_addr, static_cast<int>(sizeof(T)));
   if (narrow.total_blocks > 0) {
-    const auto blocks = static_cast<unsigned>(detail::grid_blocks(narrow.total_blocks));
-    detail::narrow_convert<word><<<blocks, detail::dense_threads, 0, stream>>>(narrow, from, to);
-    check_launch(cudaGetLastError(), "narrow path, " + std::to_string(narrow.total_blocks) + " blocks");
+    check_launch(detail::run_narrow<word>(narrow, from, to, stream),
+                 "narrow path, " + std::to_string(narrow.total_blocks) + " blocks");
     return;
   }
   const detail::convert_plan plan = detail::make_plan(src.mapping(), dst.mapping(), src_addr, dst_addr,
