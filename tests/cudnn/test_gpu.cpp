@@ -1,6 +1,6 @@
 // The cuDNN backend against the reference backend on a GPU: convolution forward (with bias, with
 // and without channel padding), backward data, backward weights (with dbias), batch norm training,
-// inference and backward, NCHW and NHWC, fp32 / fp16 / bf16. Skips when there is no GPU.
+// inference and backward, NCHW and NHWC, fp32 / fp16 / bf16 / fp64. Skips when there is no GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,7 +29,9 @@ T from_float(float f) { return T(f); }
 template <>
 float from_float<float>(float f) { return f; }
 template <class T>
-float to_float(T v) { return static_cast<float>(v); }
+double to_float(T v) { return static_cast<double>(static_cast<float>(v)); }
+template <>
+double to_float<double>(double v) { return v; }
 
 // Values exactly representable in bf16 and fp16, small enough that sums stay accurate.
 template <class T>
@@ -59,7 +61,10 @@ struct dev {
 };
 
 template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 2e-3 : (std::is_same_v<T, half> ? 2e-2 : 8e-2); }
+double tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-9;  // fp64 math: only summation order differs
+  return std::is_same_v<T, float> ? 2e-3 : (std::is_same_v<T, half> ? 2e-2 : 8e-2);
+}
 
 // |got - want| <= tol * (1 + |want|) element-wise (TF32 / fp16 accumulation are allowed).
 template <class A, class B>
@@ -143,6 +148,11 @@ TEST_F(CudnnGpu, ConvMatchesReferenceBf16) {
   conv_all<bfloat16>(be);
 }
 
+TEST_F(CudnnGpu, ConvMatchesReferenceFp64) {
+  cudnn::backend be;
+  conv_all<double>(be);
+}
+
 TEST_F(CudnnGpu, ChannelPaddingLeavesTheResultUnchanged) {
   cudnn::backend_options o;
   o.pad_channels_for_tensor_cores = true;
@@ -165,18 +175,25 @@ TEST_F(CudnnGpu, ChannelPaddingLeavesTheResultUnchanged) {
 }
 
 // cuDNN 9.19 on an H100 runs its pointwise steps (batch-norm inference, the residual / relu
-// epilogue and its gradient) on channels-last tensors only. A batch-norm call on a channels-first
-// tensor must therefore either run (and match the reference) or be refused with an error that
-// names the tensor and says "channels-first"; a channels-last one must run. Returns whether it ran.
-template <class F, class Fn>
-bool runs_or_refuses_channels_first(const std::string& what, Fn&& call) {
+// epilogue and its gradient) on channels-last tensors only, and has no float64 batch norm at all
+// (training and backward: no engine config; the pointwise steps: runtime compilation fails). A
+// batch-norm call must therefore either run (and match the reference) or be refused with an
+// unsupported error that says why: "channels-first" for a channels-first tensor, the dtype for
+// float64. A channels-last call in another dtype must run. Returns whether it ran.
+template <class T, class F, class Fn>
+bool runs_or_refuses(const std::string& what, Fn&& call) {
   try {
     call();
     return true;
   } catch (const memfmt::error& err) {
-    EXPECT_FALSE(F::channels_last) << what << ": " << err.what();
-    EXPECT_EQ(err.code(), errc::unsupported) << what << ": " << err.what();
-    EXPECT_NE(std::string(err.what()).find("channels-first"), std::string::npos) << what << ": " << err.what();
+    const std::string msg = err.what();
+    EXPECT_EQ(err.code(), errc::unsupported) << what << ": " << msg;
+    if constexpr (std::is_same_v<T, double>) {
+      EXPECT_NE(msg.find("float64"), std::string::npos) << what << ": " << msg;
+    } else {
+      EXPECT_FALSE(F::channels_last) << what << ": " << msg;
+      EXPECT_NE(msg.find("channels-first"), std::string::npos) << what << ": " << msg;
+    }
     return false;
   }
 }
@@ -216,7 +233,7 @@ void bn_case(cudnn::backend& be, std::array<std::int64_t, F::rank> e, bool resid
   const tensor_view<const T, F> vr = residual ? tensor_view<const T, F>(dr.p, x.mapping()) : tensor_view<const T, F>{};
   const double tol = tolerance<T>();
   const std::string shape = memfmt::detail::dims_to_string(e);
-  if (runs_or_refuses_channels_first<F>("bn training " + shape, [&] {
+  if (runs_or_refuses<T, F>("bn training " + shape, [&] {
         be.batch_norm_forward_training<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()),
                                              tensor_view<T, F>(dyout.p, x.mapping()), dgam.p, dbet.p, drm.p, drv.p,
                                              dsm.p, dsi.p, p, vr);
@@ -227,7 +244,7 @@ void bn_case(cudnn::backend& be, std::array<std::int64_t, F::rank> e, bool resid
     expect_close(drm.download().data(), rm_ref.data(), static_cast<std::int64_t>(c), 1e-3, "running mean");
     expect_close(drv.download().data(), rv_ref.data(), static_cast<std::int64_t>(c), 1e-3, "running var");
   }
-  if (runs_or_refuses_channels_first<F>("bn inference " + shape, [&] {
+  if (runs_or_refuses<T, F>("bn inference " + shape, [&] {
         be.batch_norm_forward_inference<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()),
                                               tensor_view<T, F>(dyinf.p, x.mapping()), dgam.p, dbet.p, drm2.p, drv2.p,
                                               p, vr);
@@ -236,7 +253,7 @@ void bn_case(cudnn::backend& be, std::array<std::int64_t, F::rank> e, bool resid
   // Backward from the reference's forward output and statistics (so only the backward is compared).
   dev<T> dyref(yref.data(), n);
   dev<P> dsmr(sm_ref.data(), c), dsir(si_ref.data(), c);
-  if (runs_or_refuses_channels_first<F>("bn backward " + shape, [&] {
+  if (runs_or_refuses<T, F>("bn backward " + shape, [&] {
         be.batch_norm_backward<T, F>(tensor_view<const T, F>(dxin.p, x.mapping()),
                                      tensor_view<const T, F>(ddy.p, x.mapping()), tensor_view<T, F>(ddx.p, x.mapping()),
                                      dgam.p, dsmr.p, dsir.p, ddg.p, ddb.p, p,
@@ -274,6 +291,11 @@ TEST_F(CudnnGpu, BatchNormMatchesReferenceFp16) {
 TEST_F(CudnnGpu, BatchNormMatchesReferenceBf16) {
   cudnn::backend be;
   bn_all<bfloat16>(be);
+}
+
+TEST_F(CudnnGpu, BatchNormMatchesReferenceFp64) {
+  cudnn::backend be;
+  bn_all<double>(be);
 }
 
 TEST_F(CudnnGpu, PlanCacheHitsOnRepeatAndUserAllocatorIsUsed) {
