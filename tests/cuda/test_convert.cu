@@ -157,7 +157,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 19> shapes_4d = {{
     {4, 67, 33, 65},
     {2, 256, 28, 28},
     {2, 3, 45, 67},  // C = 3: the narrow path, 3015 positions over 3 blocks, the last one partial
-    {2, 3, 64, 96},  // C = 3, 6144 positions: the narrow path's 16-byte vectors, over 2-5 blocks
+    {2, 3, 64, 96},  // C = 3, 6144 positions: 16-byte vectors for 1 and 2 bytes, 1-6 blocks an image
     {2, 48, 2, 2},   // 4 positions, 48 channels: the same, the other way round
 }};
 constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{

@@ -2,7 +2,8 @@
 //
 // For each case we build the plan the host code builds and run the kernel's own per-thread
 // functions on real bytes, tile by tile: dense_read (or, with a narrow side, narrow_read) for all
-// 256 threads, the barrier, dense_write (narrow_write) for all 256. Then we compare
+// 256 threads, the barrier, dense_write (narrow_write) for all 256; or, for 1-byte elements in
+// 16-byte vectors on the narrow path, the register path's functions warp by warp. Then we compare
 // with an independent truth: the naive mapping
 // dst[layout<To>(n, c, ...)] == src[layout<From>(n, c, ...)]. Canaries around the destination and
 // around the shared tile catch out-of-bounds writes; 8-byte elements carry their source offset,
@@ -12,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memfmt/convert/cuda/dense_transpose.hpp"
@@ -62,6 +64,33 @@ void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
   }
 }
 
+// 1-byte elements in 16-byte vectors take the register path: every unit, warp by warp (stage,
+// then store, for rows -> run), for the plan's N.
+template <int N>
+void replay_bytes_n(const cd::narrow_plan& q, const std::uint8_t* s, std::uint8_t* d) {
+  const std::int64_t units = cd::narrow_byte_units(q);
+  std::vector<std::uint8_t> stage(32 * 16 * N + 2 * canary, 0x5a);
+  for (std::int64_t first = 0; first < units; first += 32) {
+    if (q.narrow_rows) {
+      for (int lane = 0; lane < 32 && first + lane < units; ++lane)
+        cd::narrow_bytes_stage_run<N>(q, first + lane, s, stage.data() + canary + 16 * N * lane);
+      for (int lane = 0; lane < 32; ++lane) cd::narrow_bytes_store_run<N>(first, units, lane, stage.data() + canary, d);
+    } else {
+      for (int lane = 0; lane < 32 && first + lane < units; ++lane) cd::narrow_bytes_unit_to_rows<N>(q, first + lane, s, d);
+    }
+  }
+  for (int k = 0; k < canary; ++k) {
+    ASSERT_EQ(stage[static_cast<std::size_t>(k)], 0x5a) << "staging underrun";
+    ASSERT_EQ(stage[stage.size() - 1 - static_cast<std::size_t>(k)], 0x5a) << "staging overrun";
+  }
+}
+template <int... N>
+void replay_bytes(const cd::narrow_plan& q, const std::uint8_t* s, std::uint8_t* d, std::integer_sequence<int, N...>) {
+  using replay_fn = void (*)(const cd::narrow_plan&, const std::uint8_t*, std::uint8_t*);
+  const replay_fn by_narrow[] = {&replay_bytes_n<N + 1>...};
+  by_narrow[q.narrow - 1](q, s, d);
+}
+
 // One case: From -> To over extents `e`, the bases offset by `misalign` elements.
 template <class Word, class From, class To>
 void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases,
@@ -87,6 +116,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
     // 16-byte vectors only where every access of every block is aligned: the bases, the long
     // side (so every row and run) and the span.
     constexpr int v = cd::narrow_vector_bytes / static_cast<int>(sizeof(Word));
+    bool q_done = false;
     if (q.vec == v) {
       ++*narrow_vector_cases;
       EXPECT_EQ(sa % cd::narrow_vector_bytes, 0u);
@@ -97,7 +127,13 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
       ASSERT_EQ(q.vec, 1);
     }
     std::vector<Word> shared;
-    for (std::int64_t b = 0; b < q.total_blocks; ++b) {
+    if constexpr (sizeof(Word) == 1) {
+      if (q.vec == v) {
+        replay_bytes(q, s, d, std::make_integer_sequence<int, static_cast<int>(cd::dense_min_side) - 1>{});
+        q_done = true;
+      }
+    }
+    for (std::int64_t b = 0; !q_done && b < q.total_blocks; ++b) {
       shared.assign(cd::narrow_tile_bytes / sizeof(Word) + 2 * canary, Word(0x5a));
       Word* tile = shared.data() + canary;
       const cd::narrow_origin o = cd::narrow_at(q, b);
@@ -150,6 +186,14 @@ void check_all() {
       check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
       check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
     }
+  // Every narrow side, 1-15, both ways (channels, then positions), over long sides of whole
+  // 16-byte vectors for every element size.
+  for (std::int64_t narrow = 1; narrow < cd::dense_min_side; ++narrow) {
+    check_case<Word, nchw, nhwc>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, nhwc, nchw>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+  }
   for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
                                               {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
     check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);

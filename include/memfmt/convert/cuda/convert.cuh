@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
@@ -99,15 +100,65 @@ __global__ void __launch_bounds__(dense_threads) narrow_convert(const narrow_pla
   }
 }
 
-// The plan's vector is 16 bytes' worth or one element (make_narrow_plan), so two instantiations.
+// A warp takes 32 consecutive units at a time (see narrow_bytes_store_run).
+template <int N>
+__global__ void __launch_bounds__(narrow_byte_threads) narrow_bytes_convert(const narrow_plan p,
+                                                                            const std::int64_t units,
+                                                                            const std::uint8_t* __restrict__ src,
+                                                                            std::uint8_t* __restrict__ dst) {
+  constexpr int warps = narrow_byte_threads / 32;
+  __shared__ alignas(16) std::uint8_t stage[narrow_byte_threads * 16 * N];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  std::uint8_t* const warp_stage = stage + warp * 32 * 16 * N;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * warps;
+  for (std::int64_t w = static_cast<std::int64_t>(blockIdx.x) * warps + warp; w * 32 < units; w += step) {
+    const std::int64_t first = w * 32, u = first + lane;
+    if (p.narrow_rows) {
+      if (u < units) narrow_bytes_stage_run<N>(p, u, src, warp_stage + 16 * N * lane);
+      __syncwarp();
+      narrow_bytes_store_run<N>(first, units, lane, warp_stage, dst);
+      __syncwarp();  // the warp's next units overwrite the staging area
+    } else if (u < units) {
+      narrow_bytes_unit_to_rows<N>(p, u, src, dst);
+    }
+  }
+}
+
+template <int N>
+void launch_narrow_bytes_n(const narrow_plan& p, std::int64_t units, const std::uint8_t* src, std::uint8_t* dst,
+                           unsigned blocks, cudaStream_t stream) {
+  narrow_bytes_convert<N><<<blocks, narrow_byte_threads, 0, stream>>>(p, units, src, dst);
+}
+
+// The kernel for the plan's narrow side, 1 .. dense_min_side - 1.
+template <int... N>
+cudaError_t launch_narrow_bytes(const narrow_plan& p, const std::uint8_t* src, std::uint8_t* dst, cudaStream_t stream,
+                                std::integer_sequence<int, N...>) {
+  using launcher = void (*)(const narrow_plan&, std::int64_t, const std::uint8_t*, std::uint8_t*, unsigned, cudaStream_t);
+  constexpr launcher by_narrow[] = {&launch_narrow_bytes_n<N + 1>...};
+  const std::int64_t units = narrow_byte_units(p);
+  const auto blocks = static_cast<unsigned>(grid_blocks((units + narrow_byte_threads - 1) / narrow_byte_threads));
+  by_narrow[p.narrow - 1](p, units, src, dst, blocks, stream);
+  return cudaGetLastError();
+}
+
+// The plan's vector is 16 bytes' worth or one element (make_narrow_plan). 1-byte elements in
+// vectors take the register path.
 template <class Word>
 cudaError_t run_narrow(const narrow_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
   constexpr int v = narrow_vector_bytes / static_cast<int>(sizeof(Word));
   const auto blocks = static_cast<unsigned>(grid_blocks(p.total_blocks));
-  if (p.vec == v)
-    narrow_convert<Word, v><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
-  else
-    narrow_convert<Word, 1><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
+  if constexpr (sizeof(Word) == 1) {
+    if (p.vec == v)
+      return launch_narrow_bytes(p, src, dst, stream,
+                                 std::make_integer_sequence<int, static_cast<int>(dense_min_side) - 1>{});
+  } else {
+    if (p.vec == v) {
+      narrow_convert<Word, v><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
+      return cudaGetLastError();
+    }
+  }
+  narrow_convert<Word, 1><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
   return cudaGetLastError();
 }
 

@@ -175,10 +175,11 @@ MEMFMT_HOST_DEVICE void dense_write(const dense_plan& p, const dense_origin& o, 
 // 1- and 2-byte elements move through global memory in 16-byte vectors, where both bases are
 // 16-byte aligned and the long side is a whole number of vectors (then so is every row and run of
 // a block, and each starts on a vector). The shared tile takes them whole along the long side and
-// element by element across it. One element per access moves 32 or 64 bytes per warp instruction:
-// 64x3x224x224 ran at 0.20-0.24 (int8) and 0.41-0.44 (bf16) of the copy on an H100, and with
-// vectors at 0.58-0.71 and 0.86-0.95. 4- and 8-byte elements already fill a 128-byte transaction
-// per warp; vectors did not help them (fp32 0.86-0.92, fp64 0.89-0.96 against 0.90-0.99).
+// element by element across it; 1-byte elements skip the tile (the register path below). One
+// element per access moves 32 or 64 bytes per warp instruction: 64x3x224x224 ran at 0.20-0.24
+// (int8) and 0.41-0.44 (bf16) of the copy on an H100, and with vectors through the tile at
+// 0.58-0.71 and 0.86-0.95. 4- and 8-byte elements already fill a 128-byte transaction per warp;
+// vectors did not help them (fp32 0.86-0.92, fp64 0.89-0.96 against 0.90-0.99).
 // A 32 KiB tile beat 8 and 16 KiB for bf16 (0.91-0.95 against 0.80-0.92) and tied elsewhere.
 inline constexpr int narrow_tile_bytes = 32768;
 inline constexpr int narrow_vector_bytes = 16;
@@ -309,6 +310,109 @@ MEMFMT_HOST_DEVICE void narrow_write(const narrow_plan& p, const narrow_origin& 
       store_bytes<bytes>(w, dst + o.base + row * p.rows + o.first + vector * V);
     });
   }
+}
+
+// ---- 1-byte elements on the narrow path: in registers ----
+//
+// Where the narrow path would take 16-byte vectors of 1-byte elements, a thread instead takes a
+// unit of 16 long-side indices with all N narrow ones: N aligned 16-byte vectors along the long
+// side (one per narrow index) and one aligned run of 16 * N bytes across it. It interleaves (or
+// deinterleaves) the bytes in registers; N is a template argument (1-15), so every shift is a
+// constant. Through the shared tile each byte had cost a shared access and its index steps:
+// int8 64x3x224x224 ran at 0.61-0.71 of the copy on an H100, and at 0.89-0.97 this way.
+// Consecutive units are consecutive runs, so a warp's 32 units own 512 * N contiguous bytes of the
+// run side. Loads from it go straight to registers (each 16-byte load of a warp spans 16 * N bytes
+// per lane, and the cache serves the rest). Stores to it go through a per-warp staging area, so
+// that each store instruction of the warp covers 512 contiguous bytes (stored straight from
+// registers, NCHW->NHWC of 64x3x224x224 ran at 0.64-0.72).
+inline constexpr int narrow_byte_threads = 128;  // the staging area is 16 * N bytes per thread
+
+// Bytes as 32-bit words, 4 per 16-byte vector: byte i of a vector is byte i % 4 of word i / 4.
+MEMFMT_HOST_DEVICE constexpr std::uint32_t byte_of(std::uint32_t word, int i) noexcept {
+  return (word >> (8 * i)) & 0xffu;
+}
+
+// rows[c] holds 16 consecutive long-side indices of narrow index c; run is the same 16 * N bytes
+// with the narrow index fastest (run byte i = rows[i % N] byte i / N).
+template <int N>
+MEMFMT_HOST_DEVICE void interleave_bytes(const std::uint32_t (&rows)[N][4], std::uint32_t (&run)[N][4]) noexcept {
+  MEMFMT_UNROLL
+  for (int w = 0; w < 4 * N; ++w) {
+    std::uint32_t v = 0;
+    MEMFMT_UNROLL
+    for (int b = 0; b < 4; ++b) {
+      const int i = 4 * w + b, at = i / N;
+      v |= byte_of(rows[i % N][at / 4], at % 4) << (8 * b);
+    }
+    run[w / 4][w % 4] = v;
+  }
+}
+template <int N>
+MEMFMT_HOST_DEVICE void deinterleave_bytes(const std::uint32_t (&run)[N][4], std::uint32_t (&rows)[N][4]) noexcept {
+  MEMFMT_UNROLL
+  for (int c = 0; c < N; ++c) {
+    MEMFMT_UNROLL
+    for (int w = 0; w < 4; ++w) {
+      std::uint32_t v = 0;
+      MEMFMT_UNROLL
+      for (int b = 0; b < 4; ++b) {
+        const int i = (4 * w + b) * N + c;
+        v |= byte_of(run[i / 16][i % 16 / 4], i % 4) << (8 * b);
+      }
+      rows[c][w] = v;
+    }
+  }
+}
+
+// Units of a 1-byte narrow plan with 16-byte vectors. Unit u's run starts at byte 16 * N * u of
+// the run-side tensor (its rows at u / (wide / 16) * N * wide + u % (wide / 16) * 16 + c * wide).
+MEMFMT_HOST_DEVICE constexpr std::int64_t narrow_byte_units(const narrow_plan& p) noexcept {
+  return p.batch * (p.wide / 16);
+}
+MEMFMT_HOST_DEVICE std::int64_t narrow_byte_row_start(const narrow_plan& p, std::int64_t u) noexcept {
+  const std::int64_t per_matrix = p.wide / 16;
+  return u / per_matrix * p.narrow * p.wide + u % per_matrix * 16;
+}
+
+// Source rows -> one run (NCHW -> NHWC with C < 16), phase 1, one lane: unit u's run into the
+// lane's 16 * N bytes of the warp's staging area.
+template <int N>
+MEMFMT_HOST_DEVICE void narrow_bytes_stage_run(const narrow_plan& p, std::int64_t u, const std::uint8_t* src,
+                                               std::uint8_t* lane_stage) noexcept {
+  const std::uint8_t* row = src + narrow_byte_row_start(p, u);
+  std::uint32_t rows[N][4], run[N][4];
+  MEMFMT_UNROLL
+  for (int c = 0; c < N; ++c) load_bytes<16>(row + c * p.wide, reinterpret_cast<std::uint8_t*>(rows[c]));
+  interleave_bytes<N>(rows, run);
+  MEMFMT_UNROLL
+  for (int k = 0; k < N; ++k) store_bytes<16>(reinterpret_cast<const std::uint8_t*>(run[k]), lane_stage + 16 * k);
+}
+// Phase 2, one lane (after the warp's phase 1): 16-byte chunks lane, lane + 32, ... of the warp's
+// 512 * N staged bytes (units first .. first + 31) to the destination, skipping units past the end.
+template <int N>
+MEMFMT_HOST_DEVICE void narrow_bytes_store_run(std::int64_t first, std::int64_t units, int lane,
+                                               const std::uint8_t* warp_stage, std::uint8_t* dst) noexcept {
+  MEMFMT_UNROLL
+  for (int k = 0; k < N; ++k) {
+    const int chunk = 32 * k + lane;
+    if (first + chunk / N >= units) break;
+    std::uint8_t v[16];
+    load_bytes<16>(warp_stage + 16 * chunk, v);
+    store_bytes<16>(v, dst + 16 * N * first + 16 * chunk);
+  }
+}
+
+// One run -> rows (NHWC -> NCHW with C < 16), one thread's unit u.
+template <int N>
+MEMFMT_HOST_DEVICE void narrow_bytes_unit_to_rows(const narrow_plan& p, std::int64_t u, const std::uint8_t* src,
+                                                  std::uint8_t* dst) noexcept {
+  std::uint32_t rows[N][4], run[N][4];
+  MEMFMT_UNROLL
+  for (int k = 0; k < N; ++k) load_bytes<16>(src + 16 * N * u + 16 * k, reinterpret_cast<std::uint8_t*>(run[k]));
+  deinterleave_bytes<N>(run, rows);
+  std::uint8_t* row = dst + narrow_byte_row_start(p, u);
+  MEMFMT_UNROLL
+  for (int c = 0; c < N; ++c) store_bytes<16>(reinterpret_cast<const std::uint8_t*>(rows[c]), row + c * p.wide);
 }
 
 }  // namespace memfmt::cuda::detail
