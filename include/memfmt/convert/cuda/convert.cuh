@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(narrow_byte_threads) narrow_bytes_convert(cons
                                                                             const std::uint8_t* __restrict__ src,
                                                                             std::uint8_t* __restrict__ dst) {
   constexpr int warps = narrow_byte_threads / 32;
-  __shared__ alignas(16) std::uint8_t stage[narrow_byte_threads * 16 * N];
+  extern __shared__ __align__(16) std::uint8_t stage[];  // 16 * N bytes a thread, for rows -> run only
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   std::uint8_t* const warp_stage = stage + warp * 32 * 16 * N;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * warps;
@@ -127,7 +127,8 @@ __global__ void __launch_bounds__(narrow_byte_threads) narrow_bytes_convert(cons
 template <int N>
 void launch_narrow_bytes_n(const narrow_plan& p, std::int64_t units, const std::uint8_t* src, std::uint8_t* dst,
                            unsigned blocks, cudaStream_t stream) {
-  narrow_bytes_convert<N><<<blocks, narrow_byte_threads, 0, stream>>>(p, units, src, dst);
+  const std::size_t staging = p.narrow_rows ? std::size_t{narrow_byte_threads} * 16 * N : 0;
+  narrow_bytes_convert<N><<<blocks, narrow_byte_threads, staging, stream>>>(p, units, src, dst);
 }
 
 // The kernel for the plan's narrow side, 1 .. dense_min_side - 1.
