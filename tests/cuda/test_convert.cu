@@ -139,7 +139,7 @@ void check_convert(const typename layout<From>::extents_type& e, int src_pad, in
   expect_same_elements(src, back, name + " (round trip)");
 }
 
-constexpr std::array<std::array<std::int64_t, 4>, 21> shapes_4d = {{
+constexpr std::array<std::array<std::int64_t, 4>, 23> shapes_4d = {{
     {2, 12, 3, 20},  // 4-element groups for every size
     {1, 6, 3, 10},   // 2-element groups
     {1, 1, 1, 1},
@@ -161,6 +161,8 @@ constexpr std::array<std::array<std::int64_t, 4>, 21> shapes_4d = {{
     {2, 48, 2, 2},   // 4 positions, 48 channels: the same, the other way round
     {2, 15, 16, 69},  // 1 byte, N = 15: 69 units an image, full warps and a partial last one
     {1, 1104, 1, 11},  // N = 11 positions, 1104 channels: the same, the other way round
+    {2, 200, 7, 7},    // 49 positions: runs of short rows (dense_mode), the last tile partial
+    {3, 70, 8, 8},     // 64 positions, 70 channels: the same
 }};
 constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
     {1, 12, 2, 3, 20},

@@ -35,15 +35,16 @@ Word pattern(std::int64_t i) {
   return static_cast<Word>(static_cast<std::uint64_t>(i) * 2654435761u >> 7);
 }
 
-// Runs one tile with the kernel's functions for the plan's vector widths.
-template <class Word, int VK, int VR>
+// Runs one tile with the kernel's functions for the plan's vector widths and mode.
+template <class Word, int VK, int VR, int Mode = cd::dense_square>
 void run_tile(const cd::dense_plan& p, std::int64_t i, const Word* src, Word* dst, std::vector<Word>& shared) {
-  using T = cd::dense_tile<static_cast<int>(sizeof(Word)), VK, VR>;
+  constexpr int e = static_cast<int>(sizeof(Word));
+  using T = cd::dense_tile<e, VK, VR, Mode>;
   shared.assign(T::slots + 2 * canary, Word(0x5a));
   Word* tile = shared.data() + canary;
   const cd::dense_origin o = cd::dense_tile_at(p, i, T::rows, T::cols);
-  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_read<static_cast<int>(sizeof(Word)), VK, VR>(p, o, t, src, tile);
-  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_write<static_cast<int>(sizeof(Word)), VK, VR>(p, o, t, tile, dst);
+  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_read<e, VK, VR, Mode>(p, o, t, src, tile);
+  for (int t = 0; t < cd::dense_threads; ++t) cd::dense_write<e, VK, VR, Mode>(p, o, t, tile, dst);
   for (int k = 0; k < canary; ++k) {
     ASSERT_EQ(shared[static_cast<std::size_t>(k)], Word(0x5a)) << "shared tile underrun";
     ASSERT_EQ(shared[static_cast<std::size_t>(canary + T::slots + k)], Word(0x5a)) << "shared tile overrun";
@@ -56,7 +57,8 @@ void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
   constexpr int vk = cd::dense_max_load_vec(e), vr = cd::dense_max_store_vec(e);
   std::vector<Word> shared;
   for (std::int64_t i = 0; i < p.total_tiles; ++i) {
-    if (p.load_vec == vk && p.store_vec == vr) run_tile<Word, vk, vr>(p, i, src, dst, shared);
+    if (p.mode == cd::dense_run_r) run_tile<Word, vk, vr, cd::dense_run_r>(p, i, src, dst, shared);
+    else if (p.load_vec == vk && p.store_vec == vr) run_tile<Word, vk, vr>(p, i, src, dst, shared);
     else if (p.load_vec == vk) run_tile<Word, vk, 1>(p, i, src, dst, shared);
     else if (p.store_vec == vr) run_tile<Word, 1, vr>(p, i, src, dst, shared);
     else run_tile<Word, 1, 1>(p, i, src, dst, shared);
@@ -94,7 +96,7 @@ void replay_bytes(const cd::narrow_plan& q, const std::uint8_t* s, std::uint8_t*
 // One case: From -> To over extents `e`, the bases offset by `misalign` elements.
 template <class Word, class From, class To>
 void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases,
-                int* narrow_vector_cases) {
+                int* narrow_vector_cases, int* run_cases) {
   const std::string name = std::string(From::name) + "->" + To::name + " " + memfmt::detail::dims_to_string(e) +
                            " elem " + std::to_string(sizeof(Word)) + " misalign " + std::to_string(misalign);
   SCOPED_TRACE(name);
@@ -154,8 +156,13 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   const auto elem = static_cast<std::uintptr_t>(sizeof(Word));
   EXPECT_EQ(sa % (static_cast<std::uintptr_t>(p.load_vec) * elem), 0u);
   EXPECT_EQ(da % (static_cast<std::uintptr_t>(p.store_vec) * elem), 0u);
+  // Square tiles need whole vectors in every row; a run needs them in the whole matrix.
   EXPECT_EQ(p.cols % p.load_vec, 0);
-  EXPECT_EQ(p.rows % p.store_vec, 0);
+  EXPECT_EQ((p.mode == cd::dense_run_r ? p.rows * p.cols : p.rows) % p.store_vec, 0);
+  if (p.mode == cd::dense_run_r) {
+    EXPECT_LE(p.rows, cd::dense_run_side);
+  }
+  if (p.total_tiles > 0 && p.mode != cd::dense_square) ++*run_cases;
   if (p.load_vec > 1 || p.store_vec > 1) ++*vector_cases;
   if (p.total_tiles > 0) run_plan<Word>(p, s, d);
   if (::testing::Test::HasFatalFailure()) return;
@@ -172,7 +179,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
 
 template <class Word>
 void check_all() {
-  int vector_cases = 0, narrow_cases = 0, narrow_vector_cases = 0;
+  int vector_cases = 0, narrow_cases = 0, narrow_vector_cases = 0, run_cases = 0;
   // Dense tiles; then narrow sides: 3, 5, 13 or 15 channels, 1, 3, 4 or 9 positions (long sides
   // over several blocks, and long sides of whole 16-byte vectors, included).
   const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},   {1, 64, 8, 8},  {3, 130, 3, 11}, {2, 256, 7, 7},
@@ -183,24 +190,32 @@ void check_all() {
                                                  {2, 48, 1, 1}};
   for (int misalign : {0, 1})
     for (const auto& e : shapes) {
-      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
-      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases);
+      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
     }
+  // Short rows (16-64 elements): 7x7 maps both ways (runs towards channels-first), 4x4, 8x8, an
+  // odd 5x11, the last tile partial (C = 200, 70).
+  for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 200, 7, 7}, {1, 64, 4, 4},
+                                              {3, 70, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
+    check_case<Word, nchw, nhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, nhwc, nchw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+  }
   // Every narrow side, 1-15, both ways (channels, then positions), over long sides of whole
   // 16-byte vectors for every element size.
   for (std::int64_t narrow = 1; narrow < cd::dense_min_side; ++narrow) {
-    check_case<Word, nchw, nhwc>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
-    check_case<Word, nhwc, nchw>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
-    check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
-    check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, nchw, nhwc>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, nhwc, nchw>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
   }
   for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
                                               {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
-    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
-    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases);
+    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
   }
   EXPECT_GT(vector_cases, 10) << "the replay should exercise the vector widths";
   EXPECT_GT(narrow_cases, 10) << "the replay should exercise the narrow path";
+  EXPECT_GT(run_cases, 3) << "the replay should exercise the runs of short rows";
   if (sizeof(Word) < 4) EXPECT_GT(narrow_vector_cases, 3) << "the replay should exercise the narrow path's vectors";
   else EXPECT_EQ(narrow_vector_cases, 0) << "4- and 8-byte elements take one per access";
 }
@@ -256,17 +271,33 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   EXPECT_EQ(narrow(layout<nchw>::packed(e), layout<nhwc>::packed(e), 0, 4).total_blocks, 0);  // wide: tiles
   EXPECT_EQ(narrow(layout<nchw>::packed(rgb), layout<nchw>::packed(rgb), 0, 4).total_blocks, 0);
   EXPECT_EQ(narrow(memfmt_test::padded_layout<nchw>(rgb, 3), layout<nhwc>::packed(rgb), 0, 4).total_blocks, 0);
-  // Vector widths follow alignment and row lengths: C = 18 rows of fp32 NHWC->NCHW load 1 element,
-  // 16 positions store 2; a base off by one element loads 1 too.
-  const std::array<std::int64_t, 4> odd{1, 18, 4, 4};
+  // Vector widths follow alignment and row lengths: C = 66 rows of fp32 NHWC->NCHW load 1 element,
+  // 256 positions store 2; a base off by one element loads 1 too.
+  const std::array<std::int64_t, 4> odd{1, 66, 16, 16};
   const auto pl = cd::make_dense_plan(layout<nhwc>::packed(odd), layout<nchw>::packed(odd), 0, 0, 4);
+  EXPECT_EQ(pl.mode, cd::dense_square);
   EXPECT_EQ(pl.load_vec, 1);
   EXPECT_EQ(pl.store_vec, 2);
-  EXPECT_EQ(pl.rows, 16);
-  EXPECT_EQ(pl.cols, 18);
-  const std::array<std::int64_t, 4> even{1, 64, 4, 4};
+  EXPECT_EQ(pl.rows, 256);
+  EXPECT_EQ(pl.cols, 66);
+  const std::array<std::int64_t, 4> even{1, 128, 16, 16};
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 4, 0, 4).load_vec, 1);
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 16, 0, 4).load_vec, 4);
+  // Short rows: 7x7 maps towards channels-first go as runs of destination rows (all 49 positions
+  // in one tile, 128 channels a tile); towards channels-last, square tiles.
+  const std::array<std::int64_t, 4> r50{32, 2048, 7, 7};
+  const auto to_cf = cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4);
+  EXPECT_EQ(to_cf.mode, cd::dense_run_r);
+  EXPECT_EQ(to_cf.load_vec, 4);
+  EXPECT_EQ(to_cf.store_vec, 2);
+  EXPECT_EQ(to_cf.tiles_r, 1);
+  EXPECT_EQ(to_cf.tiles_k, 16);
+  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4).mode, cd::dense_square);
+  // Not as runs: a destination base off its vectors; rows that fill square tiles exactly (8x8 = 64
+  // positions, fp32: 32 x 2 per tile).
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 4, 4).mode, cd::dense_square);
+  const std::array<std::int64_t, 4> r64{2, 256, 8, 8};
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r64), layout<nchw>::packed(r64), 0, 0, 4).mode, cd::dense_square);
 }
 
 }  // namespace

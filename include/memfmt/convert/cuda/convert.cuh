@@ -53,34 +53,38 @@ __global__ void __launch_bounds__(block_threads) convert_tiles(const convert_pla
   }
 }
 
-// The dense fast path (dense_transpose.hpp): Elem-byte words, VK-element loads, VR-element stores.
-template <class Word, int VK, int VR>
+// The dense fast path (dense_transpose.hpp): Elem-byte words, VK-element loads, VR-element
+// stores, tiles of dense_mode Mode.
+template <class Word, int VK, int VR, int Mode>
 __global__ void __launch_bounds__(dense_threads) dense_convert(const dense_plan p, const Word* __restrict__ src,
                                                                Word* __restrict__ dst) {
-  using T = dense_tile<static_cast<int>(sizeof(Word)), VK, VR>;
+  constexpr int e = static_cast<int>(sizeof(Word));
+  using T = dense_tile<e, VK, VR, Mode>;
   __shared__ Word tile[T::slots];
   const int thread = static_cast<int>(threadIdx.x);
   for (std::int64_t i = blockIdx.x; i < p.total_tiles; i += gridDim.x) {
     const dense_origin o = dense_tile_at(p, i, T::rows, T::cols);
-    dense_read<static_cast<int>(sizeof(Word)), VK, VR>(p, o, thread, src, tile);
+    dense_read<e, VK, VR, Mode>(p, o, thread, src, tile);
     __syncthreads();
-    dense_write<static_cast<int>(sizeof(Word)), VK, VR>(p, o, thread, tile, dst);
+    dense_write<e, VK, VR, Mode>(p, o, thread, tile, dst);
     __syncthreads();  // the next tile overwrites the shared tile
   }
 }
 
-template <class Word, int VK, int VR>
+template <class Word, int VK, int VR, int Mode = dense_square>
 cudaError_t launch_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(grid_blocks(p.total_tiles));
-  dense_convert<Word, VK, VR><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
+  dense_convert<Word, VK, VR, Mode><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
   return cudaGetLastError();
 }
 
-// The plan's vector widths are the widest ones or 1 (make_dense_plan), so four instantiations.
+// The plan's vector widths are the widest ones or 1 (make_dense_plan), so four instantiations of
+// square tiles; runs of short destination rows take the widest vectors only.
 template <class Word>
 cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
   constexpr int e = static_cast<int>(sizeof(Word));
   constexpr int vk = dense_max_load_vec(e), vr = dense_max_store_vec(e);
+  if (p.mode == dense_run_r) return launch_dense<Word, vk, vr, dense_run_r>(p, src, dst, stream);
   if (p.load_vec == vk)
     return p.store_vec == vr ? launch_dense<Word, vk, vr>(p, src, dst, stream) : launch_dense<Word, vk, 1>(p, src, dst, stream);
   return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);
