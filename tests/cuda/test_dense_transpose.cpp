@@ -58,6 +58,7 @@ void run_plan(const cd::dense_plan& p, const Word* src, Word* dst) {
   std::vector<Word> shared;
   for (std::int64_t i = 0; i < p.total_tiles; ++i) {
     if (p.mode == cd::dense_run_r) run_tile<Word, vk, vr, cd::dense_run_r>(p, i, src, dst, shared);
+    else if (p.mode == cd::dense_run_k) run_tile<Word, vk, vr, cd::dense_run_k>(p, i, src, dst, shared);
     else if (p.load_vec == vk && p.store_vec == vr) run_tile<Word, vk, vr>(p, i, src, dst, shared);
     else if (p.load_vec == vk) run_tile<Word, vk, 1>(p, i, src, dst, shared);
     else if (p.store_vec == vr) run_tile<Word, 1, vr>(p, i, src, dst, shared);
@@ -157,8 +158,12 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   EXPECT_EQ(sa % (static_cast<std::uintptr_t>(p.load_vec) * elem), 0u);
   EXPECT_EQ(da % (static_cast<std::uintptr_t>(p.store_vec) * elem), 0u);
   // Square tiles need whole vectors in every row; a run needs them in the whole matrix.
-  EXPECT_EQ(p.cols % p.load_vec, 0);
+  EXPECT_EQ((p.mode == cd::dense_run_k ? p.rows * p.cols : p.cols) % p.load_vec, 0);
   EXPECT_EQ((p.mode == cd::dense_run_r ? p.rows * p.cols : p.rows) % p.store_vec, 0);
+  if (p.mode == cd::dense_run_k) {
+    EXPECT_LE(p.cols, cd::dense_run_side);
+    EXPECT_EQ(p.cols % 2, 1);
+  }
   if (p.mode == cd::dense_run_r) {
     EXPECT_LE(p.rows, cd::dense_run_side);
   }
@@ -193,8 +198,8 @@ void check_all() {
       check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
       check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
     }
-  // Short rows (16-64 elements): 7x7 maps both ways (runs towards channels-first), 4x4, 8x8, an
-  // odd 5x11, the last tile partial (C = 200, 70).
+  // Short rows (16-64 elements) as runs: 7x7 maps both ways, 4x4, 8x8, an odd 5x11 (55), the last
+  // tile partial (C = 200, 70).
   for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 200, 7, 7}, {1, 64, 4, 4},
                                               {3, 70, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
     check_case<Word, nchw, nhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
@@ -284,7 +289,8 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 4, 0, 4).load_vec, 1);
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 16, 0, 4).load_vec, 4);
   // Short rows: 7x7 maps towards channels-first go as runs of destination rows (all 49 positions
-  // in one tile, 128 channels a tile); towards channels-last, square tiles.
+  // in one tile, 128 channels a tile); towards channels-last, as runs of source rows (64 channels
+  // a tile).
   const std::array<std::int64_t, 4> r50{32, 2048, 7, 7};
   const auto to_cf = cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4);
   EXPECT_EQ(to_cf.mode, cd::dense_run_r);
@@ -292,7 +298,16 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   EXPECT_EQ(to_cf.store_vec, 2);
   EXPECT_EQ(to_cf.tiles_r, 1);
   EXPECT_EQ(to_cf.tiles_k, 16);
-  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4).mode, cd::dense_square);
+  const auto to_cl = cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4);
+  EXPECT_EQ(to_cl.mode, cd::dense_run_k);
+  EXPECT_EQ(to_cl.load_vec, 4);
+  EXPECT_EQ(to_cl.tiles_k, 1);
+  EXPECT_EQ(to_cl.tiles_r, 32);
+  // Even short source rows stay square (8x8 = 64 positions towards channels-last), as does a
+  // source base off its vectors.
+  const std::array<std::int64_t, 4> r8{2, 256, 8, 8};
+  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(r8), layout<nhwc>::packed(r8), 0, 0, 4).mode, cd::dense_square);
+  EXPECT_EQ(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 4, 0, 4).mode, cd::dense_square);
   // Not as runs: a destination base off its vectors; rows that fill square tiles exactly (8x8 = 64
   // positions, fp32: 32 x 2 per tile).
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 4, 4).mode, cd::dense_square);

@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(dense_threads) dense_convert(const dense_plan 
                                                                Word* __restrict__ dst) {
   constexpr int e = static_cast<int>(sizeof(Word));
   using T = dense_tile<e, VK, VR, Mode>;
-  __shared__ Word tile[T::slots];
+  __shared__ alignas(16) Word tile[T::slots];
   const int thread = static_cast<int>(threadIdx.x);
   for (std::int64_t i = blockIdx.x; i < p.total_tiles; i += gridDim.x) {
     const dense_origin o = dense_tile_at(p, i, T::rows, T::cols);
@@ -79,12 +79,13 @@ cudaError_t launch_dense(const dense_plan& p, const Word* src, Word* dst, cudaSt
 }
 
 // The plan's vector widths are the widest ones or 1 (make_dense_plan), so four instantiations of
-// square tiles; runs of short destination rows take the widest vectors only.
+// square tiles; runs of short rows take the widest vectors only.
 template <class Word>
 cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
   constexpr int e = static_cast<int>(sizeof(Word));
   constexpr int vk = dense_max_load_vec(e), vr = dense_max_store_vec(e);
   if (p.mode == dense_run_r) return launch_dense<Word, vk, vr, dense_run_r>(p, src, dst, stream);
+  if (p.mode == dense_run_k) return launch_dense<Word, vk, vr, dense_run_k>(p, src, dst, stream);
   if (p.load_vec == vk)
     return p.store_vec == vr ? launch_dense<Word, vk, vr>(p, src, dst, stream) : launch_dense<Word, vk, 1>(p, src, dst, stream);
   return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);

@@ -81,16 +81,19 @@ MEMFMT_HOST_DEVICE void for_vector_elements(int narrow, int along, int across, F
 // rows (a run loaded across row ends, 7x7 towards channels-last) lost as much as it gained: fp32
 // 32x2048x7x7 0.80-0.84 -> 0.71-0.73, int8 NHWC->NCHW with C = 64 0.86-0.93 -> 0.81-0.85, bf16 with
 // C = 64 0.90-0.95 -> 0.95-0.98 (each lane scatters its vector's elements into the shared tile, 4
-// words apart from the next lane's).
-enum dense_mode : int { dense_square = 0, dense_run_r = 1 };
+// words apart from the next lane's). So where source rows are short and odd (K <= 64: 7x7, 5x5,
+// 3x3x3 maps towards channels-last; square tiles load them an element a lane), a tile spans all of
+// K and keeps its source run as it is in shared memory (run_k): vectors in, vectors out, and the
+// column gathers of the store phase step K (odd) elements, which spreads them over the banks.
+enum dense_mode : int { dense_square = 0, dense_run_r = 1, dense_run_k = 2 };
 inline constexpr int dense_run_side = 64;
 
 template <int Elem, int VK, int VR, int Mode = dense_square>
 struct dense_tile {
   static constexpr int rows = Mode == dense_run_r ? dense_run_side : 32 * VR;  // along R
-  static constexpr int cols = 32 * VK;                 // along K
+  static constexpr int cols = Mode == dense_run_k ? dense_run_side : 32 * VK;  // along K
   static constexpr int pitch = cols + 1;               // odd: a warp's column gather hits many banks
-  static constexpr int loads = rows / dense_warps;     // per thread, VK elements each
+  static constexpr int loads = rows / dense_warps;     // per thread, VK elements each (not run_k)
   static constexpr int stores = cols / dense_warps;    // per thread, VR elements each (not run_r)
   static constexpr int slots = rows * pitch;           // shared-memory elements
 };
@@ -147,9 +150,13 @@ dense_plan make_dense_plan(const layout<From>& src, const layout<To>& dst, std::
       dst_addr % static_cast<std::uintptr_t>(vr * elem_bytes) == 0 && p.rows * p.cols % vr == 0) {
     p.mode = dense_run_r;
     p.store_vec = vr;
+  } else if (p.cols <= dense_run_side && p.cols % 2 == 1 && p.store_vec == vr &&
+             src_addr % static_cast<std::uintptr_t>(vk * elem_bytes) == 0 && p.rows * p.cols % vk == 0) {
+    p.mode = dense_run_k;
+    p.load_vec = vk;
   }
   const std::int64_t tile_r = p.mode == dense_run_r ? dense_run_side : 32 * p.store_vec;
-  const std::int64_t tile_k = 32 * p.load_vec;
+  const std::int64_t tile_k = p.mode == dense_run_k ? dense_run_side : 32 * p.load_vec;
   p.tiles_r = (p.rows + tile_r - 1) / tile_r;
   p.tiles_k = (p.cols + tile_k - 1) / tile_k;
   p.total_tiles = p.batch * p.tiles_r * p.tiles_k;
@@ -177,6 +184,20 @@ template <int Elem, int VK, int VR, int Mode = dense_square, class Word>
 MEMFMT_HOST_DEVICE void dense_read(const dense_plan& p, const dense_origin& o, int thread, const Word* src,
                                    Word* tile) noexcept {
   using T = dense_tile<Elem, VK, VR, Mode>;
+  if constexpr (Mode == dense_run_k) {  // the tile's rows are one run: copied as it is
+    const std::int64_t left = p.rows - o.r0;
+    const int n = static_cast<int>((left < T::rows ? left : T::rows) * p.cols);
+    const Word* run = src + o.base + o.r0 * p.cols;
+#if MEMFMT_IN_DEVICE_CODE
+#pragma unroll 4
+#endif
+    for (int e = thread * VK; e < n; e += dense_threads * VK) {
+      Word w[VK];
+      load_bytes<VK * Elem>(run + e, w);
+      store_bytes<VK * Elem>(w, tile + e);
+    }
+    return;
+  }
   using access = typename access_type<VK * Elem>::type;
   const int warp = thread / 32, lane = thread % 32;
   const std::int64_t k = o.k0 + lane * VK;
@@ -218,6 +239,7 @@ MEMFMT_HOST_DEVICE void dense_write(const dense_plan& p, const dense_origin& o, 
     return;
   }
   const int warp = thread / 32, lane = thread % 32;
+  const int pitch = Mode == dense_run_k ? static_cast<int>(p.cols) : T::pitch;  // run_k: the run's rows
   const std::int64_t r = o.r0 + lane * VR;
   if (r >= p.rows) return;  // R is a multiple of VR: a vector is wholly inside or outside
   std::int64_t at = o.base + (o.k0 + warp) * p.rows + r;
@@ -228,7 +250,7 @@ MEMFMT_HOST_DEVICE void dense_write(const dense_plan& p, const dense_origin& o, 
     if (o.k0 + kk >= p.cols) break;
     Word w[VR];
     MEMFMT_UNROLL
-    for (int j = 0; j < VR; ++j) w[j] = tile[(lane * VR + j) * T::pitch + kk];
+    for (int j = 0; j < VR; ++j) w[j] = tile[(lane * VR + j) * pitch + kk];
     store_bytes<VR * Elem>(w, dst + at);
     at += step;
   }
