@@ -162,7 +162,7 @@ constexpr std::array<std::array<std::int64_t, 4>, 23> shapes_4d = {{
     {2, 15, 16, 69},  // 1 byte, N = 15: 69 units an image, full warps and a partial last one
     {1, 1104, 1, 11},  // N = 11 positions, 1104 channels: the same, the other way round
     {2, 200, 7, 7},    // 49 positions: runs of short rows (dense_mode), the last tile partial
-    {3, 70, 8, 8},     // 64 positions, 70 channels: the same
+    {3, 200, 8, 8},    // 64 positions: runs towards channels-first for 1- and 2-byte elements
 }};
 constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
     {1, 12, 2, 3, 20},

@@ -94,10 +94,14 @@ void replay_bytes(const cd::narrow_plan& q, const std::uint8_t* s, std::uint8_t*
   by_narrow[q.narrow - 1](q, s, d);
 }
 
+// How many cases took each path and vector width (so that a test can insist each was reached).
+struct replay_counts {
+  int vector = 0, narrow = 0, narrow_vector = 0, run_r = 0, run_k = 0;
+};
+
 // One case: From -> To over extents `e`, the bases offset by `misalign` elements.
 template <class Word, class From, class To>
-void check_case(const typename layout<From>::extents_type& e, int misalign, int* vector_cases, int* narrow_cases,
-                int* narrow_vector_cases, int* run_cases) {
+void check_case(const typename layout<From>::extents_type& e, int misalign, replay_counts& counts) {
   const std::string name = std::string(From::name) + "->" + To::name + " " + memfmt::detail::dims_to_string(e) +
                            " elem " + std::to_string(sizeof(Word)) + " misalign " + std::to_string(misalign);
   SCOPED_TRACE(name);
@@ -113,7 +117,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   const cd::narrow_plan q = cd::make_narrow_plan(ls, ld, sa, da, static_cast<int>(sizeof(Word)));
   ASSERT_NE(p.total_tiles > 0, q.total_blocks > 0) << "exactly one of the two paths takes a dense case";
   if (q.total_blocks > 0) {
-    ++*narrow_cases;
+    ++counts.narrow;
     ASSERT_LE(static_cast<std::size_t>(q.narrow) * static_cast<std::size_t>(q.span) * sizeof(Word),
               static_cast<std::size_t>(cd::narrow_tile_bytes));
     // 16-byte vectors only where every access of every block is aligned: the bases, the long
@@ -121,7 +125,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
     constexpr int v = cd::narrow_vector_bytes / static_cast<int>(sizeof(Word));
     bool q_done = false;
     if (q.vec == v) {
-      ++*narrow_vector_cases;
+      ++counts.narrow_vector;
       EXPECT_EQ(sa % cd::narrow_vector_bytes, 0u);
       EXPECT_EQ(da % cd::narrow_vector_bytes, 0u);
       EXPECT_EQ(q.wide % v, 0);
@@ -167,8 +171,9 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
   if (p.mode == cd::dense_run_r) {
     EXPECT_LE(p.rows, cd::dense_run_side);
   }
-  if (p.total_tiles > 0 && p.mode != cd::dense_square) ++*run_cases;
-  if (p.load_vec > 1 || p.store_vec > 1) ++*vector_cases;
+  if (p.total_tiles > 0 && p.mode == cd::dense_run_r) ++counts.run_r;
+  if (p.total_tiles > 0 && p.mode == cd::dense_run_k) ++counts.run_k;
+  if (p.load_vec > 1 || p.store_vec > 1) ++counts.vector;
   if (p.total_tiles > 0) run_plan<Word>(p, s, d);
   if (::testing::Test::HasFatalFailure()) return;
   std::int64_t wrong = 0;
@@ -184,7 +189,7 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, int*
 
 template <class Word>
 void check_all() {
-  int vector_cases = 0, narrow_cases = 0, narrow_vector_cases = 0, run_cases = 0;
+  replay_counts counts;
   // Dense tiles; then narrow sides: 3, 5, 13 or 15 channels, 1, 3, 4 or 9 positions (long sides
   // over several blocks, and long sides of whole 16-byte vectors, included).
   const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},   {1, 64, 8, 8},  {3, 130, 3, 11}, {2, 256, 7, 7},
@@ -195,34 +200,35 @@ void check_all() {
                                                  {2, 48, 1, 1}};
   for (int misalign : {0, 1})
     for (const auto& e : shapes) {
-      check_case<Word, nchw, nhwc>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-      check_case<Word, nhwc, nchw>(e, misalign, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+      check_case<Word, nchw, nhwc>(e, misalign, counts);
+      check_case<Word, nhwc, nchw>(e, misalign, counts);
     }
-  // Short rows (16-64 elements) as runs: 7x7 maps both ways, 4x4, 8x8, an odd 5x11 (55), the last
-  // tile partial (C = 200, 70).
+  // Short rows (16-64 elements) as runs: 7x7 maps both ways, 4x4, 8x8 (towards channels-first, 1-
+  // and 2-byte elements), an odd 5x11 (55); the last tile partial (C = 200).
   for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 200, 7, 7}, {1, 64, 4, 4},
-                                              {3, 70, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
-    check_case<Word, nchw, nhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-    check_case<Word, nhwc, nchw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+                                              {3, 200, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
+    check_case<Word, nchw, nhwc>(e, 0, counts);
+    check_case<Word, nhwc, nchw>(e, 0, counts);
   }
   // Every narrow side, 1-15, both ways (channels, then positions), over long sides of whole
   // 16-byte vectors for every element size.
   for (std::int64_t narrow = 1; narrow < cd::dense_min_side; ++narrow) {
-    check_case<Word, nchw, nhwc>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-    check_case<Word, nhwc, nchw>({2, narrow, 4, 8}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-    check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-    check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, nchw, nhwc>({2, narrow, 4, 8}, 0, counts);
+    check_case<Word, nhwc, nchw>({2, narrow, 4, 8}, 0, counts);
+    check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, counts);
+    check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, counts);
   }
   for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
                                               {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
-    check_case<Word, ncdhw, ndhwc>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
-    check_case<Word, ndhwc, ncdhw>(e, 0, &vector_cases, &narrow_cases, &narrow_vector_cases, &run_cases);
+    check_case<Word, ncdhw, ndhwc>(e, 0, counts);
+    check_case<Word, ndhwc, ncdhw>(e, 0, counts);
   }
-  EXPECT_GT(vector_cases, 10) << "the replay should exercise the vector widths";
-  EXPECT_GT(narrow_cases, 10) << "the replay should exercise the narrow path";
-  EXPECT_GT(run_cases, 3) << "the replay should exercise the runs of short rows";
-  if (sizeof(Word) < 4) EXPECT_GT(narrow_vector_cases, 3) << "the replay should exercise the narrow path's vectors";
-  else EXPECT_EQ(narrow_vector_cases, 0) << "4- and 8-byte elements take one per access";
+  EXPECT_GT(counts.vector, 10) << "the replay should exercise the vector widths";
+  EXPECT_GT(counts.narrow, 10) << "the replay should exercise the narrow path";
+  EXPECT_GT(counts.run_r, 0) << "the replay should exercise runs of short destination rows";
+  EXPECT_GT(counts.run_k, 0) << "the replay should exercise runs of short source rows";
+  if (sizeof(Word) < 4) EXPECT_GT(counts.narrow_vector, 3) << "the replay should exercise the narrow path's vectors";
+  else EXPECT_EQ(counts.narrow_vector, 0) << "4- and 8-byte elements take one per access";
 }
 
 TEST(CudaDenseTranspose, ReplayOneByteElements) { check_all<std::uint8_t>(); }
@@ -278,13 +284,20 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   EXPECT_EQ(narrow(memfmt_test::padded_layout<nchw>(rgb, 3), layout<nhwc>::packed(rgb), 0, 4).total_blocks, 0);
   // Vector widths follow alignment and row lengths: C = 66 rows of fp32 NHWC->NCHW load 1 element,
   // 256 positions store 2; a base off by one element loads 1 too.
+  // (mode, load_vec, store_vec, tiles_r, tiles_k) of a plan.
+  const auto expect_plan = [](const cd::dense_plan& q, int mode, int load_vec, int store_vec, std::int64_t tiles_r,
+                              std::int64_t tiles_k) {
+    EXPECT_EQ(q.mode, mode);
+    EXPECT_EQ(q.load_vec, load_vec);
+    EXPECT_EQ(q.store_vec, store_vec);
+    EXPECT_EQ(q.tiles_r, tiles_r);
+    EXPECT_EQ(q.tiles_k, tiles_k);
+  };
   const std::array<std::int64_t, 4> odd{1, 66, 16, 16};
   const auto pl = cd::make_dense_plan(layout<nhwc>::packed(odd), layout<nchw>::packed(odd), 0, 0, 4);
-  EXPECT_EQ(pl.mode, cd::dense_square);
-  EXPECT_EQ(pl.load_vec, 1);
-  EXPECT_EQ(pl.store_vec, 2);
   EXPECT_EQ(pl.rows, 256);
   EXPECT_EQ(pl.cols, 66);
+  expect_plan(pl, cd::dense_square, 1, 2, 4, 3);
   const std::array<std::int64_t, 4> even{1, 128, 16, 16};
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 4, 0, 4).load_vec, 1);
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(even), layout<nchw>::packed(even), 16, 0, 4).load_vec, 4);
@@ -292,17 +305,10 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   // in one tile, 128 channels a tile); towards channels-last, as runs of source rows (64 channels
   // a tile).
   const std::array<std::int64_t, 4> r50{32, 2048, 7, 7};
-  const auto to_cf = cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4);
-  EXPECT_EQ(to_cf.mode, cd::dense_run_r);
-  EXPECT_EQ(to_cf.load_vec, 4);
-  EXPECT_EQ(to_cf.store_vec, 2);
-  EXPECT_EQ(to_cf.tiles_r, 1);
-  EXPECT_EQ(to_cf.tiles_k, 16);
-  const auto to_cl = cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4);
-  EXPECT_EQ(to_cl.mode, cd::dense_run_k);
-  EXPECT_EQ(to_cl.load_vec, 4);
-  EXPECT_EQ(to_cl.tiles_k, 1);
-  EXPECT_EQ(to_cl.tiles_r, 32);
+  expect_plan(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4), cd::dense_run_r, 4,
+              2, 1, 16);
+  expect_plan(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4), cd::dense_run_k, 4,
+              2, 32, 1);
   // Even short source rows stay square (8x8 = 64 positions towards channels-last), as does a
   // source base off its vectors.
   const std::array<std::int64_t, 4> r8{2, 256, 8, 8};
@@ -311,8 +317,7 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   // Not as runs: a destination base off its vectors; rows that fill square tiles exactly (8x8 = 64
   // positions, fp32: 32 x 2 per tile).
   EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 4, 4).mode, cd::dense_square);
-  const std::array<std::int64_t, 4> r64{2, 256, 8, 8};
-  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r64), layout<nchw>::packed(r64), 0, 0, 4).mode, cd::dense_square);
+  EXPECT_EQ(cd::make_dense_plan(layout<nhwc>::packed(r8), layout<nchw>::packed(r8), 0, 0, 4).mode, cd::dense_square);
 }
 
 }  // namespace

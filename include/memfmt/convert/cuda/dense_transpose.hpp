@@ -7,12 +7,12 @@
 // its instructions on index math, and on an H100 it ran these shapes at 0.38-0.55 of the
 // device-to-device copy (bench_convert_cuda; 80 registers, 3 blocks per SM).
 //
-// A tile is rows() x cols() elements. Each of its 8 warps loads whole tile rows (32 lanes x VK
-// elements, one access each, along K) into registers, issuing all its loads before the first
+// A square tile is rows() x cols() elements. Each of its 8 warps loads whole tile rows (32 lanes x
+// VK elements, one access each, along K) into registers, issuing all its loads before the first
 // shared-memory store, and after the barrier stores whole tile columns (32 lanes x VR elements,
 // gathered down the column, along R). The shared tile has an odd pitch so that the gathers of a
-// warp spread over the banks. Everything here is plain C++ (MEMFMT_HOST_DEVICE): the CPU tests
-// replay every thread of a launch.
+// warp spread over the banks. Short rows on one side go as runs instead (dense_mode, below).
+// Everything here is plain C++ (MEMFMT_HOST_DEVICE): the CPU tests replay every thread of a launch.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,8 @@ inline constexpr std::int64_t dense_min_side = 16;
 inline constexpr int dense_threads = dense_warps * 32;
 
 // The widest vectors of the dense path, in elements, per element size: loads along K, stores
-// along R. The tile is (32 * store) x (32 * load) elements, 16-33 KiB, and a thread holds
-// rows() / 8 loads of up to 16 bytes in registers.
+// along R. A square tile is (32 * store) x (32 * load) elements, 16-33 KiB (a run tile 8-33 KiB),
+// and a thread holds rows() / 8 loads of up to 16 bytes in registers.
 MEMFMT_HOST_DEVICE constexpr int dense_max_load_vec(int elem_bytes) noexcept {
   return elem_bytes == 8 ? 2 : 4;
 }
@@ -179,7 +179,8 @@ MEMFMT_HOST_DEVICE dense_origin dense_tile_at(const dense_plan& p, std::int64_t 
 
 // Phase 1, one thread: its tile rows from the source into registers, then into the shared tile.
 // Rows and column vectors beyond the matrix are skipped (K is a multiple of VK, so a vector is
-// wholly inside or outside).
+// wholly inside or outside). run_k: the tile's source run, copied into the shared tile unchanged
+// (the run's length is a multiple of VK).
 template <int Elem, int VK, int VR, int Mode = dense_square, class Word>
 MEMFMT_HOST_DEVICE void dense_read(const dense_plan& p, const dense_origin& o, int thread, const Word* src,
                                    Word* tile) noexcept {
