@@ -148,8 +148,8 @@ cudaError_t launch_narrow_bytes(const narrow_plan& p, const std::uint8_t* src, s
   return cudaGetLastError();
 }
 
-// The plan's vector is 16 bytes' worth or one element (make_narrow_plan). 1-byte elements in
-// vectors take the register path.
+// The plan's vector is 16 bytes' worth (1- and 2-byte elements only) or one element
+// (make_narrow_plan). 1-byte elements in vectors take the register path.
 template <class Word>
 cudaError_t run_narrow(const narrow_plan& p, const Word* src, Word* dst, cudaStream_t stream) {
   constexpr int v = narrow_vector_bytes / static_cast<int>(sizeof(Word));
@@ -158,7 +158,7 @@ cudaError_t run_narrow(const narrow_plan& p, const Word* src, Word* dst, cudaStr
     if (p.vec == v)
       return launch_narrow_bytes(p, src, dst, stream,
                                  std::make_integer_sequence<int, static_cast<int>(dense_min_side) - 1>{});
-  } else {
+  } else if constexpr (sizeof(Word) == 2) {
     if (p.vec == v) {
       narrow_convert<Word, v><<<blocks, dense_threads, 0, stream>>>(p, src, dst);
       return cudaGetLastError();
