@@ -98,10 +98,15 @@ struct dense_tile {
   static constexpr int slots = rows * pitch;           // shared-memory elements
 };
 
-struct dense_plan {
+// A batch of row-major [R][K] -> [K][R] transposes (as_batched_transpose): what both plans below
+// start from.
+struct batched_transpose {
   std::int64_t batch = 0;
   std::int64_t rows = 0;  // R: source rows, destination columns
   std::int64_t cols = 0;  // K: source columns, destination rows
+};
+
+struct dense_plan : batched_transpose {
   int load_vec = 1;       // VK
   int store_vec = 1;      // VR
   int mode = dense_square;
@@ -111,9 +116,6 @@ struct dense_plan {
 // Dense tensors of opposite formats as a batch of row-major [R][K] -> [K][R] transposes, (R, K) =
 // (C, S) from channels-first and (S, C) from channels-last; all zero when they are not that (a
 // tensor not packed, or the same format on both sides).
-struct batched_transpose {
-  std::int64_t batch = 0, rows = 0, cols = 0;
-};
 template <class From, class To>
 batched_transpose as_batched_transpose(const layout<From>& src, const layout<To>& dst) noexcept {
   if (From::channels_last == To::channels_last || !src.is_packed() || !dst.is_packed()) return {};
@@ -129,29 +131,26 @@ template <class From, class To>
 dense_plan make_dense_plan(const layout<From>& src, const layout<To>& dst, std::uintptr_t src_addr,
                            std::uintptr_t dst_addr, int elem_bytes) noexcept {
   dense_plan p;
-  const batched_transpose m = as_batched_transpose(src, dst);
-  p.batch = m.batch;
-  p.rows = m.rows;
-  p.cols = m.cols;
+  static_cast<batched_transpose&>(p) = as_batched_transpose(src, dst);
   // A tile is 32-128 elements on a side: with fewer than dense_min_side rows or columns most of it
   // idles (C = 3 ran at 0.12-0.31 of the copy on an H100). Those take make_narrow_plan's path.
   if (p.batch == 0 || p.rows < dense_min_side || p.cols < dense_min_side) return dense_plan{};
   // The widest vector or none: the kernel is instantiated for these two widths only.
-  const auto widest = [elem_bytes](int max_vec, std::uintptr_t addr, std::int64_t row) {
-    return addr % static_cast<std::uintptr_t>(max_vec * elem_bytes) == 0 && row % max_vec == 0 ? max_vec : 1;
+  const auto aligned = [elem_bytes](std::uintptr_t addr, int vec) {
+    return addr % static_cast<std::uintptr_t>(vec * elem_bytes) == 0;
   };
   const int vk = dense_max_load_vec(elem_bytes), vr = dense_max_store_vec(elem_bytes);
-  p.load_vec = widest(vk, src_addr, p.cols);
-  p.store_vec = widest(vr, dst_addr, p.rows);
+  p.load_vec = aligned(src_addr, vk) && p.cols % vk == 0 ? vk : 1;
+  p.store_vec = aligned(dst_addr, vr) && p.rows % vr == 0 ? vr : 1;
   // Short destination rows that square tiles would leave partly empty go as runs (dense_mode), with
   // the widest vectors only: a run of a whole matrix is whole vectors, and every tile's part of it
   // starts on one (a tile is 32 x VK columns, a multiple of any vector).
-  if (p.rows <= dense_run_side && p.rows % (32 * p.store_vec) != 0 && p.load_vec == vk &&
-      dst_addr % static_cast<std::uintptr_t>(vr * elem_bytes) == 0 && p.rows * p.cols % vr == 0) {
+  if (p.rows <= dense_run_side && p.rows % (32 * p.store_vec) != 0 && p.load_vec == vk && aligned(dst_addr, vr) &&
+      p.rows * p.cols % vr == 0) {
     p.mode = dense_run_r;
     p.store_vec = vr;
-  } else if (p.cols <= dense_run_side && p.cols % 2 == 1 && p.store_vec == vr &&
-             src_addr % static_cast<std::uintptr_t>(vk * elem_bytes) == 0 && p.rows * p.cols % vk == 0) {
+  } else if (p.cols <= dense_run_side && p.cols % 2 == 1 && p.store_vec == vr && aligned(src_addr, vk) &&
+             p.rows * p.cols % vk == 0) {
     p.mode = dense_run_k;
     p.load_vec = vk;
   }
@@ -278,8 +277,7 @@ MEMFMT_HOST_DEVICE void dense_write(const dense_plan& p, const dense_origin& o, 
 inline constexpr int narrow_tile_bytes = 32768;
 inline constexpr int narrow_vector_bytes = 16;
 
-struct narrow_plan {
-  std::int64_t batch = 0, rows = 0, cols = 0;  // R and K as in dense_plan
+struct narrow_plan : batched_transpose {
   bool narrow_rows = false;                    // R is the narrow side (else K)
   int narrow = 0;                              // its extent, < dense_min_side
   std::int64_t wide = 0;                       // the long side's extent
@@ -293,10 +291,7 @@ template <class From, class To>
 narrow_plan make_narrow_plan(const layout<From>& src, const layout<To>& dst, std::uintptr_t src_addr,
                              std::uintptr_t dst_addr, int elem_bytes) noexcept {
   narrow_plan p;
-  const batched_transpose m = as_batched_transpose(src, dst);
-  p.batch = m.batch;
-  p.rows = m.rows;
-  p.cols = m.cols;
+  static_cast<batched_transpose&>(p) = as_batched_transpose(src, dst);
   const std::int64_t narrow = p.rows < p.cols ? p.rows : p.cols;
   if (p.batch == 0 || narrow == 0 || narrow >= dense_min_side) return narrow_plan{};
   p.narrow_rows = p.rows < p.cols;
