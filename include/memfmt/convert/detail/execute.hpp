@@ -218,6 +218,14 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // into the caches.
 // (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
 // stage) 26 us.)
+// Where L1 holds both stages, the previous stage goes out in one burst after the panel's kernels
+// instead. Spread over the calls, its non-temporal stores cost nearly as much when cut to one line
+// per call as in full: the cost is in switching between them and the kernels' loads, not in the
+// lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7, ratio to memcpy, spread -> burst: fp32
+// 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85 (the stages of 30 x 30 and 28 x 28 bf16
+// planes are larger than L1, and there the burst lost: 2 threads 0.96-1.07 -> 0.78-0.88). Fewer
+// lines per panel (1 or 2) and bursts every 4 or 8 calls were no better; nor, with bursts, the
+// next plane prefetched in bursts, or the next panel prefetched into L1 for bf16.
 // Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
 // prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
 // waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
@@ -261,6 +269,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
   const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
   const bool prefetch_near = (E >= 4 || cols > 64) && 3 * panel_bytes <= l1d_bytes();
+  const bool burst = 2 * panel_bytes <= l1d_bytes();  // a stage goes out in one burst (see above)
   const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, span);
@@ -321,9 +330,9 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
         transpose_short_rows_panel<E>(source(c.so, q), sb, q.h, q.len, stage, [&](std::int64_t call) {
           if (prefetch_near) near.step();
           ahead.step();
-          out.advance(call + 1, calls);
+          if (!burst) out.advance(call + 1, calls);
         });
-        out.finish();
+        out.finish();  // the previous stage, or what is left of it
         unsigned char* d = dst + (c.dof + q.c0 * cols + q.p0) * e;
         if (spans == 1) out.start(d, stage, q.h * cols * e);
         else out.start(d, stage, q.len * e, q.h, cols * e, q.len * e);

@@ -10,7 +10,8 @@
 // while memory works:
 //   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
 //     long rows);
-//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines);
+//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines; in
+//     one burst after the panel's kernels where L1 holds both stages, see run_short_rows);
 //   * the next plane's source is prefetched into L2 in address order (linear_prefetch), which
 //     keeps the hardware prefetchers and DRAM pages busy as a sequential read would, and the next
 //     panel's lines again into L1 (segment_prefetch; not for 1- and 2-byte elements in short
