@@ -196,8 +196,8 @@ void check_aligned_large() {
       }
 }
 // NHWC->NCHW with destination rows that are not whole lines (H*W = 49, 25, 81, 196, 289) past the
-// streaming threshold goes through pipelined panels of up to four source lines of channels
-// (zmm_short_rows.hpp). The channel counts leave a last panel of fewer channels (and a partial
+// streaming threshold goes through pipelined panels of up to four source lines of channels (two
+// for 1- and 2-byte elements; zmm_short_rows.hpp). The channel counts leave a last panel of fewer channels (and a partial
 // last line), or a single partial panel (C = 20); H*W not a multiple of a row group makes the last
 // group overlap the one before; H*W = 196, 289 and 1225 take one-line panels (1225: a stage
 // larger than L1, and the next panel prefetched for every element size); H*W = 5625 and 8463 are

@@ -212,7 +212,7 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
 // Streaming into destination rows that are not whole lines but are dense (rows x cols one run per
 // plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
-// lines wide so that a panel's stage stays within 16 KiB (double-buffered in L1; longer rows take
+// lines wide (two for 1- and 2-byte elements) so that a panel's stage stays within 16 KiB (double-buffered in L1; longer rows take
 // one line, and their stage is in L2). Per thread, while a panel is transposed, the previous one
 // is streamed out, the next one is prefetched into L1 (see below) and the thread's next plane
 // into the caches.
@@ -223,9 +223,13 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // per call as in full: the cost is in switching between them and the kernels' loads, not in the
 // lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7, ratio to memcpy, spread -> burst: fp32
 // 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85 (the stages of 30 x 30 and 28 x 28 bf16
-// planes are larger than L1, and there the burst lost: 2 threads 0.96-1.07 -> 0.78-0.88). Fewer
-// lines per panel (1 or 2) and bursts every 4 or 8 calls were no better; nor, with bursts, the
-// next plane prefetched in bursts, or the next panel prefetched into L1 for bf16.
+// planes are larger than L1, and there the burst lost: 2 threads 0.96-1.07 -> 0.78-0.88). With
+// bursts, panels of 1- and 2-byte elements are at most two lines wide, a stage of 6 KiB at H*W =
+// 49 (why this helps them and not fp32 was not found; same runs, 4 -> 2 lines: bf16
+// 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 -> 0.80-0.93, int8 64x2048x7x7
+// 0.70-0.76 -> 0.84-0.88). For fp32 two lines lost (0.95-1.03 -> 0.88-0.90), and one line lost
+// for every size. Bursts every 4 or 8 calls were no better; nor, with bursts, the next plane
+// prefetched in bursts, or the next panel prefetched into L1 for bf16.
 // Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
 // prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
 // waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
@@ -266,7 +270,8 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
                              convert_tuning::max_short_row_panel_bytes;
   const std::int64_t span = (cols + spans - 1) / spans;
   std::int64_t lines = (std::int64_t{16} << 10) / (64 * span);
-  lines = lines < 1 ? 1 : lines > 4 ? 4 : lines;
+  const std::int64_t max_lines = E <= 2 ? 2 : 4;  // see above
+  lines = lines < 1 ? 1 : lines > max_lines ? max_lines : lines;
   const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
   const bool prefetch_near = (E >= 4 || cols > 64) && 3 * panel_bytes <= l1d_bytes();
   const bool burst = 2 * panel_bytes <= l1d_bytes();  // a stage goes out in one burst (see above)

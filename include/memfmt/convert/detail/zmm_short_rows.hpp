@@ -2,8 +2,8 @@
 // cache lines (NHWC->NCHW with H*W = 49: rows of 196 or 98 bytes; or 30 x 30, 55 x 55), in
 // software-pipelined panels.
 //
-// A panel is up to four source lines wide (P channels; one for planes of more than 128
-// positions) and covers every position of the plane, so its P destination rows are one
+// A panel is up to four source lines wide (P channels; two for 1- and 2-byte elements; one for
+// planes of more than 128 positions) and covers every position of the plane, so its P destination rows are one
 // contiguous run. (Planes too long for a one-line panel's stage, more than 4096 positions, are
 // cut into spans of positions, and a panel's rows then go out as P runs.) Three streams run
 // through each panel at once, spread evenly over its kernel calls, so the core keeps transposing
