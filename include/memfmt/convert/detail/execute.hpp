@@ -212,18 +212,19 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
 // Streaming into destination rows that are not whole lines but are dense (rows x cols one run per
 // plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
-// lines wide (two for 1- and 2-byte elements) so that a panel's stage stays within 16 KiB (double-buffered in L1; longer rows take
-// one line, and their stage is in L2). Per thread, while a panel is transposed, the previous one
-// is streamed out, the next one is prefetched into L1 (see below) and the thread's next plane
-// into the caches.
+// lines wide (two for 1- and 2-byte elements) so that a panel's stage stays within 16 KiB
+// (double-buffered in L1; longer rows take one line, and their stage is in L2). Per thread, while
+// a panel is transposed, the previous one is streamed out, the next one is prefetched into L1
+// (see below) and the thread's next plane into the caches.
 // (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
 // stage) 26 us.)
 // Where L1 holds both stages, the previous stage goes out in one burst after the panel's kernels
 // instead. Spread over the calls, its non-temporal stores cost nearly as much when cut to one line
 // per call as in full: the cost is in switching between them and the kernels' loads, not in the
 // lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7, ratio to memcpy, spread -> burst: fp32
-// 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85 (the stages of 30 x 30 and 28 x 28 bf16
-// planes are larger than L1, and there the burst lost: 2 threads 0.96-1.07 -> 0.78-0.88). With
+// 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. Stages larger than L1 (28 x 28 and 30 x 30
+// bf16 planes) keep the slices: there the burst was no better (2 threads, 0.96-1.07 -> 0.78-0.88
+// in one run, inside this VM's 2-thread noise). With
 // bursts, panels of 1- and 2-byte elements are at most two lines wide, a stage of 6 KiB at H*W =
 // 49 (why this helps them and not fp32 was not found; same runs, 4 -> 2 lines: bf16
 // 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 -> 0.80-0.93, int8 64x2048x7x7

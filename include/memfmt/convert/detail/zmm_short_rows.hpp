@@ -3,11 +3,11 @@
 // software-pipelined panels.
 //
 // A panel is up to four source lines wide (P channels; two for 1- and 2-byte elements; one for
-// planes of more than 128 positions) and covers every position of the plane, so its P destination rows are one
-// contiguous run. (Planes too long for a one-line panel's stage, more than 4096 positions, are
-// cut into spans of positions, and a panel's rows then go out as P runs.) Three streams run
-// through each panel at once, spread evenly over its kernel calls, so the core keeps transposing
-// while memory works:
+// planes of more than 128 positions) and covers every position of the plane, so its P destination
+// rows are one contiguous run. (Planes too long for a one-line panel's stage, more than 4096
+// positions, are cut into spans of positions, and a panel's rows then go out as P runs.) Three
+// streams run through each panel at once, spread evenly over its kernel calls (except the
+// stream-out where both stages fit in L1), so the core keeps transposing while memory works:
 //   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
 //     long rows);
 //   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines; in
