@@ -198,16 +198,16 @@ void check_aligned_large() {
 // NHWC->NCHW with destination rows that are not whole lines (H*W = 49, 25, 81, 196, 289) past the
 // streaming threshold goes through pipelined panels of up to four source lines of channels (two for
 // 1- and 2-byte elements; zmm_short_rows.hpp), their stages streamed out in one burst each where
-// two fit in L1 (up to H*W = 196 with 32 KiB) or spread over the next panel's kernel calls. The channel counts leave a last panel of fewer
-// channels (and a partial last line), or a single partial panel (C = 20); H*W not a multiple of a
-// row group makes the last group overlap the one before; H*W = 196, 289 and 1225 take one-line
-// panels (1225: a stage larger than L1, and the next panel prefetched for every element size); H*W
-// = 5625 and 8463 are too long for one panel's stage, so panels cover two or three spans of
-// positions, their rows streamed as separate runs (odd lengths: every run starts and ends inside a
-// line). Aligned host tensors, and padded views with an unaligned destination start (partial lines
-// at both ends of every panel) and a source pitch wider than C; 2 threads claim planes as they go
-// (an odd count). With fewer than four planes per thread (N = 1 and 3, 2 and 3 threads), the
-// threads claim parts of planes.
+// two fit in L1 (up to H*W = 196 with 32 KiB) or spread over the next panel's kernel calls. The
+// channel counts leave a last panel of fewer channels (and a partial last line), or a single
+// partial panel (C = 20); H*W not a multiple of a row group makes the last group overlap the one
+// before; H*W = 196, 289 and 1225 take one-line panels (1225: a stage larger than L1, and the next
+// panel prefetched for every element size); H*W = 5625 and 8463 are too long for one panel's stage,
+// so panels cover two or three spans of positions, their rows streamed as separate runs (odd
+// lengths: every run starts and ends inside a line). Aligned host tensors, and padded views with an
+// unaligned destination start (partial lines at both ends of every panel) and a source pitch wider
+// than C; 2 threads claim planes as they go (an odd count). With fewer than four planes per thread
+// (N = 1 and 3, 2 and 3 threads), the threads claim parts of planes.
 // Planes of fewer than two row groups take narrow groups: one (H*W = 8 in bf16) or two overlapping
 // (H*W = 9 in bf16; 25 in int8, with C = 80). (1-byte elements need H*W >= 16 for this path, the
 // others 16 / E; smaller planes check their other path.)

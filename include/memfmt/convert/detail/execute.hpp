@@ -223,14 +223,13 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // per call as in full: the cost is in switching between them and the kernels' loads, not in the
 // lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7, ratio to memcpy, spread -> burst: fp32
 // 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. Stages larger than L1 (28 x 28 and 30 x 30
-// bf16 planes) keep the slices: there the burst was no better (2 threads, 0.96-1.07 -> 0.78-0.88
-// in one run, inside this VM's 2-thread noise). With
-// bursts, panels of 1- and 2-byte elements are at most two lines wide, a stage of 6 KiB at H*W =
-// 49 (why this helps them and not fp32 was not found; same runs, 4 -> 2 lines: bf16
-// 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 -> 0.80-0.93, int8 64x2048x7x7
-// 0.70-0.76 -> 0.84-0.88). For fp32 two lines lost (0.95-1.03 -> 0.88-0.90), and one line lost
-// for every size. Bursts every 4 or 8 calls were no better; nor, with bursts, the next plane
-// prefetched in bursts, or the next panel prefetched into L1 for bf16.
+// bf16 planes) keep the slices: there the burst was no better (2 threads, 0.96-1.07 -> 0.78-0.88 in
+// one run, inside this VM's 2-thread noise). With bursts, panels of 1- and 2-byte elements are at
+// most two lines wide, a stage of 6 KiB at H*W = 49 (why this helps them and not fp32 was not
+// found; same runs, 4 -> 2 lines: bf16 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 ->
+// 0.80-0.93, int8 64x2048x7x7 0.70-0.76 -> 0.84-0.88). For fp32 two lines lost (0.95-1.03 ->
+// 0.88-0.90), and one line lost for every size. Bursts every 4 or 8 calls were no better; nor, with
+// bursts, the next plane prefetched in bursts, or the next panel prefetched into L1 for bf16.
 // Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
 // prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
 // waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
