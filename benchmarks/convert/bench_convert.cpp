@@ -21,7 +21,9 @@
 // a minute); otherwise 21. Tensors under 32 MB get proportionally more (up to 4x): a 6.4 MB case
 // on 2 threads times 0.2 ms, where one disturbance of the shared VM decides a best-of-21 (the 2-thread
 // 32x2048x7x7 cells swung between 0.67 and 1.16 of memcpy across four runs). Convert and memcpy
-// alternate and get the same count, so the ratio stays like for like. MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison).
+// alternate and get the same count, so the ratio stays like for like. MEMFMT_BENCH_NO_STREAM=1
+// turns streaming stores off (for comparison). MEMFMT_BENCH_CPU=zen4|zen5 runs the kernels with
+// that CPU's tuning (convert_options::cpu) instead of the detected one, to compare the two.
 // Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
 #include <benchmark/benchmark.h>
 
@@ -30,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -168,6 +171,20 @@ void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, in
   std::memcpy(d, s, n);
 }
 
+// MEMFMT_BENCH_CPU, or automatic when unset; anything else stops the run (a typo would
+// silently measure the detected tuning).
+inline memfmt::cpu_tuning requested_cpu_tuning() {
+  static const memfmt::cpu_tuning t = [] {
+    const char* v = std::getenv("MEMFMT_BENCH_CPU");
+    if (!v || !*v) return memfmt::cpu_tuning::automatic;
+    if (std::strcmp(v, "zen4") == 0) return memfmt::cpu_tuning::zen4;
+    if (std::strcmp(v, "zen5") == 0) return memfmt::cpu_tuning::zen5;
+    std::fprintf(stderr, "bench_convert: MEMFMT_BENCH_CPU must be zen4 or zen5, got '%s'\n", v);
+    std::exit(2);
+  }();
+  return t;
+}
+
 template <class T, class From, class To>
 void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int threads) {
   const std::int64_t numel = e[0] * e[1] * e[2] * e[3];
@@ -178,6 +195,7 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
   memfmt::convert_options opt;
   opt.num_threads = threads;
   opt.allow_streaming_stores = std::getenv("MEMFMT_BENCH_NO_STREAM") == nullptr;
+  opt.cpu = requested_cpu_tuning();
   double best_convert = 1e30, best_memcpy = 1e30;
   const double c2c_before = core_to_core_ns(threads);
   memfmt::convert(src, dst, opt);  // warm-up
@@ -249,6 +267,10 @@ int main(int argc, char** argv) {
     }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const memfmt::cpu_tuning tuning = requested_cpu_tuning();
+  benchmark::AddCustomContext("memfmt_cpu_tuning", memfmt::to_string(tuning == memfmt::cpu_tuning::automatic
+                                                                        ? memfmt::detected_cpu_tuning()
+                                                                        : tuning));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

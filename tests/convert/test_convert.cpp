@@ -38,7 +38,8 @@ void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, 
                     << detail::dims_to_string(dst.extents()) << " src strides "
                     << detail::dims_to_string(src.mapping().strides()) << " dst strides "
                     << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
-                    << " streaming " << opt.allow_streaming_stores << " first wrong buffer index " << first;
+                    << " streaming " << opt.allow_streaming_stores << " cpu " << to_string(opt.cpu)
+                    << " first wrong buffer index " << first;
 }
 // The same into the whole of a tensor's buffer, filled with a pattern first.
 template <class T, class From, class To, class BufferFormat>
@@ -165,7 +166,8 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& 
   });
   EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
                     << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
-                    << opt.allow_streaming_stores << " first wrong index " << detail::dims_to_string(first);
+                    << opt.allow_streaming_stores << " cpu " << to_string(opt.cpu) << " first wrong index "
+                    << detail::dims_to_string(first);
 }
 // To NHWC, H*W = 49 and 50 leave one and two destination rows past the last whole tile (gathered),
 // 83 x 85 and 97 x 99 three or more for 1- to 4-byte elements (an overlapping tile).
@@ -198,7 +200,8 @@ void check_aligned_large() {
 // NHWC->NCHW with destination rows that are not whole lines (H*W = 49, 25, 81, 196, 289) past the
 // streaming threshold goes through pipelined panels of up to four source lines of channels (two for
 // 1- and 2-byte elements; zmm_short_rows.hpp), their stages streamed out in one burst each where
-// two fit in L1 (up to H*W = 196 with 32 KiB) or spread over the next panel's kernel calls. The
+// two fit in L1 (up to H*W = 196 with 32 KiB) or spread over the next panel's kernel calls: both,
+// by running every case with Zen 4's tuning (bursts) and Zen 5's (spread; cpu_tuning.hpp). The
 // channel counts leave a last panel of fewer channels (and a partial last line), or a single
 // partial panel (C = 20); H*W not a multiple of a row group makes the last group overlap the one
 // before; H*W = 196, 289 and 1225 take one-line panels (1225: a stage larger than L1, and the next
@@ -220,20 +223,22 @@ void check_short_rows() {
     const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
     const std::array<std::int64_t, 4> e = {n | 1, pl[0], pl[1], pl[2]};
-    for (int threads : {1, 2}) {
-      const convert_options opt{threads, true};
-      check_aligned<T, nhwc, nchw>(e, opt);
-      check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
-    }
+    for (int threads : {1, 2})
+      for (const cpu_tuning cpu : {cpu_tuning::zen4, cpu_tuning::zen5}) {
+        const convert_options opt{threads, true, cpu};
+        check_aligned<T, nhwc, nchw>(e, opt);
+        check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
+      }
   }
   for (const std::int64_t n : {1, 3}) {
     const std::int64_t c = (std::int64_t{4} << 20) / (n * 81 * static_cast<std::int64_t>(sizeof(T))) + 37;
     const std::array<std::int64_t, 4> e = {n, c, 9, 9};
-    for (int threads : {2, 3}) {
-      const convert_options opt{threads, true};
-      check_aligned<T, nhwc, nchw>(e, opt);
-      check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
-    }
+    for (int threads : {2, 3})
+      for (const cpu_tuning cpu : {cpu_tuning::zen4, cpu_tuning::zen5}) {
+        const convert_options opt{threads, true, cpu};
+        check_aligned<T, nhwc, nchw>(e, opt);
+        check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
+      }
   }
 }
 // Destination rows 1 KiB apart (a multiple of 512 bytes, wider than the rows), few of them per

@@ -115,6 +115,9 @@ void convert_checked(const T* src, const std::int64_t* src_strides, tensor_view<
 
 }  // namespace detail
 
+// What convert_options::cpu = automatic stands for on this machine (zen4 or zen5).
+inline cpu_tuning detected_cpu_tuning() noexcept { return detail::detected_cpu_tuning(); }
+
 template <class T, class From, class To>
 void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, const convert_options& opt = {}) {
   static_assert(!std::is_const_v<T>, "memfmt::convert: the destination view must be writable");

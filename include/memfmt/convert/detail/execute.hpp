@@ -32,6 +32,7 @@
 
 #include "../options.hpp"
 #include "copy_plan.hpp"
+#include "cpu_tuning.hpp"
 #include "prefetch.hpp"
 #include "stream_copy.hpp"
 #include "transpose_kernels.hpp"
@@ -218,18 +219,21 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 // (see below) and the thread's next plane into the caches.
 // (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
 // stage) 26 us.)
-// Where L1 holds both stages, the previous stage goes out in one burst after the panel's kernels
-// instead. Spread over the calls, its non-temporal stores cost nearly as much when cut to one line
-// per call as in full: the cost is in switching between them and the kernels' loads, not in the
-// lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7, ratio to memcpy, spread -> burst: fp32
-// 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. Stages larger than L1 (28 x 28 and 30 x 30
-// bf16 planes) keep the slices: there the burst was no better (2 threads, 0.96-1.07 -> 0.78-0.88 in
-// one run, inside this VM's 2-thread noise). With bursts, panels of 1- and 2-byte elements are at
-// most two lines wide, a stage of 6 KiB at H*W = 49 (why this helps them and not fp32 was not
-// found; same runs, 4 -> 2 lines: bf16 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 ->
-// 0.80-0.93, int8 64x2048x7x7 0.70-0.76 -> 0.84-0.88). For fp32 two lines lost (0.95-1.03 ->
-// 0.88-0.90), and one line lost for every size. Bursts every 4 or 8 calls were no better; nor, with
-// bursts, the next plane prefetched in bursts, or the next panel prefetched into L1 for bf16.
+// On Zen 4 (cpu_tuning.hpp), where L1 holds both stages, the previous stage goes out in one burst
+// after the panel's kernels instead. Spread over the calls there, its non-temporal stores cost
+// nearly as much when cut to one line per call as in full: the cost is in switching between them
+// and the kernels' loads, not in the lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7,
+// ratio to memcpy, spread -> burst: fp32 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. On
+// Zen 5 the burst lost as much (fp32 1.02-1.09 -> 0.84, bf16 1.06-1.12 -> 0.86-0.87). Stages
+// larger than L1 (28 x 28 and 30 x 30 bf16 planes) keep the slices: there the burst was no better
+// (Zen 4, 2 threads, 0.96-1.07 -> 0.78-0.88 in one run, inside that VM's 2-thread noise). Panels
+// of 1- and 2-byte elements are at most two lines wide, a stage of 6 KiB at H*W = 49: with bursts
+// on Zen 4 (why this helps them and not fp32 was not found; same runs, 4 -> 2 lines: bf16
+// 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 -> 0.80-0.93, int8 64x2048x7x7
+// 0.70-0.76 -> 0.84-0.88), and no different on Zen 5 (bf16 1.06-1.07 with four). For fp32 two
+// lines lost (0.95-1.03 -> 0.88-0.90), and one line lost for every size. Bursts every 4 or 8
+// calls were no better; nor, with bursts, the next plane prefetched in bursts, or the next panel
+// prefetched into L1 for bf16.
 // Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
 // prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
 // waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
@@ -274,7 +278,8 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   lines = lines < 1 ? 1 : lines > max_lines ? max_lines : lines;
   const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
   const bool prefetch_near = (E >= 4 || cols > 64) && 3 * panel_bytes <= l1d_bytes();
-  const bool burst = 2 * panel_bytes <= l1d_bytes();  // a stage goes out in one burst (see above)
+  const tuning_choices tune = choices_for(opt.cpu);
+  const bool burst = tune.stage_bursts && 2 * panel_bytes <= l1d_bytes();  // (see above)
   const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, span);
@@ -320,7 +325,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     while (k < chunks) {
       const std::int64_t k_next = claimed.fetch_add(1, std::memory_order_relaxed);
       const chunk_at n = k_next < chunks ? locate(k_next) : chunk_at{};
-      if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls);
+      if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls, tune.far);
       for (std::int64_t pi = c.first; pi < c.last; ++pi) {
         const panel_at q = place(pi);
         const std::int64_t calls = short_rows_calls<E>(q.h, q.len);
@@ -472,6 +477,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
+  b.ahead = choices_for(opt.cpu).far;
   b.rows_outer = db % 512 == 0 && rows * e > 256 && (sb % 512 != 0 || db < sb);
   if (b.rows_outer) {
     b.br = w;
@@ -512,7 +518,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
       if (plane_ahead && it % strips == 0 && it + strips < last) {
         std::int64_t nso = 0, ndo = 0;
         outer.offsets(it / strips + 1, nso, ndo);
-        ahead.start(src + nso * e, plane_span, ahead_steps);
+        ahead.start(src + nso * e, plane_span, ahead_steps, b.ahead);
       }
       zmm_next_strip next;  // where this thread goes next, for prefetches that run ahead
       next.ahead = plane_ahead ? &ahead : nullptr;

@@ -4,13 +4,10 @@
 // per source row). These helpers issue the prefetches for a later piece of work a slice per call
 // of the current one, so the reads stay in flight without a burst that the core would drop.
 //
-// Two targets. Work that runs next (a kernel call or panel away) is fetched into L1; work further
-// ahead (a block of 16 squares, a whole plane) into L2. Far prefetches into L1 had evicted the
-// lines of the work in progress on Zen 4 (32 KiB L1): 1 thread, cold, ratio to memcpy, into L1
-// -> into L2: bf16 NHWC->NCHW 32x256x56x56 0.46-0.47 -> 1.44-1.45, NCHW->NHWC (row strips)
-// 0.46-0.47 -> 1.28-1.29; 256x64x56x56 bf16 0.81-0.92 -> 1.68-1.69, fp32 NHWC->NCHW 0.64-0.65 ->
-// 1.08-1.12; fp32 NHWC->NCHW 32x64x112x112 0.63-0.65 -> 0.95. (They were chosen into L1 on Zen 5,
-// 48 KiB L1, which has not been measured with L2 since.)
+// Two targets. Work that runs next (a kernel call or panel away) is fetched into L1. Work further
+// ahead (a block of 16 squares, a whole plane) goes where the CPU measured best (cpu_tuning.hpp):
+// L2 on Zen 4, where those prefetches into L1 evicted the lines of the work in progress, and L1 on
+// Zen 5.
 #pragma once
 
 #include <cstdint>
@@ -24,16 +21,16 @@
 
 namespace memfmt::detail {
 
-// Where a prefetch puts its line: L1 (and L2) for lines the next call or panel reads, L2 only for
-// lines read a block or a plane from now.
+// Where a prefetch puts its line: L1 (and L2), or L2 only.
 enum class prefetch_into { l1, l2 };
 
-template <prefetch_into Level = prefetch_into::l1>
-inline void prefetch_line(std::uintptr_t address) noexcept {
+inline void prefetch_line(std::uintptr_t address, prefetch_into into = prefetch_into::l1) noexcept {
 #if defined(__SSE__)
-  _mm_prefetch(reinterpret_cast<const char*>(address), Level == prefetch_into::l1 ? _MM_HINT_T0 : _MM_HINT_T1);
+  if (into == prefetch_into::l1) _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+  else _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T1);
 #else
   (void)address;
+  (void)into;
 #endif
 }
 
@@ -49,12 +46,14 @@ inline std::int64_t l1d_bytes() noexcept {
   return bytes;
 }
 
-// Prefetches a byte range in address order into L2, a slice per step (addresses as integers: the
-// range may end inside a line).
+// Prefetches a byte range in address order, a slice per step (addresses as integers: the range
+// may end inside a line).
 struct linear_prefetch {
   std::uintptr_t next = 0, end = 0, slice = 0;
+  prefetch_into into = prefetch_into::l2;
 
-  void start(const void* p, std::int64_t bytes, std::int64_t steps) noexcept {
+  void start(const void* p, std::int64_t bytes, std::int64_t steps, prefetch_into level) noexcept {
+    into = level;
     next = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
     end = reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(bytes);
     const std::int64_t lines = static_cast<std::int64_t>((end - next + 63) / 64);
@@ -63,7 +62,7 @@ struct linear_prefetch {
   void step() noexcept {
     if (next >= end) return;
     const std::uintptr_t stop = end - next < slice ? end : next + slice;
-    for (; next < stop; next += 64) prefetch_line<prefetch_into::l2>(next);
+    for (; next < stop; next += 64) prefetch_line(next, into);
   }
 };
 

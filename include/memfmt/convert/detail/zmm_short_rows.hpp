@@ -7,16 +7,19 @@
 // rows are one contiguous run. (Planes too long for a one-line panel's stage, more than 4096
 // positions, are cut into spans of positions, and a panel's rows then go out as P runs.) Three
 // streams run through each panel at once, spread evenly over its kernel calls (except the
-// stream-out where both stages fit in L1), so the core keeps transposing while memory works:
+// stream-out on Zen 4 where both stages fit in L1), so the core keeps transposing while memory
+// works:
 //   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
 //     long rows);
-//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines; in
-//     one burst after the panel's kernels where L1 holds both stages, see run_short_rows);
-//   * the next plane's source is prefetched into L2 in address order (linear_prefetch), which
-//     keeps the hardware prefetchers and DRAM pages busy as a sequential read would, and the next
-//     panel's lines again into L1 (segment_prefetch; not for 1- and 2-byte elements in short
-//     planes, nor where L1 cannot hold it beside the stages, see run_short_rows): mostly L2 hits,
-//     but they recover the lines that other work on a busy machine evicted in between.
+//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines; on
+//     Zen 4 in one burst after the panel's kernels where L1 holds both stages, see
+//     run_short_rows and cpu_tuning.hpp);
+//   * the next plane's source is prefetched in address order (linear_prefetch; into L2 on Zen 4,
+//     L1 on Zen 5), which keeps the hardware prefetchers and DRAM pages busy as a sequential read
+//     would, and the next panel's lines again into L1 (segment_prefetch; not for 1- and 2-byte
+//     elements in short planes, nor where L1 cannot hold it beside the stages, see
+//     run_short_rows): mostly cache hits, but they recover the lines that other work on a busy
+//     machine evicted in between.
 // Measured (Zen 5, 32x2048x7x7 NHWC->NCHW, cold, best of 9, several runs; bench_convert): the
 // previous pipeline (square kernels, panels prefetched 3 ahead, stage streamed out after each
 // panel) ran at 0.6-0.8 of memcpy; with the linear prefetch alone at 0.3-1.0 (low whenever the

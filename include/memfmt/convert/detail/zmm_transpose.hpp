@@ -134,16 +134,16 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
 }
 
 // Line k of a square further ahead (pf: its first source row; rows srs bytes apart, as in the
-// square being loaded) into L2. The square kernels issue these between their stores, once their
-// own loads are out. Zen 4, 1 thread, cold, ratio to memcpy: the same prefetches as a burst before
-// each square ran bf16 NCHW->NHWC 256x64x56x56 and 32x64x112x112 at 0.84-0.95, spread over the
-// kernel's loads at 1.24-1.25 (but NHWC->NCHW fell 1.08-1.60 -> 0.71-0.86), spread over its
-// stores at 1.41-1.52, with NHWC->NCHW at 1.02-1.51. A burst of 32 prefetches seems to hold the
-// miss buffers that the loads need.
-inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int k) noexcept {
+// square being loaded) into L2, or into L1 where the CPU wants that (cpu_tuning.hpp). The square
+// kernels issue these between their stores, once their own loads are out. Zen 4, 1 thread, cold,
+// ratio to memcpy: the same prefetches as a burst before each square ran bf16 NCHW->NHWC
+// 256x64x56x56 and 32x64x112x112 at 0.84-0.95, spread over the kernel's loads at 1.24-1.25 (but
+// NHWC->NCHW fell 1.08-1.60 -> 0.71-0.86), spread over its stores at 1.41-1.52, with NHWC->NCHW
+// at 1.02-1.51. A burst of 32 prefetches seems to hold the miss buffers that the loads need.
+inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int k, prefetch_into into) noexcept {
   if (!pf) return;
-  prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(pf + k * srs));
-  if (srs % 64 != 0) prefetch_line<prefetch_into::l2>(reinterpret_cast<std::uintptr_t>(pf + k * srs + 63));
+  prefetch_line(reinterpret_cast<std::uintptr_t>(pf + k * srs), into);
+  if (srs % 64 != 0) prefetch_line(reinterpret_cast<std::uintptr_t>(pf + k * srs + 63), into);
 }
 
 // 16 x 16 four-byte elements from 16 whole source lines. Every source line is loaded once (the
@@ -152,7 +152,7 @@ inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int 
 struct zmm_square32 {
   template <bool Stream>
   static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
-                  const unsigned char* pf = nullptr) noexcept {
+                  const unsigned char* pf = nullptr, prefetch_into into = prefetch_into::l2) noexcept {
     __m512i r[16], o[16];
 #pragma GCC unroll 16
     for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(src + k * srs);
@@ -161,7 +161,7 @@ struct zmm_square32 {
     for (int m = 0; m < 16; ++m) {
       unsigned char* p = dst + m * drs;
       store_zmm<Stream>(p, o[m]);
-      prefetch_square_line(pf, srs, m);
+      prefetch_square_line(pf, srs, m, into);
     }
   }
 };
@@ -172,7 +172,7 @@ struct zmm_square32 {
 struct zmm_square16 {
   template <bool Stream>
   static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,
-                  const unsigned char* pf = nullptr) noexcept {
+                  const unsigned char* pf = nullptr, prefetch_into into = prefetch_into::l2) noexcept {
     __m512i lo[16], hi[16], o[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
@@ -188,13 +188,13 @@ struct zmm_square16 {
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) {
       put(8 * (q / 4) + q % 4, o[q]);
-      prefetch_square_line(pf, srs, q);
+      prefetch_square_line(pf, srs, q, into);
     }
     zmm_transpose16x32(hi, o);
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) {
       put(8 * (q / 4) + q % 4 + 4, o[q]);
-      prefetch_square_line(pf, srs, 16 + q);
+      prefetch_square_line(pf, srs, 16 + q, into);
     }
   }
 };
@@ -237,8 +237,9 @@ inline constexpr std::int64_t zmm_square = 64 / static_cast<std::int64_t>(E);
 
 // How a plane is cut: blocks of br x bc elements (multiples of a square), walked in strips.
 struct zmm_blocking {
-  std::int64_t br = 0, bc = 0;  // block rows, block columns (destination orientation)
-  bool rows_outer = true;       // strips are block rows (else block columns)
+  std::int64_t br = 0, bc = 0;             // block rows, block columns (destination orientation)
+  bool rows_outer = true;                  // strips are block rows (else block columns)
+  prefetch_into ahead = prefetch_into::l2;  // squares a block or strip ahead (cpu_tuning.hpp)
 };
 
 // The tiled part of a plane is rows - rows % tile::rows by cols - cols % square; the rest is edges.
@@ -277,13 +278,13 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   const std::int64_t sb = srs * e, db = drs * e;  // byte strides
   const std::int64_t rows_t = rows - rows % th, cols_t = cols - cols % w;
   // The first of the w source segments (rows c.. c+w-1, elements r.. r+w-1) of one square of a
-  // plane. Squares a block (or a strip) ahead are prefetched into L2 (prefetch.hpp) while a square
+  // plane. Squares a block (or a strip) ahead are prefetched (into b.ahead) while a square
   // kernel loads its own (prefetch_square_line), or in one burst where no square kernel runs.
   auto square_at = [&](const unsigned char* plane, std::int64_t c, std::int64_t r) {
     return plane + (c * srs + r) * e;
   };
   auto prefetch_burst = [&](const unsigned char* p) {
-    for (int k = 0; k < static_cast<int>(w); ++k) prefetch_square_line(p, sb, k);
+    for (int k = 0; k < static_cast<int>(w); ++k) prefetch_square_line(p, sb, k, b.ahead);
   };
   // L1 has 64 sets of 64-byte lines: when the w source rows of a square map to so few sets that
   // more than 8 share one (a pitch that is a multiple of 2-4 KiB, e.g. NHWC with C = 2048), the
@@ -301,10 +302,10 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   auto run_tiles = [&](std::int64_t r, std::int64_t r_end, std::int64_t c, const unsigned char* pf = nullptr) {
     if constexpr (E == 4)
       for (; r + w <= r_end; r += w, pf = nullptr)
-        zmm_square32::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf);
+        zmm_square32::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf, b.ahead);
     if constexpr (E == 2)
       for (; r + w <= r_end; r += w, pf = nullptr)
-        zmm_square16::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf);
+        zmm_square16::run<Stream>(src + (c * srs + r) * e, sb, dst + (r * drs + c) * e, db, pf, b.ahead);
     if (pf) prefetch_burst(pf);
     if (r < r_end && set_conflicts) {
       const unsigned char* s0 = src + (c * srs + r) * e;
@@ -437,7 +438,8 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   if (rows_t <= b.br && next.src && sb <= 2 * rows * e) {
     const std::int64_t cn = next.strip * b.bc, nc = cols_t - cn < b.bc ? cols_t - cn : b.bc;
     strip_ahead_on = true;
-    strip_ahead.start(next.src + cn * sb, (nc - 1) * sb + rows * e, (c_hi - c_lo) / w * ((rows_t + w - 1) / w));
+    strip_ahead.start(next.src + cn * sb, (nc - 1) * sb + rows * e, (c_hi - c_lo) / w * ((rows_t + w - 1) / w),
+                      b.ahead);
   }
   for (std::int64_t r_lo = 0; r_lo < rows_t; r_lo += b.br)
     block(r_lo, rows_t - r_lo < b.br ? rows_t : r_lo + b.br, c_lo, c_hi, b.br, next.strip * b.bc);
