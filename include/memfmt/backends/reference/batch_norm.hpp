@@ -58,7 +58,7 @@ void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y,
     double sq = 0.0;
     detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
       const double v = detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean;
-      sq += v * v;
+      sq = detail::mul_add(v, v, sq);
     });
     const double var = sq / md;
     const double invstd = 1.0 / std::sqrt(var + p.epsilon);
@@ -136,7 +136,7 @@ void batch_norm_backward(tensor_view<const T, F> x, tensor_view<const T, F> dy, 
       const double g = grad_at(n, cc, d, h, w);
       const double xhat = (detail::to_double(x.data()[detail::offset5(xs, n, cc, d, h, w)]) - mean) * invstd;
       sum_g += g;
-      sum_gx += g * xhat;
+      sum_gx = detail::mul_add(g, xhat, sum_gx);
     });
     const double k = static_cast<double>(gamma[c]) * invstd / md;
     detail::for_each_in_channel(e, c, [&](auto n, auto cc, auto d, auto h, auto w) {
