@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "../error.hpp"
@@ -62,13 +63,27 @@ decltype(auto) dispatch_format(memory_format f, int rank, Fn&& fn) {
                                            " (contiguous: rank 4 or 5; channels_last: rank 4; channels_last_3d: rank 5)");
 }
 
-// Calls fn(tag{}) for the tag of family f at rank 4 or 5 (nchw, nhwc, ncdhw, ndhwc).
+// The tag of family F at rank 4 or 5.
+template <format_family F, int Rank>
+using family_tag_t = std::conditional_t<(Rank == 4), std::conditional_t<F == format_family::channels_last, nhwc, nchw>,
+                                        std::conditional_t<F == format_family::channels_last, ndhwc, ncdhw>>;
+
+// Calls fn(tag{}) for family f at a compile-time rank: only that rank's two tags are instantiated,
+// so fn may be written for rank 4 (or 5) alone.
+template <int Rank, class Fn>
+decltype(auto) dispatch_format(format_family f, Fn&& fn) {
+  static_assert(Rank == 4 || Rank == 5, "dispatch_format: rank 4 or 5");
+  if (f == format_family::channels_last) return fn(family_tag_t<format_family::channels_last, Rank>{});
+  return fn(family_tag_t<format_family::channels_first, Rank>{});
+}
+
+// Calls fn(tag{}) for family f at a runtime rank 4 or 5 (nchw, nhwc, ncdhw, ndhwc).
 template <class Fn>
 decltype(auto) dispatch_format(format_family f, int rank, Fn&& fn) {
-  if (rank != 4 && rank != 5)
-    detail::fail(errc::invalid_argument, std::string("no memfmt format for ") + std::string(to_string(f)) + " at rank " +
-                                             std::to_string(rank) + " (rank 4 or 5)");
-  return dispatch_format(to_memory_format(f, rank), rank, std::forward<Fn>(fn));
+  if (rank == 4) return dispatch_format<4>(f, std::forward<Fn>(fn));
+  if (rank == 5) return dispatch_format<5>(f, std::forward<Fn>(fn));
+  detail::fail(errc::invalid_argument, std::string("no memfmt format for ") + to_string(f) + " at rank " +
+                                           std::to_string(rank) + " (rank 4 or 5)");
 }
 
 // The tag's name ("nchw", ...) for (f, rank); throws like dispatch_format.
