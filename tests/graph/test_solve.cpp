@@ -33,6 +33,7 @@ struct op {
   std::vector<std::string> inputs;
   std::int64_t channels = 0, kernel = 1, groups = 1;
   family format = family::channels_first;
+  family reads = family::channels_first;  // opaque: the format it reads its input in
 };
 struct pin_spec {
   std::string name;
@@ -72,6 +73,7 @@ built build(const recipe& r, const std::vector<std::size_t>& order) {
       case node_kind::pool: net.max_pool(o.name, in[0], 1, 1); break;
       case node_kind::global_pool: net.global_pool(o.name, in[0]); break;
       case node_kind::concat: net.concat(o.name, in); break;
+      case node_kind::opaque: net.opaque(o.name, in, {2, o.channels, 4, 4}, o.format, o.reads); break;
       case node_kind::flatten: net.flatten(o.name, in[0]); break;
       case node_kind::linear: net.linear(o.name, in[0], 5); break;
       default: ADD_FAILURE() << "recipe kind " << to_string(o.kind);
@@ -90,7 +92,8 @@ std::vector<std::size_t> identity(std::size_t n) {
 }
 
 // Random DAGs of at most 13 nodes: fan-out, joins (add, concat), ambiguous values (C == 1, global
-// pool), flatten -> linear; random costs (some families unsupported), conversion costs and pins.
+// pool), flatten -> linear, opaque barriers reading one format and writing either; random costs
+// (some families unsupported), conversion costs and pins.
 recipe random_recipe(std::mt19937& rng, bool random_costs) {
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   recipe r;
@@ -112,7 +115,7 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   for (std::size_t i = 0; i < ops && r.ops.size() + 3 <= 11; ++i) {
     const std::string name = "n" + std::to_string(i);
     const value in = spatial_value();
-    switch (pick(8)) {
+    switch (pick(9)) {
       case 0:
       case 1: {
         const std::int64_t out = pick(4) == 0 ? 1 : 8;
@@ -138,6 +141,13 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         break;
       }
       case 6: r.ops.push_back({node_kind::pool, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
+      case 7: {  // a barrier that may read one format and write the other
+        const family writes = pick(2) ? family::channels_last : family::channels_first;
+        r.ops.push_back({node_kind::opaque, name, {in.name}, in.channels, 1, 1, writes,
+                         pick(2) ? family::channels_last : family::channels_first});
+        values.push_back({name, in.channels, true, false});
+        break;
+      }
       default: {
         r.ops.push_back({node_kind::global_pool, name, {in.name}});
         values.push_back({name, in.channels, true, true});
@@ -159,7 +169,7 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   if (!random_costs) return r;
   std::set<std::string> mandatory;
   for (const op& o : r.ops) {
-    if (o.kind == node_kind::input || o.kind == node_kind::output) mandatory.insert(o.name);
+    if (o.kind == node_kind::input || o.kind == node_kind::output || o.kind == node_kind::opaque) mandatory.insert(o.name);
     if (o.kind == node_kind::linear || o.kind == node_kind::input || o.kind == node_kind::output) continue;
     if (pick(5) == 0 && !mandatory.count(o.name)) {
       const family f = pick(2) ? family::channels_last : family::channels_first;
@@ -255,7 +265,10 @@ brute_force_result brute_force(const network& net, const cost_model& model) {
     for (node_id v = 0; v < net.size(); ++v) {
       if (!net.at(v).spatial()) continue;
       bool needed = false;
-      for (node_id u : net.consumers(v)) needed = needed || f[u] != f[v];
+      for (node_id u : net.consumers(v)) {
+        const node& user = net.at(u);
+        needed = needed || (user.kind == node_kind::opaque ? user.get<opaque_attrs>().input_format : *f[u]) != f[v];
+      }
       if (needed) total += model.conversion_cost(net, v);
     }
     const score s{total, count_inherit_breaks(net, f)};
