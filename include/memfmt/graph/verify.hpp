@@ -1,7 +1,7 @@
 // memfmt/graph/verify.hpp - checks a plan against its network and cost model (F13).
 //
 // Returns one line per violation (empty: the plan is sound): formats allowed by pins and support,
-// every consumer served in its format, at most one conversion per value and target, none unused,
+// every consumer served in its format, once, at most one conversion per value and target, none unused,
 // no layer sitting between a pair of inverse conversions it could have avoided, relabels exactly
 // on ambiguous values, and totals (and the inherit-break count) equal to what the items add up to.
 #pragma once
@@ -66,7 +66,9 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
       if (!reads || p.nodes[u].format != c.to)
         bad.push_back("conversion of " + name(c.value) + " serves " + name(u) + ", which does not read it in " +
                       to_string(c.to));
-      served.insert({c.value, u});
+      // A layer reading the value twice (add(x, x)) is still one consumer of the copy.
+      if (!served.insert({c.value, u}).second)
+        bad.push_back("conversion of " + name(c.value) + " lists " + name(u) + " as a consumer more than once");
     }
     const bool ambiguous = is_ambiguous_shape(v.extents);
     if (c.relabel != ambiguous || c.bytes != model.conversion_bytes(net, c.value) ||
