@@ -13,11 +13,16 @@ failing that, 1 / real_time.
 Whole-network benchmarks (BM_network/<net>/<dtype>/<pass>/<variant>, counter images_per_s) are kept
 out of that table and get their own: variant, ms/batch, images/s, conversions, speed vs the same
 network's nchw variant (JSON key "network").
+
+A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
+empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
+backend refused an element type the CPU cannot compute in; rows that ran have status "ok".
 """
 import argparse
 import json
 import math
 import os
+import re
 import sys
 
 CHANNELS_FIRST = {"nchw", "ncdhw"}
@@ -36,11 +41,20 @@ def load(paths):
         for b in data.get("benchmarks", []):
             if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
                 continue
-            if b.get("error_occurred"):
-                continue
             b["_file"] = os.path.basename(p)
             rows.append(b)
     return rows
+
+
+def status(b):
+    """"ok", or why the benchmark did not run (the backend's refusal of a dtype this CPU lacks)."""
+    if not b.get("error_occurred"):
+        return "ok"
+    msg = b.get("error_message", "")
+    m = re.search(r"needs (\w+)\b.* on this CPU", msg)
+    if m:
+        return f"unsupported on this CPU (needs {m.group(1)})"
+    return "error: " + msg
 
 
 def throughput(b):
@@ -70,7 +84,7 @@ def conv_pairs(rows):
         if base not in pairs:
             pairs[base] = {}
             order.append(base)
-        if "overhead_pct_median" in b or "images_per_s" in b:
+        if "overhead_pct_median" in b or "images_per_s" in b or b["name"].startswith("BM_network/"):
             continue
         side = "cf" if fmt in CHANNELS_FIRST else "cl"
         pairs[base][side] = b
@@ -78,6 +92,11 @@ def conv_pairs(rows):
     for base in order:
         p = pairs[base]
         if "cf" not in p or "cl" not in p:
+            continue
+        why = [s for s in (status(p["cf"]), status(p["cl"])) if s != "ok"]
+        if why:
+            out.append({"case": base, "nchw": None, "nhwc": None, "unit": None, "ratio_nhwc_over_nchw": None,
+                        "winner": None, "impl_nchw": "", "impl_nhwc": "", "status": why[0]})
             continue
         cf, unit = throughput(p["cf"])
         cl, _ = throughput(p["cl"])
@@ -91,6 +110,7 @@ def conv_pairs(rows):
             "winner": "NHWC" if ratio > 1.0 else "NCHW",
             "impl_nchw": p["cf"].get("label", ""),
             "impl_nhwc": p["cl"].get("label", ""),
+            "status": "ok",
         })
     return out
 
@@ -99,7 +119,7 @@ def overhead_rows(rows):
     """BM_overhead/...: this library's wrapper vs a direct backend call, timed alternately in one run."""
     out = []
     for b in rows:
-        if "overhead_pct_median" in b:
+        if "overhead_pct_median" in b and not b.get("error_occurred"):
             out.append({"case": clean(b["name"]), "wrapper_ms": b.get("wrapper_ms_median", float("nan")),
                         "direct_ms": b.get("direct_ms_median", float("nan")),
                         "overhead_pct_median": b["overhead_pct_median"],
@@ -112,7 +132,7 @@ def network_rows(rows):
     groups = {}
     order = []
     for b in rows:
-        if "images_per_s" not in b:
+        if "images_per_s" not in b and not b["name"].startswith("BM_network/"):
             continue
         parts = clean(b["name"]).split("/")
         base, variant = "/".join(parts[:-1]), parts[-1]
@@ -124,13 +144,19 @@ def network_rows(rows):
     for base in order:
         ref = groups[base].get("nchw")
         for variant, b in groups[base].items():
+            why = status(b)
+            if why != "ok":
+                out.append({"case": base, "variant": variant, "ms_per_batch": None, "images_per_s": None,
+                            "conversions": None, "conversion_ms": None, "speed_vs_nchw": None, "label": "",
+                            "status": why})
+                continue
             ms = b.get("ms_per_batch", float("nan"))
-            ref_ms = ref.get("ms_per_batch", float("nan")) if ref else float("nan")
+            ref_ms = ref.get("ms_per_batch", float("nan")) if ref and status(ref) == "ok" else float("nan")
             out.append({"case": base, "variant": variant, "ms_per_batch": ms, "images_per_s": b["images_per_s"],
                         "conversions": b.get("conversions", float("nan")),
                         "conversion_ms": b.get("conversion_ms", float("nan")),
                         "speed_vs_nchw": ref_ms / ms if ms and ms > 0 else float("nan"),
-                        "label": b.get("label", "")})
+                        "label": b.get("label", ""), "status": "ok"})
     return out
 
 
@@ -144,7 +170,7 @@ def clean(name):
 def convert_rows(rows):
     out = []
     for b in rows:
-        if "ratio_to_memcpy" in b:
+        if "ratio_to_memcpy" in b and not b.get("error_occurred"):
             out.append({"case": clean(b["name"]), "ratio_to_memcpy": b["ratio_to_memcpy"],
                         "GB/s": b.get("GB/s", b.get("bytes_per_second", 0) / 1e9),
                         "memcpy GB/s": b.get("memcpy_GB/s"), "core-to-core ns": b.get("core_to_core_ns")})
@@ -170,6 +196,7 @@ def table(headers, rows):
 
 
 def svg_chart(pairs, path):
+    pairs = [p for p in pairs if p["status"] == "ok"]
     if not pairs:
         return
     bar_h, gap, left, width = 16, 6, 330, 420
@@ -206,17 +233,19 @@ def main():
     over = []
     md = []
     if pairs:
-        md.append("## NCHW vs NHWC (throughput: %s)\n" % pairs[0]["unit"])
+        units = sorted({p["unit"] for p in pairs if p["unit"]})
+        md.append("## NCHW vs NHWC (throughput: %s)\n" % (", ".join(units) or "-"))
         md.append(table(["layer", "NCHW", "NHWC", "unit", "NHWC/NCHW", "winner"],
-                        [[p["case"], p["nchw"], p["nhwc"], p["unit"], p["ratio_nhwc_over_nchw"], p["winner"]]
-                         for p in pairs]))
+                        [[p["case"], p["nchw"], p["nhwc"], p["unit"], p["ratio_nhwc_over_nchw"],
+                          p["winner"] if p["status"] == "ok" else p["status"]] for p in pairs]))
     nets = network_rows(rows)
     if nets:
         md.append("\n## Whole network: NCHW vs NHWC vs the format plan (speed vs nchw: > 1 is faster)\n")
         md.append(table(["network", "variant", "ms/batch", "images/s", "conversions", "conversion ms", "vs nchw"],
                         [[n["case"], n["variant"], n["ms_per_batch"], n["images_per_s"], int(n["conversions"])
-                          if not math.isnan(n["conversions"]) else n["conversions"], n["conversion_ms"],
-                          n["speed_vs_nchw"]] for n in nets]))
+                          if n["conversions"] is not None and not math.isnan(n["conversions"]) else n["conversions"],
+                          n["conversion_ms"], n["speed_vs_nchw"] if n["status"] == "ok" else n["status"]]
+                         for n in nets]))
     over = overhead_rows(rows)
     if over:
         md.append("\n## memfmt wrapper vs a direct backend call (same primitive)\n")

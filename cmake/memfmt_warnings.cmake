@@ -15,18 +15,32 @@ if(MEMFMT_SANITIZE)
 endif()
 
 # memfmt_add_test(name SOURCES a.cpp ... [LIBS x y] [LABELS l] [PROPERTIES k v ...])
-# One GoogleTest executable, registered with CTest (one CTest entry per binary keeps configure fast).
+# One GoogleTest executable; each of its tests is its own CTest entry "<name>.<Suite>.<Test>", so a
+# GTEST_SKIP shows as skipped (with the binary's own message in the log) and not as passed. The list
+# of tests is read when ctest runs (PRE_TEST), so building never runs a test binary.
 if(MEMFMT_BUILD_TESTS)
   find_package(GTest REQUIRED)
+  include(GoogleTest)
 endif()
 function(memfmt_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
-  add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
-  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" ${T_PROPERTIES})
+  gtest_discover_tests(${name} TEST_PREFIX "${name}." EXTRA_ARGS --gtest_brief=1 DISCOVERY_MODE PRE_TEST
+                       DISCOVERY_TIMEOUT 60 TEST_LIST ${name}_TESTS)
+  # Properties are set by a script ctest reads after the discovered tests: gtest_discover_tests'
+  # own PROPERTIES option splits list values such as LABELS "cpu;dnnl".
+  set(script "  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS [==[${T_LABELS}]==])\n")
   if(MEMFMT_SANITIZE)
-    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
-                 "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1" "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+    string(APPEND script "  set_tests_properties(\${${name}_TESTS} PROPERTIES ENVIRONMENT [==[ASAN_OPTIONS=detect_leaks=1:"
+                         "abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1]==])\n")
   endif()
+  set(props ${T_PROPERTIES})  # single-valued properties: key value ...
+  while(props)
+    list(POP_FRONT props key value)
+    string(APPEND script "  set_tests_properties(\${${name}_TESTS} PROPERTIES ${key} [==[${value}]==])\n")
+  endwhile()
+  set(file "${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake")
+  file(WRITE "${file}" "if(${name}_TESTS)\n${script}endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
 endfunction()

@@ -6,6 +6,8 @@
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
 # then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
+# A case this CPU cannot run (oneDNN's bfloat16 without AVX-512) keeps its row, marked e.g.
+# "unsupported on this CPU (needs avx512_core)" (DNNL_MAX_CPU_ISA=AVX2 shows an AVX2-only CPU's table).
 #   scripts/bench.sh [--full] [--out DIR]
 # Default is a quick mode (a few minutes on 2 cores); --full runs longer, larger batches.
 set -euo pipefail

@@ -121,8 +121,18 @@ void timed_loop(benchmark::State& state, double work, const char* unit, Body&& b
   state.counters[unit] = s > 0 ? work * static_cast<double>(iters) / s * 1e-9 : 0.0;
 }
 
+// Where oneDNN cannot compute in T on this CPU the benchmark reports the backend's reason instead
+// of running; summarize.py keeps the row and marks it "unsupported on this CPU (needs <isa>)".
+template <class T>
+bool unsupported_here(benchmark::State& state) {
+  const onednn::dtype_support s = onednn::support_for(dtype_of_v<T>);
+  if (!s.supported) state.SkipWithError(s.reason.c_str());
+  return !s.supported;
+}
+
 template <class T, class F>
 void bm_conv(benchmark::State& state, const conv_layer& l, bool backward) {
+  if (unsupported_here<T>(state)) return;
   auto& b = shared_backend();
   const auto p = params_of(l);
   const auto xe = ext<F>(batch, l.x);
@@ -160,6 +170,7 @@ void bm_conv(benchmark::State& state, const conv_layer& l, bool backward) {
 
 template <class T, class F>
 void bm_bn(benchmark::State& state, std::int64_t c, std::int64_t hw, bool train) {
+  if (unsupported_here<T>(state)) return;
   auto& b = shared_backend();
   const typename layout<F>::extents_type e{batch, c, hw, hw};
   host_tensor<T, F> x(e), y(e), dy(e), dx(e);

@@ -8,11 +8,14 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include <memfmt/backends/dnnl/cpu_support.hpp>
 #include <memfmt/dtype.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/coords.hpp"
+#include "../common/expect_error.hpp"
 
 namespace dnnl_test {
 
@@ -98,6 +101,22 @@ inline ::testing::AssertionResult arrays_close(const float* got, const float* wa
                                            << " (tol " << tol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+// Where oneDNN cannot compute in T on this CPU: checks that `call` (an operation of the backend in T)
+// is refused with errc::unsupported_dtype naming the dtype, `op`, the ISA it needs and the one
+// oneDNN uses, and returns that reason for GTEST_SKIP. Where T is supported: "" (call not made).
+template <class T, class Fn>
+std::string refused_on_this_cpu(const std::string& op, Fn&& call) {
+  const memfmt::onednn::dtype_support s = memfmt::onednn::support_for(memfmt::dtype_of_v<T>);
+  if (s.supported) return {};
+  std::vector<std::string> names{op + ": ", std::string(memfmt::to_string(memfmt::dtype_of_v<T>))};
+  if (!s.needs.empty()) {
+    names.push_back("needs " + s.needs);
+    names.push_back(std::string("oneDNN uses ") + memfmt::onednn::isa_name(memfmt::onednn::effective_isa()));
+  }
+  memfmt_test::expect_error(call, memfmt::errc::unsupported_dtype, names);
+  return s.reason;
 }
 
 }  // namespace dnnl_test

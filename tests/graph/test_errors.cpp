@@ -1,6 +1,7 @@
 // Bad input gets memfmt::error naming the values; the verifier catches broken plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -188,6 +189,33 @@ TEST(GraphErrors, VerifierCatchesBrokenPlans) {
   plan pinned = good;
   pinned.nodes[x].format = family::channels_last;
   mentions(pinned, "'x' runs in channels_last");
+}
+
+// add(c1, c1) reads one converted value twice: the plan lists it once, and a plan listing it twice
+// is rejected.
+TEST(GraphErrors, VerifierRejectsAConsumerListedTwice) {
+  network net;
+  const node_id x = net.input("x", {2, 16, 8, 8}, memfmt::dtype::float32, family::channels_first);
+  const node_id c1 = net.conv("c1", x, conv_spec(16, 3, 1, 1));
+  const node_id twice = net.add("twice", c1, c1);
+  const node_id c2 = net.conv("c2", twice, conv_spec(16, 3, 1, 1));
+  const node_id y = net.output("y", c2, family::channels_first);
+  std::vector<std::optional<family>> formats(net.size(), family::channels_first);
+  formats[twice] = formats[c2] = family::channels_last;
+  const cost_model model;
+  const plan good = make_plan(net, model, formats);
+  ASSERT_EQ(verify(net, model, good), std::vector<std::string>{});
+  ASSERT_EQ(good.conversions.size(), 2u);  // c1 -> twice and c2 -> y
+  const auto into_twice = std::find_if(good.conversions.begin(), good.conversions.end(),
+                                       [&](const conversion& c) { return c.value == c1; });
+  ASSERT_NE(into_twice, good.conversions.end());
+  EXPECT_EQ(into_twice->consumers, std::vector<node_id>{twice});
+  EXPECT_EQ(good.format(y), family::channels_first);
+
+  plan listed_twice = good;
+  listed_twice.conversions[static_cast<std::size_t>(into_twice - good.conversions.begin())].consumers.push_back(twice);
+  EXPECT_EQ(verify(net, model, listed_twice),
+            std::vector<std::string>{"conversion of 'c1' lists 'twice' as a consumer more than once"});
 }
 
 }  // namespace

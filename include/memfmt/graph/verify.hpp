@@ -64,12 +64,12 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
     for (node_id u : c.consumers) {
       bool reads = false;
       for (node_id i : net.at(u).inputs) reads = reads || i == c.value;
-      if (served.count({c.value, u}))
-        bad.push_back("conversion of " + name(c.value) + " lists " + name(u) + " more than once");
       if (!reads || !p.nodes[u].format || net.read_format(u, *p.nodes[u].format) != c.to)
         bad.push_back("conversion of " + name(c.value) + " serves " + name(u) + ", which does not read it in " +
                       to_string(c.to));
-      served.insert({c.value, u});
+      // A layer reading the value twice (add(x, x)) is still one consumer of the copy.
+      if (!served.insert({c.value, u}).second)
+        bad.push_back("conversion of " + name(c.value) + " lists " + name(u) + " as a consumer more than once");
     }
     const bool ambiguous = is_ambiguous_shape(v.extents);
     if (c.relabel != ambiguous || c.bytes != model.conversion_bytes(net, c.value) ||

@@ -18,7 +18,9 @@
 // a new one at the same address with the same shape is the same situation: invalidate.
 //
 // Data types: float and bfloat16 (fp32 accumulation); bias is T; batch-norm parameters and
-// statistics are float (param_t<T>). Other types throw memfmt::error(unsupported_dtype).
+// statistics are float (param_t<T>). Other types throw memfmt::error(unsupported_dtype), as does
+// bfloat16 where oneDNN cannot compute in it on this CPU (it needs avx512_core: ask
+// onednn::supports(dtype), cpu_support.hpp).
 // Errors: arguments are validated before any work, first by the checks every backend shares
 // (validate.hpp: same codes and messages as the other backends), then this backend's limits;
 // oneDNN failures become memfmt::error(backend_failure) naming oneDNN's status.
@@ -41,6 +43,7 @@
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
 #include "../validate.hpp"
+#include "cpu_support.hpp"
 #include "descriptors.hpp"
 #include "status.hpp"
 

@@ -16,6 +16,7 @@
 #include "../../dtype.hpp"
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
+#include "cpu_support.hpp"
 
 namespace memfmt::onednn::detail {
 
@@ -23,13 +24,15 @@ using dnnl_dt = dnnl::memory::data_type;
 using dnnl_tag = dnnl::memory::format_tag;
 
 // float -> f32, bfloat16 -> bf16. Other element types have no fast oneDNN convolution on CPU in
-// 2.6 (f16 and f64 would run reference loops or are not implemented): reject them up front.
+// 2.6 (f16 and f64 would run reference loops or are not implemented): reject them up front, as
+// bfloat16 on a CPU where oneDNN cannot compute in it (cpu_support.hpp).
 template <class T>
 dnnl_dt data_type_of(const char* op) {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<U, float>) {
     return dnnl_dt::f32;
   } else if constexpr (std::is_same_v<U, bfloat16>) {
+    require_supported(dtype::bfloat16, op);
     return dnnl_dt::bf16;
   } else {
     memfmt::detail::fail(errc::unsupported_dtype, std::string(op) + ": the oneDNN backend supports float32 and "
