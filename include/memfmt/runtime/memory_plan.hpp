@@ -65,7 +65,7 @@ struct memory_plan {
 };
 
 inline std::int64_t align_up(std::int64_t n, std::int64_t alignment, const std::string& what) {
-  const std::int64_t r = detail::checked_add(n, alignment - 1, what);
+  const std::int64_t r = memfmt::detail::checked_add(n, alignment - 1, what);
   return r / alignment * alignment;
 }
 
@@ -73,7 +73,7 @@ inline std::int64_t align_up(std::int64_t n, std::int64_t alignment, const std::
 // is not a positive power of two is an error naming it.
 inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t alignment = 64) {
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
-    detail::fail(errc::invalid_argument, "memory plan: alignment " + std::to_string(alignment) +
+    memfmt::detail::fail(errc::invalid_argument, "memory plan: alignment " + std::to_string(alignment) +
                                              " is not a positive power of two");
   memory_plan plan;
   plan.alignment = alignment;
@@ -81,12 +81,12 @@ inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t 
   for (std::size_t i = 0; i < values.size(); ++i) {
     const value_lifetime& v = values[i];
     if (v.bytes < 0 || v.first < 0 || v.last < v.first)
-      detail::fail(errc::invalid_argument, "memory plan: value " + std::to_string(i) + " '" + v.name + "' has " +
+      memfmt::detail::fail(errc::invalid_argument, "memory plan: value " + std::to_string(i) + " '" + v.name + "' has " +
                                                std::to_string(v.bytes) + " bytes live over steps [" +
                                                std::to_string(v.first) + ", " + std::to_string(v.last) +
                                                "] (need bytes >= 0, 0 <= first <= last)");
     size[i] = align_up(v.bytes, alignment, "memory plan: size of '" + v.name + "'");
-    plan.total_bytes = detail::checked_add(plan.total_bytes, size[i], "memory plan: total bytes");
+    plan.total_bytes = memfmt::detail::checked_add(plan.total_bytes, size[i], "memory plan: total bytes");
   }
   // The lower bound: at each step where some value starts, the sum of the sizes live then (the live
   // set only grows at a start, so the maximum is reached at one).
@@ -114,7 +114,7 @@ inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t 
       at = std::max(at, e);
     }
     plan.offsets[i] = at;
-    plan.arena_bytes = std::max(plan.arena_bytes, detail::checked_add(at, size[i], "memory plan: arena bytes"));
+    plan.arena_bytes = std::max(plan.arena_bytes, memfmt::detail::checked_add(at, size[i], "memory plan: arena bytes"));
     placed.push_back(i);
   }
   plan.values = std::move(values);

@@ -29,14 +29,14 @@ struct parameter {
   std::vector<std::int64_t> shape;  // logical extents, PyTorch order; {} is a scalar
   std::vector<std::byte> bytes;     // numel(shape) * size_of(type) bytes, row-major, host byte order
 
-  std::int64_t numel() const { return detail::checked_numel(shape, "parameter"); }
+  std::int64_t numel() const { return memfmt::detail::checked_numel(shape, "parameter"); }
 
   // The elements as T; T must be the parameter's dtype (a float32 store read as double is an error,
   // not a reinterpretation). memcpy'd out so that the bytes need no alignment for T.
   template <class T>
   std::vector<T> values(std::string_view name = "parameter") const {
     if (dtype_of_v<T> != type)
-      detail::fail(errc::unsupported_dtype, "parameter '" + std::string(name) + "' is " + std::string(to_string(type)) +
+      memfmt::detail::fail(errc::unsupported_dtype, "parameter '" + std::string(name) + "' is " + std::string(to_string(type)) +
                                                 ", read as " + std::string(to_string(dtype_of_v<T>)));
     std::vector<T> v(bytes.size() / sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {  // vector<bool> has no data()
@@ -50,7 +50,7 @@ struct parameter {
 
 // "float32 [64, 3, 7, 7]": how messages name a parameter's dtype and shape.
 inline std::string describe(memfmt::dtype type, const std::vector<std::int64_t>& shape) {
-  return std::string(to_string(type)) + " " + detail::dims_to_string(shape);
+  return std::string(to_string(type)) + " " + memfmt::detail::dims_to_string(shape);
 }
 
 // Name -> parameter, ordered by name (so iteration and files written from it are deterministic).
@@ -59,15 +59,15 @@ class parameter_store {
   // Adds a parameter; a name already present, a negative extent, an element count that overflows or
   // a byte count that does not match shape * dtype is an error naming the parameter and the values.
   void insert(std::string name, parameter p) {
-    if (name.empty()) detail::fail(errc::invalid_argument, "parameter store: a parameter needs a name");
+    if (name.empty()) memfmt::detail::fail(errc::invalid_argument, "parameter store: a parameter needs a name");
     if (params_.count(name))
-      detail::fail(errc::invalid_argument, "parameter store: '" + name + "' is already present (" +
+      memfmt::detail::fail(errc::invalid_argument, "parameter store: '" + name + "' is already present (" +
                                                describe(params_.at(name).type, params_.at(name).shape) + ")");
-    const std::string what = "parameter '" + name + "' " + detail::dims_to_string(p.shape);
-    const std::int64_t n = detail::checked_numel(p.shape, what.c_str());
-    const std::size_t expected = detail::checked_bytes(n, size_of(p.type), what.c_str());
+    const std::string what = "parameter '" + name + "' " + memfmt::detail::dims_to_string(p.shape);
+    const std::int64_t n = memfmt::detail::checked_numel(p.shape, what.c_str());
+    const std::size_t expected = memfmt::detail::checked_bytes(n, size_of(p.type), what.c_str());
     if (p.bytes.size() != expected)
-      detail::fail(errc::shape_mismatch, "parameter store: '" + name + "' is " + describe(p.type, p.shape) + ", " +
+      memfmt::detail::fail(errc::shape_mismatch, "parameter store: '" + name + "' is " + describe(p.type, p.shape) + ", " +
                                              std::to_string(expected) + " bytes, but " +
                                              std::to_string(p.bytes.size()) + " bytes were given");
     params_.emplace(std::move(name), std::move(p));
@@ -101,7 +101,7 @@ class parameter_store {
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   const parameter& at(std::string_view name) const {
     if (const parameter* p = find(name)) return *p;
-    detail::fail(errc::invalid_argument, "parameter store: no parameter '" + std::string(name) + "' (" +
+    memfmt::detail::fail(errc::invalid_argument, "parameter store: no parameter '" + std::string(name) + "' (" +
                                              std::to_string(params_.size()) + " parameters)");
   }
 
