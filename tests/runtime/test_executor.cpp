@@ -205,6 +205,35 @@ TEST(Executor, ReportsConversionsAndReuse) {
   EXPECT_LE(ex.report().arena_bytes, ex.report().allocate_all_bytes);
 }
 
+// A channels_first flatten is the conv's own buffer read as [N, C * H * W]; a channels_last one
+// would order the features (H, W, C), which only a permuted linear may read.
+TEST(Executor, FlattenAliasesItsInput) {
+  network net;
+  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id c = net.conv("c", x, memfmt::graph::conv_spec(2, 3, 1, 1));
+  net.output("features", net.flatten("flat", c), family::channels_first);
+  net.output("map", c, family::channels_first);
+  const parameter_store s = make_params<float>(net, 5);
+  const memfmt::reference::backend b;
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, family::channels_first), b, s);
+  memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5}), map({2, 2, 4, 5});
+  const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
+  std::copy(v.begin(), v.end(), in.data());
+  std::vector<float> flat(2 * 40, -7.f);
+  ex.forward({{"x", memfmt::runtime::ref(in.const_view())}},
+             {{"features", memfmt::runtime::ref_matrix(flat.data(), 2, 40)}, {"map", memfmt::runtime::ref(map.view())}});
+  for (std::int64_t i = 0; i < map.numel(); ++i) ASSERT_EQ(flat[static_cast<std::size_t>(i)], map.data()[i]) << i;
+  // The planner refuses a channels_last flatten that feeds no linear; one that feeds a linear needs
+  // permuted weights, which this executor does not run yet.
+  network lin;
+  const node_id lx = lin.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  lin.output("y", lin.linear("fc", lin.flatten("flat", lin.conv("c", lx, memfmt::graph::conv_spec(2, 3, 1, 1))), 3),
+             family::channels_first);
+  using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
+  expect_error([&] { ex_t(lin, plan_for(lin, family::channels_last), b, make_params<float>(lin, 1)); }, errc::unsupported,
+               {"node 'flat' (flatten)", "channels_last flatten of [2, 2, 4, 5]", "permuted weights"});
+}
+
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   const small_net m(memfmt::dtype::float32);
   const memfmt::reference::backend b;

@@ -11,6 +11,9 @@
 //     its producer and read by all its consumers; an ambiguous shape (relabel) shares the bytes.
 // Layers that only rename bytes (output, flatten, dropout in inference) alias what they read.
 //
+// The executor keeps copies of the network and plan and a reference to the backend, which must
+// outlive it; the parameter store need not.
+//
 // forward() checks every input and output against the network (name, dtype, extents, format)
 // before it writes anything, copies the inputs in, runs the steps and copies the outputs out.
 // In poison mode every value's bytes are overwritten with NaN when its liveness ends, so a reader
@@ -38,6 +41,7 @@
 #include "../graph/network.hpp"
 #include "../graph/plan.hpp"
 #include "../tensor/host_tensor.hpp"
+#include "../tensor/relabel.hpp"
 #include "check_parameters.hpp"
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
@@ -161,6 +165,14 @@ class executor {
     }
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
+    // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C), which only
+    // a linear with permuted weights reads correctly; the executor has no linear yet.
+    if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
+        !is_ambiguous_shape(net_.at(n.inputs[0]).extents))
+      memfmt::detail::fail(errc::unsupported, who(n) + ": a channels_last flatten of " +
+                                                  memfmt::detail::dims_to_string(net_.at(n.inputs[0]).extents) +
+                                                  " needs a linear with permuted weights after it, which the " +
+                                                  std::string(Backend::name) + " executor does not run yet");
   }
 
   graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
@@ -359,8 +371,8 @@ class executor {
     }
   }
 
-  const graph::network& net_;
-  const graph::plan& plan_;
+  graph::network net_;  // copies: small, and a temporary plan must not dangle
+  graph::plan plan_;
   const Backend& backend_;
   executor_options options_;
   executor_report report_;
