@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 
 namespace memfmt {
@@ -19,9 +21,14 @@ namespace memfmt {
 struct conv_params {
   // Per spatial dimension (H, W) or (D, H, W); entries past the spatial rank are ignored.
   std::array<std::int64_t, 3> stride{1, 1, 1};
-  std::array<std::int64_t, 3> padding{0, 0, 0};  // symmetric zero padding
+  std::array<std::int64_t, 3> padding{0, 0, 0};  // zero padding before each spatial dim
   std::array<std::int64_t, 3> dilation{1, 1, 1};
   std::int64_t groups = 1;
+  // Zero padding after each spatial dim; nullopt: the same as `padding` (PyTorch's symmetric
+  // padding). Asymmetric padding is what ONNX pads and TensorFlow's "SAME" give.
+  std::optional<std::array<std::int64_t, 3>> padding_end;
+
+  std::int64_t end_padding(int i) const { return padding_end ? (*padding_end)[i] : padding[i]; }
 };
 
 struct batch_norm_params {
@@ -33,7 +40,7 @@ struct batch_norm_params {
 // Output extents of a convolution, validated. `x` are input extents (N, C, spatial...), `w` weight
 // extents (K, C/groups, kernel...). Throws memfmt::error naming the values on: rank mismatch,
 // non-positive sizes, groups not dividing C or K, C/groups != weight C, stride/dilation < 1,
-// negative padding, or an output size <= 0.
+// negative padding, an output size <= 0, or sizes whose arithmetic overflows 64 bits.
 template <class Extents>
 Extents conv_output_extents(const Extents& x, const Extents& w, const conv_params& p) {
   constexpr int rank = static_cast<int>(std::tuple_size<Extents>::value);
@@ -58,18 +65,24 @@ Extents conv_output_extents(const Extents& x, const Extents& w, const conv_param
   y[0] = x[0];
   y[1] = w[0];
   for (int i = 0; i < rank - 2; ++i) {
-    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0)
+    const std::int64_t pad_end = p.end_padding(i);
+    if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || pad_end < 0)
       detail::fail(errc::invalid_argument, where + ": stride " + std::to_string(p.stride[i]) + ", dilation " +
                                                std::to_string(p.dilation[i]) + ", padding " +
-                                               std::to_string(p.padding[i]) + " in spatial dim " + std::to_string(i) +
+                                               std::to_string(p.padding[i]) + " (end " + std::to_string(pad_end) +
+                                               ") in spatial dim " + std::to_string(i) +
                                                " (need stride >= 1, dilation >= 1, padding >= 0)");
-    const std::int64_t eff = p.dilation[i] * (w[2 + i] - 1) + 1;
-    const std::int64_t num = x[2 + i] + 2 * p.padding[i] - eff;
-    if (num < 0)
+    const std::int64_t eff =
+        detail::checked_add(detail::checked_mul(p.dilation[i], w[2 + i] - 1, where + ": dilated kernel"), 1,
+                            where + ": dilated kernel");
+    const std::int64_t padded =
+        detail::checked_add(detail::checked_add(x[2 + i], p.padding[i], where + ": padded input"), pad_end,
+                            where + ": padded input");
+    if (padded < eff)
       detail::fail(errc::invalid_argument, where + ": output size <= 0 in spatial dim " + std::to_string(i) +
-                                               " (padded input " + std::to_string(x[2 + i] + 2 * p.padding[i]) +
-                                               " < dilated kernel " + std::to_string(eff) + ")");
-    y[2 + i] = num / p.stride[i] + 1;
+                                               " (padded input " + std::to_string(padded) + " < dilated kernel " +
+                                               std::to_string(eff) + ")");
+    y[2 + i] = (padded - eff) / p.stride[i] + 1;
   }
   return y;
 }

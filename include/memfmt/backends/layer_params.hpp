@@ -8,6 +8,11 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "../detail/checked.hpp"
+#include "../error.hpp"
 
 namespace memfmt {
 
@@ -73,5 +78,127 @@ struct group_norm_params {
 struct softmax_params {
   bool log = false;  // log-softmax
 };
+
+// ---------------------------------------------------------------- shape inference
+// The output extents of each layer, validated: the network description infers its shapes with
+// these and every backend validates its arguments through them (validate.hpp), so a shape that
+// builds is a shape that runs. Extents are logical (N, C, spatial...), rank 4 or 5; errors name the
+// operation, the input sizes and the offending parameter.
+
+namespace layer_detail {
+
+template <class Extents>
+constexpr int spatial_rank() {
+  constexpr int rank = static_cast<int>(std::tuple_size<Extents>::value);
+  static_assert(rank == 4 || rank == 5, "layers: 2-D (rank 4) or 3-D (rank 5) tensors");
+  return rank - 2;
+}
+
+// N and C may be 0 (an empty batch); spatial sizes must be positive.
+template <class Extents>
+void require_input_sizes(const std::string& where, const Extents& x) {
+  for (std::size_t d = 0; d < x.size(); ++d)
+    if (x[d] < 0 || (d >= 2 && x[d] == 0))
+      detail::fail(errc::invalid_argument, where + ": sizes must be >= 0 and spatial sizes > 0");
+}
+
+inline std::string dim_name(int i) { return "spatial dim " + std::to_string(i); }
+
+}  // namespace layer_detail
+
+// Pooling: out = floor_or_ceil((in + padding + padding_end - kernel) / stride) + 1, and with
+// ceil_mode one less when the last window would start in the end padding. Every padding entry
+// must be < kernel, so every window holds at least one input element (PyTorch asks padding <=
+// kernel / 2; the looser bound keeps ONNX's asymmetric pads).
+template <class Extents>
+Extents pool_output_extents(const Extents& x, const pool_params& p) {
+  constexpr int sr = layer_detail::spatial_rank<Extents>();
+  const std::string where = std::string(p.kind == pool_kind::max ? "max_pool" : "average_pool") + ": input " +
+                            detail::dims_to_string(x);
+  layer_detail::require_input_sizes(where, x);
+  Extents y = x;
+  for (int i = 0; i < sr; ++i) {
+    const std::int64_t k = p.kernel[i], s = p.stride[i], pb = p.padding[i], pe = p.padding_end[i];
+    if (k < 1 || s < 1 || pb < 0 || pe < 0 || pb >= k || pe >= k)
+      detail::fail(errc::invalid_argument, where + ": kernel " + std::to_string(k) + ", stride " + std::to_string(s) +
+                                               ", padding " + std::to_string(pb) + " / " + std::to_string(pe) +
+                                               " (begin / end) in " + layer_detail::dim_name(i) +
+                                               " (need kernel >= 1, stride >= 1, 0 <= padding < kernel)");
+    const std::int64_t padded = detail::checked_add(detail::checked_add(x[2 + i], pb, where), pe, where);
+    if (padded < k)
+      detail::fail(errc::invalid_argument, where + ": padded input " + std::to_string(padded) + " < kernel " +
+                                               std::to_string(k) + " in " + layer_detail::dim_name(i));
+    const std::int64_t span = padded - k;
+    std::int64_t out = span / s + 1;
+    if (p.ceil_mode && span % s != 0) {
+      std::int64_t start = 0;  // of the extra window, relative to the padded input
+      if (!detail::mul_overflows(out, s, &start) && start < x[2 + i] + pb) ++out;
+    }
+    y[2 + i] = out;
+  }
+  return y;
+}
+
+// Global average pooling: N, C, 1, 1(, 1).
+template <class Extents>
+Extents global_pool_output_extents(const Extents& x) {
+  constexpr int sr = layer_detail::spatial_rank<Extents>();
+  layer_detail::require_input_sizes("global_average_pool: input " + detail::dims_to_string(x), x);
+  Extents y = x;
+  for (int i = 0; i < sr; ++i) y[2 + i] = 1;
+  return y;
+}
+
+// Upsampling: N, C, p.output (each >= 1).
+template <class Extents>
+Extents upsample_output_extents(const Extents& x, const upsample_params& p) {
+  constexpr int sr = layer_detail::spatial_rank<Extents>();
+  const std::string where = "upsample: input " + detail::dims_to_string(x);
+  layer_detail::require_input_sizes(where, x);
+  Extents y = x;
+  for (int i = 0; i < sr; ++i) {
+    if (p.output[i] < 1)
+      detail::fail(errc::invalid_argument, where + ": output size " + std::to_string(p.output[i]) + " in " +
+                                               layer_detail::dim_name(i) + " (need >= 1)");
+    y[2 + i] = p.output[i];
+  }
+  return y;
+}
+
+// Padding: in + begin + end per spatial dim; reflect needs begin, end < in (PyTorch's rule).
+template <class Extents>
+Extents pad_output_extents(const Extents& x, const pad_params& p) {
+  constexpr int sr = layer_detail::spatial_rank<Extents>();
+  const std::string where = "pad: input " + detail::dims_to_string(x);
+  layer_detail::require_input_sizes(where, x);
+  Extents y = x;
+  for (int i = 0; i < sr; ++i) {
+    const std::int64_t b = p.begin[i], e = p.end[i];
+    if (b < 0 || e < 0)
+      detail::fail(errc::invalid_argument, where + ": padding " + std::to_string(b) + " / " + std::to_string(e) +
+                                               " (begin / end) in " + layer_detail::dim_name(i) + " (need >= 0)");
+    if (p.mode == pad_mode::reflect && (b >= x[2 + i] || e >= x[2 + i]))
+      detail::fail(errc::invalid_argument, where + ": reflect padding " + std::to_string(b) + " / " +
+                                               std::to_string(e) + " (begin / end) in " + layer_detail::dim_name(i) +
+                                               " must be < the input size " + std::to_string(x[2 + i]));
+    y[2 + i] = detail::checked_add(detail::checked_add(x[2 + i], b, where), e, where);
+  }
+  return y;
+}
+
+// PyTorch broadcasting of two operands of the same rank: in each dim the sizes are equal or one
+// of them is 1, and the result takes the other.
+template <class Extents>
+Extents broadcast_extents(const Extents& a, const Extents& b) {
+  Extents y = a;
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    if (a[d] < 0 || b[d] < 0 || (a[d] != b[d] && a[d] != 1 && b[d] != 1))
+      detail::fail(errc::shape_mismatch, "binary: operands " + detail::dims_to_string(a) + " and " +
+                                             detail::dims_to_string(b) + " do not broadcast in dim " +
+                                             std::to_string(d) + " (sizes must be equal or one of them 1)");
+    y[d] = a[d] == 1 ? b[d] : a[d];
+  }
+  return y;
+}
 
 }  // namespace memfmt

@@ -13,10 +13,13 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../tensor/tensor_view.hpp"
 #include "conv_params.hpp"
+#include "layer_params.hpp"
 
 namespace memfmt {
 namespace backend_detail {
@@ -54,13 +57,34 @@ inline void require_channel_params(const char* op, std::int64_t channels,
                                            " channel values are needed");
 }
 
-inline void require_bn_params(const char* op, const batch_norm_params& p) {
-  if (!(p.epsilon > 0.0) || !std::isfinite(p.epsilon))
+inline void require_epsilon(const char* op, double epsilon) {
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
     detail::fail(errc::invalid_argument,
-                 std::string(op) + ": epsilon = " + std::to_string(p.epsilon) + " must be finite and > 0");
+                 std::string(op) + ": epsilon = " + std::to_string(epsilon) + " must be finite and > 0");
+}
+
+inline void require_bn_params(const char* op, const batch_norm_params& p) {
+  require_epsilon(op, p.epsilon);
   if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
     detail::fail(errc::invalid_argument,
                  std::string(op) + ": momentum = " + std::to_string(p.momentum) + " must be in [0, 1]");
+}
+
+// Tensors of one layer may differ in format but not in rank.
+template <class AF, class BF>
+constexpr void static_check_same_rank() {
+  static_assert(AF::rank == BF::rank, "layers: input and output must have the same rank (all 2-D or all 3-D formats)");
+}
+
+// Two tensors of the same extents (an elementwise op's input and output), both with data.
+template <class AT, class AF, class BT, class BF>
+void require_same_sizes(const char* op, const char* a_name, const tensor_view<AT, AF>& a, const char* b_name,
+                        const tensor_view<BT, BF>& b) {
+  static_check_same_rank<AF, BF>();
+  if (a.extents() != b.extents())
+    detail::fail(errc::shape_mismatch, std::string(op) + ": " + b_name + " has sizes " +
+                                           detail::dims_to_string(b.extents()) + ", expected " +
+                                           detail::dims_to_string(a.extents()) + " (the sizes of " + a_name + ")");
 }
 
 template <class XF, class WF, class YF>
@@ -188,6 +212,299 @@ void validate_batch_norm_backward(const tensor_view<XT, F>& x, const tensor_view
                                           {"saved_invstd", saved_invstd},
                                           {"dgamma", dgamma},
                                           {"dbeta", dbeta}});
+}
+
+// ---------------------------------------------------------------- layers other than conv and batch norm
+// Inputs and outputs of one call may have different formats of the same rank. Optional views are
+// "not given" when their data pointer is null.
+
+// Elementwise activation: y (dx) has the sizes of x.
+template <class XT, class XF, class YT, class YF>
+void validate_activation_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y) {
+  constexpr const char* op = "activation_forward";
+  backend_detail::require_same_sizes(op, "input x", x, "output y", y);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+}
+
+template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
+void validate_activation_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
+                                  const tensor_view<DXT, DXF>& dx) {
+  constexpr const char* op = "activation_backward";
+  backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
+  backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+}
+
+// Binary op with broadcasting: y has broadcast_extents(a, b).
+template <class AT, class AF, class BT, class BF, class YT, class YF>
+typename layout<YF>::extents_type validate_binary_forward(const tensor_view<AT, AF>& a, const tensor_view<BT, BF>& b,
+                                                          const tensor_view<YT, YF>& y) {
+  backend_detail::static_check_same_rank<AF, BF>();
+  backend_detail::static_check_same_rank<AF, YF>();
+  constexpr const char* op = "binary_forward";
+  const auto ye = broadcast_extents(a.extents(), b.extents());
+  backend_detail::require_extents(op, "output y", y.extents(), ye, "(a and b broadcast)");
+  backend_detail::require_data(op, "operand a", a);
+  backend_detail::require_data(op, "operand b", b);
+  backend_detail::require_data(op, "output y", y);
+  return ye;
+}
+
+// da and db are optional (a gradient nobody needs); a's data is needed for db of mul and div,
+// b's for da of mul and both gradients of div. a and b always give the sizes.
+template <class AT, class AF, class BT, class BF, class DYT, class DYF, class DAT, class DAF, class DBT, class DBF>
+void validate_binary_backward(binary_op kind, const tensor_view<AT, AF>& a, const tensor_view<BT, BF>& b,
+                              const tensor_view<DYT, DYF>& dy, const tensor_view<DAT, DAF>& da,
+                              const tensor_view<DBT, DBF>& db) {
+  backend_detail::static_check_same_rank<AF, BF>();
+  backend_detail::static_check_same_rank<AF, DYF>();
+  backend_detail::static_check_same_rank<AF, DAF>();
+  backend_detail::static_check_same_rank<AF, DBF>();
+  constexpr const char* op = "binary_backward";
+  const auto ye = broadcast_extents(a.extents(), b.extents());
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(a and b broadcast)");
+  const bool want_da = da.data() != nullptr, want_db = db.data() != nullptr;
+  if (want_da) backend_detail::require_extents(op, "gradient da", da.extents(), a.extents(), "(the sizes of a)");
+  if (want_db) backend_detail::require_extents(op, "gradient db", db.extents(), b.extents(), "(the sizes of b)");
+  backend_detail::require_data(op, "output gradient dy", dy);
+  const bool product = kind == binary_op::mul || kind == binary_op::div;
+  if ((want_da && product) || (want_db && kind == binary_op::div)) backend_detail::require_data(op, "operand b", b);
+  if (want_db && product) backend_detail::require_data(op, "operand a", a);
+}
+
+// Pooling: y has pool_output_extents(x). The backward takes the input sizes from dx; max pooling
+// needs x (to find each window's maximum), average pooling does not (x may be empty).
+template <class XT, class XF, class YT, class YF>
+typename layout<YF>::extents_type validate_pool_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y,
+                                                        const pool_params& p) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  constexpr const char* op = "pool_forward";
+  const auto ye = pool_output_extents(x.extents(), p);
+  backend_detail::require_extents(op, "output y", y.extents(), ye, "(from input x and the pooling parameters)");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+  return ye;
+}
+
+template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
+typename layout<DYF>::extents_type validate_pool_backward(const tensor_view<XT, XF>& x,
+                                                          const tensor_view<DYT, DYF>& dy,
+                                                          const tensor_view<DXT, DXF>& dx, const pool_params& p) {
+  backend_detail::static_check_same_rank<DXF, DYF>();
+  backend_detail::static_check_same_rank<DXF, XF>();
+  constexpr const char* op = "pool_backward";
+  const auto ye = pool_output_extents(dx.extents(), p);
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye,
+                                  "(from input gradient dx and the pooling parameters)");
+  if (p.kind == pool_kind::max) {
+    backend_detail::require_extents(op, "input x", x.extents(), dx.extents(), "(the sizes of dx; max pooling needs x)");
+    backend_detail::require_data(op, "input x", x);
+  }
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+  return ye;
+}
+
+template <class XT, class XF, class YT, class YF>
+void validate_global_pool_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  constexpr const char* op = "global_average_pool_forward";
+  backend_detail::require_extents(op, "output y", y.extents(), global_pool_output_extents(x.extents()),
+                                  "(N, C of x and spatial sizes 1)");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+}
+
+template <class DYT, class DYF, class DXT, class DXF>
+void validate_global_pool_backward(const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx) {
+  backend_detail::static_check_same_rank<DXF, DYF>();
+  constexpr const char* op = "global_average_pool_backward";
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), global_pool_output_extents(dx.extents()),
+                                  "(N, C of dx and spatial sizes 1)");
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+}
+
+template <class XT, class XF, class YT, class YF>
+void validate_upsample_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const upsample_params& p) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  constexpr const char* op = "upsample_forward";
+  backend_detail::require_extents(op, "output y", y.extents(), upsample_output_extents(x.extents(), p),
+                                  "(N, C of x and the output sizes of the parameters)");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+}
+
+template <class DYT, class DYF, class DXT, class DXF>
+void validate_upsample_backward(const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx,
+                                const upsample_params& p) {
+  backend_detail::static_check_same_rank<DXF, DYF>();
+  constexpr const char* op = "upsample_backward";
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), upsample_output_extents(dx.extents(), p),
+                                  "(N, C of dx and the output sizes of the parameters)");
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+}
+
+template <class XT, class XF, class YT, class YF>
+void validate_pad_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const pad_params& p) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  constexpr const char* op = "pad_forward";
+  backend_detail::require_extents(op, "output y", y.extents(), pad_output_extents(x.extents(), p),
+                                  "(from input x and the padding)");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+}
+
+template <class DYT, class DYF, class DXT, class DXF>
+void validate_pad_backward(const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx, const pad_params& p) {
+  backend_detail::static_check_same_rank<DXF, DYF>();
+  constexpr const char* op = "pad_backward";
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), pad_output_extents(dx.extents(), p),
+                                  "(from input gradient dx and the padding)");
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+}
+
+// Group norm: groups divide C. gamma and beta (C values) are optional (1 and 0: no affine
+// transform); saved_mean and saved_invstd hold N * groups values, (n, g) at n * groups + g.
+template <class XT, class XF, class YT, class YF>
+void validate_group_norm_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const void* saved_mean,
+                                 const void* saved_invstd, const group_norm_params& p) {
+  constexpr const char* op = "group_norm_forward";
+  backend_detail::require_epsilon(op, p.epsilon);
+  backend_detail::require_same_sizes(op, "input x", x, "output y", y);
+  const std::int64_t channels = x.channels();
+  if (p.groups < 1 || channels % p.groups != 0)
+    detail::fail(errc::invalid_argument, std::string(op) + ": groups = " + std::to_string(p.groups) +
+                                             " must be >= 1 and divide C = " + std::to_string(channels) +
+                                             " (input sizes " + detail::dims_to_string(x.extents()) + ")");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
+    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but N * groups = " +
+                                         std::to_string(x.batch() * p.groups) + " values are needed");
+}
+
+template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
+void validate_group_norm_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
+                                  const tensor_view<DXT, DXF>& dx, const void* saved_mean, const void* saved_invstd,
+                                  const group_norm_params& p) {
+  constexpr const char* op = "group_norm_backward";
+  backend_detail::require_epsilon(op, p.epsilon);
+  backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
+  backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
+  const std::int64_t channels = x.channels();
+  if (p.groups < 1 || channels % p.groups != 0)
+    detail::fail(errc::invalid_argument, std::string(op) + ": groups = " + std::to_string(p.groups) +
+                                             " must be >= 1 and divide C = " + std::to_string(channels) +
+                                             " (input sizes " + detail::dims_to_string(x.extents()) + ")");
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
+    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but N * groups = " +
+                                         std::to_string(x.batch() * p.groups) + " values are needed");
+}
+
+// Softmax over C: y has the sizes of x; the backward reads the forward output y.
+template <class XT, class XF, class YT, class YF>
+void validate_softmax_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y) {
+  constexpr const char* op = "softmax_forward";
+  backend_detail::require_same_sizes(op, "input x", x, "output y", y);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+}
+
+template <class YT, class YF, class DYT, class DYF, class DXT, class DXF>
+void validate_softmax_backward(const tensor_view<YT, YF>& y, const tensor_view<DYT, DYF>& dy,
+                               const tensor_view<DXT, DXF>& dx) {
+  constexpr const char* op = "softmax_backward";
+  backend_detail::require_same_sizes(op, "forward output y", y, "output gradient dy", dy);
+  backend_detail::require_same_sizes(op, "forward output y", y, "input gradient dx", dx);
+  backend_detail::require_data(op, "forward output y", y);
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+}
+
+// Linear: x [N, C, spatial...] is read as N rows of F = C * spatial features in PyTorch's flatten
+// order; y is [N, K, 1, 1(, 1)]; the weight is K x F, row-major (nn.Linear's [out, in]); bias K
+// values or null. Returns F.
+template <class XT, class XF, class YT, class YF>
+std::int64_t validate_linear(const char* op, const char* x_name, const tensor_view<XT, XF>& x, const char* y_name,
+                             const tensor_view<YT, YF>& y, const void* w, const char* w_name) {
+  std::int64_t features = 1;
+  for (int d = 1; d < XF::rank; ++d) features = detail::checked_mul(features, x.extent(d), std::string(op) + ": features");
+  auto ye = y.extents();
+  ye[0] = x.batch();
+  for (int d = 2; d < YF::rank; ++d) ye[d] = 1;
+  backend_detail::require_extents(op, y_name, y.extents(), ye, "(N of x, K outputs, spatial sizes 1)");
+  backend_detail::require_data(op, x_name, x);
+  backend_detail::require_data(op, y_name, y);
+  std::int64_t wsize = 0;
+  if (detail::mul_overflows(y.channels(), features, &wsize))
+    detail::fail(errc::overflow, std::string(op) + ": weight K x F = " + std::to_string(y.channels()) + " x " +
+                                     std::to_string(features) + " overflows 64 bits");
+  if (wsize > 0 && w == nullptr)
+    detail::fail(errc::null_pointer, std::string(op) + ": " + w_name + " is null but K x F = " +
+                                         std::to_string(y.channels()) + " x " + std::to_string(features) +
+                                         " values are needed");
+  return features;
+}
+
+template <class XT, class XF, class YT, class YF>
+std::int64_t validate_linear_forward(const tensor_view<XT, XF>& x, const void* w, const tensor_view<YT, YF>& y) {
+  return validate_linear("linear_forward", "input x", x, "output y", y, w, "weight w");
+}
+
+template <class DYT, class DYF, class DXT, class DXF>
+std::int64_t validate_linear_backward_data(const tensor_view<DYT, DYF>& dy, const void* w,
+                                           const tensor_view<DXT, DXF>& dx) {
+  return validate_linear("linear_backward_data", "input gradient dx", dx, "output gradient dy", dy, w, "weight w");
+}
+
+template <class XT, class XF, class DYT, class DYF>
+std::int64_t validate_linear_backward_weights(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
+                                              const void* dw) {
+  return validate_linear("linear_backward_weights", "input x", x, "output gradient dy", dy, dw, "weight gradient dw");
+}
+
+// Channel slice: y = x[:, c_begin : c_begin + C_y]; N and spatial sizes equal.
+template <class XT, class XF, class YT, class YF>
+void validate_channel_slice(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole,
+                            const char* part_name, const tensor_view<YT, YF>& part, std::int64_t c_begin) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  auto want = whole.extents();
+  want[1] = part.channels();
+  backend_detail::require_extents(op, part_name, part.extents(), want, "(N and spatial sizes of the whole tensor)");
+  std::int64_t c_end = 0;
+  if (c_begin < 0 || detail::add_overflows(c_begin, part.channels(), &c_end) || c_end > whole.channels())
+    detail::fail(errc::invalid_argument, std::string(op) + ": channels [" + std::to_string(c_begin) + ", " +
+                                             std::to_string(c_begin) + " + " + std::to_string(part.channels()) +
+                                             ") are not within the " + std::to_string(whole.channels()) +
+                                             " channels of " + whole_name);
+  backend_detail::require_data(op, whole_name, whole);
+  backend_detail::require_data(op, part_name, part);
+}
+
+// Concatenation along C: the parts' channels add up to the whole's, N and spatial sizes equal.
+template <class PT, class PF, class WT, class WF>
+void validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& parts, const char* whole_name,
+                     const tensor_view<WT, WF>& whole) {
+  backend_detail::static_check_same_rank<PF, WF>();
+  std::int64_t c = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string name = "part " + std::to_string(i);
+    validate_channel_slice(op, whole_name, whole, name.c_str(), parts[i], c);
+    c = detail::checked_add(c, parts[i].channels(), std::string(op) + ": channels");
+  }
+  if (c != whole.channels())
+    detail::fail(errc::shape_mismatch, std::string(op) + ": the " + std::to_string(parts.size()) + " parts have " +
+                                           std::to_string(c) + " channels in all, " + whole_name + " has " +
+                                           std::to_string(whole.channels()));
 }
 
 }  // namespace memfmt

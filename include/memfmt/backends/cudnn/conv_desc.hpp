@@ -31,14 +31,14 @@ struct conv_spec {
   }
 };
 
-// The spec for `p` at a spatial rank. Padding is symmetric in conv_params, so pre == post.
+// The spec for `p` at a spatial rank: post padding is conv_params' end padding (pre when symmetric).
 inline conv_spec conv_spec_of(const conv_params& p, int spatial_dims, cudnnDataType_t compute_type) {
   conv_spec s;
   s.spatial_dims = spatial_dims;
   s.compute_type = compute_type;
   for (int i = 0; i < spatial_dims; ++i) {
     s.pre_padding.push_back(p.padding[static_cast<std::size_t>(i)]);
-    s.post_padding.push_back(p.padding[static_cast<std::size_t>(i)]);
+    s.post_padding.push_back(p.end_padding(i));
     s.stride.push_back(p.stride[static_cast<std::size_t>(i)]);
     s.dilation.push_back(p.dilation[static_cast<std::size_t>(i)]);
   }

@@ -2,14 +2,27 @@
 //
 // Every backend (reference, oneDNN, cuDNN) exposes the same methods with the same arguments, so
 // tests and user code can be written once against "a backend" and run on each. The reference
-// backend is stateless; its methods forward to the free functions in conv.hpp and batch_norm.hpp.
+// backend is stateless; its methods forward to the free functions of the headers beside this one.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../layer_params.hpp"
+#include "activation.hpp"
 #include "batch_norm.hpp"
+#include "binary.hpp"
+#include "concat.hpp"
 #include "conv.hpp"
+#include "group_norm.hpp"
+#include "linear.hpp"
 #include "numeric.hpp"
+#include "pad.hpp"
+#include "pooling.hpp"
+#include "softmax.hpp"
+#include "upsample.hpp"
 
 namespace memfmt::reference {
 
@@ -58,6 +71,131 @@ struct backend {
                            tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) const {
     reference::batch_norm_backward<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y,
                                          dresidual);
+  }
+  // ---- layers other than conv and batch norm (activation.hpp ... concat.hpp)
+
+  template <class T, class XF, class YF>
+  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) const {
+    reference::activation_forward<T, XF, YF>(kind, x, y);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+                           tensor_view<T, DXF> dx) const {
+    reference::activation_backward<T, XF, DYF, DXF>(kind, x, dy, dx);
+  }
+
+  template <class T, class AF, class BF, class YF>
+  void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                      tensor_view<T, YF> y) const {
+    reference::binary_forward<T, AF, BF, YF>(kind, a, b, y);
+  }
+
+  template <class T, class AF, class BF, class DYF, class DAF, class DBF>
+  void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                       tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) const {
+    reference::binary_backward<T, AF, BF, DYF, DAF, DBF>(kind, a, b, dy, da, db);
+  }
+
+  template <class T, class XF, class YF>
+  void pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) const {
+    reference::pool_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void pool_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                     const pool_params& p) const {
+    reference::pool_backward<T, XF, DYF, DXF>(x, dy, dx, p);
+  }
+
+  template <class T, class XF, class YF>
+  void global_average_pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y) const {
+    reference::global_average_pool_forward<T, XF, YF>(x, y);
+  }
+
+  template <class T, class DYF, class DXF>
+  void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) const {
+    reference::global_average_pool_backward<T, DYF, DXF>(dy, dx);
+  }
+
+  template <class T, class XF, class YF>
+  void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) const {
+    reference::upsample_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class DYF, class DXF>
+  void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const upsample_params& p) const {
+    reference::upsample_backward<T, DYF, DXF>(dy, dx, p);
+  }
+
+  template <class T, class XF, class YF>
+  void pad_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pad_params& p) const {
+    reference::pad_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class DYF, class DXF>
+  void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) const {
+    reference::pad_backward<T, DYF, DXF>(dy, dx, p);
+  }
+
+  template <class T, class XF, class YF>
+  void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const group_norm_params& p) const {
+    reference::group_norm_forward<T, XF, YF>(x, y, gamma, beta, saved_mean, saved_invstd, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) const {
+    reference::group_norm_backward<T, XF, DYF, DXF>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
+  }
+
+  template <class T, class XF, class YF>
+  void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) const {
+    reference::softmax_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class YF, class DYF, class DXF>
+  void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                        const softmax_params& p) const {
+    reference::softmax_backward<T, YF, DYF, DXF>(y, dy, dx, p);
+  }
+
+  template <class T, class XF, class YF>
+  void linear_forward(tensor_view<const T, XF> x, const T* w, const T* bias, tensor_view<T, YF> y) const {
+    reference::linear_forward<T, XF, YF>(x, w, bias, y);
+  }
+
+  template <class T, class DYF, class DXF>
+  void linear_backward_data(tensor_view<const T, DYF> dy, const T* w, tensor_view<T, DXF> dx) const {
+    reference::linear_backward_data<T, DYF, DXF>(dy, w, dx);
+  }
+
+  template <class T, class XF, class DYF>
+  void linear_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, T* dw, T* dbias) const {
+    reference::linear_backward_weights<T, XF, DYF>(x, dy, dw, dbias);
+  }
+
+  template <class T, class XF, class YF>
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) const {
+    reference::concat_forward<T, XF, YF>(xs, y);
+  }
+
+  template <class T, class DYF, class DXF>
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) const {
+    reference::concat_backward<T, DYF, DXF>(dy, dxs);
+  }
+
+  template <class T, class XF, class YF>
+  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) const {
+    reference::channel_slice_forward<T, XF, YF>(x, c_begin, y);
+  }
+
+  template <class T, class DYF, class DXF>
+  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) const {
+    reference::channel_slice_backward<T, DYF, DXF>(dy, c_begin, dx);
   }
 };
 

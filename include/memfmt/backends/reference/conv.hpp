@@ -1,6 +1,6 @@
 // memfmt/backends/reference/conv.hpp - reference convolution (forward, backward data, backward weights).
 //
-// Cross-correlation as in PyTorch's conv2d/conv3d: symmetric zero padding, stride, dilation and
+// Cross-correlation as in PyTorch's conv2d/conv3d: zero padding (per side), stride, dilation and
 // groups. Written for clarity, not speed: every output element is one sum, gathered in double and
 // rounded once to T, so the result is the exact answer rounded (up to double's own rounding).
 // Each operation validates everything (validate.hpp, shared by every backend) before writing
@@ -54,11 +54,6 @@ conv_geometry make_geometry(const std::array<std::int64_t, Rank>& x, const std::
     g.dil[i] = j < 0 ? 1 : p.dilation[j];
   }
   return g;
-}
-
-template <class T>
-void check_element_type() {
-  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
 }
 
 }  // namespace detail

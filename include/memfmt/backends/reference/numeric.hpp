@@ -30,6 +30,11 @@ inline constexpr bool is_reference_type_v = std::is_same_v<T, float> || std::is_
 namespace detail {
 
 template <class T>
+constexpr void check_element_type() {
+  static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
+}
+
+template <class T>
 inline double to_double(T v) noexcept {
   if constexpr (std::is_same_v<T, double>) {
     return v;

@@ -5,9 +5,13 @@
 // padded (strided) layout.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "../../tensor/tensor_view.hpp"
+#include "numeric.hpp"
 
 namespace memfmt::reference::detail {
 
@@ -31,6 +35,47 @@ dims5 strides5(const tensor_view<T, F>& v) noexcept {
 inline std::int64_t offset5(const dims5& s, std::int64_t n, std::int64_t c, std::int64_t d, std::int64_t h,
                             std::int64_t w) noexcept {
   return n * s.n + c * s.c + d * s.d + h * s.h + w * s.w;
+}
+
+// Calls fn(n, c, d, h, w) for every position of extents e, w fastest.
+template <class Fn>
+void for_each5(const dims5& e, Fn&& fn) {
+  for (std::int64_t n = 0; n < e.n; ++n)
+    for (std::int64_t c = 0; c < e.c; ++c)
+      for (std::int64_t d = 0; d < e.d; ++d)
+        for (std::int64_t h = 0; h < e.h; ++h)
+          for (std::int64_t w = 0; w < e.w; ++w) fn(n, c, d, h, w);
+}
+
+// Dense N, C, D, H, W index into a scratch buffer of extents e (sizes were validated, so the
+// products fit).
+inline std::int64_t index5(const dims5& e, std::int64_t n, std::int64_t c, std::int64_t d, std::int64_t h,
+                           std::int64_t w) noexcept {
+  return (((n * e.c + c) * e.d + d) * e.h + h) * e.w + w;
+}
+inline std::int64_t numel5(const dims5& e) noexcept { return e.n * e.c * e.d * e.h * e.w; }
+
+// The spatial sizes as (D, H, W).
+inline std::array<std::int64_t, 3> spatial_dhw(const dims5& e) noexcept { return {e.d, e.h, e.w}; }
+
+// Per-spatial-dimension parameters (H, W) or (D, H, W) moved into the (D, H, W) slots, a 2-D
+// op's D slot holding `fill` (kernel 1, stride 1, padding 0: D = 1 is then a no-op).
+template <int SpatialRank>
+std::array<std::int64_t, 3> params_dhw(const std::array<std::int64_t, 3>& p, std::int64_t fill) noexcept {
+  static_assert(SpatialRank == 2 || SpatialRank == 3, "2-D or 3-D");
+  if constexpr (SpatialRank == 2) return {fill, p[0], p[1]};
+  else return p;
+}
+
+// Writes a double scratch buffer of dense N, C, D, H, W order (index5) into a view, rounding
+// each value once: the scatter-style backward passes accumulate there first.
+template <class T, class F>
+void store_dense(const std::vector<double>& acc, tensor_view<T, F> out) {
+  const auto e = extents5(out);
+  const auto s = strides5(out);
+  for_each5(e, [&](auto n, auto c, auto d, auto h, auto w) {
+    out.data()[offset5(s, n, c, d, h, w)] = from_double<T>(acc[static_cast<std::size_t>(index5(e, n, c, d, h, w))]);
+  });
 }
 
 }  // namespace memfmt::reference::detail

@@ -1,0 +1,104 @@
+// memfmt/backends/reference/binary.hpp - reference add, sub, mul and div with broadcasting.
+//
+// y = a op b with PyTorch broadcasting (an operand's size-1 dim repeats along y's), in double,
+// rounded once to T. The backward sums each operand's gradient over the positions its elements
+// were repeated to (the broadcast dims), in double, and rounds once:
+//   add: da = dy, db = dy; sub: da = dy, db = -dy; mul: da = dy * b, db = dy * a;
+//   div: da = dy / b, db = -dy * a / b^2.
+// da and db are optional (a null data pointer: not computed). Formats may differ between all
+// tensors of one rank. y may be a or b when it has their sizes and format.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "../../tensor/tensor_view.hpp"
+#include "../layer_params.hpp"
+#include "../validate.hpp"
+#include "numeric.hpp"
+#include "view_access.hpp"
+
+namespace memfmt::reference {
+namespace detail {
+
+// Strides that read a broadcast operand at a position of the result: 0 along its size-1 dims.
+inline dims5 broadcast_strides(const dims5& e, dims5 s) noexcept {
+  if (e.n == 1) s.n = 0;
+  if (e.c == 1) s.c = 0;
+  if (e.d == 1) s.d = 0;
+  if (e.h == 1) s.h = 0;
+  if (e.w == 1) s.w = 0;
+  return s;
+}
+
+// Dense strides of extents e with broadcasting: the scratch index of a result position.
+inline dims5 broadcast_dense_strides(const dims5& e) noexcept {
+  const dims5 dense{e.c * e.d * e.h * e.w, e.d * e.h * e.w, e.h * e.w, e.w, 1};
+  return broadcast_strides(e, dense);
+}
+
+inline double binary_value(binary_op kind, double a, double b) noexcept {
+  switch (kind) {
+    case binary_op::add: return a + b;
+    case binary_op::sub: return a - b;
+    case binary_op::mul: return a * b;
+    case binary_op::div: return a / b;
+  }
+  return a + b;
+}
+
+}  // namespace detail
+
+template <class T, class AF, class BF, class YF>
+void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
+  detail::check_element_type<T>();
+  validate_binary_forward(a, b, y);
+  const auto as = detail::broadcast_strides(detail::extents5(a), detail::strides5(a));
+  const auto bs = detail::broadcast_strides(detail::extents5(b), detail::strides5(b));
+  const auto ys = detail::strides5(y);
+  detail::for_each5(detail::extents5(y), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double av = detail::to_double(a.data()[detail::offset5(as, n, c, d, h, w)]);
+    const double bv = detail::to_double(b.data()[detail::offset5(bs, n, c, d, h, w)]);
+    y.data()[detail::offset5(ys, n, c, d, h, w)] = detail::from_double<T>(detail::binary_value(kind, av, bv));
+  });
+}
+
+template <class T, class AF, class BF, class DYF, class DAF, class DBF>
+void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                     tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
+  detail::check_element_type<T>();
+  validate_binary_backward(kind, a, b, dy, da, db);
+  const bool want_a = da.data() != nullptr, want_b = db.data() != nullptr;
+  const auto ae = detail::extents5(a), be = detail::extents5(b);
+  const auto as = detail::broadcast_strides(ae, detail::strides5(a));
+  const auto bs = detail::broadcast_strides(be, detail::strides5(b));
+  const auto ai = detail::broadcast_dense_strides(ae), bi = detail::broadcast_dense_strides(be);
+  const auto dys = detail::strides5(dy);
+  std::vector<double> ga(want_a ? static_cast<std::size_t>(detail::numel5(ae)) : 0, 0.0);
+  std::vector<double> gb(want_b ? static_cast<std::size_t>(detail::numel5(be)) : 0, 0.0);
+  detail::for_each5(detail::extents5(dy), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double g = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
+    auto a_at = [&] { return detail::to_double(a.data()[detail::offset5(as, n, c, d, h, w)]); };
+    auto b_at = [&] { return detail::to_double(b.data()[detail::offset5(bs, n, c, d, h, w)]); };
+    if (want_a) {
+      double v = g;
+      if (kind == binary_op::mul) v = g * b_at();
+      else if (kind == binary_op::div) v = g / b_at();
+      ga[static_cast<std::size_t>(detail::offset5(ai, n, c, d, h, w))] += v;
+    }
+    if (want_b) {
+      double v = g;
+      if (kind == binary_op::sub) v = -g;
+      else if (kind == binary_op::mul) v = g * a_at();
+      else if (kind == binary_op::div) {
+        const double bv = b_at();
+        v = -g * a_at() / (bv * bv);
+      }
+      gb[static_cast<std::size_t>(detail::offset5(bi, n, c, d, h, w))] += v;
+    }
+  });
+  if (want_a) detail::store_dense(ga, da);
+  if (want_b) detail::store_dense(gb, db);
+}
+
+}  // namespace memfmt::reference

@@ -1,0 +1,85 @@
+// memfmt/backends/reference/softmax.hpp - reference softmax and log-softmax over the channel dim.
+//
+// For every sample and spatial position, over C (an [N, F] tensor is [N, F, 1, 1]):
+//   softmax y = exp(x - max) / sum(exp(x - max)),  log-softmax y = x - max - log(sum(exp(x - max))).
+// The backward reads the forward output y:
+//   softmax dx = y (dy - sum(dy y)),  log-softmax dx = dy - exp(y) sum(dy).
+// In double, rounded once to T. Each position's C values are read before any is written, so y may
+// be x (and dx may be y or dy) when they share a format.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../../tensor/tensor_view.hpp"
+#include "../layer_params.hpp"
+#include "../validate.hpp"
+#include "numeric.hpp"
+#include "view_access.hpp"
+
+namespace memfmt::reference {
+namespace detail {
+
+// Calls fn(n, d, h, w) for every sample and spatial position (each a softmax over C).
+template <class Fn>
+void for_each_channel_vector(const dims5& e, Fn&& fn) {
+  for (std::int64_t n = 0; n < e.n; ++n)
+    for (std::int64_t d = 0; d < e.d; ++d)
+      for (std::int64_t h = 0; h < e.h; ++h)
+        for (std::int64_t w = 0; w < e.w; ++w) fn(n, d, h, w);
+}
+
+}  // namespace detail
+
+template <class T, class XF, class YF>
+void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
+  detail::check_element_type<T>();
+  validate_softmax_forward(x, y);
+  const auto e = detail::extents5(x);
+  const auto xs = detail::strides5(x), ys = detail::strides5(y);
+  std::vector<double> v(static_cast<std::size_t>(e.c));
+  detail::for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      v[static_cast<std::size_t>(c)] = detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
+      top = std::max(top, v[static_cast<std::size_t>(c)]);
+    }
+    double sum = 0.0;
+    for (double xv : v) sum += std::exp(xv - top);
+    const double log_sum = std::log(sum);
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      const double shifted = v[static_cast<std::size_t>(c)] - top;
+      y.data()[detail::offset5(ys, n, c, d, h, w)] =
+          detail::from_double<T>(p.log ? shifted - log_sum : std::exp(shifted) / sum);
+    }
+  });
+}
+
+template <class T, class YF, class DYF, class DXF>
+void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                      const softmax_params& p) {
+  detail::check_element_type<T>();
+  validate_softmax_backward(y, dy, dx);
+  const auto e = detail::extents5(y);
+  const auto ys = detail::strides5(y), dys = detail::strides5(dy), dxs = detail::strides5(dx);
+  std::vector<double> yv(static_cast<std::size_t>(e.c)), gv(static_cast<std::size_t>(e.c));
+  detail::for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
+    double dot = 0.0;
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      yv[i] = detail::to_double(y.data()[detail::offset5(ys, n, c, d, h, w)]);
+      gv[i] = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
+      dot += p.log ? gv[i] : gv[i] * yv[i];
+    }
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const double g = p.log ? gv[i] - std::exp(yv[i]) * dot : yv[i] * (gv[i] - dot);
+      dx.data()[detail::offset5(dxs, n, c, d, h, w)] = detail::from_double<T>(g);
+    }
+  });
+}
+
+}  // namespace memfmt::reference

@@ -1,0 +1,110 @@
+// memfmt/backends/reference/upsample.hpp - reference nearest and (bi/tri)linear upsampling.
+//
+// Resampling to the output sizes of upsample_params, separable per spatial dim. For output index o
+// of a dim of input size in and output size out:
+// - nearest: source min(floor(o * in / out), in - 1), in exact integer arithmetic (PyTorch computes
+//   in / out in float, which agrees for the sizes networks use);
+// - linear (align_corners = false): source s = max((o + 1/2) * in / out - 1/2, 0), interpolating
+//   between floor(s) and the next index (clamped at in - 1) with weights 1 - frac, frac.
+// The backward scatters dy with the same weights. Sums in double, rounded once to T; inputs and
+// outputs may have different formats of one rank and must not overlap.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../../detail/checked.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../layer_params.hpp"
+#include "../validate.hpp"
+#include "numeric.hpp"
+#include "view_access.hpp"
+
+namespace memfmt::reference {
+namespace detail {
+
+// The sources of each output index of one dim: up to two (input index, weight) pairs.
+struct resample_taps {
+  std::vector<std::array<std::pair<std::int64_t, double>, 2>> taps;
+  int count;  // 1 for nearest, 2 for linear
+};
+
+inline resample_taps make_taps(resample_mode mode, std::int64_t in, std::int64_t out) {
+  resample_taps t{std::vector<std::array<std::pair<std::int64_t, double>, 2>>(static_cast<std::size_t>(out)),
+                  mode == resample_mode::nearest ? 1 : 2};
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  for (std::int64_t o = 0; o < out; ++o) {
+    auto& tap = t.taps[static_cast<std::size_t>(o)];
+    if (mode == resample_mode::nearest) {
+      const std::int64_t src = memfmt::detail::checked_mul(o, in, "upsample: source index") / out;
+      tap[0] = {std::min(src, in - 1), 1.0};
+      tap[1] = {0, 0.0};
+    } else {
+      double s = (static_cast<double>(o) + 0.5) * scale - 0.5;
+      if (s < 0.0) s = 0.0;
+      const auto i0 = static_cast<std::int64_t>(s);
+      const std::int64_t i1 = i0 < in - 1 ? i0 + 1 : i0;
+      const double frac = s - static_cast<double>(i0);
+      tap[0] = {i0, 1.0 - frac};
+      tap[1] = {i1, frac};
+    }
+  }
+  return t;
+}
+
+// Calls fn(n, c, od, oh, ow, id, ih, iw, weight) for every output position and each of its taps
+// of non-zero weight (an unused neighbour, even an infinite one, then adds nothing).
+template <class Fn>
+void for_each_tap(resample_mode mode, const dims5& in, const dims5& out, Fn&& fn) {
+  const resample_taps td = make_taps(mode, in.d, out.d), th = make_taps(mode, in.h, out.h),
+                      tw = make_taps(mode, in.w, out.w);
+  for_each5(out, [&](auto n, auto c, auto od, auto oh, auto ow) {
+    const auto& a = td.taps[static_cast<std::size_t>(od)];
+    const auto& b = th.taps[static_cast<std::size_t>(oh)];
+    const auto& e = tw.taps[static_cast<std::size_t>(ow)];
+    for (int i = 0; i < td.count; ++i)
+      for (int j = 0; j < th.count; ++j)
+        for (int k = 0; k < tw.count; ++k) {
+          const double weight = a[i].second * b[j].second * e[k].second;
+          if (weight != 0.0) fn(n, c, od, oh, ow, a[i].first, b[j].first, e[k].first, weight);
+        }
+  });
+}
+
+}  // namespace detail
+
+template <class T, class XF, class YF>
+void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) {
+  detail::check_element_type<T>();
+  validate_upsample_forward(x, y, p);
+  const auto ye = detail::extents5(y);
+  const auto xs = detail::strides5(x);
+  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(ye)), 0.0);
+  detail::for_each_tap(p.mode, detail::extents5(x), ye, [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
+                                                             auto ih, auto iw, double weight) {
+    acc[static_cast<std::size_t>(detail::index5(ye, n, c, od, oh, ow))] +=
+        weight * detail::to_double(x.data()[detail::offset5(xs, n, c, id, ih, iw)]);
+  });
+  detail::store_dense(acc, y);
+}
+
+// dx (its extents are the input's) = the gradient of upsample_forward.
+template <class T, class DYF, class DXF>
+void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const upsample_params& p) {
+  detail::check_element_type<T>();
+  validate_upsample_backward(dy, dx, p);
+  const auto xe = detail::extents5(dx);
+  const auto dys = detail::strides5(dy);
+  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
+  detail::for_each_tap(p.mode, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
+                                                              auto ih, auto iw, double weight) {
+    acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))] +=
+        weight * detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]);
+  });
+  detail::store_dense(acc, dx);
+}
+
+}  // namespace memfmt::reference
