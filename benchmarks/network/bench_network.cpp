@@ -1,10 +1,11 @@
-// bench_network - a ResNet-50 forward-inference trunk, NCHW vs NHWC vs the format planner's plan,
-// through memfmt::onednn::backend (CPU). What is modelled and fused: resnet_executor.hpp.
+// bench_network - the trunk of the models header's ResNet-50 (stem, max pool, 16 bottlenecks; no
+// global pool / fc) in forward inference, NCHW vs NHWC vs the format planner's plan, through
+// memfmt::onednn::backend (CPU). What is run and fused: resnet_executor.hpp.
 //
 // Benchmark names: BM_network/resnet50/<f32|bf16>/fwd/<variant>
 //   nchw              every layer channels_first
 //   nhwc              every layer channels_last; the NCHW image is converted once at the start
-//   planned           memfmt::graph::solve() with the default cost_model (README priors)
+//   planned           memfmt::graph::solve() with the default cost_model (its priors)
 //   planned_measured  solve() with each conv's cost overridden by its time in both formats,
 //                     measured in this process (median of 3 runs after a warm-up)
 // Counters: ms_per_batch, images_per_s, conversions (executed per pass), conversion_ms (time in
@@ -15,8 +16,9 @@
 // variant's; a normalized max error (max |a - b| / max |nchw|) above 1e-4 (f32) / 3e-2 (bf16)
 // turns every benchmark of that dtype into an error naming the variant and the error.
 //
-// Quick mode (default): batch 2, min time 0.5 s (~20-40 s for all eight on 2 cores).
-// Environment: MEMFMT_BENCH_BATCH, MEMFMT_BENCH_MIN_TIME, MEMFMT_BENCH_EXPLAIN=1 (print the plans).
+// Quick mode (default): batch 2, 224x224, min time 0.5 s.
+// Environment: MEMFMT_BENCH_BATCH, MEMFMT_BENCH_RESOLUTION, MEMFMT_BENCH_MIN_TIME,
+// MEMFMT_BENCH_EXPLAIN=1 (print the plans).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -46,6 +48,7 @@ using memfmt_bench::env_double;
 using memfmt_bench::env_int;
 
 const std::int64_t batch = env_int("MEMFMT_BENCH_BATCH", 2);
+const std::int64_t resolution = env_int("MEMFMT_BENCH_RESOLUTION", 224);
 // A pass takes 20-250 ms: the default gives every variant a few passes (the per-layer suites use 0.05).
 const double min_time = env_double("MEMFMT_BENCH_MIN_TIME", 0.5);
 const bool print_plans = env_int("MEMFMT_BENCH_EXPLAIN", 0) != 0;
@@ -99,6 +102,7 @@ struct dtype_state {
   static resnet_config config() {
     resnet_config c;
     c.batch = batch;
+    c.resolution = resolution;
     return c;
   }
 
@@ -107,9 +111,10 @@ struct dtype_state {
     graph::cost_model cm;
     auto& b = shared_backend();
     for (const auto& n : model.net.nodes()) {
-      if (n.kind != graph::node_kind::conv) continue;
+      if (n.kind != graph::node_kind::conv || n.id > model.output) continue;
       const auto& xe = model.net.at(n.inputs[0]).extents;
       const auto& l = model.convs[n.id];
+      const conv_params params = n.template get<graph::conv_attrs>().params;
       double ns[2] = {0, 0};
       for (family f : {family::channels_first, family::channels_last})
         with_format(f, [&](auto tag) {
@@ -117,10 +122,10 @@ struct dtype_state {
           host_tensor<T, F> x({xe[0], xe[1], xe[2], xe[3]}), y({n.extents[0], n.extents[1], n.extents[2], n.extents[3]});
           fill_logical(x.view(), 7u);
           ns[graph::index(f)] = 1e9 * median_seconds(3, [&] {
-            b.conv_forward(x.const_view(), l.weight.const_view(), static_cast<const T*>(nullptr), y.view(), l.params);
+            b.conv_forward(x.const_view(), l.weight.const_view(), static_cast<const T*>(nullptr), y.view(), params);
           });
         });
-      cm.override_node(n.id, static_cast<graph::cost_t>(ns[0]), static_cast<graph::cost_t>(ns[1]),
+      cm.override_node(model.net, n.id, static_cast<graph::cost_t>(ns[0]), static_cast<graph::cost_t>(ns[1]),
                        "measured in this process (median of 3)");
     }
     return cm;
@@ -210,10 +215,10 @@ void bm_network(benchmark::State& state, variant v) {
     state.counters["conversion_ms"] = conversion_s / static_cast<double>(iters) * 1e3;
     std::int64_t convs_last = 0;
     for (const auto& n : st.model.net.nodes())
-      convs_last += n.kind == graph::node_kind::conv && p.format(n.id) == family::channels_last;
+      convs_last += n.kind == graph::node_kind::conv && n.id <= st.model.output && p.format(n.id) == family::channels_last;
     state.SetLabel(std::to_string(convs_last) + "/" + std::to_string(st.model.conv_count()) +
                    " convs channels_last, " + std::to_string(ex.fused_groups()) + " fused BN groups, batch " +
-                   std::to_string(batch));
+                   std::to_string(batch) + ", " + std::to_string(resolution) + "x" + std::to_string(resolution));
   } catch (const std::exception& e) {  // memfmt::error, oneDNN's errors arrive as memfmt::error too
     state.SkipWithError(e.what());
   }

@@ -1,23 +1,19 @@
-// resnet_executor.hpp - a ResNet-50 trunk described once as a memfmt::graph::network and run layer
-// by layer in whatever format a plan gives each layer (bench_network and tests/network share it).
+// resnet_executor.hpp - runs a network of the models header layer by layer in whatever format a plan
+// gives each layer (bench_network and tests/network share it), up to a chosen value: the trunk of a
+// ResNet (through the last block's ReLU; no global pool / fc).
 //
-// What is modelled (forward inference):
-//   stem: conv 7x7/2 (3 -> 64) + BN + ReLU. No backend offers max pooling, so the pool is left out
-//         and the input is half the usual size: a 112x112 image gives the 56x56 stem output that
-//         conv + maxpool give from 224x224 in ResNet-50, and every later layer has ResNet-50's shapes;
-//   16 bottleneck blocks (3, 4, 6, 3): 1x1 -> BN -> ReLU -> 3x3 (stride 2 in the first block of
-//         stages 2-4) -> BN -> ReLU -> 1x1 (x4) -> BN -> + shortcut -> ReLU; the first block of each
-//         stage has a 1x1 (strided) conv + BN on the shortcut; no conv bias (BN follows);
-//   it stops at the last block's ReLU (no global pool / fc).
-// The graph nodes are the unfused layers (conv, batch_norm, pointwise = ReLU, add), so the planner
-// sees the real structure. The executor then fuses what oneDNN's backend offers when the plan lets
-// it (producer and consumer in the same format, the intermediate value used once):
+// Supported layers: conv (no bias), batch norm, ReLU, add, max pooling and the input; each reads its
+// attributes from its graph node, the one description of the network. The graph nodes are the
+// unfused layers, so the planner sees the real structure. The executor then fuses what oneDNN's
+// backend offers when the plan lets it (producer and consumer in the same format, the intermediate
+// value used once):
 //   BN + ReLU            -> batch_norm_forward_inference(fuse_relu)
 //   BN + add + ReLU      -> batch_norm_forward_inference(residual = shortcut, fuse_relu)
 //   BN + add             -> batch_norm_forward_inference(residual = shortcut)
 // Convolutions are not fused with anything: BN follows each one (folding BN into the conv weights
 // would remove the BN layers the plan reasons about). Where a plan splits a fused group, the
-// ReLU / add run unfused as plain loops over the dense buffer (both operands have one format).
+// ReLU / add run unfused as plain loops over the dense buffer (both operands have one format);
+// max pooling is a plain loop over logical coordinates (no backend offers it).
 // Conversions: one converted copy per plan.conversions entry, made right after its producer ran and
 // read by all of that entry's consumers (memfmt::convert, timed).
 #pragma once
@@ -39,7 +35,9 @@
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/dtype.hpp>
 #include <memfmt/error.hpp>
+#include <memfmt/format/dispatch.hpp>
 #include <memfmt/format/tags.hpp>
+#include <memfmt/graph/models.hpp>
 #include <memfmt/graph/network.hpp>
 #include <memfmt/graph/plan.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
@@ -52,12 +50,12 @@ using memfmt::graph::family;
 using memfmt::graph::node_id;
 using memfmt::graph::node_kind;
 
+// A ResNet of the models header, trunk only: `image` H = W = resolution.
 struct resnet_config {
   std::int64_t batch = 4;
-  std::int64_t image = 112;  // input H = W (see the header comment: 112 -> 56x56 stem output)
-  std::int64_t stem_channels = 64;
-  std::array<std::int64_t, 4> widths{64, 128, 256, 512};  // bottleneck widths; outputs are 4x
-  std::array<int, 4> blocks{3, 4, 6, 3};
+  std::int64_t resolution = 224;
+  double width = 1.0;
+  bool resnet50 = true;  // else ResNet-18
 };
 
 using memfmt_bench::fill_logical;
@@ -80,7 +78,6 @@ inline std::vector<float> channel_values(std::int64_t c, std::uint32_t seed, flo
 template <class T>
 struct resnet_model {
   struct conv_layer {
-    memfmt::conv_params params;
     memfmt::host_tensor<T, memfmt::nchw> weight;
   };
   struct bn_layer {
@@ -90,44 +87,30 @@ struct resnet_model {
   resnet_config config;
   memfmt::graph::network net;
   node_id input = 0;
-  node_id output = 0;  // the last block's ReLU
+  node_id output = 0;  // the last block's ReLU, the value the executor computes
   std::vector<conv_layer> convs;  // indexed by node id (empty for other nodes)
   std::vector<bn_layer> bns;      // indexed by node id
   memfmt::host_tensor<T, memfmt::nchw> image;  // the input value, logical fill
 
   explicit resnet_model(const resnet_config& cfg) : config(cfg) {
-    using memfmt::graph::conv_attrs;
-    input = net.input("image", {cfg.batch, 3, cfg.image, cfg.image}, memfmt::dtype_of<T>::value,
-                      family::channels_first);
-    node_id h = conv_bn("stem", input, {cfg.stem_channels, 7, 2, 3}, true);
-    for (int stage = 0; stage < 4; ++stage)
-      for (int b = 0; b < cfg.blocks[static_cast<std::size_t>(stage)]; ++b) {
-        const std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(b);
-        const std::int64_t mid = cfg.widths[static_cast<std::size_t>(stage)];
-        const std::int64_t stride = (b == 0 && stage > 0) ? 2 : 1;
-        node_id y = conv_bn(name + ".a", h, {mid, 1}, true);
-        y = conv_bn(name + ".b", y, {mid, 3, stride, 1}, true);
-        y = conv_bn(name + ".c", y, {4 * mid, 1}, false);
-        const node_id shortcut = b == 0 ? conv_bn(name + ".down", h, {4 * mid, 1, stride}, false) : h;
-        h = net.pointwise(name + ".relu", net.add(name + ".add", y, shortcut));
-      }
-    output = h;
+    memfmt::graph::models::options o;
+    o.batch = cfg.batch;
+    o.resolution = cfg.resolution;
+    o.width = cfg.width;
+    o.type = memfmt::dtype_of<T>::value;
+    net = cfg.resnet50 ? memfmt::graph::models::resnet50(o) : memfmt::graph::models::resnet18(o);
+    input = *net.find("input");
+    output = *net.producer(*net.find("avgpool"));
     convs.resize(net.size());
     bns.resize(net.size());
     for (const auto& n : net.nodes()) {
-      const auto& x = net.at(n.inputs.empty() ? n.id : n.inputs[0]);
       if (n.kind == node_kind::conv) {
+        const std::vector<std::int64_t> e = net.parameters(n.id).at(0).extents;  // "<conv>.weight", K C/g R S
         conv_layer& l = convs[n.id];
-        const auto& a = attrs_[n.id];
-        for (int i = 0; i < 2; ++i) {
-          l.params.stride[static_cast<std::size_t>(i)] = a.stride;
-          l.params.padding[static_cast<std::size_t>(i)] = a.padding;
-        }
-        const std::int64_t fan_in = x.extents[1] * a.kernel * a.kernel;
-        l.weight = memfmt::host_tensor<T, memfmt::nchw>({a.out_channels, x.extents[1], a.kernel, a.kernel});
+        l.weight = memfmt::host_tensor<T, memfmt::nchw>({e[0], e[1], e[2], e[3]});
         // Variance 1/fan_in keeps activations O(1) through 53 layers (BN statistics are fixed).
         fill_logical(l.weight.view(), static_cast<std::uint32_t>(n.id) + 11u,
-                     static_cast<float>(std::sqrt(3.0 / static_cast<double>(fan_in))));
+                     static_cast<float>(std::sqrt(3.0 / static_cast<double>(e[1] * e[2] * e[3]))));
       } else if (n.kind == node_kind::batch_norm) {
         const std::int64_t c = n.extents[1];
         const auto s = static_cast<std::uint32_t>(n.id) * 4u;
@@ -135,25 +118,14 @@ struct resnet_model {
                              channel_values(c, s + 2, -0.2f, 0.2f), channel_values(c, s + 3, 0.5f, 1.5f)};
       }
     }
-    image = memfmt::host_tensor<T, memfmt::nchw>({cfg.batch, 3, cfg.image, cfg.image});
+    image = memfmt::host_tensor<T, memfmt::nchw>({cfg.batch, 3, cfg.resolution, cfg.resolution});
     fill_logical(image.view(), 1u);
   }
 
   std::int64_t conv_count() const {
     std::int64_t n = 0;
-    for (const auto& node : net.nodes()) n += node.kind == node_kind::conv;
+    for (const auto& node : net.nodes()) n += node.kind == node_kind::conv && node.id <= output;
     return n;
-  }
-
- private:
-  std::vector<memfmt::graph::conv_attrs> attrs_;
-
-  node_id conv_bn(const std::string& name, node_id in, memfmt::graph::conv_attrs a, bool relu) {
-    const node_id c = net.conv(name + ".conv", in, a);
-    attrs_.resize(net.size());
-    attrs_[c] = a;
-    const node_id h = net.batch_norm(name + ".bn", c);
-    return relu ? net.pointwise(name + ".relu", h) : h;
   }
 };
 
@@ -172,11 +144,10 @@ struct pass_stats {
   double conversion_seconds = 0;
 };
 
-// Calls fn(nchw{}) or fn(nhwc{}).
+// Calls fn(nchw{}) or fn(nhwc{}): the one family -> tag mapping, at rank 4.
 template <class Fn>
 decltype(auto) with_format(family f, Fn&& fn) {
-  if (f == family::channels_first) return fn(memfmt::nchw{});
-  return fn(memfmt::nhwc{});
+  return memfmt::dispatch_format<4>(f, std::forward<Fn>(fn));
 }
 
 // The steps of one plan over one model, bound to their buffers once; run() executes a forward pass.
@@ -192,6 +163,7 @@ class executor {
                                                              std::to_string(net.size()));
     std::vector<bool> absorbed(net.size(), false);
     for (const auto& n : net.nodes()) {
+      if (n.id > m_.output) break;  // past the computed value
       if (absorbed[n.id]) continue;
       const family f = format(n.id);
       node_id produced = n.id;
@@ -205,8 +177,9 @@ class executor {
         }
         case node_kind::conv: add_conv(n.id, f); break;
         case node_kind::batch_norm: produced = add_batch_norm(n.id, f, absorbed); break;
-        case node_kind::pointwise: add_relu(n.id, f); break;
-        case node_kind::add: add_add(n.id, f); break;
+        case node_kind::activation: add_relu(n.id, f); break;
+        case node_kind::binary: add_add(n.id, f); break;
+        case node_kind::pool: add_max_pool(n.id, f); break;
         default:
           memfmt::detail::fail(memfmt::errc::unsupported, std::string("network executor: node '") + n.name +
                                                               "' of kind " + memfmt::graph::to_string(n.kind) +
@@ -216,7 +189,7 @@ class executor {
       add_conversions(produced);
     }
     for (const auto& c : plan.conversions)
-      if (!converted_[c.value])
+      if (c.value <= m_.output && !converted_[c.value])
         memfmt::detail::fail(memfmt::errc::invalid_argument,
                              "network executor: conversion of '" + net.at(c.value).name +
                                  "' was not scheduled (its producer was fused away)");
@@ -300,9 +273,8 @@ class executor {
       using F = decltype(tag);
       auto x = input_view<F>(in);
       auto y = own<F>(id).view();
-      const auto& l = m_.convs[id];
-      memfmt::tensor_view<const T, memfmt::nchw> w = l.weight.const_view();
-      const memfmt::conv_params p = l.params;
+      memfmt::tensor_view<const T, memfmt::nchw> w = m_.convs[id].weight.const_view();
+      const memfmt::conv_params p = m_.net.at(id).template get<memfmt::graph::conv_attrs>().params;
       steps_.push_back([this, x, w, y, p](pass_stats&) { b_.conv_forward(x, w, static_cast<const T*>(nullptr), y, p); });
     });
   }
@@ -318,17 +290,17 @@ class executor {
     const auto& users = net.consumers(id);
     if (users.size() == 1 && format(users[0]) == f) {
       const auto& u = net.at(users[0]);
-      if (u.kind == node_kind::pointwise) {
+      if (is_relu(u)) {
         relu = true;
         writes = u.id;
-      } else if (u.kind == node_kind::add && u.inputs.size() == 2 && u.inputs[0] != u.inputs[1] &&
+      } else if (is_add(u) && u.inputs.size() == 2 && u.inputs[0] != u.inputs[1] &&
                  written_[u.inputs[0] == id ? u.inputs[1] : u.inputs[0]]) {
         // The other operand must already be computed: in a downsampling block that is the
         // shortcut's BN, which then takes the add (the sum is symmetric) instead of the main path's.
         residual = u.inputs[0] == id ? u.inputs[1] : u.inputs[0];
         writes = u.id;
         const auto& add_users = net.consumers(u.id);
-        if (add_users.size() == 1 && net.at(add_users[0]).kind == node_kind::pointwise && format(add_users[0]) == f) {
+        if (add_users.size() == 1 && is_relu(net.at(add_users[0])) && format(add_users[0]) == f) {
           relu = true;
           absorbed[u.id] = true;
           writes = add_users[0];
@@ -354,7 +326,19 @@ class executor {
     return writes;
   }
 
+  static bool is_relu(const memfmt::graph::node& n) {
+    return n.kind == node_kind::activation && n.get<memfmt::activation>() == memfmt::activation::relu;
+  }
+  static bool is_add(const memfmt::graph::node& n) {
+    return n.kind == node_kind::binary && n.get<memfmt::binary_op>() == memfmt::binary_op::add;
+  }
+  [[noreturn]] void unsupported(node_id id, const std::string& what) const {
+    memfmt::detail::fail(memfmt::errc::unsupported,
+                         "network executor: node '" + m_.net.at(id).name + "': " + what + " has no implementation");
+  }
+
   void add_relu(node_id id, family f) {
+    if (!is_relu(m_.net.at(id))) unsupported(id, "an activation other than relu");
     const node_id in = m_.net.at(id).inputs[0];
     with_format(f, [&](auto tag) {
       using F = decltype(tag);
@@ -369,7 +353,9 @@ class executor {
   }
 
   void add_add(node_id id, family f) {
+    if (!is_add(m_.net.at(id))) unsupported(id, "a binary op other than add");
     const auto& ins = m_.net.at(id).inputs;
+    if (m_.net.at(ins[0]).extents != m_.net.at(ins[1]).extents) unsupported(id, "a broadcasting add");
     with_format(f, [&](auto tag) {
       using F = decltype(tag);
       auto a = input_view<F>(ins[0]);
@@ -379,6 +365,34 @@ class executor {
         const std::int64_t n = y.numel();
         for (std::int64_t i = 0; i < n; ++i)
           y.data()[i] = from_float(static_cast<float>(a.data()[i]) + static_cast<float>(c.data()[i]));
+      });
+    });
+  }
+
+  // Max pooling, symmetric padding, floor mode: a loop over logical coordinates.
+  void add_max_pool(node_id id, family f) {
+    const memfmt::pool_params p = m_.net.at(id).template get<memfmt::pool_params>();
+    if (p.kind != memfmt::pool_kind::max || p.ceil_mode || p.padding != p.padding_end)
+      unsupported(id, "pooling other than max pooling with symmetric padding in floor mode");
+    const node_id in = m_.net.at(id).inputs[0];
+    with_format(f, [&](auto tag) {
+      using F = decltype(tag);
+      auto x = input_view<F>(in);
+      auto y = own<F>(id).view();
+      steps_.push_back([x, y, p](pass_stats&) {
+        const auto xe = x.extents(), ye = y.extents();
+        for (std::int64_t n = 0; n < ye[0]; ++n)
+          for (std::int64_t c = 0; c < ye[1]; ++c)
+            for (std::int64_t oh = 0; oh < ye[2]; ++oh)
+              for (std::int64_t ow = 0; ow < ye[3]; ++ow) {
+                float best = -std::numeric_limits<float>::infinity();
+                for (std::int64_t kh = 0; kh < p.kernel[0]; ++kh)
+                  for (std::int64_t kw = 0; kw < p.kernel[1]; ++kw) {
+                    const std::int64_t h = oh * p.stride[0] - p.padding[0] + kh, w = ow * p.stride[1] - p.padding[1] + kw;
+                    if (h >= 0 && h < xe[2] && w >= 0 && w < xe[3]) best = std::max(best, static_cast<float>(x(n, c, h, w)));
+                  }
+                y(n, c, oh, ow) = from_float(best);
+              }
       });
     });
   }

@@ -21,28 +21,30 @@ using memfmt_test::expect_error;
 network small() {
   network net;
   const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
-  net.conv("conv", x, {16, 3, 1, 1});
+  net.conv("conv", x, conv_spec(16, 3, 1, 1));
   return net;
 }
 
 TEST(GraphErrors, BuilderNamesNodeAndValues) {
   network net = small();
-  expect_error([&] { net.pointwise("relu", 7); }, errc::invalid_argument, {"'relu'", "input id 7", "cycle"});
-  expect_error([&] { net.pointwise("relu", 2); }, errc::invalid_argument, {"'relu'", "input id 2"});
+  expect_error([&] { net.relu("relu", 7); }, errc::invalid_argument, {"'relu'", "input id 7", "cycle"});
+  expect_error([&] { net.relu("relu", 2); }, errc::invalid_argument, {"'relu'", "input id 2"});
   expect_error([&] { net.input("bad", {2, 3, 4}, memfmt::dtype::float32, family::channels_first); },
                errc::invalid_argument, {"'bad'", "[2, 3, 4]", "rank 2, 4 or 5"});
   expect_error([&] { net.input("neg", {2, -3, 4, 4}, memfmt::dtype::float32, family::channels_first); },
                errc::invalid_argument, {"'neg'", "[2, -3, 4, 4]"});
-  expect_error([&] { net.conv("conv", 0, {4}); }, errc::invalid_argument, {"'conv'", "already used by node 1"});
-  expect_error([&] { net.conv("g", 0, {16, 3, 1, 1, 3}); }, errc::invalid_argument, {"'g'", "groups 3", "channels 8", "16"});
-  expect_error([&] { net.conv("big", 0, {16, 32}); }, errc::invalid_argument, {"'big'", "kernel 32", "[2, 8, 16, 16]"});
-  expect_error([&] { net.conv("zero", 0, {0}); }, errc::invalid_argument, {"'zero'", "out_channels 0"});
+  expect_error([&] { net.conv("conv", 0, conv_spec(4, 1)); }, errc::invalid_argument, {"'conv'", "already used by node 1"});
+  expect_error([&] { net.conv("g", 0, conv_spec(16, 3, 1, 1, 3)); }, errc::invalid_argument,
+               {"'g'", "groups 3", "channels 8", "16"});
+  expect_error([&] { net.conv("big", 0, conv_spec(16, 32)); }, errc::invalid_argument,
+               {"'big'", "kernel 32", "padded extent 16", "spatial dim 0"});
+  expect_error([&] { net.conv("zero", 0, conv_spec(0, 1)); }, errc::invalid_argument, {"'zero'", "out_channels 0"});
   const node_id flat = net.flatten("flat", 1);
   expect_error([&] { net.batch_norm("bn", flat); }, errc::invalid_argument, {"'bn'", "'flat'", "[2, 4096]", "rank 4 or 5"});
   expect_error([&] { net.linear("fc", 1, 10); }, errc::invalid_argument, {"'fc'", "'conv'", "[2, 16, 16, 16]", "rank 2"});
   expect_error([&] { net.add("sum", 0, 1); }, errc::invalid_argument,
                {"'sum'", "'x' [2, 8, 16, 16]", "'conv' [2, 16, 16, 16]"});
-  const node_id small_map = net.pool("pool", 1, {2, 2});
+  const node_id small_map = net.max_pool("pool", 1, 2, 2);
   expect_error([&] { net.concat("cat", {1, small_map}); }, errc::invalid_argument,
                {"'cat'", "'pool' [2, 16, 8, 8]", "'conv' [2, 16, 16, 16]"});
   expect_error([&] { net.concat("cat", {}); }, errc::invalid_argument, {"'cat'", "at least one"});
@@ -91,9 +93,9 @@ TEST(GraphErrors, UnsatisfiablePinIsReported) {
   expect_error([&] { solve(net, model); }, errc::unsupported,
                {"'flat'", "channels_last", "'user wants NHWC flatten'", "non-linear"});
   cost_model bad;
-  expect_error([&] { bad.override_node(1, std::nullopt, std::nullopt); }, errc::invalid_argument,
+  expect_error([&] { bad.override_node(net, 1, std::nullopt, std::nullopt); }, errc::invalid_argument,
                {"node 1", "unsupported / unsupported"});
-  expect_error([&] { bad.override_conversion(1, -5); }, errc::invalid_argument, {"node 1", "-5"});
+  expect_error([&] { bad.override_conversion(net, 1, -5); }, errc::invalid_argument, {"node 1", "-5"});
 }
 
 TEST(GraphErrors, CostsTooLargeToScaleForTheTieRule) {
@@ -104,7 +106,7 @@ TEST(GraphErrors, CostsTooLargeToScaleForTheTieRule) {
   net.output("y", bn, family::channels_last);
   cost_model model;
   const cost_t huge = cost_t{1} << 61;
-  model.override_node(1, huge, 0, "absurd measurement");
+  model.override_node(net, 1, huge, 0, "absurd measurement");
   // The bound: 1 + the larger cost of each free layer (conv, bn) + twice every conversion.
   cost_t bound = 1 + huge + *model.node_costs(net, bn).by_family[0];
   for (node_id v = 0; v < net.size(); ++v) bound += 2 * model.conversion_cost(net, v);
@@ -114,17 +116,18 @@ TEST(GraphErrors, CostsTooLargeToScaleForTheTieRule) {
   network plain = small();
   plain.output("y", 1, family::channels_last);
   cost_model model2;
-  model2.override_node(1, huge, 0, "absurd measurement");
+  model2.override_node(plain, 1, huge, 0, "absurd measurement");
   const plan p = solve(plain, model2);
   EXPECT_EQ(p.format(1), family::channels_last);
   EXPECT_EQ(p.total(), model2.conversion_cost(plain, 0));
   // Sums past int64 are reported, not wrapped.
   network two;
-  const node_id a = two.conv("a", two.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first), {8, 3, 1, 1});
-  two.output("y", two.conv("b", a, {8, 3, 1, 1}), family::channels_first);
+  const node_id a =
+      two.conv("a", two.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first), conv_spec(8, 3, 1, 1));
+  two.output("y", two.conv("b", a, conv_spec(8, 3, 1, 1)), family::channels_first);
   cost_model model3;
-  model3.override_node(a, std::numeric_limits<cost_t>::max(), 0, "absurd");
-  model3.override_node(a + 1, std::numeric_limits<cost_t>::max(), 0, "absurd");
+  model3.override_node(two, a, std::numeric_limits<cost_t>::max(), 0, "absurd");
+  model3.override_node(two, a + 1, std::numeric_limits<cost_t>::max(), 0, "absurd");
   expect_error([&] { solve(two, model3); }, errc::overflow,
                {"cut bound", std::to_string(std::numeric_limits<cost_t>::max()), "overflows int64"});
 }
@@ -142,9 +145,9 @@ TEST(GraphErrors, MakePlanRejectsBadAssignments) {
 TEST(GraphErrors, VerifierCatchesBrokenPlans) {
   network net;
   const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::bfloat16, family::channels_first);
-  const node_id c1 = net.conv("c1", x, {32, 3, 1, 1});
+  const node_id c1 = net.conv("c1", x, conv_spec(32, 3, 1, 1));
   const node_id bn = net.batch_norm("bn", c1);
-  const node_id c2 = net.conv("c2", bn, {32, 3, 1, 1});
+  const node_id c2 = net.conv("c2", bn, conv_spec(32, 3, 1, 1));
   net.output("y", c2, family::channels_first);
   const cost_model model(zoo::indifferent_batch_norm());
   const plan good = solve(net, model);

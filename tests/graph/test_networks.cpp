@@ -1,5 +1,5 @@
-// Whole networks: ResNet-50, MobileNetV2 and UNet-like graphs against the naive per-layer choice and
-// a greedy pusher; grouped vs depthwise priors (F4); flatten -> linear (F6).
+// Whole networks of the models header against the naive per-layer choice and a greedy pusher;
+// grouped vs depthwise priors; flatten -> linear.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,16 +18,18 @@ using namespace memfmt::graph;
 
 struct named_network {
   const char* name;
-  network (*make)(memfmt::dtype, std::int64_t);
-  std::int64_t batch;
+  network (*make)(const models::options&);
+  std::int64_t batch, resolution;
 };
 
 TEST(GraphNetworks, PlanBeatsNaiveAndGreedy) {
-  const named_network nets[] = {{"resnet50", zoo::resnet50, 16}, {"mobilenet_v2", zoo::mobilenet_v2, 16}, {"unet", zoo::unet, 4}};
+  const named_network nets[] = {{"resnet50", models::resnet50, 16, 224},
+                                {"mobilenet_v2", models::mobilenet_v2, 16, 224},
+                                {"unet", models::unet, 4, 256}};
   for (const auto& entry : nets)
     for (memfmt::dtype type : {memfmt::dtype::float32, memfmt::dtype::bfloat16}) {
       SCOPED_TRACE(std::string(entry.name) + " " + std::string(memfmt::to_string(type)));
-      const network net = entry.make(type, entry.batch);
+      const network net = entry.make(zoo::sized(type, entry.batch, entry.resolution));
       const cost_model model;
       const plan p = solve(net, model);
       const plan naive = naive_plan(net, model);
@@ -56,14 +58,15 @@ TEST(GraphNetworks, GroupedAndDepthwiseFollowTheirPriors) {
   // groups = 2 with 112 channels per group between depthwise layers (the Inductor case).
   network net;
   const node_id x = net.input("x", {8, 224, 56, 56}, memfmt::dtype::float32, family::channels_first);
-  const node_id dw1 = net.conv("dw1", x, {224, 3, 1, 1, 224});
-  const node_id grouped = net.conv("grouped", net.pointwise("relu1", dw1), {224, 3, 1, 1, 2});
-  const node_id dw2 = net.conv("dw2", net.pointwise("relu2", grouped), {224, 3, 1, 1, 224});
+  const node_id dw1 = net.conv("dw1", x, conv_spec(224, 3, 1, 1, 224));
+  const node_id grouped = net.conv("grouped", net.relu("relu1", dw1), conv_spec(224, 3, 1, 1, 2));
+  const node_id dw2 = net.conv("dw2", net.relu("relu2", grouped), conv_spec(224, 3, 1, 1, 224));
   net.output("y", dw2, family::channels_first);
   const cost_model model;
   const plan p = solve(net, model);
   for (node_id id : {dw1, grouped, dw2}) {
-    const conv_speedup prior = default_conv_speedup(224, net.at(id).groups, 3, 4, memfmt::dtype::float32);
+    const conv_speedup prior =
+        default_conv_speedup(224, net.at(id).get<conv_attrs>().params.groups, 9, 4, memfmt::dtype::float32);
     EXPECT_EQ(p.format(id), prior.channels_last > 1 ? family::channels_last : family::channels_first)
         << net.at(id).name << ": " << prior.basis << "\n" << explain(net, model, p);
   }
@@ -75,7 +78,7 @@ TEST(GraphNetworks, GroupedAndDepthwiseFollowTheirPriors) {
 TEST(GraphNetworks, FlattenIntoLinearPermutesWeightsInsteadOfConverting) {
   network net;
   const node_id x = net.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, family::channels_last);
-  const node_id c = net.conv("conv", x, {64, 3, 1, 1});
+  const node_id c = net.conv("conv", x, conv_spec(64, 3, 1, 1));
   const node_id fc = net.linear("fc", net.flatten("flatten", c), 10);
   net.output("y", fc, family::channels_first);
   const cost_model model;
@@ -87,7 +90,7 @@ TEST(GraphNetworks, FlattenIntoLinearPermutesWeightsInsteadOfConverting) {
   // A flatten feeding something other than a linear needs the channels_first element order.
   network net2;
   const node_id x2 = net2.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, family::channels_last);
-  const node_id f2 = net2.flatten("flatten", net2.conv("conv", x2, {64, 3, 1, 1}));
+  const node_id f2 = net2.flatten("flatten", net2.conv("conv", x2, conv_spec(64, 3, 1, 1)));
   net2.output("y", f2, family::channels_first);
   const plan p2 = solve(net2, model);
   EXPECT_EQ(p2.format(f2), family::channels_first);
@@ -96,15 +99,15 @@ TEST(GraphNetworks, FlattenIntoLinearPermutesWeightsInsteadOfConverting) {
 }
 
 TEST(GraphNetworks, ExplainNamesReasons) {
-  const network net = zoo::resnet50(memfmt::dtype::bfloat16, 16);
+  const network net = models::resnet50(zoo::sized(memfmt::dtype::bfloat16, 16));
   const cost_model model;
   const plan p = solve(net, model);
   const std::string report = explain(net, model, p);
   EXPECT_NE(report.find("pinned (mandatory, graph input)"), std::string::npos);
   EXPECT_NE(report.find("own preference"), std::string::npos);
-  EXPECT_NE(report.find("inherits from 'stem.bn'"), std::string::npos) << report;
+  EXPECT_NE(report.find("inherits from 'bn1'"), std::string::npos) << report;
   EXPECT_NE(report.find("channel thrashing: naive per-layer choice inserts"), std::string::npos);
-  EXPECT_EQ(report, explain(net, model, solve(zoo::resnet50(memfmt::dtype::bfloat16, 16), model)));
+  EXPECT_EQ(report, explain(net, model, solve(models::resnet50(zoo::sized(memfmt::dtype::bfloat16, 16)), model)));
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct op {
   std::vector<std::string> inputs;
   std::int64_t channels = 0, kernel = 1, groups = 1;
   family format = family::channels_first;
+  family reads = family::channels_first;  // opaque: the format it reads its input in
 };
 struct pin_spec {
   std::string name;
@@ -65,20 +66,21 @@ built build(const recipe& r, const std::vector<std::size_t>& order) {
     switch (o.kind) {
       case node_kind::input: net.input(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32, o.format); break;
       case node_kind::output: net.output(o.name, in[0], o.format); break;
-      case node_kind::conv: net.conv(o.name, in[0], {o.channels, o.kernel, 1, o.kernel / 2, o.groups}); break;
+      case node_kind::conv: net.conv(o.name, in[0], conv_spec(o.channels, o.kernel, 1, o.kernel / 2, o.groups)); break;
       case node_kind::batch_norm: net.batch_norm(o.name, in[0]); break;
-      case node_kind::pointwise: net.pointwise(o.name, in[0]); break;
-      case node_kind::add: net.add(o.name, in[0], in[1]); break;
-      case node_kind::pool: net.pool(o.name, in[0], {1, 1}); break;
+      case node_kind::activation: net.relu(o.name, in[0]); break;
+      case node_kind::binary: net.add(o.name, in[0], in[1]); break;
+      case node_kind::pool: net.max_pool(o.name, in[0], 1, 1); break;
       case node_kind::global_pool: net.global_pool(o.name, in[0]); break;
       case node_kind::concat: net.concat(o.name, in); break;
+      case node_kind::opaque: net.opaque(o.name, in, {2, o.channels, 4, 4}, o.format, o.reads); break;
       case node_kind::flatten: net.flatten(o.name, in[0]); break;
       case node_kind::linear: net.linear(o.name, in[0], 5); break;
       default: ADD_FAILURE() << "recipe kind " << to_string(o.kind);
     }
   }
-  for (const auto& [name, c] : r.costs) b.model.override_node(id(name), c.first, c.second);
-  for (const auto& [name, c] : r.conversions) b.model.override_conversion(id(name), c);
+  for (const auto& [name, c] : r.costs) b.model.override_node(net, id(name), c.first, c.second);
+  for (const auto& [name, c] : r.conversions) b.model.override_conversion(net, id(name), c);
   for (const auto& p : r.pins) net.pin_format(id(p.name), p.format, p.mandatory, p.priority, "pin on " + p.name);
   return b;
 }
@@ -90,7 +92,8 @@ std::vector<std::size_t> identity(std::size_t n) {
 }
 
 // Random DAGs of at most 13 nodes: fan-out, joins (add, concat), ambiguous values (C == 1, global
-// pool), flatten -> linear; random costs (some families unsupported), conversion costs and pins.
+// pool), flatten -> linear, opaque barriers reading one format and writing either; random costs
+// (some families unsupported), conversion costs and pins.
 recipe random_recipe(std::mt19937& rng, bool random_costs) {
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   recipe r;
@@ -112,7 +115,7 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   for (std::size_t i = 0; i < ops && r.ops.size() + 3 <= 11; ++i) {
     const std::string name = "n" + std::to_string(i);
     const value in = spatial_value();
-    switch (pick(8)) {
+    switch (pick(9)) {
       case 0:
       case 1: {
         const std::int64_t out = pick(4) == 0 ? 1 : 8;
@@ -122,12 +125,12 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         break;
       }
       case 2: r.ops.push_back({node_kind::batch_norm, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
-      case 3: r.ops.push_back({node_kind::pointwise, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
+      case 3: r.ops.push_back({node_kind::activation, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
       case 4: {
         std::vector<std::string> same;
         for (const value& v : values)
           if (v.spatial && !v.pooled && v.channels == in.channels) same.push_back(v.name);
-        r.ops.push_back({node_kind::add, name, {in.name, same[pick(same.size())]}});
+        r.ops.push_back({node_kind::binary, name, {in.name, same[pick(same.size())]}});
         values.push_back({name, in.channels, true, false});
         break;
       }
@@ -138,6 +141,13 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         break;
       }
       case 6: r.ops.push_back({node_kind::pool, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
+      case 7: {  // a barrier that may read one format and write the other
+        const family writes = pick(2) ? family::channels_last : family::channels_first;
+        r.ops.push_back({node_kind::opaque, name, {in.name}, in.channels, 1, 1, writes,
+                         pick(2) ? family::channels_last : family::channels_first});
+        values.push_back({name, in.channels, true, false});
+        break;
+      }
       default: {
         r.ops.push_back({node_kind::global_pool, name, {in.name}});
         values.push_back({name, in.channels, true, true});
@@ -159,7 +169,7 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   if (!random_costs) return r;
   std::set<std::string> mandatory;
   for (const op& o : r.ops) {
-    if (o.kind == node_kind::input || o.kind == node_kind::output) mandatory.insert(o.name);
+    if (o.kind == node_kind::input || o.kind == node_kind::output || o.kind == node_kind::opaque) mandatory.insert(o.name);
     if (o.kind == node_kind::linear || o.kind == node_kind::input || o.kind == node_kind::output) continue;
     if (pick(5) == 0 && !mandatory.count(o.name)) {
       const family f = pick(2) ? family::channels_last : family::channels_first;
@@ -186,8 +196,10 @@ std::size_t count_inherit_breaks(const network& net, const std::vector<std::opti
   std::size_t breaks = 0;
   for (const node& n : net.nodes()) {
     switch (n.kind) {
-      case node_kind::batch_norm: case node_kind::pointwise: case node_kind::add: case node_kind::pool:
-      case node_kind::global_pool: case node_kind::upsample: case node_kind::concat: break;
+      case node_kind::batch_norm: case node_kind::instance_norm: case node_kind::group_norm: case node_kind::pad:
+      case node_kind::activation: case node_kind::binary: case node_kind::pool: case node_kind::global_pool:
+      case node_kind::upsample: case node_kind::concat: case node_kind::slice: case node_kind::softmax:
+      case node_kind::dropout: break;
       default: continue;
     }
     for (node_id i : n.inputs)
@@ -253,7 +265,10 @@ brute_force_result brute_force(const network& net, const cost_model& model) {
     for (node_id v = 0; v < net.size(); ++v) {
       if (!net.at(v).spatial()) continue;
       bool needed = false;
-      for (node_id u : net.consumers(v)) needed = needed || f[u] != f[v];
+      for (node_id u : net.consumers(v)) {
+        const node& user = net.at(u);
+        needed = needed || (user.kind == node_kind::opaque ? user.get<opaque_attrs>().input_format : *f[u]) != f[v];
+      }
       if (needed) total += model.conversion_cost(net, v);
     }
     const score s{total, count_inherit_breaks(net, f)};
@@ -341,10 +356,10 @@ TEST(GraphSolve, MinCutEqualsBruteForceOnRandomDags) {
 TEST(GraphSolve, TiedConversionSitsBeforeTheLayerThatNeedsIt) {
   network net;
   const node_id x = net.input("x", {8, 64, 56, 56}, memfmt::dtype::float32, family::channels_first);
-  const node_id pw = net.conv("conv1x1", x, {64, 1});
+  const node_id pw = net.conv("conv1x1", x, conv_spec(64, 1));
   const node_id bn = net.batch_norm("bn", pw);
-  const node_id relu = net.pointwise("relu", bn);
-  const node_id kxk = net.conv("conv3x3", relu, {64, 3, 1, 1});
+  const node_id relu = net.relu("relu", bn);
+  const node_id kxk = net.conv("conv3x3", relu, conv_spec(64, 3, 1, 1));
   net.output("y", kxk, family::channels_last);
   const cost_model model(zoo::indifferent_batch_norm());
   const format_costs c1 = model.node_costs(net, pw), c3 = model.node_costs(net, kxk);
@@ -380,7 +395,7 @@ TEST(GraphSolve, TiedConversionSitsBeforeTheLayerThatNeedsIt) {
 // In ResNet-50 fp32 no conversion separates a conv from its batch norm: every one leaves a relu,
 // an add or the graph input (the 1x1 -> 3x3 -> 1x1 bottleneck converts twice per block).
 TEST(GraphSolve, ResNetConversionsLeaveFusedGroupsWhole) {
-  const network net = zoo::resnet50(memfmt::dtype::float32, 16);
+  const network net = models::resnet50(zoo::sized(memfmt::dtype::float32, 16));
   const cost_model model(zoo::indifferent_batch_norm());
   const plan p = solve(net, model);
   ASSERT_GT(p.copies(), 0u);
@@ -391,7 +406,7 @@ TEST(GraphSolve, ResNetConversionsLeaveFusedGroupsWhole) {
     EXPECT_NE(net.at(c.value).kind, node_kind::conv) << net.at(c.value).name << "\n" << explain(net, model, p);
     if (net.at(c.value).kind != node_kind::batch_norm) continue;
     for (node_id u : c.consumers) {
-      EXPECT_EQ(net.at(u).kind, node_kind::add) << net.at(c.value).name << " -> " << net.at(u).name;
+      EXPECT_EQ(net.at(u).kind, node_kind::binary) << net.at(c.value).name << " -> " << net.at(u).name;
     }
   }
   EXPECT_EQ(p.inherit_breaks, 0u) << explain(net, model, p);
@@ -434,11 +449,11 @@ TEST(GraphSolve, SamePlanForAnyInsertionOrder) {
 TEST(GraphSolve, FanOutConvertsOnce) {
   network net;
   const node_id x = net.input("x", {8, 64, 32, 32}, memfmt::dtype::float32, family::channels_first);
-  const node_id producer = net.conv("producer", x, {64, 3, 1, 1});
+  const node_id producer = net.conv("producer", x, conv_spec(64, 3, 1, 1));
   net.pin_format(producer, family::channels_first, true, 0, "user: keep producer NCHW");
   for (int i = 0; i < 3; ++i) {
     const std::string name = "consumer" + std::to_string(i);
-    net.output("out" + std::to_string(i), net.conv(name, producer, {64, 3, 1, 1}), family::channels_last);
+    net.output("out" + std::to_string(i), net.conv(name, producer, conv_spec(64, 3, 1, 1)), family::channels_last);
   }
   const cost_model model;
   const plan p = solve(net, model);
@@ -458,7 +473,7 @@ TEST(GraphSolve, AmbiguousValuesAreRelabels) {
   // C == 1 input pinned NCHW feeding an NHWC-preferring conv; a global pool ([N, C, 1, 1]) feeding an
   // NCHW barrier: both crossings are the same bytes.
   const node_id x = net.input("mask", {8, 1, 64, 64}, memfmt::dtype::float32, family::channels_first);
-  const node_id c = net.conv("conv", x, {64, 3, 1, 1});
+  const node_id c = net.conv("conv", x, conv_spec(64, 3, 1, 1));
   const node_id g = net.global_pool("pool", c);
   net.output("out", net.opaque("legacy", {g}, {8, 64, 1, 1}, family::channels_first), family::channels_first);
   net.output("features", c, family::channels_last);

@@ -4,8 +4,9 @@
 // layers cost the same in both and so inherit their producer's format (solve.hpp's second
 // criterion). Costs are integer nanoseconds, so that the min-cut optimum is exact and its ties are
 // decidable.
-// Every default is a prior with its source in a comment; override_node()/override_conversion()
-// replace it with a measurement.
+// Every default is a prior that names the benchmark case behind it; override_node() and
+// override_conversion() replace it with a measurement, and a support query (the backend's
+// capability) marks the formats a layer cannot run in.
 #pragma once
 
 #include <algorithm>
@@ -14,12 +15,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "../dtype.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../tensor/relabel.hpp"
 #include "network.hpp"
@@ -54,18 +57,18 @@ struct format_costs {
   }
 };
 
+// Every field must be positive and finite (cost_model's constructor checks).
 struct cost_priors {
-  // Conversion and memory-bound layers: bytes read + written over a bandwidth. bench_convert on the
-  // 2-core dev VM: memcpy 26-43 GB/s (read + written, one thread), conversion 0.7-1.5x of it.
+  // Conversion and memory-bound layers: bytes read + written over a bandwidth (memcpy's and the
+  // conversion's: bench_convert --benchmark_filter=BM_convert/, memcpy_GB/s and ratio_to_memcpy).
   double conversion_bytes_per_ns = 30.0;
   double memory_bytes_per_ns = 30.0;
-  // Conv (in its faster format) and linear: FLOPs over a throughput. bench_conv on the 2-core dev VM
-  // (oneDNN 2.6, batch 4, forward): the faster format of the ResNet-50 layers runs at 350-430
-  // GFLOP/s in fp32 and 740-900 in bf16.
+  // Conv (in its faster format) and linear: FLOPs over a throughput, the faster format's GFLOP/s of
+  // the ResNet-50 layers (bench_conv --benchmark_filter='BM_conv/rn50_.*/fwd/').
   double fp32_flops_per_ns = 350.0;
   double low_precision_flops_per_ns = 750.0;
   // Batch norm, NHWC over NCHW speed: memory-bound, but the backends' NCHW batch norm is a slow
-  // path (bench_conv, oneDNN 2.6, 64x56x56 inference: 6.0x fp32, 19.5x bf16); 1 makes it inherit.
+  // path (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/'); 1 makes it inherit.
   double batch_norm_channels_last_speedup_fp32 = 6.0;
   double batch_norm_channels_last_speedup_low_precision = 19.5;
   // A violated preferred pin costs priority x this (1 ms per priority step).
@@ -78,9 +81,10 @@ struct conv_speedup {
   const char* basis;
 };
 
-// Priors keyed on (shape class, dtype). Numbers are the README's per-layer table (oneDNN 2.6 on the
-// 2-core AVX-512 dev VM, batch 4): medians of the rows of each class, fp32 and bf16 columns.
-inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel,
+// Priors keyed on (shape class, dtype): NHWC/NCHW time ratios of bench_conv's oneDNN cases (batch 4,
+// forward), the median of each class's cases, fp32 and bf16. `kernel_volume` is the product of the
+// kernel's extents (1 for a 1x1 conv).
+inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel_volume,
                                          std::size_t rank, memfmt::dtype type) noexcept {
   using memfmt::dtype;
   // float64 and wide integers: no measurement, and PyTorch never picks channels_last for float64.
@@ -90,44 +94,128 @@ inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t 
   // 16-bit and int8 share the bf16 column (XLA also sends int8 to NHWC); fp32 has its own.
   const std::int64_t per_group = in_channels / groups;
   if (groups > 1 && per_group == 1)
-    return {fp32 ? 23.0 : 54.0, "depthwise conv prior (README: MobileNetV2 depthwise 3x3, NHWC 23x fp32 / 54x bf16)"};
+    return {fp32 ? 23.0 : 54.0,
+            "depthwise conv prior, NHWC 23x fp32 / 54x bf16 (bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/)"};
   // The grouped-conv cliff: pytorch/pytorch PR #68101 (CPU, groups=32: NHWC 7.8 ms vs NCHW 1.5 ms) and
   // Inductor's note (groups=2 with 112 channels per group: 31x slower in NHWC). Below 64 channels per
-  // group the README's ResNeXt row holds.
+  // group bench_conv's ResNeXt case holds.
   if (groups > 1 && per_group >= 64)
     return {0.19, "grouped conv with >= 64 channels/group prior (pytorch PR #68101: NHWC 5x slower)"};
   if (groups > 1)
-    return {fp32 ? 3.26 : 8.65, "grouped conv prior (README: ResNeXt 3x3, 32 groups, NHWC 3.26x fp32 / 8.65x bf16)"};
-  if (rank == 5) return {fp32 ? 2.74 : 4.0, "3-D conv prior (README: 3x3x3, 64, NHWC 2.74x fp32 / 4.0x bf16)"};
-  if (kernel == 1)
-    return {fp32 ? 0.91 : 1.5, "1x1 conv prior (README: ResNet-50/MobileNetV2 1x1 rows, median NHWC 0.91x fp32 / 1.5x bf16)"};
-  return {fp32 ? 1.67 : 2.77, "kxk conv prior (README: ResNet-50 3x3 and stem rows, NHWC 1.67x fp32 / 2.77x bf16)"};
+    return {fp32 ? 3.26 : 8.65,
+            "grouped conv prior, NHWC 3.26x fp32 / 8.65x bf16 (bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/)"};
+  if (rank == 5)
+    return {fp32 ? 2.74 : 4.0, "3-D conv prior, NHWC 2.74x fp32 / 4.0x bf16 (bench_conv --benchmark_filter=BM_conv/c3d_)"};
+  if (kernel_volume == 1)
+    return {fp32 ? 0.91 : 1.5, "1x1 conv prior, NHWC 0.91x fp32 / 1.5x bf16 (bench_conv --benchmark_filter='BM_conv/"
+                               "(rn50_.*_1x1|mbv2_pw)')"};
+  return {fp32 ? 1.67 : 2.77, "kxk conv prior, NHWC 1.67x fp32 / 2.77x bf16 (bench_conv --benchmark_filter='BM_conv/"
+                              "rn50_(stem|.*_3x3)')"};
 }
+
+// Why a layer cannot run in a family on the backend at hand (nullopt: it can). The backend's
+// capability query goes here, so that a layer without a kernel in a format is unsupported in that
+// family, not merely expensive.
+using support_query = std::function<std::optional<std::string>(const network&, const node&, family)>;
 
 class cost_model {
  public:
-  explicit cost_model(cost_priors priors = {}) : priors_(priors) {}
+  explicit cost_model(cost_priors priors = {}) : priors_(priors) {
+    const std::pair<const char*, double> rates[] = {
+        {"conversion_bytes_per_ns", priors.conversion_bytes_per_ns},
+        {"memory_bytes_per_ns", priors.memory_bytes_per_ns},
+        {"fp32_flops_per_ns", priors.fp32_flops_per_ns},
+        {"low_precision_flops_per_ns", priors.low_precision_flops_per_ns},
+        {"batch_norm_channels_last_speedup_fp32", priors.batch_norm_channels_last_speedup_fp32},
+        {"batch_norm_channels_last_speedup_low_precision", priors.batch_norm_channels_last_speedup_low_precision}};
+    for (const auto& [name, v] : rates)
+      if (!(v > 0.0) || !std::isfinite(v))
+        memfmt::detail::fail(errc::invalid_argument, std::string("cost_priors::") + name + " = " + cost_ratio_text(v) +
+                                                         " must be positive and finite");
+    if (priors.preferred_pin_unit < 0)
+      memfmt::detail::fail(errc::invalid_argument, "cost_priors::preferred_pin_unit = " +
+                                                       std::to_string(priors.preferred_pin_unit) + " must be >= 0");
+  }
 
   const cost_priors& priors() const noexcept { return priors_; }
 
-  // Replaces the prior of one node (e.g. with a measurement); nullopt marks a family unsupported.
-  void override_node(node_id id, std::optional<cost_t> channels_first, std::optional<cost_t> channels_last,
-                     std::string basis = "user override") {
+  // Replaces the prior of one node of `net` (e.g. with a measurement); nullopt marks a family
+  // unsupported.
+  void override_node(const network& net, node_id id, std::optional<cost_t> channels_first,
+                     std::optional<cost_t> channels_last, std::string basis = "user override") {
+    require_node(net, id, "cost override");
     if ((channels_first && *channels_first < 0) || (channels_last && *channels_last < 0) ||
         (!channels_first && !channels_last))
-      memfmt::detail::fail(errc::invalid_argument, "override of node " + std::to_string(id) + ": costs " +
-                                               cost_text(channels_first) + " / " + cost_text(channels_last) +
-                                               " must be >= 0 with at least one family supported");
+      memfmt::detail::fail(errc::invalid_argument, "override of node " + std::to_string(id) + " '" + net.at(id).name +
+                                                       "': costs " + cost_text(channels_first) + " / " +
+                                                       cost_text(channels_last) +
+                                                       " must be >= 0 with at least one family supported");
     node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis)};
   }
-  void override_conversion(node_id value, cost_t cost) {
+  void override_conversion(const network& net, node_id value, cost_t cost) {
+    require_node(net, value, "conversion override");
     if (cost < 0)
-      memfmt::detail::fail(errc::invalid_argument,
-                   "conversion override of node " + std::to_string(value) + ": cost " + std::to_string(cost) + " < 0");
+      memfmt::detail::fail(errc::invalid_argument, "conversion override of node " + std::to_string(value) + " '" +
+                                                       net.at(value).name + "': cost " + std::to_string(cost) + " < 0");
     conversion_overrides_[value] = cost;
   }
 
+  // The backend's capability query (see support_query); replaces any earlier one.
+  void set_support_query(support_query q) { support_ = std::move(q); }
+
+  // Overrides are keyed by node id: a model overridden for a larger network is refused, not applied
+  // to whatever node has that id here.
+  void check_overrides(const network& net) const {
+    const auto last = [](const auto& m) { return m.empty() ? std::size_t{0} : m.rbegin()->first + 1; };
+    const std::size_t needed = std::max(last(node_overrides_), last(conversion_overrides_));
+    if (needed > net.size())
+      memfmt::detail::fail(errc::invalid_argument, "cost model overrides node " + std::to_string(needed - 1) +
+                                                       ", but the network has " + std::to_string(net.size()) + " nodes");
+  }
+
   format_costs node_costs(const network& net, node_id id) const {
+    format_costs c = base_costs(net, id);
+    if (support_)
+      for (family f : {family::channels_first, family::channels_last})
+        if (c.supports(f) && net.has_format(id))
+          if (const std::optional<std::string> why = support_(net, net.at(id), f)) {
+            c.by_family[index(f)].reset();
+            c.basis += "; not in " + std::string(to_string(f)) + ": " + *why;
+          }
+    return c;
+  }
+
+  // Bytes a conversion of this value reads and writes; 0 for an ambiguous shape (a relabel).
+  std::int64_t conversion_bytes(const network& net, node_id value) const {
+    const node& n = net.at(value);
+    if (!n.spatial() || is_ambiguous_shape(n.extents)) return 0;
+    const std::string what = "conversion of '" + n.name + "': bytes read and written";
+    return memfmt::detail::checked_mul(
+        2, static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), what.c_str())), what);
+  }
+
+  cost_t conversion_cost(const network& net, node_id value) const {
+    if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return 0;
+    if (auto it = conversion_overrides_.find(value); it != conversion_overrides_.end()) return it->second;
+    return round(static_cast<double>(conversion_bytes(net, value)) / priors_.conversion_bytes_per_ns);
+  }
+
+  // The cost of running a node in `f` that its binding preferred pin does not ask for.
+  cost_t pin_penalty(const network& net, node_id id, family f) const {
+    const pin* p = net.at(id).binding_pin();
+    if (!p || p->mandatory || p->format == f) return 0;
+    return priors_.preferred_pin_unit * p->priority;
+  }
+
+  // Whether pins and the layer's support (priors, overrides, support query) allow the family.
+  bool allowed(const network& net, node_id id, family f) const {
+    const pin* p = net.at(id).binding_pin();
+    if (p && p->mandatory && p->format != f) return false;
+    return node_costs(net, id).supports(f);
+  }
+
+ private:
+  format_costs base_costs(const network& net, node_id id) const {
     const node& n = net.at(id);
     if (auto it = node_overrides_.find(id); it != node_overrides_.end()) return it->second;
     switch (n.kind) {
@@ -137,12 +225,22 @@ class cost_model {
         // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
         // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
         const node& x = net.at(n.inputs[0]);
-        const conv_speedup s = default_conv_speedup(x.extents[1], n.groups, n.kernel, n.extents.size(), n.type);
-        const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(x.extents[1] / n.groups) *
-                             std::pow(static_cast<double>(n.kernel), static_cast<double>(n.extents.size() - 2));
-        const double bytes = static_cast<double>((n.numel() + x.numel()) * static_cast<std::int64_t>(size_of(n.type)));
-        const double fast = std::max(flops / flops_per_ns(n.type), bytes / priors_.memory_bytes_per_ns);
-        return by_speedup(fast, s.channels_last, s.basis);
+        const conv_attrs& a = n.get<conv_attrs>();
+        const double volume = kernel_volume(a.kernel, n.extents.size());
+        const conv_speedup s = default_conv_speedup(x.extents[1], a.params.groups, static_cast<std::int64_t>(volume),
+                                                    n.extents.size(), n.type);
+        const double flops = 2.0 * static_cast<double>(n.numel()) *
+                             static_cast<double>(x.extents[1] / a.params.groups) * volume;
+        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis);
+      }
+      case node_kind::conv_transpose: {
+        // The backward-data pass of a conv: its FLOPs are the forward conv's, counted from the input.
+        const node& x = net.at(n.inputs[0]);
+        const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
+        const double flops = 2.0 * static_cast<double>(x.numel()) *
+                             static_cast<double>(a.out_channels / a.params.groups) *
+                             kernel_volume(a.kernel, n.extents.size());
+        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent");
       }
       case node_kind::linear: {
         const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
@@ -164,22 +262,29 @@ class cost_model {
         return c;
       }
       case node_kind::batch_norm: {
-        // (bench_network found a plan that took batch norm as indifferent 12-15 % slower than
-        // all-NHWC in fp32: the NCHW batch norms it kept cost more than the conversions it saved.)
+        // Taken as indifferent, batch norm makes plans that keep NCHW batch norms costing more than
+        // the conversions they save (bench_network --benchmark_filter=BM_network/resnet50/f32/).
         const bool wide = n.type == memfmt::dtype::float32 || n.type == memfmt::dtype::float64;
         const double ratio = wide ? priors_.batch_norm_channels_last_speedup_fp32
                                   : priors_.batch_norm_channels_last_speedup_low_precision;
         if (ratio != 1.0)
           return by_speedup(memory_bound_ns(net, n), ratio,
-                            "batch norm prior (README: NHWC " + cost_ratio_text(ratio) + "x, the backends' NCHW path)");
+                            "batch norm prior, NHWC " + cost_ratio_text(ratio) +
+                                "x (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/')");
         [[fallthrough]];
       }
-      case node_kind::pointwise:
-      case node_kind::add:
+      case node_kind::instance_norm:
+      case node_kind::group_norm:
+      case node_kind::pad:
+      case node_kind::activation:
+      case node_kind::binary:
       case node_kind::pool:
       case node_kind::global_pool:
       case node_kind::upsample:
       case node_kind::concat:
+      case node_kind::slice:
+      case node_kind::softmax:
+      case node_kind::dropout:
       case node_kind::opaque: {
         // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
         return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats");
@@ -188,34 +293,6 @@ class cost_model {
     return same(0, "?");
   }
 
-  // Bytes a conversion of this value reads and writes; 0 for an ambiguous shape (a relabel, F3).
-  std::int64_t conversion_bytes(const network& net, node_id value) const {
-    const node& n = net.at(value);
-    if (!n.spatial() || is_ambiguous_shape(n.extents)) return 0;
-    return 2 * n.numel() * static_cast<std::int64_t>(size_of(n.type));
-  }
-
-  cost_t conversion_cost(const network& net, node_id value) const {
-    if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return 0;
-    if (auto it = conversion_overrides_.find(value); it != conversion_overrides_.end()) return it->second;
-    return round(static_cast<double>(conversion_bytes(net, value)) / priors_.conversion_bytes_per_ns);
-  }
-
-  // The cost of running a node in `f` that its binding preferred pin does not ask for.
-  cost_t pin_penalty(const network& net, node_id id, family f) const {
-    const pin* p = net.at(id).binding_pin();
-    if (!p || p->mandatory || p->format == f) return 0;
-    return priors_.preferred_pin_unit * p->priority;
-  }
-
-  // Whether pins and the layer's support allow the family.
-  bool allowed(const network& net, node_id id, family f) const {
-    const pin* p = net.at(id).binding_pin();
-    if (p && p->mandatory && p->format != f) return false;
-    return node_costs(net, id).supports(f);
-  }
-
- private:
   static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
   // `fast` in the faster family, the other `channels_last` (NHWC/NCHW speed) times slower.
   static format_costs by_speedup(double fast, double channels_last, std::string basis) {
@@ -230,7 +307,28 @@ class cost_model {
       bytes += static_cast<double>(net.at(i).numel()) * static_cast<double>(size_of(net.at(i).type));
     return bytes / priors_.memory_bytes_per_ns;
   }
-  static cost_t round(double v) { return static_cast<cost_t>(std::llround(v)); }
+  // Compute bound or memory bound, whichever is slower, in the faster format.
+  double roofline(double flops, const node& y, const node& x) const {
+    const double bytes = (static_cast<double>(y.numel()) + static_cast<double>(x.numel())) *
+                         static_cast<double>(size_of(y.type));
+    return std::max(flops / flops_per_ns(y.type), bytes / priors_.memory_bytes_per_ns);
+  }
+  static double kernel_volume(const spatial3& kernel, std::size_t rank) {
+    double v = 1;
+    for (std::size_t d = 0; d + 2 < rank; ++d) v *= static_cast<double>(kernel[d]);
+    return v;
+  }
+  static void require_node(const network& net, node_id id, const char* what) {
+    if (id >= net.size())
+      memfmt::detail::fail(errc::invalid_argument, std::string(what) + " of node " + std::to_string(id) +
+                                                       ": the network has " + std::to_string(net.size()) + " nodes");
+  }
+  // Costs are rounded to whole ns; a cost past int64 is an error, not a wrapped value.
+  static cost_t round(double v) {
+    if (!(v >= 0.0) || v >= 9.2e18)
+      memfmt::detail::fail(errc::overflow, "cost model: a cost of " + cost_ratio_text(v) + " ns does not fit int64 ns");
+    return static_cast<cost_t>(std::llround(v));
+  }
   static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }
   static std::string cost_ratio_text(double r) {
     char buf[32];
@@ -243,6 +341,7 @@ class cost_model {
   }
 
   cost_priors priors_;
+  support_query support_;
   std::map<node_id, format_costs> node_overrides_;
   std::map<node_id, cost_t> conversion_overrides_;
 };

@@ -1,38 +1,52 @@
-// memfmt/graph/network.hpp - a small layer DAG whose formats a plan decides.
+// memfmt/graph/network.hpp - a layer DAG with everything each layer needs, whose formats a plan decides.
 //
 // Each node is a layer and names its one output value: logical extents (N, C, spatial...; rank 2
-// after flatten/linear), dtype and the ids of its inputs. Ids are issued in order and an input
-// must already exist, so the graph is acyclic by construction: a self or forward reference (the
-// only way to write a cycle) is rejected as an unknown id. Every builder checks its arguments and
-// throws memfmt::error naming the node and the offending values.
+// after flatten/linear), dtype, the ids of its inputs and the layer's attributes. The attributes
+// are the backends' own parameter structs (conv_params, batch_norm_params, pool_params, ...), so the
+// plan and a later run read one source of truth and hand them to the backends unchanged.
+// Ids are issued in order and an input must already exist, so the graph is acyclic by construction:
+// a self or forward reference (the only way to write a cycle) is rejected as an unknown id. Every
+// builder infers the output extents with checked arithmetic and throws memfmt::error naming the
+// node and the offending values; parameters() lists each layer's weights in PyTorch's names and
+// logical shapes ("<node>.weight" [K, C/groups, kh, kw], "<node>.running_mean" [C], ...).
 #pragma once
 
+#include <algorithm>
+#include <any>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "../backends/conv_params.hpp"
+#include "../backends/layer_params.hpp"
+#include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "../format/dispatch.hpp"
 
 namespace memfmt::graph {
 
-// The two layout families a plan chooses between: NCHW/NCDHW and NHWC/NDHWC.
-enum class family : std::uint8_t { channels_first, channels_last };
+// The two layout families a plan chooses between: NCHW/NCDHW and NHWC/NDHWC. format/dispatch.hpp
+// maps them to memory_format and to the tags.
+using family = memfmt::format_family;
+using memfmt::to_string;
 
 constexpr family other(family f) noexcept {
   return f == family::channels_first ? family::channels_last : family::channels_first;
 }
 constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>(f); }
-constexpr const char* to_string(family f) noexcept {
-  return f == family::channels_first ? "channels_first" : "channels_last";
-}
 
 enum class node_kind : std::uint8_t {
-  input, output, conv, batch_norm, pointwise, add, pool, global_pool, upsample, concat, flatten, linear, opaque,
+  input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
+  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -40,15 +54,22 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::input: return "input";
     case node_kind::output: return "output";
     case node_kind::conv: return "conv";
+    case node_kind::conv_transpose: return "conv_transpose";
     case node_kind::batch_norm: return "batch_norm";
-    case node_kind::pointwise: return "pointwise";
-    case node_kind::add: return "add";
+    case node_kind::instance_norm: return "instance_norm";
+    case node_kind::group_norm: return "group_norm";
+    case node_kind::pad: return "pad";
+    case node_kind::activation: return "activation";
+    case node_kind::binary: return "binary";
     case node_kind::pool: return "pool";
     case node_kind::global_pool: return "global_pool";
     case node_kind::upsample: return "upsample";
     case node_kind::concat: return "concat";
+    case node_kind::slice: return "slice";
     case node_kind::flatten: return "flatten";
     case node_kind::linear: return "linear";
+    case node_kind::softmax: return "softmax";
+    case node_kind::dropout: return "dropout";
     case node_kind::opaque: return "opaque";
   }
   return "?";
@@ -61,19 +82,25 @@ constexpr const char* to_string(node_kind k) noexcept {
 constexpr bool inherits_format(node_kind k) noexcept {
   switch (k) {
     case node_kind::batch_norm:
-    case node_kind::pointwise:
-    case node_kind::add:
+    case node_kind::instance_norm:
+    case node_kind::group_norm:
+    case node_kind::pad:
+    case node_kind::activation:
+    case node_kind::binary:
     case node_kind::pool:
     case node_kind::global_pool:
     case node_kind::upsample:
-    case node_kind::concat: return true;
+    case node_kind::concat:
+    case node_kind::slice:
+    case node_kind::softmax:
+    case node_kind::dropout: return true;
     default: return false;
   }
 }
 
 using node_id = std::size_t;
 
-// A format requirement on a node (F8). Mandatory pins must hold; a preferred pin is a soft cost
+// A format requirement on a node. Mandatory pins must hold; a preferred pin is a soft cost
 // (cost_model::pin_penalty) and, between preferred pins on one node, the higher priority wins.
 struct pin {
   family format;
@@ -82,6 +109,84 @@ struct pin {
   std::string origin;  // who asked, for messages and the report
 };
 
+// torch.nn.Conv2d/Conv3d. `kernel` per spatial dim (1x7 is {1, 7}); stride, padding, dilation and
+// groups live in `params`, the struct the backends take. Bias: a per-output-channel term.
+struct conv_attrs {
+  std::int64_t out_channels = 0;
+  spatial3 kernel{1, 1, 1};
+  memfmt::conv_params params;
+  bool bias = false;
+};
+
+// torch.nn.ConvTranspose2d/3d: the backward-data pass of a conv. `params` describe the forward conv
+// it transposes; output_padding adds to the output's end (PyTorch: < stride or < dilation).
+struct conv_transpose_attrs {
+  std::int64_t out_channels = 0;
+  spatial3 kernel{1, 1, 1};
+  memfmt::conv_params params;
+  spatial3 output_padding{0, 0, 0};
+  bool bias = false;
+};
+
+// Square (cubic) kernel with the same stride, padding and dilation in every spatial dim, as
+// torch.nn.Conv2d(in, out, kernel, stride, padding, dilation, groups, bias) writes it.
+inline conv_attrs conv_spec(std::int64_t out_channels, std::int64_t kernel, std::int64_t stride = 1,
+                            std::int64_t padding = 0, std::int64_t groups = 1, bool bias = false,
+                            std::int64_t dilation = 1) {
+  conv_attrs a;
+  a.out_channels = out_channels;
+  a.kernel = {kernel, kernel, kernel};
+  a.params.stride = {stride, stride, stride};
+  a.params.padding = {padding, padding, padding};
+  a.params.dilation = {dilation, dilation, dilation};
+  a.params.groups = groups;
+  a.bias = bias;
+  return a;
+}
+
+// Group norm and instance norm (group norm with groups == C). affine: a per-channel weight and bias
+// (GroupNorm's default true, InstanceNorm's false).
+struct norm_attrs {
+  memfmt::group_norm_params params;
+  bool affine = true;
+};
+
+struct global_pool_attrs {
+  memfmt::pool_kind kind = memfmt::pool_kind::average;
+};
+
+// A channel range [begin, end) of the input (torch.split / narrow along C).
+struct slice_attrs {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+struct linear_attrs {
+  std::int64_t out_features = 0;
+  bool bias = true;
+};
+
+// Identity in inference; p is kept for training.
+struct dropout_attrs {
+  double p = 0.5;
+};
+
+// A layer memfmt knows nothing about: it reads its spatial inputs in `input_format` and writes its
+// output in `output_format` (the PyTorch op that "loses channels_last" reads channels_last and
+// returns contiguous). `callback` is the executor's slot for the user's function.
+struct opaque_attrs {
+  family input_format = family::channels_first;
+  family output_format = family::channels_first;
+  std::any callback;
+};
+
+// Per-kind attributes; input, output, concat and flatten have none (monostate). instance_norm and
+// group_norm both hold norm_attrs; node::kind tells them apart.
+using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
+                                memfmt::pad_params, memfmt::activation, memfmt::binary_op, memfmt::pool_params,
+                                global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
+                                memfmt::softmax_params, dropout_attrs, opaque_attrs>;
+
 struct node {
   node_id id = 0;
   std::string name;
@@ -89,16 +194,19 @@ struct node {
   std::vector<node_id> inputs;
   std::vector<std::int64_t> extents;  // of the output value
   memfmt::dtype type = memfmt::dtype::float32;
-  std::int64_t kernel = 1;  // conv, pool: square (cubic) kernel size
-  std::int64_t groups = 1;  // conv
+  node_attrs attrs;
   std::vector<pin> pins;
 
   // A 4-D or 5-D value, the only kind that has a layout.
   bool spatial() const noexcept { return extents.size() >= 4; }
-  std::int64_t numel() const noexcept {
-    std::int64_t n = 1;
-    for (auto e : extents) n *= e;
-    return n;
+  // The builder checked that it fits; checked again so a node built by hand cannot wrap.
+  std::int64_t numel() const { return memfmt::detail::checked_numel(extents, "graph node: element count"); }
+  // The attributes as A; an error naming the node when its kind stores something else.
+  template <class A>
+  const A& get() const {
+    if (const A* a = std::get_if<A>(&attrs)) return *a;
+    memfmt::detail::fail(errc::invalid_argument, "node '" + name + "' (" + to_string(kind) +
+                                                     ") does not hold the attributes asked for");
   }
   // The winning pin: the mandatory one, else the highest-priority preferred one.
   const pin* binding_pin() const noexcept {
@@ -111,97 +219,272 @@ struct node {
   }
 };
 
-struct conv_attrs {
-  std::int64_t out_channels = 0;
-  std::int64_t kernel = 1;
-  std::int64_t stride = 1;
-  std::int64_t padding = 0;
-  std::int64_t groups = 1;
+// One tensor a layer needs besides its inputs, named and shaped as PyTorch's state_dict has it.
+// trainable: a parameter (counted by PyTorch's parameters()); otherwise a buffer (running stats).
+struct parameter_spec {
+  std::string name;
+  std::vector<std::int64_t> extents;
+  memfmt::dtype type = memfmt::dtype::float32;
+  bool trainable = true;
 };
 
-struct pool_attrs {
-  std::int64_t kernel = 2;
-  std::int64_t stride = 2;
-  std::int64_t padding = 0;
-};
+namespace detail {
+
+// conv_params pads symmetrically; a `padding_end` member (an optional array), where the struct has
+// one, gives the end side its own value.
+template <class P, class = void>
+struct has_padding_end : std::false_type {};
+template <class P>
+struct has_padding_end<P, std::void_t<decltype(std::declval<const P&>().padding_end)>> : std::true_type {};
+
+template <class P>
+std::int64_t padding_end(const P& p, std::size_t d) {
+  if constexpr (has_padding_end<P>::value) {
+    if (p.padding_end) return (*p.padding_end)[d];
+  }
+  return p.padding[d];
+}
+
+}  // namespace detail
 
 class network {
  public:
+  // ---- graph boundaries ----
   node_id input(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type, family format) {
+    node n = make(std::move(name), node_kind::input, {});
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
-      fail_node(name, "input extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
-    for (auto e : extents)
-      if (e < 0) fail_node(name, "input extents " + memfmt::detail::dims_to_string(extents) + " must be >= 0");
-    node n = make(std::move(name), node_kind::input, {}, std::move(extents), type);
-    return add_pinned(std::move(n), format, "graph input");
+      fail_node(n.name, "input extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
+    n.extents = std::move(extents);
+    n.type = type;
+    return append_pinned(std::move(n), format, "graph input");
   }
 
   // Rank-2 values have no layout; `format` applies to spatial ones.
   node_id output(std::string name, node_id in, family format) {
     node n = make(std::move(name), node_kind::output, {in});
-    n.extents = nodes_[in].extents;
-    return add_pinned(std::move(n), format, "graph output");
+    n.extents = at(n, in).extents;
+    return append_pinned(std::move(n), format, "graph output");
   }
 
+  // ---- compute layers ----
   node_id conv(std::string name, node_id in, conv_attrs a) {
     node n = make(std::move(name), node_kind::conv, {in});
     const node& x = require_spatial(n, in);
-    const std::int64_t c = x.extents[1];
-    if (a.out_channels <= 0 || a.groups <= 0 || a.kernel <= 0 || a.stride <= 0 || a.padding < 0)
-      fail_node(n.name, "conv out_channels " + std::to_string(a.out_channels) + ", kernel " + std::to_string(a.kernel) +
-                            ", stride " + std::to_string(a.stride) + ", padding " + std::to_string(a.padding) +
-                            ", groups " + std::to_string(a.groups) + " must be positive (padding >= 0)");
-    if (c % a.groups != 0 || a.out_channels % a.groups != 0)
-      fail_node(n.name, "groups " + std::to_string(a.groups) + " must divide input channels " + std::to_string(c) +
-                            " and out_channels " + std::to_string(a.out_channels));
-    n.extents = windowed(n.name, x.extents, a.kernel, a.stride, a.padding);
-    n.extents[1] = a.out_channels;
-    n.kernel = a.kernel;
-    n.groups = a.groups;
-    return add(std::move(n));
-  }
-
-  node_id batch_norm(std::string name, node_id in) { return same_shape(std::move(name), node_kind::batch_norm, in); }
-  node_id pointwise(std::string name, node_id in) { return same_shape(std::move(name), node_kind::pointwise, in); }
-
-  // Binary pointwise op (residual add); both operands have the same extents and dtype (no broadcast).
-  node_id add(std::string name, node_id a, node_id b) {
-    node n = make(std::move(name), node_kind::add, {a, b});
-    const node& x = require_spatial(n, a);
-    const node& y = require_spatial(n, b);
-    if (x.extents != y.extents || x.type != y.type)
-      fail_node(n.name, "add operands '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) + " " +
-                            std::string(memfmt::to_string(x.type)) + " and '" + y.name + "' " +
-                            memfmt::detail::dims_to_string(y.extents) + " " + std::string(memfmt::to_string(y.type)) +
-                            " must match");
+    check_conv(n.name, "conv", x, a.out_channels, a.kernel, a.params);
     n.extents = x.extents;
-    return add(std::move(n));
+    n.extents[1] = a.out_channels;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
+      n.extents[d + 2] = window_extent(n.name, "conv", d, x.extents[d + 2], a.kernel[d], a.params.stride[d],
+                                       a.params.padding[d], detail::padding_end(a.params, d), a.params.dilation[d],
+                                       false);
+    n.attrs = std::move(a);
+    return append(std::move(n));
   }
 
-  node_id pool(std::string name, node_id in, pool_attrs a) {
+  // Output extent per spatial dim: (in - 1) * stride - padding - padding_end + dilation * (kernel - 1)
+  // + output_padding + 1 (torch.nn.ConvTranspose2d's).
+  node_id conv_transpose(std::string name, node_id in, conv_transpose_attrs a) {
+    using memfmt::detail::checked_add;
+    using memfmt::detail::checked_mul;
+    using memfmt::detail::checked_sub;
+    node n = make(std::move(name), node_kind::conv_transpose, {in});
+    const node& x = require_spatial(n, in);
+    check_conv(n.name, "conv_transpose", x, a.out_channels, a.kernel, a.params);
+    n.extents = x.extents;
+    n.extents[1] = a.out_channels;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
+      const std::int64_t op = a.output_padding[d], stride = a.params.stride[d], dilation = a.params.dilation[d];
+      if (op < 0 || (op >= stride && op >= dilation))
+        fail_node(n.name, "conv_transpose output_padding " + std::to_string(op) + " in spatial dim " +
+                              std::to_string(d) + " must be >= 0 and smaller than stride " + std::to_string(stride) +
+                              " or dilation " + std::to_string(dilation));
+      const std::string what = "node '" + n.name + "': conv_transpose output extent in spatial dim " + std::to_string(d);
+      std::int64_t e = checked_mul(x.extents[d + 2] - 1, stride, what);
+      e = checked_sub(e, a.params.padding[d], what);
+      e = checked_sub(e, detail::padding_end(a.params, d), what);
+      e = checked_add(e, checked_mul(dilation, a.kernel[d] - 1, what), what);
+      e = checked_add(checked_add(e, op, what), 1, what);
+      if (e <= 0)
+        fail_node(n.name, "conv_transpose output extent " + std::to_string(e) + " <= 0 in spatial dim " +
+                              std::to_string(d) + " (input " + memfmt::detail::dims_to_string(x.extents) +
+                              ", padding " + std::to_string(a.params.padding[d]) + ")");
+      n.extents[d + 2] = e;
+    }
+    n.attrs = std::move(a);
+    return append(std::move(n));
+  }
+
+  node_id linear(std::string name, node_id in, std::int64_t out_features, bool bias = true) {
+    node n = make(std::move(name), node_kind::linear, {in});
+    const node& x = at(n, in);
+    if (x.extents.size() != 2)
+      fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
+                            " must have rank 2 (flatten it first)");
+    if (out_features <= 0) fail_node(n.name, "linear out_features " + std::to_string(out_features) + " must be positive");
+    n.extents = {x.extents[0], out_features};
+    n.attrs = linear_attrs{out_features, bias};
+    return append(std::move(n));
+  }
+
+  // ---- normalization ----
+  node_id batch_norm(std::string name, node_id in, memfmt::batch_norm_params p = {}) {
+    node n = make(std::move(name), node_kind::batch_norm, {in});
+    n.extents = require_spatial(n, in).extents;
+    check_epsilon(n.name, p.epsilon);
+    if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
+      fail_node(n.name, "batch_norm momentum " + std::to_string(p.momentum) + " must be in [0, 1]");
+    n.attrs = p;
+    return append(std::move(n));
+  }
+
+  node_id group_norm(std::string name, node_id in, std::int64_t groups, double epsilon = 1e-5, bool affine = true) {
+    node n = make(std::move(name), node_kind::group_norm, {in});
+    n.extents = require_spatial(n, in).extents;
+    const std::int64_t c = n.extents[1];
+    if (groups <= 0 || c % groups != 0)
+      fail_node(n.name, "group_norm groups " + std::to_string(groups) + " must be positive and divide channels " +
+                            std::to_string(c));
+    check_epsilon(n.name, epsilon);
+    n.attrs = norm_attrs{{groups, epsilon}, affine};
+    return append(std::move(n));
+  }
+
+  // Group norm with one group per channel (torch.nn.InstanceNorm2d/3d without running statistics).
+  node_id instance_norm(std::string name, node_id in, double epsilon = 1e-5, bool affine = false) {
+    node n = make(std::move(name), node_kind::instance_norm, {in});
+    n.extents = require_spatial(n, in).extents;
+    check_epsilon(n.name, epsilon);
+    n.attrs = norm_attrs{{std::max<std::int64_t>(n.extents[1], 1), epsilon}, affine};
+    return append(std::move(n));
+  }
+
+  // ---- elementwise ----
+  node_id activation(std::string name, node_id in, memfmt::activation f) {
+    node n = make(std::move(name), node_kind::activation, {in});
+    n.extents = require_value(n, in).extents;
+    n.attrs = f;
+    return append(std::move(n));
+  }
+  node_id relu(std::string name, node_id in) { return activation(std::move(name), in, memfmt::activation::relu); }
+
+  // a op b with PyTorch broadcasting over equal ranks: each dim equal, or 1 in one operand.
+  node_id binary(std::string name, node_id a, node_id b, memfmt::binary_op op) {
+    node n = make(std::move(name), node_kind::binary, {a, b});
+    const node& x = require_value(n, a);
+    const node& y = require_value(n, b);
+    const auto describe = [](const node& v) {
+      return "'" + v.name + "' " + memfmt::detail::dims_to_string(v.extents) + " " + std::string(memfmt::to_string(v.type));
+    };
+    bool ok = x.extents.size() == y.extents.size() && x.type == y.type;
+    for (std::size_t d = 0; ok && d < x.extents.size(); ++d)
+      ok = x.extents[d] == y.extents[d] || x.extents[d] == 1 || y.extents[d] == 1;
+    if (!ok)
+      fail_node(n.name, "binary operands " + describe(x) + " and " + describe(y) +
+                            " must have one rank and dtype, and each dim equal or 1 (broadcast)");
+    n.extents = x.extents;
+    for (std::size_t d = 0; d < x.extents.size(); ++d)
+      if (x.extents[d] == 1) n.extents[d] = y.extents[d];
+    n.attrs = op;
+    return append(std::move(n));
+  }
+  node_id add(std::string name, node_id a, node_id b) { return binary(std::move(name), a, b, memfmt::binary_op::add); }
+  node_id mul(std::string name, node_id a, node_id b) { return binary(std::move(name), a, b, memfmt::binary_op::mul); }
+
+  // Softmax over the channel dim (rank 4/5) or the feature dim (rank 2).
+  node_id softmax(std::string name, node_id in, memfmt::softmax_params p = {}) {
+    node n = make(std::move(name), node_kind::softmax, {in});
+    n.extents = require_value(n, in).extents;
+    n.attrs = p;
+    return append(std::move(n));
+  }
+
+  node_id dropout(std::string name, node_id in, double p = 0.5) {
+    node n = make(std::move(name), node_kind::dropout, {in});
+    n.extents = require_value(n, in).extents;
+    if (!(p >= 0.0 && p < 1.0)) fail_node(n.name, "dropout p " + std::to_string(p) + " must be in [0, 1)");
+    n.attrs = dropout_attrs{p};
+    return append(std::move(n));
+  }
+
+  // ---- spatial reshaping ----
+  node_id pool(std::string name, node_id in, memfmt::pool_params p) {
     node n = make(std::move(name), node_kind::pool, {in});
     const node& x = require_spatial(n, in);
-    if (a.kernel <= 0 || a.stride <= 0 || a.padding < 0)
-      fail_node(n.name, "pool kernel " + std::to_string(a.kernel) + ", stride " + std::to_string(a.stride) +
-                            ", padding " + std::to_string(a.padding) + " must be positive (padding >= 0)");
-    n.extents = windowed(n.name, x.extents, a.kernel, a.stride, a.padding);
-    n.kernel = a.kernel;
-    return add(std::move(n));
+    n.extents = x.extents;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
+      // PyTorch's limit: a window never sees only padding.
+      if (p.kernel[d] <= 0 || p.stride[d] <= 0 || p.padding[d] < 0 || p.padding_end[d] < 0 ||
+          p.padding[d] > p.kernel[d] / 2 || p.padding_end[d] > p.kernel[d] / 2)
+        fail_node(n.name, "pool kernel " + std::to_string(p.kernel[d]) + ", stride " + std::to_string(p.stride[d]) +
+                              ", padding " + std::to_string(p.padding[d]) + "/" + std::to_string(p.padding_end[d]) +
+                              " in spatial dim " + std::to_string(d) +
+                              " (need kernel, stride >= 1 and 0 <= padding <= kernel / 2)");
+      n.extents[d + 2] = window_extent(n.name, "pool", d, x.extents[d + 2], p.kernel[d], p.stride[d], p.padding[d],
+                                       p.padding_end[d], 1, p.ceil_mode);
+    }
+    n.attrs = p;
+    return append(std::move(n));
+  }
+  // Square (cubic) windows as torch.nn.MaxPool2d(kernel, stride, padding, ceil_mode=...) writes them.
+  node_id max_pool(std::string name, node_id in, std::int64_t kernel, std::int64_t stride, std::int64_t padding = 0,
+                   bool ceil_mode = false) {
+    return pool(std::move(name), in, square_pool(memfmt::pool_kind::max, kernel, stride, padding, ceil_mode, true));
+  }
+  node_id avg_pool(std::string name, node_id in, std::int64_t kernel, std::int64_t stride, std::int64_t padding = 0,
+                   bool ceil_mode = false, bool count_include_pad = true) {
+    return pool(std::move(name), in,
+                square_pool(memfmt::pool_kind::average, kernel, stride, padding, ceil_mode, count_include_pad));
   }
 
-  node_id global_pool(std::string name, node_id in) {
+  // [N, C, spatial...] -> [N, C, 1, ...] (AdaptiveAvgPool2d(1)).
+  node_id global_pool(std::string name, node_id in, memfmt::pool_kind kind = memfmt::pool_kind::average) {
     node n = make(std::move(name), node_kind::global_pool, {in});
     n.extents = require_spatial(n, in).extents;
     for (std::size_t d = 2; d < n.extents.size(); ++d) n.extents[d] = 1;
-    return add(std::move(n));
+    n.attrs = global_pool_attrs{kind};
+    return append(std::move(n));
   }
 
-  node_id upsample(std::string name, node_id in, std::int64_t scale) {
+  // Upsampling by an integer factor in every spatial dim (nn.Upsample(scale_factor=s)).
+  node_id upsample(std::string name, node_id in, std::int64_t scale,
+                   memfmt::resample_mode mode = memfmt::resample_mode::nearest) {
     node n = make(std::move(name), node_kind::upsample, {in});
-    n.extents = require_spatial(n, in).extents;
+    const node& x = require_spatial(n, in);
     if (scale <= 0) fail_node(n.name, "upsample scale " + std::to_string(scale) + " must be positive");
-    for (std::size_t d = 2; d < n.extents.size(); ++d) n.extents[d] *= scale;
-    return add(std::move(n));
+    memfmt::upsample_params p;
+    p.mode = mode;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
+      p.output[d] = memfmt::detail::checked_mul(x.extents[d + 2], scale,
+                                                "node '" + n.name + "': upsample extent in spatial dim " + std::to_string(d));
+    return finish_upsample(std::move(n), x, p);
+  }
+  // Upsampling to explicit output extents (nn.Upsample(size=...)): p.output per spatial dim.
+  node_id upsample(std::string name, node_id in, memfmt::upsample_params p) {
+    node n = make(std::move(name), node_kind::upsample, {in});
+    const node& x = require_spatial(n, in);
+    return finish_upsample(std::move(n), x, p);
+  }
+
+  // Spatial padding (F.pad over H, W / D, H, W).
+  node_id pad(std::string name, node_id in, memfmt::pad_params p) {
+    node n = make(std::move(name), node_kind::pad, {in});
+    const node& x = require_spatial(n, in);
+    n.extents = x.extents;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
+      const std::int64_t e = x.extents[d + 2], b = p.begin[d], f = p.end[d];
+      if (b < 0 || f < 0)
+        fail_node(n.name, "pad " + std::to_string(b) + "/" + std::to_string(f) + " in spatial dim " + std::to_string(d) +
+                              " must be >= 0");
+      if (p.mode == memfmt::pad_mode::reflect && (b >= e || f >= e))
+        fail_node(n.name, "reflect pad " + std::to_string(b) + "/" + std::to_string(f) + " in spatial dim " +
+                              std::to_string(d) + " must be smaller than the extent " + std::to_string(e));
+      if (p.mode == memfmt::pad_mode::replicate && e == 0 && (b > 0 || f > 0))
+        fail_node(n.name, "replicate pad of an empty spatial dim " + std::to_string(d));
+      const std::string what = "node '" + n.name + "': padded extent in spatial dim " + std::to_string(d);
+      n.extents[d + 2] = memfmt::detail::checked_add(memfmt::detail::checked_add(e, b, what), f, what);
+    }
+    n.attrs = p;
+    return append(std::move(n));
   }
 
   // Concatenation along C: same rank, N, spatial extents and dtype.
@@ -220,9 +503,39 @@ class network {
                               std::string(memfmt::to_string(x.type)) + " does not match '" + first.name + "' " +
                               memfmt::detail::dims_to_string(first.extents) + " " +
                               std::string(memfmt::to_string(first.type)) + " outside C");
-      n.extents[1] += x.extents[1];
+      n.extents[1] = memfmt::detail::checked_add(n.extents[1], x.extents[1], "node '" + n.name + "': concat channels");
     }
-    return add(std::move(n));
+    return append(std::move(n));
+  }
+
+  // Channels [begin, end) of a spatial value.
+  node_id slice(std::string name, node_id in, std::int64_t begin, std::int64_t end) {
+    node n = make(std::move(name), node_kind::slice, {in});
+    const node& x = require_spatial(n, in);
+    if (begin < 0 || end <= begin || end > x.extents[1])
+      fail_node(n.name, "slice channels [" + std::to_string(begin) + ", " + std::to_string(end) + ") of '" + x.name +
+                            "' " + memfmt::detail::dims_to_string(x.extents) + " (need 0 <= begin < end <= C)");
+    n.extents = x.extents;
+    n.extents[1] = end - begin;
+    n.attrs = slice_attrs{begin, end};
+    return append(std::move(n));
+  }
+  // torch.split along C: slices "<name>.0", "<name>.1", ... of the given sizes, which must sum to C.
+  std::vector<node_id> split(const std::string& name, node_id in, const std::vector<std::int64_t>& sizes) {
+    const node& x = at(in);
+    std::int64_t total = 0;
+    for (std::int64_t s : sizes)
+      total = s > 0 ? memfmt::detail::checked_add(total, s, "node '" + name + "': split sizes") : -1;
+    if (sizes.empty() || total != (x.spatial() ? x.extents[1] : -2))
+      fail_node(name, "split sizes " + memfmt::detail::dims_to_string(sizes) + " of '" + x.name + "' " +
+                          memfmt::detail::dims_to_string(x.extents) + " must be positive and sum to C");
+    std::vector<node_id> parts;
+    std::int64_t begin = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      parts.push_back(slice(name + "." + std::to_string(i), in, begin, begin + sizes[i]));
+      begin += sizes[i];
+    }
+    return parts;
   }
 
   // [N, C, spatial...] -> [N, C * prod(spatial)]; in channels_last the element order is N, spatial, C.
@@ -230,56 +543,60 @@ class network {
     node n = make(std::move(name), node_kind::flatten, {in});
     const node& x = require_spatial(n, in);
     std::int64_t features = 1;
-    for (std::size_t d = 1; d < x.extents.size(); ++d) features *= x.extents[d];
+    for (std::size_t d = 1; d < x.extents.size(); ++d)
+      features = memfmt::detail::checked_mul(features, x.extents[d], "node '" + n.name + "': flatten features of " +
+                                                                         memfmt::detail::dims_to_string(x.extents));
     n.extents = {x.extents[0], features};
-    return add(std::move(n));
+    return append(std::move(n));
   }
 
-  node_id linear(std::string name, node_id in, std::int64_t out_features) {
-    node n = make(std::move(name), node_kind::linear, {in});
-    const node& x = at(n, in);
-    if (x.extents.size() != 2)
-      fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
-                            " must have rank 2 (flatten it first)");
-    if (out_features <= 0) fail_node(n.name, "linear out_features " + std::to_string(out_features) + " must be positive");
-    n.extents = {x.extents[0], out_features};
-    return add(std::move(n));
-  }
-
-  // A layer the helper knows nothing about: a barrier that runs in one declared format (F5).
-  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents, family format) {
+  // ---- barriers ----
+  // A layer the planner knows nothing about: it reads its spatial inputs in `input_format` (default:
+  // `output_format`) and writes `extents` in `output_format`; its dtype is its first input's
+  // (float32 without inputs). The executor attaches the function that runs it (set_callback).
+  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents,
+                 family output_format, std::optional<family> input_format = std::nullopt) {
     node n = make(std::move(name), node_kind::opaque, std::move(inputs));
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "opaque extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
     n.extents = std::move(extents);
-    return add_pinned(std::move(n), format, "opaque barrier");
+    n.attrs = opaque_attrs{input_format.value_or(output_format), output_format, {}};
+    return append_pinned(std::move(n), output_format, "opaque barrier");
+  }
+  void set_callback(node_id id, std::any callback) {
+    node& n = nodes_[at(id).id];
+    if (n.kind != node_kind::opaque)
+      fail_node(n.name, std::string("a callback is for opaque nodes; this one is ") + to_string(n.kind));
+    std::get<opaque_attrs>(n.attrs).callback = std::move(callback);
   }
 
   // Adds a pin; a mandatory pin that contradicts another, or a preferred pin that contradicts one of
   // the same priority, is an error naming both.
   void pin_format(node_id id, family format, bool mandatory, int priority, std::string origin) {
     if (id >= nodes_.size())
-      memfmt::detail::fail(errc::invalid_argument, "pin '" + origin + "': node id " + std::to_string(id) + " does not exist (" +
-                                               std::to_string(nodes_.size()) + " nodes)");
+      memfmt::detail::fail(errc::invalid_argument, "pin '" + origin + "': node id " + std::to_string(id) +
+                                                       " does not exist (" + std::to_string(nodes_.size()) + " nodes)");
     node& n = nodes_[id];
     if (!has_format(id))
-      fail_node(n.name, "pin '" + origin + "' asks for " + to_string(format) + " but the node has no layout (extents " +
-                            memfmt::detail::dims_to_string(n.extents) + ")");
+      fail_node(n.name, "pin '" + origin + "' asks for " + std::string(to_string(format)) +
+                            " but the node has no layout (extents " + memfmt::detail::dims_to_string(n.extents) + ")");
     if (!mandatory && priority < 1)
       fail_node(n.name, "preferred pin '" + origin + "' has priority " + std::to_string(priority) + ", must be >= 1");
     for (const pin& p : n.pins)
       if (p.format != format && p.mandatory == mandatory && (mandatory || p.priority == priority))
         fail_node(n.name, std::string(mandatory ? "mandatory" : "preferred") + " pins conflict: '" + p.origin +
-                              "' wants " + to_string(p.format) + ", '" + origin + "' wants " + to_string(format) +
+                              "' wants " + std::string(to_string(p.format)) + ", '" + origin + "' wants " +
+                              std::string(to_string(format)) +
                               (mandatory ? "" : " at the same priority " + std::to_string(priority)));
     n.pins.push_back(pin{format, mandatory, priority, std::move(origin)});
   }
 
+  // ---- queries ----
   std::size_t size() const noexcept { return nodes_.size(); }
   const node& at(node_id id) const {
     if (id >= nodes_.size())
-      memfmt::detail::fail(errc::invalid_argument,
-                   "node id " + std::to_string(id) + " does not exist (" + std::to_string(nodes_.size()) + " nodes)");
+      memfmt::detail::fail(errc::invalid_argument, "node id " + std::to_string(id) + " does not exist (" +
+                                                       std::to_string(nodes_.size()) + " nodes)");
     return nodes_[id];
   }
   const std::vector<node>& nodes() const noexcept { return nodes_; }
@@ -310,6 +627,31 @@ class network {
     return false;
   }
 
+  // The format a consumer running in `consumer_format` reads its spatial inputs in: its own, except
+  // for an opaque layer, which declares it.
+  family read_format(node_id consumer, family consumer_format) const {
+    const node& n = at(consumer);
+    if (n.kind == node_kind::opaque) return std::get<opaque_attrs>(n.attrs).input_format;
+    return consumer_format;
+  }
+
+  // The tensors the layer needs besides its inputs, in PyTorch's names and logical order: conv
+  // weight [K, C/groups, kernel...] (transposed: [C, K/groups, kernel...]) and bias [K]; batch norm
+  // weight, bias, running_mean, running_var [C] and num_batches_tracked [] (int64); group / instance
+  // norm weight and bias [C] when affine; linear weight [out, in] and bias [out].
+  std::vector<parameter_spec> parameters(node_id id) const { return parameters_of(at(id)); }
+
+  // Elements of every trainable parameter (PyTorch's sum(p.numel() for p in model.parameters())).
+  std::int64_t parameter_count() const {
+    std::int64_t total = 0;
+    for (const node& n : nodes_)
+      for (const parameter_spec& p : parameters(n.id))
+        if (p.trainable)
+          total = memfmt::detail::checked_add(total, memfmt::detail::checked_numel(p.extents, "parameter count"),
+                                              "parameter count");
+    return total;
+  }
+
  private:
   [[noreturn]] static void fail_node(const std::string& name, const std::string& what) {
     memfmt::detail::fail(errc::invalid_argument, "node '" + name + "': " + what);
@@ -317,7 +659,7 @@ class network {
 
   node make(std::string name, node_kind kind, std::vector<node_id> inputs) const {
     if (name.empty()) fail_node(name, std::string(to_string(kind)) + " needs a name");
-    if (find(name)) fail_node(name, "the name is already used by node " + std::to_string(*find(name)));
+    if (const auto used = find(name)) fail_node(name, "the name is already used by node " + std::to_string(*used));
     node n;
     n.id = nodes_.size();
     n.name = std::move(name);
@@ -325,13 +667,6 @@ class network {
     n.inputs = std::move(inputs);
     for (node_id id : n.inputs) at(n, id);
     if (!n.inputs.empty()) n.type = nodes_[n.inputs[0]].type;
-    return n;
-  }
-  node make(std::string name, node_kind kind, std::vector<node_id> inputs, std::vector<std::int64_t> extents,
-            memfmt::dtype type) const {
-    node n = make(std::move(name), kind, std::move(inputs));
-    n.extents = std::move(extents);
-    n.type = type;
     return n;
   }
 
@@ -345,37 +680,162 @@ class network {
   const node& require_spatial(const node& n, node_id id) const {
     const node& x = at(n, id);
     if (!x.spatial())
-      fail_node(n.name, std::string(to_string(n.kind)) + " input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
-                            " must have rank 4 or 5");
+      fail_node(n.name, std::string(to_string(n.kind)) + " input '" + x.name + "' " +
+                            memfmt::detail::dims_to_string(x.extents) + " must have rank 4 or 5");
     return x;
   }
+  // Elementwise layers also take the rank-2 values of a classifier.
+  const node& require_value(const node& n, node_id id) const { return at(n, id); }
 
-  static std::vector<std::int64_t> windowed(const std::string& name, std::vector<std::int64_t> e, std::int64_t kernel,
-                                            std::int64_t stride, std::int64_t padding) {
-    for (std::size_t d = 2; d < e.size(); ++d) {
-      const std::int64_t span = e[d] + 2 * padding - kernel;
-      if (span < 0)
-        fail_node(name, "kernel " + std::to_string(kernel) + " with padding " + std::to_string(padding) +
-                            " is larger than the input extents " + memfmt::detail::dims_to_string(e));
-      e[d] = span / stride + 1;
+  static void check_epsilon(const std::string& name, double epsilon) {
+    if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+      fail_node(name, "epsilon " + std::to_string(epsilon) + " must be positive and finite");
+  }
+
+  static void check_conv(const std::string& name, const char* kind, const node& x, std::int64_t out_channels,
+                         const spatial3& kernel, const memfmt::conv_params& p) {
+    const std::int64_t c = x.extents[1];
+    if (out_channels <= 0 || p.groups <= 0)
+      fail_node(name, std::string(kind) + " out_channels " + std::to_string(out_channels) + ", groups " +
+                          std::to_string(p.groups) + " must be positive");
+    if (c % p.groups != 0 || out_channels % p.groups != 0)
+      fail_node(name, "groups " + std::to_string(p.groups) + " must divide input channels " + std::to_string(c) +
+                          " and out_channels " + std::to_string(out_channels));
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
+      if (kernel[d] <= 0 || p.stride[d] <= 0 || p.dilation[d] <= 0 || p.padding[d] < 0 ||
+          detail::padding_end(p, d) < 0)
+        fail_node(name, std::string(kind) + " kernel " + std::to_string(kernel[d]) + ", stride " +
+                            std::to_string(p.stride[d]) + ", dilation " + std::to_string(p.dilation[d]) +
+                            ", padding " + std::to_string(p.padding[d]) + "/" +
+                            std::to_string(detail::padding_end(p, d)) + " in spatial dim " + std::to_string(d) +
+                            " (need kernel, stride, dilation >= 1 and padding >= 0)");
+  }
+
+  // Output extent of a sliding window along one spatial dim (conv, pooling), PyTorch's rule:
+  // (in + padding + padding_end - dilation * (kernel - 1) - 1) / stride + 1, rounded down, or up in
+  // ceil mode where the last window still starts inside the input or the front padding.
+  static std::int64_t window_extent(const std::string& name, const char* kind, std::size_t d, std::int64_t in,
+                                    std::int64_t kernel, std::int64_t stride, std::int64_t pad_begin,
+                                    std::int64_t pad_end, std::int64_t dilation, bool ceil_mode) {
+    using memfmt::detail::checked_add;
+    using memfmt::detail::checked_mul;
+    const std::string what = "node '" + name + "': " + kind + " spatial dim " + std::to_string(d);
+    const std::int64_t padded = checked_add(checked_add(in, pad_begin, what + " padded extent"), pad_end,
+                                            what + " padded extent");
+    const std::int64_t reach = checked_add(checked_mul(dilation, kernel - 1, what + " dilated kernel"), 1,
+                                           what + " dilated kernel");
+    if (padded < reach)
+      fail_node(name, std::string(kind) + " window " + std::to_string(reach) + " (kernel " + std::to_string(kernel) +
+                          ", dilation " + std::to_string(dilation) + ") is larger than the padded extent " +
+                          std::to_string(padded) + " (input " + std::to_string(in) + ", padding " +
+                          std::to_string(pad_begin) + "/" + std::to_string(pad_end) + ") in spatial dim " +
+                          std::to_string(d));
+    const std::int64_t span = padded - reach;
+    std::int64_t out = span / stride + 1;
+    if (ceil_mode && span % stride != 0) {
+      ++out;
+      if (checked_mul(out - 1, stride, what) >= checked_add(in, pad_begin, what)) --out;
     }
-    return e;
+    return out;
   }
 
-  node_id same_shape(std::string name, node_kind kind, node_id in) {
-    node n = make(std::move(name), kind, {in});
-    n.extents = require_spatial(n, in).extents;
-    return add(std::move(n));
+  static memfmt::pool_params square_pool(memfmt::pool_kind kind, std::int64_t kernel, std::int64_t stride,
+                                         std::int64_t padding, bool ceil_mode, bool count_include_pad) {
+    memfmt::pool_params p;
+    p.kind = kind;
+    p.kernel = {kernel, kernel, kernel};
+    p.stride = {stride, stride, stride};
+    p.padding = p.padding_end = {padding, padding, padding};
+    p.ceil_mode = ceil_mode;
+    p.count_include_pad = count_include_pad;
+    return p;
   }
 
-  node_id add(node n) {
+  node_id finish_upsample(node n, const node& x, const memfmt::upsample_params& p) {
+    n.extents = x.extents;
+    for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
+      if (p.output[d] <= 0)
+        fail_node(n.name, "upsample output extent " + std::to_string(p.output[d]) + " in spatial dim " +
+                              std::to_string(d) + " must be positive");
+      n.extents[d + 2] = p.output[d];
+    }
+    n.attrs = p;
+    return append(std::move(n));
+  }
+
+  // Every value's element and byte count, and every parameter's, fit in 64 bits: the cost model
+  // and an executor then multiply them freely.
+  void validate(const node& n) const {
+    const std::string what = "node '" + n.name + "': output extents";
+    memfmt::detail::checked_bytes(memfmt::detail::checked_numel(n.extents, what.c_str()), memfmt::size_of(n.type),
+                                  what.c_str());
+    for (const parameter_spec& p : parameters_of(n)) {
+      const std::string pw = "node '" + n.name + "': parameter '" + p.name + "'";
+      memfmt::detail::checked_bytes(memfmt::detail::checked_numel(p.extents, pw.c_str()), memfmt::size_of(p.type),
+                                    pw.c_str());
+    }
+  }
+  // parameters() of a node, appended or about to be (it reads the node and its first input).
+  std::vector<parameter_spec> parameters_of(const node& n) const {
+    const std::int64_t in_channels = n.inputs.empty() ? 0 : nodes_[n.inputs[0]].extents[1];
+    std::vector<parameter_spec> p;
+    const auto add = [&](const char* suffix, std::vector<std::int64_t> extents, bool trainable = true,
+                         std::optional<memfmt::dtype> type = std::nullopt) {
+      p.push_back(parameter_spec{n.name + "." + suffix, std::move(extents), type.value_or(n.type), trainable});
+    };
+    const auto kernel_dims = [&](std::vector<std::int64_t> e, const spatial3& kernel) {
+      for (std::size_t d = 0; d + 2 < n.extents.size(); ++d) e.push_back(kernel[d]);
+      return e;
+    };
+    switch (n.kind) {
+      case node_kind::conv: {
+        const auto& a = std::get<conv_attrs>(n.attrs);
+        add("weight", kernel_dims({a.out_channels, in_channels / a.params.groups}, a.kernel));
+        if (a.bias) add("bias", {a.out_channels});
+        break;
+      }
+      case node_kind::conv_transpose: {
+        const auto& a = std::get<conv_transpose_attrs>(n.attrs);
+        add("weight", kernel_dims({in_channels, a.out_channels / a.params.groups}, a.kernel));
+        if (a.bias) add("bias", {a.out_channels});
+        break;
+      }
+      case node_kind::batch_norm: {
+        const std::int64_t c = n.extents[1];
+        add("weight", {c});
+        add("bias", {c});
+        add("running_mean", {c}, false);
+        add("running_var", {c}, false);
+        add("num_batches_tracked", {}, false, memfmt::dtype::int64);
+        break;
+      }
+      case node_kind::group_norm:
+      case node_kind::instance_norm:
+        if (std::get<norm_attrs>(n.attrs).affine) {
+          add("weight", {n.extents[1]});
+          add("bias", {n.extents[1]});
+        }
+        break;
+      case node_kind::linear: {
+        const auto& a = std::get<linear_attrs>(n.attrs);
+        add("weight", {a.out_features, in_channels});
+        if (a.bias) add("bias", {a.out_features});
+        break;
+      }
+      default: break;
+    }
+    return p;
+  }
+
+  node_id append(node n) {
+    validate(n);
     for (node_id i : n.inputs) consumers_[i].push_back(n.id);
     nodes_.push_back(std::move(n));
     consumers_.emplace_back();
     return nodes_.back().id;
   }
-  node_id add_pinned(node n, family format, const char* origin) {
-    const node_id id = add(std::move(n));
+  node_id append_pinned(node n, family format, const char* origin) {
+    const node_id id = append(std::move(n));
     if (has_format(id)) pin_format(id, format, true, 0, origin);
     return id;
   }

@@ -1,8 +1,9 @@
 // memfmt/graph/plan.hpp - a format per layer and the conversions that assignment implies.
 //
-// make_plan() turns any assignment into a plan: a value is converted where a consumer runs in the
-// other format, once per value and target format, shared by all such consumers (F2). Ambiguous
-// values (C == 1, all spatial extents 1, or empty) are relabelled: zero bytes, zero cost (F3).
+// make_plan() turns any assignment into a plan: a value is converted where a consumer reads it in
+// the other format (network::read_format), once per value and target format, shared by all such
+// consumers. Ambiguous values (C == 1, all spatial extents 1, or empty) are relabelled: zero bytes,
+// zero cost.
 // solve() picks the assignment; this header only prices one.
 #pragma once
 
@@ -52,7 +53,7 @@ struct node_decision {
 struct plan {
   std::vector<node_decision> nodes;
   std::vector<conversion> conversions;
-  std::vector<node_id> permuted_linears;  // linears reading a channels_last flatten (F6)
+  std::vector<node_id> permuted_linears;  // linears reading a channels_last flatten
   cost_t node_cost = 0;
   cost_t conversion_cost = 0;
   cost_t pin_penalty = 0;
@@ -76,6 +77,7 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
   if (formats.size() != net.size())
     memfmt::detail::fail(errc::shape_mismatch, "assignment has " + std::to_string(formats.size()) + " formats for " +
                                            std::to_string(net.size()) + " nodes");
+  model.check_overrides(net);
   plan p;
   p.nodes.resize(net.size());
   for (const node& n : net.nodes()) {
@@ -109,7 +111,8 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
     c.from = *formats[n.id];
     c.to = other(c.from);
     for (node_id user : net.consumers(n.id))
-      if (formats[user] == c.to && (c.consumers.empty() || c.consumers.back() != user)) c.consumers.push_back(user);
+      if (net.read_format(user, *formats[user]) == c.to && (c.consumers.empty() || c.consumers.back() != user))
+        c.consumers.push_back(user);
     if (c.consumers.empty()) continue;
     c.relabel = is_ambiguous_shape(n.extents);
     c.bytes = model.conversion_bytes(net, n.id);

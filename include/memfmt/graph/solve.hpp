@@ -55,6 +55,7 @@ struct assignment_terms {
 };
 
 inline assignment_terms make_terms(const network& net, const cost_model& model) {
+  model.check_overrides(net);
   assignment_terms t;
   t.unary.resize(net.size());
   t.conversion.resize(net.size());
@@ -64,8 +65,10 @@ inline assignment_terms make_terms(const network& net, const cost_model& model) 
       if (model.allowed(net, n.id, f)) t.unary[n.id][index(f)] = *costs.by_family[index(f)] + model.pin_penalty(net, n.id, f);
     if (net.has_format(n.id) && !t.unary[n.id][0] && !t.unary[n.id][1]) {
       const pin* p = n.binding_pin();
-      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' is pinned to " + to_string(p->format) + " ('" +
-                                                  p->origin + "') but cannot run in it (" + costs.basis + ")");
+      if (!p || !p->mandatory)
+        memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' cannot run in either format (" + costs.basis + ")");
+      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' is pinned to " + std::string(to_string(p->format)) +
+                                                  " ('" + p->origin + "') but cannot run in it (" + costs.basis + ")");
     }
     t.conversion[n.id] = model.conversion_cost(net, n.id);
   }
@@ -143,6 +146,13 @@ inline std::optional<assignment> min_cut(const network& net, const assignment_te
     std::vector<node_id> touching = net.consumers(v);
     touching.push_back(v);
     for (node_id u : touching) {
+      if (u != v && net.at(u).kind == node_kind::opaque) {  // reads in its declared format, whatever it writes
+        if (net.read_format(u, family::channels_first) == family::channels_last)
+          g.add_edge(also_last, sink, scaled_infinite);  // the channels_last copy must exist
+        else
+          g.add_edge(s, not_first, scaled_infinite);  // the channels_first copy must exist
+        continue;
+      }
       g.add_edge(also_last, var(u), scaled_infinite);  // u channels_last needs the channels_last copy
       g.add_edge(var(u), not_first, scaled_infinite);  // u channels_first needs the channels_first copy
     }

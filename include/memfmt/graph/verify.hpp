@@ -1,7 +1,8 @@
 // memfmt/graph/verify.hpp - checks a plan against its network and cost model (F13).
 //
 // Returns one line per violation (empty: the plan is sound): formats allowed by pins and support,
-// every consumer served in its format, at most one conversion per value and target, none unused,
+// every consumer served in the format it reads, at most one conversion per value and target, each
+// consumer listed once, none unused,
 // no layer sitting between a pair of inverse conversions it could have avoided, relabels exactly
 // on ambiguous values, and totals (and the inherit-break count) equal to what the items add up to.
 #pragma once
@@ -63,7 +64,9 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
     for (node_id u : c.consumers) {
       bool reads = false;
       for (node_id i : net.at(u).inputs) reads = reads || i == c.value;
-      if (!reads || p.nodes[u].format != c.to)
+      if (served.count({c.value, u}))
+        bad.push_back("conversion of " + name(c.value) + " lists " + name(u) + " more than once");
+      if (!reads || !p.nodes[u].format || net.read_format(u, *p.nodes[u].format) != c.to)
         bad.push_back("conversion of " + name(c.value) + " serves " + name(u) + ", which does not read it in " +
                       to_string(c.to));
       served.insert({c.value, u});
@@ -76,7 +79,8 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
   }
   for (const node& n : net.nodes())
     for (node_id i : n.inputs)
-      if (net.at(i).spatial() && p.nodes[i].format != p.nodes[n.id].format && !served.count({i, n.id}))
+      if (net.at(i).spatial() && p.nodes[i].format != net.read_format(n.id, *p.nodes[n.id].format) &&
+          !served.count({i, n.id}))
         bad.push_back(name(n.id) + " reads " + name(i) + " in the wrong format: no conversion serves it");
 
   // A layer that costs the same in both formats, reads only converted inputs and whose every
@@ -90,7 +94,8 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
     for (node_id i : n.inputs)
       inputs_converted = inputs_converted && net.at(i).spatial() && p.nodes[i].format == other(*f);
     bool outputs_converted = true;
-    for (node_id u : net.consumers(n.id)) outputs_converted = outputs_converted && p.nodes[u].format == other(*f);
+    for (node_id u : net.consumers(n.id))
+      outputs_converted = outputs_converted && net.read_format(u, *p.nodes[u].format) == other(*f);
     if (inputs_converted && outputs_converted)
       bad.push_back(name(n.id) + " sits between inverse conversions " + to_string(other(*f)) + " -> " + to_string(*f) +
                     " -> " + to_string(other(*f)));

@@ -1,0 +1,231 @@
+// The network description: shape inference of every layer kind against PyTorch's formulas (cases
+// worked out by hand from torch.nn's documented output sizes), parameters() in PyTorch's names and
+// shapes, broadcasting, opaque layers that read one format and write another, the support query,
+// and hostile extents refused with errors naming the node and the values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memfmt/graph/explain.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/graph/verify.hpp"
+
+#include "../common/expect_error.hpp"
+
+namespace {
+
+using namespace memfmt::graph;
+using memfmt::errc;
+using memfmt_test::expect_error;
+using dims = std::vector<std::int64_t>;
+
+constexpr std::int64_t two62 = std::int64_t{1} << 62;
+
+TEST(GraphNetwork, ConvShapes) {
+  network net;
+  const node_id x = net.input("x", {2, 8, 17, 17}, memfmt::dtype::float32, family::channels_first);
+  conv_attrs a = conv_spec(16, 1);
+  a.kernel = {1, 7, 1};  // Inception's 1x7: padding (0, 3) keeps the extents
+  a.params.padding = {0, 3, 0};
+  EXPECT_EQ(net.at(net.conv("c1x7", x, a)).extents, (dims{2, 16, 17, 17}));
+  // Conv2d(8, 4, 3, stride=2, padding=1, dilation=2): (17 + 2 - 2 * 2 - 1) / 2 + 1 = 8.
+  EXPECT_EQ(net.at(net.conv("dil", x, conv_spec(4, 3, 2, 1, 1, false, 2))).extents, (dims{2, 4, 8, 8}));
+  // ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1) on 17: 16 * 2 - 2 + 2 + 1 + 1 = 34.
+  conv_transpose_attrs t;
+  t.out_channels = 4;
+  t.kernel = {3, 3, 3};
+  t.params.stride = {2, 2, 2};
+  t.params.padding = {1, 1, 1};
+  t.output_padding = {1, 1, 1};
+  t.bias = true;
+  const node_id up = net.conv_transpose("up", x, t);
+  EXPECT_EQ(net.at(up).extents, (dims{2, 4, 34, 34}));
+  t.output_padding = {2, 2, 2};
+  expect_error([&] { net.conv_transpose("bad_op", x, t); }, errc::invalid_argument,
+               {"'bad_op'", "output_padding 2", "stride 2"});
+  // Parameters in PyTorch's shapes: transposed weights are [C_in, C_out / groups, kh, kw].
+  const auto p = net.parameters(up);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, "up.weight");
+  EXPECT_EQ(p[0].extents, (dims{8, 4, 3, 3}));
+  EXPECT_EQ(p[1].name, "up.bias");
+  EXPECT_EQ(p[1].extents, (dims{4}));
+  const node_id g = net.conv("grouped", x, conv_spec(16, 3, 1, 1, 4, true));
+  EXPECT_EQ(net.parameters(g)[0].extents, (dims{16, 2, 3, 3}));
+  EXPECT_EQ(net.at(g).get<conv_attrs>().params.groups, 4);
+  expect_error([&] { net.at(g).get<memfmt::pool_params>(); }, errc::invalid_argument, {"'grouped'", "conv"});
+}
+
+TEST(GraphNetwork, PoolPadUpsampleShapes) {
+  network net;
+  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  // MaxPool2d(2, 3, ceil_mode=True) on 6: ceil(4 / 3) + 1 = 3, but the third window would start at
+  // 6, outside the input: dropped, 2.
+  memfmt::pool_params p;
+  p.kernel = {2, 2, 2};
+  p.stride = {3, 3, 3};
+  p.ceil_mode = true;
+  EXPECT_EQ(net.at(net.pool("ceil", x, p)).extents, (dims{1, 4, 2, 2}));
+  // MaxPool2d(3, 2, padding=1, ceil_mode=True) on 6: ceil(5 / 2) + 1 = 4, last window starts at 5: kept.
+  EXPECT_EQ(net.at(net.max_pool("ceil2", x, 3, 2, 1, true)).extents, (dims{1, 4, 4, 4}));
+  EXPECT_EQ(net.at(net.max_pool("floor", x, 3, 2, 1)).extents, (dims{1, 4, 3, 3}));
+  expect_error([&] { net.max_pool("half", x, 2, 2, 2); }, errc::invalid_argument, {"'half'", "padding 2/2", "kernel / 2"});
+  memfmt::pad_params pad;
+  pad.mode = memfmt::pad_mode::reflect;
+  pad.begin = {1, 2, 0};
+  pad.end = {3, 0, 0};
+  EXPECT_EQ(net.at(net.pad("reflect", x, pad)).extents, (dims{1, 4, 10, 8}));
+  pad.begin = {6, 0, 0};
+  expect_error([&] { net.pad("too_far", x, pad); }, errc::invalid_argument, {"'too_far'", "reflect pad 6/3", "extent 6"});
+  EXPECT_EQ(net.at(net.upsample("x2", x, 2, memfmt::resample_mode::linear)).extents, (dims{1, 4, 12, 12}));
+  memfmt::upsample_params size;
+  size.output = {5, 9, 1};
+  EXPECT_EQ(net.at(net.upsample("to_size", x, size)).extents, (dims{1, 4, 5, 9}));
+  EXPECT_EQ(net.at(net.global_pool("gap", x, memfmt::pool_kind::max)).extents, (dims{1, 4, 1, 1}));
+}
+
+TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
+  network net;
+  const node_id x = net.input("x", {2, 6, 5, 5}, memfmt::dtype::bfloat16, family::channels_last);
+  // Squeeze-and-excitation: [N, C, 1, 1] x [N, C, H, W] broadcasts to [N, C, H, W], either order.
+  const node_id s = net.activation("gate", net.global_pool("squeeze", x), memfmt::activation::hardsigmoid);
+  EXPECT_EQ(net.at(net.mul("excite", s, x)).extents, (dims{2, 6, 5, 5}));
+  EXPECT_EQ(net.at(net.binary("div", x, s, memfmt::binary_op::div)).extents, (dims{2, 6, 5, 5}));
+  const node_id other = net.input("y", {2, 3, 5, 5}, memfmt::dtype::bfloat16, family::channels_last);
+  expect_error([&] { net.add("sum", x, other); }, errc::invalid_argument, {"'sum'", "'x' [2, 6, 5, 5]", "'y' [2, 3, 5, 5]"});
+  const auto parts = net.split("split", x, {2, 4});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(net.at(parts[1]).name, "split.1");
+  EXPECT_EQ(net.at(parts[1]).extents, (dims{2, 4, 5, 5}));
+  EXPECT_EQ(net.at(parts[1]).get<slice_attrs>().begin, 2);
+  expect_error([&] { net.split("bad_split", x, {2, 3}); }, errc::invalid_argument, {"'bad_split'", "[2, 3]", "sum to C"});
+  EXPECT_EQ(net.at(net.concat("cat", {parts[1], parts[0]})).extents, (dims{2, 6, 5, 5}));
+  const node_id gn = net.group_norm("gn", x, 3);
+  EXPECT_EQ(net.parameters(gn).size(), 2u);
+  EXPECT_EQ(net.parameters(net.instance_norm("in", x)).size(), 0u);  // InstanceNorm2d(affine=False)
+  expect_error([&] { net.group_norm("gn4", x, 4); }, errc::invalid_argument, {"'gn4'", "groups 4", "channels 6"});
+  const node_id bn = net.batch_norm("bn", x, {1e-3, 0.01, false});
+  const auto bp = net.parameters(bn);
+  ASSERT_EQ(bp.size(), 5u);
+  EXPECT_EQ(bp[2].name, "bn.running_mean");
+  EXPECT_FALSE(bp[2].trainable);
+  EXPECT_EQ(bp[4].type, memfmt::dtype::int64);
+  EXPECT_EQ(bp[4].extents, dims{});
+  EXPECT_EQ(net.at(bn).get<memfmt::batch_norm_params>().epsilon, 1e-3);
+  // A classifier: flatten -> linear -> relu -> dropout -> linear -> softmax, on rank-2 values.
+  const node_id f = net.flatten("flatten", x);
+  EXPECT_EQ(net.at(f).extents, (dims{2, 150}));
+  const node_id fc = net.linear("fc", net.dropout("drop", net.relu("act", net.linear("fc0", f, 10)), 0.3), 4, false);
+  EXPECT_EQ(net.parameters(fc).size(), 1u);
+  EXPECT_EQ(net.parameters(fc)[0].extents, (dims{4, 10}));
+  const node_id sm = net.softmax("softmax", fc);
+  EXPECT_FALSE(net.has_format(sm));
+  // 2 x 6 (gn) + (6 + 6) (bn) + 150 x 10 + 10 + 10 x 4.
+  EXPECT_EQ(net.parameter_count(), 12 + 12 + 1510 + 40);
+  const cost_model model;
+  const plan p = solve(net, model);
+  EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+}
+
+// An opaque layer that reads channels_first and writes channels_last (the op that "loses" the format
+// on the way in): its input is converted once, its output needs none for channels_last consumers.
+TEST(GraphNetwork, OpaqueReadsItsDeclaredFormat) {
+  network net;
+  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, family::channels_last);
+  const node_id c = net.conv("conv", x, conv_spec(32, 3, 1, 1));
+  const node_id op = net.opaque("legacy", {c}, {4, 32, 28, 28}, family::channels_last, family::channels_first);
+  net.set_callback(op, std::string("user function"));
+  EXPECT_EQ(std::any_cast<std::string>(net.at(op).get<opaque_attrs>().callback), "user function");
+  const node_id c2 = net.conv("conv2", op, conv_spec(32, 3, 1, 1));
+  net.output("y", c2, family::channels_last);
+  const cost_model model;
+  const plan p = solve(net, model);
+  EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+  EXPECT_EQ(p.format(c), family::channels_last);
+  EXPECT_EQ(p.format(c2), family::channels_last);
+  ASSERT_EQ(p.copies(), 1u) << explain(net, model, p);
+  EXPECT_EQ(p.conversions[0].value, c);
+  EXPECT_EQ(p.conversions[0].to, family::channels_first);
+  EXPECT_EQ(p.conversions[0].consumers, std::vector<node_id>{op});
+  expect_error([&] { net.set_callback(c, 1); }, errc::invalid_argument, {"'conv'", "opaque"});
+}
+
+TEST(GraphNetwork, SupportQueryMarksFormatsUnsupported) {
+  network net;
+  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, family::channels_last);
+  memfmt::pad_params pad;
+  pad.mode = memfmt::pad_mode::reflect;
+  pad.begin = pad.end = {1, 1, 1};
+  const node_id r = net.pad("reflect", net.conv("conv", x, conv_spec(32, 3, 1, 1)), pad);
+  net.output("y", net.conv("conv2", r, conv_spec(32, 3)), family::channels_last);
+  cost_model model;
+  model.set_support_query([](const network&, const node& n, family f) -> std::optional<std::string> {
+    if (n.kind == node_kind::pad && f == family::channels_last) return std::string("no channels_last reflect pad");
+    return std::nullopt;
+  });
+  const plan p = solve(net, model);
+  EXPECT_EQ(p.format(r), family::channels_first);
+  EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+  EXPECT_NE(explain(net, model, p).find("no channels_last reflect pad"), std::string::npos);
+  model.set_support_query([](const network&, const node& n, family) -> std::optional<std::string> {
+    if (n.kind == node_kind::pad) return std::string("no pad kernel");
+    return std::nullopt;
+  });
+  expect_error([&] { solve(net, model); }, errc::unsupported, {"'reflect'", "either format", "no pad kernel"});
+}
+
+// Sizes past 64 bits are refused with the node and the values, never wrapped.
+TEST(GraphNetwork, HostileExtentsAreRefused) {
+  network net;
+  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
+  expect_error([&] { net.upsample("up", x, two62); }, errc::overflow, {"'up'", "16 * 4611686018427387904"});
+  const node_id wide = net.input("wide", {1, two62, 1, 1}, memfmt::dtype::uint8, family::channels_first);
+  expect_error([&] { net.concat("cat", {wide, wide, wide}); }, errc::overflow,
+               {"'cat'", "concat channels", "4611686018427387904 + 4611686018427387904"});
+  const node_id empty = net.input("empty", {0, std::int64_t{1} << 40, std::int64_t{1} << 40, 1},
+                                  memfmt::dtype::float32, family::channels_first);
+  expect_error([&] { net.flatten("flat", empty); }, errc::overflow, {"'flat'", "flatten features"});
+  expect_error([&] { net.input("huge", {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1}, memfmt::dtype::float32,
+                               family::channels_first); },
+               errc::overflow, {"'huge'", "[1099511627776, 1099511627776, 1, 1]"});
+  expect_error([&] { net.input("bytes", {1, two62, 1, 1}, memfmt::dtype::float32, family::channels_first); },
+               errc::overflow, {"'bytes'", "4611686018427387904 elements of 4 bytes"});
+  expect_error([&] { net.opaque("neg", {x}, {-2, -8, 16, 16}, family::channels_first); }, errc::invalid_argument,
+               {"'neg'", "negative size", "[-2, -8, 16, 16]"});
+  expect_error([&] { net.conv("pad62", x, conv_spec(8, 3, 1, two62)); }, errc::overflow,
+               {"'pad62'", "padded extent", "4611686018427387904"});
+  conv_attrs big_kernel = conv_spec(8, 3, 1, 1);
+  big_kernel.params.dilation = {two62, two62, 1};
+  expect_error([&] { net.conv("dilated", x, big_kernel); }, errc::overflow, {"'dilated'", "dilated kernel"});
+  // A weight too large for 64 bits is refused although the activation fits.
+  const node_id bytes = net.flatten("f", net.input("small", {1, 8, 2, 2}, memfmt::dtype::uint8, family::channels_first));
+  expect_error([&] { net.linear("fc", bytes, two62); }, errc::overflow, {"'fc'", "'fc.weight'", "[4611686018427387904, 32]"});
+  EXPECT_EQ(net.size(), 5u);  // nothing refused was added
+}
+
+TEST(GraphNetwork, CostModelRefusesBadPriorsAndForeignOverrides) {
+  for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    cost_priors p;
+    p.conversion_bytes_per_ns = bad;
+    expect_error([&] { cost_model m(p); }, errc::invalid_argument, {"conversion_bytes_per_ns", "positive and finite"});
+  }
+  cost_priors p;
+  p.memory_bytes_per_ns = 0;
+  expect_error([&] { cost_model m(p); }, errc::invalid_argument, {"memory_bytes_per_ns = 0"});
+  network net;
+  net.output("y", net.input("x", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first), family::channels_first);
+  cost_model model;
+  expect_error([&] { model.override_node(net, 999, 1, 1); }, errc::invalid_argument, {"node 999", "2 nodes"});
+  expect_error([&] { model.override_conversion(net, 7, 1); }, errc::invalid_argument, {"node 7", "2 nodes"});
+  network bigger = net;
+  bigger.relu("r", 0);
+  model.override_node(bigger, 2, 5, 5);
+  expect_error([&] { solve(net, model); }, errc::invalid_argument, {"overrides node 2", "2 nodes"});
+}
+
+}  // namespace
