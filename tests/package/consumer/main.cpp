@@ -3,6 +3,10 @@
 
 #include <cstdio>
 
+#ifdef MEMFMT_CONSUMER_SAFETENSORS
+#include <memfmt/io/safetensors.hpp>
+#endif
+
 int main() {
   memfmt::host_tensor<float, memfmt::nhwc> t({1, 3, 2, 2});
   t(0, 2, 1, 1) = 5.f;
@@ -11,6 +15,16 @@ int main() {
     std::puts("consumer: wrong layout");
     return 1;
   }
+#ifdef MEMFMT_CONSUMER_SAFETENSORS
+  memfmt::runtime::parameter_store store;
+  store.insert<float>("w", {2}, {1.5f, -2.f});
+  const auto back = memfmt::io::read_safetensors(memfmt::io::write_safetensors(store));
+  if (back.at("w").values<float>() != std::vector<float>{1.5f, -2.f}) {
+    std::puts("consumer: safetensors round trip differs");
+    return 1;
+  }
+  std::puts("consumer: memfmt::safetensors ok");
+#endif
   std::printf("consumer: memfmt %d.%d.%d ok\n", MEMFMT_VERSION_MAJOR, MEMFMT_VERSION_MINOR, MEMFMT_VERSION_PATCH);
   return 0;
 }
