@@ -163,7 +163,9 @@ class importer {
     const auto& g = model_.graph();
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") result_.opset = o.version();
-    if (result_.opset == 0) memfmt::detail::fail(errc::invalid_argument, "ONNX model: no opset of the default domain");
+    if (result_.opset == 0)
+      memfmt::detail::fail(errc::unsupported, "ONNX model: no opset of the default domain (only " +
+                                                  (model_.opset_import_size() ? model_.opset_import(0).domain() : "none") + ")");
     for (const auto& in : g.input()) reserved_.insert(in.name());
     for (const auto& out : g.output()) reserved_.insert(out.name());
     for (const auto& t : g.initializer()) {
@@ -213,9 +215,11 @@ class importer {
         memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " ('" + dim.dim_param() +
                                                          "') is symbolic: give its value in import_options::dims");
       }
-      if (shape.back() <= 0)
+      if (shape.back() < 0)
         memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " is " +
-                                                         std::to_string(shape.back()) + " (must be positive)");
+                                                         std::to_string(shape.back()));
+      if (shape.back() == 0)
+        memfmt::detail::fail(errc::unsupported, where + " dim " + std::to_string(d) + " is 0 (empty values are not supported)");
     }
     if (shape.size() < 2 || shape.size() > 5)
       memfmt::detail::fail(errc::unsupported, where + " " + memfmt::detail::dims_to_string(shape) +

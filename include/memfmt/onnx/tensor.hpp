@@ -86,14 +86,17 @@ inline parameter to_parameter(const ::onnx::TensorProto& t, const std::string& w
                                                    std::to_string(n) + " elements, " + field + " holds " +
                                                    std::to_string(found));
   };
-  p.bytes.resize(bytes);
+  // The data's length is checked before anything is allocated: dims claiming more than the file
+  // holds are an error, not an allocation of what they claim.
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes) mismatch("raw_data (bytes / element size)", t.raw_data().size() / elem);
+    p.bytes.resize(bytes);
     if (bytes) std::memcpy(p.bytes.data(), t.raw_data().data(), bytes);
     return p;
   }
   const auto copy_from = [&](const auto& field, const char* name, auto cast) {
     if (static_cast<std::size_t>(field.size()) != static_cast<std::size_t>(n)) mismatch(name, field.size());
+    p.bytes.resize(bytes);
     for (std::int64_t i = 0; i < n; ++i) {
       const auto v = cast(field.Get(static_cast<int>(i)));
       std::memcpy(p.bytes.data() + static_cast<std::size_t>(i) * elem, &v, elem);

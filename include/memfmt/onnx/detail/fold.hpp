@@ -24,15 +24,28 @@ namespace memfmt::onnx::detail {
 
 using shape_t = std::vector<std::int64_t>;
 
+// A folded result. Shape arithmetic makes small tensors; a model asking for a huge one (a
+// ConstantOfShape of [1e12]) is refused before it is allocated.
+inline parameter folded_parameter(memfmt::dtype type, shape_t shape, const std::string& what) {
+  constexpr std::int64_t limit = std::int64_t{1} << 26;
+  const std::int64_t n = memfmt::detail::checked_numel(shape, what.c_str());
+  if (n > limit)
+    memfmt::detail::fail(errc::unsupported, what + ": a constant of " + std::to_string(n) + " elements " +
+                                                memfmt::detail::dims_to_string(shape) + " is too large to fold (limit " +
+                                                std::to_string(limit) + ")");
+  return make_parameter(type, std::move(shape), what);
+}
+
 inline shape_t row_major_strides(const shape_t& s) {
   shape_t st(s.size(), 1);
   for (std::size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
   return st;
 }
 
+// An axis in [-rank, rank) (inclusive: [-rank, rank], Flatten's) made non-negative.
 inline std::int64_t normalize_axis(const node_reader& r, std::int64_t axis, std::size_t rank, bool inclusive = false) {
-  const auto n = static_cast<std::int64_t>(rank) + (inclusive ? 1 : 0);
-  if (axis < -n || axis >= n)
+  const auto n = static_cast<std::int64_t>(rank);
+  if (axis < -n || axis > n || (axis == n && !inclusive))
     r.fail(errc::invalid_argument, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + n : axis;
 }
@@ -76,7 +89,7 @@ template <class F>
 parameter elementwise(const node_reader& r, const std::vector<const parameter*>& in, memfmt::dtype out_type, F f) {
   shape_t shape = in[0]->shape;
   for (std::size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(r, shape, in[i]->shape);
-  parameter out = make_parameter(out_type, shape, r.label());
+  parameter out = folded_parameter(out_type, shape, r.label());
   if (out.bytes.empty()) return out;
   shape_t idx(shape.size(), 0);
   std::size_t o = 0;
@@ -97,7 +110,7 @@ parameter elementwise(const node_reader& r, const std::vector<const parameter*>&
 // Copies elements: out element k <- in element src(k).
 template <class Src>
 parameter gather_elements(const parameter& in, shape_t shape, const std::string& what, Src src) {
-  parameter out = make_parameter(in.type, std::move(shape), what);
+  parameter out = folded_parameter(in.type, std::move(shape), what);
   const std::size_t e = memfmt::size_of(in.type);
   const std::size_t n = out.bytes.size() / e;
   for (std::size_t k = 0; k < n; ++k) std::memcpy(out.bytes.data() + k * e, in.bytes.data() + src(k) * e, e);
@@ -263,7 +276,7 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
   if (op == "Cast") {
     need(1);
     const memfmt::dtype to = dtype_from_onnx(static_cast<std::int32_t>(r.get_int("to", 0)), r.label());
-    parameter out = make_parameter(to, in[0]->shape, r.label());
+    parameter out = folded_parameter(to, in[0]->shape, r.label());
     const std::size_t n = out.bytes.size() / memfmt::size_of(to);
     for (std::size_t i = 0; i < n; ++i) store_element(out, i, element_as_double(*in[0], i), element_as_int64(*in[0], i));
     return one(std::move(out));
@@ -321,8 +334,7 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
                                            std::to_string(axis));
       s[axis] += p->shape[axis];
     }
-    parameter out = make_parameter(in[0]->type, s, r.label());
-    const std::size_t e = memfmt::size_of(in[0]->type);
+    parameter out = folded_parameter(in[0]->type, s, r.label());
     std::int64_t outer = 1;
     for (std::size_t d = 0; d < axis; ++d) outer *= s[d];
     std::size_t o = 0;
@@ -332,7 +344,6 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
         if (block) std::memcpy(out.bytes.data() + o, p->bytes.data() + static_cast<std::size_t>(k) * block, block);
         o += block;
       }
-    (void)e;
     return one(std::move(out));
   }
   if (op == "Gather") {
@@ -419,7 +430,7 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
   }
   if (op == "ConstantOfShape") {
     need(1);
-    parameter value = make_parameter(memfmt::dtype::float32, {1}, r.label());
+    parameter value = folded_parameter(memfmt::dtype::float32, {1}, r.label());
     if (const auto* t = r.get_tensor("value")) value = to_parameter(*t, r.label());
     if (value.bytes.size() != memfmt::size_of(value.type))
       r.fail(errc::invalid_argument, "ConstantOfShape value must hold one element");
@@ -433,7 +444,7 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
                  delta = element_as_double(*in[2], 0);
     if (delta == 0.0) r.fail(errc::invalid_argument, "Range delta 0");
     const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
-    parameter out = make_parameter(in[0]->type, {n}, r.label());
+    parameter out = folded_parameter(in[0]->type, {n}, r.label());
     for (std::int64_t i = 0; i < n; ++i) {
       const double v = start + static_cast<double>(i) * delta;
       store_element(out, static_cast<std::size_t>(i), v,
