@@ -92,6 +92,11 @@ class onnx_builder {
     for (const auto& o : outputs) last_->add_output(o);
     return *this;
   }
+  // Makes the graph's last node the one attr() adds to (after the builder was copied or moved).
+  onnx_builder& select_last_node() {
+    last_ = model_.mutable_graph()->mutable_node(model_.graph().node_size() - 1);
+    return *this;
+  }
   // Attributes of the last node.
   onnx_builder& attr(const std::string& name, std::int64_t v) {
     auto* a = add_attr(name, ::onnx::AttributeProto::INT);
