@@ -1,0 +1,1232 @@
+// memfmt/onnx/import.hpp - ONNX models as memfmt networks with their weights.
+//
+// import_file / import_bytes / import_model read a model with the ONNX project's own protobuf
+// types (libonnx) and give the graph::network the planner and executor take, its parameters named
+// as network::parameters() names them ("<node>.weight" ...; PyTorch's state_dict names where the
+// exporter kept them) and the graph's inputs and outputs. Every shape is fixed at import (a
+// symbolic batch dim takes import_options::batch), so subgraphs computing only from constants and
+// shapes (Shape -> Gather -> Concat -> Pad's pads) are evaluated here (detail/fold.hpp).
+//
+// Layers the network describes become its nodes; a 1-D conv net's [N, C, L] values become
+// [N, C, 1, L] (the same bytes in either layout). Any other op becomes an opaque node that reads and
+// writes channels-first, with the output shape ONNX's own shape inference gives: the network can
+// be planned, and imported_model::unsupported names the op and node for an executor to refuse.
+// A malformed model (bad protobuf, missing initializer, wrong ranks, unknown attribute values, a
+// shape that disagrees with ONNX's inference) is a memfmt::error naming the node and the values.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "../detail/checked.hpp"
+#include "../error.hpp"
+#include "../graph/network.hpp"
+#include "../runtime/parameter_store.hpp"
+#include "detail/attributes.hpp"
+#include "detail/fold.hpp"
+#include "tensor.hpp"
+
+namespace memfmt::onnx {
+
+struct import_options {
+  std::int64_t batch = 1;                     // a symbolic first dim of a graph input
+  std::map<std::string, std::int64_t> dims;   // other symbolic dims, by their dim_param name
+  graph::family input_format = graph::family::channels_first;   // the pins of the graph inputs
+  graph::family output_format = graph::family::channels_first;  // and outputs
+  // Values for graph inputs that are weights at run time (ONNX's backend tests feed a Conv's W as
+  // an input): they become constants, as initializers would. parameter_inputs() says which.
+  std::map<std::string, parameter> input_values;
+  bool check_shapes = true;  // each value's shape must equal ONNX shape inference's, where it has one
+};
+
+// A graph input or output: its name (the network node's name too), shape as the model states it
+// (a 1-D net's [N, C, L], where the network has [N, C, 1, L]) and dtype.
+struct graph_value {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  memfmt::dtype type = memfmt::dtype::float32;
+};
+
+// An ONNX node the network cannot express: an opaque node for planning, not runnable.
+struct unsupported_node {
+  std::string node;       // the network's opaque node (one per output of the ONNX node)
+  std::string onnx_node;  // the ONNX node's name (or "#index" when it has none)
+  std::string op;         // its op_type (domain-qualified outside the default domain)
+  std::string reason;
+};
+
+struct imported_model {
+  graph::network network;
+  runtime::parameter_store parameters;        // every parameter network.parameters() lists
+  std::map<std::string, std::string> source;  // parameter name -> the ONNX tensor it came from
+  std::vector<graph_value> inputs, outputs;
+  std::vector<unsupported_node> unsupported;
+  std::int64_t opset = 0;
+  bool runnable() const noexcept { return unsupported.empty(); }
+};
+
+imported_model import_model(const ::onnx::ModelProto& model, const import_options& options = {});
+
+// ---- which node inputs are weights ----
+
+// Input `index` of `op` is a weight or shape operand (a Conv's W and B, a Pad's pads, ...), not
+// data: the importer needs it constant.
+inline bool is_parameter_slot(const std::string& op, int index) {
+  static const std::map<std::string, int> first_parameter = {
+      {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1},
+      {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
+      {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
+      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}};
+  const auto it = first_parameter.find(op);
+  return it != first_parameter.end() && index >= it->second;
+}
+
+// The graph inputs (without an initializer) that every consumer reads in a parameter slot: what an
+// ONNX backend test feeds as an input but a deployed model has as an initializer.
+inline std::set<std::string> parameter_inputs(const ::onnx::ModelProto& model) {
+  const auto& g = model.graph();
+  std::set<std::string> init;
+  for (const auto& t : g.initializer()) init.insert(t.name());
+  std::map<std::string, bool> only_parameter;
+  for (const auto& in : g.input())
+    if (!init.count(in.name())) only_parameter[in.name()] = false;
+  std::map<std::string, int> uses;
+  for (const auto& n : g.node())
+    for (int i = 0; i < n.input_size(); ++i) {
+      const auto it = only_parameter.find(n.input(i));
+      if (it == only_parameter.end()) continue;
+      const bool slot = is_parameter_slot(n.op_type(), i);
+      it->second = uses[n.input(i)]++ == 0 ? slot : (it->second && slot);
+    }
+  std::set<std::string> r;
+  for (const auto& [name, p] : only_parameter)
+    if (p) r.insert(name);
+  return r;
+}
+
+// ---- the importer ----
+namespace detail {
+
+using shape_t = std::vector<std::int64_t>;
+
+// A value during import: a network value (node) or a constant.
+struct value {
+  std::optional<graph::node_id> node;
+  std::optional<parameter> constant;
+  std::string initializer;  // the ONNX tensor a constant came from, when it was one
+  shape_t shape;            // as ONNX sees it
+  memfmt::dtype type = memfmt::dtype::float32;
+  bool lifted() const noexcept { return node && shape.size() == 3; }
+};
+
+// An ONNX value of rank 3 lives in the network as rank 4 with H = 1.
+inline shape_t lift(shape_t s) {
+  if (s.size() == 3) s.insert(s.begin() + 2, 1);
+  return s;
+}
+
+// Whether conv_params has a per-side `padding_end`; without it, asymmetric conv padding goes into a
+// separate pad node.
+constexpr bool conv_pads_per_side = graph::detail::has_padding_end<memfmt::conv_params>::value;
+
+template <class P>
+void set_padding_end(P& p, const spatial3& end) {
+  if constexpr (graph::detail::has_padding_end<P>::value) p.padding_end = end;
+}
+
+// Thrown by an op's translation when the network cannot express this use of the op; the node
+// becomes opaque. Malformed models throw memfmt::error instead.
+struct not_expressible {
+  std::string reason;
+};
+
+class importer {
+ public:
+  importer(const ::onnx::ModelProto& model, const import_options& options) : model_(model), options_(options) {}
+
+  imported_model run() {
+    const auto& g = model_.graph();
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") result_.opset = o.version();
+    if (result_.opset == 0)
+      memfmt::detail::fail(errc::unsupported, "ONNX model: no opset of the default domain (only " +
+                                                  (model_.opset_import_size() ? model_.opset_import(0).domain() : "none") + ")");
+    for (const auto& in : g.input()) reserved_.insert(in.name());
+    for (const auto& out : g.output()) reserved_.insert(out.name());
+    for (const auto& t : g.initializer()) {
+      value v;
+      v.constant = to_parameter(t, "initializer");
+      v.shape = v.constant->shape;
+      v.type = v.constant->type;
+      v.initializer = t.name();
+      values_[t.name()] = std::move(v);
+    }
+    for (const auto& in : g.input()) add_graph_input(in);
+    infer_onnx_shapes();
+    for (int i = 0; i < g.node_size(); ++i) translate(g.node(i), i);
+    for (const auto& out : g.output()) add_graph_output(out);
+    return std::move(result_);
+  }
+
+ private:
+  // ---- graph boundaries ----
+  void add_graph_input(const ::onnx::ValueInfoProto& in) {
+    if (values_.count(in.name())) return;  // an initializer listed as an input (IR < 4): a constant
+    const std::string where = "ONNX graph input '" + in.name() + "'";
+    if (const auto it = options_.input_values.find(in.name()); it != options_.input_values.end()) {
+      value v;
+      v.constant = it->second;
+      v.shape = it->second.shape;
+      v.type = it->second.type;
+      v.initializer = in.name();
+      values_[in.name()] = std::move(v);
+      return;
+    }
+    if (!in.type().has_tensor_type())
+      memfmt::detail::fail(errc::unsupported, where + " is not a tensor");
+    const auto& tt = in.type().tensor_type();
+    const memfmt::dtype type = dtype_from_onnx(tt.elem_type(), where);
+    if (!tt.has_shape()) memfmt::detail::fail(errc::invalid_argument, where + " has no shape");
+    shape_t shape;
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+      } else if (dim.has_dim_param() && options_.dims.count(dim.dim_param())) {
+        shape.push_back(options_.dims.at(dim.dim_param()));
+      } else if (d == 0) {
+        shape.push_back(options_.batch);
+      } else {
+        memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " ('" + dim.dim_param() +
+                                                         "') is symbolic: give its value in import_options::dims");
+      }
+      if (shape.back() < 0)
+        memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " is " +
+                                                         std::to_string(shape.back()));
+      if (shape.back() == 0)
+        memfmt::detail::fail(errc::unsupported, where + " dim " + std::to_string(d) + " is 0 (empty values are not supported)");
+    }
+    if (shape.size() < 2 || shape.size() > 5)
+      memfmt::detail::fail(errc::unsupported, where + " " + memfmt::detail::dims_to_string(shape) +
+                                                  " has rank " + std::to_string(shape.size()) +
+                                                  " (a network takes rank 2, 3 as [N, C, L], 4 or 5)");
+    value v;
+    v.node = net().input(in.name(), lift(shape), type, options_.input_format);
+    v.shape = shape;
+    v.type = type;
+    values_[in.name()] = std::move(v);
+    result_.inputs.push_back(graph_value{in.name(), shape, type});
+  }
+
+  void add_graph_output(const ::onnx::ValueInfoProto& out) {
+    const value& v = lookup(out.name(), "ONNX graph output '" + out.name() + "'");
+    if (!v.node)
+      memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is a constant " +
+                                                  memfmt::detail::dims_to_string(v.shape));
+    if (net().at(*v.node).kind == graph::node_kind::input && net().at(*v.node).name == out.name())
+      memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is the graph input itself");
+    net().output(out.name(), *v.node, options_.output_format);
+    result_.outputs.push_back(graph_value{out.name(), v.shape, v.type});
+  }
+
+  // ONNX's own shape inference on a copy whose graph inputs have the import's fixed shapes: the
+  // output shapes of opaque nodes, and the check of every other.
+  void infer_onnx_shapes() {
+    ::onnx::ModelProto m = model_;
+    auto* g = m.mutable_graph();
+    for (auto& in : *g->mutable_input()) {
+      const auto it = values_.find(in.name());
+      if (it == values_.end() || !in.type().has_tensor_type()) continue;
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (std::int64_t d : it->second.shape) shape->add_dim()->set_dim_value(d);
+    }
+    for (const auto& [name, p] : options_.input_values) {
+      bool present = false;
+      for (const auto& t : g->initializer()) present = present || t.name() == name;
+      if (!present) *g->add_initializer() = to_tensor_proto(p, name);
+    }
+    try {
+      ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(),
+                                           ::onnx::ShapeInferenceOptions(false, 0, true));
+    } catch (const std::exception&) {
+      return;  // inference is a cross-check and a source for opaque shapes, not a requirement
+    }
+    const auto collect = [&](const ::onnx::ValueInfoProto& vi) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+      shape_t s;
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        s.push_back(d.dim_value());
+      }
+      onnx_shapes_[vi.name()] = s;
+    };
+    for (const auto& vi : g->value_info()) collect(vi);
+    for (const auto& vi : g->output()) collect(vi);
+  }
+
+  // ---- nodes ----
+  void translate(const ::onnx::NodeProto& n, int index) {
+    const std::string onnx_name = n.name().empty() ? "#" + std::to_string(index) : n.name();
+    const node_reader r(n, "ONNX node '" + onnx_name + "' (" + n.op_type() + ")");
+    current_onnx_name_ = onnx_name;
+    for (int i = 0; i < n.input_size(); ++i)
+      if (!n.input(i).empty()) lookup(n.input(i), r.label() + " input " + std::to_string(i));
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      return opaque(r, "op of domain '" + n.domain() + "'");
+    // Constants in, constants out.
+    if (n.op_type() == "Constant") return set_constant(n.output(0), constant_attribute(r));
+    if (n.op_type() == "Shape") return set_constant(n.output(0), shape_of(r));
+    bool all_constant = n.input_size() > 0;
+    std::vector<const parameter*> in;
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (n.input(i).empty()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      const value& v = values_.at(n.input(i));
+      all_constant = all_constant && v.constant.has_value();
+      in.push_back(v.constant ? &*v.constant : nullptr);
+    }
+    if (all_constant) {
+      if (auto out = fold(r, in, static_cast<int>(result_.opset))) {
+        for (std::size_t o = 0; o < out->size() && static_cast<int>(o) < n.output_size(); ++o)
+          set_constant(n.output(static_cast<int>(o)), std::move((*out)[o]));
+        return;
+      }
+    }
+    try {
+      layer(r);
+    } catch (const not_expressible& e) {
+      opaque(r, e.reason);
+    }
+  }
+
+  void layer(const node_reader& r) {
+    const std::string& op = r.op();
+    if (op == "Conv") return conv(r);
+    if (op == "ConvTranspose") return conv_transpose(r);
+    if (op == "BatchNormalization") return batch_norm(r);
+    if (op == "InstanceNormalization") return instance_norm(r);
+    if (op == "Relu") return activation(r, memfmt::activation::relu);
+    if (op == "Sigmoid") return activation(r, memfmt::activation::sigmoid);
+    if (op == "Tanh") return activation(r, memfmt::activation::tanh);
+    if (op == "HardSwish") return activation(r, memfmt::activation::hardswish);
+    if (op == "HardSigmoid") return hard_sigmoid(r);
+    if (op == "Clip") return clip(r);
+    if (op == "Add") return binary(r, memfmt::binary_op::add);
+    if (op == "Sub") return binary(r, memfmt::binary_op::sub);
+    if (op == "Mul") return binary(r, memfmt::binary_op::mul);
+    if (op == "Div") return binary(r, memfmt::binary_op::div);
+    if (op == "MaxPool") return pool(r, memfmt::pool_kind::max);
+    if (op == "AveragePool") return pool(r, memfmt::pool_kind::average);
+    if (op == "GlobalAveragePool") return global_pool(r, memfmt::pool_kind::average, false);
+    if (op == "GlobalMaxPool") return global_pool(r, memfmt::pool_kind::max, false);
+    if (op == "ReduceMean") return reduce(r, memfmt::pool_kind::average);
+    if (op == "ReduceMax") return reduce(r, memfmt::pool_kind::max);
+    if (op == "Concat") return concat(r);
+    if (op == "Split") return split(r);
+    if (op == "Slice") return slice(r);
+    if (op == "Resize" || op == "Upsample") return resize(r);
+    if (op == "Pad") return pad(r);
+    if (op == "Flatten") return flatten(r);
+    if (op == "Reshape") return reshape(r);
+    if (op == "Gemm") return gemm(r);
+    if (op == "MatMul") return matmul(r);
+    if (op == "Softmax") return softmax(r, false);
+    if (op == "LogSoftmax") return softmax(r, true);
+    if (op == "Dropout") return dropout(r);
+    if (op == "Identity") return alias(r.proto().output(0), tensor_input(r, 0));
+    throw not_expressible{"no memfmt layer for this op"};
+  }
+
+  // ---- values ----
+  graph::network& net() { return result_.network; }
+
+  const value& lookup(const std::string& name, const std::string& who) const {
+    const auto it = values_.find(name);
+    if (it == values_.end())
+      memfmt::detail::fail(errc::invalid_argument, who + ": value '" + name +
+                                                       "' is produced by no earlier node, graph input or initializer");
+    return it->second;
+  }
+
+  void set_constant(const std::string& name, parameter p) {
+    value v;
+    v.shape = p.shape;
+    v.type = p.type;
+    v.constant = std::move(p);
+    values_[name] = std::move(v);
+  }
+  void alias(const std::string& name, const value& v) { values_[name] = v; }
+
+  // Input i as a network value; a constant there means the network has nothing to run it on.
+  const value& tensor_input(const node_reader& r, int i) const {
+    const std::string name = r.input(i);
+    if (name.empty()) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
+    const value& v = values_.at(name);
+    if (!v.node) throw not_expressible{"input " + std::to_string(i) + " '" + name + "' is a constant"};
+    return v;
+  }
+  // Input i as a constant; nullptr when optional and absent.
+  const value* constant_input(const node_reader& r, int i, bool required) const {
+    const std::string name = r.input(i);
+    if (name.empty()) {
+      if (required) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
+      return nullptr;
+    }
+    const value& v = values_.at(name);
+    if (!v.constant) throw not_expressible{"input " + std::to_string(i) + " '" + name + "' is computed at run time"};
+    return &v;
+  }
+
+  // The output of a network node, checked against ONNX's inference.
+  void set_tensor(const node_reader& r, const std::string& name, graph::node_id id, shape_t onnx_shape) {
+    const graph::node& nd = net().at(id);
+    if (nd.extents != lift(onnx_shape))
+      r.fail(errc::shape_mismatch, "network node '" + nd.name + "' has extents " +
+                                       memfmt::detail::dims_to_string(nd.extents) + " for ONNX shape " +
+                                       memfmt::detail::dims_to_string(onnx_shape));
+    if (options_.check_shapes) {
+      const auto it = onnx_shapes_.find(name);
+      if (it != onnx_shapes_.end() && it->second != onnx_shape)
+        r.fail(errc::shape_mismatch, "output '" + name + "': the network infers " +
+                                         memfmt::detail::dims_to_string(onnx_shape) + ", ONNX shape inference " +
+                                         memfmt::detail::dims_to_string(it->second));
+    }
+    value v;
+    v.node = id;
+    v.shape = std::move(onnx_shape);
+    v.type = nd.type;
+    values_[name] = std::move(v);
+  }
+  // Same, the ONNX shape being the node's extents less the lifted H of a rank-3 input.
+  void set_tensor(const node_reader& r, graph::node_id id, bool lifted) {
+    shape_t s = net().at(id).extents;
+    if (lifted && s.size() == 4) s.erase(s.begin() + 2);
+    set_tensor(r, r.proto().output(0), id, s);
+  }
+
+  // The outputs past the first must be unused (a BatchNormalization's running stats in training,
+  // a MaxPool's indices, a Dropout's mask).
+  void require_single_output(const node_reader& r) const {
+    for (int o = 1; o < r.proto().output_size(); ++o) {
+      const std::string& name = r.proto().output(o);
+      if (name.empty()) continue;
+      for (const auto& n : model_.graph().node())
+        for (const auto& i : n.input())
+          if (i == name) throw not_expressible{"output " + std::to_string(o) + " '" + name + "' is used"};
+      for (const auto& out : model_.graph().output())
+        if (out.name() == name) throw not_expressible{"output " + std::to_string(o) + " '" + name + "' is a graph output"};
+    }
+  }
+
+  // ---- names ----
+  std::string unique_name(const std::string& preferred) {
+    std::string name = preferred.empty() ? "node" : preferred;
+    for (int k = 2; reserved_.count(name) || net().find(name); ++k) name = preferred + "_" + std::to_string(k);
+    reserved_.insert(name);
+    return name;
+  }
+  // A layer with weights takes the PyTorch module path where the exporter kept state_dict names
+  // ("layer1.0.conv1.weight" -> "layer1.0.conv1"), so its parameters keep those names; else the
+  // ONNX node's name.
+  std::string layer_name(const node_reader& r, const value* weight) {
+    static const std::string suffix = ".weight";
+    if (weight && weight->initializer.size() > suffix.size() &&
+        weight->initializer.compare(weight->initializer.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      const std::string module = weight->initializer.substr(0, weight->initializer.size() - suffix.size());
+      if (!reserved_.count(module) && !net().find(module)) return unique_name(module);
+    }
+    return unique_name(r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name());
+  }
+
+  // Stores `values` as the parameters network.parameters(id) lists, in its order, checking dtype
+  // and shape; num_batches_tracked, which ONNX does not carry, is 0.
+  void bind_parameters(const node_reader& r, graph::node_id id, const std::vector<std::pair<parameter, std::string>>& values) {
+    const auto specs = net().parameters(id);
+    std::size_t k = 0;
+    for (const auto& spec : specs) {
+      parameter p;
+      std::string from;
+      if (spec.name.size() > 20 && spec.name.compare(spec.name.size() - 20, 20, ".num_batches_tracked") == 0) {
+        p = make_parameter(memfmt::dtype::int64, {}, spec.name);
+      } else {
+        if (k >= values.size()) r.fail(errc::invalid_argument, "no value for parameter '" + spec.name + "'");
+        p = values[k].first;
+        from = values[k].second;
+        ++k;
+        if (p.type != spec.type)
+          r.fail(errc::unsupported_dtype, "parameter '" + from + "' is " + std::string(to_string(p.type)) +
+                                              ", the layer computes in " + std::string(to_string(spec.type)));
+        if (memfmt::detail::checked_numel(p.shape, "parameter") != memfmt::detail::checked_numel(spec.extents, "parameter"))
+          r.fail(errc::shape_mismatch, "parameter '" + from + "' " + memfmt::detail::dims_to_string(p.shape) +
+                                           " does not fit the layer's " + spec.name + " " +
+                                           memfmt::detail::dims_to_string(spec.extents));
+        p.shape = spec.extents;
+      }
+      if (!from.empty()) result_.source[spec.name] = from;
+      result_.parameters.insert(spec.name, std::move(p));
+    }
+  }
+  static std::pair<parameter, std::string> named(const value& v) { return {*v.constant, v.initializer}; }
+
+  // ---- opaque ----
+  void opaque(const node_reader& r, const std::string& reason) {
+    std::vector<graph::node_id> inputs;
+    for (int i = 0; i < r.inputs(); ++i) {
+      if (r.input(i).empty()) continue;
+      const value& v = values_.at(r.input(i));
+      if (v.node && std::find(inputs.begin(), inputs.end(), *v.node) == inputs.end()) inputs.push_back(*v.node);
+    }
+    const std::string base = r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name();
+    const int outputs = r.proto().output_size();
+    for (int o = 0; o < outputs; ++o) {
+      const std::string& out = r.proto().output(o);
+      if (out.empty()) continue;
+      const auto it = onnx_shapes_.find(out);
+      if (it == onnx_shapes_.end())
+        r.fail(errc::unsupported, "not expressible as a memfmt layer (" + reason + ") and ONNX shape inference "
+                                  "gives no static shape for its output '" + out + "' to plan it as an opaque node");
+      const shape_t s = it->second;
+      if (s.size() < 2 || s.size() > 5)
+        r.fail(errc::unsupported, "not expressible as a memfmt layer (" + reason + "), and its output '" + out + "' " +
+                                      memfmt::detail::dims_to_string(s) + " has rank " + std::to_string(s.size()) +
+                                      ", which a network value cannot have (2 to 5)");
+      const std::string name = unique_name(outputs > 1 ? base + "." + std::to_string(o) : base);
+      const graph::node_id id =
+          net().opaque(name, inputs, lift(s), graph::family::channels_first, graph::family::channels_first);
+      result_.unsupported.push_back(unsupported_node{name, current_onnx_name_, r.op(), reason});
+      value v;
+      v.node = id;
+      v.shape = s;
+      v.type = net().at(id).type;
+      values_[out] = std::move(v);
+    }
+  }
+
+  // ---- constants ----
+  parameter constant_attribute(const node_reader& r) const {
+    if (const auto* t = r.get_tensor("value")) return to_parameter(*t, r.label());
+    if (r.has("value_float")) {
+      parameter p = make_parameter(memfmt::dtype::float32, {}, r.label());
+      store_element(p, 0, r.get_float("value_float", 0.f), 0);
+      return p;
+    }
+    if (r.has("value_floats")) {
+      const auto f = r.get_floats("value_floats");
+      parameter p = make_parameter(memfmt::dtype::float32, {static_cast<std::int64_t>(f.size())}, r.label());
+      for (std::size_t i = 0; i < f.size(); ++i) store_element(p, i, f[i], 0);
+      return p;
+    }
+    if (r.has("value_int")) return reshaped(int64_vector({r.get_int("value_int", 0)}), {});
+    if (r.has("value_ints")) return int64_vector(r.get_ints("value_ints"));
+    r.fail(errc::unsupported, "a Constant without value, value_float(s) or value_int(s) (sparse and string "
+                              "constants are not supported)");
+  }
+
+  parameter shape_of(const node_reader& r) const {
+    const value& v = values_.at(r.input(0));
+    const auto rank = static_cast<std::int64_t>(v.shape.size());
+    std::int64_t start = r.get_int("start", 0), end = r.get_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<std::int64_t>(start, 0, rank);
+    end = std::clamp<std::int64_t>(end, start, rank);
+    return int64_vector(shape_t(v.shape.begin() + start, v.shape.begin() + end));
+  }
+
+  // A scalar (or one-element) constant input as double; `fallback` when absent.
+  double scalar_input(const node_reader& r, int i, double fallback) const {
+    const value* c = constant_input(r, i, false);
+    if (!c) return fallback;
+    if (c->constant->bytes.size() != memfmt::size_of(c->type))
+      r.fail(errc::invalid_argument, "input " + std::to_string(i) + " must hold one element, has shape " +
+                                         memfmt::detail::dims_to_string(c->shape));
+    return element_as_double(*c->constant, 0);
+  }
+
+  // ---- window geometry (conv, pooling) ----
+  struct window {
+    shape_t kernel, stride, dilation, begin, end;  // per ONNX spatial dim
+  };
+
+  // pads / auto_pad of a sliding window over `in` (ONNX spatial extents).
+  void resolve_pads(const node_reader& r, window& w, const shape_t& in) const {
+    const std::size_t n = in.size();
+    const std::string auto_pad = r.get_choice("auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"});
+    w.begin.assign(n, 0);
+    w.end.assign(n, 0);
+    if (auto_pad == "NOTSET") {
+      const shape_t pads = r.get_ints("pads", shape_t(2 * n, 0));
+      if (pads.size() != 2 * n)
+        r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " must have " +
+                                           std::to_string(2 * n) + " entries");
+      for (std::size_t d = 0; d < n; ++d) {
+        w.begin[d] = pads[d];
+        w.end[d] = pads[d + n];
+        if (w.begin[d] < 0 || w.end[d] < 0)
+          r.fail(errc::invalid_argument, "negative pads " + memfmt::detail::dims_to_string(pads));
+      }
+    } else if (auto_pad != "VALID") {
+      for (std::size_t d = 0; d < n; ++d) {
+        const std::string what = r.label() + ": SAME padding";
+        const std::int64_t out = (in[d] + w.stride[d] - 1) / w.stride[d];
+        const std::int64_t reach = memfmt::detail::checked_add(
+            memfmt::detail::checked_mul(w.dilation[d], w.kernel[d] - 1, what), 1, what);
+        const std::int64_t total = std::max<std::int64_t>(
+            0, memfmt::detail::checked_sub(
+                   memfmt::detail::checked_add(memfmt::detail::checked_mul(out - 1, w.stride[d], what), reach, what),
+                   in[d], what));
+        w.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        w.end[d] = total - w.begin[d];
+      }
+    }
+  }
+
+  window read_window(const node_reader& r, const shape_t& kernel, const shape_t& in) const {
+    const std::size_t n = in.size();
+    window w;
+    w.kernel = kernel;
+    w.stride = r.get_ints("strides", shape_t(n, 1));
+    w.dilation = r.get_ints("dilations", shape_t(n, 1));
+    if (w.stride.size() != n || w.dilation.size() != n || w.kernel.size() != n)
+      r.fail(errc::invalid_argument, "kernel " + memfmt::detail::dims_to_string(w.kernel) + ", strides " +
+                                         memfmt::detail::dims_to_string(w.stride) + ", dilations " +
+                                         memfmt::detail::dims_to_string(w.dilation) + " must have one entry per " +
+                                         "spatial dim (" + std::to_string(n) + ")");
+    for (std::size_t d = 0; d < n; ++d)
+      if (w.kernel[d] < 1 || w.stride[d] < 1 || w.dilation[d] < 1)
+        r.fail(errc::invalid_argument, "kernel " + memfmt::detail::dims_to_string(w.kernel) + ", strides " +
+                                           memfmt::detail::dims_to_string(w.stride) + ", dilations " +
+                                           memfmt::detail::dims_to_string(w.dilation) + " must be >= 1");
+    resolve_pads(r, w, in);
+    return w;
+  }
+
+  // The network's spatial3 of ONNX per-dim values; a lifted 1-D value's H gets `h`.
+  static spatial3 to_spatial(const shape_t& v, bool lifted, std::int64_t h) {
+    spatial3 s{h, h, h};
+    const std::size_t off = lifted ? 1 : 0;
+    for (std::size_t d = 0; d < v.size() && d + off < 3; ++d) s[d + off] = v[d];
+    return s;
+  }
+
+  static shape_t spatial_of(const shape_t& s) { return shape_t(s.begin() + 2, s.end()); }
+
+  // Asymmetric padding as a separate zero pad node when the conv parameters pad symmetrically:
+  // the conv then pads min(begin, end) on both sides.
+  graph::node_id pad_asymmetric(const std::string& name, graph::node_id in, window& w, bool lifted) {
+    bool symmetric = true;
+    for (std::size_t d = 0; d < w.begin.size(); ++d) symmetric = symmetric && w.begin[d] == w.end[d];
+    if (symmetric) return in;
+    memfmt::pad_params p;
+    p.mode = memfmt::pad_mode::constant;
+    shape_t extra_b(w.begin.size()), extra_e(w.begin.size());
+    for (std::size_t d = 0; d < w.begin.size(); ++d) {
+      const std::int64_t m = std::min(w.begin[d], w.end[d]);
+      extra_b[d] = w.begin[d] - m;
+      extra_e[d] = w.end[d] - m;
+      w.begin[d] = w.end[d] = m;
+    }
+    p.begin = to_spatial(extra_b, lifted, 0);
+    p.end = to_spatial(extra_e, lifted, 0);
+    return net().pad(unique_name(name + ".pad"), in, p);
+  }
+
+  // ---- layers ----
+  void conv(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    const value* w = constant_input(r, 1, true);
+    const value* b = constant_input(r, 2, false);
+    const std::size_t rank = x.shape.size();
+    if (rank < 3 || rank > 5) throw not_expressible{"input rank " + std::to_string(rank)};
+    if (w->shape.size() != rank)
+      r.fail(errc::invalid_argument, "weight " + memfmt::detail::dims_to_string(w->shape) + " must have the rank of input " +
+                                         memfmt::detail::dims_to_string(x.shape));
+    const std::int64_t groups = r.get_int("group", 1);
+    if (groups < 1 || x.shape[1] % groups != 0 || w->shape[1] * groups != x.shape[1])
+      r.fail(errc::shape_mismatch, "input " + memfmt::detail::dims_to_string(x.shape) + ", weight " +
+                                       memfmt::detail::dims_to_string(w->shape) + ", group " + std::to_string(groups) +
+                                       ": weight dim 1 must be C / group");
+    const shape_t kernel = spatial_of(w->shape);
+    if (r.has("kernel_shape") && r.get_ints("kernel_shape") != kernel)
+      r.fail(errc::shape_mismatch, "kernel_shape " + memfmt::detail::dims_to_string(r.get_ints("kernel_shape")) +
+                                       " differs from the weight's " + memfmt::detail::dims_to_string(kernel));
+    if (b && (b->shape.size() != 1 || b->shape[0] != w->shape[0]))
+      r.fail(errc::shape_mismatch, "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" +
+                                       std::to_string(w->shape[0]) + "]");
+    window win = read_window(r, kernel, spatial_of(x.shape));
+    const std::string name = layer_name(r, w);
+    const bool lifted = x.lifted();
+    graph::conv_attrs a;
+    a.out_channels = w->shape[0];
+    a.kernel = to_spatial(kernel, lifted, 1);
+    a.params.stride = to_spatial(win.stride, lifted, 1);
+    a.params.dilation = to_spatial(win.dilation, lifted, 1);
+    a.params.groups = groups;
+    a.bias = b != nullptr;
+    graph::node_id in = *x.node;
+    if (conv_pads_per_side)
+      set_padding_end(a.params, to_spatial(win.end, lifted, 0));
+    else
+      in = pad_asymmetric(name, in, win, lifted);
+    a.params.padding = to_spatial(win.begin, lifted, 0);
+    const graph::node_id id = net().conv(name, in, a);
+    std::vector<std::pair<parameter, std::string>> params{named(*w)};
+    if (b) params.push_back(named(*b));
+    bind_parameters(r, id, params);
+    set_tensor(r, id, lifted);
+  }
+
+  void conv_transpose(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    const value* w = constant_input(r, 1, true);
+    const value* b = constant_input(r, 2, false);
+    const std::size_t rank = x.shape.size();
+    if (rank < 3 || rank > 5) throw not_expressible{"input rank " + std::to_string(rank)};
+    if (w->shape.size() != rank || w->shape[0] != x.shape[1])
+      r.fail(errc::shape_mismatch, "weight " + memfmt::detail::dims_to_string(w->shape) +
+                                       " must be [C, K / group, kernel...] for input " +
+                                       memfmt::detail::dims_to_string(x.shape));
+    const std::int64_t groups = r.get_int("group", 1);
+    if (groups < 1 || x.shape[1] % groups != 0)
+      r.fail(errc::invalid_argument, "group " + std::to_string(groups) + " must divide C " + std::to_string(x.shape[1]));
+    const std::size_t n = rank - 2;
+    const shape_t kernel = spatial_of(w->shape), in = spatial_of(x.shape);
+    if (r.has("kernel_shape") && r.get_ints("kernel_shape") != kernel)
+      r.fail(errc::shape_mismatch, "kernel_shape " + memfmt::detail::dims_to_string(r.get_ints("kernel_shape")) +
+                                       " differs from the weight's " + memfmt::detail::dims_to_string(kernel));
+    const std::int64_t out_channels = w->shape[1] * groups;
+    if (b && (b->shape.size() != 1 || b->shape[0] != out_channels))
+      r.fail(errc::shape_mismatch, "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" +
+                                       std::to_string(out_channels) + "]");
+    window win;
+    win.kernel = kernel;
+    win.stride = r.get_ints("strides", shape_t(n, 1));
+    win.dilation = r.get_ints("dilations", shape_t(n, 1));
+    shape_t out_pad = r.get_ints("output_padding", shape_t(n, 0));
+    if (win.stride.size() != n || win.dilation.size() != n || out_pad.size() != n)
+      r.fail(errc::invalid_argument, "strides, dilations and output_padding need one entry per spatial dim");
+    const std::string auto_pad = r.get_choice("auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"});
+    shape_t out_shape = r.get_ints("output_shape");
+    if (out_shape.size() == n + 2) out_shape = spatial_of(out_shape);
+    if (!out_shape.empty() && out_shape.size() != n)
+      r.fail(errc::invalid_argument, "output_shape " + memfmt::detail::dims_to_string(out_shape) + " needs " +
+                                         std::to_string(n) + " spatial entries");
+    if (out_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+      for (std::size_t d = 0; d < n; ++d) out_shape.push_back(in[d] * win.stride[d]);
+    win.begin.assign(n, 0);
+    win.end.assign(n, 0);
+    if (!out_shape.empty()) {
+      // ONNX: total padding = stride * (in - 1) + output_padding + dilated kernel - output_shape,
+      // split with the odd one at the end for SAME_UPPER and at the start otherwise.
+      for (std::size_t d = 0; d < n; ++d) {
+        const std::int64_t total = win.stride[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * win.dilation[d] + 1 -
+                                   out_shape[d];
+        if (total < 0) throw not_expressible{"output_shape larger than the transposed conv's full output"};
+        win.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        win.end[d] = total - win.begin[d];
+      }
+    } else if (auto_pad == "NOTSET") {
+      resolve_pads(r, win, in);
+    }
+    // A larger front pad: symmetric padding of the front amount, the difference given back as
+    // output_padding (the rows it adds are the ones the smaller end pad keeps).
+    for (std::size_t d = 0; d < n; ++d) {
+      if (conv_pads_per_side) break;
+      if (win.begin[d] < win.end[d])
+        throw not_expressible{"a transposed conv padding more at the end than at the start"};
+      if (win.begin[d] > win.end[d]) {
+        out_pad[d] += win.begin[d] - win.end[d];
+        win.end[d] = win.begin[d];
+        if (out_pad[d] >= win.stride[d] && out_pad[d] >= win.dilation[d])
+          throw not_expressible{"asymmetric padding needing output_padding >= stride and dilation"};
+      }
+    }
+    const bool lifted = x.lifted();
+    graph::conv_transpose_attrs a;
+    a.out_channels = out_channels;
+    a.kernel = to_spatial(kernel, lifted, 1);
+    a.params.stride = to_spatial(win.stride, lifted, 1);
+    a.params.dilation = to_spatial(win.dilation, lifted, 1);
+    a.params.padding = to_spatial(win.begin, lifted, 0);
+    set_padding_end(a.params, to_spatial(win.end, lifted, 0));
+    a.params.groups = groups;
+    a.output_padding = to_spatial(out_pad, lifted, 0);
+    a.bias = b != nullptr;
+    const graph::node_id id = net().conv_transpose(layer_name(r, w), *x.node, a);
+    std::vector<std::pair<parameter, std::string>> params{named(*w)};
+    if (b) params.push_back(named(*b));
+    bind_parameters(r, id, params);
+    set_tensor(r, id, lifted);
+  }
+
+  void require_spatial_input(const value& x) const {
+    if (x.shape.size() < 3 || x.shape.size() > 5)
+      throw not_expressible{"input of rank " + std::to_string(x.shape.size()) + " (the layer takes [N, C, spatial...])"};
+  }
+
+  void require_channel_vectors(const node_reader& r, const value& x, std::initializer_list<const value*> vs) const {
+    for (const value* v : vs)
+      if (v->shape.size() != 1 || v->shape[0] != x.shape[1])
+        r.fail(errc::shape_mismatch, "per-channel operand " + memfmt::detail::dims_to_string(v->shape) + " must be [" +
+                                         std::to_string(x.shape[1]) + "] for input " +
+                                         memfmt::detail::dims_to_string(x.shape));
+  }
+
+  void batch_norm(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    const value* scale = constant_input(r, 1, true);
+    const value* bias = constant_input(r, 2, true);
+    const value* mean = constant_input(r, 3, true);
+    const value* var = constant_input(r, 4, true);
+    require_channel_vectors(r, x, {scale, bias, mean, var});
+    if (r.get_int("training_mode", 0) != 0) throw not_expressible{"training_mode 1"};
+    require_single_output(r);
+    memfmt::batch_norm_params p;
+    p.epsilon = r.get_float("epsilon", 1e-5f);
+    p.momentum = 1.0 - static_cast<double>(r.get_float("momentum", 0.9f));  // ONNX keeps the running share
+    const graph::node_id id = net().batch_norm(layer_name(r, scale), *x.node, p);
+    bind_parameters(r, id, {named(*scale), named(*bias), named(*mean), named(*var)});
+    set_tensor(r, id, x.lifted());
+  }
+
+  void instance_norm(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    const value* scale = constant_input(r, 1, true);
+    const value* bias = constant_input(r, 2, true);
+    require_channel_vectors(r, x, {scale, bias});
+    const graph::node_id id =
+        net().instance_norm(layer_name(r, scale), *x.node, static_cast<double>(r.get_float("epsilon", 1e-5f)), true);
+    bind_parameters(r, id, {named(*scale), named(*bias)});
+    set_tensor(r, id, x.lifted());
+  }
+
+  void activation(const node_reader& r, memfmt::activation f) {
+    const value& x = tensor_input(r, 0);
+    set_tensor(r, net().activation(layer_name(r, nullptr), *x.node, f), x.lifted());
+  }
+
+  // ONNX HardSigmoid is max(0, min(1, alpha x + beta)); memfmt's is PyTorch's (alpha 1/6, beta 1/2).
+  void hard_sigmoid(const node_reader& r) {
+    const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
+    if (std::fabs(alpha - 1.0 / 6.0) > 1e-6 || beta != 0.5)
+      throw not_expressible{"HardSigmoid alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
+                            " (memfmt's is alpha 1/6, beta 1/2)"};
+    activation(r, memfmt::activation::hardsigmoid);
+  }
+
+  // Clip(0, 6) is relu6 and Clip(0, inf) relu; bounds from attributes before opset 11, inputs after.
+  void clip(const node_reader& r) {
+    const double inf = std::numeric_limits<double>::infinity();
+    double lo = -inf, hi = inf;
+    if (result_.opset < 11) {
+      lo = r.get_float("min", -std::numeric_limits<float>::max());
+      hi = r.get_float("max", std::numeric_limits<float>::max());
+    } else {
+      lo = scalar_input(r, 1, -inf);
+      hi = scalar_input(r, 2, inf);
+    }
+    if (lo == 0.0 && hi == 6.0) return activation(r, memfmt::activation::relu6);
+    if (lo == 0.0 && hi >= static_cast<double>(std::numeric_limits<float>::max()))
+      return activation(r, memfmt::activation::relu);
+    throw not_expressible{"Clip to [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (relu and relu6 only)"};
+  }
+
+  void binary(const node_reader& r, memfmt::binary_op op) {
+    const value& a = tensor_input(r, 0);
+    const value& b = tensor_input(r, 1);
+    if (a.shape.size() != b.shape.size())
+      throw not_expressible{"operands of ranks " + std::to_string(a.shape.size()) + " and " +
+                            std::to_string(b.shape.size())};
+    const graph::node_id id = net().binary(layer_name(r, nullptr), *a.node, *b.node, op);
+    set_tensor(r, id, a.lifted());
+  }
+
+  void pool(const node_reader& r, memfmt::pool_kind kind) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    require_single_output(r);
+    const shape_t kernel = r.get_ints("kernel_shape");
+    if (kernel.empty()) r.fail(errc::invalid_argument, "kernel_shape is required");
+    window w = read_window(r, kernel, spatial_of(x.shape));
+    for (std::int64_t d : w.dilation)
+      if (d != 1) throw not_expressible{"pooling with dilations " + memfmt::detail::dims_to_string(w.dilation)};
+    for (std::size_t d = 0; d < kernel.size(); ++d)
+      if (w.begin[d] > kernel[d] / 2 || w.end[d] > kernel[d] / 2)
+        throw not_expressible{"padding beyond half the window (PyTorch's pooling limit)"};
+    if (r.get_int("storage_order", 0) != 0) throw not_expressible{"storage_order 1"};
+    const bool lifted = x.lifted();
+    memfmt::pool_params p;
+    p.kind = kind;
+    p.kernel = to_spatial(kernel, lifted, 1);
+    p.stride = to_spatial(w.stride, lifted, 1);
+    p.padding = to_spatial(w.begin, lifted, 0);
+    p.padding_end = to_spatial(w.end, lifted, 0);
+    p.ceil_mode = r.get_int("ceil_mode", 0) != 0;
+    p.count_include_pad = r.get_int("count_include_pad", 0) != 0;
+    set_tensor(r, net().pool(layer_name(r, nullptr), *x.node, p), lifted);
+  }
+
+  void global_pool(const node_reader& r, memfmt::pool_kind kind, bool flatten_after) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    graph::node_id id = net().global_pool(layer_name(r, nullptr), *x.node, kind);
+    if (flatten_after) {
+      id = net().flatten(unique_name(net().at(id).name + ".flatten"), id);
+      return set_tensor(r, r.proto().output(0), id, net().at(id).extents);
+    }
+    set_tensor(r, id, x.lifted());
+  }
+
+  // ReduceMean / ReduceMax over every spatial axis is global pooling (keepdims 0: then flatten).
+  void reduce(const node_reader& r, memfmt::pool_kind kind) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    shape_t axes = r.get_ints("axes");
+    for (auto& a : axes) a = normalize_axis(r, a, x.shape.size());
+    std::sort(axes.begin(), axes.end());
+    shape_t spatial;
+    for (std::size_t d = 2; d < x.shape.size(); ++d) spatial.push_back(static_cast<std::int64_t>(d));
+    if (axes != spatial) throw not_expressible{"reduction over axes " + memfmt::detail::dims_to_string(axes) +
+                                               " (only all spatial axes: global pooling)"};
+    global_pool(r, kind, r.get_int("keepdims", 1) == 0);
+  }
+
+  void concat(const node_reader& r) {
+    const value& first = tensor_input(r, 0);
+    const std::int64_t axis = normalize_axis(r, r.get_int("axis", 1), first.shape.size());
+    if (axis != 1 || first.shape.size() < 3) throw not_expressible{"concatenation along axis " + std::to_string(axis)};
+    std::vector<graph::node_id> ins;
+    for (int i = 0; i < r.inputs(); ++i) {
+      const value& v = tensor_input(r, i);
+      if (v.shape.size() != first.shape.size())
+        r.fail(errc::shape_mismatch, "inputs of ranks " + std::to_string(first.shape.size()) + " and " +
+                                         std::to_string(v.shape.size()));
+      ins.push_back(*v.node);
+    }
+    set_tensor(r, net().concat(layer_name(r, nullptr), ins), first.lifted());
+  }
+
+  void split(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    const std::int64_t axis = normalize_axis(r, r.get_int("axis", 0), x.shape.size());
+    if (axis != 1 || x.shape.size() < 3) throw not_expressible{"split along axis " + std::to_string(axis)};
+    shape_t sizes;
+    if (result_.opset < 13) {
+      sizes = r.get_ints("split");
+    } else if (const value* s = constant_input(r, 1, false)) {
+      sizes = int64_values(*s->constant);
+    }
+    const auto outs = static_cast<std::int64_t>(r.proto().output_size());
+    if (sizes.empty()) {
+      if (outs < 1 || x.shape[1] % outs != 0)
+        r.fail(errc::invalid_argument, "channels " + std::to_string(x.shape[1]) + " do not split into " +
+                                           std::to_string(outs) + " equal parts");
+      sizes.assign(static_cast<std::size_t>(outs), x.shape[1] / outs);
+    }
+    if (static_cast<std::int64_t>(sizes.size()) != outs)
+      r.fail(errc::invalid_argument, "split " + memfmt::detail::dims_to_string(sizes) + " for " + std::to_string(outs) +
+                                         " outputs");
+    const std::string base = layer_name(r, nullptr);
+    std::int64_t begin = 0;
+    for (std::size_t o = 0; o < sizes.size(); ++o) {
+      const graph::node_id id =
+          net().slice(unique_name(base + "." + std::to_string(o)), *x.node, begin, begin + sizes[o]);
+      begin += sizes[o];
+      shape_t s = x.shape;
+      s[1] = sizes[o];
+      set_tensor(r, r.proto().output(static_cast<int>(o)), id, s);
+    }
+  }
+
+  void slice(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    std::vector<const parameter*> in{nullptr};
+    for (int i = 1; i < r.inputs(); ++i) {
+      const value* c = constant_input(r, i, false);
+      in.push_back(c ? &*c->constant : nullptr);
+    }
+    const slice_spec s = read_slice(r, in, x.shape.size(), static_cast<int>(result_.opset));
+    std::int64_t begin = 0, end = x.shape.size() > 1 ? x.shape[1] : 0;
+    for (std::size_t i = 0; i < s.axes.size(); ++i) {
+      const auto a = static_cast<std::size_t>(s.axes[i]);
+      const auto idx = slice_indices(x.shape[a], s.starts[i], s.ends[i], s.steps[i]);
+      const bool whole = static_cast<std::int64_t>(idx.size()) == x.shape[a] && (idx.empty() || idx[0] == 0) &&
+                         s.steps[i] == 1;
+      if (whole) continue;
+      if (a != 1 || s.steps[i] != 1 || idx.empty() || x.shape.size() < 3)
+        throw not_expressible{"slicing axis " + std::to_string(a) + " (channel slices only)"};
+      begin = idx.front();
+      end = idx.back() + 1;
+    }
+    if (begin == 0 && end == x.shape[1]) return alias(r.proto().output(0), x);
+    set_tensor(r, net().slice(layer_name(r, nullptr), *x.node, begin, end), x.lifted());
+  }
+
+  // The source index ONNX Resize reads for output index o along one dim, nearest mode.
+  static std::int64_t onnx_nearest_source(const std::string& coord, const std::string& rounding, std::int64_t o,
+                                          std::int64_t in, std::int64_t out, double scale) {
+    const double od = static_cast<double>(o);
+    double x = 0.0;
+    if (coord == "half_pixel") x = (od + 0.5) / scale - 0.5;
+    else if (coord == "pytorch_half_pixel") x = out > 1 ? (od + 0.5) / scale - 0.5 : 0.0;
+    else if (coord == "align_corners") x = out == 1 ? 0.0 : od * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    else if (coord == "tf_half_pixel_for_nn") x = (od + 0.5) / scale;
+    else x = od / scale;  // asymmetric
+    double i = 0.0;
+    if (rounding == "floor") i = std::floor(x);
+    else if (rounding == "ceil") i = std::ceil(x);
+    else if (rounding == "round_prefer_ceil") i = std::floor(x + 0.5);
+    else i = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x);  // round_prefer_floor
+    return std::clamp<std::int64_t>(static_cast<std::int64_t>(i), 0, in - 1);
+  }
+
+  void resize(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    const bool upsample = r.op() == "Upsample";
+    const std::size_t rank = x.shape.size();
+    std::vector<double> scales;
+    shape_t sizes;
+    if (upsample && result_.opset < 9) {
+      for (float f : r.get_floats("scales")) scales.push_back(f);
+    } else {
+      const int scales_at = upsample || result_.opset < 11 ? 1 : 2;
+      if (const value* s = constant_input(r, scales_at, false)) scales = double_values(*s->constant);
+      if (!upsample && result_.opset >= 11)
+        if (const value* z = constant_input(r, 3, false)) sizes = int64_values(*z->constant);
+    }
+    if (!sizes.empty() && sizes.size() != rank)
+      r.fail(errc::invalid_argument, "sizes " + memfmt::detail::dims_to_string(sizes) + " for a rank " + std::to_string(rank) +
+                                         " input");
+    if (sizes.empty() && scales.size() != rank)
+      r.fail(errc::invalid_argument, "needs " + std::to_string(rank) + " scales or sizes, has " +
+                                         std::to_string(scales.size()) + " scales");
+    if (sizes.empty())
+      for (std::size_t d = 0; d < rank; ++d) {
+        if (!(scales[d] > 0.0)) r.fail(errc::invalid_argument, "scale " + std::to_string(scales[d]) + " must be positive");
+        sizes.push_back(static_cast<std::int64_t>(std::floor(static_cast<double>(x.shape[d]) * scales[d])));
+      }
+    if (sizes[0] != x.shape[0] || sizes[1] != x.shape[1]) throw not_expressible{"resizing N or C"};
+    std::string mode = r.get_choice("mode", "nearest", {"nearest", "linear", "bilinear", "cubic"});
+    if (mode == "bilinear") mode = "linear";
+    const std::string coord = upsample || result_.opset < 11
+                                  ? std::string("asymmetric")
+                                  : r.get_choice("coordinate_transformation_mode", "half_pixel",
+                                                 {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                                  "tf_half_pixel_for_nn", "tf_crop_and_resize"});
+    const std::string rounding = upsample || result_.opset < 11
+                                     ? std::string("floor")
+                                     : r.get_choice("nearest_mode", "round_prefer_floor",
+                                                    {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
+    if (mode == "cubic") throw not_expressible{"cubic resizing"};
+    if (coord == "tf_crop_and_resize") throw not_expressible{"tf_crop_and_resize"};
+    if (r.get_int("exclude_outside", 0) != 0) throw not_expressible{"exclude_outside 1"};
+    memfmt::upsample_params p;
+    p.mode = mode == "nearest" ? memfmt::resample_mode::nearest : memfmt::resample_mode::linear;
+    for (std::size_t d = 2; d < rank; ++d) {
+      const std::int64_t in = x.shape[d], out = sizes[d];
+      if (out <= 0) r.fail(errc::invalid_argument, "output size " + memfmt::detail::dims_to_string(sizes) + " is not positive");
+      const double scale = scales.empty() ? static_cast<double>(out) / static_cast<double>(in) : scales[d];
+      if (p.mode == memfmt::resample_mode::nearest) {
+        // memfmt reads floor(o * in / out); ONNX's rule must give the same index everywhere.
+        for (std::int64_t o = 0; o < out; ++o)
+          if (onnx_nearest_source(coord, rounding, o, in, out, scale) != o * in / out)
+            throw not_expressible{"nearest resizing with " + coord + " / " + rounding + " picks other pixels than "
+                                  "floor(o * in / out) in dim " + std::to_string(d)};
+      } else if (in != out) {
+        const bool half_pixel = coord == "half_pixel" || (coord == "pytorch_half_pixel" && out > 1);
+        if (!half_pixel || static_cast<double>(in) * scale != static_cast<double>(out))
+          throw not_expressible{"linear resizing with " + coord + " coordinates and scale " + std::to_string(scale) +
+                                " (memfmt's is half-pixel with scale out / in)"};
+      }
+    }
+    const bool lifted = x.lifted();
+    p.output = to_spatial(spatial_of(sizes), lifted, 1);
+    set_tensor(r, net().upsample(layer_name(r, nullptr), *x.node, p), lifted);
+  }
+
+  void pad(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    const std::size_t rank = x.shape.size();
+    const std::string mode = r.get_choice("mode", "constant", {"constant", "reflect", "edge", "wrap"});
+    shape_t pads;
+    double fill = 0.0;
+    if (result_.opset < 11) {
+      pads = r.get_ints("pads");
+      fill = r.get_float("value", 0.f);
+    } else {
+      pads = int64_values(*constant_input(r, 1, true)->constant);
+      fill = scalar_input(r, 2, 0.0);
+    }
+    if (pads.size() != 2 * rank)
+      r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " need " + std::to_string(2 * rank) +
+                                         " entries for input " + memfmt::detail::dims_to_string(x.shape));
+    if (mode == "wrap") throw not_expressible{"wrap padding"};
+    if (pads[0] || pads[1] || pads[rank] || pads[rank + 1]) throw not_expressible{"padding N or C"};
+    for (std::int64_t v : pads)
+      if (v < 0) throw not_expressible{"negative pads (cropping)"};
+    memfmt::pad_params p;
+    p.mode = mode == "constant" ? memfmt::pad_mode::constant
+                                : mode == "reflect" ? memfmt::pad_mode::reflect : memfmt::pad_mode::replicate;
+    p.value = fill;
+    const bool lifted = x.lifted();
+    p.begin = to_spatial(shape_t(pads.begin() + 2, pads.begin() + static_cast<std::ptrdiff_t>(rank)), lifted, 0);
+    p.end = to_spatial(shape_t(pads.begin() + static_cast<std::ptrdiff_t>(rank) + 2, pads.end()), lifted, 0);
+    set_tensor(r, net().pad(layer_name(r, nullptr), *x.node, p), lifted);
+  }
+
+  void flatten_to_matrix(const node_reader& r, const value& x) {
+    if (x.shape.size() == 2) return alias(r.proto().output(0), x);
+    if (x.shape.size() < 3) throw not_expressible{"flattening rank " + std::to_string(x.shape.size())};
+    const graph::node_id id = net().flatten(layer_name(r, nullptr), *x.node);
+    set_tensor(r, r.proto().output(0), id, net().at(id).extents);
+  }
+
+  void flatten(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    if (normalize_axis(r, r.get_int("axis", 1), x.shape.size(), true) != 1)
+      throw not_expressible{"Flatten at an axis other than 1"};
+    flatten_to_matrix(r, x);
+  }
+
+  // Reshape to [N, rest] is flatten; to the same shape, nothing.
+  void reshape(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    const shape_t target = reshape_target(r, x.shape, int64_values(*constant_input(r, 1, true)->constant),
+                                          r.get_int("allowzero", 0) != 0);
+    if (target == x.shape) return alias(r.proto().output(0), x);
+    if (target.size() == 2 && target[0] == x.shape[0]) return flatten_to_matrix(r, x);
+    throw not_expressible{"reshape " + memfmt::detail::dims_to_string(x.shape) + " -> " +
+                          memfmt::detail::dims_to_string(target)};
+  }
+
+  // A linear layer from a [in, out] or [out, in] constant, alpha folded into the weight and beta
+  // into the bias.
+  void linear(const node_reader& r, const value& a, const value& b, bool b_is_out_in, double alpha,
+              const value* c, double beta) {
+    if (a.shape.size() != 2) throw not_expressible{"a matrix product of a rank " + std::to_string(a.shape.size()) + " input"};
+    if (b.shape.size() != 2) throw not_expressible{"a matrix product with a rank " + std::to_string(b.shape.size()) + " weight"};
+    const std::int64_t in = b_is_out_in ? b.shape[1] : b.shape[0], out = b_is_out_in ? b.shape[0] : b.shape[1];
+    if (in != a.shape[1])
+      r.fail(errc::shape_mismatch, "input " + memfmt::detail::dims_to_string(a.shape) + " and weight " +
+                                       memfmt::detail::dims_to_string(b.shape) + " do not multiply");
+    parameter w = make_parameter(b.type, {out, in}, r.label());
+    for (std::int64_t i = 0; i < out; ++i)
+      for (std::int64_t j = 0; j < in; ++j) {
+        const auto src = static_cast<std::size_t>(b_is_out_in ? i * in + j : j * out + i);
+        store_element(w, static_cast<std::size_t>(i * in + j), alpha * element_as_double(*b.constant, src), 0);
+      }
+    std::optional<parameter> bias;
+    if (c) {
+      const std::int64_t n = memfmt::detail::checked_numel(c->shape, "Gemm C");
+      const bool per_output = n == out && (c->shape.size() == 1 || (c->shape.size() == 2 && c->shape[0] == 1));
+      if (n != 1 && !per_output)
+        throw not_expressible{"Gemm C " + memfmt::detail::dims_to_string(c->shape) + " is not a per-output bias"};
+      bias = make_parameter(c->type, {out}, r.label());
+      for (std::int64_t i = 0; i < out; ++i)
+        store_element(*bias, static_cast<std::size_t>(i),
+                      beta * element_as_double(*c->constant, n == 1 ? 0 : static_cast<std::size_t>(i)), 0);
+    }
+    const graph::node_id id = net().linear(layer_name(r, &b), *a.node, out, bias.has_value());
+    std::vector<std::pair<parameter, std::string>> params{{w, b.initializer}};
+    if (bias) params.emplace_back(*bias, c->initializer);
+    bind_parameters(r, id, params);
+    set_tensor(r, r.proto().output(0), id, {a.shape[0], out});
+  }
+
+  void gemm(const node_reader& r) {
+    const value& a = tensor_input(r, 0);
+    const value* b = constant_input(r, 1, true);
+    const value* c = constant_input(r, 2, false);
+    if (r.get_int("transA", 0) != 0) throw not_expressible{"Gemm with transA"};
+    linear(r, a, *b, r.get_int("transB", 0) != 0, r.get_float("alpha", 1.f), c, r.get_float("beta", 1.f));
+  }
+
+  void matmul(const node_reader& r) {
+    const value& a = tensor_input(r, 0);
+    linear(r, a, *constant_input(r, 1, true), false, 1.0, nullptr, 0.0);
+  }
+
+  // Softmax over C (rank >= 3) or the features (rank 2). Before opset 13 the axis splits the input
+  // into [outer, inner] and normalises over inner: the same where the dims after C are 1.
+  void softmax(const node_reader& r, bool log) {
+    const value& x = tensor_input(r, 0);
+    const std::size_t rank = x.shape.size();
+    const std::int64_t axis = normalize_axis(r, r.get_int("axis", result_.opset < 13 ? 1 : -1), rank);
+    bool ok = axis == 1;
+    if (result_.opset < 13)
+      for (std::size_t d = 2; d < rank; ++d) ok = ok && x.shape[d] == 1;
+    if (rank == 2 && axis == 1) ok = true;
+    if (!ok) throw not_expressible{"softmax over axis " + std::to_string(axis) + " of rank " + std::to_string(rank)};
+    memfmt::softmax_params p;
+    p.log = log;
+    set_tensor(r, net().softmax(layer_name(r, nullptr), *x.node, p), x.lifted());
+  }
+
+  void dropout(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_single_output(r);
+    double ratio = r.get_float("ratio", 0.5f);
+    if (result_.opset >= 12) {
+      ratio = scalar_input(r, 1, 0.5);
+      if (scalar_input(r, 2, 0.0) != 0.0) throw not_expressible{"Dropout in training mode"};
+    }
+    set_tensor(r, net().dropout(layer_name(r, nullptr), *x.node, ratio), x.lifted());
+  }
+
+  const ::onnx::ModelProto& model_;
+  const import_options& options_;
+  imported_model result_;
+  std::map<std::string, value> values_;
+  std::map<std::string, shape_t> onnx_shapes_;
+  std::set<std::string> reserved_;
+  std::string current_onnx_name_;
+};
+
+}  // namespace detail
+
+inline imported_model import_model(const ::onnx::ModelProto& model, const import_options& options) {
+  return detail::importer(model, options).run();
+}
+
+// A serialized ModelProto; `what` names it in messages.
+inline imported_model import_bytes(std::string_view bytes, const import_options& options = {},
+                                   const std::string& what = "ONNX model") {
+  ::onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    memfmt::detail::fail(errc::invalid_argument, what + ": not a serialized ONNX ModelProto (" +
+                                                     std::to_string(bytes.size()) + " bytes)");
+  if (!model.has_graph()) memfmt::detail::fail(errc::invalid_argument, what + ": the model has no graph");
+  return import_model(model, options);
+}
+
+inline imported_model import_file(const std::string& path, const import_options& options = {}) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) memfmt::detail::fail(errc::invalid_argument, "cannot open ONNX model '" + path + "'");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return import_bytes(bytes, options, "'" + path + "'");
+}
+
+}  // namespace memfmt::onnx

@@ -1,0 +1,43 @@
+"""Small torchvision-shaped models for the committed ONNX fixtures (tools/export_onnx.py MODULE:ATTR).
+
+Built from torchvision's own blocks at reduced width so the files stay small; the layer structure
+(stem, max pooling, residual blocks, depthwise inverted residuals with ReLU6, classifier) is theirs.
+"""
+import torch
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+
+
+def small_resnet18(num_classes=10, scale=16):
+    """ResNet-18's graph (BasicBlock x [2, 2, 2, 2]) with the widths divided by `scale`."""
+    model = ResNet(BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
+
+    def narrow(m):
+        for name, child in m.named_children():
+            if isinstance(child, torch.nn.Conv2d):
+                setattr(m, name, torch.nn.Conv2d(max(child.in_channels // scale, 3 if child.in_channels == 3 else 1),
+                                                 child.out_channels // scale, child.kernel_size, child.stride,
+                                                 child.padding, bias=child.bias is not None))
+            elif isinstance(child, torch.nn.BatchNorm2d):
+                setattr(m, name, torch.nn.BatchNorm2d(child.num_features // scale))
+            elif isinstance(child, torch.nn.Linear):
+                setattr(m, name, torch.nn.Linear(child.in_features // scale, child.out_features))
+            else:
+                narrow(child)
+        return m
+
+    return narrow(model)
+
+
+def small_mobilenet_v2(num_classes=10):
+    """MobileNetV2 at width 0.25 with one block per stage and a 128-channel last conv."""
+    setting = [[1, 16, 1, 1], [6, 24, 1, 2], [6, 32, 2, 2], [6, 64, 1, 2], [6, 96, 1, 1], [6, 160, 1, 2], [6, 320, 1, 1]]
+    model = torchvision.models.MobileNetV2(num_classes=num_classes, width_mult=0.25,
+                                           inverted_residual_setting=setting)
+    last = model.features[-1]
+    in_channels = last[0].in_channels
+    model.features[-1] = torchvision.ops.Conv2dNormActivation(in_channels, 128, kernel_size=1,
+                                                              norm_layer=torch.nn.BatchNorm2d,
+                                                              activation_layer=torch.nn.ReLU6)
+    model.classifier[1] = torch.nn.Linear(128, num_classes)
+    return model

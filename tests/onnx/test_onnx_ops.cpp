@@ -1,0 +1,413 @@
+// Per-op import: models built in memory with the ONNX protobuf API. The truths are ONNX's operator
+// definitions (output shapes also checked by the importer against ONNX's own shape inference) and
+// the values of the initializers the models carry.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../common/expect_error.hpp"
+#include "memfmt/onnx/import.hpp"
+#include "onnx_builder.hpp"
+
+namespace {
+
+using memfmt::graph::node;
+using memfmt::graph::node_kind;
+using memfmt::onnx::import_model;
+using memfmt::onnx::imported_model;
+using memfmt_test::onnx_builder;
+using dims = std::vector<std::int64_t>;
+
+const node& only(const imported_model& m, node_kind kind) {
+  const node* found = nullptr;
+  for (const node& n : m.network.nodes())
+    if (n.kind == kind) {
+      EXPECT_EQ(found, nullptr) << "more than one " << memfmt::graph::to_string(kind);
+      found = &n;
+    }
+  if (!found) throw std::runtime_error(std::string("no node of kind ") + memfmt::graph::to_string(kind));
+  return *found;
+}
+
+const node& output_of(const imported_model& m, const std::string& name) {
+  return m.network.at(m.network.at(*m.network.find(name)).inputs.at(0));
+}
+
+TEST(OnnxImport, ConvNonSquareDilatedGroupedWithAsymmetricPadsInsertsAPad) {
+  onnx_builder b;
+  b.input("x", {2, 4, 9, 11}).floats("w", {6, 2, 1, 3}).floats("bias", {6}).output("y");
+  b.node("Conv", {"x", "w", "bias"}, {"y"}, "conv")
+      .attr("group", std::int64_t{2})
+      .attr("strides", dims{2, 1})
+      .attr("dilations", dims{1, 2})
+      .attr("pads", dims{0, 1, 1, 3});
+  const imported_model m = import_model(b.model());
+  const node& c = only(m, node_kind::conv);
+  const auto& a = c.get<memfmt::graph::conv_attrs>();
+  EXPECT_EQ(a.out_channels, 6);
+  EXPECT_EQ(a.params.groups, 2);
+  EXPECT_EQ((std::vector<std::int64_t>{a.kernel[0], a.kernel[1]}), (dims{1, 3}));
+  EXPECT_EQ(a.params.stride[0], 2);
+  EXPECT_EQ(a.params.dilation[1], 2);
+  // ONNX: H = (9 + 0 + 1 - 1) / 2 + 1 = 5, W = (11 + 1 + 3 - 5) / 1 + 1 = 11.
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 6, 5, 11}));
+  if (!memfmt::onnx::detail::conv_pads_per_side) {
+    const node& p = only(m, node_kind::pad);
+    const auto& pp = p.get<memfmt::pad_params>();
+    EXPECT_EQ(pp.begin[0] + pp.end[0] + 2 * a.params.padding[0], 1);
+    EXPECT_EQ(pp.begin[1] + pp.end[1] + 2 * a.params.padding[1], 4);
+  }
+  EXPECT_TRUE(m.runnable());
+  const auto& w = m.parameters.at("conv.weight");
+  EXPECT_EQ(w.shape, (dims{6, 2, 1, 3}));
+  EXPECT_EQ(w.values<float>().at(5), 5.f);
+  EXPECT_EQ(m.source.at("conv.weight"), "w");
+  EXPECT_EQ(m.parameters.at("conv.bias").shape, (dims{6}));
+}
+
+TEST(OnnxImport, ConvSameUpperStride2) {
+  onnx_builder b;
+  b.input("x", {1, 3, 7, 8}).floats("w", {4, 3, 3, 3}).output("y");
+  b.node("Conv", {"x", "w"}, {"y"}).attr("strides", dims{2, 2}).attr("auto_pad", std::string("SAME_UPPER"));
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").extents, (dims{1, 4, 4, 4}));  // ceil(7 / 2), ceil(8 / 2)
+}
+
+TEST(OnnxImport, Conv1dLiftsToHeightOne) {
+  onnx_builder b;
+  b.input("x", {2, 3, 10}).floats("w", {5, 3, 3}).output("y");
+  b.node("Conv", {"x", "w"}, {"y"}, "c1").attr("pads", dims{1, 1}).attr("strides", dims{2});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(m.network.at(*m.network.find("x")).extents, (dims{2, 3, 1, 10}));
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 5, 1, 5}));
+  EXPECT_EQ(m.parameters.at("c1.weight").shape, (dims{5, 3, 1, 3}));
+  EXPECT_EQ(m.inputs.at(0).shape, (dims{2, 3, 10}));
+  EXPECT_EQ(m.outputs.at(0).shape, (dims{2, 5, 5}));
+}
+
+TEST(OnnxImport, Conv3d) {
+  onnx_builder b;
+  b.input("x", {1, 2, 4, 5, 6}).floats("w", {3, 2, 3, 1, 3}).output("y");
+  b.node("Conv", {"x", "w"}, {"y"}).attr("pads", dims{1, 0, 1, 1, 0, 1});
+  EXPECT_EQ(output_of(import_model(b.model()), "y").extents, (dims{1, 3, 4, 5, 6}));
+}
+
+TEST(OnnxImport, ConvTransposeOutputPaddingAndOutputShape) {
+  onnx_builder b;
+  b.input("x", {1, 4, 5, 5}).floats("w", {4, 3, 3, 3}).output("y").output("z");
+  b.node("ConvTranspose", {"x", "w"}, {"y"}, "up")
+      .attr("strides", dims{2, 2})
+      .attr("pads", dims{1, 1, 1, 1})
+      .attr("output_padding", dims{1, 0});
+  b.node("ConvTranspose", {"x", "w"}, {"z"}, "up2").attr("strides", dims{2, 2}).attr("output_shape", dims{10, 10});
+  const imported_model m = import_model(b.model());
+  // (5 - 1) * 2 - 2 + 3 + output_padding + 0 ... = 9 + 1 = 10 and 9.
+  EXPECT_EQ(output_of(m, "y").extents, (dims{1, 3, 10, 9}));
+  EXPECT_EQ(output_of(m, "z").extents, (dims{1, 3, 10, 10}));
+  EXPECT_EQ(m.parameters.at("up.weight").shape, (dims{4, 3, 3, 3}));
+}
+
+TEST(OnnxImport, BatchNormKeptSeparateWithPyTorchMomentumAndNames) {
+  onnx_builder b;
+  b.input("x", {1, 3, 4, 4}).output("y");
+  b.floats("bn.weight", {3}, 1.f).floats("bn.bias", {3}, 0.5f).floats("bn.running_mean", {3}).floats("bn.running_var", {3}, 1.f);
+  b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"}, "BN_0")
+      .attr_f("epsilon", 1e-3f)
+      .attr_f("momentum", 0.75f);
+  const imported_model m = import_model(b.model());
+  const node& n = only(m, node_kind::batch_norm);
+  EXPECT_EQ(n.name, "bn");  // the module path of the state_dict names
+  EXPECT_NEAR(n.get<memfmt::batch_norm_params>().momentum, 0.25, 1e-7);
+  EXPECT_NEAR(n.get<memfmt::batch_norm_params>().epsilon, 1e-3, 1e-9);
+  EXPECT_EQ(m.parameters.at("bn.running_var").values<float>(), (std::vector<float>{1.f, 2.f, 3.f}));
+  EXPECT_EQ(m.parameters.at("bn.num_batches_tracked").type, memfmt::dtype::int64);
+}
+
+TEST(OnnxImport, ClipFromConstantInputsAndAttributes) {
+  onnx_builder b;
+  b.input("x", {1, 2, 3, 3}).output("y").output("z").output("u");
+  b.scalar("lo", 0.f).scalar("hi", 6.f).scalar("neg", -1.f);
+  b.node("Clip", {"x", "lo", "hi"}, {"y"});
+  b.node("Clip", {"x", "lo"}, {"z"});
+  b.node("Clip", {"x", "neg", "hi"}, {"u"}, "clip_other");
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").get<memfmt::activation>(), memfmt::activation::relu6);
+  EXPECT_EQ(output_of(m, "z").get<memfmt::activation>(), memfmt::activation::relu);
+  ASSERT_EQ(m.unsupported.size(), 1u);  // Clip(-1, 6) is no memfmt activation
+  EXPECT_EQ(m.unsupported[0].op, "Clip");
+  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+
+  onnx_builder old(10);
+  old.input("x", {1, 2, 3, 3}).output("y");
+  old.node("Clip", {"x"}, {"y"}).attr_f("min", 0.f).attr_f("max", 6.f);
+  EXPECT_EQ(output_of(import_model(old.model()), "y").get<memfmt::activation>(), memfmt::activation::relu6);
+}
+
+// torch.onnx's F.pad and F.interpolate compute pads and scales at run time from Shape, Gather,
+// Concat, Cast ...; every shape is known at import, so the chain is folded and the Pad reads a constant.
+TEST(OnnxImport, PadFromAConstantSubgraphIsFolded) {
+  onnx_builder c;
+  c.input("x", {1, 2, 5, 6}).output("y");
+  c.node("Shape", {"x"}, {"s"});
+  c.ints("i2", {2}, true).ints("four", {4}, true).ints("z2", {0, 0}, true).ints("z3", {0, 0, 0}, true);
+  c.node("Gather", {"s", "i2"}, {"h"}).attr("axis", std::int64_t{0});  // [5]
+  c.node("Sub", {"h", "four"}, {"one"});                               // [1]
+  c.node("Add", {"one", "one"}, {"two"});                              // [2]
+  c.node("Concat", {"z2", "one", "one", "z3", "two"}, {"raw"}).attr("axis", std::int64_t{0});
+  c.node("Cast", {"raw"}, {"pads"}).attr("to", std::int64_t{::onnx::TensorProto::INT64});
+  c.node("Pad", {"x", "pads"}, {"y"}).attr("mode", std::string("reflect"));
+  const imported_model m = import_model(c.model());
+  const auto& p = only(m, node_kind::pad).get<memfmt::pad_params>();
+  EXPECT_EQ(p.mode, memfmt::pad_mode::reflect);
+  EXPECT_EQ(p.begin[0], 1);
+  EXPECT_EQ(p.begin[1], 1);
+  EXPECT_EQ(p.end[0], 0);
+  EXPECT_EQ(p.end[1], 2);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{1, 2, 6, 9}));
+  EXPECT_TRUE(m.runnable());
+  EXPECT_EQ(m.network.size(), 3u);  // input, pad, output: the shape arithmetic left no node
+}
+
+// The movement ops of shape arithmetic, evaluated on small constants (numpy's results by hand).
+TEST(OnnxFold, TransposeSliceGatherUnsqueezeConstantOfShape) {
+  using memfmt::onnx::parameter;
+  const auto run = [](onnx_builder& b, std::vector<const parameter*> in) {
+    const ::onnx::NodeProto& n = b.model().graph().node(b.model().graph().node_size() - 1);
+    const memfmt::onnx::detail::node_reader r(n, "test");
+    return memfmt::onnx::detail::fold(r, in, 13).value().at(0);
+  };
+  parameter x = memfmt::onnx::int64_vector({0, 1, 2, 3, 4, 5});
+  x.shape = {2, 3};
+  onnx_builder b;
+  b.node("Transpose", {"x"}, {"t"});
+  parameter t = run(b, {&x});
+  EXPECT_EQ(t.shape, (dims{3, 2}));
+  EXPECT_EQ(memfmt::onnx::int64_values(t), (dims{0, 3, 1, 4, 2, 5}));
+  const parameter starts = memfmt::onnx::int64_vector({-1}), ends = memfmt::onnx::int64_vector({-100}),
+                  axes = memfmt::onnx::int64_vector({1}), steps = memfmt::onnx::int64_vector({-2});
+  b.node("Slice", {"x", "s", "e", "a", "st"}, {"y"});
+  const parameter sl = run(b, {&x, &starts, &ends, &axes, &steps});
+  EXPECT_EQ(sl.shape, (dims{2, 2}));
+  EXPECT_EQ(memfmt::onnx::int64_values(sl), (dims{2, 0, 5, 3}));
+  const parameter idx = memfmt::onnx::int64_vector({-1, 0});
+  b.node("Gather", {"x", "i"}, {"g"}).attr("axis", std::int64_t{1});
+  const parameter g = run(b, {&x, &idx});
+  EXPECT_EQ(g.shape, (dims{2, 2}));
+  EXPECT_EQ(memfmt::onnx::int64_values(g), (dims{2, 0, 5, 3}));
+  const parameter uaxes = memfmt::onnx::int64_vector({0, 3});
+  b.node("Unsqueeze", {"x", "a"}, {"u"});
+  EXPECT_EQ(run(b, {&x, &uaxes}).shape, (dims{1, 2, 3, 1}));
+  const parameter shape = memfmt::onnx::int64_vector({2, 2});
+  b.node("ConstantOfShape", {"s"}, {"c"});
+  const parameter c = run(b, {&shape});
+  EXPECT_EQ(c.type, memfmt::dtype::float32);
+  EXPECT_EQ(c.values<float>(), (std::vector<float>{0.f, 0.f, 0.f, 0.f}));
+}
+
+TEST(OnnxImport, ResizeNearestAndLinear) {
+  onnx_builder b;
+  b.input("x", {1, 2, 4, 5}).output("y").output("z").output("u").output("v");
+  b.node("Constant", {}, {"roi"});
+  {
+    ::onnx::TensorProto t;
+    t.set_data_type(::onnx::TensorProto::FLOAT);
+    t.add_dims(0);
+    b.attr_tensor("value", t);
+  }
+  ::onnx::TensorProto scales;
+  scales.set_data_type(::onnx::TensorProto::FLOAT);
+  scales.add_dims(4);
+  for (float s : {1.f, 1.f, 2.f, 2.f}) scales.add_float_data(s);
+  b.node("Constant", {}, {"scales"}).attr_tensor("value", scales);
+  b.node("Resize", {"x", "roi", "scales"}, {"y"})
+      .attr("mode", std::string("nearest"))
+      .attr("coordinate_transformation_mode", std::string("asymmetric"))
+      .attr("nearest_mode", std::string("floor"));
+  b.node("Resize", {"x", "roi", "scales"}, {"z"}).attr("mode", std::string("linear"));
+  b.node("Resize", {"x", "roi", "scales"}, {"u"}).attr("mode", std::string("cubic"));
+  // asymmetric + round_prefer_floor picks pixel 1 for output 1 at scale 2 (0.5 rounds down: 0);
+  // output 3 reads 1.5 -> 1 as floor does; but at scale 3 output 2 reads 0.67 -> 1, not floor's 0.
+  ::onnx::TensorProto s3 = scales;
+  s3.set_float_data(2, 3.f);
+  s3.set_float_data(3, 3.f);
+  b.node("Constant", {}, {"s3"}).attr_tensor("value", s3);
+  b.node("Resize", {"x", "roi", "s3"}, {"v"})
+      .attr("mode", std::string("nearest"))
+      .attr("coordinate_transformation_mode", std::string("asymmetric"));
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").kind, node_kind::upsample);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{1, 2, 8, 10}));
+  EXPECT_EQ(output_of(m, "z").get<memfmt::upsample_params>().mode, memfmt::resample_mode::linear);
+  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "v").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "v").extents, (dims{1, 2, 12, 15}));
+  EXPECT_EQ(m.unsupported.size(), 2u);
+}
+
+TEST(OnnxImport, PoolingCeilModeAndCountIncludePad) {
+  onnx_builder b;
+  b.input("x", {1, 2, 6, 7}).output("y").output("z");
+  b.node("MaxPool", {"x"}, {"y"}).attr("kernel_shape", dims{3, 3}).attr("strides", dims{2, 2}).attr("ceil_mode", std::int64_t{1});
+  b.node("AveragePool", {"x"}, {"z"})
+      .attr("kernel_shape", dims{3, 2})
+      .attr("pads", dims{1, 0, 1, 1})
+      .attr("count_include_pad", std::int64_t{1});
+  const imported_model m = import_model(b.model());
+  const node& y = output_of(m, "y");
+  EXPECT_EQ(y.extents, (dims{1, 2, 3, 3}));
+  EXPECT_TRUE(y.get<memfmt::pool_params>().ceil_mode);
+  const auto& z = output_of(m, "z").get<memfmt::pool_params>();
+  EXPECT_EQ(z.kind, memfmt::pool_kind::average);
+  EXPECT_TRUE(z.count_include_pad);
+  EXPECT_EQ(z.padding_end[1], 1);
+  EXPECT_EQ(output_of(m, "z").extents, (dims{1, 2, 6, 7}));
+}
+
+TEST(OnnxImport, ReduceMeanOverSpatialAxesIsGlobalPooling) {
+  onnx_builder b(13);
+  b.input("x", {2, 3, 4, 5}).output("y").output("z").output("u");
+  b.node("ReduceMean", {"x"}, {"y"}).attr("axes", dims{-1, -2});
+  b.node("ReduceMean", {"x"}, {"z"}).attr("axes", dims{2, 3}).attr("keepdims", std::int64_t{0});
+  b.node("ReduceMean", {"x"}, {"u"}).attr("axes", dims{1});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").kind, node_kind::global_pool);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 3, 1, 1}));
+  EXPECT_EQ(output_of(m, "z").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "z").extents, (dims{2, 3}));
+  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+}
+
+TEST(OnnxImport, SplitAndSliceOnChannels) {
+  onnx_builder b;
+  b.input("x", {1, 6, 2, 2}).output("a").output("b").output("c");
+  b.ints("sizes", {2, 4});
+  b.node("Split", {"x", "sizes"}, {"a", "b"}, "sp").attr("axis", std::int64_t{1});
+  b.ints("st", {1}).ints("en", {5}).ints("ax", {1});
+  b.node("Slice", {"x", "st", "en", "ax"}, {"c"});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "a").get<memfmt::graph::slice_attrs>().end, 2);
+  EXPECT_EQ(output_of(m, "b").get<memfmt::graph::slice_attrs>().begin, 2);
+  EXPECT_EQ(output_of(m, "c").extents, (dims{1, 4, 2, 2}));
+  EXPECT_TRUE(m.runnable());
+}
+
+TEST(OnnxImport, GemmAndMatMulWeightsAreOutByIn) {
+  onnx_builder b;
+  b.input("x", {2, 3}).floats("B", {3, 4}).floats("C", {4}, 10.f).output("y").output("z");
+  b.node("Gemm", {"x", "B", "C"}, {"y"}, "fc").attr_f("alpha", 2.f);
+  b.node("MatMul", {"x", "B"}, {"z"}, "mm");
+  const imported_model m = import_model(b.model());
+  // B[j][i] = 4 j + i; the linear weight W[i][j] = alpha * B[j][i].
+  const auto w = m.parameters.at("fc.weight").values<float>();
+  EXPECT_EQ(m.parameters.at("fc.weight").shape, (dims{4, 3}));
+  EXPECT_EQ(w[1 * 3 + 2], 2.f * (4 * 2 + 1));
+  EXPECT_EQ(m.parameters.at("fc.bias").values<float>()[3], 13.f);
+  EXPECT_EQ(m.parameters.at("mm.weight").values<float>()[1 * 3 + 2], 9.f);
+  EXPECT_EQ(output_of(m, "z").extents, (dims{2, 4}));
+}
+
+TEST(OnnxImport, FlattenReshapeSoftmaxDropoutIdentity) {
+  onnx_builder b;
+  b.input("x", {2, 3, 2, 2}).output("y").output("s");
+  b.node("Identity", {"x"}, {"i"});
+  b.node("Dropout", {"i"}, {"d"});
+  b.ints("shape", {0, -1});
+  b.node("Reshape", {"d", "shape"}, {"y"}, "flat");
+  b.node("Softmax", {"x"}, {"s"}).attr("axis", std::int64_t{1});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 12}));
+  EXPECT_EQ(output_of(m, "s").kind, node_kind::softmax);
+  EXPECT_TRUE(m.runnable());
+}
+
+TEST(OnnxImport, SqueezeExcitationBroadcastMul) {
+  onnx_builder b;
+  b.input("x", {2, 4, 5, 5}).output("y");
+  b.node("GlobalAveragePool", {"x"}, {"g"});
+  b.node("Sigmoid", {"g"}, {"s"});
+  b.node("Mul", {"x", "s"}, {"y"});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").get<memfmt::binary_op>(), memfmt::binary_op::mul);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 4, 5, 5}));
+}
+
+TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
+  onnx_builder b;
+  b.input("x", {1, 2, 3, 3}).output("y");
+  b.node("LeakyRelu", {"x"}, {"l"}, "leaky");
+  b.node("Relu", {"l"}, {"y"});
+  const imported_model m = import_model(b.model());
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_EQ(m.unsupported[0].op, "LeakyRelu");
+  EXPECT_EQ(m.unsupported[0].node, "leaky");
+  const node& o = m.network.at(*m.network.find("leaky"));
+  EXPECT_EQ(o.kind, node_kind::opaque);
+  EXPECT_EQ(o.extents, (dims{1, 2, 3, 3}));
+  EXPECT_FALSE(m.runnable());
+}
+
+TEST(OnnxImport, SymbolicBatchTakesTheOption) {
+  onnx_builder b;
+  b.input_symbolic_batch("x", {3, 4, 4}).floats("w", {2, 3, 1, 1}).output("y");
+  b.node("Conv", {"x", "w"}, {"y"});
+  memfmt::onnx::import_options o;
+  o.batch = 5;
+  EXPECT_EQ(output_of(import_model(b.model(), o), "y").extents, (dims{5, 2, 4, 4}));
+}
+
+TEST(OnnxImportErrors, MalformedModelsNameTheNodeAndValues) {
+  using memfmt::errc;
+  using memfmt_test::expect_error;
+  expect_error([] { memfmt::onnx::import_bytes("this is not protobuf \x01\x02\xff"); }, errc::invalid_argument,
+               {"not a serialized ONNX ModelProto"});
+  const auto conv = [](std::vector<std::int64_t> w_dims) {
+    onnx_builder b;
+    b.input("x", {1, 3, 4, 4}).floats("w", w_dims).output("y");
+    b.node("Conv", {"x", "w"}, {"y"}, "c");
+    return b;
+  };
+  {
+    onnx_builder b;
+    b.input("x", {1, 3, 4, 4}).output("y");
+    b.node("Conv", {"x", "missing_w"}, {"y"}, "c");
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'c' (Conv)", "'missing_w'"});
+  }
+  expect_error([&] { import_model(conv({2, 3, 3}).model()); }, errc::invalid_argument, {"'c' (Conv)", "[2, 3, 3]"});
+  {
+    onnx_builder b = conv({2, 3, 3, 3});
+    b.model().mutable_graph()->mutable_node(0)->add_attribute()->set_name("auto_pad");
+    b.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_type(::onnx::AttributeProto::STRING);
+    b.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_s("SOMETIMES");
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'c' (Conv)", "auto_pad = 'SOMETIMES'"});
+  }
+  {
+    onnx_builder b = conv({2, 3, 3, 3});
+    b.select_last_node().attr("strides", std::string("2"));
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"strides has type STRING"});
+  }
+  {
+    onnx_builder b = conv({2, 3, 3, 3});
+    b.select_last_node().attr("kernel_shape", dims{2, 2});
+    expect_error([&] { import_model(b.model()); }, errc::shape_mismatch, {"kernel_shape [2, 2]", "[3, 3]"});
+  }
+  {
+    onnx_builder b = conv({2, 3, 1, 1});  // float_data shorter than the dims say
+    b.model().mutable_graph()->mutable_initializer(0)->add_dims(2);
+    expect_error([&] { import_model(b.model()); }, errc::shape_mismatch, {"'w'", "needs 12 elements, float_data holds 6"});
+  }
+  {
+    onnx_builder b = conv({2, 3, 1, 1});  // dims claiming 2^60 elements over 6 stored: refused, not allocated
+    b.model().mutable_graph()->mutable_initializer(0)->set_dims(0, std::int64_t{1} << 60);
+    expect_error([&] { import_model(b.model()); }, errc::overflow, {"'w'"});
+  }
+  {
+    onnx_builder b;  // a rank-1 input cannot be a network value
+    b.input("x", {7}).output("y");
+    b.node("Relu", {"x"}, {"y"});
+    expect_error([&] { import_model(b.model()); }, errc::unsupported, {"'x' [7] has rank 1"});
+  }
+}
+
+}  // namespace
