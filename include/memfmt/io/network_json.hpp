@@ -114,7 +114,25 @@ E named(const enum_names<E, N>& table, const json& j, const char* key, const std
 
 inline json triple_json(const spatial3& a) { return json::array({a[0], a[1], a[2]}); }
 
-inline json attrs_json(const graph::network& net, const graph::node& n) {
+// The attributes conv and conv_transpose share (conv_attrs, conv_transpose_attrs).
+template <class A>
+json conv_json(const A& c) {
+  return {{"out_channels", c.out_channels}, {"kernel", triple_json(c.kernel)}, {"stride", triple_json(c.params.stride)},
+          {"padding", triple_json(c.params.padding)}, {"dilation", triple_json(c.params.dilation)},
+          {"groups", c.params.groups}, {"bias", c.bias}};
+}
+template <class A>
+void read_conv(const json& a, const std::string& at, A& c) {
+  c.out_channels = integer(a, "out_channels", at);
+  c.kernel = triple(a, "kernel", at);
+  c.params.stride = triple(a, "stride", at);
+  c.params.padding = triple(a, "padding", at);
+  c.params.dilation = triple(a, "dilation", at);
+  c.params.groups = integer(a, "groups", at);
+  c.bias = boolean(a, "bias", at);
+}
+
+inline json attrs_json(const graph::node& n) {
   using graph::node_kind;
   json a = json::object();
   const auto pinned_format = [&] {
@@ -124,18 +142,11 @@ inline json attrs_json(const graph::network& net, const graph::node& n) {
   switch (n.kind) {
     case node_kind::input: a["format"] = pinned_format(); break;
     case node_kind::output: a["format"] = pinned_format(); break;
-    case node_kind::conv: {
-      const auto& c = n.get<graph::conv_attrs>();
-      a = {{"out_channels", c.out_channels}, {"kernel", triple_json(c.kernel)}, {"stride", triple_json(c.params.stride)},
-           {"padding", triple_json(c.params.padding)}, {"dilation", triple_json(c.params.dilation)},
-           {"groups", c.params.groups}, {"bias", c.bias}};
-      break;
-    }
+    case node_kind::conv: a = conv_json(n.get<graph::conv_attrs>()); break;
     case node_kind::conv_transpose: {
       const auto& c = n.get<graph::conv_transpose_attrs>();
-      a = {{"out_channels", c.out_channels}, {"kernel", triple_json(c.kernel)}, {"stride", triple_json(c.params.stride)},
-           {"padding", triple_json(c.params.padding)}, {"dilation", triple_json(c.params.dilation)},
-           {"groups", c.params.groups}, {"output_padding", triple_json(c.output_padding)}, {"bias", c.bias}};
+      a = conv_json(c);
+      a["output_padding"] = triple_json(c.output_padding);
       break;
     }
     case node_kind::batch_norm: {
@@ -185,7 +196,6 @@ inline json attrs_json(const graph::network& net, const graph::node& n) {
     case node_kind::concat:
     case node_kind::flatten: break;
   }
-  (void)net;
   return a;
 }
 
@@ -219,26 +229,14 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
     case node_kind::conv: {
       arity(1);
       graph::conv_attrs c;
-      c.out_channels = integer(a, "out_channels", at);
-      c.kernel = triple(a, "kernel", at);
-      c.params.stride = triple(a, "stride", at);
-      c.params.padding = triple(a, "padding", at);
-      c.params.dilation = triple(a, "dilation", at);
-      c.params.groups = integer(a, "groups", at);
-      c.bias = boolean(a, "bias", at);
+      read_conv(a, at, c);
       return net.conv(name, in[0], c);
     }
     case node_kind::conv_transpose: {
       arity(1);
       graph::conv_transpose_attrs c;
-      c.out_channels = integer(a, "out_channels", at);
-      c.kernel = triple(a, "kernel", at);
-      c.params.stride = triple(a, "stride", at);
-      c.params.padding = triple(a, "padding", at);
-      c.params.dilation = triple(a, "dilation", at);
-      c.params.groups = integer(a, "groups", at);
+      read_conv(a, at, c);
       c.output_padding = triple(a, "output_padding", at);
-      c.bias = boolean(a, "bias", at);
       return net.conv_transpose(name, in[0], c);
     }
     case node_kind::batch_norm: {
@@ -349,7 +347,7 @@ inline nlohmann::json network_to_json(const graph::network& net) {
                       {"priority", p.priority}, {"origin", p.origin}});
     nodes.push_back({{"name", n.name}, {"kind", detail::kind_names(n.kind)}, {"inputs", inputs},
                      {"extents", n.extents}, {"dtype", detail::dtype_names(n.type)},
-                     {"attrs", detail::attrs_json(net, n)}, {"pins", pins}});
+                     {"attrs", detail::attrs_json(n)}, {"pins", pins}});
   }
   return {{"format", "memfmt.network"}, {"version", network_format_version}, {"nodes", nodes}};
 }
@@ -374,6 +372,8 @@ inline graph::network network_from_json(const nlohmann::json& j) {
       const graph::family f = detail::named(detail::family_names, p, "format", where + " pin");
       const bool mandatory = detail::boolean(p, "mandatory", where + " pin");
       const auto priority = detail::integer(p, "priority", where + " pin");
+      if (priority < 0 || priority > 1'000'000)
+        detail::bad(where + " pin", "key 'priority' is " + std::to_string(priority) + ", must be in [0, 1000000]");
       const std::string origin = detail::text(p, "origin", where + " pin");
       bool present = false;  // the builder's own pins (graph boundaries, barriers)
       for (const graph::pin& q : n.pins)
