@@ -498,3 +498,50 @@ TEST(GraphSolve, AmbiguousValuesAreRelabels) {
 }
 
 }  // namespace
+
+namespace {
+
+// A long network solves without exhausting the stack, and the flip deltas and savings read off the
+// residual graph equal a fresh solve with the node (or the conversion's value and consumers) pinned.
+TEST(GraphSolve, LongChainsSolveAndFlipsMatchPinnedSolves) {
+  models::options o = zoo::sized(memfmt::dtype::float32, 8, 28);
+  o.output_format = family::channels_last;
+  {
+    const network net = models::bottleneck_chain(2000, o);
+    ASSERT_EQ(net.size(), 20002u);
+    const cost_model model(zoo::indifferent_batch_norm());
+    const plan p = solve(net, model);
+    EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+  }
+  for (const bool mixed : {false, true}) {
+    const cost_model model = mixed ? cost_model(zoo::indifferent_batch_norm()) : cost_model();
+    // Every node and conversion of a shorter chain against a fresh solve with a preferred pin whose
+    // penalty outweighs any plan, which makes the pinned format the constrained optimum.
+    const network small = models::bottleneck_chain(8, o);
+    const plan ps = solve(small, model);
+    for (node_id id = 0; id < small.size(); ++id) {
+      if (!ps.nodes[id].format) continue;
+      network pinned = small;
+      const family flipped = other(*ps.format(id));
+      if (!model.allowed(small, id, flipped)) {
+        EXPECT_FALSE(ps.nodes[id].flip_delta.has_value()) << small.at(id).name;
+        continue;
+      }
+      pinned.pin_format(id, flipped, false, 1'000'000, "flip");
+      ASSERT_TRUE(ps.nodes[id].flip_delta.has_value()) << small.at(id).name;
+      const plan alt = solve(pinned, model);
+      ASSERT_EQ(alt.format(id), flipped);
+      EXPECT_EQ(alt.total() - alt.pin_penalty, ps.total() + *ps.nodes[id].flip_delta) << small.at(id).name;
+    }
+    for (const conversion& c : ps.conversions) {
+      network pinned = small;
+      for (node_id u : c.consumers) pinned.pin_format(u, c.from, false, 1'000'000, "keep");
+      pinned.pin_format(c.value, c.from, false, 1'000'000, "keep");
+      const plan alt = solve(pinned, model);
+      ASSERT_TRUE(c.saves.has_value());
+      EXPECT_EQ(alt.total() - alt.pin_penalty, ps.total() + *c.saves - c.cost) << small.at(c.value).name;
+    }
+  }
+}
+
+}  // namespace

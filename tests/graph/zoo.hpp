@@ -54,4 +54,47 @@ inline plan greedy_plan(const network& net, const cost_model& model, const plan&
   return make_plan(net, model, formats);
 }
 
+inline memfmt::pad_params padding(memfmt::pad_mode mode, std::int64_t p) {
+  memfmt::pad_params q;
+  q.mode = mode;
+  q.begin = q.end = {p, p, p};
+  return q;
+}
+
+// The Mixed module of fixtures/record_eager_formats.py, layer for layer and name for name: layers
+// with and without channels_last support in torch 1.13, operand orders, a barrier, a gate.
+inline network eager_mixed() {
+  using memfmt::activation;
+  network net;
+  node_id h = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_last);
+  h = net.relu("relu", net.batch_norm("bn", net.conv("stem", h, conv_spec(16, 3, 1, 1, 1, true))));
+  conv_transpose_attrs up;
+  up.out_channels = 16;
+  up.kernel = {2, 2, 2};
+  up.params.stride = {2, 2, 2};
+  up.bias = true;
+  h = net.activation("silu", net.batch_norm("bn_up", net.conv_transpose("up", h, up)), activation::silu);
+  h = net.instance_norm("inorm", net.conv("pw", h, conv_spec(16, 1, 1, 0, 1, true)));
+  h = net.pad("rpad", net.conv("dw", h, conv_spec(16, 3, 1, 1, 16, true)), padding(memfmt::pad_mode::reflect, 1));
+  h = net.pad("rep", net.conv("conv3", h, conv_spec(16, 3, 1, 0, 1, true)), padding(memfmt::pad_mode::replicate, 1));
+  h = net.pad("zpad", net.conv("conv4", h, conv_spec(16, 3, 1, 0, 1, true)), padding(memfmt::pad_mode::constant, 1));
+  h = net.max_pool("pool", net.group_norm("gn", net.conv("conv5", h, conv_spec(16, 3, 1, 0, 1, true)), 4), 2, 2);
+  const node_id u = net.upsample("upsample", h, 2);
+  const node_id s = net.softmax("softmax", u);
+  const node_id a = net.add("add_cf_first", s, u);
+  const node_id b = net.add("add_cl_first", u, s);
+  const node_id m = net.concat("cat_mixed", {b, a});
+  net.output("out_cat", net.concat("cat_cf_first", {a, b}), family::channels_first);
+  const node_id c = net.concat("cat_cl", {b, u});
+  const node_id shuffled = net.opaque("shuffle", {c}, {2, 32, 32, 32}, family::channels_first, family::channels_last);
+  h = net.avg_pool("avgpool", net.conv("conv6", shuffled, conv_spec(16, 3, 1, 1, 1, true)), 3, 1, 1);
+  const node_id g = net.activation("gate", net.conv("fc", net.global_pool("gap", h), conv_spec(16, 1, 1, 0, 1, true)),
+                                   activation::sigmoid);
+  const node_id y = net.mul("scale_gate_first", g, net.mul("scale_cl", h, g));
+  const node_id z = net.instance_norm("inorm2", net.conv("conv7", m, conv_spec(16, 3, 1, 1, 1, true)));
+  net.output("out_y", y, family::channels_last);
+  net.output("out_z", net.mul("scale_cf", z, g), family::channels_first);
+  return net;
+}
+
 }  // namespace zoo

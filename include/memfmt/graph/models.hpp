@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -278,6 +279,27 @@ inline network r3d_18(const options& o = {}) {
     }
   }
   h = net.linear("fc", detail::classifier_input(net, h), o.classes ? o.classes : 400);
+  net.output("output", h, o.output_format);
+  return net;
+}
+
+// A synthetic planner workload: `blocks` bottleneck-like residual blocks in a row (conv 1x1, bn,
+// relu, conv 3x3, bn, relu, conv 1x1, bn, add, relu: 10 layers each) between an input and an output,
+// 10 * blocks + 2 nodes. The 1x1 and 3x3 convs prefer different formats under the fp32 priors, so
+// the plan has real choices; the extents stay small, so any length fits in the cost arithmetic.
+inline network bottleneck_chain(std::size_t blocks, const options& o = {}) {
+  detail::check(o, "bottleneck_chain");
+  using detail::conv_bn;
+  network net;
+  const std::int64_t wide = detail::scaled(o, 64), narrow = detail::scaled(o, 16);
+  node_id h = net.input("input", {o.batch, wide, o.resolution, o.resolution}, o.type, o.input_format);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::string p = "block" + std::to_string(b) + ".";
+    node_id y = conv_bn(net, h, p + "conv1", conv_spec(narrow, 1), p + "bn1", p + "relu1");
+    y = conv_bn(net, y, p + "conv2", conv_spec(narrow, 3, 1, 1), p + "bn2", p + "relu2");
+    y = conv_bn(net, y, p + "conv3", conv_spec(wide, 1), p + "bn3");
+    h = net.relu(p + "relu3", net.add(p + "add", y, h));
+  }
   net.output("output", h, o.output_format);
   return net;
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -604,10 +605,11 @@ class network {
     at(id);
     return consumers_[id];
   }
+  // By name through an index, so building or loading a network of n layers is not O(n^2).
   std::optional<node_id> find(std::string_view name) const {
-    for (const node& n : nodes_)
-      if (n.name == name) return n.id;
-    return std::nullopt;
+    const auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) return std::nullopt;
+    return it->second;
   }
 
   // The value a layer inherits its format from: its first input (in the order the builder got them,
@@ -830,6 +832,7 @@ class network {
   node_id append(node n) {
     validate(n);
     for (node_id i : n.inputs) consumers_[i].push_back(n.id);
+    by_name_.emplace(n.name, n.id);
     nodes_.push_back(std::move(n));
     consumers_.emplace_back();
     return nodes_.back().id;
@@ -842,6 +845,7 @@ class network {
 
   std::vector<node> nodes_;
   std::vector<std::vector<node_id>> consumers_;
+  std::unordered_map<std::string, node_id> by_name_;
 };
 
 }  // namespace memfmt::graph

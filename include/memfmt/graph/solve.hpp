@@ -41,7 +41,7 @@
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "cost_model.hpp"
-#include "detail/max_flow.hpp"
+#include "detail/residual_cut.hpp"
 #include "network.hpp"
 #include "plan.hpp"
 
@@ -90,87 +90,112 @@ inline cost_t add_cost(cost_t a, cost_t b, const char* what) {
   return r;
 }
 
-// The optimum with some nodes forced to a family; nullopt when a forced family is not allowed.
-inline std::optional<assignment> min_cut(const network& net, const assignment_terms& t,
-                                         const std::vector<std::optional<family>>& forced) {
-  constexpr std::size_t s = 0, sink = 1;
-  const auto var = [](node_id id) { return 2 + id; };
-  std::vector<std::array<std::optional<cost_t>, 2>> unary = t.unary;
-  for (node_id id = 0; id < net.size(); ++id)
-    if (forced[id]) {
-      if (!unary[id][index(*forced[id])]) return std::nullopt;
-      unary[id][index(other(*forced[id]))].reset();
+// The cut of one network's terms, built and solved once; optimum() is the plan's assignment and
+// forced() the optimum with some nodes fixed to a family, answered from the residual graph.
+class format_cut {
+ public:
+  format_cut(const network& net, const assignment_terms& t) : net_(net), t_(t), graph_(2 + 3 * net.size()) {
+    // Secondary terms: (memory-bound layer, producer) pairs; the scale M exceeds their count.
+    std::vector<std::pair<node_id, node_id>> inherit;
+    for (const node& n : net.nodes())
+      if (inherits_format(n.kind))
+        if (const std::optional<node_id> from = net.producer(n.id)) inherit.emplace_back(n.id, *from);
+    scale_ = static_cast<cost_t>(inherit.size()) + 1;
+    // "Infinite" = more than any finite primary cut; a feasible assignment always has a finite cut.
+    cost_t infinite = 1;
+    for (node_id id = 0; id < net.size(); ++id) {
+      const auto& u = t.unary[id];
+      if (u[0] && u[1]) infinite = add_cost(infinite, std::max(*u[0], *u[1]), "cut bound");
+      if (net.at(id).spatial())
+        infinite = add_cost(infinite, add_cost(t.conversion[id], t.conversion[id], "cut bound"), "cut bound");
     }
-  // Secondary terms: (memory-bound layer, producer) pairs; the scale M exceeds their count.
-  std::vector<std::pair<node_id, node_id>> inherit;
-  for (const node& n : net.nodes())
-    if (inherits_format(n.kind))
-      if (const std::optional<node_id> from = net.producer(n.id)) inherit.emplace_back(n.id, *from);
-  const cost_t scale = static_cast<cost_t>(inherit.size()) + 1;
-  // "Infinite" = more than any finite primary cut; a feasible assignment always has a finite cut.
-  cost_t infinite = 1;
-  for (node_id id = 0; id < net.size(); ++id) {
-    if (unary[id][0] && unary[id][1]) infinite = add_cost(infinite, std::max(*unary[id][0], *unary[id][1]), "cut bound");
-    if (net.at(id).spatial())
-      infinite = add_cost(infinite, add_cost(t.conversion[id], t.conversion[id], "cut bound"), "cut bound");
-  }
-  // Residual capacities reach at most twice the largest capacity (an edge plus the flow it carries).
-  cost_t scaled_infinite = 0;
-  if (memfmt::detail::mul_overflows(infinite, scale, &scaled_infinite) ||
-      scaled_infinite > std::numeric_limits<cost_t>::max() / 2)
-    memfmt::detail::fail(errc::overflow, "format solve: the cut bound " + std::to_string(infinite) + " ns times the tie scale " +
-                                             std::to_string(scale) + " (" + std::to_string(inherit.size()) +
-                                             " inherit terms + 1) overflows int64 capacities; costs are too large");
-  max_flow g(2 + 3 * net.size());
-  std::size_t next_aux = 2 + net.size();
-  cost_t constant = 0;
-  for (node_id id = 0; id < net.size(); ++id) {
-    const auto& [first, last] = unary[id];
-    if (!net.has_format(id)) {  // layout-free: the same cost either way
-      constant = add_cost(constant, *first, "constant");
-      continue;
-    }
-    const cost_t base = first && last ? std::min(*first, *last) : first ? *first : *last;
-    constant = add_cost(constant, base, "constant");
-    // Every finite primary capacity is below `infinite`, so its scaled value fits.
-    g.add_edge(s, var(id), last ? (*last - base) * scale : scaled_infinite);   // cut when channels_last
-    g.add_edge(var(id), sink, first ? (*first - base) * scale : scaled_infinite);  // cut when channels_first
-  }
-  for (node_id v = 0; v < net.size(); ++v) {
-    const cost_t c = t.conversion[v];
-    if (!net.at(v).spatial() || c == 0 || net.consumers(v).empty()) continue;
-    const std::size_t also_last = next_aux++, not_first = next_aux++;
-    g.add_edge(s, also_last, c * scale);
-    g.add_edge(not_first, sink, c * scale);
-    constant -= c;
-    std::vector<node_id> touching = net.consumers(v);
-    touching.push_back(v);
-    for (node_id u : touching) {
-      if (u != v && net.at(u).kind == node_kind::opaque) {  // reads in its declared format, whatever it writes
-        if (net.read_format(u, family::channels_first) == family::channels_last)
-          g.add_edge(also_last, sink, scaled_infinite);  // the channels_last copy must exist
-        else
-          g.add_edge(s, not_first, scaled_infinite);  // the channels_first copy must exist
+    // Residual capacities reach at most twice the largest capacity (an edge plus the flow it
+    // carries); a forced question's cut, the optimum's plus less than `infinite`, also fits.
+    if (memfmt::detail::mul_overflows(infinite, scale_, &infinite_) ||
+        infinite_ > std::numeric_limits<cost_t>::max() / 2)
+      memfmt::detail::fail(errc::overflow, "format solve: the cut bound " + std::to_string(infinite) +
+                                               " ns times the tie scale " + std::to_string(scale_) + " (" +
+                                               std::to_string(inherit.size()) +
+                                               " inherit terms + 1) overflows int64 capacities; costs are too large");
+    std::size_t next_aux = 2 + net.size();
+    for (node_id id = 0; id < net.size(); ++id) {
+      const auto& [first, last] = t.unary[id];
+      if (!net.has_format(id)) {  // layout-free: the same cost either way
+        constant_ = add_cost(constant_, *first, "constant");
         continue;
       }
-      g.add_edge(also_last, var(u), scaled_infinite);  // u channels_last needs the channels_last copy
-      g.add_edge(var(u), not_first, scaled_infinite);  // u channels_first needs the channels_first copy
+      const cost_t base = first && last ? std::min(*first, *last) : first ? *first : *last;
+      constant_ = add_cost(constant_, base, "constant");
+      // Every finite primary capacity is below `infinite`, so its scaled value fits.
+      graph_.add_edge(s, var(id), last ? (*last - base) * scale_ : infinite_);      // cut when channels_last
+      graph_.add_edge(var(id), sink, first ? (*first - base) * scale_ : infinite_);  // cut when channels_first
     }
+    for (node_id v = 0; v < net.size(); ++v) {
+      const cost_t c = t.conversion[v];
+      if (!net.at(v).spatial() || c == 0 || net.consumers(v).empty()) continue;
+      const std::size_t also_last = next_aux++, not_first = next_aux++;
+      graph_.add_edge(s, also_last, c * scale_);
+      graph_.add_edge(not_first, sink, c * scale_);
+      constant_ -= c;
+      const auto touch = [&](node_id u) {
+        if (u != v && net.at(u).kind == node_kind::opaque) {  // reads in its declared format, whatever it writes
+          if (net.read_format(u, family::channels_first) == family::channels_last)
+            graph_.add_edge(also_last, sink, infinite_);  // the channels_last copy must exist
+          else
+            graph_.add_edge(s, not_first, infinite_);  // the channels_first copy must exist
+          return;
+        }
+        graph_.add_edge(also_last, var(u), infinite_);  // u channels_last needs the channels_last copy
+        graph_.add_edge(var(u), not_first, infinite_);  // u channels_first needs the channels_first copy
+      };
+      for (node_id u : net.consumers(v)) touch(u);
+      touch(v);
+    }
+    for (const auto& [layer, from] : inherit) {  // Potts: 1 when the two sides differ
+      graph_.add_edge(var(layer), var(from), 1);
+      graph_.add_edge(var(from), var(layer), 1);
+    }
+    cut_ = graph_.run(s, sink);
   }
-  for (const auto& [layer, from] : inherit) {  // Potts: 1 when the two sides differ
-    g.add_edge(var(layer), var(from), 1);
-    g.add_edge(var(from), var(layer), 1);
+
+  assignment optimum() const {
+    assignment a = score(cut_);
+    a.formats.resize(net_.size());
+    const std::vector<char>& first_side = graph_.source_side();
+    for (node_id id = 0; id < net_.size(); ++id)
+      if (net_.has_format(id)) a.formats[id] = first_side[var(id)] ? family::channels_first : family::channels_last;
+    return a;
   }
-  const cost_t cut = g.run(s, sink);
-  assignment a;
-  a.total = cut / scale + constant;
-  a.inherit_breaks = static_cast<std::size_t>(cut % scale);
-  const std::vector<bool> first_side = g.source_side(s);
-  a.formats.resize(net.size());
-  for (node_id id = 0; id < net.size(); ++id)
-    if (net.has_format(id)) a.formats[id] = first_side[var(id)] ? family::channels_first : family::channels_last;
-  return a;
-}
+
+  // The optimum's total and inherit breaks when every node of `nodes` runs in `f` (formats left
+  // empty); nullopt when a node cannot run in `f`.
+  std::optional<assignment> forced(const std::vector<node_id>& nodes, family f) {
+    std::vector<std::size_t> vertices;
+    for (node_id id : nodes) {
+      if (!t_.unary[id][index(f)]) return std::nullopt;
+      vertices.push_back(var(id));
+    }
+    const cost_t extra = graph_.extra_cut(vertices, f == family::channels_first, infinite_);
+    if (extra >= infinite_) return std::nullopt;
+    return score(cut_ + extra);
+  }
+
+ private:
+  static constexpr std::size_t s = 0, sink = 1;
+  static std::size_t var(node_id id) { return 2 + id; }
+  // Cut value M * primary + breaks, breaks < M: both recovered.
+  assignment score(cost_t cut) const {
+    assignment a;
+    a.total = cut / scale_ + constant_;
+    a.inherit_breaks = static_cast<std::size_t>(cut % scale_);
+    return a;
+  }
+
+  const network& net_;
+  const assignment_terms& t_;
+  residual_cut graph_;
+  cost_t scale_ = 1, infinite_ = 0, constant_ = 0, cut_ = 0;
+};
 
 inline std::string describe(const network& net, const cost_model& model, const plan& p, node_id id) {
   const node& n = net.at(id);
@@ -216,26 +241,26 @@ inline std::string describe(const network& net, const cost_model& model, const p
 
 }  // namespace detail
 
-// The minimum-cost plan, with each node's reason and each conversion's saving filled in.
+// The minimum-cost plan, with each node's reason and each conversion's saving filled in. The
+// alternatives behind flip_delta and saves are exact optima too, answered from the optimum's
+// residual graph (detail/residual_cut.hpp) rather than re-solved, so solve stays near-linear on
+// layered networks (bench_planner --benchmark_filter=BM_solve_explain).
 inline plan solve(const network& net, const cost_model& model) {
   const detail::assignment_terms terms = detail::make_terms(net, model);
-  const std::vector<std::optional<family>> free(net.size());
-  const detail::assignment best = *detail::min_cut(net, terms, free);
+  detail::format_cut cut(net, terms);
+  const detail::assignment best = cut.optimum();
   plan p = make_plan(net, model, best.formats);
   for (node_id id = 0; id < net.size(); ++id) {
     if (!best.formats[id]) continue;
-    std::vector<std::optional<family>> forced = free;
-    forced[id] = other(*best.formats[id]);
-    if (const auto alt = detail::min_cut(net, terms, forced)) {
+    if (const auto alt = cut.forced({id}, other(*best.formats[id]))) {
       p.nodes[id].flip_delta = alt->total - p.total();
       if (alt->total == p.total()) p.nodes[id].flip_breaks = alt->inherit_breaks - best.inherit_breaks;
     }
   }
   for (conversion& c : p.conversions) {
-    std::vector<std::optional<family>> forced = free;
-    forced[c.value] = c.from;
-    for (node_id u : c.consumers) forced[u] = c.from;
-    if (const auto alt = detail::min_cut(net, terms, forced)) {
+    std::vector<node_id> kept = c.consumers;
+    kept.push_back(c.value);
+    if (const auto alt = cut.forced(kept, c.from)) {
       c.saves = alt->total - p.total() + c.cost;
       if (alt->total == p.total()) c.kept_breaks = alt->inherit_breaks - best.inherit_breaks;
     }

@@ -1,0 +1,193 @@
+// Network and plan files: round trips of every model, plans reloaded with identical formats,
+// plans for another network refused, malformed documents named by key (and line).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/policy.hpp"
+#include "memfmt/io/network_json.hpp"
+#include "memfmt/io/plan_json.hpp"
+#include "zoo.hpp"
+
+namespace {
+
+using namespace memfmt::graph;
+using nlohmann::json;
+
+std::vector<network> every_kind_of_network() {
+  using memfmt::dtype;
+  std::vector<network> nets{zoo::eager_mixed(),
+                            models::resnet50(zoo::sized(dtype::float32, 2, 64)),
+                            models::mobilenet_v2(zoo::sized(dtype::bfloat16, 2, 64)),
+                            models::unet(zoo::sized(dtype::float32, 1, 64)),
+                            models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
+  // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
+  // a preferred pin, a barrier reading one format and writing the other.
+  network n;
+  const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
+  const auto parts = n.split("split", x, {3, 5});
+  memfmt::upsample_params up;
+  up.mode = memfmt::resample_mode::linear;
+  up.output = {18, 17, 1};
+  memfmt::pool_params pool;
+  pool.kind = memfmt::pool_kind::average;
+  pool.kernel = {3, 3, 1};
+  pool.stride = {2, 2, 1};
+  pool.padding = {1, 1, 0};
+  pool.padding_end = {0, 1, 0};
+  pool.ceil_mode = true;
+  pool.count_include_pad = false;
+  memfmt::softmax_params log_softmax;
+  log_softmax.log = true;
+  const node_id d = n.dropout("drop", parts[1], 0.25);
+  const node_id s = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
+                                                     family::channels_first), memfmt::binary_op::sub);
+  const node_id u = n.upsample("up", n.softmax("logsm", s, log_softmax), up);
+  n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
+  n.output("y", n.pool("pool", u, pool), family::channels_first);
+  n.output("logits", n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false),
+           family::channels_first);
+  nets.push_back(std::move(n));
+  return nets;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const memfmt::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(GraphIo, NetworksRoundTrip) {
+  for (const network& net : every_kind_of_network()) {
+    const std::string text = memfmt::io::save_network(net);
+    const network back = memfmt::io::load_network(text);
+    ASSERT_EQ(back.size(), net.size());
+    EXPECT_EQ(memfmt::io::save_network(back), text);
+    EXPECT_EQ(memfmt::io::network_fingerprint(back), memfmt::io::network_fingerprint(net));
+    for (const node& n : net.nodes()) {
+      const node& m = back.at(n.id);
+      EXPECT_EQ(m.name, n.name);
+      EXPECT_EQ(m.kind, n.kind);
+      EXPECT_EQ(m.inputs, n.inputs);
+      EXPECT_EQ(m.extents, n.extents);
+      EXPECT_EQ(m.type, n.type);
+      EXPECT_EQ(m.pins.size(), n.pins.size()) << n.name;
+      EXPECT_EQ(back.parameters(n.id).size(), net.parameters(n.id).size());
+    }
+    // The loaded network plans exactly as the original.
+    const cost_model model;
+    const plan a = solve(net, model), b = solve(back, model);
+    EXPECT_EQ(a.total(), b.total());
+    for (const node& n : net.nodes()) EXPECT_EQ(a.format(n.id), b.format(n.id)) << n.name;
+  }
+}
+
+TEST(GraphIo, LoadedPlanReproducesTheFormatsAndAnotherNetworkIsRefused) {
+  const network net = models::resnet50(zoo::sized(memfmt::dtype::float32, 2, 64));
+  const cost_model model;
+  for (policy which : all_policies) {
+    const plan p = plan_with(net, model, which);
+    const std::string file = memfmt::io::save_plan(net, model, p, to_string(which));
+    // Another rank: the same network description, loaded from its file, and its own costs.
+    const network other_rank = memfmt::io::load_network(memfmt::io::save_network(net));
+    cost_priors noisy;
+    noisy.fp32_flops_per_ns *= 1.07;
+    const memfmt::io::loaded_plan same = memfmt::io::load_plan(file, other_rank, model);
+    const memfmt::io::loaded_plan noise = memfmt::io::load_plan(file, other_rank, cost_model(noisy));
+    EXPECT_TRUE(same.same_costs);
+    EXPECT_FALSE(noise.same_costs);
+    EXPECT_EQ(same.policy, to_string(which));
+    EXPECT_EQ(same.plan.total(), p.total());
+    ASSERT_EQ(noise.plan.conversions.size(), p.conversions.size());
+    for (const node& n : net.nodes()) {
+      EXPECT_EQ(same.plan.format(n.id), p.format(n.id));
+      EXPECT_EQ(noise.plan.format(n.id), p.format(n.id));
+      EXPECT_EQ(same.plan.nodes[n.id].reason, p.nodes[n.id].reason);
+    }
+  }
+  const std::string file = memfmt::io::save_plan(net, model, solve(net, model));
+  const network bigger = models::resnet50(zoo::sized(memfmt::dtype::float32, 4, 64));
+  const std::string refused = error_of([&] { memfmt::io::load_plan(file, bigger, model); });
+  EXPECT_NE(refused.find("plan file: made for network " + memfmt::io::network_fingerprint(net) + ", this network is " +
+                         memfmt::io::network_fingerprint(bigger)),
+            std::string::npos)
+      << refused;
+  network repinned = net;
+  repinned.pin_format(*net.find("layer1.0.conv2"), family::channels_first, false, 1, "user");
+  EXPECT_NE(error_of([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"), std::string::npos);
+}
+
+TEST(GraphIo, JsonReportCarriesThePlan) {
+  const network net = zoo::eager_mixed();
+  const cost_model model;
+  const plan p = plan_with(net, model, policy::pytorch_eager);
+  const json j = memfmt::io::plan_to_json(net, model, p, "pytorch_eager");
+  ASSERT_EQ(j.at("layers").size(), net.size());
+  ASSERT_EQ(j.at("conversions").size(), p.conversions.size());
+  EXPECT_EQ(j.at("totals").at("total_ns").get<cost_t>(), p.total());
+  EXPECT_EQ(j.at("totals").at("copies").get<std::size_t>(), p.copies());
+  for (const node& n : net.nodes()) {
+    const json& l = j.at("layers")[n.id];
+    EXPECT_EQ(l.at("name"), n.name);
+    if (p.format(n.id)) {
+      EXPECT_EQ(l.at("format").get<std::string>(), to_string(*p.format(n.id)));
+    } else {
+      EXPECT_TRUE(l.at("format").is_null());
+    }
+  }
+  for (std::size_t i = 0; i < p.conversions.size(); ++i) {
+    EXPECT_EQ(j.at("conversions")[i].at("value"), net.at(p.conversions[i].value).name);
+    EXPECT_EQ(j.at("conversions")[i].at("bytes").get<std::int64_t>(), p.conversions[i].bytes);
+    EXPECT_EQ(j.at("conversions")[i].at("consumers").size(), p.conversions[i].consumers.size());
+  }
+}
+
+TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
+  const network net = models::resnet18(zoo::sized(memfmt::dtype::float32, 1, 64));
+  const json good = memfmt::io::network_to_json(net);
+  const auto load = [](const json& j) { return error_of([&] { memfmt::io::network_from_json(j); }); };
+  const auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(error_of([] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
+      "network file: not valid JSON: [json.exception.parse_error.101] parse error at line 3");
+  json j = good;
+  j["nodes"][1]["attrs"].erase("kernel");
+  has(load(j), "network file: nodes[1] ('conv1') attrs: key 'kernel' is missing");
+  j = good;
+  j["nodes"][1]["attrs"]["stride"] = json::array({2, "2", 1});
+  has(load(j), "nodes[1] ('conv1') attrs: key 'stride' must be an array of integers, got [2,\"2\",1]");
+  j = good;
+  j["nodes"][2]["kind"] = "batchnorm";
+  has(load(j), "nodes[2]: key 'kind' is 'batchnorm', not one of input, output, conv");
+  j = good;
+  j["version"] = 2;
+  has(load(j), "key 'version' is 2; this memfmt reads version 1");
+  j = good;
+  j["nodes"][1]["extents"][1] = 65;
+  has(load(j), "nodes[1]: ('conv1') key 'extents' is [1, 65, 32, 32], the layer computes [1, 64, 32, 32]");
+  j = good;
+  j["nodes"][1]["inputs"] = json::array({"nowhere"});
+  has(load(j), "nodes[1]: input 'nowhere' is not an earlier node");
+  j = good;
+  j["nodes"][1]["attrs"]["groups"] = 5;
+  has(load(j), "node 'conv1': groups 5 must divide input channels 3");
+  const cost_model model;
+  json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
+  plan["layers"][3]["format"] = "nhwc";
+  has(error_of([&] { memfmt::io::plan_from_json(plan, net, model); }),
+      "plan file: layers[3]: key 'format' is 'nhwc', not one of channels_first, channels_last");
+  plan = memfmt::io::plan_to_json(net, model, solve(net, model));
+  plan["layers"][0]["format"] = "channels_last";  // the input is pinned channels_first
+  has(error_of([&] { memfmt::io::plan_from_json(plan, net, model); }), "node 'input' is pinned to channels_first");
+  has(error_of([&] { memfmt::io::read_network_file("/nonexistent/net.json"); }),
+      "network file '/nonexistent/net.json' cannot be opened");
+}
+
+}  // namespace

@@ -1,0 +1,115 @@
+// Reports: the DOT picture parsed back (layers by colour, conversion edges), a PNG where Graphviz
+// is installed, and the side-by-side summary of the policies.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/report.hpp"
+#include "zoo.hpp"
+
+namespace {
+
+using namespace memfmt::graph;
+
+struct parsed_dot {
+  std::set<std::pair<node_id, node_id>> edges, marked;  // marked: conversion edges
+  std::size_t first = 0, last = 0, none = 0;             // boxes by fill colour
+};
+
+parsed_dot parse_dot(const std::string& dot) {
+  parsed_dot d;
+  const std::regex edge(R"re(^  n(\d+) -> n(\d+)( \[.*class=conversion.*\])?;$)re");
+  const std::regex box(R"re(^  n\d+ \[label=.*fillcolor="(#[0-9a-f]+)"\];$)re");
+  std::istringstream in(dot);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, edge)) {
+      const std::pair<node_id, node_id> e{std::stoul(m[1]), std::stoul(m[2])};
+      d.edges.insert(e);
+      if (m[3].matched) d.marked.insert(e);
+    } else if (std::regex_match(line, m, box)) {
+      d.first += m[1] == "#9ecae1";
+      d.last += m[1] == "#fdae6b";
+      d.none += m[1] == "#dddddd";
+    }
+  }
+  return d;
+}
+
+TEST(GraphReports, DotShowsEveryLayerAndMarksExactlyTheConvertedEdges) {
+  const cost_model model;
+  for (const network& net : {zoo::eager_mixed(), models::unet(zoo::sized(memfmt::dtype::float32, 1, 64))}) {
+    for (policy which : {policy::pytorch_eager, policy::optimal, policy::all_channels_last}) {
+      const plan p = plan_with(net, model, which);
+      const std::string dot = to_dot(net, p, to_string(which));
+      const parsed_dot d = parse_dot(dot);
+      // Independent of the plan's conversion list: an edge needs a conversion where the consumer
+      // reads the value in another format than the producer wrote it.
+      std::set<std::pair<node_id, node_id>> crossing, all;
+      std::size_t first = 0, last = 0, none = 0;
+      for (const node& n : net.nodes()) {
+        const auto f = p.format(n.id);
+        (f ? (*f == family::channels_first ? first : last) : none) += 1;
+        for (node_id i : n.inputs) {
+          all.insert({i, n.id});
+          if (net.at(i).spatial() && p.format(i) != net.read_format(n.id, *p.format(n.id))) crossing.insert({i, n.id});
+        }
+      }
+      EXPECT_EQ(d.edges, all) << to_string(which);
+      EXPECT_EQ(d.marked, crossing) << to_string(which);
+      std::size_t served = 0;
+      for (const conversion& c : p.conversions) served += c.consumers.size();
+      EXPECT_EQ(d.marked.size(), served);
+      EXPECT_EQ(d.first, first);
+      EXPECT_EQ(d.last, last);
+      EXPECT_EQ(d.none, none);
+      if (which == policy::pytorch_eager) {
+        EXPECT_GT(d.marked.size(), 0u);
+      }
+    }
+  }
+}
+
+TEST(GraphReports, DotRendersToPngWhereGraphvizIsInstalled) {
+  if (std::system("dot -V > /dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz 'dot' is not installed";
+  const network net = zoo::eager_mixed();
+  const cost_model model;
+  const std::string base = ::testing::TempDir() + "memfmt_plan";
+  std::ofstream(base + ".dot") << to_dot(net, plan_with(net, model, policy::pytorch_eager));
+  ASSERT_EQ(std::system(("dot -Tpng '" + base + ".dot' -o '" + base + ".png'").c_str()), 0);
+  std::ifstream png(base + ".png", std::ios::binary);
+  char magic[8] = {};
+  png.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+}
+
+TEST(GraphReports, CompareListsEveryPolicyAndTheEagerBreaks) {
+  const network net = zoo::eager_mixed();
+  const cost_model model;
+  const auto rows = compare_policies(net, model);
+  ASSERT_EQ(rows.size(), all_policies.size());
+  const std::string text = compare_text(net, rows);
+  for (const policy_summary& s : rows) {
+    const plan p = plan_with(net, model, s.which);
+    EXPECT_EQ(s.result.total(), p.total());
+    EXPECT_EQ(s.lost, lost_channels_last(net, p));
+    std::int64_t bytes = 0;
+    for (const conversion& c : p.conversions) bytes += c.bytes;
+    EXPECT_EQ(s.bytes_moved, bytes);
+    EXPECT_GE(s.result.total(), rows.back().result.total()) << "optimal is last and least";
+    EXPECT_NE(text.find(std::string(to_string(s.which)) + " "), std::string::npos);
+  }
+  for (node_id id : rows[2].lost) EXPECT_NE(text.find("\n  " + net.at(id).name + " ("), std::string::npos);
+  EXPECT_EQ(rows[2].which, policy::pytorch_eager);
+  EXPECT_EQ(rows[2].lost.size(), 10u);
+}
+
+}  // namespace
