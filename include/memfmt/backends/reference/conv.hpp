@@ -86,8 +86,8 @@ void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const 
                   for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
-                    acc += detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]) *
-                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]);
+                    acc = detail::mul_add(detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]),
+                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
@@ -127,9 +127,9 @@ void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w,
                   for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
                     const std::int64_t tw = iw + g.pad[2] - kw * g.dil[2];
                     if (tw < 0 || tw % g.stride[2] != 0 || tw / g.stride[2] >= g.out[2]) continue;
-                    acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, td / g.stride[0], th / g.stride[1],
-                                                                       tw / g.stride[2])]) *
-                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]);
+                    acc = detail::mul_add(detail::to_double(dy.data()[detail::offset5(ys, n, k, td / g.stride[0], th / g.stride[1],
+                                                                       tw / g.stride[2])]),
+                           detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
@@ -167,8 +167,8 @@ void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> 
                   for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
-                    acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]) *
-                           detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]);
+                    acc = detail::mul_add(detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]),
+                           detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]), acc);
                   }
                 }
               }
