@@ -81,11 +81,6 @@ inline float double_to_float_round_odd(double v) noexcept {
   return f;
 }
 
-// acc + a * b with one rounding. Spelling the fused multiply-add out keeps every sum independent of
-// the compiler's contraction choices, which differ between instantiations (one layout's loop may be
-// contracted, another's not), so results are bitwise the same in every format and on every CPU.
-inline double mul_add(double a, double b, double acc) noexcept { return std::fma(a, b, acc); }
-
 // Round a double to T once (round to nearest, ties to even).
 template <class T>
 inline T from_double(double v) noexcept {
