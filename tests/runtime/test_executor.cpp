@@ -272,6 +272,40 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
   }
 }
 
+// A transposed conv (stride 2, output_padding 1, bias) is the backward-data pass of the conv it
+// transposes plus the bias: the executor's result in both formats against that pass called directly.
+TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
+  network net;
+  const node_id x = net.input("x", {2, 4, 3, 5}, memfmt::dtype::float32, family::channels_first);
+  memfmt::graph::conv_transpose_attrs a;
+  a.out_channels = 6;
+  a.kernel = {3, 3, 3};
+  a.params.stride = {2, 2, 2};
+  a.params.padding = {1, 1, 1};
+  a.params.groups = 2;
+  a.output_padding = {1, 0, 0};
+  a.bias = true;
+  const node_id up = net.conv_transpose("up", x, a);
+  net.output("y", up, family::channels_first);
+  const parameter_store s = make_params<float>(net, 8);
+  memfmt::host_tensor<float, memfmt::nchw> in({2, 4, 3, 5});
+  const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 9, -1.f, 1.f);
+  std::copy(v.begin(), v.end(), in.data());
+  auto want = tensor_from<float, memfmt::nchw>(net.at(up).extents);
+  ASSERT_EQ(want.extents(), (memfmt::host_tensor<float, memfmt::nchw>::extents_type{2, 6, 6, 9}));
+  const memfmt::reference::backend b;
+  b.conv_backward_data(in.const_view(), weight_of<float, memfmt::nchw>(s, "up.weight").const_view(), want.view(), a.params);
+  const auto bias = s.at("up.bias").values<float>();
+  for (std::int64_t i = 0; i < want.numel(); ++i) want.data()[i] += bias[static_cast<std::size_t>(i / 54 % 6)];
+  for (auto f : {family::channels_first, family::channels_last}) {
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, s);
+    auto got = tensor_from<float, memfmt::nchw>(net.at(up).extents);
+    ex.forward({{"x", memfmt::runtime::ref(in.const_view())}}, {{"y", memfmt::runtime::ref(got.view())}});
+    for (std::int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.data()[i], want.data()[i], 1e-6) << memfmt::to_string(f) << " element " << i;
+  }
+}
+
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   const small_net m(memfmt::dtype::float32);
   const memfmt::reference::backend b;
