@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,7 @@ using memfmt_test::expect_error;
 constexpr double sentinel = 123.25;
 
 template <class F>
-host_tensor<double, F> filled(const typename host_tensor<double, F>::extents_type& e, double v) {
+host_tensor<double, F> filled(const typename host_tensor<double, F>::extents_type& e, double v = sentinel) {
   host_tensor<double, F> t(e);
   for (std::int64_t i = 0; i < t.numel(); ++i) t.data()[i] = v;
   return t;
@@ -217,6 +219,193 @@ TEST_F(BatchNormErrors, EmptyTensorsNeedNoParameters) {
   host_tensor<double, nchw> xe({0, 3, 3, 3}), ye({0, 3, 3, 3});
   EXPECT_NO_THROW(be.batch_norm_forward_inference<double>(xe.const_view(), ye.view(), gamma.data(), beta.data(),
                                                           rm.data(), rv.data(), p));
+}
+
+// ---- layers other than conv and batch norm (shape inference of layer_params.hpp)
+
+const reference::backend layers;
+
+TEST(ReferenceLayerErrors, Activation) {
+  const auto x = filled<nchw>({2, 3, 4, 4}, 1.0);
+  auto y = filled<nhwc>({2, 3, 4, 5});
+  expect_error([&] { layers.activation_forward<double>(activation::relu, x.const_view(), y.view()); }, errc::shape_mismatch,
+               {"activation_forward", "output y has sizes [2, 3, 4, 5]", "expected [2, 3, 4, 4]"});
+  expect_untouched(y, "y");
+  auto dx = filled<nchw>({2, 3, 4, 4});
+  expect_error(
+      [&] { layers.activation_backward<double>(activation::silu, x.const_view(), tensor_view<const double, nchw>(nullptr, x.extents()), dx.view()); },
+      errc::null_pointer, {"activation_backward", "output gradient dy", "null data pointer"});
+  expect_untouched(dx, "dx");
+}
+
+TEST(ReferenceLayerErrors, BinaryBroadcasting) {
+  const auto a = filled<nchw>({2, 3, 4, 4}, 1.0);
+  const auto b = filled<nchw>({2, 2, 1, 1}, 1.0);
+  auto y = filled<nchw>({2, 3, 4, 4});
+  expect_error([&] { layers.binary_forward<double>(binary_op::mul, a.const_view(), b.const_view(), y.view()); },
+               errc::shape_mismatch, {"operands [2, 3, 4, 4] and [2, 2, 1, 1]", "do not broadcast in dim 1"});
+  expect_untouched(y, "y");
+  const auto b_ok = filled<nhwc>({2, 3, 1, 1}, 1.0);
+  auto y_small = filled<nchw>({2, 3, 1, 1});
+  expect_error([&] { layers.binary_forward<double>(binary_op::add, a.const_view(), b_ok.const_view(), y_small.view()); },
+               errc::shape_mismatch, {"binary_forward", "output y has sizes [2, 3, 1, 1]", "expected [2, 3, 4, 4]"});
+  expect_untouched(y_small, "y");
+  // mul's gradient of a needs b's data; a wrongly sized db is named.
+  const auto dy = filled<nchw>({2, 3, 4, 4}, 1.0);
+  auto da = filled<nchw>({2, 3, 4, 4});
+  auto db = filled<nhwc>({2, 3, 1, 2});
+  expect_error(
+      [&] {
+        layers.binary_backward<double>(binary_op::mul, a.const_view(), tensor_view<const double, nhwc>(nullptr, b_ok.extents()),
+                                   dy.const_view(), da.view(), tensor_view<double, nhwc>{});
+      },
+      errc::null_pointer, {"binary_backward", "operand b"});
+  expect_error(
+      [&] { layers.binary_backward<double>(binary_op::add, a.const_view(), b_ok.const_view(), dy.const_view(), da.view(), db.view()); },
+      errc::shape_mismatch, {"gradient db has sizes [2, 3, 1, 2]", "expected [2, 3, 1, 1]"});
+  expect_untouched(da, "da");
+  expect_untouched(db, "db");
+}
+
+TEST(ReferenceLayerErrors, Pooling) {
+  const auto x = filled<nchw>({1, 2, 5, 5}, 1.0);
+  pool_params p;
+  p.kernel = {3, 3, 1};
+  p.stride = {2, 2, 1};
+  p.padding = {1, 3, 0};
+  p.padding_end = {1, 1, 0};
+  auto y = filled<nhwc>({1, 2, 3, 3});
+  expect_error([&] { layers.pool_forward<double>(x.const_view(), y.view(), p); }, errc::invalid_argument,
+               {"max_pool: input [1, 2, 5, 5]", "padding 3 / 1", "spatial dim 1", "0 <= padding < kernel"});
+  p.padding = {1, 1, 0};
+  p.stride = {0, 2, 1};
+  expect_error([&] { layers.pool_forward<double>(x.const_view(), y.view(), p); }, errc::invalid_argument, {"stride 0", "spatial dim 0"});
+  p.stride = {2, 2, 1};
+  auto y_wrong = filled<nhwc>({1, 2, 2, 3});
+  expect_error([&] { layers.pool_forward<double>(x.const_view(), y_wrong.view(), p); }, errc::shape_mismatch,
+               {"pool_forward", "output y has sizes [1, 2, 2, 3]", "expected [1, 2, 3, 3]"});
+  // Max pooling's backward needs x; average pooling's does not.
+  const auto dy = filled<nhwc>({1, 2, 3, 3}, 1.0);
+  auto dx = filled<nchw>({1, 2, 5, 5});
+  expect_error([&] { layers.pool_backward<double>(tensor_view<const double, nchw>{}, dy.const_view(), dx.view(), p); },
+               errc::shape_mismatch, {"pool_backward", "input x has sizes [0, 0, 0, 0]", "max pooling needs x"});
+  expect_untouched(y, "y");
+  expect_untouched(y_wrong, "y");
+  expect_untouched(dx, "dx");
+  p.kind = pool_kind::average;
+  layers.pool_backward<double>(tensor_view<const double, nchw>{}, dy.const_view(), dx.view(), p);
+  EXPECT_NE(dx.data()[0], sentinel);
+  // A kernel larger than the padded input.
+  p.kernel = {8, 3, 1};
+  p.padding = {0, 1, 0};
+  p.padding_end = {0, 1, 0};
+  expect_error([&] { (void)pool_output_extents(x.extents(), p); }, errc::invalid_argument,
+               {"average_pool", "padded input 5 < kernel 8", "spatial dim 0"});
+  // Global pooling: the output must be N, C, 1, 1.
+  auto g = filled<nchw>({1, 2, 1, 2});
+  expect_error([&] { layers.global_average_pool_forward<double>(x.const_view(), g.view()); }, errc::shape_mismatch,
+               {"global_average_pool_forward", "expected [1, 2, 1, 1]"});
+  expect_untouched(g, "global pool y");
+}
+
+TEST(ReferenceLayerErrors, UpsampleAndPad) {
+  const auto x = filled<ncdhw>({1, 2, 3, 4, 5}, 1.0);
+  upsample_params u;
+  u.output = {6, 0, 10};
+  auto y = filled<ndhwc>({1, 2, 6, 8, 10});
+  expect_error([&] { layers.upsample_forward<double>(x.const_view(), y.view(), u); }, errc::invalid_argument,
+               {"upsample: input [1, 2, 3, 4, 5]", "output size 0 in spatial dim 1"});
+  u.output = {6, 7, 10};
+  expect_error([&] { layers.upsample_forward<double>(x.const_view(), y.view(), u); }, errc::shape_mismatch,
+               {"upsample_forward", "output y has sizes [1, 2, 6, 8, 10]", "expected [1, 2, 6, 7, 10]"});
+  expect_untouched(y, "upsample y");
+
+  pad_params p;
+  p.mode = pad_mode::reflect;
+  p.begin = {1, 4, 0};
+  p.end = {0, 0, 2};
+  auto yp = filled<ncdhw>({1, 2, 4, 8, 7});
+  expect_error([&] { layers.pad_forward<double>(x.const_view(), yp.view(), p); }, errc::invalid_argument,
+               {"pad: input [1, 2, 3, 4, 5]", "reflect padding 4 / 0", "spatial dim 1", "< the input size 4"});
+  p.begin = {1, -1, 0};
+  expect_error([&] { layers.pad_forward<double>(x.const_view(), yp.view(), p); }, errc::invalid_argument,
+               {"padding -1 / 0", "spatial dim 1", "need >= 0"});
+  p.mode = pad_mode::constant;
+  p.begin = {1, std::numeric_limits<std::int64_t>::max(), 0};
+  expect_error([&] { layers.pad_forward<double>(x.const_view(), yp.view(), p); }, errc::overflow, {"pad: input", "overflows"});
+  expect_untouched(yp, "pad y");
+}
+
+TEST(ReferenceLayerErrors, GroupNorm) {
+  const auto x = filled<nhwc>({2, 6, 3, 3}, 1.0);
+  auto y = filled<nchw>({2, 6, 3, 3});
+  std::vector<double> mean(8, sentinel), invstd(8, sentinel);
+  group_norm_params p;
+  p.groups = 4;
+  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p); },
+               errc::invalid_argument, {"group_norm_forward", "groups = 4", "divide C = 6", "[2, 6, 3, 3]"});
+  p.groups = 3;
+  p.epsilon = 0.0;
+  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p); },
+               errc::invalid_argument, {"epsilon = 0", "finite and > 0"});
+  p.epsilon = 1e-5;
+  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, nullptr, invstd.data(), p); },
+               errc::null_pointer, {"saved_mean or saved_invstd is null", "N * groups = 6"});
+  expect_untouched(y, "y");
+  for (double v : mean) ASSERT_EQ(v, sentinel);
+}
+
+TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
+  const auto y = filled<nchw>({2, 5, 3, 3}, 0.2);
+  const auto dy = filled<nhwc>({2, 5, 3, 3}, 1.0);
+  auto dx = filled<nchw>({2, 5, 3, 2});
+  expect_error([&] { layers.softmax_backward<double>(y.const_view(), dy.const_view(), dx.view(), softmax_params{}); },
+               errc::shape_mismatch, {"softmax_backward", "input gradient dx has sizes [2, 5, 3, 2]", "expected [2, 5, 3, 3]"});
+  expect_untouched(dx, "softmax dx");
+
+  const auto x = filled<nhwc>({2, 3, 2, 2}, 1.0);
+  std::vector<double> w(4 * 12, 0.5);
+  auto out = filled<nchw>({3, 4, 1, 1});
+  expect_error([&] { layers.linear_forward<double>(x.const_view(), w.data(), nullptr, out.view()); }, errc::shape_mismatch,
+               {"linear_forward", "output y has sizes [3, 4, 1, 1]", "expected [2, 4, 1, 1]"});
+  auto out_ok = filled<nchw>({2, 4, 1, 1});
+  expect_error([&] { layers.linear_forward<double>(x.const_view(), nullptr, nullptr, out_ok.view()); }, errc::null_pointer,
+               {"weight w is null", "K x F = 4 x 12"});
+  expect_untouched(out, "linear y");
+  expect_untouched(out_ok, "linear y");
+
+  const auto a = filled<nchw>({2, 3, 4, 4}, 1.0), b = filled<nchw>({2, 2, 4, 4}, 1.0);
+  auto whole = filled<nhwc>({2, 6, 4, 4});
+  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), b.const_view()}, whole.view()); }, errc::shape_mismatch,
+               {"concat_forward", "2 parts have 5 channels in all", "output y has 6"});
+  const auto c = filled<nchw>({2, 2, 4, 5}, 1.0);
+  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), c.const_view()}, whole.view()); }, errc::shape_mismatch,
+               {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]"});
+  expect_untouched(whole, "concat y");
+  auto part = filled<nchw>({2, 3, 4, 4});
+  expect_error([&] { layers.channel_slice_forward<double>(whole.const_view(), 4, part.view()); }, errc::invalid_argument,
+               {"channel_slice_forward", "channels [4, 4 + 3)", "6 channels of input x"});
+  expect_error([&] { layers.channel_slice_forward<double>(whole.const_view(), -1, part.view()); }, errc::invalid_argument,
+               {"channels [-1, -1 + 3)"});
+  expect_untouched(part, "slice y");
+}
+
+TEST(ReferenceLayerErrors, ConvEndPadding) {
+  const auto x = filled<nchw>({1, 2, 5, 5}, 1.0);
+  const auto w = filled<nchw>({3, 2, 3, 3}, 1.0);
+  conv_params p;
+  p.padding = {1, 1, 0};
+  p.padding_end = std::array<std::int64_t, 3>{0, -1, 0};
+  auto y = filled<nchw>({1, 3, 4, 4});
+  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); }, errc::invalid_argument,
+               {"padding 1 (end -1)", "spatial dim 1"});
+  p.padding_end = std::array<std::int64_t, 3>{0, 2, 0};
+  EXPECT_EQ(conv_output_extents(x.extents(), w.extents(), p), (std::array<std::int64_t, 4>{1, 3, 4, 6}));
+  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); }, errc::shape_mismatch,
+               {"output y has sizes [1, 3, 4, 4]", "expected [1, 3, 4, 6]"});
+  p.padding_end = std::array<std::int64_t, 3>{std::numeric_limits<std::int64_t>::max(), 0, 0};
+  expect_error([&] { (void)conv_output_extents(x.extents(), w.extents(), p); }, errc::overflow, {"padded input", "overflows"});
+  expect_untouched(y, "conv y");
 }
 
 }  // namespace

@@ -192,6 +192,291 @@ def bn_cases():
     ]
 
 
+# ---------------------------------------------------------------- layers other than conv and batch norm
+# Enum values as in include/memfmt/backends/layer_params.hpp.
+ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh"]
+BINARY = ["add", "sub", "mul", "div"]
+
+
+def case(name, op, ints, reals, tensors):
+    return {"name": name, "op": op, "ints": ints, "reals": reals, "tensors": tensors}
+
+
+def spatial_ints(prefix, values):
+    return {"%s%d" % (prefix, i): v for i, v in enumerate(values)}
+
+
+def activation_cases():
+    cases = []
+    for kind, name in enumerate(ACTIVATIONS):
+        x = grid((2, 3, 4, 5), 2, sigma=3.0)
+        # The kinks, where PyTorch's derivative convention matters.
+        x.view(-1)[:8] = torch.tensor([-3.0, 0.0, 3.0, 6.0, -6.0, 0.25, -0.25, 2.75])
+        x.requires_grad_()
+        f = {"identity": lambda t: t, "relu": F.relu, "relu6": F.relu6, "silu": F.silu, "sigmoid": torch.sigmoid,
+             "hardsigmoid": F.hardsigmoid, "hardswish": F.hardswish, "tanh": torch.tanh}[name]
+        y = f(x)
+        dy = grid(tuple(y.shape), 4)
+        y.backward(dy)
+        dx = x.grad
+        if name == "hardsigmoid":
+            # PyTorch's backward multiplies by 1/6 rounded to float even in float64; record the exact
+            # derivative after checking it is what PyTorch means.
+            exact = torch.where((x > -3) & (x < 3), dy / 6, torch.zeros_like(dy)).detach()
+            assert torch.allclose(dx, exact, rtol=1e-7, atol=0)
+            dx = exact
+        cases.append(case(name, "activation", {"kind": kind}, {}, {"x": x, "y": y, "dy": dy, "dx": dx}))
+    return cases
+
+
+def binary_case(name, kind, a_shape, b_shape):
+    a = grid(a_shape, 4).requires_grad_()
+    b = grid(b_shape, 4)
+    if BINARY[kind] == "div":  # away from 0: b in [0.5, 4] up to sign
+        b = torch.where(b >= 0, b + 0.5, b - 0.5)
+    b.requires_grad_()
+    y = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[BINARY[kind]](a, b)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    return case(name, "binary", {"kind": kind}, {}, {"a": a, "b": b, "y": y, "dy": dy, "da": a.grad, "db": b.grad})
+
+
+def binary_cases():
+    return [
+        binary_case("add_same", 0, (2, 3, 4, 5), (2, 3, 4, 5)),
+        binary_case("sub_channel_bias", 1, (2, 3, 4, 5), (1, 3, 1, 1)),
+        binary_case("mul_squeeze_excite", 2, (2, 4, 3, 3), (2, 4, 1, 1)),
+        binary_case("mul_both_broadcast", 2, (2, 1, 3, 1), (1, 4, 1, 5)),
+        binary_case("div_broadcast_a", 3, (1, 3, 1, 4), (2, 3, 5, 4)),
+        binary_case("add3d_broadcast", 0, (2, 3, 2, 3, 4), (2, 3, 1, 1, 1)),
+        binary_case("div3d", 3, (1, 2, 2, 3, 2), (1, 2, 2, 3, 2)),
+    ]
+
+
+def pool_case(name, kind, shape, kernel, stride, padding, ceil_mode=False, cip=True, padding_end=None, ties=False):
+    sr = len(shape) - 2
+    # Coarse values make ties, so the first-max rule is exercised.
+    x = (grid(shape, 1, sigma=1.0) if ties else grid(shape, 4)).requires_grad_()
+    asym = padding_end is not None and list(padding_end) != list(padding)
+    pe = list(padding_end) if padding_end is not None else list(padding)
+    if asym:
+        # Per-side padding: pad explicitly (-inf never wins a max; zeros count in an average
+        # with count_include_pad), then pool without padding.
+        assert ceil_mode is False and (kind == "max" or cip)
+        pads = []
+        for i in reversed(range(sr)):
+            pads += [padding[i], pe[i]]
+        xp = F.pad(x, pads, value=float("-inf") if kind == "max" else 0.0)
+        pool = {("max", 2): F.max_pool2d, ("max", 3): F.max_pool3d, ("avg", 2): F.avg_pool2d,
+                ("avg", 3): F.avg_pool3d}[(kind, sr)]
+        y = pool(xp, kernel, stride)
+    elif kind == "max":
+        y = (F.max_pool2d if sr == 2 else F.max_pool3d)(x, kernel, stride, padding, ceil_mode=ceil_mode)
+    else:
+        y = (F.avg_pool2d if sr == 2 else F.avg_pool3d)(x, kernel, stride, padding, ceil_mode=ceil_mode,
+                                                      count_include_pad=cip)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"kind": 0 if kind == "max" else 1, "ceil_mode": int(ceil_mode), "count_include_pad": int(cip)}
+    ints.update(spatial_ints("kernel", kernel))
+    ints.update(spatial_ints("stride", stride))
+    ints.update(spatial_ints("padding", padding))
+    ints.update(spatial_ints("padding_end", pe))
+    return case(name, "pool", ints, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def global_pool_case(name, shape):
+    x = grid(shape, 4).requires_grad_()
+    y = F.adaptive_avg_pool2d(x, 1) if len(shape) == 4 else F.adaptive_avg_pool3d(x, 1)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    return case(name, "global_avg_pool", {}, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def pool_cases():
+    P = pool_case
+    return [
+        P("max_stem_3x3_s2_p1_ties", "max", (2, 3, 9, 8), (3, 3), (2, 2), (1, 1), ties=True),
+        P("max_2x2_s2_ceil", "max", (1, 2, 7, 7), (2, 2), (2, 2), (0, 0), ceil_mode=True),
+        P("max_3x3_s2_p1_ceil_ties", "max", (2, 2, 8, 9), (3, 3), (2, 2), (1, 1), ceil_mode=True, ties=True),
+        P("max_2x3_s1x2", "max", (1, 3, 5, 7), (2, 3), (1, 2), (1, 1)),
+        P("max_asym_pad", "max", (2, 2, 6, 7), (3, 3), (2, 2), (0, 1), padding_end=(1, 0)),
+        P("avg_3x3_p1_cip", "avg", (2, 3, 5, 6), (3, 3), (1, 1), (1, 1), cip=True),
+        P("avg_3x3_p1_no_cip", "avg", (2, 3, 5, 6), (3, 3), (1, 1), (1, 1), cip=False),
+        P("avg_3x3_s2_p1_ceil_cip", "avg", (1, 2, 8, 7), (3, 3), (2, 2), (1, 1), ceil_mode=True, cip=True),
+        P("avg_3x3_s2_p1_ceil_no_cip", "avg", (1, 2, 8, 7), (3, 3), (2, 2), (1, 1), ceil_mode=True, cip=False),
+        P("avg_2x3_s2_ceil", "avg", (2, 2, 5, 8), (2, 3), (2, 2), (0, 1), ceil_mode=True),
+        P("avg_asym_pad_cip", "avg", (1, 3, 6, 5), (2, 3), (2, 1), (1, 0), padding_end=(0, 2)),
+        P("max3d_3_s2_p1", "max", (1, 2, 5, 6, 5), (3, 3, 3), (2, 2, 2), (1, 1, 1), ties=True),
+        P("avg3d_2_s2_ceil_no_cip", "avg", (1, 2, 5, 5, 4), (2, 2, 2), (2, 2, 2), (1, 0, 1), ceil_mode=True,
+          cip=False),
+        global_pool_case("global_avg", (2, 3, 4, 5)),
+        global_pool_case("global_avg3d", (1, 4, 2, 3, 3)),
+    ]
+
+
+def upsample_case(name, mode, shape, out):
+    x = grid(shape, 4).requires_grad_()
+    sr = len(shape) - 2
+    if mode == "nearest":
+        # The documented integer rule must agree with PyTorch's float scale for these sizes.
+        for i in range(sr):
+            src = [min(o * shape[2 + i] // out[i], shape[2 + i] - 1) for o in range(out[i])]
+            idx = F.interpolate(torch.arange(shape[2 + i], dtype=torch.float64).view(1, 1, -1), size=out[i],
+                                mode="nearest").view(-1).long().tolist()
+            assert src == idx, (name, i, src, idx)
+        y = F.interpolate(x, size=out, mode="nearest")
+    else:
+        y = F.interpolate(x, size=out, mode="bilinear" if sr == 2 else "trilinear", align_corners=False)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"mode": 0 if mode == "nearest" else 1}
+    ints.update(spatial_ints("output", out))
+    return case(name, "upsample", ints, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def upsample_cases():
+    U = upsample_case
+    return [
+        U("nearest_2x", "nearest", (2, 3, 3, 4), (6, 8)),
+        U("nearest_7x8_from_3x5", "nearest", (1, 2, 3, 5), (7, 8)),
+        U("nearest_down", "nearest", (1, 2, 6, 5), (4, 3)),
+        U("bilinear_2x", "linear", (2, 3, 3, 4), (6, 8)),
+        U("bilinear_odd", "linear", (1, 2, 4, 5), (7, 3)),
+        U("nearest3d_2x", "nearest", (1, 2, 2, 3, 2), (4, 6, 4)),
+        U("trilinear", "linear", (1, 2, 2, 3, 3), (4, 5, 6)),
+    ]
+
+
+def pad_case(name, mode, shape, begin, end, value=0.0):
+    x = grid(shape, 4).requires_grad_()
+    sr = len(shape) - 2
+    pads = []
+    for i in reversed(range(sr)):
+        pads += [begin[i], end[i]]
+    y = F.pad(x, pads, mode=mode, value=value) if mode == "constant" else F.pad(x, pads, mode=mode)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"mode": ["constant", "reflect", "replicate"].index(mode)}
+    ints.update(spatial_ints("begin", begin))
+    ints.update(spatial_ints("end", end))
+    return case(name, "pad", ints, {"value": value}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def pad_cases():
+    return [
+        pad_case("constant_asym", "constant", (2, 3, 3, 4), (1, 0), (2, 3), value=0.5),
+        pad_case("reflect", "reflect", (2, 3, 5, 6), (1, 2), (2, 1)),
+        pad_case("reflect_max", "reflect", (1, 2, 3, 4), (2, 3), (2, 3)),
+        pad_case("replicate_wide", "replicate", (1, 2, 3, 4), (2, 1), (4, 3)),
+        pad_case("reflect3d", "reflect", (1, 2, 3, 4, 3), (1, 2, 0), (2, 1, 2)),
+        pad_case("replicate3d", "replicate", (1, 2, 2, 3, 2), (1, 0, 2), (0, 3, 1)),
+        pad_case("constant3d", "constant", (1, 2, 2, 2, 3), (1, 1, 0), (0, 1, 2), value=-1.0),
+    ]
+
+
+def group_norm_case(name, shape, groups, affine=True, eps=1e-5):
+    n, c = shape[0], shape[1]
+    x = bn_input(shape).requires_grad_()
+    gamma = grid((c,), 5, sigma=0.5, offset=1.0).requires_grad_()
+    beta = grid((c,), 5, sigma=0.5).requires_grad_()
+    hw = x.numel() // (n * c)
+    _, mean, rstd = torch.native_group_norm(x.detach(), gamma.detach(), beta.detach(), n, c, hw, groups, eps)
+    y = F.group_norm(x, groups, gamma if affine else None, beta if affine else None, eps)
+    dy = grid(shape, 4)
+    y.backward(dy)
+    xg = x.detach().view(n, groups, -1)
+    assert torch.allclose(mean, xg.mean(-1), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(rstd, 1 / torch.sqrt(xg.var(-1, unbiased=False) + eps), rtol=1e-12, atol=1e-12)
+    tensors = {"x": x, "y": y, "saved_mean": mean.reshape(-1), "saved_invstd": rstd.reshape(-1), "dy": dy,
+               "dx": x.grad}
+    if affine:
+        tensors.update({"gamma": gamma, "beta": beta, "dgamma": gamma.grad, "dbeta": beta.grad})
+    return case(name, "group_norm", {"groups": groups, "affine": int(affine)}, {"epsilon": eps}, tensors)
+
+
+def group_norm_cases():
+    return [
+        group_norm_case("groups2_c6", (2, 6, 3, 4), 2),
+        group_norm_case("groups1", (2, 4, 3, 3), 1, eps=1e-3),
+        group_norm_case("instance_affine", (2, 4, 3, 3), 4),
+        group_norm_case("instance_plain", (3, 3, 2, 5), 3, affine=False),
+        group_norm_case("groups2_3d", (2, 4, 2, 3, 2), 2),
+    ]
+
+
+def softmax_case(name, shape, log):
+    x = grid(shape, 3, sigma=2.0).requires_grad_()
+    y = (F.log_softmax if log else F.softmax)(x, dim=1)
+    dy = grid(shape, 4)
+    y.backward(dy)
+    return case(name, "softmax", {"log": int(log)}, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def softmax_cases():
+    return [
+        softmax_case("softmax", (2, 5, 3, 4), False),
+        softmax_case("log_softmax", (2, 5, 3, 4), True),
+        softmax_case("softmax_nf", (3, 10, 1, 1), False),
+        softmax_case("log_softmax3d", (1, 4, 2, 3, 2), True),
+    ]
+
+
+def linear_case(name, x_shape, k, bias):
+    x = grid(x_shape, 4).requires_grad_()
+    f = x[0].numel()
+    w = grid((k, f), 7, sigma=0.25).requires_grad_()
+    b = grid((k,), 5).requires_grad_() if bias else None
+    y = F.linear(torch.flatten(x, 1), w, b)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    y4 = y.detach().view((x_shape[0], k) + (1,) * (len(x_shape) - 2))
+    tensors = {"x": x, "w": w, "y": y4, "dy": dy.view(y4.shape), "dx": x.grad, "dw": w.grad}
+    if bias:
+        tensors.update({"b": b, "db": b.grad})
+    return case(name, "linear", {"bias": int(bias)}, {}, tensors)
+
+
+def linear_cases():
+    return [
+        linear_case("nf_bias", (3, 8, 1, 1), 5, True),
+        linear_case("flatten_no_bias", (2, 3, 2, 2), 4, False),
+        linear_case("flatten3d_bias", (2, 2, 2, 1, 2), 3, True),
+    ]
+
+
+def conv_asym_case(name, n, c, k, spatial, kernel, stride, padding, padding_end, groups):
+    sr = len(spatial)
+    x = grid((n, c) + tuple(spatial), 4).requires_grad_()
+    w = grid((k, c // groups) + tuple(kernel), 7, sigma=0.25).requires_grad_()
+    b = grid((k,), 5).requires_grad_()
+    pads = []
+    for i in reversed(range(sr)):
+        pads += [padding[i], padding_end[i]]
+    y = (F.conv2d if sr == 2 else F.conv3d)(F.pad(x, pads), w, b, stride=stride, groups=groups)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"groups": groups}
+    ints.update(spatial_ints("stride", stride))
+    ints.update(spatial_ints("padding", padding))
+    ints.update(spatial_ints("padding_end", padding_end))
+    return case(name, "conv_asym", ints, {}, {"x": x, "w": w, "b": b, "y": y, "dy": dy, "dx": x.grad,
+                                               "dw": w.grad, "db": b.grad})
+
+
+def conv_asym_cases():
+    return [
+        conv_asym_case("same_3x3_s2", 2, 3, 4, (7, 8), (3, 3), (2, 2), (0, 1), (1, 1), 1),
+        conv_asym_case("onnx_pads_2x4", 1, 4, 6, (5, 6), (2, 4), (1, 1), (1, 2), (0, 1), 2),
+        conv_asym_case("asym3d", 1, 2, 3, (3, 4, 4), (2, 3, 3), (1, 2, 1), (1, 0, 2), (0, 1, 0), 1),
+    ]
+
+
+def layer_cases():
+    return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
+            group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases())
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                                   "fixtures")
@@ -199,6 +484,7 @@ def main():
     write_cases(os.path.join(out_dir, "conv2d.bin"), conv2d_cases())
     write_cases(os.path.join(out_dir, "conv3d.bin"), conv3d_cases())
     write_cases(os.path.join(out_dir, "batch_norm.bin"), bn_cases())
+    write_cases(os.path.join(out_dir, "layers.bin"), layer_cases())
 
 
 if __name__ == "__main__":

@@ -87,6 +87,23 @@ void require_same_sizes(const char* op, const char* a_name, const tensor_view<AT
                                            detail::dims_to_string(a.extents()) + " (the sizes of " + a_name + ")");
 }
 
+// Group norm: groups divide C, and the saved statistics (N * groups values each) exist.
+template <class T, class F>
+void require_groups(const char* op, const tensor_view<T, F>& x, const group_norm_params& p) {
+  if (p.groups < 1 || x.channels() % p.groups != 0)
+    detail::fail(errc::invalid_argument, std::string(op) + ": groups = " + std::to_string(p.groups) +
+                                             " must be >= 1 and divide C = " + std::to_string(x.channels()) +
+                                             " (input sizes " + detail::dims_to_string(x.extents()) + ")");
+}
+
+template <class T, class F>
+void require_group_stats(const char* op, const tensor_view<T, F>& x, const void* saved_mean, const void* saved_invstd,
+                         const group_norm_params& p) {
+  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
+    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but N * groups = " +
+                                         std::to_string(x.batch() * p.groups) + " values are needed");
+}
+
 template <class XF, class WF, class YF>
 constexpr void static_check_conv_ranks() {
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
@@ -377,16 +394,10 @@ void validate_group_norm_forward(const tensor_view<XT, XF>& x, const tensor_view
   constexpr const char* op = "group_norm_forward";
   backend_detail::require_epsilon(op, p.epsilon);
   backend_detail::require_same_sizes(op, "input x", x, "output y", y);
-  const std::int64_t channels = x.channels();
-  if (p.groups < 1 || channels % p.groups != 0)
-    detail::fail(errc::invalid_argument, std::string(op) + ": groups = " + std::to_string(p.groups) +
-                                             " must be >= 1 and divide C = " + std::to_string(channels) +
-                                             " (input sizes " + detail::dims_to_string(x.extents()) + ")");
+  backend_detail::require_groups(op, x, p);
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output y", y);
-  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
-    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but N * groups = " +
-                                         std::to_string(x.batch() * p.groups) + " values are needed");
+  backend_detail::require_group_stats(op, x, saved_mean, saved_invstd, p);
 }
 
 template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
@@ -397,17 +408,11 @@ void validate_group_norm_backward(const tensor_view<XT, XF>& x, const tensor_vie
   backend_detail::require_epsilon(op, p.epsilon);
   backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
   backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
-  const std::int64_t channels = x.channels();
-  if (p.groups < 1 || channels % p.groups != 0)
-    detail::fail(errc::invalid_argument, std::string(op) + ": groups = " + std::to_string(p.groups) +
-                                             " must be >= 1 and divide C = " + std::to_string(channels) +
-                                             " (input sizes " + detail::dims_to_string(x.extents()) + ")");
+  backend_detail::require_groups(op, x, p);
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output gradient dy", dy);
   backend_detail::require_data(op, "input gradient dx", dx);
-  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
-    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but N * groups = " +
-                                         std::to_string(x.batch() * p.groups) + " values are needed");
+  backend_detail::require_group_stats(op, x, saved_mean, saved_invstd, p);
 }
 
 // Softmax over C: y has the sizes of x; the backward reads the forward output y.

@@ -10,6 +10,10 @@
 //   - binds the plan's conversions: one converted copy per plan.conversions entry, made right after
 //     its producer and read by all its consumers; an ambiguous shape (relabel) shares the bytes.
 // Layers that only rename bytes (output, flatten, dropout in inference) alias what they read.
+// Inference fusions (executor_options::fuse), where the plan keeps the layers in one format and the
+// intermediate value has no other reader: a batch norm folds into the preceding conv's weights and
+// bias, and a relu after it runs on the conv's output in the conv's step; report().fusions lists
+// each group. Opaque layers run the user_op attached to the node (user_op.hpp).
 //
 // The executor keeps copies of the network and plan and a reference to the backend, which must
 // outlive it; the parameter store need not.
@@ -20,6 +24,8 @@
 // scheduled after the end of a value's liveness reads garbage and the results change.
 #pragma once
 
+#include <any>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,11 +52,13 @@
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
 #include "tensor_ref.hpp"
+#include "user_op.hpp"
 
 namespace memfmt::runtime {
 
 struct executor_options {
   bool poison = false;  // overwrite each value with NaN when its liveness ends
+  bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + relu
 };
 
 // What a build decided and a forward pass ran.
@@ -59,7 +67,7 @@ struct executor_report {
   std::int64_t allocate_all_bytes = 0;     // one buffer per value
   std::int64_t conversions = 0;            // copies per forward pass (plan.conversions less relabels)
   std::int64_t relabels = 0;               // conversions that share bytes
-  std::vector<std::string> fusions;        // "<node> + <node>" per fused group (none on the reference backend)
+  std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <relu>" per fused group
 };
 
 namespace detail {
@@ -85,6 +93,17 @@ tensor_view<T, F> view_of(T* data, const std::vector<std::int64_t>& e) {
   return tensor_view<T, F>(data, layout<F>::packed(x));
 }
 
+// The type the backends take per-channel parameters and statistics in (float, double for double).
+template <class T>
+using stats_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// A float element as double (half and bfloat16 convert through float).
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, double>) return v;
+  else return static_cast<double>(static_cast<float>(v));
+}
+
 struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
@@ -102,6 +121,7 @@ class executor {
                                                      " nodes, the network " + std::to_string(net.size()));
     for (const graph::node& n : net.nodes()) check_supported(n);
     check_parameters(net, params);
+    find_fusions();
     assign_storage();
     plan_arena();
     for (const graph::node& n : net.nodes()) bind(n, params);
@@ -115,7 +135,8 @@ class executor {
 
   // One inference pass. `inputs` names every graph input, `outputs` every graph output; each must
   // have the node's dtype and extents and, for rank 4/5 values, the node's planned format. All are
-  // checked before anything is written.
+  // checked before anything is written; an error while running (a user op breaking its promise)
+  // leaves the outputs untouched, as they are copied out only at the end.
   void forward(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs) {
     check_io(inputs, graph::node_kind::input, "input");
     check_io(outputs, graph::node_kind::output, "output");
@@ -135,6 +156,8 @@ class executor {
   }
 
  private:
+  using step_list = std::vector<std::function<void()>>;
+
   // Where a value's bytes live: a storage slot of the arena, shared by aliases.
   struct storage {
     std::string name;
@@ -142,37 +165,53 @@ class executor {
     std::int64_t first = 0, last = 0;
   };
 
-  static bool aliases_input(graph::node_kind k) {
-    return k == graph::node_kind::output || k == graph::node_kind::flatten || k == graph::node_kind::dropout;
+  // Values that share the bytes of the value they read: renamings (output, flatten, dropout in
+  // inference) and the layers an inference fusion runs inside their conv's step.
+  bool aliases_input(const graph::node& n) const {
+    return n.kind == graph::node_kind::output || n.kind == graph::node_kind::flatten ||
+           n.kind == graph::node_kind::dropout || fused_into_.count(n.id);
   }
 
   std::string who(const graph::node& n) const {
     return std::string("executor (") + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
   }
 
+  // Every consumer of a flatten's value, through dropouts, is a linear.
+  bool feeds_only_linears(graph::node_id id) const {
+    for (graph::node_id c : net_.consumers(id)) {
+      const graph::node& u = net_.at(c);
+      if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(c) : u.kind != graph::node_kind::linear) return false;
+    }
+    return true;
+  }
+
   void check_supported(const graph::node& n) const {
     detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
-    switch (n.kind) {
-      case graph::node_kind::input:
-      case graph::node_kind::output:
-      case graph::node_kind::flatten:
-      case graph::node_kind::dropout:
-      case graph::node_kind::conv:
-      case graph::node_kind::batch_norm: break;
-      default:
-        memfmt::detail::fail(errc::unsupported, who(n) + ": no implementation of this layer kind on the " +
-                                                    std::string(Backend::name) + " backend");
-    }
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
-    // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C), which only
-    // a linear with permuted weights reads correctly; the executor has no linear yet.
+    // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
+    // linear reading the 4-D value by its strides (a permuted weight) gets them right.
     if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
-        !is_ambiguous_shape(net_.at(n.inputs[0]).extents))
+        !is_ambiguous_shape(net_.at(n.inputs[0]).extents) && !feeds_only_linears(n.id))
       memfmt::detail::fail(errc::unsupported, who(n) + ": a channels_last flatten of " +
                                                   memfmt::detail::dims_to_string(net_.at(n.inputs[0]).extents) +
-                                                  " needs a linear with permuted weights after it, which the " +
-                                                  std::string(Backend::name) + " executor does not run yet");
+                                                  " orders its features (spatial, C); only linears may read it");
+    if (n.kind == graph::node_kind::opaque) {
+      const auto& a = n.get<graph::opaque_attrs>();
+      const user_op* op = std::any_cast<user_op>(&a.callback);
+      if (!op || !op->run)
+        memfmt::detail::fail(errc::invalid_argument,
+                             who(n) + ": " + (!a.callback.has_value() ? std::string("no callback attached")
+                                              : !op ? std::string("the callback is not a memfmt::runtime::user_op")
+                                                    : std::string("the user_op has no run function")) +
+                                 " (network::set_callback with a runtime::user_op)");
+      if (op->input_format != a.input_format || op->output_format != a.output_format)
+        memfmt::detail::fail(errc::format_mismatch,
+                             who(n) + " is declared to read " + graph::to_string(a.input_format) + " and write " +
+                                 graph::to_string(a.output_format) + ", its user_op reads " +
+                                 graph::to_string(op->input_format) + " and writes " +
+                                 graph::to_string(op->output_format));
+    }
   }
 
   graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
@@ -184,9 +223,15 @@ class executor {
     return nullptr;
   }
 
-  // The storage a consumer running in `f` reads value v from.
-  std::size_t read_slot(const graph::node& consumer, graph::node_id v, graph::family f) const {
+  // The format consumer reads its spatial inputs in.
+  graph::family read_format(const graph::node& consumer) const {
+    return net_.read_format(consumer.id, format_of(consumer.id));
+  }
+
+  // The storage `consumer` reads value v from.
+  std::size_t read_slot(const graph::node& consumer, graph::node_id v) const {
     const graph::node& x = net_.at(v);
+    const graph::family f = read_format(consumer);
     if (!x.spatial() || format_of(v) == f) return slot_[v];
     const graph::conversion* c = conversion_to(v, f);
     if (!c)
@@ -197,12 +242,45 @@ class executor {
     return converted_slot_.at(v);
   }
 
+  // The single consumer of v when there is exactly one and it runs in v's format.
+  std::optional<graph::node_id> sole_consumer(graph::node_id v) const {
+    const auto& c = net_.consumers(v);
+    if (c.size() != 1 || format_of(c[0]) != format_of(v)) return std::nullopt;
+    return c[0];
+  }
+
+  // Inference fusions where the plan keeps the layers in one format: a batch norm that is the only
+  // reader of a conv folds into the conv's weights and bias; a relu that is the only reader of the
+  // result runs on the conv's output in the conv's step.
+  void find_fusions() {
+    if (!options_.fuse) return;
+    for (const graph::node& n : net_.nodes()) {
+      if (n.kind != graph::node_kind::conv) continue;
+      std::string group = n.name + " + bias";
+      graph::node_id last = n.id;
+      if (const auto bn = sole_consumer(last); bn && net_.at(*bn).kind == graph::node_kind::batch_norm) {
+        fused_into_[*bn] = n.id;
+        folded_bn_[n.id] = *bn;
+        group += " + " + net_.at(*bn).name;
+        last = *bn;
+      }
+      if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation &&
+                                              net_.at(*r).template get<memfmt::activation>() == memfmt::activation::relu) {
+        fused_into_[*r] = n.id;
+        fused_relu_[n.id] = *r;
+        group += " + " + net_.at(*r).name;
+        last = *r;
+      }
+      if (last != n.id) report_.fusions.push_back(group);
+    }
+  }
+
   void assign_storage() {
     slot_.assign(net_.size(), 0);
     for (const graph::node& n : net_.nodes()) {
       const auto step = static_cast<std::int64_t>(n.id);
-      if (aliases_input(n.kind)) {
-        slot_[n.id] = read_slot(n, n.inputs[0], format_of(n.id));
+      if (aliases_input(n)) {
+        slot_[n.id] = read_slot(n, n.inputs[0]);
       } else {
         slot_[n.id] = storage_.size();
         // Inputs are copied in before the first step, so their bytes are live from step 0.
@@ -223,7 +301,7 @@ class executor {
         }
       }
       for (graph::node_id in : n.inputs) {
-        storage& s = storage_[read_slot(n, in, format_of(n.id))];
+        storage& s = storage_[read_slot(n, in)];
         s.last = std::max(s.last, step);
       }
       if (n.kind == graph::node_kind::output) storage_[slot_[n.id]].last = static_cast<std::int64_t>(net_.size());
@@ -247,14 +325,32 @@ class executor {
   std::byte* slot_data(std::size_t s) { return arena_.get() + memory_.offsets[s]; }
   std::byte* buffer(graph::node_id id) { return slot_data(slot_[id]); }
 
+  // Extents as the kernels see a value: a rank-2 [N, F] is [N, F, 1, 1] (every format the same bytes).
+  static std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
+    return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
+  }
+  static int kernel_rank(const std::vector<std::int64_t>& e) { return e.size() == 2 ? 4 : static_cast<int>(e.size()); }
+
   // The step of node n (and the conversions of its value right after it).
   void bind(const graph::node& n, const parameter_store& params) {
     auto& step = steps_[n.id];
-    detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
-      using T = decltype(tag);
-      if (n.kind == graph::node_kind::conv) bind_conv<T>(n, params, step);
-      if (n.kind == graph::node_kind::batch_norm) bind_batch_norm<T>(n, params, step);
-    });
+    if (!aliases_input(n)) {
+      detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
+        using T = decltype(tag);
+        switch (n.kind) {
+          case graph::node_kind::conv: bind_conv<T>(n, params, step); break;
+          case graph::node_kind::conv_transpose: bind_conv_transpose<T>(n, params, step); break;
+          case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params, step); break;
+          case graph::node_kind::instance_norm:
+          case graph::node_kind::group_norm: bind_group_norm<T>(n, params, step); break;
+          case graph::node_kind::linear: bind_linear<T>(n, params, step); break;
+          case graph::node_kind::concat: bind_concat<T>(n, step); break;
+          case graph::node_kind::opaque: bind_opaque(n, step); break;
+          case graph::node_kind::input: break;
+          default: bind_elementwise<T>(n, step); break;
+        }
+      });
+    }
     for (const auto& c : plan_.conversions) {
       if (c.value != n.id || c.relabel) continue;
       const int rank = static_cast<int>(n.extents.size());
@@ -282,62 +378,255 @@ class executor {
       return v;
     } else {
       std::vector<U> r(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(static_cast<float>(v[i]));
+      for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(detail::as_double(v[i]));
       return r;
     }
   }
 
+  // Keeps `v` alive as long as the executor and returns where its elements are.
+  template <class V>
+  auto* keep(V v) {
+    auto p = std::make_shared<V>(std::move(v));
+    owned_.push_back(p);
+    return p->data();
+  }
+
+  // A weight of PyTorch shape [K, C, kernel...] (row-major) in the layout of format F: KCRS or KRSC.
+  template <class T, class F>
+  tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
+    auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
+    using CF = typename F::channels_first_t;
+    memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
+    owned_.push_back(owned);
+    return owned->const_view();
+  }
+
   template <class T>
-  void bind_conv(const graph::node& n, const parameter_store& params, std::vector<std::function<void()>>& step) {
+  void bind_conv(const graph::node& n, const parameter_store& params, step_list& step) {
     const auto& a = n.get<graph::conv_attrs>();
     const graph::family f = format_of(n.id);
-    const int rank = static_cast<int>(n.extents.size());
     const graph::node& x = net_.at(n.inputs[0]);
-    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, x.id, f)));
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, x.id)));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
-    const parameter& w = params.at(n.name + ".weight");
-    const T* bias = nullptr;
-    if (a.bias) {
-      bias_.push_back(params.at(n.name + ".bias").bytes);
-      bias = reinterpret_cast<const T*>(bias_.back().data());
-    }
-    dispatch_format(f, rank, [&](auto tag) {
+    const std::vector<std::int64_t> shape = params.at(n.name + ".weight").shape;
+    std::vector<T> w = params.at(n.name + ".weight").template values<T>(n.name + ".weight");
+    std::vector<T> bias = a.bias ? params.at(n.name + ".bias").template values<T>(n.name + ".bias") : std::vector<T>{};
+    if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
+    const T* bd = bias.empty() ? nullptr : keep(std::move(bias));
+    const bool relu = fused_relu_.count(n.id) > 0;
+    dispatch_format(f, static_cast<int>(n.extents.size()), [&](auto tag) {
       using F = decltype(tag);
-      // The weight, once, in the layout of the layer's format (KCRS or KRSC).
-      auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), w.shape).extents());
-      using CF = typename F::channels_first_t;
-      memfmt::convert(detail::view_of<CF>(reinterpret_cast<const T*>(w.bytes.data()), w.shape), owned->view());
-      weights_.push_back(owned);
       const auto xv = detail::view_of<F>(xd, x.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
-      const tensor_view<const T, F> wv = owned->const_view();
+      const auto wv = weight_in<T, F>(w, shape);
       const conv_params p = a.params;
       const Backend& b = backend_;
-      step.push_back([&b, xv, wv, bias, yv, p] { b.conv_forward(xv, wv, bias, yv, p); });
+      step.push_back([&b, xv, wv, bd, yv, p, relu] {
+        b.conv_forward(xv, wv, bd, yv, p);
+        if (relu) b.activation_forward(memfmt::activation::relu, tensor_view<const T, F>(yv), yv);
+      });
+    });
+  }
+
+  // Batch norm in inference is y = x * s + t per channel, s = gamma / sqrt(var + eps),
+  // t = beta - mean * s; on a conv's output it becomes the conv with weights w * s and bias
+  // (bias - mean) * s + beta. Computed in double, rounded once.
+  template <class T>
+  void fold_batch_norm(const graph::node& bn, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
+    const auto& p = bn.get<batch_norm_params>();
+    const auto gamma = values_as<T, double>(params, bn.name + ".weight");
+    const auto beta = values_as<T, double>(params, bn.name + ".bias");
+    const auto mean = values_as<T, double>(params, bn.name + ".running_mean");
+    const auto var = values_as<T, double>(params, bn.name + ".running_var");
+    const std::size_t k = gamma.size(), per = w.size() / k;
+    if (bias.empty()) bias.assign(k, static_cast<T>(0.0f));
+    for (std::size_t c = 0; c < k; ++c) {
+      const double s = gamma[c] / std::sqrt(var[c] + p.epsilon);
+      for (std::size_t i = c * per; i < (c + 1) * per; ++i)
+        w[i] = static_cast<T>(detail::as_double(w[i]) * s);
+      bias[c] = static_cast<T>((detail::as_double(bias[c]) - mean[c]) * s + beta[c]);
+    }
+  }
+
+  // A transposed conv is the backward-data pass of the conv it transposes (its weight [C_in,
+  // C_out / groups, kernel...] is that conv's [K, C, kernel...]), then the bias per channel.
+  template <class T>
+  void bind_conv_transpose(const graph::node& n, const parameter_store& params, step_list& step) {
+    const auto& a = n.get<graph::conv_transpose_attrs>();
+    const graph::node& x = net_.at(n.inputs[0]);
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, x.id)));
+    T* yd = reinterpret_cast<T*>(buffer(n.id));
+    const parameter& w = params.at(n.name + ".weight");
+    const std::vector<T> wv = w.template values<T>(n.name + ".weight");
+    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
+      using F = decltype(tag);
+      const auto xv = detail::view_of<F>(xd, x.extents);
+      const auto yv = detail::view_of<F>(yd, n.extents);
+      const auto wt = weight_in<T, F>(wv, w.shape);
+      tensor_view<const T, F> bias;
+      if (a.bias) {
+        std::vector<std::int64_t> be(n.extents.size(), 1);
+        be[1] = a.out_channels;
+        bias = detail::view_of<F>(static_cast<const T*>(keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias"))), be);
+      }
+      const conv_params p = a.params;
+      const Backend& b = backend_;
+      step.push_back([&b, xv, wt, yv, bias, p] {
+        b.conv_backward_data(xv, wt, yv, p);
+        if (bias.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), bias, yv);
+      });
     });
   }
 
   template <class T>
-  void bind_batch_norm(const graph::node& n, const parameter_store& params, std::vector<std::function<void()>>& step) {
-    using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  void bind_batch_norm(const graph::node& n, const parameter_store& params, step_list& step) {
+    using P = detail::stats_t<T>;
     const auto& p = n.get<batch_norm_params>();
-    const graph::family f = format_of(n.id);
-    const int rank = static_cast<int>(n.extents.size());
-    auto stats = std::make_shared<std::vector<std::vector<P>>>();
-    for (const char* s : {"weight", "bias", "running_mean", "running_var"})
-      stats->push_back(values_as<T, P>(params, n.name + "." + s));
-    bn_stats_.push_back(stats);
-    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0], f)));
+    const P* s[4];
+    int i = 0;
+    for (const char* k : {"weight", "bias", "running_mean", "running_var"})
+      s[i++] = keep(values_as<T, P>(params, n.name + "." + k));
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
-    dispatch_format(f, rank, [&](auto tag) {
+    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
       const Backend& b = backend_;
-      const auto& s = *stats;
-      step.push_back([&b, xv, yv, &s, p] {
-        b.batch_norm_forward_inference(xv, yv, s[0].data(), s[1].data(), s[2].data(), s[3].data(), p);
+      step.push_back([&b, xv, yv, s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], p] {
+        b.batch_norm_forward_inference(xv, yv, s0, s1, s2, s3, p);
       });
+    });
+  }
+
+  template <class T>
+  void bind_group_norm(const graph::node& n, const parameter_store& params, step_list& step) {
+    using P = detail::stats_t<T>;
+    const auto& a = n.get<graph::norm_attrs>();
+    const P* gamma = a.affine ? keep(values_as<T, P>(params, n.name + ".weight")) : nullptr;
+    const P* beta = a.affine ? keep(values_as<T, P>(params, n.name + ".bias")) : nullptr;
+    const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
+    P* mean = keep(std::vector<P>(stats));
+    P* invstd = keep(std::vector<P>(stats));
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
+    T* yd = reinterpret_cast<T*>(buffer(n.id));
+    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
+      using F = decltype(tag);
+      const auto xv = detail::view_of<F>(xd, n.extents);
+      const auto yv = detail::view_of<F>(yd, n.extents);
+      const Backend& b = backend_;
+      const group_norm_params p = a.params;
+      step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+    });
+  }
+
+  // A linear reads [N, F] as the backends do: N rows of the C * spatial features in flatten order.
+  // After a flatten (through dropouts) it reads the 4-D/5-D value by its strides in the flatten's
+  // format, so a channels_last flatten needs no conversion: it is the linear with its weight
+  // permuted to (spatial, C) order.
+  template <class T>
+  void bind_linear(const graph::node& n, const parameter_store& params, step_list& step) {
+    const auto& a = n.get<graph::linear_attrs>();
+    graph::node_id src = n.inputs[0];
+    while (net_.at(src).kind == graph::node_kind::dropout && !net_.at(src).spatial()) src = net_.at(src).inputs[0];
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
+    T* yd = reinterpret_cast<T*>(buffer(n.id));
+    const T* w = keep(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
+    const T* bias = a.bias ? keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
+    const auto yv = detail::view_of<nchw>(yd, kernel_extents(n.extents));
+    const Backend& b = backend_;
+    const graph::node& s = net_.at(src);
+    const bool flat = s.kind == graph::node_kind::flatten;
+    const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : kernel_extents(s.extents);
+    dispatch_format(flat ? format_of(s.id) : graph::family::channels_first, static_cast<int>(xe.size()), [&](auto tag) {
+      using F = decltype(tag);
+      const auto xv = detail::view_of<F>(xd, xe);
+      step.push_back([&b, xv, w, bias, yv] { b.linear_forward(xv, w, bias, yv); });
+    });
+  }
+
+  template <class T>
+  void bind_concat(const graph::node& n, step_list& step) {
+    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
+      using F = decltype(tag);
+      std::vector<tensor_view<const T, F>> xs;
+      for (graph::node_id i : n.inputs)
+        xs.push_back(detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, i))), net_.at(i).extents));
+      const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), n.extents);
+      const Backend& b = backend_;
+      step.push_back([&b, xs, yv] { b.concat_forward(xs, yv); });
+    });
+  }
+
+  // Layers of one input (two for binary) read and written in the node's format.
+  template <class T>
+  void bind_elementwise(const graph::node& n, step_list& step) {
+    dispatch_format(format_of(n.id), kernel_rank(n.extents), [&](auto tag) {
+      using F = decltype(tag);
+      const auto in = [&](std::size_t i) {
+        return detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[i]))),
+                                  kernel_extents(net_.at(n.inputs[i]).extents));
+      };
+      const auto x = in(0);
+      const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), kernel_extents(n.extents));
+      const Backend& b = backend_;
+      switch (n.kind) {
+        case graph::node_kind::activation:
+          step.push_back([&b, x, y, k = n.get<memfmt::activation>()] { b.activation_forward(k, x, y); });
+          break;
+        case graph::node_kind::binary:
+          step.push_back([&b, x, x2 = in(1), y, k = n.get<memfmt::binary_op>()] { b.binary_forward(k, x, x2, y); });
+          break;
+        case graph::node_kind::pool:
+          step.push_back([&b, x, y, p = n.get<memfmt::pool_params>()] { b.pool_forward(x, y, p); });
+          break;
+        case graph::node_kind::global_pool:
+          if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
+            step.push_back([&b, x, y] { b.global_average_pool_forward(x, y); });
+          } else {  // a max pool whose window is the whole map
+            memfmt::pool_params p;
+            for (std::size_t d = 2; d < x.extents().size(); ++d) p.kernel[d - 2] = x.extent(d);
+            step.push_back([&b, x, y, p] { b.pool_forward(x, y, p); });
+          }
+          break;
+        case graph::node_kind::upsample:
+          step.push_back([&b, x, y, p = n.get<memfmt::upsample_params>()] { b.upsample_forward(x, y, p); });
+          break;
+        case graph::node_kind::pad:
+          step.push_back([&b, x, y, p = n.get<memfmt::pad_params>()] { b.pad_forward(x, y, p); });
+          break;
+        case graph::node_kind::softmax:
+          step.push_back([&b, x, y, p = n.get<memfmt::softmax_params>()] { b.softmax_forward(x, y, p); });
+          break;
+        case graph::node_kind::slice:
+          step.push_back([&b, x, y, c0 = n.get<graph::slice_attrs>().begin] { b.channel_slice_forward(x, c0, y); });
+          break;
+        default:
+          memfmt::detail::fail(errc::unsupported, who(n) + ": no implementation of this layer kind on the " +
+                                                      std::string(Backend::name) + " backend");
+      }
+    });
+  }
+
+  // The user's function, with the inputs in the node's input format; it must report the output
+  // format the node declares (an op that "loses channels_last" is an error, not a silent relabel).
+  void bind_opaque(const graph::node& n, step_list& step) {
+    const user_op op = *std::any_cast<user_op>(&n.get<graph::opaque_attrs>().callback);
+    std::vector<tensor_ref> ins;
+    for (graph::node_id i : n.inputs) {
+      const graph::node& x = net_.at(i);
+      ins.push_back(tensor_ref{x.type, x.extents, x.spatial() ? read_format(n) : graph::family::channels_first,
+                               slot_data(read_slot(n, i))});
+    }
+    const tensor_ref out{n.type, n.extents, format_of(n.id), buffer(n.id)};
+    step.push_back([op, ins, out, w = who(n)] {
+      tensor_ref o = out;
+      op.run(ins, o);
+      if (o.type != out.type || o.extents != out.extents || o.data != out.data || (out.extents.size() > 2 && o.format != out.format))
+        memfmt::detail::fail(errc::format_mismatch,
+                             w + ": the user_op returned " + describe(o.type, o.extents) + " " +
+                                 graph::to_string(o.format) + ", declared " + describe(out.type, out.extents) + " " +
+                                 graph::to_string(out.format) + " in the executor's buffer");
     });
   }
 
@@ -382,9 +671,10 @@ class executor {
   memory_plan memory_;
   std::unique_ptr<std::byte, detail::free_bytes> arena_;
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
-  std::vector<std::shared_ptr<void>> weights_;
-  std::vector<std::shared_ptr<void>> bn_stats_;
-  std::vector<std::vector<std::byte>> bias_;
+  std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
+  std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / relu -> the conv whose step runs it
+  std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
+  std::map<graph::node_id, graph::node_id> fused_relu_;  // conv -> the relu run on its output
 };
 
 }  // namespace memfmt::runtime

@@ -3,7 +3,7 @@
 // y = f(x) and dx = dy * f'(x), computed in double and rounded once to T. The backward reads the
 // forward input x. At the kinks the derivative is PyTorch's: relu' (0) = 0, relu6' is 0 at 0 and 6,
 // hardsigmoid' is 1/6 strictly inside (-3, 3) and 0 elsewhere, hardswish' is x / 3 + 1/2 on
-// [-3, 3] and 0 below, 1 above. x, y, dy and dx may have different formats of one rank; y may be
+// [-3, 3), 0 below and 1 from 3 on. x, y, dy and dx may have different formats of one rank; y may be
 // x (and dx may be x or dy) when they share a format: each element is read before it is written.
 #pragma once
 
@@ -48,7 +48,7 @@ inline double activation_derivative(activation kind, double x) noexcept {
       return s * (1.0 - s);
     }
     case activation::hardsigmoid: return (x > -3.0 && x < 3.0) ? 1.0 / 6.0 : 0.0;
-    case activation::hardswish: return x < -3.0 ? 0.0 : (x <= 3.0 ? x / 3.0 + 0.5 : 1.0);
+    case activation::hardswish: return x < -3.0 ? 0.0 : (x < 3.0 ? x / 3.0 + 0.5 : 1.0);
     case activation::tanh: {
       const double t = std::tanh(x);
       return 1.0 - t * t;

@@ -81,20 +81,19 @@ void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<con
     auto a_at = [&] { return detail::to_double(a.data()[detail::offset5(as, n, c, d, h, w)]); };
     auto b_at = [&] { return detail::to_double(b.data()[detail::offset5(bs, n, c, d, h, w)]); };
     if (want_a) {
-      double v = g;
-      if (kind == binary_op::mul) v = g * b_at();
-      else if (kind == binary_op::div) v = g / b_at();
-      ga[static_cast<std::size_t>(detail::offset5(ai, n, c, d, h, w))] += v;
+      auto& acc = ga[static_cast<std::size_t>(detail::offset5(ai, n, c, d, h, w))];
+      if (kind == binary_op::mul) acc = detail::mul_add(g, b_at(), acc);
+      else acc += kind == binary_op::div ? g / b_at() : g;
     }
     if (want_b) {
-      double v = g;
-      if (kind == binary_op::sub) v = -g;
-      else if (kind == binary_op::mul) v = g * a_at();
+      auto& acc = gb[static_cast<std::size_t>(detail::offset5(bi, n, c, d, h, w))];
+      if (kind == binary_op::mul) acc = detail::mul_add(g, a_at(), acc);
       else if (kind == binary_op::div) {
         const double bv = b_at();
-        v = -g * a_at() / (bv * bv);
+        acc -= g * a_at() / (bv * bv);
+      } else {
+        acc += kind == binary_op::sub ? -g : g;
       }
-      gb[static_cast<std::size_t>(detail::offset5(bi, n, c, d, h, w))] += v;
     }
   });
   if (want_a) detail::store_dense(ga, da);

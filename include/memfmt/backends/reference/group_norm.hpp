@@ -63,7 +63,7 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
       double sq = 0.0;
       detail::for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) {
         const double v = xv(c, d, h, w) - mean;
-        sq += v * v;
+        sq = detail::mul_add(v, v, sq);
       });
       const double invstd = 1.0 / std::sqrt(sq / m + p.epsilon);
       detail::for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) {
@@ -102,9 +102,10 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
         const double gv = grad(c, d, h, w), xh = xhat(c, d, h, w);
         const double gg = gv * detail::param_or(gamma, c, 1.0);
         sum_g += gg;
-        sum_gx += gg * xh;
+        sum_gx = detail::mul_add(gg, xh, sum_gx);
         sum_dy[static_cast<std::size_t>(c)] += gv;
-        sum_dy_xhat[static_cast<std::size_t>(c)] += gv * xh;
+        auto& sdx = sum_dy_xhat[static_cast<std::size_t>(c)];
+        sdx = detail::mul_add(gv, xh, sdx);
       });
       detail::for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) {
         const double gg = grad(c, d, h, w) * detail::param_or(gamma, c, 1.0);

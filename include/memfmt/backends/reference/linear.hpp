@@ -44,8 +44,8 @@ void linear_forward(tensor_view<const T, XF> x, const T* w, const T* bias, tenso
     for (std::int64_t k = 0; k < y.channels(); ++k) {
       double acc = bias ? detail::to_double(bias[k]) : 0.0;
       for (std::int64_t f = 0; f < features; ++f)
-        acc += detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]) *
-               detail::to_double(w[k * features + f]);
+        acc = detail::mul_add(detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]),
+                              detail::to_double(w[k * features + f]), acc);
       y.data()[n * y.stride(0) + k * y.stride(1)] = detail::from_double<T>(acc);
     }
 }
@@ -59,8 +59,8 @@ void linear_backward_data(tensor_view<const T, DYF> dy, const T* w, tensor_view<
     for (std::int64_t f = 0; f < features; ++f) {
       double acc = 0.0;
       for (std::int64_t k = 0; k < dy.channels(); ++k)
-        acc += detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]) *
-               detail::to_double(w[k * features + f]);
+        acc = detail::mul_add(detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]),
+                              detail::to_double(w[k * features + f]), acc);
       dx.data()[n * dx.stride(0) + xoff[static_cast<std::size_t>(f)]] = detail::from_double<T>(acc);
     }
 }
@@ -75,8 +75,8 @@ void linear_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, DY
     for (std::int64_t f = 0; f < features; ++f) {
       double acc = 0.0;
       for (std::int64_t n = 0; n < x.batch(); ++n)
-        acc += detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]) *
-               detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]);
+        acc = detail::mul_add(detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]),
+                              detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]), acc);
       dw[k * features + f] = detail::from_double<T>(acc);
     }
     if (dbias) {

@@ -34,6 +34,11 @@ constexpr void check_element_type() {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
 }
 
+// acc + a * b, rounded once. Sums of products are written with it because compilers fuse a * b + acc
+// into an FMA in some loops and not in others (a vectorised in-order reduction keeps the two
+// roundings), which would make one format's result differ in the last bit from another's.
+inline double mul_add(double a, double b, double acc) noexcept { return std::fma(a, b, acc); }
+
 template <class T>
 inline double to_double(T v) noexcept {
   if constexpr (std::is_same_v<T, double>) {
@@ -75,11 +80,6 @@ inline float double_to_float_round_odd(double v) noexcept {
   std::memcpy(&f, &bits, 4);
   return f;
 }
-
-// acc + a * b with one rounding. Spelling the fused multiply-add out keeps every sum independent of
-// the compiler's contraction choices, which differ between instantiations (one layout's loop may be
-// contracted, another's not), so results are bitwise the same in every format and on every CPU.
-inline double mul_add(double a, double b, double acc) noexcept { return std::fma(a, b, acc); }
 
 // Round a double to T once (round to nearest, ties to even).
 template <class T>

@@ -72,7 +72,7 @@ void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, 
       const auto i = static_cast<std::size_t>(c);
       yv[i] = detail::to_double(y.data()[detail::offset5(ys, n, c, d, h, w)]);
       gv[i] = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
-      dot += p.log ? gv[i] : gv[i] * yv[i];
+      dot = p.log ? dot + gv[i] : detail::mul_add(gv[i], yv[i], dot);
     }
     for (std::int64_t c = 0; c < e.c; ++c) {
       const auto i = static_cast<std::size_t>(c);

@@ -85,8 +85,8 @@ void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const up
   std::vector<double> acc(static_cast<std::size_t>(detail::numel5(ye)), 0.0);
   detail::for_each_tap(p.mode, detail::extents5(x), ye, [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
                                                              auto ih, auto iw, double weight) {
-    acc[static_cast<std::size_t>(detail::index5(ye, n, c, od, oh, ow))] +=
-        weight * detail::to_double(x.data()[detail::offset5(xs, n, c, id, ih, iw)]);
+    auto& a = acc[static_cast<std::size_t>(detail::index5(ye, n, c, od, oh, ow))];
+    a = detail::mul_add(weight, detail::to_double(x.data()[detail::offset5(xs, n, c, id, ih, iw)]), a);
   });
   detail::store_dense(acc, y);
 }
@@ -101,8 +101,8 @@ void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, con
   std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
   detail::for_each_tap(p.mode, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
                                                               auto ih, auto iw, double weight) {
-    acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))] +=
-        weight * detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]);
+    auto& a = acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))];
+    a = detail::mul_add(weight, detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]), a);
   });
   detail::store_dense(acc, dx);
 }

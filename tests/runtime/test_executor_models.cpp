@@ -1,0 +1,270 @@
+// Every model of graph/models.hpp, small, on the reference backend: the all-channels-last plan and
+// the solved plan (with the inference fusions) give the outputs of the all-channels-first run
+// without fusions, within a tolerance derived from the dtype and the longest reduction; every run
+// poisons each value when its liveness ends.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/runtime/executor.hpp"
+
+namespace {
+
+using memfmt::graph::family;
+using memfmt::graph::network;
+using memfmt::runtime::parameter_store;
+using memfmt::runtime::tensor_ref;
+namespace models = memfmt::graph::models;
+
+// Weights uniform in +-sqrt(3 / fan_in) (unit variance through each layer, so deep nets neither
+// vanish nor blow up), batch norm statistics near the identity.
+parameter_store make_params(const network& net, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  parameter_store s;
+  for (const auto& n : net.nodes())
+    for (const auto& p : net.parameters(n.id)) {
+      const auto count = static_cast<std::size_t>(memfmt::detail::checked_numel(p.extents, "test"));
+      if (p.type == memfmt::dtype::int64) {
+        s.insert<std::int64_t>(p.name, p.extents, std::vector<std::int64_t>(count, 0));
+        continue;
+      }
+      float lo = -0.1f, hi = 0.1f;
+      const auto ends = [&](const char* suffix) {
+        const std::string t(suffix);
+        return p.name.size() >= t.size() && p.name.compare(p.name.size() - t.size(), t.size(), t) == 0;
+      };
+      if (ends("running_var")) lo = 0.5f, hi = 1.5f;
+      else if (ends("weight") && p.extents.size() == 1) lo = 0.5f, hi = 1.5f;
+      else if (ends("weight")) {
+        const float fan_in = static_cast<float>(count / static_cast<std::size_t>(p.extents[0]));
+        hi = std::sqrt(3.f / fan_in);
+        lo = -hi;
+      }
+      std::uniform_real_distribution<float> d(lo, hi);
+      std::vector<float> v(count);
+      for (auto& e : v) e = d(rng);
+      s.insert<float>(p.name, p.extents, v);
+    }
+  return s;
+}
+
+std::vector<std::optional<family>> uniform(const network& net, family f) {
+  std::vector<std::optional<family>> a(net.size());
+  for (const auto& n : net.nodes()) {
+    if (!net.has_format(n.id)) continue;
+    const auto* p = n.binding_pin();
+    a[n.id] = p && p->mandatory ? p->format : f;
+  }
+  return a;
+}
+
+// The longest sum behind one output element of a layer: C/groups * kernel for convs, features for
+// linears, the group's or channel's size for norms.
+std::int64_t longest_reduction(const network& net) {
+  std::int64_t r = 1;
+  for (const auto& n : net.nodes())
+    for (const auto& p : net.parameters(n.id))
+      if (p.extents.size() >= 2) r = std::max(r, memfmt::detail::checked_numel(p.extents, "test") / p.extents[0]);
+  return r;
+}
+
+struct run_result {
+  std::vector<float> output;
+  memfmt::runtime::executor_report report;
+};
+
+run_result run(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
+               const std::vector<float>& input, bool fuse) {
+  const memfmt::reference::backend b;
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, b, params, {true, fuse});
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  run_result r;
+  r.output.assign(static_cast<std::size_t>(out.numel()), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> x = input;
+  ex.forward({{"input", tensor_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()}}},
+             {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, r.output.data()}}});
+  r.report = ex.report();
+  return r;
+}
+
+void check_model(const std::string& name, const network& net, std::size_t expected_fusions_at_least) {
+  SCOPED_TRACE(name);
+  const parameter_store params = make_params(net, 11);
+  const auto& in = net.at(*net.find("input"));
+  std::vector<float> x(static_cast<std::size_t>(in.numel()));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& e : x) e = d(rng);
+  const memfmt::graph::cost_model model{};
+  const auto truth = run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
+  EXPECT_TRUE(truth.report.fusions.empty());
+  double scale = 0;
+  for (float v : truth.output) {
+    ASSERT_TRUE(std::isfinite(v)) << "the channels_first run gave a non-finite output";
+    scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  }
+  // Plans differ in the rounding of folded weights only (the reference sums in double and rounds
+  // each output once): a few float32 ulps per weight, through every layer's longest sum.
+  const double tol = 16.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(longest_reduction(net))) *
+                     std::max(1.0, scale);
+  const std::pair<const char*, memfmt::graph::plan> plans[] = {
+      {"channels_first fused", memfmt::graph::make_plan(net, model, uniform(net, family::channels_first))},
+      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
+      {"solved", memfmt::graph::solve(net, model)}};
+  for (const auto& [plan_name, plan] : plans) {
+    const auto got = run(net, plan, params, x, true);
+    // A solved plan may convert between a conv and its batch norm, which then stay apart.
+    if (std::string(plan_name) != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;
+    else EXPECT_TRUE(expected_fusions_at_least == 0 || !got.report.fusions.empty());
+    EXPECT_LE(got.report.arena_bytes, got.report.allocate_all_bytes) << plan_name;
+    int bad = 0;
+    for (std::size_t i = 0; i < got.output.size(); ++i)
+      if (!(std::fabs(got.output[i] - truth.output[i]) <= tol) && bad++ < 5)
+        ADD_FAILURE() << plan_name << ": output element " << i << " is " << got.output[i] << ", expected "
+                      << truth.output[i] << " (tolerance " << tol << ")";
+  }
+}
+
+models::options small(double width, std::int64_t resolution) {
+  models::options o;
+  o.batch = 2;
+  o.resolution = resolution;
+  o.width = width;
+  o.classes = 10;
+  o.frames = 4;
+  return o;
+}
+
+TEST(ExecutorModels, ResNet18) { check_model("resnet18", models::resnet18(small(0.125, 32)), 17); }
+TEST(ExecutorModels, ResNet50) { check_model("resnet50", models::resnet50(small(0.0625, 32)), 49); }
+// ResNeXt needs width 1/4: 32 groups of planes / 16 channels.
+TEST(ExecutorModels, ResNeXt50) { check_model("resnext50_32x4d", models::resnext50_32x4d(small(0.25, 32)), 49); }
+TEST(ExecutorModels, MobileNetV2) { check_model("mobilenet_v2", models::mobilenet_v2(small(0.125, 32)), 35); }
+TEST(ExecutorModels, Vgg16Bn) { check_model("vgg16_bn", models::vgg16_bn(small(0.0625, 32)), 13); }
+TEST(ExecutorModels, UNet) { check_model("unet", models::unet(small(0.0625, 16)), 18); }
+TEST(ExecutorModels, R3d18) { check_model("r3d_18", models::r3d_18(small(0.0625, 16)), 17); }
+
+}  // namespace
+
+namespace {
+
+// Every layer kind the models do not use (pad, upsample, group and instance norm, softmax, slice,
+// squeeze-and-excitation broadcasting, global max pool, hardswish, opaque), in every plan.
+network every_layer(memfmt::runtime::user_op op) {
+  network net;
+  const auto x = net.input("input", {2, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  memfmt::pad_params pp;
+  pp.mode = memfmt::pad_mode::reflect;
+  pp.begin = {1, 2, 0};
+  pp.end = {2, 1, 0};
+  auto h = net.pad("pad", x, pp);                                     // [2, 4, 9, 9]
+  h = net.conv("conv", h, memfmt::graph::conv_spec(8, 3, 2, 1, 2, true));  // [2, 8, 5, 5]
+  h = net.group_norm("gn", h, 2);
+  h = net.activation("act", h, memfmt::activation::hardswish);
+  const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
+                                 memfmt::activation::sigmoid);
+  h = net.mul("se.mul", h, se);                                       // [2, 8, 5, 5] * [2, 8, 1, 1]
+  memfmt::upsample_params up;
+  up.mode = memfmt::resample_mode::linear;
+  up.output = {7, 8, 0};
+  h = net.upsample("up", h, up);                                      // [2, 8, 7, 8]
+  const auto parts = net.split("split", h, {3, 5});
+  h = net.concat("cat", {net.instance_norm("in", parts[1], 1e-5, true), parts[0]});
+  h = net.opaque("user", {h}, {2, 8, 7, 8}, op.output_format, op.input_format);
+  net.set_callback(h, op);
+  h = net.softmax("softmax", h);
+  h = net.avg_pool("pool", h, 3, 2, 1, true, false);
+  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
+  return net;
+}
+
+// A user op that reads one format and writes another: out = 2 * in, converted.
+memfmt::runtime::user_op doubling(family in, family out, std::optional<family> reported = std::nullopt) {
+  memfmt::runtime::user_op op;
+  op.input_format = in;
+  op.output_format = out;
+  op.run = [in, out, reported](const std::vector<tensor_ref>& inputs, tensor_ref& output) {
+    const tensor_ref& x = inputs.at(0);
+    ASSERT_EQ(x.format, in);
+    const auto& e = x.extents;
+    memfmt::host_tensor<float, memfmt::nchw> tmp({e[0], e[1], e[2], e[3]});
+    const auto src = static_cast<const float*>(x.data);
+    if (in == family::channels_first) {
+      std::copy(src, src + tmp.numel(), tmp.data());
+    } else {
+      memfmt::convert(memfmt::tensor_view<const float, memfmt::nhwc>(src, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())),
+                      tmp.view());
+    }
+    for (std::int64_t i = 0; i < tmp.numel(); ++i) tmp.data()[i] *= 2.f;
+    auto* dst = static_cast<float*>(output.data);
+    if (out == family::channels_first) std::copy(tmp.data(), tmp.data() + tmp.numel(), dst);
+    else memfmt::convert(tmp.const_view(), memfmt::tensor_view<float, memfmt::nhwc>(dst, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())));
+    if (reported) output.format = *reported;
+  };
+  return op;
+}
+
+TEST(ExecutorModels, EveryLayerKind) {
+  for (auto in : {family::channels_first, family::channels_last})
+    for (auto out : {family::channels_first, family::channels_last}) {
+      check_model(std::string("every layer, user op ") + memfmt::to_string(in) + " -> " + memfmt::to_string(out),
+                  every_layer(doubling(in, out)), 0);
+    }
+}
+
+// A user op that writes another format than it declares is an error naming the node; the outputs
+// stay untouched. One whose declared formats differ from the node's is refused before any work.
+TEST(ExecutorErrors, UserOpReturningTheWrongFormat) {
+  using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
+  const memfmt::reference::backend b;
+  const memfmt::graph::cost_model model{};
+  const network liar = every_layer(doubling(family::channels_last, family::channels_last, family::channels_first));
+  const parameter_store params = make_params(liar, 3);
+  ex_t ex(liar, memfmt::graph::solve(liar, model), b, params);
+  std::vector<float> x(2 * 4 * 6 * 6, 0.5f), y(10, 7.f);
+  try {
+    ex.forward({{"input", tensor_ref{memfmt::dtype::float32, {2, 4, 6, 6}, family::channels_first, x.data()}}},
+               {{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, family::channels_first, y.data()}}});
+    ADD_FAILURE() << "no error";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::format_mismatch);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("node 'user' (opaque)"), std::string::npos) << what;
+    EXPECT_NE(what.find("returned float32 [2, 8, 7, 8] channels_first"), std::string::npos) << what;
+    EXPECT_NE(what.find("declared float32 [2, 8, 7, 8] channels_last"), std::string::npos) << what;
+  }
+  for (float v : y) ASSERT_EQ(v, 7.f);
+  network mismatch = every_layer(doubling(family::channels_first, family::channels_last));
+  mismatch.set_callback(*mismatch.find("user"), doubling(family::channels_first, family::channels_first));
+  try {
+    ex_t(mismatch, memfmt::graph::solve(mismatch, model), b, make_params(mismatch, 3));
+    ADD_FAILURE() << "no error";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::format_mismatch);
+    EXPECT_NE(std::string(e.what()).find("declared to read channels_first and write channels_last"), std::string::npos)
+        << e.what();
+  }
+  network wrong_type = every_layer(doubling(family::channels_first, family::channels_first));
+  wrong_type.set_callback(*wrong_type.find("user"), 42);
+  try {
+    ex_t(wrong_type, memfmt::graph::solve(wrong_type, model), b, make_params(wrong_type, 3));
+    ADD_FAILURE() << "no error";
+  } catch (const memfmt::error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a memfmt::runtime::user_op"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
