@@ -197,7 +197,7 @@ void check_conv_desc(const descriptor& d, int spatial, const conv_params& p, cud
   for (int i = 0; i < spatial; ++i) {
     const auto u = static_cast<std::size_t>(i);
     EXPECT_EQ(pre[u], p.padding[u]);
-    EXPECT_EQ(post[u], p.padding[u]);
+    EXPECT_EQ(post[u], p.end_padding(i));
     EXPECT_EQ(st[u], p.stride[u]);
     EXPECT_EQ(dil[u], p.dilation[u]);
   }
@@ -213,6 +213,10 @@ TEST(CudnnConvolutionDescriptor, ParamsReadBack2dAnd3d) {
       SCOPED_TRACE(spatial);
       check_conv_desc(cudnn::make_convolution(cudnn::conv_spec_of(p, spatial, ct)), spatial, p, ct);
     }
+  p.padding_end = std::array<std::int64_t, 3>{0, 3, 1};  // asymmetric: post padding is the end padding
+  for (int spatial : {2, 3})
+    check_conv_desc(cudnn::make_convolution(cudnn::conv_spec_of(p, spatial, CUDNN_DATA_FLOAT)), spatial, p,
+                    CUDNN_DATA_FLOAT);
   EXPECT_EQ(cudnn::compute_type_for(dtype::float16), CUDNN_DATA_FLOAT);
   EXPECT_EQ(cudnn::compute_type_for(dtype::bfloat16), CUDNN_DATA_FLOAT);
   EXPECT_EQ(cudnn::compute_type_for(dtype::float32), CUDNN_DATA_FLOAT);
