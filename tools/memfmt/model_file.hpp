@@ -1,0 +1,44 @@
+// What `memfmt plan` and `memfmt run` share: reading a model file (an ONNX model or a memfmt.network
+// JSON document) into a network, resizing its batch and changing its dtype, and the usage error
+// both report with exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memfmt/dtype.hpp"
+#include "memfmt/graph/network.hpp"
+#include "memfmt/runtime/parameter_store.hpp"
+
+namespace memfmt_cli {
+
+// A malformed command line: the subcommand prints it with its usage text and exits with code 2.
+struct usage_error {
+  std::string message;
+};
+
+struct model_file {
+  memfmt::graph::network network;
+  // An ONNX model's initializers; a network JSON document carries no weights.
+  std::optional<memfmt::runtime::parameter_store> parameters;
+  // "op 'X' (node 'Y'): why" for every ONNX node the network cannot express: plannable, not runnable.
+  std::vector<std::string> unsupported;
+  std::string kind;  // "ONNX model" or "network JSON"
+};
+
+// Reads `path`: an ONNX model when it ends in ".onnx", a memfmt.network JSON document otherwise.
+// `batch` (when given) is the batch of every graph input: an ONNX model's symbolic batch takes it,
+// a fixed one must equal it; a network JSON is rebuilt with it. A file that cannot be read, is
+// malformed or needs a component this build lacks is a memfmt::error naming the file and the key.
+model_file load_model(const std::string& path, std::optional<std::int64_t> batch);
+
+// The network with every floating-point value in `type` (and the same layers): how `run --dtype`
+// runs a float32 model in bfloat16 or float16.
+memfmt::graph::network with_dtype(const memfmt::graph::network& net, memfmt::dtype type);
+
+// "float32" -> dtype::float32, for the dtypes the executor runs; a usage_error otherwise.
+memfmt::dtype parse_float_dtype(const std::string& name);
+
+}  // namespace memfmt_cli
