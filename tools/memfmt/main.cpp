@@ -5,6 +5,8 @@
 //   memfmt explain conv --input SIZES@STRIDES --weight SIZES@STRIDES [--stride 1,1] [--padding 0,0]
 //                       [--dilation 1,1] [--groups 1] [--dtype float32|float64] [--json]
 //   memfmt explain batch_norm --input SIZES@STRIDES [--json]
+//   memfmt plan NETWORK.json|MODEL.onnx ...  (plan_command.hpp)
+//   memfmt run MODEL.onnx|NETWORK.json ...   (run_command.hpp)
 //
 // Exit codes: 0 answered (PyTorch errors for a format request are part of the answer), 1 the
 // operation itself is one PyTorch rejects (the message is printed), 2 bad arguments.

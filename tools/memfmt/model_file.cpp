@@ -1,6 +1,7 @@
 #include "model_file.hpp"
 
 #include <functional>
+#include <iostream>
 #include <utility>
 
 #include "memfmt/error.hpp"
@@ -38,6 +39,27 @@ memfmt::graph::network rebuilt(const memfmt::graph::network& net,
 #endif
 
 }  // namespace
+
+int exit_code_of(const CLI::App& command, const std::function<int()>& body) {
+  const std::string who = "memfmt " + command.get_name() + ": ";
+  try {
+    return body();
+  } catch (const usage_error& e) {
+    std::cerr << who << e.message << "\n\n" << command.help();
+    return 2;
+  } catch (const memfmt::error& e) {
+    std::cerr << who << e.what() << '\n';
+    return 1;
+  }
+}
+
+memfmt::graph::policy parse_policy_argument(const std::string& name) {
+  try {
+    return memfmt::graph::parse_policy(name);
+  } catch (const memfmt::error& e) {
+    throw usage_error{std::string("--policy: ") + e.what()};
+  }
+}
 
 memfmt::dtype parse_float_dtype(const std::string& name) {
   for (memfmt::dtype t : {memfmt::dtype::float32, memfmt::dtype::bfloat16, memfmt::dtype::float16})

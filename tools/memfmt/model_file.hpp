@@ -4,12 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "memfmt/dtype.hpp"
 #include "memfmt/graph/network.hpp"
+#include "memfmt/graph/policy.hpp"
 #include "memfmt/runtime/parameter_store.hpp"
 
 namespace memfmt_cli {
@@ -37,6 +41,13 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
 // The network with every floating-point value in `type` (and the same layers): how `run --dtype`
 // runs a float32 model in bfloat16 or float16.
 memfmt::graph::network with_dtype(const memfmt::graph::network& net, memfmt::dtype type);
+
+// Runs a subcommand's body and turns its failures into exit codes: a usage_error is printed with
+// the subcommand's usage (exit 2), a memfmt::error with its message (exit 1).
+int exit_code_of(const CLI::App& command, const std::function<int()>& body);
+
+// --policy NAME as a policy; a usage_error listing the names otherwise.
+memfmt::graph::policy parse_policy_argument(const std::string& name);
 
 // "float32" -> dtype::float32, for the dtypes the executor runs; a usage_error otherwise.
 memfmt::dtype parse_float_dtype(const std::string& name);

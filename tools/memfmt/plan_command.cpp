@@ -64,13 +64,8 @@ plan_command::plan_command(CLI::App& app) {
 }
 
 int plan_command::run() const {
-  try {
-    memfmt::graph::policy which{};
-    try {
-      which = memfmt::graph::parse_policy(policy_);
-    } catch (const memfmt::error& e) {
-      throw usage_error{std::string("--policy: ") + e.what()};
-    }
+  return exit_code_of(*cmd_, [&] {
+    const memfmt::graph::policy which = parse_policy_argument(policy_);
     if (!calibrate_.empty() || !cache_.empty()) {
       std::cerr << "memfmt plan: calibration is not available in this build (--calibrate and --cache need the "
                    "timing-cache support, which this memfmt does not have yet); plan without them to use the "
@@ -109,13 +104,7 @@ int plan_command::run() const {
       for (const auto& u : m.unsupported) std::cout << "  " << u << '\n';
     }
     return 0;
-  } catch (const usage_error& e) {
-    std::cerr << "memfmt plan: " << e.message << "\n\n" << cmd_->help();
-    return 2;
-  } catch (const memfmt::error& e) {
-    std::cerr << "memfmt plan: " << e.what() << '\n';
-    return 1;
-  }
+  });
 }
 
 }  // namespace memfmt_cli

@@ -236,13 +236,8 @@ run_command::run_command(CLI::App& app) {
 }
 
 int run_command::run() const {
-  try {
-    memfmt::graph::policy which{};
-    try {
-      which = memfmt::graph::parse_policy(policy_);
-    } catch (const memfmt::error& e) {
-      throw usage_error{std::string("--policy: ") + e.what()};
-    }
+  return exit_code_of(*cmd_, [&] {
+    const memfmt::graph::policy which = parse_policy_argument(policy_);
     const memfmt::dtype type = parse_float_dtype(dtype_);
     if (backend_ != "reference")
       fail(memfmt::errc::unsupported,
@@ -425,13 +420,7 @@ int run_command::run() const {
     for (const auto& f : rep.fusions) std::cout << "  fused  " << f << '\n';
     if (!output_.empty()) std::cout << "output   " << output_ << '\n';
     return 0;
-  } catch (const usage_error& e) {
-    std::cerr << "memfmt run: " << e.message << "\n\n" << cmd_->help();
-    return 2;
-  } catch (const memfmt::error& e) {
-    std::cerr << "memfmt run: " << e.what() << '\n';
-    return 1;
-  }
+  });
 }
 
 }  // namespace memfmt_cli

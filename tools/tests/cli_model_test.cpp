@@ -366,7 +366,7 @@ TEST_F(CliModel, OnnxOutputsMatchPyTorchInEveryPlan) {
   }
 }
 
-TEST_F(CliModel, MalformedOnnxIsAClearError) {
+TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
   const std::string bad = path("garbage.onnx");
   std::ofstream(bad, std::ios::binary) << "this is not a protobuf \x01\x02\x03";
   for (const char* cmd : {"plan", "run"}) {
@@ -374,6 +374,16 @@ TEST_F(CliModel, MalformedOnnxIsAClearError) {
     EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
     EXPECT_NE(r.output.find("garbage.onnx"), std::string::npos) << cmd << ": " << r.output;
   }
+  // An op without a memfmt layer: planned around, refused for running, naming the op and node.
+  const std::string leaky = std::string(MEMFMT_CLI_TEST_DATA) + "/leaky_relu.onnx";
+  const auto plan = run_cli({"plan", leaky});
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << plan.output;
+  const auto run = run_cli({"run", leaky});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("cannot run 1 ONNX node"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << run.output;
+
   // A fixed batch cannot be changed.
   const auto r = run_cli({"run", onnx_file("small_mobilenet_v2.onnx"), "--batch", "2"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
