@@ -5,6 +5,8 @@
 //   memfmt explain conv --input SIZES@STRIDES --weight SIZES@STRIDES [--stride 1,1] [--padding 0,0]
 //                       [--dilation 1,1] [--groups 1] [--dtype float32|float64] [--json]
 //   memfmt explain batch_norm --input SIZES@STRIDES [--json]
+//   memfmt plan NETWORK.json|MODEL.onnx ...  (plan_command.hpp)
+//   memfmt run MODEL.onnx|NETWORK.json ...   (run_command.hpp)
 //
 // Exit codes: 0 answered (PyTorch errors for a format request are part of the answer), 1 the
 // operation itself is one PyTorch rejects (the message is printed), 2 bad arguments.
@@ -26,6 +28,8 @@
 #include "memfmt/strided/descriptor.hpp"
 #include "memfmt/strided/format_requests.hpp"
 #include "memfmt/strided/op_rules.hpp"
+#include "plan_command.hpp"
+#include "run_command.hpp"
 
 namespace {
 
@@ -232,6 +236,9 @@ int run(int argc, char** argv) {
   batch_norm->add_option("--input", bn_input_text, "SIZES@STRIDES")->required();
   batch_norm->add_flag("--json", op_json, "print JSON");
 
+  const memfmt_cli::plan_command plan(app);
+  const memfmt_cli::run_command run_model(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -240,6 +247,9 @@ int run(int argc, char** argv) {
     std::cerr << "memfmt: " << e.what() << "\n\n" << app.help();
     return 2;
   }
+
+  if (plan.chosen()) return plan.run();
+  if (run_model.chosen()) return run_model.run();
 
   const bool as_json = op_json || explain_json_flag;
   try {

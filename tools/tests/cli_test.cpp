@@ -13,41 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "format_fixtures.hpp"
-
-#ifndef MEMFMT_CLI_PATH
-#error "MEMFMT_CLI_PATH must name the memfmt binary"
-#endif
+#include "run_cli.hpp"
 
 namespace {
 
 using json = nlohmann::json;
 using dims = std::vector<std::int64_t>;
-
-struct run_result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-run_result run_cli(const std::vector<std::string>& args, bool with_stderr = true) {
-  std::string cmd = shell_quote(MEMFMT_CLI_PATH);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += with_stderr ? " 2>&1" : " 2>/dev/null";
-  run_result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using memfmt_test::run_cli;
 
 std::string join(const dims& v) {
   std::string s;

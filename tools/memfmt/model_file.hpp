@@ -1,0 +1,55 @@
+// What `memfmt plan` and `memfmt run` share: reading a model file (an ONNX model or a memfmt.network
+// JSON document) into a network, resizing its batch and changing its dtype, and the usage error
+// both report with exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "memfmt/dtype.hpp"
+#include "memfmt/graph/network.hpp"
+#include "memfmt/graph/policy.hpp"
+#include "memfmt/runtime/parameter_store.hpp"
+
+namespace memfmt_cli {
+
+// A malformed command line: the subcommand prints it with its usage text and exits with code 2.
+struct usage_error {
+  std::string message;
+};
+
+struct model_file {
+  memfmt::graph::network network;
+  // An ONNX model's initializers; a network JSON document carries no weights.
+  std::optional<memfmt::runtime::parameter_store> parameters;
+  // "op 'X' (node 'Y'): why" for every ONNX node the network cannot express: plannable, not runnable.
+  std::vector<std::string> unsupported;
+  std::string kind;  // "ONNX model" or "network JSON"
+};
+
+// Reads `path`: an ONNX model when it ends in ".onnx", a memfmt.network JSON document otherwise.
+// `batch` (when given) is the batch of every graph input: an ONNX model's symbolic batch takes it,
+// a fixed one must equal it; a network JSON is rebuilt with it. A file that cannot be read, is
+// malformed or needs a component this build lacks is a memfmt::error naming the file and the key.
+model_file load_model(const std::string& path, std::optional<std::int64_t> batch);
+
+// The network with every floating-point value in `type` (and the same layers): how `run --dtype`
+// runs a float32 model in bfloat16 or float16.
+memfmt::graph::network with_dtype(const memfmt::graph::network& net, memfmt::dtype type);
+
+// Runs a subcommand's body and turns its failures into exit codes: a usage_error is printed with
+// the subcommand's usage (exit 2), a memfmt::error with its message (exit 1).
+int exit_code_of(const CLI::App& command, const std::function<int()>& body);
+
+// --policy NAME as a policy; a usage_error listing the names otherwise.
+memfmt::graph::policy parse_policy_argument(const std::string& name);
+
+// "float32" -> dtype::float32, for the dtypes the executor runs; a usage_error otherwise.
+memfmt::dtype parse_float_dtype(const std::string& name);
+
+}  // namespace memfmt_cli

@@ -1,0 +1,26 @@
+// `memfmt plan NETWORK.json|MODEL.onnx [--policy NAME | --compare] [--calibrate onednn|cudnn]
+//  [--cache FILE] [--json] [--dot FILE]`: the format plan of a network, or every policy side by side.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace memfmt_cli {
+
+class plan_command {
+ public:
+  // Registers the subcommand on `app`.
+  explicit plan_command(CLI::App& app);
+
+  bool chosen() const { return cmd_->parsed(); }
+  // The exit code: 0 planned, 1 a file or the network is bad (the message names it), 2 bad arguments.
+  int run() const;
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  std::string network_path_, policy_ = "optimal", calibrate_, cache_, dot_path_;
+  bool compare_ = false, json_ = false;
+};
+
+}  // namespace memfmt_cli

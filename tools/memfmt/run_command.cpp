@@ -1,0 +1,426 @@
+#include "run_command.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/convert/convert.hpp"
+#include "memfmt/error.hpp"
+#include "memfmt/format/layout.hpp"
+#include "memfmt/graph/cost_model.hpp"
+#include "memfmt/graph/policy.hpp"
+#include "memfmt/runtime/executor.hpp"
+#include "memfmt/runtime/parameter_store.hpp"
+#include "memfmt/runtime/tensor_ref.hpp"
+#include "model_file.hpp"
+
+#ifdef MEMFMT_CLI_HAVE_SAFETENSORS
+#include "memfmt/io/safetensors.hpp"
+#endif
+
+namespace memfmt_cli {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using memfmt::graph::family;
+using memfmt::runtime::parameter;
+using memfmt::runtime::parameter_store;
+
+[[noreturn]] void fail(memfmt::errc code, const std::string& what) { memfmt::detail::fail(code, what); }
+
+// ---- element values across float dtypes ----
+
+double element(const parameter& p, std::size_t i) {
+  const std::byte* at = p.bytes.data() + i * memfmt::size_of(p.type);
+  const auto read = [&](auto v) {
+    std::memcpy(&v, at, sizeof v);
+    return v;
+  };
+  switch (p.type) {
+    case memfmt::dtype::float32: return read(float{});
+    case memfmt::dtype::float64: return read(double{});
+    case memfmt::dtype::float16: return static_cast<float>(read(memfmt::half{}));
+    case memfmt::dtype::bfloat16: return static_cast<float>(read(memfmt::bfloat16{}));
+    default: break;
+  }
+  fail(memfmt::errc::unsupported_dtype, "element of a " + std::string(to_string(p.type)) + " tensor");
+}
+
+void set_element(parameter& p, std::size_t i, double v) {
+  std::byte* at = p.bytes.data() + i * memfmt::size_of(p.type);
+  const auto write = [&](auto x) { std::memcpy(at, &x, sizeof x); };
+  switch (p.type) {
+    case memfmt::dtype::float32: return write(static_cast<float>(v));
+    case memfmt::dtype::float64: return write(v);
+    case memfmt::dtype::float16: return write(memfmt::half(static_cast<float>(v)));
+    case memfmt::dtype::bfloat16: return write(memfmt::bfloat16(static_cast<float>(v)));
+    default: break;
+  }
+  fail(memfmt::errc::unsupported_dtype, "element of a " + std::string(to_string(p.type)) + " tensor");
+}
+
+// A floating-point tensor's values in another float dtype (rounded to nearest).
+parameter cast(const parameter& p, memfmt::dtype to) {
+  if (p.type == to) return p;
+  parameter out{to, p.shape, {}};
+  const auto n = static_cast<std::size_t>(p.numel());
+  out.bytes.resize(memfmt::detail::checked_bytes(p.numel(), memfmt::size_of(to), "cast"));
+  for (std::size_t i = 0; i < n; ++i) set_element(out, i, element(p, i));
+  return out;
+}
+
+parameter filled(memfmt::dtype type, std::vector<std::int64_t> shape) {
+  parameter p{type, std::move(shape), {}};
+  p.bytes.resize(memfmt::detail::checked_bytes(p.numel(), memfmt::size_of(type), "tensor"));
+  return p;
+}
+
+// ---- layouts: files hold logical (channels-first) order, the executor the planned format ----
+
+template <class E, class From, class To>
+void permute(const std::byte* src, std::byte* dst, const std::vector<std::int64_t>& e) {
+  typename memfmt::layout<From>::extents_type x{};
+  for (std::size_t d = 0; d < x.size(); ++d) x[d] = e[d];
+  memfmt::tensor_view<const E, From> s(reinterpret_cast<const E*>(src), memfmt::layout<From>::packed(x));
+  memfmt::tensor_view<E, To> t(reinterpret_cast<E*>(dst), memfmt::layout<To>::packed(x));
+  memfmt::convert(s, t);
+}
+
+template <class From, class To>
+void permute_by_size(const std::byte* src, std::byte* dst, const std::vector<std::int64_t>& e, std::size_t elem) {
+  // A permutation moves whole elements: their type does not matter, only their size.
+  switch (elem) {
+    case 2: return permute<std::uint16_t, From, To>(src, dst, e);
+    case 4: return permute<std::uint32_t, From, To>(src, dst, e);
+    default: return permute<std::uint64_t, From, To>(src, dst, e);
+  }
+}
+
+// The bytes of a rank-4/5 tensor in channels_last order from channels-first order (to_last), or
+// back; other ranks and channels_first are already in place.
+std::vector<std::byte> relaid(const parameter& t, family format, bool to_last) {
+  if (format != family::channels_last || t.shape.size() < 4) return t.bytes;
+  std::vector<std::byte> out(t.bytes.size());
+  const std::size_t elem = memfmt::size_of(t.type);
+  if (t.shape.size() == 4) {
+    if (to_last) permute_by_size<memfmt::nchw, memfmt::nhwc>(t.bytes.data(), out.data(), t.shape, elem);
+    else permute_by_size<memfmt::nhwc, memfmt::nchw>(t.bytes.data(), out.data(), t.shape, elem);
+  } else {
+    if (to_last) permute_by_size<memfmt::ncdhw, memfmt::ndhwc>(t.bytes.data(), out.data(), t.shape, elem);
+    else permute_by_size<memfmt::ndhwc, memfmt::ncdhw>(t.bytes.data(), out.data(), t.shape, elem);
+  }
+  return out;
+}
+
+// ---- tensors in ----
+
+parameter_store load_tensor_file(const std::string& path, const char* flag) {
+#ifdef MEMFMT_CLI_HAVE_SAFETENSORS
+  try {
+    return memfmt::io::load_safetensors(path);
+  } catch (const memfmt::error& e) {
+    fail(e.code(), std::string(flag) + " " + path + ": " + e.what());
+  }
+#else
+  fail(memfmt::errc::unsupported, std::string(flag) + " " + path +
+                                      ": safetensors files need the memfmt::safetensors component, which this build "
+                                      "of memfmt lacks (Debian: nlohmann-json3-dev, then reconfigure)");
+#endif
+}
+
+// Weights for every parameter the network names, in PyTorch's default initialisation's spirit
+// (uniform within 1/sqrt(fan_in)) so that activations stay finite through a deep network.
+parameter_store random_weights(const memfmt::graph::network& net, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  parameter_store s;
+  for (const auto& n : net.nodes())
+    for (const auto& spec : net.parameters(n.id)) {
+      parameter p = filled(spec.type, spec.extents);
+      if (!memfmt::is_floating(spec.type)) {  // num_batches_tracked
+        s.insert(spec.name, std::move(p));
+        continue;
+      }
+      const auto ends = [&](const char* tail) {
+        const std::string t(tail);
+        return spec.name.size() >= t.size() && spec.name.compare(spec.name.size() - t.size(), t.size(), t) == 0;
+      };
+      double lo = -0.1, hi = 0.1;
+      if (ends(".running_var") || (n.kind != memfmt::graph::node_kind::conv && n.kind != memfmt::graph::node_kind::conv_transpose &&
+                                   n.kind != memfmt::graph::node_kind::linear && ends(".weight"))) {
+        lo = 0.5, hi = 1.5;  // positive variances, scales near 1
+      } else if (spec.extents.size() >= 2) {
+        const double fan_in = static_cast<double>(p.numel() / std::max<std::int64_t>(spec.extents[0], 1));
+        hi = 1.0 / std::sqrt(std::max(fan_in, 1.0));
+        lo = -hi;
+      }
+      std::uniform_real_distribution<double> d(lo, hi);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(p.numel()); ++i) set_element(p, i, d(rng));
+      s.insert(spec.name, std::move(p));
+    }
+  return s;
+}
+
+// Every floating-point parameter in the dtype the network now names for it.
+parameter_store in_network_dtypes(const memfmt::graph::network& net, const parameter_store& given) {
+  std::map<std::string, memfmt::dtype> wanted;
+  for (const auto& n : net.nodes())
+    for (const auto& spec : net.parameters(n.id)) wanted[spec.name] = spec.type;
+  parameter_store out;
+  for (const auto& [name, p] : given) {
+    const auto it = wanted.find(name);
+    const bool recast = it != wanted.end() && memfmt::is_floating(p.type) && memfmt::is_floating(it->second);
+    out.insert(name, recast ? cast(p, it->second) : p);
+  }
+  out.metadata = given.metadata;
+  return out;
+}
+
+// ---- the report ----
+
+std::string mib(std::int64_t bytes) {
+  std::ostringstream os;
+  os.precision(bytes >= (10 << 20) ? 1 : 2);
+  os << std::fixed << static_cast<double>(bytes) / (1 << 20) << " MiB";
+  return os.str();
+}
+
+int threads_in_use() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+}  // namespace
+
+run_command::run_command(CLI::App& app) {
+  cmd_ = app.add_subcommand("run", "run a model in its planned formats and time it");
+  cmd_->add_option("model", model_path_, "MODEL.onnx or NETWORK.json (memfmt.network)")->required();
+  cmd_->add_option("--weights", weights_, "safetensors file of the parameters (a network JSON has none; an ONNX "
+                                          "model's initializers are replaced by the tensors of the same name)");
+  auto* input = cmd_->add_option("--input", input_, "safetensors file, one tensor per graph input, by name, "
+                                                    "channels-first");
+  cmd_->add_flag("--random", random_, "random inputs of the model's shapes (the default without --input)")->excludes(input);
+  cmd_->add_option("--output", output_, "write the graph outputs (channels-first) to this safetensors file");
+  cmd_->add_option("--backend", backend_, "reference, onednn or cudnn (default reference)")
+      ->check(CLI::IsMember({"reference", "onednn", "cudnn"}));
+  cmd_->add_option("--policy", policy_, "the format plan: all_channels_first, all_channels_last, pytorch_eager, "
+                                        "greedy or optimal (default)");
+  cmd_->add_option("--dtype", dtype_, "float32 (default), bfloat16 or float16: weights and inputs are rounded to it")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  batch_opt_ = cmd_->add_option("--batch", batch_, "batch size (an ONNX model's symbolic batch; default 1, a "
+                                                   "network JSON its own)")
+                   ->check(CLI::PositiveNumber);
+  cmd_->add_option("--threads", threads_, "OpenMP threads (default: OpenMP's)")->check(CLI::PositiveNumber);
+  cmd_->add_option("--repeat", repeat_, "timed forward passes after one warm-up (default 10)")
+      ->check(CLI::PositiveNumber);
+  cmd_->add_flag("--json", json_, "print JSON");
+}
+
+int run_command::run() const {
+  return exit_code_of(*cmd_, [&] {
+    const memfmt::graph::policy which = parse_policy_argument(policy_);
+    const memfmt::dtype type = parse_float_dtype(dtype_);
+    if (backend_ != "reference")
+      fail(memfmt::errc::unsupported,
+           "--backend " + backend_ + ": memfmt::runtime::executor runs on the reference backend only in this build (no " +
+               (backend_ == "onednn" ? "oneDNN" : "cuDNN") + " executor backend yet); use --backend reference");
+    if (threads_ > 0) {
+#ifdef _OPENMP
+      omp_set_num_threads(threads_);
+#else
+      if (threads_ > 1) std::cerr << "memfmt run: this build has no OpenMP; running on one thread\n";
+#endif
+    }
+
+    const std::optional<std::int64_t> batch = *batch_opt_ ? std::optional<std::int64_t>(batch_) : std::nullopt;
+    model_file m = load_model(model_path_, batch);
+    if (!m.unsupported.empty()) {
+      std::string what = model_path_ + ": cannot run " + std::to_string(m.unsupported.size()) +
+                         " ONNX node(s) the executor has no layer for (memfmt plan still plans around them):";
+      for (const auto& u : m.unsupported) what += "\n  " + u;
+      fail(memfmt::errc::unsupported, what);
+    }
+    const memfmt::graph::network net = with_dtype(m.network, type);
+
+    // Weights: the file's, else the ONNX model's, else random.
+    std::string weights_from = m.parameters ? "the ONNX initializers" : "random (seed 1)";
+    parameter_store weights;
+    if (!weights_.empty()) {
+      const parameter_store file = load_tensor_file(weights_, "--weights");
+      if (m.parameters) {
+        weights = std::move(*m.parameters);
+        for (const auto& [name, p] : file) weights.assign(name, p);
+      } else {
+        weights = file;
+      }
+      weights_from = weights_;
+    } else if (m.parameters) {
+      weights = std::move(*m.parameters);
+    } else {
+      weights = random_weights(net, 1);
+    }
+    weights = in_network_dtypes(net, weights);
+
+    const memfmt::graph::cost_model model;
+    const memfmt::graph::plan plan = memfmt::graph::plan_with(net, model, which);
+    const memfmt::reference::backend backend;
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, backend, weights);
+
+    // Inputs in logical order, then in the planned format.
+    std::optional<parameter_store> given;
+    if (!input_.empty()) given = load_tensor_file(input_, "--input");
+    std::vector<memfmt::graph::node_id> inputs, outputs;
+    for (const auto& n : net.nodes()) {
+      if (n.kind == memfmt::graph::node_kind::input) inputs.push_back(n.id);
+      if (n.kind == memfmt::graph::node_kind::output) outputs.push_back(n.id);
+    }
+    std::map<std::string, std::vector<std::byte>> in_bytes, out_bytes;
+    std::map<std::string, memfmt::runtime::tensor_ref> in_refs, out_refs;
+    std::mt19937 rng(2);
+    for (auto id : inputs) {
+      const auto& n = net.at(id);
+      parameter logical = filled(n.type, n.extents);
+      if (given) {
+        const parameter* t = given->find(n.name);
+        if (!t)
+          fail(memfmt::errc::invalid_argument, "--input " + input_ + ": no tensor named '" + n.name +
+                                                   "' (the graph input, " + memfmt::runtime::describe(n.type, n.extents) + ")");
+        if (t->shape != n.extents || !memfmt::is_floating(t->type))
+          fail(memfmt::errc::shape_mismatch, "--input " + input_ + ": tensor '" + n.name + "' is " +
+                                                 memfmt::runtime::describe(t->type, t->shape) + ", the graph input is " +
+                                                 memfmt::runtime::describe(n.type, n.extents) +
+                                                 (batch ? "" : " (--batch sets the batch)"));
+        logical = cast(*t, n.type);
+      } else {
+        std::uniform_real_distribution<double> d(-1.0, 1.0);
+        for (std::size_t i = 0; i < static_cast<std::size_t>(logical.numel()); ++i) set_element(logical, i, d(rng));
+      }
+      const family f = plan.format(id).value_or(family::channels_first);
+      in_bytes[n.name] = relaid(logical, f, true);
+      in_refs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, f, in_bytes[n.name].data()};
+    }
+    // A recording may hold the expected outputs beside the inputs; a tensor naming neither is
+    // usually a misspelt input, which would otherwise be left random.
+    if (given)
+      for (const auto& [name, t] : *given) {
+        const auto id = net.find(name);
+        if (!id || (net.at(*id).kind != memfmt::graph::node_kind::input &&
+                    net.at(*id).kind != memfmt::graph::node_kind::output))
+          fail(memfmt::errc::invalid_argument,
+               "--input " + input_ + ": tensor '" + name + "' names no graph input (or output) of " + model_path_);
+      }
+    for (auto id : outputs) {
+      const auto& n = net.at(id);
+      const family f = plan.format(id).value_or(family::channels_first);
+      out_bytes[n.name] = filled(n.type, n.extents).bytes;
+      out_refs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, f, out_bytes[n.name].data()};
+    }
+
+    // One warm-up pass, then the timed ones; a progress line each second on long runs.
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    auto last_progress = start;
+    ex.forward(in_refs, out_refs);
+    std::vector<double> ms;
+    for (int r = 0; r < repeat_; ++r) {
+      const auto t0 = clock::now();
+      ex.forward(in_refs, out_refs);
+      const auto t1 = clock::now();
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (t1 - last_progress > std::chrono::seconds(1) && r + 1 < repeat_) {
+        last_progress = t1;
+        std::cerr << "memfmt run: " << r + 1 << "/" << repeat_ << " passes, last " << ms.back() << " ms\n";
+      }
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    double mean = 0;
+    for (double v : ms) mean += v / static_cast<double>(ms.size());
+    const std::int64_t images = inputs.empty() ? 0 : net.at(inputs.front()).extents.at(0);
+    const double images_per_s = median > 0 ? static_cast<double>(images) * 1000.0 / median : 0.0;
+
+    if (!output_.empty()) {
+#ifdef MEMFMT_CLI_HAVE_SAFETENSORS
+      parameter_store out;
+      for (auto id : outputs) {
+        const auto& n = net.at(id);
+        parameter planned{n.type, n.extents, out_bytes[n.name]};
+        parameter logical{n.type, n.extents, relaid(planned, plan.format(id).value_or(family::channels_first), false)};
+        out.insert(n.name, std::move(logical));
+      }
+      out.metadata["memfmt.policy"] = to_string(which);
+      memfmt::io::save_safetensors(out, output_);
+#else
+      load_tensor_file(output_, "--output");  // says which component is missing
+#endif
+    }
+
+    const memfmt::runtime::executor_report& rep = ex.report();
+    std::int64_t bytes_moved = 0;
+    for (const auto& c : plan.conversions) bytes_moved += c.relabel ? 0 : c.bytes;
+    if (json_) {
+      json j{{"model", model_path_},
+             {"kind", m.kind},
+             {"layers", net.size()},
+             {"batch", images},
+             {"dtype", std::string(to_string(type))},
+             {"backend", backend_},
+             {"threads", threads_in_use()},
+             {"policy", to_string(which)},
+             {"weights", weights_from},
+             {"plan", {{"conversions", plan.copies()}, {"relabels", plan.relabels()}, {"bytes_moved", bytes_moved},
+                       {"estimated_ns", plan.total()}}},
+             {"repeat", repeat_},
+             {"ms_per_batch", median},
+             {"ms_min", sorted.front()},
+             {"ms_mean", mean},
+             {"images_per_second", images_per_s},
+             {"conversions_run", rep.conversions},
+             {"relabels_run", rep.relabels},
+             {"fusions", rep.fusions},
+             {"peak_activation_bytes", rep.arena_bytes},
+             {"allocate_all_bytes", rep.allocate_all_bytes}};
+      if (!output_.empty()) j["output"] = output_;
+      std::cout << j.dump(1) << '\n';
+      return 0;
+    }
+    std::cout << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images
+              << ", " << to_string(type) << ", backend " << backend_ << ", " << threads_in_use() << " thread(s)\n"
+              << "weights  " << weights_from << "; inputs " << (given ? input_ : std::string("random (seed 2)")) << '\n'
+              << "plan     " << to_string(which) << ": " << plan.copies() << " conversions + " << plan.relabels()
+              << " relabels, " << bytes_moved << " bytes moved, estimated " << memfmt::graph::cost_string(plan.total())
+              << '\n'
+              << "time     " << median << " ms per batch (median of " << repeat_ << "; min " << sorted.front()
+              << ", mean " << mean << "), " << images_per_s << " images/s\n"
+              << "ran      " << rep.conversions << " conversions + " << rep.relabels << " relabels per pass, "
+              << rep.fusions.size() << " fusions\n"
+              << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
+              << " with one buffer per value)\n";
+    for (const auto& f : rep.fusions) std::cout << "  fused  " << f << '\n';
+    if (!output_.empty()) std::cout << "output   " << output_ << '\n';
+    return 0;
+  });
+}
+
+}  // namespace memfmt_cli

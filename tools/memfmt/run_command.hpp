@@ -1,0 +1,32 @@
+// `memfmt run MODEL.onnx|NETWORK.json [--weights FILE] [--input FILE | --random] [--output FILE]
+//  [--backend reference|onednn|cudnn] [--policy NAME] [--dtype float32|bfloat16|float16] [--batch N]
+//  [--threads N] [--repeat N] [--json]`: runs a model in its planned formats and reports the time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace memfmt_cli {
+
+class run_command {
+ public:
+  // Registers the subcommand on `app`.
+  explicit run_command(CLI::App& app);
+
+  bool chosen() const { return cmd_->parsed(); }
+  // The exit code: 0 ran, 1 the model, a file or the backend is bad or missing (the message names
+  // it), 2 bad arguments.
+  int run() const;
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  CLI::Option* batch_opt_ = nullptr;
+  std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32";
+  bool random_ = false, json_ = false;
+  std::int64_t batch_ = 1;
+  int threads_ = 0, repeat_ = 10;
+};
+
+}  // namespace memfmt_cli

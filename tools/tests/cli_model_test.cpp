@@ -1,0 +1,395 @@
+// Runs `memfmt plan` and `memfmt run` on networks written by the library (io/network_json.hpp from
+// the models header) and on the committed ONNX models: plans against the library's own plan_with,
+// the DOT picture's conversion edges against the plan, outputs against the executor run in-process
+// and against PyTorch's recorded outputs (tests/onnx/data/*.safetensors, recorded by
+// tools/export_onnx.py), and exit codes 1 (bad file, missing backend) and 2 (bad arguments).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/policy.hpp"
+#include "memfmt/io/network_json.hpp"
+#include "memfmt/io/safetensors.hpp"
+#include "memfmt/runtime/executor.hpp"
+#include "run_cli.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using memfmt::graph::family;
+using memfmt::graph::network;
+using memfmt_test::run_cli;
+
+// A directory of this test process's own, removed at the end.
+class CliModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("memfmt_cli_model_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The network written to a file as `memfmt plan` reads it.
+  std::string save(const network& net, const std::string& name) const {
+    const std::string p = path(name);
+    memfmt::io::write_network_file(p, net);
+    return p;
+  }
+
+  fs::path dir_;
+};
+
+memfmt::graph::models::options tiny() {
+  memfmt::graph::models::options o;
+  o.batch = 2;
+  o.resolution = 32;
+  o.width = 0.125;
+  o.classes = 10;
+  return o;
+}
+
+json parse_json(const memfmt_test::run_result& r) {
+  try {
+    return json::parse(r.output);
+  } catch (const json::parse_error& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.output;
+    return json::object();
+  }
+}
+
+// ---- memfmt plan ----
+
+TEST_F(CliModel, PlanGivesTheLibrarysPlanForEveryPolicy) {
+  const network net = memfmt::graph::models::unet(tiny());
+  const std::string file = save(net, "unet.json");
+  const memfmt::graph::cost_model model;
+  for (const auto which : memfmt::graph::all_policies) {
+    const auto r = run_cli({"plan", file, "--policy", to_string(which), "--json"}, false);
+    ASSERT_EQ(r.exit_code, 0) << to_string(which) << ": " << r.output;
+    const json j = parse_json(r);
+    const memfmt::graph::plan want = memfmt::graph::plan_with(net, model, which);
+    EXPECT_EQ(j.at("policy"), to_string(which));
+    ASSERT_EQ(j.at("layers").size(), net.size());
+    for (const auto& n : net.nodes()) {
+      const auto& f = want.format(n.id);
+      EXPECT_EQ(j["layers"][n.id]["format"], f ? json(to_string(*f)) : json(nullptr)) << to_string(which) << " " << n.name;
+    }
+    EXPECT_EQ(j.at("totals").at("copies").get<std::size_t>(), want.copies()) << to_string(which);
+    EXPECT_EQ(j.at("totals").at("total_ns").get<memfmt::graph::cost_t>(), want.total()) << to_string(which);
+  }
+  // The text report is the explanation of the plan.
+  const auto text = run_cli({"plan", file}, false);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("format plan: " + std::to_string(net.size()) + " layers"), std::string::npos) << text.output;
+}
+
+TEST_F(CliModel, CompareListsEveryPolicy) {
+  const network net = memfmt::graph::models::unet(tiny());
+  const std::string file = save(net, "unet.json");
+  const auto text = run_cli({"plan", file, "--compare"}, false);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  for (const auto which : memfmt::graph::all_policies)
+    EXPECT_NE(text.output.find(std::string("\n") + to_string(which) + " "), std::string::npos)
+        << to_string(which) << " missing:\n" << text.output;
+
+  const auto r = run_cli({"plan", file, "--compare", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json rows = parse_json(r).at("policies");
+  ASSERT_EQ(rows.size(), memfmt::graph::all_policies.size());
+  const memfmt::graph::cost_model model;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto which = memfmt::graph::all_policies[i];
+    const memfmt::graph::plan want = memfmt::graph::plan_with(net, model, which);
+    EXPECT_EQ(rows[i].at("policy"), to_string(which));
+    EXPECT_EQ(rows[i].at("conversions").get<std::size_t>(), want.copies()) << to_string(which);
+    EXPECT_EQ(rows[i].at("estimated_ns").get<memfmt::graph::cost_t>(), want.total()) << to_string(which);
+  }
+}
+
+// Counts the DOT edges marked as conversions: one per (converted value, consumer) pair.
+std::size_t conversion_edges(const std::string& dot) {
+  std::size_t n = 0;
+  for (std::size_t at = dot.find("class=conversion"); at != std::string::npos; at = dot.find("class=conversion", at + 1))
+    ++n;
+  return n;
+}
+
+TEST_F(CliModel, DotMarksEveryConversionOfThePlan) {
+  const network net = memfmt::graph::models::unet(tiny());
+  const std::string file = save(net, "unet.json");
+  std::size_t seen = 0;
+  for (const char* which : {"pytorch_eager", "greedy", "optimal"}) {
+    const std::string dot = path(std::string(which) + ".dot");
+    const auto r = run_cli({"plan", file, "--policy", which, "--json", "--dot", dot}, false);
+    ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
+    const json plan = parse_json(r);
+    std::size_t pairs = 0;
+    for (const auto& c : plan.at("conversions")) pairs += c.at("consumers").size();
+    std::ifstream in(dot);
+    ASSERT_TRUE(in) << which << ": no DOT file written";
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.rfind("digraph", 0), 0u) << which;
+    EXPECT_EQ(conversion_edges(text), pairs) << which;
+    seen += pairs;
+  }
+  EXPECT_GT(seen, 0u) << "no policy converted anything: the edge count was not tested";
+}
+
+TEST_F(CliModel, MalformedNetworkFilesNameTheLineOrKey) {
+  const std::string syntax = path("syntax.json");
+  std::ofstream(syntax) << "{\n  \"format\": \"memfmt.network\",\n  \"version\": 1,,\n  \"nodes\": []\n}\n";
+  auto r = run_cli({"plan", syntax});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("line 3"), std::string::npos) << r.output;
+
+  json j = memfmt::io::network_to_json(memfmt::graph::models::resnet18(tiny()));
+  j["nodes"][3].erase("kind");
+  const std::string missing = path("missing.json");
+  std::ofstream(missing) << j.dump(1);
+  r = run_cli({"plan", missing});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("nodes[3]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'kind'"), std::string::npos) << r.output;
+
+  r = run_cli({"plan", path("absent.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("absent.json"), std::string::npos) << r.output;
+}
+
+TEST_F(CliModel, BadArgumentsExit2WithUsage) {
+  const std::string file = save(memfmt::graph::models::resnet18(tiny()), "resnet18.json");
+  const std::vector<std::vector<std::string>> bad = {
+      {"plan"},
+      {"plan", file, "--policy", "fastest"},
+      {"plan", file, "--policy", "optimal", "--compare"},
+      {"plan", file, "--calibrate", "tpu"},
+      {"plan", file, "--no-such-flag"},
+      {"run"},
+      {"run", file, "--dtype", "int8"},
+      {"run", file, "--input", file, "--random"},
+      {"run", file, "--batch", "0"},
+      {"run", file, "--repeat", "-1"},
+      {"run", file, "--backend", "tpu"},
+      {"run", file, "--policy", "fastest"},
+  };
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << "memfmt" << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << "memfmt" << line << "\n" << r.output;
+  }
+}
+
+TEST_F(CliModel, CalibrationAndMissingBackendsAreClearErrors) {
+  const std::string file = save(memfmt::graph::models::resnet18(tiny()), "resnet18.json");
+  auto r = run_cli({"plan", file, "--calibrate", "onednn"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("calibration is not available in this build"), std::string::npos) << r.output;
+  for (const char* backend : {"onednn", "cudnn"}) {
+    r = run_cli({"run", file, "--backend", backend});
+    EXPECT_EQ(r.exit_code, 1) << backend << ": " << r.output;
+    EXPECT_NE(r.output.find("reference backend only"), std::string::npos) << r.output;
+  }
+}
+
+// ---- memfmt run ----
+
+TEST_F(CliModel, RunRandomReportsThroughputAndThePlan) {
+  const network net = memfmt::graph::models::resnet18(tiny());
+  const std::string file = save(net, "resnet18.json");
+  const auto text = run_cli({"run", file, "--random", "--repeat", "2", "--threads", "1"});
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  for (const char* what : {"images/s", "ms per batch", "conversions", "fusions", "peak activations"})
+    EXPECT_NE(text.output.find(what), std::string::npos) << what << " missing:\n" << text.output;
+
+  for (const char* which : {"all_channels_first", "pytorch_eager", "optimal"}) {
+    const auto r = run_cli({"run", file, "--policy", which, "--batch", "3", "--repeat", "2", "--json"}, false);
+    ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
+    const json j = parse_json(r);
+    const memfmt::graph::plan want = memfmt::graph::plan_with(
+        memfmt::graph::models::resnet18([] { auto o = tiny(); o.batch = 3; return o; }()), memfmt::graph::cost_model{},
+        memfmt::graph::parse_policy(which));
+    EXPECT_EQ(j.at("batch"), 3) << which;
+    EXPECT_EQ(j.at("conversions_run").get<std::size_t>(), want.copies()) << which;
+    EXPECT_GT(j.at("images_per_second").get<double>(), 0.0) << which;
+    EXPECT_GT(j.at("ms_per_batch").get<double>(), 0.0) << which;
+    EXPECT_GT(j.at("peak_activation_bytes").get<std::int64_t>(), 0) << which;
+    EXPECT_LE(j.at("peak_activation_bytes").get<std::int64_t>(), j.at("allocate_all_bytes").get<std::int64_t>());
+  }
+}
+
+// Parameters for every tensor the network names, valid (positive variances).
+memfmt::runtime::parameter_store random_parameters(const network& net, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  memfmt::runtime::parameter_store s;
+  for (const auto& n : net.nodes())
+    for (const auto& p : net.parameters(n.id)) {
+      const auto count = static_cast<std::size_t>(memfmt::detail::checked_numel(p.extents, "test"));
+      if (p.type == memfmt::dtype::int64) {
+        s.insert<std::int64_t>(p.name, p.extents, std::vector<std::int64_t>(count, 0));
+        continue;
+      }
+      const bool positive = p.name.find("running_var") != std::string::npos;
+      std::uniform_real_distribution<float> d(positive ? 0.5f : -0.3f, positive ? 1.5f : 0.3f);
+      std::vector<float> v(count);
+      for (auto& e : v) e = d(rng);
+      s.insert<float>(p.name, p.extents, v);
+    }
+  return s;
+}
+
+// --weights and --input in, --output out: the CLI's outputs in each plan equal the executor's
+// all-channels-first run in this process (the formats change the summation order of nothing but
+// the batch-norm folding, hence the tolerance).
+TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
+  const network net = memfmt::graph::models::mobilenet_v2(tiny());
+  const std::string file = save(net, "mobilenet.json");
+  const auto params = random_parameters(net, 7);
+  memfmt::io::save_safetensors(params, path("weights.safetensors"));
+  const auto& in = net.at(*net.find("input"));
+  std::vector<float> x(static_cast<std::size_t>(in.numel()));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& e : x) e = d(rng);
+  memfmt::runtime::parameter_store inputs;
+  inputs.insert<float>("input", in.extents, x);
+  memfmt::io::save_safetensors(inputs, path("input.safetensors"));
+
+  // The truth: the executor in this process, every layer channels-first, nothing fused.
+  const memfmt::graph::plan first = memfmt::graph::plan_with(net, memfmt::graph::cost_model{},
+                                                             memfmt::graph::policy::all_channels_first);
+  const memfmt::reference::backend backend;
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, first, backend, params, {false, false});
+  std::map<std::string, std::vector<float>> want;
+  std::map<std::string, memfmt::runtime::tensor_ref> outs;
+  for (const auto& n : net.nodes())
+    if (n.kind == memfmt::graph::node_kind::output) {
+      want[n.name].resize(static_cast<std::size_t>(n.numel()));
+      outs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, family::channels_first, want[n.name].data()};
+    }
+  ex.forward({{"input", memfmt::runtime::tensor_ref{in.type, in.extents, family::channels_first, x.data()}}}, outs);
+
+  for (const char* which : {"all_channels_first", "all_channels_last", "optimal"}) {
+    const std::string out = path(std::string(which) + ".safetensors");
+    const auto r = run_cli({"run", file, "--weights", path("weights.safetensors"), "--input",
+                            path("input.safetensors"), "--output", out, "--policy", which, "--repeat", "1"});
+    ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
+    const auto got = memfmt::io::load_safetensors(out);
+    ASSERT_EQ(got.size(), want.size()) << which;
+    for (const auto& [name, w] : want) {
+      const auto g = got.at(name).values<float>(name);
+      ASSERT_EQ(g.size(), w.size()) << which << " " << name;
+      for (std::size_t i = 0; i < w.size(); ++i)
+        ASSERT_NEAR(g[i], w[i], 1e-4 + 1e-4 * std::fabs(w[i])) << which << " " << name << "[" << i << "]";
+    }
+  }
+}
+
+TEST_F(CliModel, RunRefusesParametersThatDoNotFit) {
+  const network net = memfmt::graph::models::resnet18(tiny());
+  const std::string file = save(net, "resnet18.json");
+  auto params = random_parameters(net, 1);
+  params.insert<float>("stray.weight", {2}, {1.f, 2.f});
+  memfmt::io::save_safetensors(params, path("weights.safetensors"));
+  const auto r = run_cli({"run", file, "--weights", path("weights.safetensors")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("stray.weight"), std::string::npos) << r.output;
+
+  memfmt::runtime::parameter_store wrong;
+  wrong.insert<float>("input", {1, 3, 8, 8}, std::vector<float>(192, 0.f));
+  memfmt::io::save_safetensors(wrong, path("input.safetensors"));
+  const auto q = run_cli({"run", file, "--input", path("input.safetensors")});
+  EXPECT_EQ(q.exit_code, 1) << q.output;
+  EXPECT_NE(q.output.find("[1, 3, 8, 8]"), std::string::npos) << q.output;
+}
+
+#ifdef MEMFMT_CLI_TEST_ONNX_DATA
+
+std::string onnx_file(const char* name) { return std::string(MEMFMT_CLI_TEST_ONNX_DATA) + "/" + name; }
+
+TEST_F(CliModel, RunsTheCommittedOnnxModels) {
+  for (const char* model : {"small_resnet18.onnx", "small_mobilenet_v2.onnx"}) {
+    const auto r = run_cli({"run", onnx_file(model), "--random", "--repeat", "2"});
+    ASSERT_EQ(r.exit_code, 0) << model << ": " << r.output;
+    EXPECT_NE(r.output.find("images/s"), std::string::npos) << r.output;
+    const auto p = run_cli({"plan", onnx_file(model), "--compare"});
+    EXPECT_EQ(p.exit_code, 0) << model << ": " << p.output;
+  }
+  // The ResNet-18's batch is symbolic: --batch sets it.
+  const auto r = run_cli({"run", onnx_file("small_resnet18.onnx"), "--batch", "4", "--repeat", "1", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(parse_json(r).at("batch"), 4);
+}
+
+// PyTorch's outputs for the recorded input (the same .safetensors holds both): every plan gives
+// them, in float32 to rounding and in bfloat16 within its precision.
+TEST_F(CliModel, OnnxOutputsMatchPyTorchInEveryPlan) {
+  for (const char* model : {"small_resnet18", "small_mobilenet_v2"}) {
+    const std::string fixture = onnx_file((std::string(model) + ".safetensors").c_str());
+    const auto recorded = memfmt::io::load_safetensors(fixture).at("output").values<float>("output");
+    float scale = 0;
+    for (float v : recorded) scale = std::max(scale, std::fabs(v));
+    for (const char* which : {"all_channels_first", "all_channels_last", "pytorch_eager", "optimal"})
+      for (const char* dtype : {"float32", "bfloat16"}) {
+        const std::string out = path(std::string(model) + which + dtype + ".safetensors");
+        const auto r = run_cli({"run", onnx_file((std::string(model) + ".onnx").c_str()), "--input", fixture,
+                                "--output", out, "--policy", which, "--dtype", dtype, "--repeat", "1"});
+        ASSERT_EQ(r.exit_code, 0) << model << " " << which << " " << dtype << ": " << r.output;
+        const auto written = memfmt::io::load_safetensors(out);
+        const auto& t = written.at("output");
+        std::vector<float> got;
+        if (t.type == memfmt::dtype::bfloat16)
+          for (auto v : t.values<memfmt::bfloat16>()) got.push_back(static_cast<float>(v));
+        else
+          got = t.values<float>();
+        ASSERT_EQ(got.size(), recorded.size());
+        const float tol = std::string(dtype) == "float32" ? 1e-5f : 0.02f * scale;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], recorded[i], tol) << model << " " << which << " " << dtype << " output[" << i << "]";
+      }
+  }
+}
+
+TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
+  const std::string bad = path("garbage.onnx");
+  std::ofstream(bad, std::ios::binary) << "this is not a protobuf \x01\x02\x03";
+  for (const char* cmd : {"plan", "run"}) {
+    const auto r = run_cli({cmd, bad});
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("garbage.onnx"), std::string::npos) << cmd << ": " << r.output;
+  }
+  // An op without a memfmt layer: planned around, refused for running, naming the op and node.
+  const std::string leaky = std::string(MEMFMT_CLI_TEST_DATA) + "/leaky_relu.onnx";
+  const auto plan = run_cli({"plan", leaky});
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << plan.output;
+  const auto run = run_cli({"run", leaky});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("cannot run 1 ONNX node"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << run.output;
+
+  // A fixed batch cannot be changed.
+  const auto r = run_cli({"run", onnx_file("small_mobilenet_v2.onnx"), "--batch", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("fixed batch"), std::string::npos) << r.output;
+}
+
+#endif
+
+}  // namespace
