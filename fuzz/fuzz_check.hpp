@@ -65,6 +65,14 @@ void for_each_offset(const dims& sizes, const dims& strides, F&& f) {
   }
 }
 
+// Row-major index of coordinate c over the dimensions in `order` (outermost first): the offset
+// of c in data dense in that order.
+inline std::int64_t linear_index(const dims& sizes, const dims& c, const std::vector<std::size_t>& order) {
+  std::int64_t i = 0;
+  for (auto d : order) i = i * sizes[d] + c[d];
+  return i;
+}
+
 // True when the offsets of (sizes, strides) are exactly {0, ..., numel - 1}: non-overlapping and
 // dense, by enumeration. `numel` must come from small_numel().
 inline bool offsets_are_a_permutation(const dims& sizes, const dims& strides, std::int64_t numel) {

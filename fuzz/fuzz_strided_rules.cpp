@@ -71,17 +71,10 @@ bool small_strides(const dims& strides) {
   return true;
 }
 
-// Row-major index of coordinate c over the dimensions in `order` (outermost first).
-std::int64_t linear_index(const dims& sizes, const dims& c, const std::vector<std::size_t>& order) {
-  std::int64_t i = 0;
-  for (auto d : order) i = i * sizes[d] + c[d];
-  return i;
-}
-
 bool brute_dense_in_order(const dims& sizes, const dims& strides, const std::vector<std::size_t>& order) {
   bool ok = true;
   memfmt_fuzz::for_each_offset(sizes, strides, [&](const dims& c, std::int64_t off) {
-    ok = ok && off == linear_index(sizes, c, order);
+    ok = ok && off == memfmt_fuzz::linear_index(sizes, c, order);
   });
   return ok;
 }

@@ -39,12 +39,6 @@ std::vector<std::size_t> order_of() {
   return o;
 }
 
-std::int64_t linear_index(const dims& sizes, const dims& c, const std::vector<std::size_t>& order) {
-  std::int64_t i = 0;
-  for (auto d : order) i = i * sizes[d] + c[d];
-  return i;
-}
-
 bool enumerable(const dims& sizes, const dims& strides, std::int64_t* n) {
   *n = memfmt_fuzz::small_numel(sizes, brute_limit);
   if (*n < 0) return false;
@@ -112,7 +106,7 @@ void check_raw(FuzzedDataProvider& in, T* buffer) {
   const auto order = order_of<Format>();
   bool in_order = true;
   memfmt_fuzz::for_each_offset(sizes, strides, [&](const dims& c, std::int64_t off) {
-    in_order = in_order && off == linear_index(sizes, c, order);
+    in_order = in_order && off == memfmt_fuzz::linear_index(sizes, c, order);
   });
   require(in_order, "view_as accepted strides that are not dense in its format");
 
