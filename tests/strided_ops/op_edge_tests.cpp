@@ -315,6 +315,9 @@ TEST(OpRulesOverflow, ConvOperandsWhoseSpanOrStridesPass64Bits) {
   dilated.dilation = {max64, 1};
   m = overflow_message([&] { memfmt::conv_result(x, w, dilated); });
   EXPECT_NE(m.find("9223372036854775807"), std::string::npos) << m;
+  // An output extent of 2^63 (input 2^63 - 1, kernel of size 0): the "+ 1" of the formula.
+  m = overflow_message([] { memfmt::conv_result(t({1, 1, max64}, {max64, max64, 1}), t({1, 1, 0}, {1, 1, 1}), {}); });
+  EXPECT_NE(m.find("conv_result: output size"), std::string::npos) << m;
 }
 
 // A grouped convolution on the slow path used to describe every group (time and memory linear in

@@ -117,7 +117,8 @@ memfmt::strided_desc parse_tensor(const std::string& text, const std::string& wh
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
-// A format request's result: {"alias","sizes","strides"} or {"error"}.
+// A format request's result: {"alias","sizes","strides"}, or {"error","error_source"} where
+// error_source is "pytorch" (PyTorch raises this) or "memfmt" (past memfmt's limits).
 template <class F>
 json request_json(F&& request) {
   try {

@@ -246,7 +246,7 @@ inline std::vector<std::int64_t> conv_output_sizes(const strided_desc& input, co
     const auto j = i - 2;
     const auto kernel = checked_add(checked_mul(p.dilation[j], weight.sizes[i] - 1, what), 1, what);
     const auto padded = checked_add(input.sizes[i], checked_mul(2, p.padding[j], what), what);
-    out.push_back(checked_sub(padded, kernel, what) / p.stride[j] + 1);
+    out.push_back(checked_add(checked_sub(padded, kernel, what) / p.stride[j], 1, what));
   }
   return out;
 }
