@@ -28,7 +28,8 @@ names=()
 while read -r name seeds; do
   [ -n "$name" ] || continue
   work="$dir/fuzz/corpus/$name"
-  findings="$dir/fuzz/findings/$name"
+  findings="$dir/fuzz/findings/$name"  # this run's finds only
+  rm -rf "$findings"
   mkdir -p "$work" "$findings"
   # One process per target; with fewer cores than targets they share them.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -46,8 +47,12 @@ for name in "${names[@]}"; do
   log="$dir/fuzz/$name.log"
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   crashes=$(find "$dir/fuzz/findings/$name" -type f | wc -l)
-  grep -q '^Done [0-9]* runs' "$log" || crashes=$((crashes > 0 ? crashes : 1))
-  echo "memfmt fuzz: $name: ${runs:-?} executions in ${seconds} s, $crashes finding(s) (log: $log)"
+  if grep -q '^Done [0-9]* runs' "$log"; then
+    echo "memfmt fuzz: $name: ${runs:-?} executions in ${seconds} s, $crashes finding(s) (log: $log)"
+  else
+    crashes=$((crashes > 0 ? crashes : 1))
+    echo "memfmt fuzz: $name: stopped by a finding after ${runs:-?} executions (log: $log)"
+  fi
   [ "$crashes" = 0 ] || status=1
 done
 exit $status
