@@ -2,6 +2,7 @@
 # As root it installs what is missing (one apt-get update first); otherwise it names what is missing.
 
 MEMFMT_DEBS_REQUIRED="cmake g++ make libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libdlpack-dev python3"
+MEMFMT_DEBS_REQUIRED="$MEMFMT_DEBS_REQUIRED clang libclang-rt-dev"   # the libFuzzer targets (scripts/fuzz.sh)
 MEMFMT_DEBS_OPTIONAL="libdnnl-dev ocl-icd-opencl-dev opencl-headers"   # the oneDNN backend (its CMake config needs OpenCL); skipped when absent
 MEMFMT_DEBS_OPTIONAL="$MEMFMT_DEBS_OPTIONAL libonnx-dev libprotobuf-dev libonnx-testdata graphviz"   # ONNX import (memfmt::onnx) and the ONNX backend test data
 

@@ -92,4 +92,10 @@ if [ "$(uname -m)" = x86_64 ]; then
     fi
   done
 fi
+# ---- fuzz targets (fuzz/): each replays its seed corpus and a fixed number of new inputs under
+# ASan + UBSan, built with clang in its own folder (MEMFMT_FUZZ_BUILD_DIR, default build-fuzz);
+# a long run is `scripts/fuzz.sh [seconds]`.
+echo "== memfmt: fuzz targets (clang, ASan + UBSan, fixed runs; ${MEMFMT_FUZZ_BUILD_DIR:-build-fuzz})"
+scripts/fuzz.sh --ctest
+# ---- end of the fuzz stage
 echo "== memfmt: all tests passed"

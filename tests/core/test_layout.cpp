@@ -182,6 +182,47 @@ TEST(HostTensor, OverflowAndNegativeSizesAreErrors) {
   EXPECT_THROW((memfmt::host_tensor<float, nchw>({1, -2, 2, 2})), memfmt::error);
 }
 
+// Extents whose dense strides do not fit are refused before anything is computed from them (under
+// UBSan, a product formed first would be reported even though the constructor then throws).
+TEST(HostTensor, ExtentsPastTheDenseStrideLimitAreRefusedFirst) {
+  const std::int64_t q = std::int64_t{1} << 62;
+  try {
+    memfmt::host_tensor<float, nchw> t({q, q, 4, 4});
+    FAIL();
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::overflow);
+    EXPECT_NE(std::string(e.what()).find("[4611686018427387904, 4611686018427387904, 4, 4]"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((memfmt::host_tensor<float, nhwc>({0, q, q, 1})), memfmt::error);
+  EXPECT_THROW((layout<nchw>::packed_checked({0, q, q, q}, "test")), memfmt::error);
+  const auto ok = layout<nchw>::packed_checked({0, 3, 4, 5}, "test");
+  EXPECT_EQ(ok, layout<nchw>::packed({0, 3, 4, 5}));
+}
+
+// The checked factory refuses strides whose span does not fit, so required_span_size() and
+// numel() of what it returns always fit (it used to accept these and answer a negative span).
+TEST(Layout, StridedRefusesSpansPast64Bits) {
+  const std::int64_t max = INT64_MAX, q = std::int64_t{1} << 62;
+  try {
+    layout<nchw>::strided({3, 3, 3, 4}, {max, q, 4, 1});
+    FAIL();
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::overflow);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[3, 3, 3, 4]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[9223372036854775807, 4611686018427387904, 4, 1]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(layout<nhwc>::strided({2, 4, 2, q}, {0, 1, 0, 4}), memfmt::error);
+  // At the edge: a span of exactly 2^62 + 1 elements is fine and computed exactly.
+  const auto m = layout<nchw>::strided({2, 1, 1, 1}, {q, 1, 1, 1});
+  EXPECT_EQ(m.required_span_size(), q + 1);
+  EXPECT_EQ(m.numel(), 2);
+  // relabel goes through the same factory.
+  memfmt::nchw_view<float> padded(nullptr, layout<nchw>::strided({2, 1, 1, 3}, {q, 3, 3, 1}));
+  EXPECT_EQ(memfmt::relabel<nhwc>(padded).stride(0), q);
+}
+
 // relabel: zero-copy exactly when every element keeps its address.
 template <class From, class To>
 void expect_same_addresses(const typename layout<From>::extents_type& e) {

@@ -200,6 +200,21 @@ TEST(DlpackIn, ByteOffsetIsApplied) {
   expect_contains(m, {"not aligned to 4 bytes", "[2, 3, 4, 5]"});
 }
 
+// strides == NULL on an empty tensor of huge extents: the row-major strides would wrap.
+TEST(DlpackIn, NullStridesOfAnEmptyHugeTensorAreRefused) {
+  float f = 0;
+  const std::int64_t q = std::int64_t{1} << 62;
+  dl_fixture e(&f, {0, q, q, q}, {}, memfmt::dlpack::dtype_for<float>());
+  expect_contains(error_message([&] { memfmt::view_as<memfmt::nchw, float>(e.t); }, errc::overflow),
+                  {"strides NULL", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]",
+                   "overflows 64 bits"});
+  // An address past the end of the address space is refused too.
+  dl_fixture a(reinterpret_cast<void*>(~std::uintptr_t{0} - 15), {1, 1, 1, 1}, {}, memfmt::dlpack::dtype_for<float>(),
+               DLDevice{kDLCPU, 0}, 64);
+  expect_contains(error_message([&] { memfmt::view_as<memfmt::nchw, float>(a.t); }, errc::overflow),
+                  {"byte_offset 64", "overflows the address space"});
+}
+
 TEST(DlpackIn, RejectsNonDenseAndNullData) {
   std::vector<float> buf(400);
   const auto dt = memfmt::dlpack::dtype_for<float>();

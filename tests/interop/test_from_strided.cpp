@@ -334,6 +334,25 @@ TEST(FromStridedErrors, Overflow) {
   EXPECT_FALSE(memfmt::try_view_as<memfmt::nchw>(&g, {h, h, 1, 1}, {h, 1, 1, 1}).has_value());
 }
 
+// An empty tensor of huge extents: the typed view stores the dense strides of its sizes (zero
+// counted as 1), which would be 2^62 * 2^62; refused, naming the sizes, instead of wrapping.
+TEST(FromStridedErrors, EmptyTensorWhoseDenseStridesOverflow) {
+  float f = 0;
+  const std::int64_t q = std::int64_t{1} << 62;
+  const std::string m = error_message(
+      [&] { memfmt::view_as<memfmt::nchw>(&f, {0, q, q, q}, {q, q, q, 1}); }, errc::overflow);
+  expect_contains(m, {"view_as<nchw>", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]",
+                      "overflows 64 bits"});
+  EXPECT_FALSE(memfmt::try_view_as<memfmt::nhwc>(&f, {0, q, q, q}, {q, 1, q, q}).has_value());
+  EXPECT_FALSE(memfmt::is_dense_in<memfmt::nchw>({0, q, q, q}, {q, q, q, 1}));
+  // Within the limit (2^60 elements of 4 bytes as dense strides) it works, with PyTorch's
+  // (clamped) strides.
+  const std::int64_t h = std::int64_t{1} << 30;
+  const auto v = memfmt::view_as<memfmt::nchw>(&f, {0, h, h, 1}, {1, 1, 1, 1});
+  EXPECT_EQ(v.numel(), 0);
+  EXPECT_EQ(v.stride(0), h * h);
+}
+
 TEST(FromStridedErrors, NullData) {
   float* null = nullptr;
   const std::string m = error_message(

@@ -254,7 +254,7 @@ TEST(OpRulesValidation, RejectsNegativeStridesAndOverflow) {
                "pointwise_result: negative stride in strides [3, -1] (PyTorch tensors have none)");
   const std::int64_t big = std::int64_t{1} << 40;
   expect_error([&] { memfmt::cat_result({t({big, big}, {big, 1})}, 0); },
-               "cat_result: the element count of sizes [1099511627776, 1099511627776] overflows 64 bits");
+               "cat_result: the dense strides of sizes [1099511627776, 1099511627776] overflow 64 bits");
   memfmt::torch_conv_args huge;
   huge.padding = {std::int64_t{1} << 62};
   try {
@@ -266,6 +266,78 @@ TEST(OpRulesValidation, RejectsNegativeStridesAndOverflow) {
   expect_error([] { memfmt::pointwise_result({}); }, "pointwise_result: no operands");
   expect_error([] { memfmt::batch_norm_result(t({3}, {1})); },
                "batch_norm_result: input of sizes [3] has no channel dimension");
+}
+
+// Sizes and strides past 64 bits: every rule refuses with errc::overflow (memfmt's limit) naming
+// the values, where it used to answer wrapped strides.
+template <class F>
+std::string overflow_message(F&& f) {
+  try {
+    f();
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::overflow) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an overflow error";
+  return {};
+}
+
+const std::int64_t q62 = std::int64_t{1} << 62;
+const std::int64_t max64 = INT64_MAX;
+
+TEST(OpRulesOverflow, BroadcastOutputPast64Bits) {
+  // [2, 2, 1] + [1, 1, 2^62]: an output of 2^64 elements (it answered strides [2^62, -2^63, 1]).
+  auto m = overflow_message([] { memfmt::pointwise_result({t({2, 2, 1}, {1, 2, 1}), t({1, 1, q62}, {1, 1, 1})}); });
+  EXPECT_NE(m.find("[2, 2, 4611686018427387904]"), std::string::npos) << m;
+  m = overflow_message([] { memfmt::pointwise_result({t({4, 1}, {1, 1}), t({1, q62}, {1, 1})}); });
+  EXPECT_NE(m.find("[4, 4611686018427387904]"), std::string::npos) << m;
+  // At the limit it still answers: 2^62 elements, C order.
+  expect_layout(memfmt::pointwise_result({t({2, 1}, {1, 1}), t({1, q62 / 2}, {1, 1})}), {2, q62 / 2}, {q62 / 2, 1});
+}
+
+TEST(OpRulesOverflow, EmptyBatchNormInputWithHugeSizes) {
+  // numel 0, but the dense strides of [2, 2, 0, 2^62] pass 2^63 (it answered [2^62, -2^63, 0, 1]).
+  const auto m = overflow_message([] { memfmt::batch_norm_result(t({2, 2, 0, q62}, {1, 2, 4, 4})); });
+  EXPECT_NE(m.find("[2, 2, 0, 4611686018427387904]"), std::string::npos) << m;
+  // Training mode with the same kind of sizes: the one-value-per-channel check multiplies nothing.
+  overflow_message([] { memfmt::batch_norm_result(t({q62, 0, q62, 4}, {1, 1, 1, 1}), true, true); });
+}
+
+TEST(OpRulesOverflow, ConvOperandsWhoseSpanOrStridesPass64Bits) {
+  // Unbatched input with a stride of 2^62: unsqueeze's new stride 3 * 2^62 used to wrap.
+  auto m = overflow_message([] { memfmt::conv_result(t({3, 8, 8}, {q62, 24, 3}), w, {}); });
+  EXPECT_NE(m.find("[4611686018427387904, 24, 3]"), std::string::npos) << m;
+  // An empty input of extents near 2^63: its view's strides used to come out as [1, 1, MAX, 1].
+  m = overflow_message(
+      [] { memfmt::conv_result(t({2, 0, max64, max64}, {1, 1, 1, 1}), t({4, 0, 1, 1}, {1, 1, 1, 1}), {}); });
+  EXPECT_NE(m.find("[2, 0, 9223372036854775807, 9223372036854775807]"), std::string::npos) << m;
+  memfmt::torch_conv_args dilated;
+  dilated.dilation = {max64, 1};
+  m = overflow_message([&] { memfmt::conv_result(x, w, dilated); });
+  EXPECT_NE(m.find("9223372036854775807"), std::string::npos) << m;
+  // An output extent of 2^63 (input 2^63 - 1, kernel of size 0): the "+ 1" of the formula.
+  m = overflow_message([] { memfmt::conv_result(t({1, 1, max64}, {max64, max64, 1}), t({1, 1, 0}, {1, 1, 1}), {}); });
+  EXPECT_NE(m.find("conv_result: output size"), std::string::npos) << m;
+}
+
+// A grouped convolution on the slow path used to describe every group (time and memory linear in
+// groups); all groups are alike, so the answer now costs the same for any count, and equals the
+// dense layout of the concatenated output (float64 never takes oneDNN: contiguous).
+TEST(OpRulesOverflow, GroupCountDoesNotCostTime) {
+  for (const std::int64_t g : {std::int64_t{3}, std::int64_t{4000000}, std::int64_t{1} << 40}) {
+    memfmt::torch_conv_args args;
+    args.groups = g;
+    const auto out = memfmt::conv_result(t({1, g, 1, 1}, {g, 1, 1, 1}, memfmt::dtype::float64),
+                                         t({g, 1, 1, 1}, {1, 1, 1, 1}, memfmt::dtype::float64), args);
+    expect_layout(out, {1, g, 1, 1}, memfmt::dense_strides({1, g, 1, 1}, memfmt::memory_format::contiguous));
+  }
+  // Channels-last groups: every group's output is channels last, so is the concatenation
+  // (PyTorch 1.13: stride (54, 1, 18, 6)).
+  memfmt::torch_conv_args args;
+  args.groups = 2;
+  const auto out = memfmt::conv_result(t({1, 4, 5, 5}, {100, 1, 20, 4}, memfmt::dtype::float64),
+                                       t({6, 2, 3, 3}, {18, 1, 6, 2}, memfmt::dtype::float64), args);
+  expect_layout(out, {1, 6, 3, 3}, {54, 1, 18, 6});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -208,6 +209,101 @@ TEST(memfmt_cli, bad_arguments_exit_2_with_usage) {
   const auto rejected = run_cli({"explain", "batch_norm", "--input", "3@1", "--json"}, false);
   EXPECT_EQ(rejected.exit_code, 1) << rejected.output;
   EXPECT_TRUE(json::parse(rejected.output).contains("error")) << rejected.output;
+}
+
+// Hostile command lines: each answers, or exits 1 (no answer, saying whose limit) or 2 (usage),
+// never 3 (internal error) or a signal.
+TEST(memfmt_cli, explain_text_mode_survives_a_failed_empty_like) {
+  // empty_like(preserve) cannot be computed (its strides pass 2^63); the text notes used to read its
+  // absent strides and exit 3.
+  const auto r = run_cli({"explain", "--sizes", "4611686018427387904,2", "--strides", "1,1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("empty_like   past memfmt's limits: infer_dense_strides: strides of sizes "
+                          "[4611686018427387904, 2] overflow 64 bits"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(".contiguous  PyTorch raises: preserve memory format is unsupported"), std::string::npos)
+      << r.output;
+  const auto j = json::parse(run_cli({"explain", "--sizes", "4611686018427387904,2", "--strides", "1,1", "--json"},
+                                     false)
+                                 .output);
+  EXPECT_EQ(j["empty_like"]["preserve"].value("error_source", ""), "memfmt") << j.dump();
+  EXPECT_EQ(j["contiguous"]["preserve"].value("error_source", ""), "pytorch") << j.dump();
+}
+
+TEST(memfmt_cli, results_past_64_bits_are_memfmts_limit_not_pytorch_errors) {
+  const std::string q = "4611686018427387904", max = "9223372036854775807";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"pointwise", "--a", "2,2,1@1,2,1", "--b", "1,1," + q + "@1,1,1"}, "[2, 2, " + q + "]"},
+      {{"pointwise", "--a", "4,1@1,1", "--b", "1," + q + "@1,1"}, "[4, " + q + "]"},
+      {{"batch_norm", "--input", "2,2,0," + q + "@1,2,4,4"}, "[2, 2, 0, " + q + "]"},
+      {{"conv", "--input", "3,8,8@" + q + ",24,3", "--weight", "4,3,3,3@27,9,3,1"}, "[" + q + ", 24, 3]"},
+      {{"conv", "--input", "2,0," + max + "," + max + "@1,1,1,1", "--weight", "4,0,1,1@1,1,1,1"},
+       "[2, 0, " + max + ", " + max + "]"},
+      {{"conv", "--input", "2,3,8,8@192,64,8,1", "--weight", "4,3,3,3@27,9,3,1", "--dilation", max + ",1"},
+       "dilation [" + max + ", 1]"},
+  };
+  for (const auto& [args, names] : cases) {
+    std::vector<std::string> argv = {"explain"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run_cli(argv);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("past memfmt's limits (not a PyTorch error): "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("overflow"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(names), std::string::npos) << r.output;
+    argv.push_back("--json");
+    const auto j = json::parse(run_cli(argv, false).output);
+    EXPECT_EQ(j.value("error_source", ""), "memfmt") << j.dump();
+  }
+  // PyTorch's own errors keep their label.
+  const auto r = run_cli({"explain", "batch_norm", "--input", "3@1"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("batch_norm: PyTorch raises: "), std::string::npos) << r.output;
+  const auto j = json::parse(run_cli({"explain", "batch_norm", "--input", "3@1", "--json"}, false).output);
+  EXPECT_EQ(j.value("error_source", ""), "pytorch") << j.dump();
+}
+
+TEST(memfmt_cli, groups_are_parsed_like_sizes) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"0", "'0' is not a positive integer"},
+      {"-1", "'-1' is not a positive integer"},
+      {"abc", "'abc' is not a decimal integer"},
+      {"", "'' is not a decimal integer"},
+      {"0x10", "'0x10' is not a decimal integer"},
+      {"99999999999999999999", "'99999999999999999999' does not fit in 64 bits"},
+  };
+  for (const auto& [groups, message] : bad) {
+    const auto r = run_cli({"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "3,1,3,3@9,9,3,1",
+                            "--groups", groups});
+    EXPECT_EQ(r.exit_code, 2) << groups << ": " << r.output;
+    EXPECT_NE(r.output.find("--groups: " + message), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("179769"), std::string::npos) << "no 309-digit bound: " << r.output;
+  }
+  // --sizes rejects the same forms.
+  for (const std::string v : {"0x10", "99999999999999999999", ""}) {
+    const auto r = run_cli({"explain", "--sizes", "2," + v, "--strides", "1,1"});
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.output;
+  }
+  // memfmt's limit on dimensions, so the quadratic rules stay cheap.
+  std::string many = "1";
+  for (int i = 0; i < 64; ++i) many += ",1";
+  const auto r = run_cli({"explain", "--sizes", many, "--strides", many});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("more than 64 values"), std::string::npos) << r.output;
+}
+
+TEST(memfmt_cli, group_count_costs_no_time) {
+  // One descriptor per group used to take 3.3 s and 600 MB at 4,000,000 groups, and never end at
+  // 2^40. The answer is the dense layout of the [1, G, 1, 1] output (float64: PyTorch's slow path).
+  for (const std::string g : {"4000000", "1099511627776"}) {
+    const auto r = run_cli({"explain", "conv", "--input", "1," + g + ",1,1@" + g + ",1,1,1", "--weight",
+                            g + ",1,1,1@1,1,1,1", "--groups", g, "--dtype", "float64", "--json"},
+                           false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = json::parse(r.output);
+    EXPECT_EQ(j["output"]["sizes"].get<dims>(), (dims{1, std::stoll(g), 1, 1}));
+    EXPECT_EQ(j["output"]["strides"].get<dims>(), (dims{std::stoll(g), 1, 1, 1}));
+  }
 }
 
 }  // namespace

@@ -27,6 +27,25 @@ inline bool sub_overflows(std::int64_t a, std::int64_t b, std::int64_t* out) noe
   return __builtin_sub_overflow(a, b, out);
 }
 
+// data + byte_offset for an address: false when it fits in uintptr_t.
+inline bool add_address_overflows(std::uintptr_t address, std::uint64_t offset, std::uintptr_t* out) noexcept {
+  return __builtin_add_overflow(address, offset, out);
+}
+
+// Product of max(size, 1) over sizes >= 0: how far the strides of a dense layout of these sizes
+// reach (size-0 and size-1 dimensions take a factor of 1, as at::empty's strides do). When it
+// fits, every dense stride, the element count and the span of any dense layout fit too.
+template <class Range>
+bool dense_extent_overflows(const Range& sizes, std::int64_t* out) noexcept {
+  std::int64_t n = 1;
+  for (auto s : sizes) {
+    const std::int64_t f = s > 1 ? static_cast<std::int64_t>(s) : 1;
+    if (mul_overflows(n, f, &n)) return true;
+  }
+  *out = n;
+  return false;
+}
+
 // Throwing forms: a * b, a + b, a - b, or errc::overflow naming both operands.
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const std::string& what) {
   std::int64_t r = 0;
@@ -66,17 +85,31 @@ std::int64_t checked_numel(const Range& sizes, const char* what) {
   return n;
 }
 
+// dense_extent_overflows, throwing: invalid_argument for a negative size, overflow naming the sizes.
+template <class Range>
+std::int64_t checked_dense_extent(const Range& sizes, const std::string& what) {
+  for (auto s : sizes)
+    if (s < 0) fail(errc::invalid_argument, what + ": negative size in sizes " + dims_to_string(sizes));
+  std::int64_t n = 0;
+  if (dense_extent_overflows(sizes, &n))
+    fail(errc::overflow, what + ": the dense strides of sizes " + dims_to_string(sizes) + " overflow 64 bits");
+  return n;
+}
+
 // The number of elements from the lowest to the highest addressed element, inclusive:
 // 1 + sum((size - 1) * |stride|), 0 for an empty tensor. Sizes must be >= 0; strides may be negative.
 // Throws errc::overflow naming sizes and strides when any step does not fit.
+// The non-throwing form for sizes >= 0: true when the span does not fit.
 template <class Sizes, class Strides>
-std::int64_t checked_span(const Sizes& sizes, const Strides& strides, const char* what) {
+bool span_overflows(const Sizes& sizes, const Strides& strides, std::int64_t* out) noexcept {
   std::int64_t span = 1;
   auto st = std::begin(strides);
   bool ok = true;
   for (auto s : sizes) {
-    if (s < 0) fail(errc::invalid_argument, std::string(what) + ": negative size in sizes " + dims_to_string(sizes));
-    if (s == 0) return 0;
+    if (s == 0) {
+      *out = 0;
+      return false;
+    }
     const std::int64_t stride = static_cast<std::int64_t>(*st++);
     if (s == 1) continue;  // a size-1 dimension adds nothing, whatever its stride
     if (stride == std::numeric_limits<std::int64_t>::min()) {
@@ -87,7 +120,17 @@ std::int64_t checked_span(const Sizes& sizes, const Strides& strides, const char
     std::int64_t step = 0;
     if (mul_overflows(static_cast<std::int64_t>(s) - 1, mag, &step) || add_overflows(span, step, &span)) ok = false;
   }
-  if (!ok)
+  *out = span;
+  return !ok;
+}
+
+template <class Sizes, class Strides>
+std::int64_t checked_span(const Sizes& sizes, const Strides& strides, const char* what) {
+  for (auto s : sizes)
+    if (s < 0) fail(errc::invalid_argument, std::string(what) + ": negative size in sizes " + dims_to_string(sizes));
+  std::int64_t span = 0;
+  const bool overflowed = span_overflows(sizes, strides, &span);
+  if (overflowed)
     fail(errc::overflow, std::string(what) + ": the span of sizes " + dims_to_string(sizes) + " with strides " +
                              dims_to_string(strides) + " overflows 64 bits");
   return span;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "../config.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "tags.hpp"
 
@@ -52,10 +53,19 @@ class layout {
     return m;
   }
 
+  // packed(e), checked (host only): throws invalid_argument for a negative size and overflow when
+  // the dense strides of e do not fit in 64 bits. `what` names the caller in the message.
+  static layout packed_checked(const extents_type& e, const std::string& what) {
+    detail::checked_dense_extent(e, what);
+    return packed(e);
+  }
+
   // A layout from logical strides, checked: the unit dimension has stride 1 (or extent <= 1) and
   // the other strides follow the format's order without overlap. Padding between rows, channels or
   // images is allowed (a slice of a larger buffer). Strides of size-1 dimensions are ignored, as
-  // PyTorch ignores them. Throws memfmt::error(format_mismatch) naming sizes and strides.
+  // PyTorch ignores them. Throws memfmt::error(format_mismatch) naming sizes and strides, or
+  // overflow when the span of the layout does not fit in 64 bits (so numel() and
+  // required_span_size() of the result always fit).
   static layout strided(const extents_type& e, const strides_type& s) {
     layout m;
     for (int d = 0; d < rank; ++d) {
@@ -66,15 +76,21 @@ class layout {
     }
     if (e[unit_dim] > 1 && s[unit_dim] != 1) bad_strides(e, s, "the innermost dimension must have stride 1");
     // Walk from inner to outer: each stride must cover the extent of everything inside it.
+    // Every stride but the outermost must fit with its extent (the next stride covers it); the
+    // outermost only needs the whole span to fit.
     index_type inner_span = (e[unit_dim] > 1 ? e[unit_dim] : 1);
+    bool inner_overflowed = false;
     for (int i = rank - 2; i >= 0; --i) {
       const int d = order_at(i);
+      if (inner_overflowed) fail_span_overflow(e, s);
       index_type st = s[d];
       if (e[d] <= 1) st = inner_span;  // irrelevant for addressing: normalise
       if (st < inner_span) bad_strides(e, s, "strides overlap or are out of this format's order");
       m.dyn_[i] = st;
-      if (e[d] > 1) inner_span = st * e[d];
+      if (e[d] > 1) inner_overflowed = detail::mul_overflows(st, e[d], &inner_span);
     }
+    std::int64_t span = 0;
+    if (detail::span_overflows(e, m.strides(), &span)) fail_span_overflow(e, s);
     return m;
   }
 
@@ -99,7 +115,11 @@ class layout {
     return s;
   }
 
+  // The checked factories (packed_checked, strided) guarantee that these products fit; a zero
+  // extent answers 0 before any product is formed.
   MEMFMT_HOST_DEVICE constexpr index_type numel() const noexcept {
+    for (int d = 0; d < rank; ++d)
+      if (ext_[d] == 0) return 0;
     index_type n = 1;
     for (int d = 0; d < rank; ++d) n *= ext_[d];
     return n;
@@ -120,11 +140,10 @@ class layout {
 
   // One past the largest offset; 0 for an empty tensor.
   MEMFMT_HOST_DEVICE constexpr index_type required_span_size() const noexcept {
-    index_type span = 1;
-    for (int d = 0; d < rank; ++d) {
+    for (int d = 0; d < rank; ++d)
       if (ext_[d] == 0) return 0;
-      span += (ext_[d] - 1) * stride(d);
-    }
+    index_type span = 1;
+    for (int d = 0; d < rank; ++d) span += (ext_[d] - 1) * stride(d);
     return span;
   }
 
@@ -157,6 +176,11 @@ class layout {
     index_type off = c[unit_dim];
     for (int i = 0; i < rank - 1; ++i) off += c[order_at(i)] * dyn_[i];
     return off;
+  }
+  [[noreturn]] static void fail_span_overflow(const extents_type& e, const strides_type& s) {
+    detail::fail(errc::overflow, std::string("layout<") + Format::name + ">: the span of sizes " +
+                                     detail::dims_to_string(e) + " with strides " + detail::dims_to_string(s) +
+                                     " overflows 64 bits");
   }
   [[noreturn]] static void bad_strides(const extents_type& e, const strides_type& s, const char* why) {
     detail::fail(errc::format_mismatch, std::string("sizes ") + detail::dims_to_string(e) + " with strides " +

@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "../format/layout.hpp"
@@ -112,13 +113,17 @@ using unique_managed = std::unique_ptr<DLManagedTensor, managed_deleter>;
 
 namespace detail::dlpack_io {
 
-// DLPack's meaning of strides == NULL: compact row-major.
-inline std::vector<std::int64_t> row_major_strides(const std::int64_t* shape, int ndim) {
+// DLPack's meaning of strides == NULL: compact row-major (a size-0 dimension makes the strides
+// outside it 0). Throws overflow naming the shape when a stride does not fit.
+inline std::vector<std::int64_t> row_major_strides(const std::int64_t* shape, int ndim, const std::string& what) {
   std::vector<std::int64_t> s(static_cast<std::size_t>(ndim), 1);
   for (int i = ndim - 2; i >= 0; --i) {
     const auto next = static_cast<std::size_t>(i + 1);
-    s[static_cast<std::size_t>(i)] = s[next] * shape[next];  // sizes were validated: may wrap only if
-  }                                                          // numel overflows, which view_as rejects
+    if (mul_overflows(s[next], shape[next], &s[static_cast<std::size_t>(i)]))
+      fail(errc::overflow, what + ": the row-major strides of shape " +
+                               dims_to_string(from_strided::dims_ref{shape, static_cast<std::size_t>(ndim)}) +
+                               " overflow 64 bits");
+  }
   return s;
 }
 
@@ -175,12 +180,12 @@ tensor_view<T, Format> view_as(const DLTensor& t, std::optional<DLDeviceType> re
     const fs::problem p = fs::check_dims<Format>(sizes, sizes, sizeof(T), &numel);
     if (p == fs::problem::negative_size || p == fs::problem::overflow)
       fs::throw_problem<Format>(p, context(), sizes, fs::dims_ref{}, nullptr, alignof(T), sizeof(T));
-    compact = detail::dlpack_io::row_major_strides(t.shape, t.ndim);
+    compact = detail::dlpack_io::row_major_strides(t.shape, t.ndim, context());
     strides = fs::ref(compact);
   }
 
   std::uintptr_t address = reinterpret_cast<std::uintptr_t>(t.data);
-  if (__builtin_add_overflow(address, static_cast<std::uintptr_t>(t.byte_offset), &address))
+  if (detail::add_address_overflows(address, t.byte_offset, &address))
     detail::fail(errc::overflow, context() + ": data + byte_offset " + std::to_string(t.byte_offset) +
                                      " overflows the address space");
   if (t.data == nullptr && t.byte_offset != 0) address = 0;  // a null buffer stays null

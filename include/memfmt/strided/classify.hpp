@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../format/memory_format.hpp"
 #include "descriptor.hpp"
@@ -32,18 +33,23 @@ struct expected_stride {
   bool overflowed = false;
   bool matches(std::int64_t stride) const noexcept { return !overflowed && stride == value; }
   void times(std::int64_t size) noexcept {
-    if (!overflowed && __builtin_mul_overflow(value, size, &value)) overflowed = true;
+    if (!overflowed && mul_overflows(value, size, &value)) overflowed = true;
   }
 };
 
-// Dense in the given walk order, size-1 dimensions skipped (c10 compute_channels_last_contiguous_*).
-template <std::size_t N>
-bool dense_in_walk(const strided_desc& t, const int (&walk)[N]) noexcept {
+// The one density walk (c10 compute_contiguous, compute_channels_last_contiguous_*, and the last
+// step of compute_non_overlapping_and_dense): visit `count` dimensions from the innermost out,
+// dim_at(k) naming the k-th; every dimension of size != 1 must have exactly the stride that makes
+// the data gap-free. Sizes and strides are any indexable ranges (vectors, DLPack arrays), which
+// the caller has checked for length.
+template <class Sizes, class Strides, class DimAt>
+bool dense_along(const Sizes& sizes, const Strides& strides, std::size_t count, DimAt dim_at) noexcept {
   expected_stride expected;
-  for (int d : walk) {
-    const auto size_d = t.sizes[static_cast<std::size_t>(d)];
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto d = static_cast<std::size_t>(dim_at(k));
+    const std::int64_t size_d = sizes[d];
     if (size_d == 1) continue;
-    if (!expected.matches(t.strides[static_cast<std::size_t>(d)])) return false;
+    if (!expected.matches(strides[d])) return false;
     expected.times(size_d);
   }
   return true;
@@ -64,34 +70,41 @@ bool strides_like_walk(const strided_desc& t, const int (&walk)[N]) noexcept {
     if (d == 0 && min == t.strides[1]) return false;
     min = t.strides[i];
     // Overflow here would need strides near 2^63; PyTorch wraps, we saturate (no real tensor differs).
-    if (t.sizes[i] > 1 && __builtin_mul_overflow(min, t.sizes[i], &min)) min = INT64_MAX;
+    if (t.sizes[i] > 1 && mul_overflows(min, t.sizes[i], &min)) min = INT64_MAX;
   }
   return true;
 }
 
-inline bool has_zero_size(const strided_desc& t) noexcept {
-  for (auto s : t.sizes)
+template <class Sizes>
+bool has_zero_size(const Sizes& sizes) noexcept {
+  for (auto s : sizes)
     if (s == 0) return true;
   return false;
 }
+inline bool has_zero_size(const strided_desc& t) noexcept { return has_zero_size(t.sizes); }
 
-inline bool compute_contiguous(const strided_desc& t) noexcept {
-  if (has_zero_size(t)) return true;  // numel() == 0, without risking an overflowing product
-  expected_stride expected;
-  for (auto d = t.sizes.size(); d-- > 0;) {
-    if (t.sizes[d] == 1) continue;
-    if (!expected.matches(t.strides[d])) return false;
-    expected.times(t.sizes[d]);
-  }
-  return true;
+template <class Sizes, class Strides>
+bool compute_contiguous(const Sizes& sizes, const Strides& strides) noexcept {
+  if (has_zero_size(sizes)) return true;  // numel() == 0, without risking an overflowing product
+  const std::size_t n = sizes.size();
+  return dense_along(sizes, strides, n, [n](std::size_t k) { return n - 1 - k; });
 }
+inline bool compute_contiguous(const strided_desc& t) noexcept { return compute_contiguous(t.sizes, t.strides); }
 
+template <class Sizes, class Strides>
+bool compute_channels_last_contiguous_2d(const Sizes& sizes, const Strides& strides) noexcept {
+  return sizes.size() == 4 && dense_along(sizes, strides, 4, [](std::size_t k) { return channels_last_2d_walk[k]; });
+}
 inline bool compute_channels_last_contiguous_2d(const strided_desc& t) noexcept {
-  return t.sizes.size() == 4 && dense_in_walk(t, channels_last_2d_walk);
+  return compute_channels_last_contiguous_2d(t.sizes, t.strides);
 }
 
+template <class Sizes, class Strides>
+bool compute_channels_last_contiguous_3d(const Sizes& sizes, const Strides& strides) noexcept {
+  return sizes.size() == 5 && dense_along(sizes, strides, 5, [](std::size_t k) { return channels_last_3d_walk[k]; });
+}
 inline bool compute_channels_last_contiguous_3d(const strided_desc& t) noexcept {
-  return t.sizes.size() == 5 && dense_in_walk(t, channels_last_3d_walk);
+  return compute_channels_last_contiguous_3d(t.sizes, t.strides);
 }
 
 // c10 compute_non_overlapping_and_dense: sort the dimensions of size >= 2 by stride; each
@@ -105,25 +118,29 @@ inline bool compute_non_overlapping_and_dense(const strided_desc& t) noexcept {
   // Insertion sort: ranks are tiny, and ties between strides fail the check whatever the order.
   for (std::size_t i = 1; i < big.size(); ++i)
     for (std::size_t j = i; j > 0 && t.strides[big[j]] < t.strides[big[j - 1]]; --j) std::swap(big[j], big[j - 1]);
-  expected_stride expected;
-  for (auto d : big) {
-    if (!expected.matches(t.strides[d])) return false;
-    expected.times(t.sizes[d]);
-  }
-  return true;
+  return dense_along(t.sizes, t.strides, big.size(), [&big](std::size_t k) { return big[k]; });
 }
 
 // Channels-last strides for the sizes as c10 computes them: no clamping of size-0 dimensions.
-inline std::vector<std::int64_t> channels_last_strides_for(const std::vector<std::int64_t>& sizes,
-                                                           const int* walk, std::size_t walk_len) {
-  std::vector<std::int64_t> strides(sizes.size(), 0);
+// Returns false when a stride does not fit in 64 bits (the outermost dimension's extent is no
+// stride, so it may).
+inline bool channels_last_strides_fit(const std::vector<std::int64_t>& sizes, const int* walk, std::size_t walk_len,
+                                      std::vector<std::int64_t>& strides) noexcept {
+  strides.assign(sizes.size(), 0);
   std::int64_t s = 1;
   for (std::size_t k = 0; k < walk_len; ++k) {
     const auto d = static_cast<std::size_t>(walk[k]);
     strides[d] = s;
-    if (__builtin_mul_overflow(s, sizes[d], &s))
-      fail(errc::overflow, "dense_strides: strides of sizes " + dims_to_string(sizes) + " overflow 64 bits");
+    if (k + 1 < walk_len && mul_overflows(s, sizes[d], &s)) return false;
   }
+  return true;
+}
+
+inline std::vector<std::int64_t> channels_last_strides_for(const std::vector<std::int64_t>& sizes,
+                                                           const int* walk, std::size_t walk_len) {
+  std::vector<std::int64_t> strides;
+  if (!channels_last_strides_fit(sizes, walk, walk_len, strides))
+    fail(errc::overflow, "dense_strides: strides of sizes " + dims_to_string(sizes) + " overflow 64 bits");
   return strides;
 }
 
@@ -176,7 +193,7 @@ inline std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& 
       std::vector<std::int64_t> strides(sizes.size(), 1);
       for (auto i = sizes.size(); i-- > 1;) {
         const std::int64_t size = sizes[i] > 1 ? sizes[i] : 1;
-        if (__builtin_mul_overflow(strides[i], size, &strides[i - 1]))
+        if (detail::mul_overflows(strides[i], size, &strides[i - 1]))
           detail::fail(errc::overflow,
                        "dense_strides: strides of sizes " + detail::dims_to_string(sizes) + " overflow 64 bits");
       }
@@ -200,13 +217,15 @@ inline std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& 
 inline memory_format suggest_memory_format(const strided_desc& t, bool channels_last_strides_exact_match = false) {
   t.validate();
   const auto rank = t.sizes.size();
+  // Strides that do not fit in 64 bits cannot equal t's: no exact match.
+  std::vector<std::int64_t> exact;
   if (rank == 4 && is_channels_last_strides_like(t)) {
     if (!channels_last_strides_exact_match ||
-        detail::channels_last_strides_for(t.sizes, detail::channels_last_2d_walk, 4) == t.strides)
+        (detail::channels_last_strides_fit(t.sizes, detail::channels_last_2d_walk, 4, exact) && exact == t.strides))
       return memory_format::channels_last;
   } else if (rank == 5 && is_channels_last_3d_strides_like(t)) {
     if (!channels_last_strides_exact_match ||
-        detail::channels_last_strides_for(t.sizes, detail::channels_last_3d_walk, 5) == t.strides)
+        (detail::channels_last_strides_fit(t.sizes, detail::channels_last_3d_walk, 5, exact) && exact == t.strides))
       return memory_format::channels_last_3d;
   }
   return memory_format::contiguous;
@@ -246,7 +265,7 @@ inline std::vector<std::int64_t> infer_dense_strides(const strided_desc& t) {
   std::int64_t stride = 1;
   for (auto d : perm) {
     out[d] = stride;
-    if (t.sizes[d] > 1 && __builtin_mul_overflow(stride, t.sizes[d], &stride))
+    if (t.sizes[d] > 1 && detail::mul_overflows(stride, t.sizes[d], &stride))
       detail::fail(errc::overflow, "infer_dense_strides: strides of sizes " + detail::dims_to_string(t.sizes) +
                                        " overflow 64 bits");
   }

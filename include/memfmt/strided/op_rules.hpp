@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "../format/memory_format.hpp"
@@ -52,19 +53,17 @@ inline dtype promote_types(const std::vector<strided_desc>& ops) {
   return best;
 }
 
-// Every operand: consistent sizes/strides, no negative stride (PyTorch has none), and an element
-// count that fits in 64 bits, so that the replayed arithmetic cannot overflow.
+// Every operand: consistent sizes/strides, no negative stride (PyTorch has none), dense strides of
+// its sizes and a span that fit in 64 bits (errc::overflow, memfmt's limit). The replayed steps
+// still check their own products, which can grow past the operands' (broadcast, cat, unsqueeze).
 inline void check_operand(const strided_desc& t, const char* op) {
   t.validate();
   for (auto st : t.strides)
     if (st < 0)
       fail(errc::invalid_argument, std::string(op) + ": negative stride in strides " + dims_to_string(t.strides) +
                                        " (PyTorch tensors have none)");
-  std::int64_t n = 1;
-  for (auto s : t.sizes)
-    if (__builtin_mul_overflow(n, s, &n))
-      fail(errc::overflow, std::string(op) + ": the element count of sizes " + dims_to_string(t.sizes) +
-                               " overflows 64 bits");
+  checked_dense_extent(t.sizes, op);
+  checked_span(t.sizes, t.strides, op);
 }
 
 inline std::string torch_size_string(const std::vector<std::int64_t>& sizes) {
@@ -85,6 +84,37 @@ inline strided_desc pointwise_result(const std::vector<strided_desc>& operands) 
   detail::tensor_iterator_output(operands, out.type, out.sizes, out.strides);
   return out;
 }
+
+namespace detail {
+
+// cat's memory-format vote: any input suggesting contiguous, or two inputs that disagree, make
+// the output contiguous; otherwise the inputs' common suggestion.
+inline memory_format cat_memory_format(const std::vector<strided_desc>& inputs) {
+  memory_format format = memory_format::contiguous;
+  bool have = false;
+  for (const auto& t : inputs) {
+    const auto f = suggest_memory_format(t);
+    if (f == memory_format::contiguous || (have && f != format)) return memory_format::contiguous;
+    format = f;
+    have = true;
+  }
+  return format;
+}
+
+// torch.cat of `copies` identical tensors of rank >= 1 along `dim` (the per-group outputs of a
+// grouped convolution), in time independent of `copies`: every copy votes alike, and the size
+// along dim is the copies' sum.
+inline strided_desc cat_copies(const strided_desc& t, std::int64_t copies, std::size_t dim) {
+  strided_desc out;
+  out.type = t.type;
+  out.sizes = t.sizes;
+  out.sizes[dim] = checked_mul(t.sizes[dim], copies, "cat_result: the concatenated size along dimension " +
+                                                         std::to_string(dim));
+  out.strides = dense_strides(out.sizes, cat_memory_format({t}));
+  return out;
+}
+
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 // torch.cat(inputs, dim). 1-D tensors of size [0] are the legacy "skipped" empties: they neither
@@ -111,19 +141,7 @@ inline strided_desc cat_result(const std::vector<strided_desc>& inputs, std::int
   }
   if (inputs.empty()) detail::fail(errc::invalid_argument, "torch.cat(): expected a non-empty list of Tensors");
 
-  memory_format format = memory_format::contiguous;
-  {
-    bool have = false;
-    for (const auto& t : inputs) {
-      const auto f = suggest_memory_format(t);
-      if (f == memory_format::contiguous || (have && f != format)) {
-        format = memory_format::contiguous;
-        break;
-      }
-      format = f;
-      have = true;
-    }
-  }
+  const memory_format format = detail::cat_memory_format(inputs);
 
   std::size_t valid = inputs.size();
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -151,7 +169,7 @@ inline strided_desc cat_result(const std::vector<strided_desc>& inputs, std::int
                                                  ". Expected size " + std::to_string(first.sizes[k]) + " but got size " +
                                                  std::to_string(t.sizes[k]) + " for tensor number " + std::to_string(i) +
                                                  " in the list.");
-      if (__builtin_add_overflow(total, t.sizes[d], &total))
+      if (detail::add_overflows(total, t.sizes[d], &total))
         detail::fail(errc::overflow, "cat_result: the concatenated size along dimension " + std::to_string(dim) +
                                          " overflows 64 bits");
     }
@@ -223,10 +241,12 @@ struct conv_params {
 inline std::vector<std::int64_t> conv_output_sizes(const strided_desc& input, const strided_desc& weight,
                                                    const conv_params& p) {
   std::vector<std::int64_t> out{input.sizes[0], weight.sizes[0]};
+  const char* what = "conv_result: output size";
   for (std::size_t i = 2; i < input.sizes.size(); ++i) {
     const auto j = i - 2;
-    const auto kernel = p.dilation[j] * (weight.sizes[i] - 1) + 1;
-    out.push_back((input.sizes[i] + 2 * p.padding[j] - kernel) / p.stride[j] + 1);
+    const auto kernel = checked_add(checked_mul(p.dilation[j], weight.sizes[i] - 1, what), 1, what);
+    const auto padded = checked_add(input.sizes[i], checked_mul(2, p.padding[j], what), what);
+    out.push_back(checked_add(checked_sub(padded, kernel, what) / p.stride[j], 1, what));
   }
   return out;
 }
@@ -239,7 +259,7 @@ inline bool use_mkldnn(const strided_desc& input, const strided_desc& weight, co
   const bool worth_it = p.is_strided() || p.is_dilated() || is[0] >= 16 || ws[ws.size() - 1] != 1 ||
                         ws[ws.size() - 2] != 1 || num_threads > 1;
   const bool not_tiny = p.groups > 1 || (ws[ws.size() - 1] > 3 && ws[ws.size() - 2] > 3) || is[0] > 1 ||
-                        is[0] * is[1] * is[2] * is[3] > 20480;
+                        checked_numel(std::vector<std::int64_t>(is.begin(), is.begin() + 4), "use_mkldnn") > 20480;
   return worth_it && not_tiny;
 }
 
@@ -305,18 +325,15 @@ inline strided_desc convolution_nd(const strided_desc& input, const strided_desc
       const auto in_c = torch_contiguous(input, backend_format);
       const auto w_c = torch_contiguous(weight, backend_format);
       if (p.groups == 1) return slow2d_output(in_c, w_c, p);
-      // No native groups: one convolution per group on narrowed operands, then cat along C.
-      std::vector<strided_desc> outputs;
+      // No native groups: one convolution per group on narrowed operands, then cat along C. Every
+      // group narrows the same sizes and strides, so one group's output stands for all of them.
       const auto in_format = suggest_memory_format(in_c);
       const auto w_format = suggest_memory_format(w_c);
       const auto in_per_group = in_c.sizes[1] / p.groups;
       const auto out_per_group = w_c.sizes[0] / p.groups;
-      for (std::int64_t g = 0; g < p.groups; ++g) {
-        const auto in_g = torch_contiguous(torch_narrow(in_c, 1, in_per_group), in_format);
-        const auto w_g = torch_contiguous(torch_narrow(w_c, 0, out_per_group), w_format);
-        outputs.push_back(slow2d_output(in_g, w_g, p));
-      }
-      return cat_result(outputs, 1);
+      const auto in_g = torch_contiguous(torch_narrow(in_c, 1, in_per_group), in_format);
+      const auto w_g = torch_contiguous(torch_narrow(w_c, 0, out_per_group), w_format);
+      return cat_copies(slow2d_output(in_g, w_g, p), p.groups, 1);
     }
   }
   return {};
@@ -385,21 +402,21 @@ inline strided_desc conv_result(const strided_desc& input, const strided_desc& w
                                            ", expected weight to be divisible by " + std::to_string(groups) +
                                            " at dimension 0, but got weight of size [" +
                                            detail::dims_to_string(w.sizes) + "] instead");
-  if (in.sizes[1] != w.sizes[1] * groups)
+  const auto expected_channels = detail::checked_mul(w.sizes[1], groups, "conv_result: weight channels times groups");
+  if (in.sizes[1] != expected_channels)
     detail::fail(errc::shape_mismatch, "Given groups=" + std::to_string(groups) + ", weight of size " +
                                            detail::dims_to_string(w.sizes) + ", expected input" +
                                            detail::dims_to_string(in.sizes) + " to have " +
-                                           std::to_string(w.sizes[1] * groups) + " channels, but got " +
+                                           std::to_string(expected_channels) + " channels, but got " +
                                            std::to_string(in.sizes[1]) + " channels instead");
   {
     bool kernel_fits = true;
     std::string padded, kernel;
     for (std::size_t i = 2; i < k; ++i) {
       std::int64_t in_size = 0, k_size = 0;
-      if (__builtin_mul_overflow(p.padding[i - 2], 2, &in_size) ||
-          __builtin_add_overflow(in_size, in.sizes[i], &in_size) ||
-          __builtin_mul_overflow(p.dilation[i - 2], w.sizes[i] - 1, &k_size) ||
-          __builtin_add_overflow(k_size, 1, &k_size))
+      if (detail::mul_overflows(p.padding[i - 2], 2, &in_size) || detail::add_overflows(in_size, in.sizes[i], &in_size) ||
+          detail::mul_overflows(p.dilation[i - 2], w.sizes[i] - 1, &k_size) ||
+          detail::add_overflows(k_size, 1, &k_size))
         detail::fail(errc::overflow, "conv_result: padding " + detail::dims_to_string(p.padding) + " or dilation " +
                                          detail::dims_to_string(p.dilation) + " overflows 64 bits");
       kernel_fits = kernel_fits && in_size >= k_size;
@@ -446,9 +463,11 @@ inline strided_desc batch_norm_result(const strided_desc& input, bool training, 
     detail::fail(errc::invalid_argument,
                  "batch_norm_result: input of sizes " + detail::dims_to_string(input.sizes) + " has no channel dimension");
   if (training) {
-    std::int64_t values = input.sizes[0];
-    for (std::size_t i = 2; i < input.sizes.size(); ++i) values *= input.sizes[i];
-    if (values == 1)
+    // PyTorch multiplies N and the spatial sizes and compares with 1; sizes are >= 0, so the
+    // product is 1 exactly when each factor is (no product, no overflow).
+    bool one_value = input.sizes[0] == 1;
+    for (std::size_t i = 2; i < input.sizes.size(); ++i) one_value = one_value && input.sizes[i] == 1;
+    if (one_value)
       detail::fail(errc::invalid_argument, "Expected more than 1 value per channel when training, got input size " +
                                                detail::torch_size_string(input.sizes));
   }

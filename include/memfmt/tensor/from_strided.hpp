@@ -27,6 +27,7 @@
 #include "../error.hpp"
 #include "../format/layout.hpp"
 #include "../format/tags.hpp"
+#include "../strided/classify.hpp"
 #include "../strided/descriptor.hpp"
 #include "tensor_view.hpp"
 
@@ -56,71 +57,35 @@ enum class problem {
   not_dense,
 };
 
-// PyTorch 1.13's compute_contiguous / compute_channels_last_contiguous_{2d,3d}: walk the
-// dimensions from the innermost memory position outwards; every dimension of size != 1 must have
-// exactly the stride that makes the data gap-free. `walk` lists logical dimensions, innermost first.
-template <std::size_t N>
-bool dense_along(dims_ref sizes, dims_ref strides, const int (&walk)[N]) noexcept {
-  std::int64_t expected = 1;
-  for (int d : walk) {
-    const std::int64_t size = sizes[static_cast<std::size_t>(d)];
-    if (size == 1) continue;
-    if (strides[static_cast<std::size_t>(d)] != expected) return false;
-    if (__builtin_mul_overflow(expected, size, &expected)) return false;
-  }
-  return true;
-}
-
-// Walk orders (innermost first) for a format tag: the reverse of its `order`.
-template <class Format>
-struct walk_of {
-  static constexpr int rank = Format::rank;
-  int dims[Format::rank];
-  constexpr walk_of() noexcept : dims{} {
-    for (int i = 0; i < rank; ++i) dims[i] = Format::order[static_cast<std::size_t>(rank - 1 - i)];
-  }
-};
-
 // Exactly torch 1.13's answer of is_contiguous(memory_format) for the format's torch_format
 // (contiguous for nchw/ncdhw, channels_last for nhwc, channels_last_3d for ndhwc), including
 // torch's treatment of empty tensors: true for contiguous, computed from the strides otherwise.
-// Sizes must have Format::rank entries, strides as many.
+// Sizes must have Format::rank entries, strides as many. The walk is strided/classify.hpp's.
 template <class Format>
 bool torch_is_contiguous(dims_ref sizes, dims_ref strides) noexcept {
-  constexpr walk_of<Format> w{};
-  if (!Format::channels_last) {
-    for (auto s : sizes)
-      if (s == 0) return true;
-  }
-  return dense_along(sizes, strides, w.dims);
+  if constexpr (!Format::channels_last) return compute_contiguous(sizes, strides);
+  else if constexpr (Format::rank == 4) return compute_channels_last_contiguous_2d(sizes, strides);
+  else return compute_channels_last_contiguous_3d(sizes, strides);
 }
 
 template <class Format>
 bool dense_in(dims_ref sizes, dims_ref strides) noexcept {
-  for (auto s : sizes)
-    if (s == 0) return true;
-  return torch_is_contiguous<Format>(sizes, strides);
+  return has_zero_size(sizes) || torch_is_contiguous<Format>(sizes, strides);
 }
 
-// Checks everything but the pointer: rank, lengths, sizes, element count, density.
+// Checks everything but the pointer: rank, lengths, sizes, element count, density. The dense
+// strides of the sizes (what the typed view stores, zero extents counted as 1) and their byte
+// count must fit in 64 bits, empty tensors included.
 template <class Format>
 problem check_dims(dims_ref sizes, dims_ref strides, std::size_t elem_size, std::int64_t* numel) noexcept {
   if (sizes.size() != static_cast<std::size_t>(Format::rank)) return problem::wrong_rank;
   if (strides.size() != sizes.size()) return problem::length_mismatch;
-  bool zero = false;
-  for (auto s : sizes) {
+  for (auto s : sizes)
     if (s < 0) return problem::negative_size;
-    if (s == 0) zero = true;
-  }
-  std::int64_t n = 1;
-  if (zero) {
-    n = 0;
-  } else {
-    for (auto s : sizes)
-      if (__builtin_mul_overflow(n, s, &n)) return problem::overflow;
-    std::int64_t bytes = 0;
-    if (__builtin_mul_overflow(n, static_cast<std::int64_t>(elem_size), &bytes)) return problem::overflow;
-  }
+  std::int64_t extent = 0, bytes = 0;
+  if (dense_extent_overflows(sizes, &extent) || mul_overflows(extent, static_cast<std::int64_t>(elem_size), &bytes))
+    return problem::overflow;
+  const std::int64_t n = has_zero_size(sizes) ? 0 : extent;  // without zeros, the extent is the count
   *numel = n;
   if (!dense_in<Format>(sizes, strides)) return problem::not_dense;
   return problem::none;
@@ -163,7 +128,7 @@ template <class Format>
                                        std::to_string(sizes.size()) + " vs " + std::to_string(strides.size()) + ")");
     case problem::negative_size: fail(errc::invalid_argument, context + ": negative size in " + s);
     case problem::overflow:
-      fail(errc::overflow, context + ": the element or byte count of " + s + " (elements of " +
+      fail(errc::overflow, context + ": the element count, dense strides or byte count of " + s + " (elements of " +
                                std::to_string(elem_size) + " bytes) overflows 64 bits");
     case problem::null_data: fail(errc::null_pointer, context + ": null data for non-empty " + s);
     case problem::misaligned: {

@@ -30,7 +30,10 @@ class host_tensor {
   static constexpr std::size_t alignment = 64;
 
   host_tensor() = default;
-  explicit host_tensor(const extents_type& extents) : map_(layout<Format>::packed(extents)) {
+  // Throws memfmt::error (invalid_argument, overflow) naming the extents before anything is computed
+  // from them.
+  explicit host_tensor(const extents_type& extents)
+      : map_(layout<Format>::packed_checked(extents, std::string("host_tensor<") + Format::name + ">")) {
     const std::int64_t n = detail::checked_numel(extents, Format::name);
     const std::size_t bytes = detail::checked_bytes(n, sizeof(T), Format::name);
     if (bytes > 0) {

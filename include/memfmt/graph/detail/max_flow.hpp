@@ -2,7 +2,9 @@
 //
 // The solver needs the minimum s-t cut; after run(), source_side() is the set reachable from s in
 // the residual graph, which is the same for every maximum flow (the unique inclusion-minimal
-// minimum cut), so the answer does not depend on edge order.
+// minimum cut), so the answer does not depend on edge order. The blocking-flow search keeps its
+// path in a vector rather than on the call stack: a network's depth is the caller's, and a deep
+// chain must not exhaust a thread's stack.
 #pragma once
 
 #include <algorithm>
@@ -29,7 +31,7 @@ class max_flow {
     std::int64_t flow = 0;
     while (levels_from(s), level_[t] >= 0) {
       std::fill(next_.begin(), next_.end(), 0);
-      while (std::int64_t pushed = augment(s, t, std::numeric_limits<std::int64_t>::max())) flow += pushed;
+      while (std::int64_t pushed = augment(s, t)) flow += pushed;
     }
     return flow;
   }
@@ -63,24 +65,44 @@ class max_flow {
     }
   }
 
-  std::int64_t augment(std::size_t v, std::size_t t, std::int64_t limit) {
-    if (v == t) return limit;
-    for (std::size_t& i = next_[v]; i < out_[v].size(); ++i) {
-      edge& e = edges_[out_[v][i]];
-      if (e.capacity <= 0 || level_[e.to] != level_[v] + 1) continue;
-      if (std::int64_t pushed = augment(e.to, t, std::min(limit, e.capacity))) {
-        e.capacity -= pushed;
-        edges_[out_[v][i] ^ 1].capacity += pushed;
+  // One augmenting path in the level graph, depth first with each vertex's current edge next_[v]
+  // (Dinic): advance along the first usable edge; at a dead end, retreat and move the parent's
+  // current edge past it. Returns the flow pushed (the path's bottleneck), 0 when none is left.
+  std::int64_t augment(std::size_t s, std::size_t t) {
+    if (s == t) return std::numeric_limits<std::int64_t>::max();
+    path_.clear();  // edge indices from s
+    std::size_t v = s;
+    while (true) {
+      std::size_t& i = next_[v];
+      while (i < out_[v].size()) {
+        const edge& e = edges_[out_[v][i]];
+        if (e.capacity > 0 && level_[e.to] == level_[v] + 1) break;
+        ++i;
+      }
+      if (i < out_[v].size()) {
+        path_.push_back(out_[v][i]);
+        v = edges_[out_[v][i]].to;
+        if (v != t) continue;
+        std::int64_t pushed = std::numeric_limits<std::int64_t>::max();
+        for (std::size_t e : path_) pushed = std::min(pushed, edges_[e].capacity);
+        for (std::size_t e : path_) {
+          edges_[e].capacity -= pushed;
+          edges_[e ^ 1].capacity += pushed;
+        }
         return pushed;
       }
+      if (path_.empty()) return 0;  // s itself is exhausted
+      v = edges_[path_.back() ^ 1].to;  // the dead end's parent
+      path_.pop_back();
+      ++next_[v];
     }
-    return 0;
   }
 
   std::vector<edge> edges_;
   std::vector<std::vector<std::size_t>> out_;
   std::vector<long> level_;
   std::vector<std::size_t> next_;
+  std::vector<std::size_t> path_;
 };
 
 }  // namespace memfmt::graph::detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../../detail/checked.hpp"
 #include "../../error.hpp"
 #include "../../format/memory_format.hpp"
 #include "../classify.hpp"
@@ -64,6 +65,9 @@ inline void tensor_iterator_output(std::vector<strided_desc> inputs, dtype commo
       shape = broadcast_shapes(shape, op.sizes);
     }
   }
+  // The broadcast shape can hold more elements than any operand: memfmt's limit is that its dense
+  // strides fit in 64 bits (then so do the "compatible" strides below).
+  checked_dense_extent(shape, "pointwise_result: broadcast output");
   sizes = shape;
 
   // fast_set_up
@@ -149,7 +153,7 @@ inline void tensor_iterator_output(std::vector<strided_desc> inputs, dtype commo
   std::int64_t next = 1;
   for (std::size_t j = 0; j < ndim; ++j) {
     strides[perm[j]] = next;
-    next *= shape[perm[j]];
+    next = checked_mul(next, shape[perm[j]], "pointwise_result: output stride");
   }
 }
 

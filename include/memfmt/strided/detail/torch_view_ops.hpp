@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../detail/checked.hpp"
 #include "../../error.hpp"
 #include "../../format/memory_format.hpp"
 #include "../classify.hpp"
@@ -23,7 +24,7 @@ namespace detail {
 // Tensor.unsqueeze(d): the new stride is sizes[d] * strides[d] (1 past the last dimension).
 inline strided_desc torch_unsqueeze(const strided_desc& t, std::size_t d) {
   strided_desc r = t;
-  const std::int64_t stride = d >= t.sizes.size() ? 1 : t.sizes[d] * t.strides[d];
+  const std::int64_t stride = d >= t.sizes.size() ? 1 : checked_mul(t.sizes[d], t.strides[d], "unsqueeze: new stride");
   r.sizes.insert(r.sizes.begin() + static_cast<std::ptrdiff_t>(d), 1);
   r.strides.insert(r.strides.begin() + static_cast<std::ptrdiff_t>(d), stride);
   return r;
@@ -72,7 +73,10 @@ inline std::optional<std::vector<std::int64_t>> torch_view_strides(const strided
     // Any view of nothing works: same shape keeps the strides, others get resize-like strides.
     if (old_sizes == new_sizes) return old_strides;
     for (auto d = new_sizes.size(); d-- > 0;)
-      new_strides[d] = d + 1 == new_sizes.size() ? 1 : (new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1) * new_strides[d + 1];
+      new_strides[d] = d + 1 == new_sizes.size()
+                           ? 1
+                           : checked_mul(new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1, new_strides[d + 1],
+                                         "view: stride of an empty tensor");
     return new_strides;
   }
   // Walk the old dimensions in chunks that are contiguous with each other, and fill the new
@@ -82,12 +86,15 @@ inline std::optional<std::vector<std::int64_t>> torch_view_strides(const strided
   std::int64_t tensor_numel = 1, view_numel = 1;
   for (auto tensor_d = static_cast<std::int64_t>(old_sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
     const auto td = static_cast<std::size_t>(tensor_d);
-    tensor_numel *= old_sizes[td];
-    if (tensor_d == 0 || (old_sizes[td - 1] != 1 && old_strides[td - 1] != tensor_numel * chunk_base_stride)) {
+    const char* what = "view: stride";
+    tensor_numel = checked_mul(tensor_numel, old_sizes[td], what);
+    std::int64_t chunk_stride = 0;  // a product that does not fit cannot equal a real stride
+    if (tensor_d == 0 || (old_sizes[td - 1] != 1 && (mul_overflows(tensor_numel, chunk_base_stride, &chunk_stride) ||
+                                                     old_strides[td - 1] != chunk_stride))) {
       while (view_d >= 0 &&
              (view_numel < tensor_numel || new_sizes[static_cast<std::size_t>(view_d)] == 1)) {
-        new_strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
-        view_numel *= new_sizes[static_cast<std::size_t>(view_d)];
+        new_strides[static_cast<std::size_t>(view_d)] = checked_mul(view_numel, chunk_base_stride, what);
+        view_numel = checked_mul(view_numel, new_sizes[static_cast<std::size_t>(view_d)], what);
         --view_d;
       }
       if (view_numel != tensor_numel) return std::nullopt;
@@ -104,8 +111,7 @@ inline std::optional<std::vector<std::int64_t>> torch_view_strides(const strided
 
 // Tensor.view(new_sizes) with PyTorch's two error messages.
 inline strided_desc torch_view(const strided_desc& t, const std::vector<std::int64_t>& new_sizes) {
-  std::int64_t n = 1;
-  for (auto s : new_sizes) n *= s;
+  const std::int64_t n = checked_numel(new_sizes, "view");
   if (n != t.numel())
     fail(errc::shape_mismatch,
          "shape '" + dims_to_string(new_sizes) + "' is invalid for input of size " + std::to_string(t.numel()));
