@@ -1,4 +1,4 @@
-// graph/detail/max_flow.hpp against brute force (every s-t cut of small random graphs) and on a
+// graph/detail/residual_cut.hpp (the planner's minimum cut) against brute force (every s-t cut of small random graphs) and on a
 // chain deep enough that a recursive search would exhaust a small thread stack.
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -8,11 +8,13 @@
 #include <random>
 #include <vector>
 
-#include "memfmt/graph/detail/max_flow.hpp"
+#include "memfmt/graph/detail/residual_cut.hpp"
 
 namespace {
 
-using memfmt::graph::detail::max_flow;
+using memfmt::graph::detail::residual_cut;
+
+std::vector<bool> as_bools(const std::vector<char>& v) { return std::vector<bool>(v.begin(), v.end()); }
 
 struct arc {
   std::size_t from, to;
@@ -21,17 +23,17 @@ struct arc {
 
 // Max-flow min-cut: the flow equals the cheapest cut, and source_side() is the smallest cheapest
 // cut's source side (the intersection of all of them).
-TEST(MaxFlow, MatchesEveryCutOfSmallRandomGraphs) {
+TEST(ResidualCut, MatchesEveryCutOfSmallRandomGraphs) {
   std::mt19937_64 rng(12345);
   for (int trial = 0; trial < 300; ++trial) {
     const std::size_t n = 2 + rng() % 8;  // s = 0, t = n - 1
     std::vector<arc> arcs;
     const std::size_t m = rng() % (3 * n);
     for (std::size_t i = 0; i < m; ++i) arcs.push_back({rng() % n, rng() % n, static_cast<std::int64_t>(rng() % 10)});
-    max_flow f(n);
+    residual_cut f(n);
     for (const auto& a : arcs) f.add_edge(a.from, a.to, a.capacity);
     const std::int64_t flow = f.run(0, n - 1);
-    const std::vector<bool> side = f.source_side(0);
+    const std::vector<bool> side = as_bools(f.source_side());
 
     std::int64_t best = std::numeric_limits<std::int64_t>::max();
     std::vector<bool> smallest(n, true);
@@ -66,17 +68,17 @@ struct chain_result {
 // {0 .. middle} (the middle edge and the bypass).
 void* run_chain(void* out) {
   const std::size_t n = chain_layers + 1, middle = chain_layers / 2;
-  max_flow f(n);
+  residual_cut f(n);
   for (std::size_t v = 0; v + 1 < n; ++v) f.add_edge(v, v + 1, v == middle ? 3 : 7);
   f.add_edge(middle - 10, middle + 10, 2);
   auto* r = static_cast<chain_result*>(out);
   r->flow = f.run(0, n - 1);
-  const auto side = f.source_side(0);
+  const auto side = as_bools(f.source_side());
   for (bool b : side) r->source_side += b ? 1 : 0;
   return nullptr;
 }
 
-TEST(MaxFlow, DeepChainRunsOnASmallStack) {
+TEST(ResidualCut, DeepChainRunsOnASmallStack) {
   pthread_attr_t attr;
   ASSERT_EQ(pthread_attr_init(&attr), 0);
   ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
