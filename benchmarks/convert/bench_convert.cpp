@@ -25,7 +25,8 @@
 // and MEMFMT_BENCH_STAGE=burst|slices force convert_options::prefetch and ::stage instead of the
 // choices the CPU's caches imply. The JSON context records the choices that ran
 // (memfmt_far_prefetch, memfmt_stage_stream), where each came from (memfmt_*_from: "caches" or the
-// variable) and the caches (memfmt_l1d_bytes, memfmt_l2_bytes, memfmt_cache_source).
+// variable), the caches (memfmt_l1d_bytes, memfmt_l2_bytes, memfmt_cache_source) and the kernels
+// the build has (memfmt_convert_kernels: avx512, which makes the two choices, avx2 or baseline).
 // Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
 #include <benchmark/benchmark.h>
 
@@ -194,6 +195,17 @@ memfmt::stage_stream requested_stage() {
   return s;
 }
 
+// The conversion kernels of this build (only the AVX-512 ones make the two tuning choices).
+constexpr const char* convert_kernels() {
+#if MEMFMT_CONVERT_HAVE_ZMM_TILES
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#else
+  return "baseline";
+#endif
+}
+
 template <class T, class From, class To>
 void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int threads) {
   const std::int64_t numel = e[0] * e[1] * e[2] * e[3];
@@ -289,6 +301,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("memfmt_stage_stream_from", stage == memfmt::stage_stream::automatic
                                                               ? "caches"
                                                               : "MEMFMT_BENCH_STAGE");
+  benchmark::AddCustomContext("memfmt_convert_kernels", convert_kernels());
   benchmark::AddCustomContext("memfmt_l1d_bytes", std::to_string(caches.l1d_bytes));
   benchmark::AddCustomContext("memfmt_l2_bytes", std::to_string(caches.l2_bytes));
   benchmark::AddCustomContext("memfmt_cache_source", caches.source);

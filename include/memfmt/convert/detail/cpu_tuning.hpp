@@ -12,7 +12,8 @@
 // prefetches into L1 and slices; a smaller (or unknown) L1 gets L2 and bursts. Cores with 32 KiB
 // L1d and 48 KiB L1d were measured to want these opposite settings on
 // `bench_convert --benchmark_filter='(32x256x56x56|32x2048x7x7)/threads:1'`
-// (MEMFMT_BENCH_PREFETCH and MEMFMT_BENCH_STAGE force each setting).
+// (MEMFMT_BENCH_PREFETCH and MEMFMT_BENCH_STAGE force each setting). Only the AVX-512 kernels
+// (builds for CPUs with AVX-512 BW) make these choices; AVX2 and baseline builds ignore them.
 #pragma once
 
 #include <cstdint>
