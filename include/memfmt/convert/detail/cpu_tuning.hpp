@@ -10,8 +10,8 @@
 // Both are decided by one rule: L1 data cache >= 48 KiB, i.e. room for the two stages of a
 // short-row panel (2 x short_row_stage_bytes) and as much again of prefetched lines, gets far
 // prefetches into L1 and slices; a smaller (or unknown) L1 gets L2 and bursts. Cores with 32 KiB
-// L1d and 48 KiB L1d were measured to want these opposite settings on
-// `bench_convert --benchmark_filter='(32x256x56x56|32x2048x7x7)/threads:1'`
+// L1d and with 48 KiB L1d (and 1 or 2 MiB of L2) were measured to want these opposite settings on
+// `bench_convert --benchmark_filter='(32x64x112x112|32x256x56x56|256x64x56x56|32x2048x7x7)/threads:1'`
 // (MEMFMT_BENCH_PREFETCH and MEMFMT_BENCH_STAGE force each setting). Only the AVX-512 kernels
 // (builds for CPUs with AVX-512 BW) make these choices; AVX2 and baseline builds ignore them.
 #pragma once
