@@ -7,10 +7,10 @@
 //   ratio_to_memcpy  best memcpy time / best conversion time (1.0 = memcpy speed)
 //   core_to_core_ns  (2+ threads) where threads 0 and 1 ran: the larger of two cache-line
 //                    ping-pong latencies, before and after the case (see core_to_core_ns())
-// Best-of times are used because the development VM is shared and noisy.
+// Best-of times are used because shared machines are noisy.
 //
-// Cold caches: the issue asks for DRAM-bound behaviour (bytes read + written to memory), but some
-// cases fit in the last-level cache (32x2048x7x7 f32 is 2 x 12.8 MB < 32 MB L3), where a warm
+// Cold caches: the conversion is measured as DRAM-bound work (bytes read + written to memory), but
+// some cases fit in a last-level cache (32x2048x7x7 f32 is 2 x 12.8 MB), where a warm
 // memcpy would run from cache while convert's non-temporal stores always go to memory. So before
 // EVERY timed call, convert and memcpy alike, the threads of the call read a flush buffer of twice
 // the L3 size between them (untimed): both start with source and destination out of every core's
@@ -19,11 +19,14 @@
 //
 // Environment: MEMFMT_BENCH_QUICK=1 -> 9 timed repetitions per case (the whole suite in about half
 // a minute); otherwise 21. Tensors under 32 MB get proportionally more (up to 4x): a 6.4 MB case
-// on 2 threads times 0.2 ms, where one disturbance of the shared VM decides a best-of-21 (the 2-thread
-// 32x2048x7x7 cells swung between 0.67 and 1.16 of memcpy across four runs). Convert and memcpy
-// alternate and get the same count, so the ratio stays like for like. MEMFMT_BENCH_NO_STREAM=1
-// turns streaming stores off (for comparison). MEMFMT_BENCH_CPU=zen4|zen5 runs the kernels with
-// that CPU's tuning (convert_options::cpu) instead of the detected one, to compare the two.
+// on 2 threads times 0.2 ms, where one disturbance of a shared machine decides a best-of-21.
+// Convert and memcpy alternate and get the same count, so the ratio stays like for like.
+// MEMFMT_BENCH_NO_STREAM=1 turns streaming stores off (for comparison). MEMFMT_BENCH_PREFETCH=l1|l2
+// and MEMFMT_BENCH_STAGE=burst|slices force convert_options::prefetch and ::stage instead of the
+// choices the CPU's caches imply. The JSON context records the choices that ran
+// (memfmt_far_prefetch, memfmt_stage_stream), where each came from (memfmt_*_from: "caches" or the
+// variable), the caches (memfmt_l1d_bytes, memfmt_l2_bytes, memfmt_cache_source) and the kernels
+// the build has (memfmt_convert_kernels: avx512, which makes the two choices, avx2 or baseline).
 // Case names: BM_convert/<from>_to_<to>/<dtype>/<NxCxHxW>/threads:<t>.
 #include <benchmark/benchmark.h>
 
@@ -35,12 +38,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
-#include <unistd.h>
 #endif
 #if defined(_OPENMP)
 #include <omp.h>
@@ -83,11 +86,8 @@ struct buffers {
 struct cache_flusher {
   std::vector<std::uint64_t> data;
   cache_flusher() {
-    long l3 = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-#endif
-    if (l3 <= 0) l3 = 32L << 20;
+    std::int64_t l3 = memfmt::detail::detected_cache_geometry().l3_bytes;
+    if (l3 <= 0) l3 = std::int64_t{32} << 20;
     data.assign(static_cast<std::size_t>(2 * l3) / sizeof(std::uint64_t), 1);
   }
   // Each of `threads` threads reads its share (one load per line), so every core that takes part
@@ -119,12 +119,11 @@ struct cache_flusher {
 };
 
 // One-way latency of a cache line passed between threads 0 and 1 of a team of `threads`, in ns
-// (0 for one thread). It tells where the machine placed the two cores. On the development VM it is
-// 31-37 ns (2 threads no faster than 1, as if on one physical core), 40-70 ns (one core complex,
-// sharing its L3 and memory link: 2-thread memcpy at 35-52 GB/s) or 210-250 ns (two dies: 2-thread
-// memcpy mostly at 57-86 GB/s), and the placement changes between and during runs. Without this,
-// the modes read as unexplained noise. Microseconds mean a thread lost its core (another job ran);
-// 0 means the team had fewer than two threads.
+// (0 for one thread). It tells where the machine placed the two cores: a few tens of ns on one
+// core complex (sharing its L3 and memory link), hundreds across dies (each with its own link, so
+// 2-thread memcpy is faster); on a virtual machine the placement can change between and during
+// runs, and without this the modes read as unexplained noise. Microseconds mean a thread lost its
+// core (another job ran); 0 means the team had fewer than two threads.
 double core_to_core_ns(int threads) {
 #if defined(_OPENMP)
   if (threads < 2) return 0.0;
@@ -171,18 +170,40 @@ void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, in
   std::memcpy(d, s, n);
 }
 
-// MEMFMT_BENCH_CPU, or automatic when unset; anything else stops the run (a typo would
-// silently measure the detected tuning).
-inline memfmt::cpu_tuning requested_cpu_tuning() {
-  static const memfmt::cpu_tuning t = [] {
-    const char* v = std::getenv("MEMFMT_BENCH_CPU");
-    if (!v || !*v) return memfmt::cpu_tuning::automatic;
-    if (std::strcmp(v, "zen4") == 0) return memfmt::cpu_tuning::zen4;
-    if (std::strcmp(v, "zen5") == 0) return memfmt::cpu_tuning::zen5;
-    std::fprintf(stderr, "bench_convert: MEMFMT_BENCH_CPU must be zen4 or zen5, got '%s'\n", v);
-    std::exit(2);
-  }();
-  return t;
+// The value of environment variable `name` among `values` (automatic when unset); anything else
+// stops the run (a typo would silently measure the automatic choice).
+template <class Enum>
+Enum requested(const char* name, std::initializer_list<Enum> values) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return Enum::automatic;
+  std::string allowed;
+  for (const Enum e : values) {
+    if (std::strcmp(v, memfmt::to_string(e)) == 0) return e;
+    allowed += (allowed.empty() ? "" : " or ") + std::string(memfmt::to_string(e));
+  }
+  std::fprintf(stderr, "bench_convert: %s must be %s, got '%s'\n", name, allowed.c_str(), v);
+  std::exit(2);
+}
+memfmt::far_prefetch requested_prefetch() {
+  static const memfmt::far_prefetch p =
+      requested("MEMFMT_BENCH_PREFETCH", {memfmt::far_prefetch::l1, memfmt::far_prefetch::l2});
+  return p;
+}
+memfmt::stage_stream requested_stage() {
+  static const memfmt::stage_stream s =
+      requested("MEMFMT_BENCH_STAGE", {memfmt::stage_stream::burst, memfmt::stage_stream::slices});
+  return s;
+}
+
+// The conversion kernels of this build (only the AVX-512 ones make the two tuning choices).
+constexpr const char* convert_kernels() {
+#if MEMFMT_CONVERT_HAVE_ZMM_TILES
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#else
+  return "baseline";
+#endif
 }
 
 template <class T, class From, class To>
@@ -195,7 +216,8 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
   memfmt::convert_options opt;
   opt.num_threads = threads;
   opt.allow_streaming_stores = std::getenv("MEMFMT_BENCH_NO_STREAM") == nullptr;
-  opt.cpu = requested_cpu_tuning();
+  opt.prefetch = requested_prefetch();
+  opt.stage = requested_stage();
   double best_convert = 1e30, best_memcpy = 1e30;
   const double c2c_before = core_to_core_ns(threads);
   memfmt::convert(src, dst, opt);  // warm-up
@@ -267,10 +289,22 @@ int main(int argc, char** argv) {
     }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const memfmt::cpu_tuning tuning = requested_cpu_tuning();
-  benchmark::AddCustomContext("memfmt_cpu_tuning", memfmt::to_string(tuning == memfmt::cpu_tuning::automatic
-                                                                        ? memfmt::detected_cpu_tuning()
-                                                                        : tuning));
+  // The tuning choices that run, and the caches the automatic ones follow.
+  const memfmt::far_prefetch prefetch = requested_prefetch();
+  const memfmt::stage_stream stage = requested_stage();
+  const auto& caches = memfmt::detail::detected_cache_geometry();
+  benchmark::AddCustomContext("memfmt_far_prefetch", memfmt::to_string(memfmt::detail::resolve(prefetch)));
+  benchmark::AddCustomContext("memfmt_stage_stream", memfmt::to_string(memfmt::detail::resolve(stage)));
+  benchmark::AddCustomContext("memfmt_far_prefetch_from", prefetch == memfmt::far_prefetch::automatic
+                                                              ? "caches"
+                                                              : "MEMFMT_BENCH_PREFETCH");
+  benchmark::AddCustomContext("memfmt_stage_stream_from", stage == memfmt::stage_stream::automatic
+                                                              ? "caches"
+                                                              : "MEMFMT_BENCH_STAGE");
+  benchmark::AddCustomContext("memfmt_convert_kernels", convert_kernels());
+  benchmark::AddCustomContext("memfmt_l1d_bytes", std::to_string(caches.l1d_bytes));
+  benchmark::AddCustomContext("memfmt_l2_bytes", std::to_string(caches.l2_bytes));
+  benchmark::AddCustomContext("memfmt_cache_source", caches.source);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

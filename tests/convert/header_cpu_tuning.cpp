@@ -1,47 +1,59 @@
-// cpu_tuning.hpp compiles on its own (first include of its translation unit); what each tuning
-// chooses, and the detection against the kernel's own account of the CPU (/proc/cpuinfo).
+// cpu_tuning.hpp compiles on its own (first include of its translation unit); the rule from cache
+// sizes to choices, forced settings, and what `automatic` resolves to on this machine.
 #include "memfmt/convert/detail/cpu_tuning.hpp"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <string>
-
 using namespace memfmt;
 
-TEST(ConvertCpuTuning, Choices) {
-  const detail::tuning_choices zen4 = detail::choices_for(cpu_tuning::zen4);
-  EXPECT_EQ(zen4.far, detail::prefetch_into::l2);
-  EXPECT_TRUE(zen4.stage_bursts);
-  const detail::tuning_choices zen5 = detail::choices_for(cpu_tuning::zen5);
-  EXPECT_EQ(zen5.far, detail::prefetch_into::l1);
-  EXPECT_FALSE(zen5.stage_bursts);
-  const detail::tuning_choices automatic = detail::choices_for(cpu_tuning::automatic);
-  const detail::tuning_choices detected = detail::choices_for(detail::detected_cpu_tuning());
-  EXPECT_EQ(automatic.far, detected.far);
-  EXPECT_EQ(automatic.stage_bursts, detected.stage_bursts);
-  EXPECT_STREQ(to_string(cpu_tuning::automatic), "automatic");
-  EXPECT_STREQ(to_string(cpu_tuning::zen4), "zen4");
-  EXPECT_STREQ(to_string(cpu_tuning::zen5), "zen5");
+namespace {
+
+detail::cache_geometry with_l1d(std::int64_t l1d, std::int64_t l2) {
+  detail::cache_geometry g;
+  g.l1d_bytes = l1d;
+  g.l2_bytes = l2;
+  return g;
 }
 
-// Linux reports the vendor and the (base + extended) family of the first CPU in /proc/cpuinfo.
-TEST(ConvertCpuTuning, DetectionMatchesCpuinfo) {
-  std::ifstream in("/proc/cpuinfo");
-  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
-  std::string line, vendor;
-  int family = -1;
-  while (std::getline(in, line) && (vendor.empty() || family < 0)) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
-    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : std::string();
-    if (key == "vendor_id" && vendor.empty()) vendor = value;
-    if (key == "cpu family" && family < 0) family = std::stoi(value);
+// The caches the two settings were measured on, and what lies around the threshold.
+TEST(ConvertCpuTuning, RuleFromCacheSizes) {
+  const std::int64_t k = 1024;
+  // 32 KiB L1d, 1 MiB L2 (AMD Zen 4): far prefetches into L2, stages in bursts.
+  EXPECT_EQ(detail::far_prefetch_for(with_l1d(32 * k, 1024 * k)), far_prefetch::l2);
+  EXPECT_EQ(detail::stage_stream_for(with_l1d(32 * k, 1024 * k)), stage_stream::burst);
+  // 48 KiB L1d with 1 MiB L2 (AMD Zen 5) or 2 MiB (recent Intel Xeons): into L1, in slices.
+  for (const std::int64_t l2 : {1024 * k, 2048 * k}) {
+    EXPECT_EQ(detail::far_prefetch_for(with_l1d(48 * k, l2)), far_prefetch::l1);
+    EXPECT_EQ(detail::stage_stream_for(with_l1d(48 * k, l2)), stage_stream::slices);
   }
-  if (vendor.empty() || family < 0) GTEST_SKIP() << "/proc/cpuinfo has no vendor_id or cpu family (not x86?)";
-  const bool amd = vendor == "AuthenticAMD";
-  EXPECT_EQ(detail::amd_family(), amd ? static_cast<unsigned>(family) : 0u) << vendor << " family " << family;
-  EXPECT_EQ(detail::detected_cpu_tuning(), amd && family >= 0x1A ? cpu_tuning::zen5 : cpu_tuning::zen4)
-      << vendor << " family " << family;
+  // The threshold is two stages and as much again; an unknown L1 (0) is treated as small.
+  EXPECT_EQ(detail::l1d_for_l1_prefetch, 3 * detail::short_row_stage_bytes);
+  EXPECT_EQ(detail::far_prefetch_for(with_l1d(detail::l1d_for_l1_prefetch - 64, 0)), far_prefetch::l2);
+  EXPECT_EQ(detail::far_prefetch_for(with_l1d(detail::l1d_for_l1_prefetch, 0)), far_prefetch::l1);
+  EXPECT_EQ(detail::far_prefetch_for(with_l1d(0, 0)), far_prefetch::l2);
+  EXPECT_EQ(detail::stage_stream_for(with_l1d(0, 0)), stage_stream::burst);
 }
+
+TEST(ConvertCpuTuning, ForcedSettingsWin) {
+  convert_options o;
+  o.prefetch = far_prefetch::l1;
+  o.stage = stage_stream::burst;
+  EXPECT_EQ(detail::far_prefetch_level(o), detail::prefetch_into::l1);
+  EXPECT_TRUE(detail::stage_bursts(o));
+  o.prefetch = far_prefetch::l2;
+  o.stage = stage_stream::slices;
+  EXPECT_EQ(detail::far_prefetch_level(o), detail::prefetch_into::l2);
+  EXPECT_FALSE(detail::stage_bursts(o));
+}
+
+// `automatic` is the rule applied to the detected caches.
+TEST(ConvertCpuTuning, AutomaticFollowsDetectedCaches) {
+  const detail::cache_geometry& g = detail::detected_cache_geometry();
+  EXPECT_EQ(detail::resolve(far_prefetch::automatic), detail::far_prefetch_for(g)) << "L1d " << g.l1d_bytes;
+  EXPECT_EQ(detail::resolve(stage_stream::automatic), detail::stage_stream_for(g)) << "L1d " << g.l1d_bytes;
+  const convert_options o;
+  EXPECT_EQ(detail::far_prefetch_level(o) == detail::prefetch_into::l1, detail::far_prefetch_for(g) == far_prefetch::l1);
+  EXPECT_EQ(detail::stage_bursts(o), detail::stage_stream_for(g) == stage_stream::burst);
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "convert_test_util.hpp"
@@ -38,7 +39,7 @@ void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, 
                     << detail::dims_to_string(dst.extents()) << " src strides "
                     << detail::dims_to_string(src.mapping().strides()) << " dst strides "
                     << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
-                    << " streaming " << opt.allow_streaming_stores << " cpu " << to_string(opt.cpu)
+                    << " streaming " << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage " << to_string(opt.stage)
                     << " first wrong buffer index " << first;
 }
 // The same into the whole of a tensor's buffer, filled with a pattern first.
@@ -166,7 +167,7 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& 
   });
   EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
                     << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
-                    << opt.allow_streaming_stores << " cpu " << to_string(opt.cpu) << " first wrong index "
+                    << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage " << to_string(opt.stage) << " first wrong index "
                     << detail::dims_to_string(first);
 }
 // To NHWC, H*W = 49 and 50 leave one and two destination rows past the last whole tile (gathered),
@@ -201,7 +202,8 @@ void check_aligned_large() {
 // streaming threshold goes through pipelined panels of up to four source lines of channels (two for
 // 1- and 2-byte elements; zmm_short_rows.hpp), their stages streamed out in one burst each where
 // two fit in L1 (up to H*W = 196 with 32 KiB) or spread over the next panel's kernel calls: both,
-// by running every case with Zen 4's tuning (bursts) and Zen 5's (spread; cpu_tuning.hpp). The
+// by running every case under every forced tuning (far prefetches into L1 or L2, stages in bursts
+// or slices; cpu_tuning.hpp), each of which must give the same bytes. The
 // channel counts leave a last panel of fewer channels (and a partial last line), or a single
 // partial panel (C = 20); H*W not a multiple of a row group makes the last group overlap the one
 // before; H*W = 196, 289 and 1225 take one-line panels (1225: a stage larger than L1, and the next
@@ -214,6 +216,12 @@ void check_aligned_large() {
 // Planes of fewer than two row groups take narrow groups: one (H*W = 8 in bf16) or two overlapping
 // (H*W = 9 in bf16; 25 in int8, with C = 80). (1-byte elements need H*W >= 16 for this path, the
 // others 16 / E; smaller planes check their other path.)
+// Every forced setting of the two cache-dependent choices (options.hpp).
+constexpr std::pair<far_prefetch, stage_stream> every_tuning[] = {{far_prefetch::l1, stage_stream::burst},
+                                                                  {far_prefetch::l1, stage_stream::slices},
+                                                                  {far_prefetch::l2, stage_stream::burst},
+                                                                  {far_prefetch::l2, stage_stream::slices}};
+
 template <class T>
 void check_short_rows() {
   const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7},  {20, 5, 5},   {70, 9, 9},  {300, 14, 14},
@@ -224,8 +232,8 @@ void check_short_rows() {
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
     const std::array<std::int64_t, 4> e = {n | 1, pl[0], pl[1], pl[2]};
     for (int threads : {1, 2})
-      for (const cpu_tuning cpu : {cpu_tuning::zen4, cpu_tuning::zen5}) {
-        const convert_options opt{threads, true, cpu};
+      for (const auto& [prefetch, stage] : every_tuning) {
+        const convert_options opt{threads, true, prefetch, stage};
         check_aligned<T, nhwc, nchw>(e, opt);
         check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
       }
@@ -234,8 +242,8 @@ void check_short_rows() {
     const std::int64_t c = (std::int64_t{4} << 20) / (n * 81 * static_cast<std::int64_t>(sizeof(T))) + 37;
     const std::array<std::int64_t, 4> e = {n, c, 9, 9};
     for (int threads : {2, 3})
-      for (const cpu_tuning cpu : {cpu_tuning::zen4, cpu_tuning::zen5}) {
-        const convert_options opt{threads, true, cpu};
+      for (const auto& [prefetch, stage] : every_tuning) {
+        const convert_options opt{threads, true, prefetch, stage};
         check_aligned<T, nhwc, nchw>(e, opt);
         check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
       }

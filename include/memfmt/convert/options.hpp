@@ -3,17 +3,26 @@
 
 namespace memfmt {
 
-// The CPU whose measured choices the AVX-512 kernels follow where the best choice differs between
-// the CPUs they were tuned on (detail/cpu_tuning.hpp says what differs and by how much). Results
-// are the same bytes under every value; only the speed changes.
-//   automatic: zen5 on AMD family 0x1A (Zen 5) and later, zen4 everywhere else;
-//   zen4:      prefetches a block or a plane ahead go into L2, and the short-row panels stream
-//              their stages out in one burst where L1 holds two;
-//   zen5:      those prefetches go into L1, and the stages stream out a slice per kernel call.
-enum class cpu_tuning { automatic, zen4, zen5 };
+// Two choices of the AVX-512 kernels whose best setting depends on the CPU's caches. Results are
+// the same bytes under every setting; only the speed changes. `automatic` picks from the L1 data
+// cache size the CPU reports (detail/cpu_tuning.hpp gives the rule; detected_far_prefetch() and
+// detected_stage_stream() in convert.hpp say what it picked on this machine).
 
-constexpr const char* to_string(cpu_tuning t) noexcept {
-  return t == cpu_tuning::zen4 ? "zen4" : t == cpu_tuning::zen5 ? "zen5" : "automatic";
+// Where software prefetches of work far ahead (the squares a block or strip ahead, a thread's next
+// plane) put their lines: into L1, or into L2 only, which keeps them from evicting the lines of
+// the work in progress when L1 is small.
+enum class far_prefetch { automatic, l1, l2 };
+
+// How the short-row panels (NHWC->NCHW with H*W = 49 and other rows that are not whole lines)
+// stream a finished stage out: in one burst after the next panel's kernels, or a slice after each
+// kernel call.
+enum class stage_stream { automatic, burst, slices };
+
+constexpr const char* to_string(far_prefetch p) noexcept {
+  return p == far_prefetch::l1 ? "l1" : p == far_prefetch::l2 ? "l2" : "automatic";
+}
+constexpr const char* to_string(stage_stream s) noexcept {
+  return s == stage_stream::burst ? "burst" : s == stage_stream::slices ? "slices" : "automatic";
 }
 
 struct convert_options {
@@ -23,7 +32,8 @@ struct convert_options {
   // Large outputs are written with non-temporal stores: they skip the read-for-ownership a normal
   // store pays, which otherwise caps a transpose near 55 % of memcpy.
   bool allow_streaming_stores = true;
-  cpu_tuning cpu = cpu_tuning::automatic;
+  far_prefetch prefetch = far_prefetch::automatic;
+  stage_stream stage = stage_stream::automatic;
 };
 
 }  // namespace memfmt

@@ -4,8 +4,8 @@
 // [R][K] -> [K][R], with (R, K) = (C, S) from channels-first and (S, C) from channels-last (S: the
 // number of positions). Then all a thread computes is a base offset per tile and a fixed stride
 // per access: tile_plan.hpp's general kernel (any strides, padded views, copies) spends most of
-// its instructions on index math, and on an H100 it ran these shapes at 0.38-0.55 of the
-// device-to-device copy (bench_convert_cuda; 80 registers, 3 blocks per SM).
+// its instructions on index math (80 registers, 3 blocks per SM) and runs these shapes at about
+// half the speed of this one (`bench_convert_cuda`).
 //
 // A square tile is rows() x cols() elements. Each of its 8 warps loads whole tile rows (32 lanes x
 // VK elements, one access each, along K) into registers, issuing all its loads before the first
@@ -75,16 +75,15 @@ MEMFMT_HOST_DEVICE void for_vector_elements(int narrow, int along, int across, F
 // stores a tile column (32 x VR along R). Where destination rows are short (R <= dense_run_side,
 // e.g. 7x7 maps towards channels-first) and not a whole number of tile columns, a tile spans all
 // of R instead, so that its destination is one contiguous run, stored in VR-element vectors across
-// row ends (run_r). On an H100 (ratio to the copy, square -> run_r): 32x2048x7x7 fp32 0.69-0.75 ->
-// 0.86-0.87, bf16 0.73-0.80 -> 0.81-0.88, fp64 0.88-0.90 -> 0.97-1.01; towards channels-last with
-// C = 64 (R = 64 channels) bf16 32x64x112x112 0.88-0.90 -> 1.00-1.03. The same for short source
-// rows (a run loaded across row ends, 7x7 towards channels-last) lost as much as it gained: fp32
-// 32x2048x7x7 0.80-0.84 -> 0.71-0.73, int8 NHWC->NCHW with C = 64 0.86-0.93 -> 0.81-0.85, bf16 with
-// C = 64 0.90-0.95 -> 0.95-0.98 (each lane scatters its vector's elements into the shared tile, 4
-// words apart from the next lane's). So where source rows are short and odd (K <= 64: 7x7, 5x5,
-// 3x3x3 maps towards channels-last; square tiles load them an element a lane), a tile spans all of
-// K and keeps its source run as it is in shared memory (run_k): vectors in, vectors out, and the
-// column gathers of the store phase step K (odd) elements, which spreads them over the banks.
+// row ends (run_r), which square tiles would leave partly empty
+// (`bench_convert_cuda --benchmark_filter='nhwc_to_nchw/.*/32x2048x7x7'`,
+// `--benchmark_filter='nchw_to_nhwc/bf16/32x64x112x112'`). Short source rows gain nothing from
+// the same shape (a run loaded across row ends: each lane scatters its vector's elements into
+// the shared tile, 4 words apart from the next lane's). So where source rows are short and odd
+// (K <= 64: 7x7, 5x5, 3x3x3 maps towards channels-last; square tiles load them an element a
+// lane), a tile spans all of K and keeps its source run as it is in shared memory (run_k):
+// vectors in, vectors out, and the column gathers of the store phase step K (odd) elements,
+// which spreads them over the banks.
 enum dense_mode : int { dense_square = 0, dense_run_r = 1, dense_run_k = 2 };
 inline constexpr int dense_run_side = 64;
 
@@ -133,7 +132,7 @@ dense_plan make_dense_plan(const layout<From>& src, const layout<To>& dst, std::
   dense_plan p;
   static_cast<batched_transpose&>(p) = as_batched_transpose(src, dst);
   // A tile is 32-128 elements on a side: with fewer than dense_min_side rows or columns most of it
-  // idles (C = 3 ran at 0.12-0.31 of the copy on an H100). Those take make_narrow_plan's path.
+  // idles (`bench_convert_cuda --benchmark_filter=64x3x224x224`). Those take make_narrow_plan's path.
   if (p.batch == 0 || p.rows < dense_min_side || p.cols < dense_min_side) return dense_plan{};
   // The widest vector or none: the kernel is instantiated for these two widths only.
   const auto aligned = [elem_bytes](std::uintptr_t addr, int vec) {
@@ -262,18 +261,17 @@ MEMFMT_HOST_DEVICE void dense_write(const dense_plan& p, const dense_origin& o, 
 // the narrow side with them, through a shared tile [narrow][span]: along the long side, narrow
 // runs of `span` elements each; across it, one contiguous run of span * narrow elements. Both
 // phases are coalesced: consecutive threads take consecutive vectors of whichever run they move.
-// (Moving elements straight from source to destination, one side was strided: NCHW->NHWC of
-// 64x3x224x224 ran at 0.43-0.54 of the copy on an H100.)
+// (Moving elements straight from source to destination would leave one side strided, at half
+// the speed on `bench_convert_cuda --benchmark_filter=64x3x224x224`.)
 //
 // 1- and 2-byte elements move through global memory in 16-byte vectors, where both bases are
 // 16-byte aligned and the long side is a whole number of vectors (then so is every row and run of
 // a block, and each starts on a vector). The shared tile takes them whole along the long side and
 // element by element across it; 1-byte elements skip the tile (the register path below). One
-// element per access moves 32 or 64 bytes per warp instruction: 64x3x224x224 ran at 0.20-0.24
-// (int8) and 0.41-0.44 (bf16) of the copy on an H100, and with vectors through the tile at
-// 0.58-0.71 and 0.86-0.95. 4- and 8-byte elements already fill a 128-byte transaction per warp;
-// vectors did not help them (fp32 0.86-0.92, fp64 0.89-0.96 against 0.90-0.99).
-// A 32 KiB tile beat 8 and 16 KiB for bf16 (0.91-0.95 against 0.80-0.92) and tied elsewhere.
+// element per access would move only 32 or 64 bytes per warp instruction, at a third to a half of
+// the speed (`bench_convert_cuda --benchmark_filter='(i8|bf16)/64x3x224x224'`). 4- and 8-byte
+// elements already fill a 128-byte transaction per warp, and vectors do not help them.
+// A 32 KiB tile is faster than 8 or 16 KiB for bf16 and ties elsewhere.
 inline constexpr int narrow_tile_bytes = 32768;
 inline constexpr int narrow_vector_bytes = 16;
 
@@ -373,13 +371,14 @@ MEMFMT_HOST_DEVICE void narrow_write(const narrow_plan& p, const narrow_origin& 
 // unit of 16 long-side indices with all N narrow ones: N aligned 16-byte vectors along the long
 // side (one per narrow index) and one aligned run of 16 * N bytes across it. It interleaves (or
 // deinterleaves) the bytes in registers; N is a template argument (1-15), so every shift is a
-// constant. Through the shared tile each byte had cost a shared access and its index steps:
-// int8 64x3x224x224 ran at 0.61-0.71 of the copy on an H100, and at 0.89-0.97 this way.
+// constant. Through the shared tile each byte would cost a shared access and its index steps
+// (a third slower on `bench_convert_cuda --benchmark_filter=i8/64x3x224x224`).
 // Consecutive units are consecutive runs, so a warp's 32 units own 512 * N contiguous bytes of the
 // run side. Loads from it go straight to registers (each 16-byte load of a warp spans 16 * N bytes
 // per lane, and the cache serves the rest). Stores to it go through a per-warp staging area, so
-// that each store instruction of the warp covers 512 contiguous bytes (stored straight from
-// registers, NCHW->NHWC of 64x3x224x224 ran at 0.64-0.72).
+// that each store instruction of the warp covers 512 contiguous bytes (stores straight from
+// registers are a quarter slower on
+// `bench_convert_cuda --benchmark_filter=nchw_to_nhwc/i8/64x3x224x224`).
 inline constexpr int narrow_byte_threads = 128;  // the staging area is 16 * N bytes per thread
 
 // Bytes as 32-bit words, 4 per 16-byte vector: byte i of a vector is byte i % 4 of word i / 4.

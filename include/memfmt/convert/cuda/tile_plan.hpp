@@ -29,19 +29,18 @@ inline constexpr int max_spatial_rank = 3;
 inline constexpr std::int64_t max_grid_blocks = 2147483647;  // CUDA's gridDim.x limit
 
 // A tile carries 16 KiB: each of the block's 256 threads reads 64 bytes of it, as four 16-byte
-// loads issued together before the barrier (read_tile_part). On an H100 this kernel ran the named
-// shapes at 0.34-0.56 of the device-to-device copy; 8 KiB tiles, 1 or 2 loads at a time, or fewer
-// registers (__launch_bounds__ with 4 or 6 blocks per SM) did not do better (0.22-0.55). ncu: 80
-// registers, 3 blocks per SM, 56-62 % of issue slots busy - the generic index math is the cost.
-// Dense tensors of opposite formats therefore take dense_transpose.hpp's kernel (0.69-1.01); this
-// one covers the rest (padded views, copies, unaligned bases, sides shorter than 16).
+// loads issued together before the barrier (read_tile_part). Smaller tiles, fewer loads at a time
+// or fewer registers are no faster: the generic index math is the cost (80 registers, 3 blocks per
+// SM). Dense tensors of opposite formats therefore take dense_transpose.hpp's kernel, about twice
+// as fast (`bench_convert_cuda`); this one covers the rest (padded views, copies, unaligned bases,
+// sides shorter than 16).
 inline constexpr int tile_bytes = 16384;
 inline constexpr int loads_in_flight = 4;
 MEMFMT_HOST_DEVICE constexpr int tile_area(int elem_bytes) noexcept { return tile_bytes / elem_bytes; }
 // Channels of a tile when C and H*W are both large: 128, 64, 64, 32 for 1, 2, 4, 8-byte elements
 // (the rest of the area is positions: 128, 128, 64, 64). make_plan narrows a tile to the power of
 // two >= C when C is smaller (a tile over C = 3 would otherwise leave most rows empty and need many
-// more blocks: 0.01-0.07 of the copy bandwidth on the H100 at 64x3x224x224), and shortens it, up to
+// more blocks, ten times slower), and shortens it, up to
 // 4x wider, when H*W is smaller (49 positions in a tile of 128).
 MEMFMT_HOST_DEVICE constexpr int tile_channels(int elem_bytes) noexcept {
   return elem_bytes == 1 ? 128 : elem_bytes == 8 ? 32 : 64;

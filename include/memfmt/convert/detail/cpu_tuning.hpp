@@ -1,68 +1,55 @@
-// memfmt/convert/detail/cpu_tuning.hpp - the choices of the kernels that differ between CPUs.
+// memfmt/convert/detail/cpu_tuning.hpp - the kernels' choices that depend on the CPU's caches.
 //
-// Two choices were measured to go opposite ways on Zen 4 (AMD family 0x19, 32 KiB L1) and Zen 5
-// (family 0x1A, 48 KiB L1), both with 1 MiB L2, in each case by 0.2-0.5 of memcpy (1 thread,
-// cold, bench_convert's ratio to memcpy):
-//  * Where prefetches of squares a block or a strip ahead, and of a thread's next plane, land.
-//    Zen 4, into L1 -> into L2: bf16 NHWC->NCHW 32x256x56x56 0.46 -> 1.44, bf16 NCHW->NHWC
-//    (row strips) 0.46 -> 1.28, 256x64x56x56 bf16 0.81-0.92 -> 1.68, fp32 NHWC->NCHW 0.64-0.65 ->
-//    1.08-1.12, fp32 NHWC->NCHW 32x64x112x112 0.63-0.65 -> 0.95 (there they had evicted the
-//    lines of the work in progress). Zen 5, into L2 -> into L1: bf16 NCHW->NHWC 32x256x56x56
-//    0.61-0.69 -> 1.04-1.06, 32x1024x14x14 0.46-0.47 -> 0.92-0.94, 32x512x28x28 0.52-0.62 ->
-//    1.00-1.02; bf16 NHWC->NCHW 32x256x56x56 1.00-1.03 -> 1.41-1.42.
-//  * How the short-row panels (run_short_rows) stream a stage out: in one burst after the next
-//    panel's kernels, or a slice after each kernel call. Zen 4, slices -> burst, NHWC->NCHW
-//    32x2048x7x7: fp32 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. Zen 5 (prefetches
-//    into L1), burst -> slices: fp32 0.84 -> 1.02-1.09, bf16 0.86-0.87 -> 1.06-1.12.
-// Other CPUs were not measured; they get Zen 4's choices, the usual ones (prefetcht1 for data
-// needed later than the next few hundred cycles).
+// Two choices (convert_options::prefetch and ::stage, options.hpp) go one way or the other by
+// 0.2-0.5 of memcpy depending on how much L1 the work in progress leaves free:
+//  * far prefetches (squares a block or strip ahead, a thread's next plane) into L1 pay where they
+//    fit beside the lines being transposed, and evict those lines where they do not;
+//  * a short-row stage streamed out a slice per kernel call keeps memory busy while the next panel
+//    is transposed, but where L1 is tight the non-temporal stores cost in alternating with the
+//    kernels' loads, and one burst after the kernels is faster.
+// Both are decided by one rule: L1 data cache >= 48 KiB, i.e. room for the two stages of a
+// short-row panel (2 x short_row_stage_bytes) and as much again of prefetched lines, gets far
+// prefetches into L1 and slices; a smaller (or unknown) L1 gets L2 and bursts. Cores with 32 KiB
+// L1d and with 48 KiB L1d (and 1 or 2 MiB of L2) were measured to want these opposite settings on
+// `bench_convert --benchmark_filter='(32x64x112x112|32x256x56x56|256x64x56x56|32x2048x7x7)/threads:1'`
+// (MEMFMT_BENCH_PREFETCH and MEMFMT_BENCH_STAGE force each setting). Only the AVX-512 kernels
+// (builds for CPUs with AVX-512 BW) make these choices; AVX2 and baseline builds ignore them.
 #pragma once
 
-#include "../options.hpp"
-#include "prefetch.hpp"
+#include <cstdint>
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#define MEMFMT_CONVERT_HAVE_CPUID 1
-#else
-#define MEMFMT_CONVERT_HAVE_CPUID 0
-#endif
+#include "../options.hpp"
+#include "cache_geometry.hpp"
+#include "prefetch.hpp"
 
 namespace memfmt::detail {
 
-struct tuning_choices {
-  prefetch_into far = prefetch_into::l2;  // squares a block or strip ahead, a thread's next plane
-  bool stage_bursts = true;               // short-row stages go out in one burst where L1 holds two
-};
+// The largest stage of one short-row panel (run_short_rows keeps two, double-buffered).
+inline constexpr std::int64_t short_row_stage_bytes = std::int64_t{16} << 10;
+// The smallest L1 data cache that gets far prefetches into L1 and stages streamed in slices.
+inline constexpr std::int64_t l1d_for_l1_prefetch = 3 * short_row_stage_bytes;
 
-// AMD's family number (base + extended, as the manuals define it), or 0 on other vendors.
-inline unsigned amd_family() noexcept {
-#if MEMFMT_CONVERT_HAVE_CPUID
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
-  // "AuthenticAMD" in ebx, edx, ecx.
-  if (b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u) return 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-  const unsigned base = (a >> 8) & 0xFu;
-  return base == 0xFu ? base + ((a >> 20) & 0xFFu) : base;
-#else
-  return 0;
-#endif
+inline far_prefetch far_prefetch_for(const cache_geometry& g) noexcept {
+  return g.l1d_bytes >= l1d_for_l1_prefetch ? far_prefetch::l1 : far_prefetch::l2;
+}
+inline stage_stream stage_stream_for(const cache_geometry& g) noexcept {
+  return g.l1d_bytes >= l1d_for_l1_prefetch ? stage_stream::slices : stage_stream::burst;
 }
 
-inline cpu_tuning detected_cpu_tuning() noexcept {
-  static const cpu_tuning detected = amd_family() >= 0x1Au ? cpu_tuning::zen5 : cpu_tuning::zen4;
-  return detected;
+// The options with `automatic` replaced by what this machine's caches imply.
+inline far_prefetch resolve(far_prefetch p) noexcept {
+  return p == far_prefetch::automatic ? far_prefetch_for(detected_cache_geometry()) : p;
+}
+inline stage_stream resolve(stage_stream s) noexcept {
+  return s == stage_stream::automatic ? stage_stream_for(detected_cache_geometry()) : s;
 }
 
-inline tuning_choices choices_for(cpu_tuning t) noexcept {
-  if (t == cpu_tuning::automatic) t = detected_cpu_tuning();
-  tuning_choices c;
-  if (t == cpu_tuning::zen5) {
-    c.far = prefetch_into::l1;
-    c.stage_bursts = false;
-  }
-  return c;
+// The cache level a far prefetch names, for prefetch_line.
+inline prefetch_into far_prefetch_level(const convert_options& opt) noexcept {
+  return resolve(opt.prefetch) == far_prefetch::l1 ? prefetch_into::l1 : prefetch_into::l2;
+}
+inline bool stage_bursts(const convert_options& opt) noexcept {
+  return resolve(opt.stage) == stage_stream::burst;
 }
 
 }  // namespace memfmt::detail

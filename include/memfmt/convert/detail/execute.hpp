@@ -139,11 +139,10 @@ struct aligned_free {
 };
 // Staging for one call, a block per thread, each allocated and first touched by the thread that
 // uses it, and kept for that thread's later calls (it only grows, and is freed when the thread
-// exits): allocating it per call cost 20-40 us on the development VM (Zen 5, glibc), a tenth of a
-// 6 MB conversion on 2 threads. Blocks were once carved from one buffer of the calling thread;
-// with the two threads on two dies, the worker then ran NHWC->NCHW 32x2048x7x7's panels 3-5x
-// slower per plane than the calling thread (2 threads: fp32 0.47-0.68 of memcpy, bf16 0.48-0.58;
-// with blocks of their own 0.93-1.00 and 0.87-0.90; 1 thread and one core complex unchanged).
+// exits). Allocating it per call costs tens of microseconds, a tenth of a 6 MB conversion on 2
+// threads; a block in the calling thread's memory runs another thread's panels several times
+// slower when the two sit on different dies
+// (`bench_convert --benchmark_filter='nhwc_to_nchw/.*/32x2048x7x7/threads:2'`).
 // A thread that cannot get its block does no work, and check() then throws std::bad_alloc.
 class team_staging {
  public:
@@ -211,56 +210,25 @@ void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned 
 }
 
 #if MEMFMT_CONVERT_HAVE_ZMM_TILES
-// Streaming into destination rows that are not whole lines but are dense (rows x cols one run per
-// plane, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels, up to four source
-// lines wide (two for 1- and 2-byte elements) so that a panel's stage stays within 16 KiB
-// (double-buffered in L1; longer rows take one line, and their stage is in L2). Per thread, while
-// a panel is transposed, the previous one is streamed out, the next one is prefetched into L1
-// (see below) and the thread's next plane into the caches.
-// (fp32 32x2048x7x7, 1 thread, cold: panels of 4 lines took 20 us per plane, of 8 lines (a 25 KiB
-// stage) 26 us.)
-// On Zen 4 (cpu_tuning.hpp), where L1 holds both stages, the previous stage goes out in one burst
-// after the panel's kernels instead. Spread over the calls there, its non-temporal stores cost
-// nearly as much when cut to one line per call as in full: the cost is in switching between them
-// and the kernels' loads, not in the lines. On Zen 4, 1 thread, cold, NHWC->NCHW 32x2048x7x7,
-// ratio to memcpy, spread -> burst: fp32 0.72-0.88 -> 0.87-1.03, bf16 0.64-0.70 -> 0.74-0.85. On
-// Zen 5 the burst lost as much (fp32 1.02-1.09 -> 0.84, bf16 1.06-1.12 -> 0.86-0.87). Stages
-// larger than L1 (28 x 28 and 30 x 30 bf16 planes) keep the slices: there the burst was no better
-// (Zen 4, 2 threads, 0.96-1.07 -> 0.78-0.88 in one run, inside that VM's 2-thread noise). Panels
-// of 1- and 2-byte elements are at most two lines wide, a stage of 6 KiB at H*W = 49: with bursts
-// on Zen 4 (why this helps them and not fp32 was not found; same runs, 4 -> 2 lines: bf16
-// 32x2048x7x7 0.74-0.80 -> 0.79-0.86, 64x2048x7x7 0.80-0.84 -> 0.80-0.93, int8 64x2048x7x7
-// 0.70-0.76 -> 0.84-0.88), and no different on Zen 5 (bf16 1.06-1.07 with four). For fp32 two
-// lines lost (0.95-1.03 -> 0.88-0.90), and one line lost for every size. Bursts every 4 or 8
-// calls were no better; nor, with bursts, the next plane prefetched in bursts, or the next panel
-// prefetched into L1 for bf16.
-// Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
-// prefetch it. With fixed ranges, a thread that the machine held up for 100-300 us kept the other
-// waiting (seen on the development VM in most 2-thread runs of 32x2048x7x7). A chunk is a plane;
-// with fewer than four planes per thread it is a part of one, and then only the next panel is
-// prefetched (a part's channels are not one run). A thread's first plane has nothing prefetching
-// it and takes 1.3-2 times as long as the others: prefetching it whole up front did not help, as
-// Zen 5 drops most of a burst of 3,000 prefetches (a plane read after one was as slow as cold).
-// The next panel is prefetched into L1 for 4- and 8-byte elements, and for smaller ones when
-// planes have more than 64 positions. With 2-byte elements and H*W = 49 (16 positions 4 KiB apart
-// per kernel call, more lines than an L1 set holds) it cost 1 thread 8-13 % (bf16 32x2048x7x7,
-// cold: 35-36 GB/s with it, 38-40 without), where fp32 gained 3-5 %; on longer panels it is what
-// keeps the reads in flight (bf16 NHWC->NCHW 32x256x30x30: 0.5 of memcpy without, 0.85 with;
-// 32x1024x14x14 0.3-0.6 -> 0.65-0.8). Only where L1 holds the two stages and the next panel: on
-// Zen 4 (32 KiB L1, 12.5 KiB panels) it cost 1 thread 15-40 % (ratio to memcpy, cold, with it ->
-// without: fp32 32x2048x7x7 0.53-0.54 -> 0.71-0.72, 32x1024x14x14 0.54-0.58 -> 0.85-0.95, bf16
-// 0.51-0.55 -> 0.81-0.82; bf16 32x512x28x28 0.64 -> 0.88-0.92).
-// With its threads placed on two dies (bench_convert's core_to_core_ns at 210-250), this path ran
-// the worker thread 3-5x slower per plane than the calling thread (2 threads at 32x2048x7x7: 19-60
-// GB/s where memcpy reached 57-86), until each thread got a staging block of its own
-// (team_staging). Tried before that, without gain: the plane-ahead prefetch as T1 or T2 (L2 only
-// on Zen 4 and later), two planes ahead, a second lagged pass over the plane's lines, planes
-// claimed in halves per thread or without the shared counter; and, in place of the prefetch, the
-// next plane copied with loads into a padded buffer (14 GB/s on 1 thread, as slow as no prefetch:
-// a demand miss here takes ~200 ns, longer than the reorder window covers), panels a whole plane
-// wide, reading positions in order (19-21 GB/s on 1 thread), or 16 positions at a time read in
-// address order into a tile-order stage with the rows assembled on the way out (25-28 GB/s on 1
-// thread).
+// Streaming into destination rows that are dense but not whole lines (a panel's rows are one
+// contiguous run, e.g. NHWC->NCHW with H*W = 49): zmm_short_rows.hpp's pipelined panels. While a
+// panel is transposed into one of the thread's two stages, the previous stage is streamed out,
+// the next panel is prefetched into L1 and the thread's next plane into the level
+// convert_options::prefetch names.
+//  * A panel is up to four source lines of channels wide (two for 1- and 2-byte elements), so
+//    that a stage stays within short_row_stage_bytes and both fit in L1 (longer rows take one
+//    line, and their stage is in L2). Other widths are slower on
+//    `bench_convert --benchmark_filter='nhwc_to_nchw/.*/32x2048x7x7/threads:1'`.
+//  * With stage_stream::burst the previous stage goes out in one burst after the panel's
+//    kernels, where L1 holds both stages; cpu_tuning.hpp says which caches want that.
+//  * The next panel is prefetched into L1 only where L1 holds it beside the two stages, and not
+//    for 1- and 2-byte elements on planes of at most 64 positions, whose 16 positions per kernel
+//    call, 4 KiB apart, fill an L1 set on their own; on longer panels it is what keeps the reads
+//    in flight.
+//  * Threads claim chunks from a shared counter as they go, each one chunk ahead so that it can
+//    prefetch it: with fixed ranges, a thread that the machine holds up keeps the other waiting.
+//    A chunk is a plane, or with fewer than four planes per thread a part of one; then only the
+//    next panel is prefetched (a part's channels are not one run).
 template <std::size_t E>
 void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                     const convert_options& opt) {
@@ -273,13 +241,13 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const std::int64_t spans = (64 * cols + convert_tuning::max_short_row_panel_bytes - 1) /
                              convert_tuning::max_short_row_panel_bytes;
   const std::int64_t span = (cols + spans - 1) / spans;
-  std::int64_t lines = (std::int64_t{16} << 10) / (64 * span);
-  const std::int64_t max_lines = E <= 2 ? 2 : 4;  // see above
+  std::int64_t lines = short_row_stage_bytes / (64 * span);
+  const std::int64_t max_lines = E <= 2 ? 2 : 4;
   lines = lines < 1 ? 1 : lines > max_lines ? max_lines : lines;
   const std::int64_t panel = lines * 64 / e, panel_bytes = panel * span * e;
   const bool prefetch_near = (E >= 4 || cols > 64) && 3 * panel_bytes <= l1d_bytes();
-  const tuning_choices tune = choices_for(opt.cpu);
-  const bool burst = tune.stage_bursts && 2 * panel_bytes <= l1d_bytes();  // (see above)
+  const bool burst = stage_bursts(opt) && 2 * panel_bytes <= l1d_bytes();
+  const prefetch_into far = far_prefetch_level(opt);
   const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, span);
@@ -325,7 +293,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     while (k < chunks) {
       const std::int64_t k_next = claimed.fetch_add(1, std::memory_order_relaxed);
       const chunk_at n = k_next < chunks ? locate(k_next) : chunk_at{};
-      if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls, tune.far);
+      if (k_next < chunks && parts == 1) ahead.start(src + n.so * e, plane_span, panels * full_calls, far);
       for (std::int64_t pi = c.first; pi < c.last; ++pi) {
         const panel_at q = place(pi);
         const std::int64_t calls = short_rows_calls<E>(q.h, q.len);
@@ -357,18 +325,12 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
 }
 
 // Plain stores (no streaming) scattered over destination rows whose lines all fall in one or two
-// L1 sets (NCHW->NHWC of 7x7 planes with C = 2048, NHWC->NCHW of 32x32 planes with C = 64): the
-// conversion ran at a third of its speed with C = 2040 (the write-allocate fills of a column of
-// tiles evict one another, presumably; not measured). So blocks of up to 64 destination rows and
-// 32 KiB are transposed into a per-thread stage (`blocking` as for the whole plane, the next
-// block prefetched as a next strip), and the stage's rows are copied out in order.
-// Zen 5, 1 thread, GB/s direct -> staged, warm (the tensor in L2/L3; best of 2 x 9) and cold:
-// NCHW->NHWC 1x2048x7x7 fp32 20-21 -> 55-58 warm, 13-14 -> 16 cold, bf16 23 -> 45-47, 14 -> 15;
-// 1x1024x16x16 fp32 18-19 -> 58, 14-15 -> 23, bf16 22-24 -> 58, 16-17 -> 20-21; NHWC->NCHW
-// 2x64x32x32 fp32 21 -> 59-60, 14-15 -> 22, bf16 40 -> 69-72, 14-19 -> 19-21; 4x128x32x32 fp32
-// 19-20 -> 59, 16 -> 24, bf16 27 -> 63-64, 17-18 -> 22-23. Row strips (rows outer) stay direct:
-// they write whole rows already, and staging them ran NCHW->NHWC 1x1024x14x14 and 1x512x28x28
-// slower (fp32 cold 22-23 -> 15-17).
+// L1 sets (NCHW->NHWC of 7x7 planes with C = 2048, NHWC->NCHW of 32x32 planes with C = 64) evict
+// one another's write-allocate fills. So blocks of up to 64 destination rows and 32 KiB are
+// transposed into a per-thread stage (`blocking` as for the whole plane, the next block
+// prefetched as a next strip), and the stage's rows are copied out in order: two to three times
+// faster from L2/L3 (`MEMFMT_BENCH_WARM=1 bench_convert --benchmark_filter='1x2048x7x7/'`). Row
+// strips (rows outer) write whole rows already, and stay direct.
 template <std::size_t E>
 void run_staged_blocks(const copy_plan& p, int row_dim, int col_dim, const unsigned char* src, unsigned char* dst,
                        const convert_options& opt, const zmm_blocking& blocking) {
@@ -437,9 +399,7 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const bool streaming = opt.allow_streaming_stores && total_bytes >= convert_tuning::stream_threshold_bytes;
   // Streaming into unaligned destination rows: when they are dense (a panel of them is one
   // contiguous run, e.g. NHWC->NCHW with H*W = 49, or a run per row on longer planes), the
-  // pipelined panels. The blocked path below, which took planes of more than 512 (fp32) or 256
-  // (bf16) positions before, ran NHWC->NCHW 32x96x55x55 at 0.1 (bf16) and 0.35 (fp32) of memcpy
-  // where these panels reach 0.6-0.75 (Zen 5, 1 thread, cold).
+  // pipelined panels, which run planes such as 55 x 55 at twice the blocked path's speed or more.
   // Small planes (n <= H*W < a square, e.g. 3 x 3 in bf16) take narrow row groups there.
   if (streaming && !aligned) {
     if (drs != cols || rows < w || cols < zmm_row_group<E>::n) return false;
@@ -447,37 +407,29 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
     return true;
   }
   // The tiles need a square of destination columns and a tile of destination rows: planes smaller
-  // than a square to NHWC (H*W = 9 in fp32 and bf16, 25 and 49 in int8) go in tiles and a tail.
-  // The blocked path had taken them at 0.1-0.57 of memcpy; here 0.47-1.0 (Zen 5, 1 thread, cold).
+  // than a square to NHWC (H*W = 9 in fp32 and bf16, 25 and 49 in int8) go in tiles and a tail,
+  // where the blocked path is up to several times slower.
   if (cols < w || rows < zmm_tile<E>::rows) return false;
   // A strip is a square thick (some column strips four, below): w source rows read end to end
   // (columns outer) or w destination rows written end to end (rows outer).
   //  * Scattering one line to each destination row is slow when their pitch is a multiple of
-  //    512 bytes. Then, if the source pitch is not (or is larger), rows go outer: whole
-  //    destination rows are written in order and the source is gathered, a segment per source
-  //    row, the next strip's segments prefetched. Measured on Zen 5, 1 thread, cold, NCHW->NHWC:
-  //    32x1024x14x14 fp32 0.63 -> 1.07-1.14 of memcpy, bf16 0.60 -> 0.64-0.88; 32x512x28x28 fp32
-  //    0.85 -> 1.16-1.24, bf16 0.63 -> 0.77-1.05; 32x512x20x20 fp32 0.66 -> 1.2; 8x4096x14x14
-  //    fp32 0.6 -> 1.1.
-  //    Whole destination rows per strip beat 16-square pieces of them by 0.2-0.5 there.
-  //    Not for short source rows (H*W = 49: 196 bytes): a 4 x 4 block reads them whole, where
-  //    gathering splits every segment over two lines (1.0-1.1 against 0.77-0.97). Nor when the
-  //    gathered pitch is the smaller multiple of 512 (NHWC->NCHW 16x256x112x112 fp32: 0.6 rows
-  //    outer, 0.75-0.9 scattered).
+  //    512 bytes (the lines crowd a few L1 sets). Then, if the source pitch is not (or is
+  //    larger), rows go outer: whole destination rows are written in order and the source is
+  //    gathered, a segment per source row, the next strip's segments prefetched
+  //    (`bench_convert --benchmark_filter='nchw_to_nhwc/.*/(32x1024x14x14|32x512x28x28)/'`).
+  //    Not for short source rows (H*W = 49: 196 bytes), which a 4 x 4 block reads whole where
+  //    gathering would split every segment over two lines; nor when the gathered pitch is the
+  //    smaller multiple of 512.
   //  * Otherwise column strips are read end to end, in blocks 16 squares long that prefetch the
-  //    next block, and scattered (1.0-1.25 for 32x64x112x112 and 256x64x56x56, where gathering
-  //    from 64 channel rows ran at 0.75-0.95).
+  //    next block, and scattered: gathering from 64 channel rows is slower
+  //    (`--benchmark_filter='(32x64x112x112|256x64x56x56)/'`).
   //    A strip that is one block (at most 16 squares of rows) streaming to rows a multiple of
-  //    512 bytes apart is four squares wide, so each destination row gets four lines per strip.
-  //    Zen 5, 1 thread, cold, one square -> four: NHWC->NCHW 32x64x112x112 bf16 0.84-0.87 ->
-  //    0.92-0.97 of memcpy, fp32 0.91-0.93 -> 0.98-0.99; 64x64x32x32 fp32 0.87-0.91 -> 0.98-1.01;
-  //    NCHW->NHWC 32x2048x8x8 fp32 0.87-0.90 -> 1.0. Two squares gained half as much, eight none.
-  //    With plain stores (small tensors, warm) it was mixed: fp32 1x256x16x16 80 -> 66 GB/s,
-  //    8x256x4x4 64 -> 100.
+  //    512 bytes apart is four squares wide, so each destination row gets four lines per strip
+  //    (`--benchmark_filter='nhwc_to_nchw/.*/32x64x112x112/'`).
   //  * A source pitch that is not whole lines would make column strips read split lines: 4 x 4
   //    blocks then.
   zmm_blocking b;
-  b.ahead = choices_for(opt.cpu).far;
+  b.ahead = far_prefetch_level(opt);
   b.rows_outer = db % 512 == 0 && rows * e > 256 && (sb % 512 != 0 || db < sb);
   if (b.rows_outer) {
     b.br = w;
@@ -488,11 +440,9 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   } else {
     b.br = b.bc = 4 * w;
   }
-  // Staged: destination rows that all fall in one or two L1 sets (a pitch that is a multiple of
-  // 2 KiB), more than 16 to a set among the rows of a block (a column strip writes them square
-  // column by square column). Pitches that spread the rows over 4 or more sets ran at 75-90 GB/s
-  // direct and 57-64 staged (fp32 1x256x16x16 both ways, 1x128x16x16 to NCHW; bf16 NCHW->NHWC
-  // 4x128x32x32), as did 16 rows to a set (fp32 NHWC->NCHW 1x64x112x112).
+  // Staged (run_staged_blocks): plain stores into destination rows that all fall in one or two L1
+  // sets (a pitch that is a multiple of 2 KiB), more than 16 to a set among the rows of a block.
+  // Where the rows spread over more sets, direct stores are faster.
   if (!streaming && !b.rows_outer && db % 2048 == 0 && rows_per_l1_set(db, rows < b.br ? rows : b.br) > 16) {
     run_staged_blocks<E>(p, row_dim, col_dim, src, dst, opt, b);
     return true;
@@ -501,10 +451,10 @@ bool run_transpose_zmm(const copy_plan& p, int row_dim, int col_dim, const unsig
   const std::int64_t items = outer.total * strips;
   const int threads = resolve_threads(opt.num_threads, total_bytes, items);
   // Row strips of 1- and 2-byte elements also prefetch the thread's next plane in address order,
-  // spread over this plane's square columns: gathering 64-byte segments from rows a few lines
-  // apart left DRAM pages half used (bf16 NCHW->NHWC, 1 thread, cold: 32x1024x14x14 0.67-0.75 of
-  // memcpy -> 0.90-1.03, 32x512x28x28 0.86-0.90 -> 0.93-1.00; 2 threads on two dies 0.68 -> 0.92;
-  // int8 unchanged). fp32 lost 0.1 with it (1.10 -> 0.98 at 14 x 14): its own prefetch suffices.
+  // spread over this plane's square columns: their gathers of 64-byte segments from rows a few
+  // lines apart leave DRAM pages half used otherwise
+  // (`bench_convert --benchmark_filter='nchw_to_nhwc/bf16/(32x1024x14x14|32x512x28x28)/'`).
+  // 4-byte elements' own prefetches suffice; the extra stream slows them.
   const bool plane_ahead = b.rows_outer && E <= 2;
   const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
   const std::int64_t ahead_steps = strips * (cols / w);
@@ -588,11 +538,9 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
     if (direct && interleaved) br -= br % 64;
   }
   // With AVX2 (and no AVX-512, which takes these planes above) and an aligned destination, whole
-  // lines are streamed straight from registers (transpose_lines) instead of staging each block.
-  // Measured on an AVX2 build (Zen 5, 1 thread, cold, ratio to memcpy, staged -> lines, before
-  // the prefetch of transpose_lines): fp32 32x64x112x112 0.59-0.60 -> 0.82-0.94, 256x64x56x56
-  // 0.59 -> 0.79-0.98, 32x256x56x56 0.49-0.57 -> 0.54-0.77, NCHW->NHWC 32x2048x7x7 0.60 -> 0.72;
-  // bf16 0.42-0.59 -> 0.42-0.76 (NHWC->NCHW about even). With the prefetch, see the README.
+  // lines are streamed straight from registers (transpose_lines) instead of staging each block:
+  // the staging copy costs up to a third of the speed of the named shapes in an AVX2 build of
+  // bench_convert.
   bool lines = false;
 #if defined(__AVX2__)
   lines = streaming && !direct && planes_on_lines && (drs * e) % 64 == 0 && (bc * e) % 64 == 0 &&

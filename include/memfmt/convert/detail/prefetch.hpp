@@ -5,18 +5,14 @@
 // of the current one, so the reads stay in flight without a burst that the core would drop.
 //
 // Two targets. Work that runs next (a kernel call or panel away) is fetched into L1. Work further
-// ahead (a block of 16 squares, a whole plane) goes where the CPU measured best (cpu_tuning.hpp):
-// L2 on Zen 4, where those prefetches into L1 evicted the lines of the work in progress, and L1 on
-// Zen 5.
+// ahead (a block of 16 squares, a whole plane) goes where convert_options::prefetch says: L1, or
+// L2 where L1 is too small to hold it beside the work in progress (cpu_tuning.hpp).
 #pragma once
 
 #include <cstdint>
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
-#endif
-#if defined(__linux__)
-#include <unistd.h>
 #endif
 
 namespace memfmt::detail {
@@ -32,18 +28,6 @@ inline void prefetch_line(std::uintptr_t address, prefetch_into into = prefetch_
   (void)address;
   (void)into;
 #endif
-}
-
-// The L1 data cache of one core, in bytes (32 KiB where the system does not say).
-inline std::int64_t l1d_bytes() noexcept {
-  static const std::int64_t bytes = [] {
-    long b = 0;
-#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
-    b = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-#endif
-    return b >= (4 << 10) ? static_cast<std::int64_t>(b) : std::int64_t{32} << 10;
-  }();
-  return bytes;
 }
 
 // Prefetches a byte range in address order, a slice per step (addresses as integers: the range
@@ -67,9 +51,8 @@ struct linear_prefetch {
 };
 
 // Prefetches `count` segments of `bytes` bytes, `pitch` bytes apart (a panel's channels at every
-// position), in address order into L1, a slice of lines per step. (Used for a whole plane
-// ahead, it ran 5-10 % slower than linear_prefetch over the same lines, 1 thread, cold,
-// 32x2048x7x7; the cause was not found. A form with a division per line was 25 % slower there.)
+// position), in address order into L1, a slice of lines per step. For a whole plane ahead,
+// linear_prefetch over the same lines is faster (NHWC->NCHW 32x2048x7x7, 1 thread).
 struct segment_prefetch {
   const unsigned char* base = nullptr;
   std::int64_t bytes = 0, pitch = 0, count = 0, seg = 0, slice = 0;

@@ -152,9 +152,9 @@ inline void transpose_block(const unsigned char* src, std::int64_t srs, unsigned
   const std::int64_t e = static_cast<std::int64_t>(E);
   // Tile origins along a side of n elements: whole tiles, then, when at least a quarter of a tile
   // is left, one more ending at the last element (overlapping the one before, rewriting the same
-  // values). Returns where scalar code takes over. Measured (Zen 5, 1 thread, cold, NHWC->NCHW
-  // below the streaming threshold): bf16 64x1024x5x5 0.25 -> 0.56 of memcpy, int8 32x2048x7x7
-  // 0.19 -> 0.42; one column left of fp32's 8 (H*W = 9) stays scalar, which was 0.1 faster.
+  // values), about twice as fast as scalar edges on small planes such as 5 x 5 and 7 x 7.
+  // Returns where scalar code takes over; one column left of fp32's 8 (H*W = 9) stays scalar,
+  // which is faster than a mostly overlapping tile.
   auto origins = [](std::int64_t n, std::int64_t t, const auto& f) {
     std::int64_t i = 0;
     for (; i + t <= n; i += t) f(i);
@@ -180,10 +180,10 @@ inline void transpose_block(const unsigned char* src, std::int64_t srs, unsigned
 // Streams whole 64-byte destination lines without AVX-512: two lane tiles side by side (columns
 // c0 and c0 + 2n) give n destination rows of 64 bytes, and each row's two halves are stored
 // non-temporally one after the other (so the write-combining buffer fills the line). Meanwhile
-// the next pair's source lines are prefetched: without it the shapes of run_transpose's note ran
-// at 0.43-0.98 of memcpy, with it at 0.63-1.25 (NCHW->NHWC fp32 32x2048x7x7 0.73 -> 0.88-0.92,
-// bf16 NHWC->NCHW 256x64x56x56 0.61 -> 1.12; AVX2 build, Zen 5, 1 thread, cold). Columns past
-// the last whole line and rows past the last tile go through transpose_block with plain stores.
+// the next pair's source lines are prefetched, which keeps the reads of the transposed order in
+// flight (an AVX2 build of `bench_convert --benchmark_filter='nhwc_to_nchw/bf16/256x64x56x56/'`).
+// Columns past the last whole line and rows past the last tile go through transpose_block with
+// plain stores.
 // dst must be 64-byte aligned and drs * E a multiple of 64.
 template <std::size_t E>
 inline void transpose_lines(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs,

@@ -6,37 +6,21 @@
 // planes of more than 128 positions) and covers every position of the plane, so its P destination
 // rows are one contiguous run. (Planes too long for a one-line panel's stage, more than 4096
 // positions, are cut into spans of positions, and a panel's rows then go out as P runs.) Three
-// streams run through each panel at once, spread evenly over its kernel calls (except the
-// stream-out on Zen 4 where both stages fit in L1), so the core keeps transposing while memory
-// works:
+// streams run through each panel at once, spread over its kernel calls, so the core keeps
+// transposing while memory works:
 //   * zmm_row_group kernels transpose g positions x one source line into a stage (L1, or L2 for
 //     long rows);
-//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines; on
-//     Zen 4 in one burst after the panel's kernels where L1 holds both stages, see
-//     run_short_rows and cpu_tuning.hpp);
-//   * the next plane's source is prefetched in address order (linear_prefetch; into L2 on Zen 4,
-//     L1 on Zen 5), which keeps the hardware prefetchers and DRAM pages busy as a sequential read
-//     would, and the next panel's lines again into L1 (segment_prefetch; not for 1- and 2-byte
-//     elements in short planes, nor where L1 cannot hold it beside the stages, see
-//     run_short_rows): mostly cache hits, but they recover the lines that other work on a busy
-//     machine evicted in between.
-// Measured (Zen 5, 32x2048x7x7 NHWC->NCHW, cold, best of 9, several runs; bench_convert): the
-// previous pipeline (square kernels, panels prefetched 3 ahead, stage streamed out after each
-// panel) ran at 0.6-0.8 of memcpy; with the linear prefetch alone at 0.3-1.0 (low whenever the
-// machine was busy); with both prefetches at 0.75-1.1.
-// Where the time goes. These were measured on Zen 5 for a bf16 plane of 2048 x 49, and none of the
-// alternatives paid:
-//   * The kernels take 5.2-5.7 us per plane from L2. The cost is the loads, not the shuffles:
-//     without the shuffles they take as long.
-//   * With source positions 64 bytes further apart, the kernels take 3.6 us. A wide group's 16
-//     lines are 4 KiB apart, so they share one 12-way L1 set and their fills evict each other.
-//   * Copying a panel to a padded buffer first costs what it saves. So does holding back the
-//     second half of a group's loads: it is faster from L2, but slower cold.
-//   * A stage pitch of whole lines saves 0.6 us per plane (no split 32-byte stores), but packing
-//     the rows for the stream-out costs more than that.
-//   * Masked stores, whether for one-position tails or for upper halves, are slower than extracts.
-//   * Cold, the reads limit it: the kernels and prefetches, with no stream-out, run at about 21 GB/s
-//     read on one core.
+//   * the previous panel's stage is streamed out (stage_streamer: non-temporal whole lines), a
+//     slice per call, or in one burst after the kernels (convert_options::stage, cpu_tuning.hpp);
+//   * the next plane's source is prefetched in address order (linear_prefetch, into the level
+//     convert_options::prefetch names), which keeps the hardware prefetchers and DRAM pages busy
+//     as a sequential read would, and the next panel's lines again into L1 (segment_prefetch; see
+//     run_short_rows for where): mostly cache hits, but they recover the lines that other work on
+//     a busy machine evicted in between.
+// Cold, the reads limit it; from L2, the kernels' loads do (not the shuffles): a wide group's 16
+// lines are 4 KiB apart, share one L1 set and evict each other's fills. Copying a panel to a
+// padded buffer first costs what it saves, as does a stage of whole-line rows (packing them for
+// the stream-out); masked stores are slower than extracts.
 #pragma once
 
 #include <cstdint>
@@ -56,9 +40,8 @@ namespace memfmt::detail {
 // In-lane unpack rounds leave lane q of v[j] holding channel q * n + bit_reverse(j) for n
 // positions (n = 16 / E). wide() takes 2n positions and joins the lanes of two such groups with a
 // cross-lane permute into one 32-byte store per channel; narrow() takes n positions, one 16-byte
-// store per channel, for the tail of a plane. (Measured on Zen 5, fp32 32x2048x7x7: 13 us per plane
-// in L2 with wide groups against 16 with narrow ones; cold, 1 thread, a narrow tail group instead
-// of a wide one raised fp32 from 0.93-0.96 to 0.98-1.06 of memcpy, bf16 unchanged at 0.82-0.89.)
+// store per channel, for the tail of a plane (a wide tail group would rewrite more of the group
+// before it: slower on `bench_convert --benchmark_filter='nhwc_to_nchw/f32/32x2048x7x7/'`).
 // Extracts are the maskz forms: GCC 12 warns on the plain ones and casts.
 template <std::size_t E>
 struct zmm_row_group {

@@ -134,12 +134,10 @@ inline void zmm_transpose16x32(const __m512i (&r)[16], __m512i (&o)[16]) noexcep
 }
 
 // Line k of a square further ahead (pf: its first source row; rows srs bytes apart, as in the
-// square being loaded) into L2, or into L1 where the CPU wants that (cpu_tuning.hpp). The square
-// kernels issue these between their stores, once their own loads are out. Zen 4, 1 thread, cold,
-// ratio to memcpy: the same prefetches as a burst before each square ran bf16 NCHW->NHWC
-// 256x64x56x56 and 32x64x112x112 at 0.84-0.95, spread over the kernel's loads at 1.24-1.25 (but
-// NHWC->NCHW fell 1.08-1.60 -> 0.71-0.86), spread over its stores at 1.41-1.52, with NHWC->NCHW
-// at 1.02-1.51. A burst of 32 prefetches seems to hold the miss buffers that the loads need.
+// square being loaded) into the far level (convert_options::prefetch). The square kernels issue
+// these between their stores, once their own loads are out: a burst of them before the loads
+// holds the miss buffers the loads need, and spread over the loads they delay them
+// (`bench_convert --benchmark_filter='bf16/(256x64x56x56|32x64x112x112)/'`).
 inline void prefetch_square_line(const unsigned char* pf, std::int64_t srs, int k, prefetch_into into) noexcept {
   if (!pf) return;
   prefetch_line(reinterpret_cast<std::uintptr_t>(pf + k * srs), into);
@@ -239,7 +237,7 @@ inline constexpr std::int64_t zmm_square = 64 / static_cast<std::int64_t>(E);
 struct zmm_blocking {
   std::int64_t br = 0, bc = 0;             // block rows, block columns (destination orientation)
   bool rows_outer = true;                  // strips are block rows (else block columns)
-  prefetch_into ahead = prefetch_into::l2;  // squares a block or strip ahead (cpu_tuning.hpp)
+  prefetch_into ahead = prefetch_into::l2;  // squares a block or strip ahead (convert_options::prefetch)
 };
 
 // The tiled part of a plane is rows - rows % tile::rows by cols - cols % square; the rest is edges.
@@ -344,11 +342,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   // counterpart dr rows further down, or past the last row the same place in the next strip (its
   // column cn), so the loads of the next block are in flight, across strips too. A strip that is
   // one block, over source rows with little or no gap between them (dense planes), prefetches the
-  // next strip's source in address order instead, a slice per square (strip_ahead): Zen 4, 1
-  // thread, cold, ratio to memcpy, square by square -> in address order: fp32 NCHW->NHWC
-  // 32x2048x7x7 0.70-0.72 -> 0.87-0.91 (squares of split lines, overlapping), bf16 0.83-0.86 ->
-  // 0.85-0.93; NHWC->NCHW bf16 32x64x112x112 1.04-1.09 -> 1.32-1.35, fp32 256x64x56x56 0.98-1.00
-  // -> 1.11-1.14; the other column strips of the named shapes unchanged.
+  // next strip's source in address order instead, a slice per square (strip_ahead): squares of
+  // split lines would fetch lines twice, and the address order keeps DRAM pages open
+  // (`bench_convert --benchmark_filter='(nchw_to_nhwc/.*/32x2048x7x7|nhwc_to_nchw/.*/(32x64x112x112|256x64x56x56))/'`).
   linear_prefetch strip_ahead;
   bool strip_ahead_on = false;
   auto block = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi, std::int64_t dr,
@@ -367,10 +363,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   };
   // Rows outer: a block is written in passes of destination rows (all its columns, then the
   // next rows), so few destination lines are being filled at once while the block's source
-  // lines stay in L1/L2. Measured (1 thread, cold): with the 16-byte-segment tiles, 16 rows in
-  // flight ran near memcpy speed, 32 at ~50 %, 4 or 8 at 50-80 %; with whole-square kernels
-  // (2- and 4-byte elements) a pass is one square: for 16-bit NHWC->NCHW 0.70-0.78 of memcpy
-  // against 0.57-0.65 with 16-row passes of tiles.
+  // lines stay in L1/L2: 16 rows in flight for the 16-byte-segment tiles (fewer or more fill the
+  // write-combining buffers less well), one square for the whole-square kernels (2- and 4-byte
+  // elements; `bench_convert --benchmark_filter='nchw_to_nhwc/.*/(32x1024x14x14|32x512x28x28)/'`).
   // Each square column also prefetches the one a block (bc) further along the rows, or past the
   // last column, the same place in the next strip (whose first row is rn).
   auto block_by_rows = [&](std::int64_t r_lo, std::int64_t r_hi, std::int64_t c_lo, std::int64_t c_hi,
@@ -405,10 +400,9 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   };
   // The rows past the last whole tile, over columns [c_lo, c_hi). One or two rows are gathered,
   // a segment at a time; more get one more tile ending at the last row, overlapping the one
-  // before (rewriting the same values). Scalar code had taken a tenth of the time of 32x2048x7x7
-  // NCHW->NHWC (the 49th row). The overlapping tile rewrote th - 1 rows there (3 in fp32, 7 in
-  // bf16), each line a second non-temporal store to memory; gathering the 49th row instead ran
-  // 3-8 % faster (Zen 5, cold: fp32 1 thread 35-36 -> 37-39 GB/s, bf16 2 threads 49 -> 52-55).
+  // before (rewriting the same values). Gathering beats the overlapping tile for one or two
+  // rows, which would store th - 1 lines a second time to memory
+  // (`bench_convert --benchmark_filter='nchw_to_nhwc/.*/32x2048x7x7/'`, the 49th row).
   const bool gather_tail = rows - rows_t <= 2 && rows_t >= th && 63 * sb <= std::int64_t{0x7fffffff};
   auto tail_rows = [&](std::int64_t c_lo, std::int64_t c_hi) {
     if (rows == rows_t) return;
