@@ -59,6 +59,9 @@ void check_all_strided() {
   check_strided<T, nchw>({2, 5, 4, 6}, {1, 3, 20, 100}, 600, 1, 0);
   // Negative strides: W flipped.
   check_strided<T, nhwc>({2, 3, 4, 5}, {60, 20, 5, -1}, 120, 4, 0);
+  // Channels-last source with W flipped, taken by the AVX-512 transpose (whose prefetch range then
+  // runs backwards: found by fuzz_convert under UBSan).
+  check_strided<T, nchw>({2, 10, 11, 17}, {222, 444, 1, -13}, 4437, 208, 0);
   // 5-D, permuted (N, W, D, H, C).
   check_strided<T, ndhwc>({2, 3, 4, 5, 6}, {360, 1, 18, 72, 3}, 720, 0, 0);
   check_strided<T, ncdhw>({2, 3, 4, 5, 6}, {360, 1, 18, 72, 3}, 720, 0, 1);

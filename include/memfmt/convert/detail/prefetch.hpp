@@ -38,6 +38,10 @@ struct linear_prefetch {
 
   void start(const void* p, std::int64_t bytes, std::int64_t steps, prefetch_into level) noexcept {
     into = level;
+    if (bytes <= 0) {  // a range walked backwards (negative source strides) is not prefetched
+      next = end = slice = 0;
+      return;
+    }
     next = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
     end = reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(bytes);
     const std::int64_t lines = static_cast<std::int64_t>((end - next + 63) / 64);
