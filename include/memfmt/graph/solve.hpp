@@ -84,7 +84,7 @@ struct assignment {
 // a + b and a * b on costs, failing with the solver's overflow error.
 inline cost_t add_cost(cost_t a, cost_t b, const char* what) {
   cost_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
+  if (memfmt::detail::add_overflows(a, b, &r))
     memfmt::detail::fail(errc::overflow, std::string("format solve: ") + what + " " + std::to_string(a) + " + " +
                                              std::to_string(b) + " overflows int64 (costs in ns are too large)");
   return r;
