@@ -1,0 +1,133 @@
+// Fuzz target: the network builder (graph/network.hpp) and the planner (graph/solve.hpp) on small
+// random networks, extents and attributes drawn from the input, huge values included. Properties,
+// besides "no crash, no sanitizer report, only memfmt::error": every value a builder accepts has
+// non-negative extents whose element count fits; solve()'s plan passes verify(); and its total is
+// the minimum over every assignment priced by make_plan() (brute force, the independent truth),
+// which no other policy beats.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "memfmt/detail/checked.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/policy.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/graph/verify.hpp"
+
+namespace {
+
+using namespace memfmt::graph;
+using memfmt_fuzz::require;
+
+constexpr std::size_t max_layers = 10;
+constexpr std::size_t brute_limit_vars = 8;  // 256 assignments: thousands of inputs a second
+
+const std::int64_t large_values[] = {std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{1} << 62, INT64_MAX};
+
+std::int64_t pick(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
+  if (in.ConsumeIntegralInRange<int>(0, 31) == 0) return in.PickValueInArray(large_values);
+  return in.ConsumeIntegralInRange<std::int64_t>(lo, hi);
+}
+
+family pick_family(FuzzedDataProvider& in) {
+  return in.ConsumeBool() ? family::channels_last : family::channels_first;
+}
+
+// One layer on a random earlier value; builders refuse what does not fit (memfmt::error).
+void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
+  const std::string name = "l" + std::to_string(i);
+  const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
+  const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
+  switch (in.ConsumeIntegralInRange<int>(0, 11)) {
+    case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
+                                        in.ConsumeBool() ? 1 : pick(in, 1, 4)));
+      break;
+    case 1: net.batch_norm(name, a); break;
+    case 2: net.relu(name, a); break;
+    case 3: net.add(name, a, b); break;
+    case 4: net.max_pool(name, a, pick(in, 1, 3), pick(in, 1, 2)); break;
+    case 5: net.global_pool(name, a); break;
+    case 6: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::nearest); break;
+    case 7: net.concat(name, {a, b}); break;
+    case 8: net.flatten(name, a); break;
+    case 9: net.linear(name, a, pick(in, 1, 8)); break;
+    case 10: net.opaque(name, {a}, {pick(in, 0, 3), pick(in, 0, 8), pick(in, 1, 6), pick(in, 1, 6)}, pick_family(in));
+      break;
+    default: net.mul(name, a, b); break;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  network net;
+  try {
+    net.input("x", {pick(in, 0, 3), pick(in, 1, 8), pick(in, 1, 8), pick(in, 1, 8)}, memfmt::dtype::float32,
+              pick_family(in));
+  } catch (const memfmt::error&) {
+    return 0;
+  }
+  const std::size_t layers = in.ConsumeIntegralInRange<std::size_t>(1, max_layers);
+  for (std::size_t i = 0; i < layers && in.remaining_bytes() > 0; ++i) {
+    try {
+      add_layer(in, net, i);
+    } catch (const memfmt::error&) {
+    }
+  }
+  for (const node& n : net.nodes()) {
+    for (auto e : n.extents) require(e >= 0, "node '" + n.name + "' has a negative extent");
+    try {
+      (void)memfmt::detail::checked_numel(n.extents, "fuzz_graph");
+    } catch (const memfmt::error&) {
+      memfmt_fuzz::property_failed("node '" + n.name + "' was accepted with an element count past 64 bits");
+    }
+  }
+  try {
+    net.output("y", net.size() - 1, pick_family(in));
+  } catch (const memfmt::error&) {
+    return 0;
+  }
+
+  const cost_model model;
+  plan best;
+  try {
+    best = solve(net, model);
+  } catch (const memfmt::error&) {
+    return 0;  // e.g. costs past int64 for huge layers: refused, not wrapped
+  }
+  const auto issues = verify(net, model, best);
+  require(issues.empty(), "solve's plan fails verify: " + (issues.empty() ? std::string() : issues.front()));
+  for (policy p : all_policies) {
+    try {
+      require(plan_with(net, model, p).total() >= best.total(), std::string("policy ") + to_string(p) +
+                                                                     " beats the optimum");
+    } catch (const memfmt::error&) {
+    }
+  }
+
+  std::vector<node_id> vars;
+  for (node_id id = 0; id < net.size(); ++id)
+    if (net.has_format(id)) vars.push_back(id);
+  if (vars.size() > brute_limit_vars) return 0;
+  std::optional<cost_t> minimum;
+  std::vector<std::optional<family>> formats(net.size());
+  for (std::uint32_t mask = 0; mask < (1u << vars.size()); ++mask) {
+    for (std::size_t i = 0; i < vars.size(); ++i)
+      formats[vars[i]] = (mask >> i) & 1u ? family::channels_last : family::channels_first;
+    try {
+      const cost_t t = make_plan(net, model, formats).total();
+      if (!minimum || t < *minimum) minimum = t;
+    } catch (const memfmt::error&) {  // an assignment pins or support forbid
+    }
+  }
+  require(minimum && *minimum == best.total(),
+          "solve's total " + std::to_string(best.total()) + " is not the brute-force minimum " +
+              (minimum ? std::to_string(*minimum) : std::string("(none)")));
+  return 0;
+}
