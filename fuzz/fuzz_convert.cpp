@@ -89,7 +89,8 @@ void run(FuzzedDataProvider& in) {
   memfmt::convert_options opt;
   opt.num_threads = 1;
   opt.allow_streaming_stores = in.ConsumeBool();
-  opt.cpu = in.PickValueInArray({memfmt::cpu_tuning::automatic, memfmt::cpu_tuning::zen4, memfmt::cpu_tuning::zen5});
+  opt.prefetch = in.PickValueInArray({memfmt::far_prefetch::automatic, memfmt::far_prefetch::l1, memfmt::far_prefetch::l2});
+  opt.stage = in.PickValueInArray({memfmt::stage_stream::automatic, memfmt::stage_stream::burst, memfmt::stage_stream::slices});
   memfmt::strided_desc desc{sizes, strides, memfmt::dtype_of_v<T>};
 
   std::vector<char> written(dst_len, 0);
