@@ -107,25 +107,31 @@ if(NOT _memfmt_want_dnnl STREQUAL "OFF")
   endif()
 endif()
 
-# ---- safetensors files: memfmt::safetensors ----
-# io/safetensors.hpp parses the JSON header with nlohmann-json (Debian nlohmann-json3-dev).
-set(MEMFMT_HAVE_SAFETENSORS OFF)
-_memfmt_component_wanted(MEMFMT_ENABLE_SAFETENSORS safetensors)
-if(NOT _memfmt_want_safetensors STREQUAL "OFF")
-  find_package(nlohmann_json 3 QUIET)
-  if(nlohmann_json_FOUND)
-    add_library(memfmt_safetensors INTERFACE)
-    add_library(memfmt::safetensors ALIAS memfmt_safetensors)
-    set_target_properties(memfmt_safetensors PROPERTIES EXPORT_NAME safetensors)
-    target_link_libraries(memfmt_safetensors INTERFACE memfmt nlohmann_json::nlohmann_json)
-    set(MEMFMT_HAVE_SAFETENSORS ON)
-    message(STATUS "memfmt: memfmt::safetensors enabled (nlohmann_json ${nlohmann_json_VERSION})")
-  elseif(_memfmt_want_safetensors STREQUAL "REQUIRED")
-    message(FATAL_ERROR "memfmt: MEMFMT_ENABLE_SAFETENSORS=ON but nlohmann_json 3 (Debian nlohmann-json3-dev) was not found")
-  else()
-    message(STATUS "memfmt: memfmt::safetensors disabled (nlohmann_json 3 not found; Debian: nlohmann-json3-dev)")
+# ---- components that read and write JSON with nlohmann-json (Debian nlohmann-json3-dev) ----
+# _memfmt_json_component(<name> <ENABLE var> <HAVE var> <what>) defines memfmt::<name> when the
+# library is found (or fails the configure when <ENABLE var> is ON), as the other components do.
+macro(_memfmt_json_component name enable_var have_var what)
+  set(${have_var} OFF)
+  _memfmt_component_wanted(${enable_var} ${name})
+  if(NOT _memfmt_want_${name} STREQUAL "OFF")
+    find_package(nlohmann_json 3 QUIET)
+    if(nlohmann_json_FOUND)
+      add_library(memfmt_${name} INTERFACE)
+      add_library(memfmt::${name} ALIAS memfmt_${name})
+      set_target_properties(memfmt_${name} PROPERTIES EXPORT_NAME ${name})
+      target_link_libraries(memfmt_${name} INTERFACE memfmt nlohmann_json::nlohmann_json)
+      set(${have_var} ON)
+      message(STATUS "memfmt: memfmt::${name} enabled (${what}; nlohmann_json ${nlohmann_json_VERSION})")
+    elseif(_memfmt_want_${name} STREQUAL "REQUIRED")
+      message(FATAL_ERROR "memfmt: ${enable_var}=ON but nlohmann_json 3 (Debian nlohmann-json3-dev) was not found")
+    else()
+      message(STATUS "memfmt: memfmt::${name} disabled (nlohmann_json 3 not found; Debian: nlohmann-json3-dev)")
+    endif()
   endif()
-endif()
+endmacro()
+
+# io/safetensors.hpp: the JSON header of safetensors parameter files.
+_memfmt_json_component(safetensors MEMFMT_ENABLE_SAFETENSORS MEMFMT_HAVE_SAFETENSORS "safetensors parameter files")
 
 # ---- ONNX models: memfmt::onnx ----
 # onnx/import.hpp reads models with the ONNX project's own C++ library and protobuf types (Debian
@@ -153,23 +159,5 @@ if(NOT _memfmt_want_onnx STREQUAL "OFF")
   endif()
 endif()
 
-# ---- network and plan files: memfmt::graph_io ----
-# io/network_json.hpp and io/plan_json.hpp read and write JSON with nlohmann-json (Debian
-# nlohmann-json3-dev).
-set(MEMFMT_HAVE_GRAPH_IO OFF)
-_memfmt_component_wanted(MEMFMT_ENABLE_GRAPH_IO graph_io)
-if(NOT _memfmt_want_graph_io STREQUAL "OFF")
-  find_package(nlohmann_json 3 QUIET)
-  if(nlohmann_json_FOUND)
-    add_library(memfmt_graph_io INTERFACE)
-    add_library(memfmt::graph_io ALIAS memfmt_graph_io)
-    set_target_properties(memfmt_graph_io PROPERTIES EXPORT_NAME graph_io)
-    target_link_libraries(memfmt_graph_io INTERFACE memfmt nlohmann_json::nlohmann_json)
-    set(MEMFMT_HAVE_GRAPH_IO ON)
-    message(STATUS "memfmt: memfmt::graph_io enabled (nlohmann_json ${nlohmann_json_VERSION})")
-  elseif(_memfmt_want_graph_io STREQUAL "REQUIRED")
-    message(FATAL_ERROR "memfmt: MEMFMT_ENABLE_GRAPH_IO=ON but nlohmann_json 3 (Debian nlohmann-json3-dev) was not found")
-  else()
-    message(STATUS "memfmt: memfmt::graph_io disabled (nlohmann_json 3 not found; Debian: nlohmann-json3-dev)")
-  endif()
-endif()
+# io/network_json.hpp and io/plan_json.hpp: network and plan files.
+_memfmt_json_component(graph_io MEMFMT_ENABLE_GRAPH_IO MEMFMT_HAVE_GRAPH_IO "network and plan files")
