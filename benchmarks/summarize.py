@@ -201,15 +201,16 @@ def network_rows(rows):
         if case is None:
             continue
         parts = clean(b["name"]).split("/")
-        base = "/".join(parts[:4] + parts[5:])
-        if base not in groups:
-            groups[base] = {}
-            order.append(base)
-        groups[base][case["policy"]] = (b, case)
+        # Grouped by what the row runs, so fwd/nchw and inference/optimal of one network compare.
+        key = (case["model"], case["dtype"], case["pass"], case["batch"], case["resolution"])
+        if key not in groups:
+            groups[key] = {}
+            order.append(key)
+        groups[key][case["policy"]] = (b, case, "/".join(parts[:4] + parts[5:]))
     out = []
-    for base in order:
-        ref = next((groups[base][p][0] for p in REFERENCE_POLICIES if p in groups[base]), None)
-        for variant, (b, case) in groups[base].items():
+    for key in order:
+        ref = next((groups[key][p][0] for p in REFERENCE_POLICIES if p in groups[key]), None)
+        for variant, (b, case, base) in groups[key].items():
             row = {"case": base, "variant": variant, **case, "ms_per_batch": None, "images_per_s": None,
                    "conversions": None, "conversion_ms": None, "arena_bytes": None, "speed_vs_nchw": None,
                    "label": "", "status": status(b)}
@@ -249,6 +250,7 @@ def network_vs_peers(nets, peers):
         row = {k: n[k] for k in ("model", "dtype", "pass", "batch", "resolution", "policy", "images_per_s",
                                  "conversions", "arena_bytes", "status")}
         row["peers"] = {}
+        notes = []
         for runner in PEERS:
             match = [p for p in peers if p["runner"] == runner and p["model"] == base_model(n["model"])
                      and p["dtype"] == n["dtype"] and p["pass"] == n["pass"] and p["batch"] == n["batch"]
@@ -257,6 +259,13 @@ def network_vs_peers(nets, peers):
             row["peers"][runner] = peer["images_per_s"] if peer else None
             ok = peer and peer["status"] == "ok" and n["status"] == "ok" and peer["images_per_s"]
             row["ratio_vs_" + runner] = n["images_per_s"] / peer["images_per_s"] if ok else None
+            if peer and peer["status"] != "ok":
+                notes.append(f"{runner} {peer['status']}")
+        if n["status"] != "ok":
+            notes.insert(0, "memfmt " + n["status"])
+        elif not any(row["peers"].values()):
+            notes.append("no peer ran this batch" + ("" if n["resolution"] is None else f" at {n['resolution']}px"))
+        row["note"] = "; ".join(notes)
         if any(v is not None for v in row["peers"].values()) or any(
                 p["model"] == base_model(n["model"]) for p in peers):
             out.append(row)
@@ -317,7 +326,7 @@ def charts(pairs, vs_peers, nets, out):
         ax.set_yticks(list(y), [p["case"] for p in ok], fontsize=7)
         ax.invert_yaxis()
         ax.axvline(0, color="black", linewidth=0.8)
-        ticks = [t for t in (0.25, 0.5, 0.8, 1, 1.25, 2, 4, 8) if min(r) / 1.2 <= t <= max(r) * 1.2] or [1]
+        ticks = [t for t in (0.125, 0.25, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 4, 8) if min(r) / 1.2 <= t <= max(r) * 1.2] or [1]
         ax.set_xticks([math.log2(t) for t in ticks], [f"{t:g}x" for t in ticks])
         for i, v in enumerate(r):
             ax.text(math.log2(v), i, f" {v:.2f}x ", va="center", ha="left" if v >= 1 else "right", fontsize=6)
@@ -387,10 +396,10 @@ def main():
     if vs:
         md.append("\n## memfmt vs peers (memfmt images/s / the peer's: > 1 is memfmt faster)\n")
         md.append(table(["network", "dtype", "pass", "batch", "policy", "images/s", "conversions", "arena MB",
-                         "vs PyTorch NCHW", "vs PyTorch channels_last", "vs ONNX Runtime"],
+                         "vs PyTorch NCHW", "vs PyTorch channels_last", "vs ONNX Runtime", "note"],
                         [[v["model"], v["dtype"], v["pass"], v["batch"], v["policy"], v["images_per_s"],
                           v["conversions"], v["arena_bytes"] / 2**20 if isinstance(v["arena_bytes"], (int, float)) else None,
-                          v["ratio_vs_pytorch_nchw"], v["ratio_vs_pytorch_channels_last"], v["ratio_vs_onnxruntime"]]
+                          v["ratio_vs_pytorch_nchw"], v["ratio_vs_pytorch_channels_last"], v["ratio_vs_onnxruntime"], v["note"]]
                          for v in vs]))
     if peers:
         md.append("\n## Peers (bench_peers.py: PyTorch, ONNX Runtime; same threads)\n")

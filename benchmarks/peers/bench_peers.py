@@ -44,7 +44,6 @@ import copy
 import datetime
 import json
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -57,10 +56,8 @@ PASSES = ["inference", "training"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORTER = os.path.join(HERE, "..", "..", "tools", "export_onnx.py")
 
-PASS_ALIASES = {"fwd": "inference", "forward": "inference", "inference": "inference", "infer": "inference",
-                "train": "training", "training": "training", "fwd_bwd": "training", "train_step": "training"}
-DTYPE_ALIASES = {"f32": "float32", "fp32": "float32", "float32": "float32", "bf16": "bfloat16",
-                 "bfloat16": "bfloat16", "f16": "float16", "fp16": "float16", "float16": "float16"}
+sys.path.insert(0, os.path.join(HERE, ".."))
+import summarize  # noqa: E402  (the BM_network name and label parsing, shared with the tables)
 
 try:
     import torch
@@ -245,24 +242,14 @@ def matched_cases(path, a):
         data = json.load(f)
     cases = []
     for b in data.get("benchmarks", []):
-        parts = b.get("name", "").split("/")
-        if len(parts) < 5 or parts[0] != "BM_network":
+        if not b.get("name", "").startswith("BM_network/"):
             continue
-        model, dtype, pas = parts[1], DTYPE_ALIASES.get(parts[2], parts[2]), PASS_ALIASES.get(parts[3], parts[3])
-        label = b.get("label", "")
-        batches = a.batches
-        if "batch" in b:
-            batches = [int(b["batch"])]
-        else:
-            m = re.search(r"(?:^|/)batch:(\d+)(?:/|$)", b["name"]) or re.search(r"\bbatch (\d+)", label)
-            if m:
-                batches = [int(m.group(1))]
-        res = int(b["resolution"]) if "resolution" in b else None
-        if res is None:
-            m = re.search(r"\b(\d+)x(\d+)\b", label)
-            res = int(m.group(2)) if m else a.resolution
-        for n in batches:
-            cases.append((model, dtype, pas, n, res))
+        c = summarize.network_case(b)
+        if c is None:
+            continue
+        model = summarize.base_model(c["model"])
+        for n in [c["batch"]] if c["batch"] is not None else a.batches:
+            cases.append((model, c["dtype"], c["pass"], n, c["resolution"] or a.resolution))
     return cases
 
 
