@@ -19,7 +19,9 @@
 # that sees the system's torch; a peer that cannot be had is named with the reason and left out.
 #   scripts/bench.sh [--full] [--out DIR]
 # Default is a quick mode (about 10 minutes on 2 cores); --full runs longer, larger batches, more reps.
-# Environment: MEMFMT_BENCH_THREADS (default: all cores; the peers use the same count).
+# Environment: MEMFMT_BENCH_THREADS (default: all cores; the peers use the same count);
+# OMP_WAIT_POLICY=PASSIVE on a shared machine (waiting threads sleep instead of spinning, in memfmt,
+# PyTorch and ONNX Runtime alike; spinning there can make a pass 10x slower).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh

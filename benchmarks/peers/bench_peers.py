@@ -20,6 +20,10 @@ Passes:
              the default) an SGD step without momentum. ONNX Runtime's CPU package has no training:
              its training rows are skipped with that reason.
 Each runner uses --threads intra-op threads (torch.set_num_threads; intra_op_num_threads).
+Waiting threads spin by default (OpenMP's and ONNX Runtime's pools alike), which is fastest on an
+idle machine; on a shared one a spinning thread burns the time slice its peer needs and one pass can
+take 10x longer. OMP_WAIT_POLICY=PASSIVE makes PyTorch's (and memfmt's oneDNN) threads sleep, and
+here also turns off ONNX Runtime's spinning (session.intra_op.allow_spinning = 0).
 
 Timing: --warmup untimed passes, then timed passes until --reps are done or --case-seconds have
 passed (at least 3); ms per batch is the median, images/s = batch / median. --time-limit bounds the
@@ -229,6 +233,8 @@ def ort_case(case, a, notes):
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     name = s.get_inputs()[0].name
     x = np.random.default_rng(a.seed).standard_normal(
