@@ -4,15 +4,26 @@
 Reads the JSON files written with --benchmark_out and prints, for every benchmark whose name has a
 format component (nchw/nhwc/ncdhw/ndhwc), a row: layer, NCHW, NHWC, ratio (NHWC/NCHW throughput),
 winner. Conversion benchmarks report their ratio_to_memcpy counter. Writes summary.md,
-summary.json and ratios.svg (a bar chart of NHWC/NCHW) into --out.
+summary.json and, with matplotlib (Debian python3-matplotlib; without it the charts are skipped
+with the reason printed), ratios.png (NHWC/NCHW per layer) and networks.png (images/s per network
+by policy and peer) into --out.
 
 Pairing rule: two benchmarks are the same case when their names are equal after the format
 component is removed. Throughput is the first counter whose name contains "FLOP" (GFLOP/s) or,
 failing that, 1 / real_time.
 
-Whole-network benchmarks (BM_network/<net>/<dtype>/<pass>/<variant>, counter images_per_s) are kept
-out of that table and get their own: variant, ms/batch, images/s, conversions, speed vs the same
-network's nchw variant (JSON key "network").
+Whole-network benchmarks (BM_network/<model>/<dtype>/<pass>/<policy>, counters images_per_s and
+optionally ms_per_batch, conversions, conversion_ms, arena_bytes) are kept out of that table and get
+their own: policy, ms/batch, images/s, conversions, speed vs the same network's channels-first
+policy (nchw or channels_first; JSON key "network"). fwd and inference, train and training, f32 and
+float32 name the same thing; the batch is a "batch" counter, a "batch:N" name component or
+"batch N" in the label.
+
+Peers (benchmarks/peers/bench_peers.py's BM_peer/<model>/<dtype>/<pass>/<runner>/batch:<N> rows:
+pytorch_nchw, pytorch_channels_last, onnxruntime) are listed (JSON key "peers") and joined with the
+network rows of the same model, dtype, pass, batch and resolution: ratio_vs_<runner> = memfmt
+images/s / the peer's (> 1: memfmt faster; JSON key "network_vs_peers", with "note" saying why a
+ratio is missing).
 
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
