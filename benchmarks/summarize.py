@@ -166,7 +166,8 @@ def network_case(b):
 
     dtype and pass come out in the peers' spelling (float32, inference/training). The batch is a
     "batch" counter, a "batch:N" or plain-number name component, or "batch N" in the label; the
-    resolution a "resolution" counter or "RxR" in the label; None where the row does not say.
+    resolution (and frames of a 3-D net) a "resolution" ("frames") counter or "RxR" ("FxRxR") in the
+    label; None where the row does not say.
     """
     parts = clean(b["name"]).split("/")
     if len(parts) < 5:
@@ -182,13 +183,15 @@ def network_case(b):
     if batch is None:
         m = re.search(r"\bbatch (\d+)", label)
         batch = int(m.group(1)) if m else None
-    res = b.get("resolution")
-    if res is None:
-        m = re.search(r"\b(\d+)x(\d+)\b", label)
-        res = int(m.group(2)) if m else None
+    res, frames = b.get("resolution"), b.get("frames")
+    m = re.search(r"\b(?:(\d+)x)?(\d+)x(\d+)\b", label)
+    if res is None and m:
+        res = int(m.group(3))
+    if frames is None and m and m.group(1):
+        frames = int(m.group(1))
     return {"model": parts[1], "dtype": DTYPE_NAMES.get(parts[2], parts[2]), "pass": PASS_NAMES.get(parts[3], parts[3]),
             "batch": int(batch) if batch is not None else None, "resolution": int(res) if res is not None else None,
-            "policy": parts[4]}
+            "frames": int(frames) if frames is not None else None, "policy": parts[4]}
 
 
 def ms_per_batch(b, batch):
@@ -245,7 +248,7 @@ def peer_rows(rows):
             continue
         key = (b.get("model"), b.get("dtype"), b.get("pass"), b.get("batch"), b.get("resolution"), b.get("runner"))
         out[key] = {"model": b.get("model"), "dtype": b.get("dtype"), "pass": b.get("pass"), "batch": b.get("batch"),
-                    "resolution": b.get("resolution"), "runner": b.get("runner"),
+                    "resolution": b.get("resolution"), "frames": b.get("frames"), "runner": b.get("runner"),
                     "ms_per_batch": None if b.get("error_occurred") else b.get("ms_per_batch"),
                     "images_per_s": None if b.get("error_occurred") else b.get("images_per_s"),
                     "status": "ok" if not b.get("error_occurred") else b.get("error_message", "error")}
@@ -254,7 +257,7 @@ def peer_rows(rows):
 
 def network_vs_peers(nets, peers):
     """Each memfmt network row with the peers of the same model, dtype, pass and batch (and resolution
-    where the row states it): ratio_vs_<runner> = memfmt images/s / the peer's images/s (> 1: memfmt
+    and frames where the row states them): ratio_vs_<runner> = memfmt images/s / the peer's images/s (> 1: memfmt
     faster); None where the peer has no row or did not run."""
     out = []
     for n in nets:
@@ -265,7 +268,8 @@ def network_vs_peers(nets, peers):
         for runner in PEERS:
             match = [p for p in peers if p["runner"] == runner and p["model"] == base_model(n["model"])
                      and p["dtype"] == n["dtype"] and p["pass"] == n["pass"] and p["batch"] == n["batch"]
-                     and (n["resolution"] is None or p["resolution"] == n["resolution"])]
+                     and (n["resolution"] is None or p["resolution"] == n["resolution"])
+                     and (n["frames"] is None or p["frames"] == n["frames"])]
             peer = match[-1] if match else None
             row["peers"][runner] = peer["images_per_s"] if peer else None
             ok = peer and peer["status"] == "ok" and n["status"] == "ok" and peer["images_per_s"]

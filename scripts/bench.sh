@@ -70,9 +70,9 @@ py=/usr/bin/python3
 threads=${MEMFMT_BENCH_THREADS:-$jobs}
 export OMP_NUM_THREADS=$threads
 if [ "$mode" = full ]; then
-  net_batches=(1 8 32); peer_args=(--reps 20 --warmup 3 --case-seconds 20)
+  net_batches=(1 8 32); peer_args=(--reps 20 --warmup 3 --case-seconds 20 --dtypes float32,bfloat16,float16)
 else
-  net_batches=(1 8); peer_args=(--reps 5 --warmup 1 --case-seconds 3 --time-limit 150)
+  net_batches=(1 8); peer_args=(--reps 5 --warmup 1 --case-seconds 3 --time-limit 150 --dtypes float32)
 fi
 gpu_suites=0
 if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ] || [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then gpu_suites=1; fi

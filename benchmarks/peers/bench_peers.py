@@ -30,9 +30,10 @@ passed (at least 3); ms per batch is the median, images/s = batch / median. --ti
 whole run: cases left when it is spent are recorded as skipped, not run.
 
 --match reads memfmt's Google Benchmark JSON (names BM_network/<model>/<dtype>/<pass>/<policy>) and
-runs the same (model, dtype, pass, batch) cases: the batch comes from a "batch" counter, a
-"batch:N" name component or "batch N" in the label, else --batches; the resolution from a
-"resolution" counter or "RxR" in the label, else --resolution. Pass names fwd/inference and
+runs the same (model, dtype, pass, batch) cases that --models, --dtypes and --passes admit: the batch
+comes from a "batch" counter, a "batch:N" name component or "batch N" in the label, else --batches;
+the resolution from a "resolution" counter or "RxR" ("FxRxR" with frames) in the label, else
+--resolution (and --frames). Pass names fwd/inference and
 train/training are the same; dtypes f32/float32, bf16/bfloat16, f16/float16 likewise.
 
 Output (--out, Google Benchmark-like so benchmarks/summarize.py reads it with the other files):
@@ -243,7 +244,7 @@ def ort_case(case, a, notes):
 
 
 def matched_cases(path, a):
-    """(model, dtype, pass, batch, resolution) of every BM_network row of memfmt's JSON file."""
+    """(model, dtype, pass, batch, resolution, frames) of every BM_network row of memfmt's JSON file."""
     with open(path) as f:
         data = json.load(f)
     cases = []
@@ -255,7 +256,7 @@ def matched_cases(path, a):
             continue
         model = summarize.base_model(c["model"])
         for n in [c["batch"]] if c["batch"] is not None else a.batches:
-            cases.append((model, c["dtype"], c["pass"], n, c["resolution"] or a.resolution))
+            cases.append((model, c["dtype"], c["pass"], n, c["resolution"] or a.resolution, c["frames"] or a.frames))
     return cases
 
 
@@ -263,9 +264,11 @@ def plan(a):
     if a.match:
         raw = []
         for p in a.match:
-            raw += matched_cases(p, a)
+            raw += [c for c in matched_cases(p, a)
+                    if c[0] in a.models and c[1] in a.dtypes and c[2] in a.passes]
     else:
-        raw = [(m, d, p, n, a.resolution) for m in a.models for d in a.dtypes for p in a.passes for n in a.batches]
+        raw = [(m, d, p, n, a.resolution, a.frames) for m in a.models for d in a.dtypes for p in a.passes
+               for n in a.batches]
     seen, cases = set(), []
     for c in raw:
         if c not in seen:
@@ -275,8 +278,7 @@ def plan(a):
     order = {m: i for i, m in enumerate(MODELS)}
     cases.sort(key=lambda c: (order.get(c[0], len(MODELS)), c[3], c[1] != "float32", PASSES.index(c[2])
                               if c[2] in PASSES else 9))
-    return [{"model": m, "dtype": d, "pass": p, "batch": n, "resolution": r,
-             "frames": a.frames} for m, d, p, n, r in cases]
+    return [{"model": m, "dtype": d, "pass": p, "batch": n, "resolution": r, "frames": f} for m, d, p, n, r, f in cases]
 
 
 def csv(kind):
@@ -288,7 +290,8 @@ def main():
     ap.add_argument("--models", type=csv(str), default=list(MODELS), help="comma-separated; default all")
     ap.add_argument("--runners", type=csv(str), default=list(RUNNERS))
     ap.add_argument("--passes", type=csv(str), default=list(PASSES))
-    ap.add_argument("--dtypes", type=csv(str), default=["float32"], help="float32, bfloat16, float16 (PyTorch only)")
+    ap.add_argument("--dtypes", type=csv(str), default=["float32"],
+                    help="float32 (default), bfloat16, float16 (the last two PyTorch only)")
     ap.add_argument("--batches", type=csv(int), default=[1, 8])
     ap.add_argument("--resolution", type=int, default=224, help="input H = W (bench_network's MEMFMT_BENCH_RESOLUTION)")
     ap.add_argument("--frames", type=int, default=16, help="input D of r3d_18")

@@ -48,7 +48,7 @@ def main():
         check(layers["BM_conv/fwd/f32/grouped"]["winner"] == "NCHW", "grouped: NCHW wins at 0.5")
 
         nets = {(n["model"], n["dtype"], n["pass"], n["batch"], n["policy"]): n for n in s["network"]}
-        check(len(nets) == 7, f"7 network rows, got {len(nets)}")
+        check(len(nets) == 8, f"8 network rows, got {len(nets)}")
         # old name: batch from the label; new name without ms_per_batch: ms = batch / images_per_s.
         check(near(nets[("resnet50", "float32", "inference", 1, "nhwc")]["speed_vs_nchw"], 100 / 80), "nhwc vs nchw")
         opt = nets[("resnet50", "float32", "inference", 1, "optimal")]
@@ -60,7 +60,7 @@ def main():
         check(nets[("unet", "float32", "inference", 1, "pytorch_eager")]["resolution"] == 224, "resolution counter")
 
         vs = {(v["model"], v["dtype"], v["pass"], v["batch"], v["policy"]): v for v in s["network_vs_peers"]}
-        check(len(vs) == 7, f"7 joined rows, got {len(vs)}")
+        check(len(vs) == 8, f"8 joined rows, got {len(vs)}")
         o = vs[("resnet50", "float32", "inference", 1, "optimal")]
         check(near(o["ratio_vs_pytorch_nchw"], 25 / 20), "optimal / pytorch_nchw = 1.25")
         check(near(o["ratio_vs_pytorch_channels_last"], 25 / 16), "optimal / pytorch_channels_last = 1.5625")
@@ -78,7 +78,11 @@ def main():
         check(u["ratio_vs_pytorch_channels_last"] is None and "224px" in u["note"],
               "a peer at another resolution (128) does not join a 224 row")
         check("| resnet50     | float32  | inference | 1     | optimal" in md and "1.56" in md, "markdown table row")
-        check(len(s["peers"]) == 7, "7 peer rows")
+        r3d = vs[("r3d_18", "float32", "inference", 2, "optimal")]
+        check(r3d["resolution"] == 112 and nets[("r3d_18", "float32", "inference", 2, "optimal")]["frames"] == 8,
+              "FxRxR label: 8 frames, 112px")
+        check(r3d["ratio_vs_pytorch_channels_last"] is None, "a peer with 16 frames does not join an 8-frame row")
+        check(len(s["peers"]) == 8, "8 peer rows")
 
         has_mpl = importlib.util.find_spec("matplotlib") is not None
         for png in ("ratios.png", "networks.png"):
@@ -98,10 +102,12 @@ def main():
     class Args:
         batches = [1, 8]
         resolution = 96
+        frames = 16
 
     cases = sorted(set(bench_peers.matched_cases(os.path.join(fixtures, "network.json"), Args)))
-    want = sorted({("resnet50", "float32", "inference", 1, 224), ("mobilenet_v2", "float32", "training", 8, 96),
-                   ("mobilenet_v2", "bfloat16", "training", 8, 96), ("unet", "float32", "inference", 1, 224)})
+    want = sorted({("resnet50", "float32", "inference", 1, 224, 16), ("mobilenet_v2", "float32", "training", 8, 96, 16),
+                   ("mobilenet_v2", "bfloat16", "training", 8, 96, 16), ("unet", "float32", "inference", 1, 224, 16),
+                   ("r3d_18", "float32", "inference", 2, 112, 8)})
     check(cases == want, f"--match cases {cases} != {want}")
 
     print(f"test_summarize: {'FAILED ' + str(len(failures)) if failures else 'all'} checks"
