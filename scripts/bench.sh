@@ -117,11 +117,13 @@ peers_setup() {
   fi
   local venv="$build/peers-venv"
   if ! "$venv/bin/python" -c "import onnxruntime" 2>/dev/null; then
-    if "$py" -m venv --system-site-packages "$venv" >/dev/null 2>&1 &&
-       "$venv/bin/pip" install --quiet --disable-pip-version-check --timeout 20 --retries 1 onnxruntime >/dev/null 2>&1; then
+    local log="$build/peers-pip.log"
+    if ! "$py" -m venv --system-site-packages "$venv" >"$log" 2>&1; then
+      echo "memfmt: ONNX Runtime peer skipped: $py -m venv failed ($(tail -n 1 "$log"); Debian: python3-venv)"
+    elif "$venv/bin/pip" install --quiet --disable-pip-version-check --timeout 20 --retries 1 onnxruntime >"$log" 2>&1; then
       echo "memfmt: onnxruntime installed into $venv"
     else
-      echo "memfmt: ONNX Runtime peer skipped: could not pip install onnxruntime into $venv (no route to PyPI, or no wheel for this Python)"
+      echo "memfmt: ONNX Runtime peer skipped: pip could not install onnxruntime from PyPI into $venv ($(grep -m 1 '^ERROR' "$log" || tail -n 1 "$log"); see $log)"
     fi
   fi
   if "$venv/bin/python" -c "import torch, torchvision, onnxruntime" 2>/dev/null; then peer_py="$venv/bin/python"; fi
