@@ -255,6 +255,18 @@ def peer_rows(rows):
     return list(out.values())
 
 
+def missing_peer(n, peers):
+    """Why no peer joins network row n: the first of its attributes that no peer row of the model has."""
+    same = [p for p in peers if p["model"] == base_model(n["model"])]
+    for attr in ("dtype", "pass", "batch", "resolution", "frames"):
+        if n[attr] is not None:
+            narrower = [p for p in same if p[attr] == n[attr]]
+            if not narrower:
+                return f"no peer ran {attr} {n[attr]}"
+            same = narrower
+    return "no peer ran this case"
+
+
 def network_vs_peers(nets, peers):
     """Each memfmt network row with the peers of the same model, dtype, pass and batch (and resolution
     and frames where the row states them): ratio_vs_<runner> = memfmt images/s / the peer's images/s (> 1: memfmt
@@ -279,7 +291,7 @@ def network_vs_peers(nets, peers):
         if n["status"] != "ok":
             notes.insert(0, "memfmt " + n["status"])
         elif not any(row["peers"].values()):
-            notes.append("no peer ran this batch" + ("" if n["resolution"] is None else f" at {n['resolution']}px"))
+            notes.append(missing_peer(n, peers))
         row["note"] = "; ".join(notes)
         if any(v is not None for v in row["peers"].values()) or any(
                 p["model"] == base_model(n["model"]) for p in peers):
