@@ -17,6 +17,7 @@
 # Peers: as root the Debian packages python3-torch, python3-torchvision, python3-matplotlib are
 # installed when missing, and ONNX Runtime (PyPI onnxruntime) into a venv under the build folder
 # that sees the system's torch; a peer that cannot be had is named with the reason and left out.
+# ONNX Runtime runs DIR/onnx/<model>_<R>x<R>.onnx (tools/export_onnx.py, batch symbolic; written once).
 #   scripts/bench.sh [--full] [--out DIR]
 # Default is a quick mode (about 10 minutes on 2 cores); --full runs longer, larger batches, more reps.
 # Environment: MEMFMT_BENCH_THREADS (default: all cores; the peers use the same count);
