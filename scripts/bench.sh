@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# The main job: NCHW vs NHWC. Builds the benchmarks (Release, -march=native) and runs
+# The main job: NCHW vs NHWC, and memfmt against what people use today. Builds the benchmarks
+# (Release, -march=native) and runs, with a progress line per stage:
 #   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
-#   bench_network     a ResNet-50 trunk end to end: all NCHW, all NHWC, and memfmt::graph's plans
+#   bench_network     whole networks (BM_network/<model>/<dtype>/<pass>/<policy>) at batch 1 and a
+#                     larger batch: every network at batch 1; at the larger batch ResNet-50 and
+#                     MobileNetV2 (quick) or every network (--full)
+#   bench_peers       benchmarks/peers/bench_peers.py: PyTorch (NCHW, channels_last) and ONNX Runtime
+#                     on the cases bench_network ran, same threads (peers.json)
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
-# then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
+# then prints the tables (per layer; per network with memfmt / peer ratios) and writes
+# summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder.
 # A case this CPU cannot run (oneDNN's bfloat16 without AVX-512) keeps its row, marked e.g.
 # "unsupported on this CPU (needs avx512_core)" (DNNL_MAX_CPU_ISA=AVX2 shows an AVX2-only CPU's table).
+# Peers: as root the Debian packages python3-torch, python3-torchvision, python3-matplotlib are
+# installed when missing, and ONNX Runtime (PyPI onnxruntime) into a venv under the build folder
+# that sees the system's torch; a peer that cannot be had is named with the reason and left out.
+# ONNX Runtime runs DIR/onnx/<model>_<R>x<R>.onnx (tools/export_onnx.py, batch symbolic; written once).
 #   scripts/bench.sh [--full] [--out DIR]
-# Default is a quick mode (a few minutes on 2 cores); --full runs longer, larger batches.
+# Default is a quick mode (about 10 minutes on 2 cores); --full runs longer, larger batches, more reps.
+# Environment: MEMFMT_BENCH_THREADS (default: all cores; the peers use the same count);
+# OMP_WAIT_POLICY=PASSIVE on a shared machine (waiting threads sleep instead of spinning, in memfmt,
+# PyTorch and ONNX Runtime alike; spinning there can make a pass 10x slower).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -53,13 +66,91 @@ run_bench() {  # name binary [args...]
   "$bin" --benchmark_out="$out/$name.json" --benchmark_out_format=json "$@"
 }
 
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3)
+threads=${MEMFMT_BENCH_THREADS:-$jobs}
+export OMP_NUM_THREADS=$threads
+if [ "$mode" = full ]; then
+  net_batches=(1 8 32); peer_args=(--reps 20 --warmup 3 --case-seconds 20 --dtypes float32,bfloat16,float16)
+else
+  net_batches=(1 8); peer_args=(--reps 5 --warmup 1 --case-seconds 3 --time-limit 150 --dtypes float32)
+fi
+gpu_suites=0
+if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ] || [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then gpu_suites=1; fi
+stages=$((4 + gpu_suites))
+stage=0
+# This script's earlier results (bench_network.json was the single-batch name) would join stale rows.
+rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/peers.json
+progress() { stage=$((stage + 1)); echo "== [$stage/$stages $(date +%H:%M:%S)] $*"; }
+
+progress "bench_conv: per-layer NCHW vs NHWC"
 run_bench bench_conv "$build/benchmarks/conv/bench_conv"
+progress "bench_convert: conversion vs memcpy"
 run_bench bench_convert "$build/benchmarks/convert/bench_convert"
-run_bench bench_network "$build/benchmarks/network/bench_network"
-if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
-  run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
+progress "bench_network: whole networks at batch ${net_batches[*]}"
+for n in "${net_batches[@]}"; do
+  filter=()
+  if [ "$mode" = quick ] && [ "$n" != 1 ]; then filter=(--benchmark_filter='^BM_network/(resnet50|mobilenet_v2)/'); fi
+  echo "   batch $n"
+  MEMFMT_BENCH_BATCH=$n run_bench "bench_network_b$n" "$build/benchmarks/network/bench_network" "${filter[@]}" ||
+    echo "memfmt: bench_network at batch $n failed (exit $?); its rows are missing"
+done
+
+# The peers: PyTorch from Debian, ONNX Runtime from PyPI in a venv that also sees the system's torch.
+peers_setup() {
+  local missing
+  missing=$(memfmt_missing_debs python3-torch python3-torchvision python3-matplotlib python3-venv)
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      echo "memfmt: installing for the peers and charts:$missing"
+      export DEBIAN_FRONTEND=noninteractive
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
+        echo "memfmt: apt-get could not install$missing; the peers or charts that need them are skipped"
+    else
+      echo "memfmt: not root, so not installing$missing; the peers or charts that need them are skipped"
+    fi
+  fi
+  peer_py=$py
+  if ! "$py" -c "import torch, torchvision" 2>/dev/null; then
+    echo "memfmt: PyTorch peers skipped: $py cannot import torch and torchvision (python3-torch, python3-torchvision)"
+    peer_py=
+    return 0
+  fi
+  local venv="$build/peers-venv"
+  if ! "$venv/bin/python" -c "import onnxruntime" 2>/dev/null; then
+    local log="$build/peers-pip.log"
+    if ! "$py" -m venv --system-site-packages "$venv" >"$log" 2>&1; then
+      echo "memfmt: ONNX Runtime peer skipped: $py -m venv failed ($(tail -n 1 "$log"); Debian: python3-venv)"
+    elif "$venv/bin/pip" install --quiet --disable-pip-version-check --timeout 20 --retries 1 onnxruntime >"$log" 2>&1; then
+      echo "memfmt: onnxruntime installed into $venv"
+    else
+      echo "memfmt: ONNX Runtime peer skipped: pip could not install onnxruntime from PyPI into $venv ($(grep -m 1 '^ERROR' "$log" || tail -n 1 "$log"); see $log)"
+    fi
+  fi
+  if "$venv/bin/python" -c "import torch, torchvision, onnxruntime" 2>/dev/null; then peer_py="$venv/bin/python"; fi
+}
+
+progress "bench_peers: PyTorch and ONNX Runtime on the same networks, $threads threads"
+peers_setup
+if [ -n "$peer_py" ]; then
+  match=()
+  for f in "$out"/bench_network_b*.json; do [ -s "$f" ] && match+=(--match "$f"); done
+  if [ ${#match[@]} -eq 0 ]; then
+    echo "   no bench_network results to match: resnet50 and mobilenet_v2 at batch ${net_batches[*]}"
+    match=(--models resnet50,mobilenet_v2 --batches "$(IFS=,; echo "${net_batches[*]}")")
+  fi
+  "$peer_py" benchmarks/peers/bench_peers.py "${match[@]}" --threads "$threads" \
+    --resolution "${MEMFMT_BENCH_RESOLUTION:-224}" --onnx-dir "$out/onnx" --out "$out/peers.json" "${peer_args[@]}" ||
+    echo "memfmt: bench_peers.py failed (exit $?); the table has no peer rows"
 fi
-if [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then
-  run_bench bench_convert_cuda "$build/benchmarks/cuda/bench_convert_cuda"
+
+if [ "$gpu_suites" = 1 ]; then
+  progress "GPU suites: cuDNN layers and CUDA conversion"
+  if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
+    run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
+  fi
+  if [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then
+    run_bench bench_convert_cuda "$build/benchmarks/cuda/bench_convert_cuda"
+  fi
 fi
-python3 benchmarks/summarize.py --out "$out" "$out"/*.json
+"$py" benchmarks/summarize.py --out "$out" "$out"/*.json

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Self-test of benchmarks/summarize.py on the committed fixtures (no pytest, no benchmark run).
+
+  test_summarize.py SOURCE_DIR
+
+Runs summarize.py on fixtures/{conv,network,peers}.json and checks summary.json against ratios
+computed by hand from the fixtures' numbers: NHWC/NCHW per layer, speed against the network's
+channels-first run (old names BM_network/resnet50/f32/fwd/nchw and new ones .../inference/optimal in
+one group), memfmt / peer images/s, and that a skipped peer or memfmt row gives no ratio but a
+reason. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
+charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def near(a, b):
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def main():
+    src = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    fixtures = os.path.join(src, "tests", "bench", "fixtures")
+    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json")]
+    with tempfile.TemporaryDirectory() as out:
+        r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files,
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"summarize.py exit {r.returncode}: {r.stderr[-500:]}")
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        with open(os.path.join(out, "summary.md")) as f:
+            md = f.read()
+
+        layers = {p["case"]: p for p in s["layers"]}
+        check(near(layers["BM_conv/fwd/f32/3x3_56"]["ratio_nhwc_over_nchw"], 60 / 40), "3x3_56 NHWC/NCHW = 1.5")
+        check(layers["BM_conv/fwd/f32/grouped"]["winner"] == "NCHW", "grouped: NCHW wins at 0.5")
+
+        nets = {(n["model"], n["dtype"], n["pass"], n["batch"], n["policy"]): n for n in s["network"]}
+        check(len(nets) == 8, f"8 network rows, got {len(nets)}")
+        # old name: batch from the label; new name without ms_per_batch: ms = batch / images_per_s.
+        check(near(nets[("resnet50", "float32", "inference", 1, "nhwc")]["speed_vs_nchw"], 100 / 80), "nhwc vs nchw")
+        opt = nets[("resnet50", "float32", "inference", 1, "optimal")]
+        check(near(opt["ms_per_batch"], 40.0) and near(opt["speed_vs_nchw"], 100 / 40), "optimal 40 ms, 2.5x nchw")
+        mob = nets[("mobilenet_v2", "float32", "training", 8, "optimal")]
+        check(near(mob["speed_vs_nchw"], (8 / 20) / (8 / 32)), "batch:8 component; channels_first is the reference")
+        bf = nets[("mobilenet_v2", "bfloat16", "training", 8, "optimal")]
+        check(bf["status"] == "unsupported on this CPU (needs avx512_core)", f"bf16 status: {bf['status']}")
+        check(nets[("unet", "float32", "inference", 1, "pytorch_eager")]["resolution"] == 224, "resolution counter")
+
+        vs = {(v["model"], v["dtype"], v["pass"], v["batch"], v["policy"]): v for v in s["network_vs_peers"]}
+        check(len(vs) == 8, f"8 joined rows, got {len(vs)}")
+        o = vs[("resnet50", "float32", "inference", 1, "optimal")]
+        check(near(o["ratio_vs_pytorch_nchw"], 25 / 20), "optimal / pytorch_nchw = 1.25")
+        check(near(o["ratio_vs_pytorch_channels_last"], 25 / 16), "optimal / pytorch_channels_last = 1.5625")
+        check(near(o["ratio_vs_onnxruntime"], 25 / 40), "optimal / onnxruntime = 0.625")
+        check(near(vs[("resnet50", "float32", "inference", 1, "nchw")]["ratio_vs_onnxruntime"], 10 / 40),
+              "old-name nchw row joins the batch-1 peers (not the batch-8 one)")
+        m = vs[("mobilenet_v2", "float32", "training", 8, "optimal")]
+        check(near(m["ratio_vs_pytorch_channels_last"], 32 / 16), "mobilenet training optimal / channels_last = 2")
+        check(m["ratio_vs_onnxruntime"] is None and "inference only" in m["note"], "skipped ORT: no ratio, reason")
+        check(m["ratio_vs_pytorch_nchw"] is None, "absent peer row: no ratio")
+        b = vs[("mobilenet_v2", "bfloat16", "training", 8, "optimal")]
+        check(all(b["ratio_vs_" + p] is None for p in ("pytorch_nchw", "pytorch_channels_last", "onnxruntime"))
+              and "avx512_core" in b["note"], "memfmt row that did not run: no ratios")
+        u = vs[("unet", "float32", "inference", 1, "pytorch_eager")]
+        check(u["ratio_vs_pytorch_channels_last"] is None and u["note"] == "no peer ran resolution 224",
+              "a peer at another resolution (128) does not join a 224 row")
+        check("| resnet50     | float32  | inference | 1     | optimal" in md and "1.56" in md, "markdown table row")
+        r3d = vs[("r3d_18", "float32", "inference", 2, "optimal")]
+        check(r3d["resolution"] == 112 and nets[("r3d_18", "float32", "inference", 2, "optimal")]["frames"] == 8,
+              "FxRxR label: 8 frames, 112px")
+        check(r3d["ratio_vs_pytorch_channels_last"] is None and r3d["note"] == "no peer ran frames 8",
+              "a peer with 16 frames does not join an 8-frame row")
+        check(len(s["peers"]) == 8, "8 peer rows")
+
+        has_mpl = importlib.util.find_spec("matplotlib") is not None
+        for png in ("ratios.png", "networks.png"):
+            path = os.path.join(out, png)
+            if has_mpl:
+                with open(path, "rb") as f:
+                    check(f.read(8) == b"\x89PNG\r\n\x1a\n", f"{png} is a PNG")
+            else:
+                check(not os.path.exists(path) and "matplotlib" in r.stdout, f"{png} skipped with a reason")
+        if not has_mpl:
+            print("test_summarize: matplotlib not importable; the chart checks were the skip path")
+
+    # bench_peers.py --match: the cases of the network fixture (no torch needed to read them).
+    sys.path.insert(0, os.path.join(src, "benchmarks", "peers"))
+    import bench_peers
+
+    class Args:
+        batches = [1, 8]
+        resolution = 96
+        frames = 16
+
+    cases = sorted(set(bench_peers.matched_cases(os.path.join(fixtures, "network.json"), Args)))
+    want = sorted({("resnet50", "float32", "inference", 1, 224, 16), ("mobilenet_v2", "float32", "training", 8, 96, 16),
+                   ("mobilenet_v2", "bfloat16", "training", 8, 96, 16), ("unet", "float32", "inference", 1, 224, 16),
+                   ("r3d_18", "float32", "inference", 2, 112, 8)})
+    check(cases == want, f"--match cases {cases} != {want}")
+
+    print(f"test_summarize: {'FAILED ' + str(len(failures)) if failures else 'all'} checks"
+          f"{'' if failures else ' passed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
