@@ -48,6 +48,7 @@
 #include "../graph/plan.hpp"
 #include "../tensor/host_tensor.hpp"
 #include "../tensor/relabel.hpp"
+#include "backend_support.hpp"
 #include "check_parameters.hpp"
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
@@ -108,12 +109,19 @@ struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
 
+// Backends that cache prepared copies of weights by address (oneDNN's reordered weights).
+template <class Backend, class = void>
+struct caches_weights : std::false_type {};
+template <class Backend>
+struct caches_weights<Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
+    : std::true_type {};
+
 }  // namespace detail
 
 template <class Backend>
 class executor {
  public:
-  executor(const graph::network& net, const graph::plan& plan, const Backend& backend, const parameter_store& params,
+  executor(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
            executor_options options = {})
       : net_(net), plan_(plan), backend_(backend), options_(options) {
     if (plan.nodes.size() != net.size())
@@ -125,6 +133,13 @@ class executor {
     assign_storage();
     plan_arena();
     for (const graph::node& n : net.nodes()) bind(n, params);
+  }
+
+  // The backend's copies of this executor's weights die with them: another executor's weights may
+  // later sit at the same addresses.
+  ~executor() {
+    if constexpr (detail::caches_weights<Backend>::value)
+      for (const void* w : weights_) backend_.invalidate_weights(w);
   }
 
   executor(const executor&) = delete;  // steps point into this object
@@ -189,6 +204,8 @@ class executor {
     detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
+    if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
+      if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
     // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
     // linear reading the 4-D value by its strides (a permuted weight) gets them right.
     if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
@@ -398,6 +415,7 @@ class executor {
     using CF = typename F::channels_first_t;
     memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
     owned_.push_back(owned);
+    weights_.push_back(owned->data());
     return owned->const_view();
   }
 
@@ -420,7 +438,7 @@ class executor {
       const auto yv = detail::view_of<F>(yd, n.extents);
       const auto wv = weight_in<T, F>(w, shape);
       const conv_params p = a.params;
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xv, wv, bd, yv, p, relu] {
         b.conv_forward(xv, wv, bd, yv, p);
         if (relu) b.activation_forward(memfmt::activation::relu, tensor_view<const T, F>(yv), yv);
@@ -470,7 +488,7 @@ class executor {
         bias = detail::view_of<F>(static_cast<const T*>(keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias"))), be);
       }
       const conv_params p = a.params;
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xv, wt, yv, bias, p] {
         b.conv_backward_data(xv, wt, yv, p);
         if (bias.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), bias, yv);
@@ -492,7 +510,7 @@ class executor {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xv, yv, s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], p] {
         b.batch_norm_forward_inference(xv, yv, s0, s1, s2, s3, p);
       });
@@ -514,7 +532,7 @@ class executor {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       const group_norm_params p = a.params;
       step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
     });
@@ -532,9 +550,10 @@ class executor {
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     const T* w = keep(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
+    weights_.push_back(w);
     const T* bias = a.bias ? keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
     const auto yv = detail::view_of<nchw>(yd, kernel_extents(n.extents));
-    const Backend& b = backend_;
+    Backend& b = backend_;
     const graph::node& s = net_.at(src);
     const bool flat = s.kind == graph::node_kind::flatten;
     const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : kernel_extents(s.extents);
@@ -553,7 +572,7 @@ class executor {
       for (graph::node_id i : n.inputs)
         xs.push_back(detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, i))), net_.at(i).extents));
       const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xs, yv] { b.concat_forward(xs, yv); });
     });
   }
@@ -569,7 +588,7 @@ class executor {
       };
       const auto x = in(0);
       const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), kernel_extents(n.extents));
-      const Backend& b = backend_;
+      Backend& b = backend_;
       switch (n.kind) {
         case graph::node_kind::activation:
           step.push_back([&b, x, y, k = n.get<memfmt::activation>()] { b.activation_forward(k, x, y); });
@@ -662,7 +681,7 @@ class executor {
 
   graph::network net_;  // copies: small, and a temporary plan must not dangle
   graph::plan plan_;
-  const Backend& backend_;
+  Backend& backend_;
   executor_options options_;
   executor_report report_;
   std::vector<storage> storage_;
@@ -672,6 +691,7 @@ class executor {
   std::unique_ptr<std::byte, detail::free_bytes> arena_;
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
+  std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / relu -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
   std::map<graph::node_id, graph::node_id> fused_relu_;  // conv -> the relu run on its output
