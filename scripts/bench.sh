@@ -2,7 +2,7 @@
 # The main job: NCHW vs NHWC. Builds the benchmarks (Release, -march=native) and runs
 #   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
-#   bench_network     a ResNet-50 trunk end to end: all NCHW, all NHWC, and memfmt::graph's plans
+#   bench_network     whole networks (models.hpp) end to end on oneDNN, one plan per format policy
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
 # then prints a table (layer, NCHW, NHWC, ratio, winner) and writes JSON, Markdown and an SVG chart.
