@@ -69,10 +69,10 @@ struct model_case {
 };
 
 const model_case model_cases[] = {
-    {"resnet50", models::resnet50, 224},
+    {"resnet50", models::resnet50, 160},
     {"mobilenet_v2", models::mobilenet_v2, 224},
-    {"unet", models::unet, 128},
-    {"resnext50_32x4d", models::resnext50_32x4d, 224},
+    {"unet", models::unet, 96},
+    {"resnext50_32x4d", models::resnext50_32x4d, 160},
     {"vgg16_bn", models::vgg16_bn, 112},
     {"r3d_18", models::r3d_18, 56, 8},
 };
