@@ -113,6 +113,7 @@ inline void append_params(std::string& key, const conv_params& p, int spatial_ra
 class backend {
  public:
   static constexpr const char* name = "onednn";
+  using conv_fusion = onednn::conv_fusion;  // conv_forward's epilogue (the executor fuses with it)
 
   backend() : backend(dnnl::engine(dnnl::engine::kind::cpu, 0)) {}
   explicit backend(const dnnl::engine& eng)
