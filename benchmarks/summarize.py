@@ -12,7 +12,7 @@ failing that, 1 / real_time.
 
 Whole-network benchmarks (BM_network/<net>/<dtype>/<pass>/<variant>, counter images_per_s) are kept
 out of that table and get their own: variant, ms/batch, images/s, conversions, speed vs the same
-network's nchw variant (JSON key "network").
+network's nchw (or all_channels_first) variant (JSON key "network").
 
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
@@ -128,7 +128,8 @@ def overhead_rows(rows):
 
 
 def network_rows(rows):
-    """BM_network/<net>/<dtype>/<pass>/<variant>: one row per variant, compared with its nchw run."""
+    """BM_network/<net>/<dtype>/<pass>/<variant>: one row per variant, compared with its nchw
+    (all_channels_first) run."""
     groups = {}
     order = []
     for b in rows:
@@ -142,7 +143,7 @@ def network_rows(rows):
         groups[base][variant] = b
     out = []
     for base in order:
-        ref = groups[base].get("nchw")
+        ref = groups[base].get("nchw", groups[base].get("all_channels_first"))
         for variant, b in groups[base].items():
             why = status(b)
             if why != "ok":
