@@ -14,7 +14,8 @@
 // intermediate value has no other reader: a batch norm folds into the preceding conv's weights and
 // bias, and a residual add (whose other operand exists by then) and a relu after it run on the
 // conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
-// post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node (user_op.hpp).
+// post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
+// (user_op.hpp).
 //
 // The executor keeps copies of the network and plan and a reference to the backend, which must
 // outlive it; the parameter store need not.
