@@ -73,7 +73,7 @@ const model_case model_cases[] = {
     {"mobilenet_v2", models::mobilenet_v2, 224},
     {"unet", models::unet, 96},
     {"resnext50_32x4d", models::resnext50_32x4d, 160},
-    {"vgg16_bn", models::vgg16_bn, 112},
+    {"vgg16_bn", models::vgg16_bn, 224},  // 32 or a multiple of 224 (its classifier pools to 7x7)
     {"r3d_18", models::r3d_18, 56, 8},
 };
 
