@@ -3,7 +3,8 @@
 # (Release, -march=native) and runs, with a progress line per stage:
 #   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
-#   bench_network     whole networks (BM_network/<model>/<dtype>/<pass>/<policy>) at batch 1 and a
+#   bench_network     whole networks of graph/models.hpp through the executor on oneDNN, one plan
+#                     per format policy (BM_network/<model>/<dtype>/<pass>/<policy>) at batch 1 and a
 #                     larger batch: every network at batch 1; at the larger batch ResNet-50 and
 #                     MobileNetV2 (quick) or every network (--full)
 #   bench_peers       benchmarks/peers/bench_peers.py: PyTorch (NCHW, channels_last) and ONNX Runtime

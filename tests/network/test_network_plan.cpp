@@ -1,145 +1,81 @@
-// The network executor of bench_network (benchmarks/network/resnet_executor.hpp) on a small
-// ResNet-50 of the models header (width 1/8, 64x64): every variant (all NCHW, all NHWC, the
-// planner's plan, a deliberately mixed assignment that splits the BN fusions and converts often)
-// runs through oneDNN and must give the output of a plain NCHW forward written out here with the
-// reference backend (double accumulation, no fusion, its own copy of ResNet's strides, paddings and
-// max pool): the independent truth.
+// The library executor on the oneDNN backend with bench_network's network, a small ResNet-50 of
+// the models header (width 1/8, 64x64): every plan (all channels_first, all channels_last, the
+// planner's, a deliberately mixed assignment that splits the fusions and converts often) gives the
+// output of the reference backend's all-channels-first run without fusions; each plan's
+// conversions, and only those, are made; a second pass gives the same result; a plan of another
+// network is refused with both sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <memfmt/backends/dnnl/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/graph/cost_model.hpp>
+#include <memfmt/graph/models.hpp>
 #include <memfmt/graph/plan.hpp>
 #include <memfmt/graph/solve.hpp>
-
-#include "../dnnl/dnnl_test_util.hpp"
-#include "resnet_executor.hpp"
+#include <memfmt/runtime/executor.hpp>
+#include <memfmt/runtime/random_parameters.hpp>
 
 namespace {
 
 using namespace memfmt;
-using namespace memfmt_network;
+using graph::family;
 
-resnet_config tiny() {
-  resnet_config c;
-  c.batch = 1;
-  c.resolution = 64;  // stem 32x32, max pool 16x16; stages at 16, 8, 4, 2
-  c.width = 0.125;    // stem 8 channels, bottleneck widths 8, 16, 32, 64
-  return c;
+graph::network tiny(dtype t) {
+  graph::models::options o;
+  o.batch = 1;
+  o.resolution = 64;  // stem 32x32, max pool 16x16; stages at 16, 8, 4, 2
+  o.width = 0.125;    // stem 8 channels, bottleneck widths 8, 16, 32, 64
+  o.classes = 10;
+  o.type = t;
+  return graph::models::resnet50(o);
 }
 
-// The trunk's values the executor computes; conversions of later values (the classifier's) are not run.
-std::int64_t trunk_conversions(const graph::plan& p, node_id output) {
-  std::int64_t n = 0;
-  for (const auto& c : p.conversions) n += c.value <= output;
-  return n;
-}
-
-template <class T>
-T of_float(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return T(v);
-}
-
-// ResNet's bottleneck trunk, unfused, NCHW, reference backend. Only the parameter values come from
-// the model (looked up by layer name); the structure is written out again here.
-template <class T>
-class oracle {
- public:
-  explicit oracle(const resnet_model<T>& m) : m_(m) {}
-
-  host_tensor<T, nchw> run() {
-    host_tensor<T, nchw> h = max_pool_3x3s2(relu(bn("bn1", conv("conv1", m_.image, 2, 3))));
-    const int blocks[] = {3, 4, 6, 3};
-    for (int stage = 0; stage < 4; ++stage)
-      for (int b = 0; b < blocks[stage]; ++b) {
-        const std::string name = "layer" + std::to_string(stage + 1) + "." + std::to_string(b) + ".";
-        const std::int64_t stride = (b == 0 && stage > 0) ? 2 : 1;
-        host_tensor<T, nchw> y = relu(bn(name + "bn1", conv(name + "conv1", h, 1, 0)));
-        y = relu(bn(name + "bn2", conv(name + "conv2", y, stride, 1)));
-        y = bn(name + "bn3", conv(name + "conv3", y, 1, 0));
-        host_tensor<T, nchw> shortcut =
-            b == 0 ? bn(name + "downsample.1", conv(name + "downsample.0", h, stride, 0)) : h.clone();
-        h = relu(add(y, shortcut));
-      }
-    return h;
+std::vector<std::optional<family>> uniform(const graph::network& net, family f) {
+  std::vector<std::optional<family>> a(net.size());
+  for (const auto& n : net.nodes()) {
+    if (!net.has_format(n.id)) continue;
+    const auto* p = n.binding_pin();
+    a[n.id] = p && p->mandatory ? p->format : f;
   }
-
- private:
-  node_id id(const std::string& name) const {
-    const auto found = m_.net.find(name);
-    EXPECT_TRUE(found.has_value()) << name;
-    return found.value_or(0);
-  }
-
-  host_tensor<T, nchw> conv(const std::string& layer, const host_tensor<T, nchw>& x, std::int64_t stride,
-                            std::int64_t padding) {
-    const auto& w = m_.convs[id(layer)].weight;
-    conv_params p;
-    p.stride = {stride, stride, 1};
-    p.padding = {padding, padding, 0};
-    host_tensor<T, nchw> y(conv_output_extents(x.extents(), w.extents(), p));
-    ref_.conv_forward(x.const_view(), w.const_view(), static_cast<const T*>(nullptr), y.view(), p);
-    return y;
-  }
-
-  host_tensor<T, nchw> bn(const std::string& layer, const host_tensor<T, nchw>& x) {
-    const auto& l = m_.bns[id(layer)];
-    host_tensor<T, nchw> y(x.extents());
-    ref_.batch_norm_forward_inference(x.const_view(), y.view(), l.gamma.data(), l.beta.data(), l.mean.data(),
-                                      l.var.data(), batch_norm_params{});
-    return y;
-  }
-
-  // torch.nn.MaxPool2d(3, 2, 1): padded positions never win.
-  static host_tensor<T, nchw> max_pool_3x3s2(const host_tensor<T, nchw>& x) {
-    const auto e = x.extents();
-    host_tensor<T, nchw> y({e[0], e[1], (e[2] - 1) / 2 + 1, (e[3] - 1) / 2 + 1});
-    const auto ye = y.extents();
-    for (std::int64_t n = 0; n < ye[0]; ++n)
-      for (std::int64_t c = 0; c < ye[1]; ++c)
-        for (std::int64_t i = 0; i < ye[2]; ++i)
-          for (std::int64_t j = 0; j < ye[3]; ++j) {
-            float m = -1e30f;
-            for (std::int64_t h = 2 * i - 1; h <= 2 * i + 1; ++h)
-              for (std::int64_t w = 2 * j - 1; w <= 2 * j + 1; ++w)
-                if (h >= 0 && h < e[2] && w >= 0 && w < e[3])
-                  m = std::max(m, static_cast<float>(x.data()[((n * e[1] + c) * e[2] + h) * e[3] + w]));
-            y.data()[((n * ye[1] + c) * ye[2] + i) * ye[3] + j] = of_float<T>(m);
-          }
-    return y;
-  }
-
-  static host_tensor<T, nchw> relu(host_tensor<T, nchw> x) {
-    for (std::int64_t i = 0; i < x.numel(); ++i)
-      if (!(static_cast<float>(x.data()[i]) > 0.f)) x.data()[i] = of_float<T>(0.f);
-    return x;
-  }
-
-  static host_tensor<T, nchw> add(const host_tensor<T, nchw>& a, const host_tensor<T, nchw>& b) {
-    host_tensor<T, nchw> y(a.extents());
-    for (std::int64_t i = 0; i < a.numel(); ++i)
-      y.data()[i] = of_float<T>(static_cast<float>(a.data()[i]) + static_cast<float>(b.data()[i]));
-    return y;
-  }
-
-  const resnet_model<T>& m_;
-  reference::backend ref_;
-};
-
-// Conv and memory-bound layers on a pattern that keeps switching format: many conversions and
-// split fusion groups (unfused ReLU / add).
-std::vector<std::optional<family>> mixed_assignment(const graph::network& net) {
-  std::vector<std::optional<family>> a = uniform_assignment(net, family::channels_first);
-  for (const auto& n : net.nodes())
-    if (n.kind != node_kind::input && a[n.id]) a[n.id] = (n.id * 7) % 3 == 0 ? family::channels_last : family::channels_first;
   return a;
+}
+
+// Formats that keep switching: many conversions, split fusion groups.
+std::vector<std::optional<family>> mixed_assignment(const graph::network& net) {
+  std::vector<std::optional<family>> a = uniform(net, family::channels_first);
+  for (const auto& n : net.nodes())
+    if (n.kind != graph::node_kind::input && a[n.id]) a[n.id] = (n.id * 7) % 3 == 0 ? family::channels_last : family::channels_first;
+  return a;
+}
+
+// The network's output (float) for an input of 0.5 * sin(i).
+template <class T, class Backend>
+std::vector<float> run(runtime::executor<Backend>& ex, const graph::network& net) {
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  std::vector<T> x(static_cast<std::size_t>(in.numel())), y(static_cast<std::size_t>(out.numel()));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(0.5f * std::sin(static_cast<float>(i)));
+  ex.forward({{"input", runtime::tensor_ref{in.type, in.extents, family::channels_first, x.data()}}},
+             {{"output", runtime::tensor_ref{out.type, out.extents, family::channels_first, y.data()}}});
+  return std::vector<float>(y.begin(), y.end());
+}
+
+double normalized_max_error(const std::vector<float>& got, const std::vector<float>& truth) {
+  double scale = 0, err = 0;
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::fabs(truth[i])));
+    const double e = std::fabs(static_cast<double>(got[i]) - truth[i]);
+    err = std::max(err, std::isnan(e) ? INFINITY : e);
+  }
+  return err / std::max(scale, 1e-30);
 }
 
 template <class T>
@@ -147,71 +83,69 @@ class network_plan : public ::testing::Test {};
 using element_types = ::testing::Types<float, bfloat16>;
 TYPED_TEST_SUITE(network_plan, element_types);
 
-TYPED_TEST(network_plan, every_variant_matches_the_reference_forward) {
+TYPED_TEST(network_plan, every_plan_matches_the_reference_forward) {
   using T = TypeParam;
-  const resnet_model<T> model(tiny());
-  onednn::backend dnnl;
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<T>("onednn::conv_forward", [&] {
-    const graph::plan nhwc_plan =
-        graph::make_plan(model.net, graph::cost_model{}, uniform_assignment(model.net, family::channels_last));
-    executor<T, onednn::backend> ex(dnnl, model, nhwc_plan);
-    ex.run();
-  });
-  if (!unsupported.empty()) GTEST_SKIP() << unsupported;
-  const host_tensor<T, nchw> truth = oracle<T>(model).run();
-  ASSERT_EQ(truth.extents(), (layout<nchw>::extents_type{1, 256, 2, 2}));
-
+  const dtype t = std::is_same_v<T, float> ? dtype::float32 : dtype::bfloat16;
+  if (!onednn::supports(t)) GTEST_SKIP() << onednn::support_for(t).reason;
+  const graph::network ref_net = tiny(dtype::float32), net = tiny(t);
   const graph::cost_model priors;
+  reference::backend ref;
+  runtime::executor<reference::backend> truth_ex(
+      ref_net, graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)), ref,
+      runtime::random_parameters(ref_net, 3), {false, false});
+  const std::vector<float> truth = run<float>(truth_ex, ref_net);
+  const double tolerance = t == dtype::float32 ? 1e-4 : 3e-2;
+
   struct variant {
     const char* name;
     graph::plan plan;
   };
   const std::vector<variant> variants{
-      {"nchw", graph::make_plan(model.net, priors, uniform_assignment(model.net, family::channels_first))},
-      {"nhwc", graph::make_plan(model.net, priors, uniform_assignment(model.net, family::channels_last))},
-      {"planned", graph::solve(model.net, priors)},
-      {"mixed", graph::make_plan(model.net, priors, mixed_assignment(model.net))},
+      {"channels_first", graph::make_plan(net, priors, uniform(net, family::channels_first))},
+      {"channels_last", graph::make_plan(net, priors, uniform(net, family::channels_last))},
+      {"planned", graph::solve(net, priors)},
+      {"mixed", graph::make_plan(net, priors, mixed_assignment(net))},
   };
-  std::int64_t full_fusion = 0;
+  const runtime::parameter_store params = runtime::random_parameters(net, 3);
+  onednn::backend dnnl;
+  std::size_t full_fusion = 0;
   for (const auto& v : variants) {
     SCOPED_TRACE(v.name);
-    executor<T, onednn::backend> ex(dnnl, model, v.plan);
-    const pass_stats s = ex.run();
-    // Every conversion of the plan's trunk runs once per pass, no other.
-    EXPECT_EQ(s.conversions, trunk_conversions(v.plan, model.output));
-    EXPECT_EQ(ex.conversions_per_pass(), s.conversions);
-    const double err = normalized_max_error(ex.output_nchw(), truth);
-    EXPECT_LE(err, network_tolerance<T>());
-    // A second pass reuses the buffers and gives the same result.
-    ex.run();
-    EXPECT_LE(normalized_max_error(ex.output_nchw(), truth), network_tolerance<T>());
-    if (std::string(v.name) == "nchw") full_fusion = ex.fused_groups();
-    if (std::string(v.name) == "nhwc") {
-      EXPECT_EQ(s.conversions, 1);  // the NCHW image, once
-      EXPECT_EQ(ex.fused_groups(), full_fusion);
+    runtime::executor<onednn::backend> ex(net, v.plan, dnnl, params);
+    std::int64_t copies = 0;
+    for (const auto& c : v.plan.conversions) copies += !c.relabel;
+    EXPECT_EQ(ex.report().conversions, copies);
+    EXPECT_LE(normalized_max_error(run<T>(ex, net), truth), tolerance);
+    EXPECT_LE(normalized_max_error(run<T>(ex, net), truth), tolerance);  // buffers reused
+    const std::string name = v.name;
+    if (name == "channels_first") full_fusion = ex.report().fusions.size();
+    if (name == "channels_last") {
+      EXPECT_EQ(ex.report().conversions, 1);  // the channels_first image, once
+      EXPECT_EQ(ex.report().fusions.size(), full_fusion);
     }
-    if (std::string(v.name) == "mixed") {
-      EXPECT_GT(s.conversions, 10);
-      EXPECT_LT(ex.fused_groups(), full_fusion);  // the unfused ReLU / add paths ran
+    if (name == "mixed") {
+      EXPECT_GT(ex.report().conversions, 10);
+      EXPECT_LT(ex.report().fusions.size(), full_fusion);
     }
   }
-  // Every BN is fused with its ReLU or its add: 1 (stem) + 2 per block + 1 per block's add.
-  EXPECT_EQ(full_fusion, 1 + 3 * 16);
+  EXPECT_EQ(full_fusion, 1u + 3u * 16u + 4u);  // every conv with its batch norm: stem, 3 per block, 4 downsamples
 }
 
 TEST(network_plan_errors, a_plan_of_another_network_is_rejected_with_both_sizes) {
-  resnet_config small = tiny();
-  const resnet_model<float> model(small);
-  small.resnet50 = false;
-  const resnet_model<float> other(small);
-  const graph::plan p = graph::solve(other.net, graph::cost_model{});
+  const graph::network net = tiny(dtype::float32);
+  graph::models::options o;
+  o.batch = 1;
+  o.resolution = 64;
+  o.width = 0.125;
+  const graph::network other = graph::models::resnet18(o);
+  const graph::plan p = graph::solve(other, graph::cost_model{});
   onednn::backend dnnl;
   try {
-    executor<float, onednn::backend> ex(dnnl, model, p);
+    runtime::executor<onednn::backend> ex(net, p, dnnl, runtime::random_parameters(net, 1));
     FAIL() << "expected memfmt::error";
   } catch (const memfmt::error& e) {
-    EXPECT_NE(std::string(e.what()).find(std::to_string(other.net.size()) + " nodes"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(std::to_string(model.net.size())), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(other.size()) + " nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(net.size())), std::string::npos) << e.what();
   }
 }
 

@@ -109,7 +109,7 @@ memfmt::host_tensor<T, F> weight_of(const parameter_store& s, const std::string&
 template <class T, class F>
 direct<T, F> run_direct(const small_net& m, const parameter_store& s, const memfmt::host_tensor<T, F>& x) {
   using P = memfmt::reference::param_t<T>;
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   const auto& n = m.net;
   auto c1 = tensor_from<T, F>(n.at(m.c1).extents);
   const auto w1 = weight_of<T, F>(s, "c1.weight");
@@ -136,7 +136,7 @@ template <class T, class CF, class CL>
 std::pair<memfmt::host_tensor<T, CF>, memfmt::host_tensor<T, CL>> run_executor(
     const small_net& m, const memfmt::graph::plan& plan, const parameter_store& s, const memfmt::host_tensor<T, CF>& x,
     bool poison, memfmt::runtime::executor_report* report = nullptr) {
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan, b, s, {poison, false});  // exact: no folding
   auto y = tensor_from<T, CF>(m.net.at(m.c2).extents);
   auto f = tensor_from<T, CL>(m.net.at(m.bn).extents);
@@ -197,7 +197,7 @@ TEST(Executor, EveryPlanMatchesTheLayersRunOneByOne) {
 TEST(Executor, ReportsConversionsAndReuse) {
   const small_net m(memfmt::dtype::float32);
   const auto plan = plan_for(m.net, family::channels_last);
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan, b, make_params<float>(m.net, 1));
   EXPECT_EQ(ex.report().conversions, 2);
   EXPECT_GT(ex.report().allocate_all_bytes, 0);
@@ -214,7 +214,7 @@ TEST(Executor, FlattenAliasesItsInput) {
   net.output("features", net.flatten("flat", c), family::channels_first);
   net.output("map", c, family::channels_first);
   const parameter_store s = make_params<float>(net, 5);
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, family::channels_first), b, s);
   memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5}), map({2, 2, 4, 5});
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
@@ -253,7 +253,7 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
   memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5}), conv({2, 2, 4, 5});
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
   std::copy(v.begin(), v.end(), in.data());
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   b.conv_forward(in.const_view(), weight_of<float, memfmt::nchw>(s, "c.weight").const_view(), static_cast<const float*>(nullptr),
                  conv.view(), net.at(c).get<memfmt::graph::conv_attrs>().params);
   const auto w = s.at("fc.weight").values<float>(), bias = s.at("fc.bias").values<float>();
@@ -293,7 +293,7 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
   std::copy(v.begin(), v.end(), in.data());
   auto want = tensor_from<float, memfmt::nchw>(net.at(up).extents);
   ASSERT_EQ(want.extents(), (memfmt::host_tensor<float, memfmt::nchw>::extents_type{2, 6, 6, 9}));
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   b.conv_backward_data(in.const_view(), weight_of<float, memfmt::nchw>(s, "up.weight").const_view(), want.view(), a.params);
   const auto bias = s.at("up.bias").values<float>();
   for (std::int64_t i = 0; i < want.numel(); ++i) want.data()[i] += bias[static_cast<std::size_t>(i / 54 % 6)];
@@ -308,7 +308,7 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
 
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   const small_net m(memfmt::dtype::float32);
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   const auto plan = plan_for(m.net, family::channels_last);
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan, b, make_params<float>(m.net, 1));
   memfmt::host_tensor<float, memfmt::nchw> x({2, 4, 7, 6}), y({2, 4, 4, 3});
@@ -339,7 +339,7 @@ TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
 TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
   const small_net m(memfmt::dtype::float32);
   const small_net other(memfmt::dtype::float32, {2, 3, 7, 6});  // c1 takes 3 channels
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   const auto plan = plan_for(m.net, family::channels_first);
   using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
   expect_error([&] { ex_t(m.net, plan, b, make_params<float>(other.net, 1)); }, errc::shape_mismatch,

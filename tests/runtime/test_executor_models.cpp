@@ -19,6 +19,7 @@
 #include "memfmt/graph/plan.hpp"
 #include "memfmt/graph/solve.hpp"
 #include "memfmt/runtime/executor.hpp"
+#include "model_test_util.hpp"
 
 namespace {
 
@@ -26,59 +27,11 @@ using memfmt::graph::family;
 using memfmt::graph::network;
 using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
+using memfmt_test::longest_reduction;
+using memfmt_test::make_params;
+using memfmt_test::small;
+using memfmt_test::uniform;
 namespace models = memfmt::graph::models;
-
-// Weights uniform in +-sqrt(3 / fan_in) (unit variance through each layer, so deep nets neither
-// vanish nor blow up), batch norm statistics near the identity.
-parameter_store make_params(const network& net, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  parameter_store s;
-  for (const auto& n : net.nodes())
-    for (const auto& p : net.parameters(n.id)) {
-      const auto count = static_cast<std::size_t>(memfmt::detail::checked_numel(p.extents, "test"));
-      if (p.type == memfmt::dtype::int64) {
-        s.insert<std::int64_t>(p.name, p.extents, std::vector<std::int64_t>(count, 0));
-        continue;
-      }
-      float lo = -0.1f, hi = 0.1f;
-      const auto ends = [&](const char* suffix) {
-        const std::string t(suffix);
-        return p.name.size() >= t.size() && p.name.compare(p.name.size() - t.size(), t.size(), t) == 0;
-      };
-      if (ends("running_var")) lo = 0.5f, hi = 1.5f;
-      else if (ends("weight") && p.extents.size() == 1) lo = 0.5f, hi = 1.5f;
-      else if (ends("weight")) {
-        const float fan_in = static_cast<float>(count / static_cast<std::size_t>(p.extents[0]));
-        hi = std::sqrt(3.f / fan_in);
-        lo = -hi;
-      }
-      std::uniform_real_distribution<float> d(lo, hi);
-      std::vector<float> v(count);
-      for (auto& e : v) e = d(rng);
-      s.insert<float>(p.name, p.extents, v);
-    }
-  return s;
-}
-
-std::vector<std::optional<family>> uniform(const network& net, family f) {
-  std::vector<std::optional<family>> a(net.size());
-  for (const auto& n : net.nodes()) {
-    if (!net.has_format(n.id)) continue;
-    const auto* p = n.binding_pin();
-    a[n.id] = p && p->mandatory ? p->format : f;
-  }
-  return a;
-}
-
-// The longest sum behind one output element of a layer: C/groups * kernel for convs, features for
-// linears, the group's or channel's size for norms.
-std::int64_t longest_reduction(const network& net) {
-  std::int64_t r = 1;
-  for (const auto& n : net.nodes())
-    for (const auto& p : net.parameters(n.id))
-      if (p.extents.size() >= 2) r = std::max(r, memfmt::detail::checked_numel(p.extents, "test") / p.extents[0]);
-  return r;
-}
 
 struct run_result {
   std::vector<float> output;
@@ -87,7 +40,7 @@ struct run_result {
 
 run_result run(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
                const std::vector<float>& input, bool fuse) {
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, b, params, {true, fuse});
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));
@@ -136,16 +89,6 @@ void check_model(const std::string& name, const network& net, std::size_t expect
         ADD_FAILURE() << plan_name << ": output element " << i << " is " << got.output[i] << ", expected "
                       << truth.output[i] << " (tolerance " << tol << ")";
   }
-}
-
-models::options small(double width, std::int64_t resolution) {
-  models::options o;
-  o.batch = 2;
-  o.resolution = resolution;
-  o.width = width;
-  o.classes = 10;
-  o.frames = 4;
-  return o;
 }
 
 TEST(ExecutorModels, ResNet18) { check_model("resnet18", models::resnet18(small(0.125, 32)), 17); }
@@ -229,7 +172,7 @@ TEST(ExecutorModels, EveryLayerKind) {
 // stay untouched. One whose declared formats differ from the node's is refused before any work.
 TEST(ExecutorErrors, UserOpReturningTheWrongFormat) {
   using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   const memfmt::graph::cost_model model{};
   const network liar = every_layer(doubling(family::channels_last, family::channels_last, family::channels_first));
   const parameter_store params = make_params(liar, 3);

@@ -282,7 +282,7 @@ int run_command::run() const {
 
     const memfmt::graph::cost_model model;
     const memfmt::graph::plan plan = memfmt::graph::plan_with(net, model, which);
-    const memfmt::reference::backend backend;
+    memfmt::reference::backend backend;
     memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, backend, weights);
 
     // Inputs in logical order, then in the planned format.

@@ -274,7 +274,7 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   // The truth: the executor in this process, every layer channels-first, nothing fused.
   const memfmt::graph::plan first = memfmt::graph::plan_with(net, memfmt::graph::cost_model{},
                                                              memfmt::graph::policy::all_channels_first);
-  const memfmt::reference::backend backend;
+  memfmt::reference::backend backend;
   memfmt::runtime::executor<memfmt::reference::backend> ex(net, first, backend, params, {false, false});
   std::map<std::string, std::vector<float>> want;
   std::map<std::string, memfmt::runtime::tensor_ref> outs;

@@ -12,8 +12,10 @@
 // Layers that only rename bytes (output, flatten, dropout in inference) alias what they read.
 // Inference fusions (executor_options::fuse), where the plan keeps the layers in one format and the
 // intermediate value has no other reader: a batch norm folds into the preceding conv's weights and
-// bias, and a relu after it runs on the conv's output in the conv's step; report().fusions lists
-// each group. Opaque layers run the user_op attached to the node (user_op.hpp).
+// bias, and a residual add (whose other operand exists by then) and a relu after it run on the
+// conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
+// post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
+// (user_op.hpp).
 //
 // The executor keeps copies of the network and plan and a reference to the backend, which must
 // outlive it; the parameter store need not.
@@ -48,6 +50,7 @@
 #include "../graph/plan.hpp"
 #include "../tensor/host_tensor.hpp"
 #include "../tensor/relabel.hpp"
+#include "backend_support.hpp"
 #include "check_parameters.hpp"
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
@@ -58,7 +61,7 @@ namespace memfmt::runtime {
 
 struct executor_options {
   bool poison = false;  // overwrite each value with NaN when its liveness ends
-  bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + relu
+  bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + residual add + relu
 };
 
 // What a build decided and a forward pass ran.
@@ -108,12 +111,26 @@ struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
 
+// Backends whose conv_forward runs the epilogue relu?(conv + bias + residual) in one call: they
+// name its options type Backend::conv_fusion (a struct with a bool relu).
+template <class Backend, class = void>
+struct fuses_conv_epilogue : std::false_type {};
+template <class Backend>
+struct fuses_conv_epilogue<Backend, std::void_t<typename Backend::conv_fusion>> : std::true_type {};
+
+// Backends that cache prepared copies of weights by address (oneDNN's reordered weights).
+template <class Backend, class = void>
+struct caches_weights : std::false_type {};
+template <class Backend>
+struct caches_weights<Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
+    : std::true_type {};
+
 }  // namespace detail
 
 template <class Backend>
 class executor {
  public:
-  executor(const graph::network& net, const graph::plan& plan, const Backend& backend, const parameter_store& params,
+  executor(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
            executor_options options = {})
       : net_(net), plan_(plan), backend_(backend), options_(options) {
     if (plan.nodes.size() != net.size())
@@ -125,6 +142,13 @@ class executor {
     assign_storage();
     plan_arena();
     for (const graph::node& n : net.nodes()) bind(n, params);
+  }
+
+  // The backend's copies of this executor's weights die with them: another executor's weights may
+  // later sit at the same addresses.
+  ~executor() {
+    if constexpr (detail::caches_weights<Backend>::value)
+      for (const void* w : weights_) backend_.invalidate_weights(w);
   }
 
   executor(const executor&) = delete;  // steps point into this object
@@ -189,6 +213,8 @@ class executor {
     detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
+    if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
+      if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
     // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
     // linear reading the 4-D value by its strides (a permuted weight) gets them right.
     if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
@@ -249,9 +275,31 @@ class executor {
     return c[0];
   }
 
+  // The add that is the only reader of `last` (a conv's value, or its folded batch norm's) when it
+  // can run in conv's step: a residual add of two values of one shape whose other operand is
+  // computed before the conv.
+  std::optional<graph::node_id> residual_add(const graph::node& conv, graph::node_id last) const {
+    const auto add = sole_consumer(last);
+    if (!add) return std::nullopt;
+    const graph::node& a = net_.at(*add);
+    if (a.kind != graph::node_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
+        a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
+      return std::nullopt;
+    const graph::node_id other = a.inputs[0] == last ? a.inputs[1] : a.inputs[0];
+    if (other >= conv.id || net_.at(other).extents != a.extents) return std::nullopt;
+    return add;
+  }
+
+  // The value a fused or renaming layer shares the bytes of: the fusion chain's for a residual add.
+  graph::node_id aliased_input(const graph::node& n) const {
+    const auto it = chain_input_.find(n.id);
+    return it != chain_input_.end() ? it->second : n.inputs[0];
+  }
+
   // Inference fusions where the plan keeps the layers in one format: a batch norm that is the only
-  // reader of a conv folds into the conv's weights and bias; a relu that is the only reader of the
-  // result runs on the conv's output in the conv's step.
+  // reader of a conv folds into the conv's weights and bias; a residual add that is the only reader
+  // of the result (residual_add) and a relu that is the only reader after that run on the conv's
+  // output in the conv's step.
   void find_fusions() {
     if (!options_.fuse) return;
     for (const graph::node& n : net_.nodes()) {
@@ -263,6 +311,12 @@ class executor {
         folded_bn_[n.id] = *bn;
         group += " + " + net_.at(*bn).name;
         last = *bn;
+      }
+      if (const auto add = residual_add(n, last)) {
+        fused_into_[*add] = n.id;
+        residual_[n.id] = {*add, chain_input_[*add] = last};
+        group += " + " + net_.at(*add).name;
+        last = *add;
       }
       if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation &&
                                               net_.at(*r).template get<memfmt::activation>() == memfmt::activation::relu) {
@@ -280,7 +334,7 @@ class executor {
     for (const graph::node& n : net_.nodes()) {
       const auto step = static_cast<std::int64_t>(n.id);
       if (aliases_input(n)) {
-        slot_[n.id] = read_slot(n, n.inputs[0]);
+        slot_[n.id] = read_slot(n, aliased_input(n));
       } else {
         slot_[n.id] = storage_.size();
         // Inputs are copied in before the first step, so their bytes are live from step 0.
@@ -398,6 +452,7 @@ class executor {
     using CF = typename F::channels_first_t;
     memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
     owned_.push_back(owned);
+    weights_.push_back(owned->data());
     return owned->const_view();
   }
 
@@ -414,18 +469,36 @@ class executor {
     if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
     const T* bd = bias.empty() ? nullptr : keep(std::move(bias));
     const bool relu = fused_relu_.count(n.id) > 0;
+    const auto res = residual_.find(n.id);
+    const T* rd = res == residual_.end() ? nullptr
+                                         : reinterpret_cast<const T*>(slot_data(read_slot(
+                                               net_.at(res->second.first), other_input(res->second.first, res->second.second))));
     dispatch_format(f, static_cast<int>(n.extents.size()), [&](auto tag) {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, x.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
       const auto wv = weight_in<T, F>(w, shape);
+      const tensor_view<const T, F> rv = rd ? detail::view_of<F>(rd, n.extents) : tensor_view<const T, F>{};
       const conv_params p = a.params;
-      const Backend& b = backend_;
-      step.push_back([&b, xv, wv, bd, yv, p, relu] {
-        b.conv_forward(xv, wv, bd, yv, p);
-        if (relu) b.activation_forward(memfmt::activation::relu, tensor_view<const T, F>(yv), yv);
+      Backend& b = backend_;
+      step.push_back([&b, xv, wv, bd, yv, p, relu, rv] {
+        if constexpr (detail::fuses_conv_epilogue<Backend>::value) {  // y = relu?(conv + bias + residual)
+          typename Backend::conv_fusion e;
+          e.relu = relu;
+          b.conv_forward(xv, wv, bd, yv, p, e, rv);
+        } else {
+          b.conv_forward(xv, wv, bd, yv, p);
+          if (rv.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), rv, yv);
+          if (relu) b.activation_forward(memfmt::activation::relu, tensor_view<const T, F>(yv), yv);
+        }
       });
     });
+  }
+
+  // The operand of binary node `add` that is not `chain`.
+  graph::node_id other_input(graph::node_id add, graph::node_id chain) const {
+    const graph::node& a = net_.at(add);
+    return a.inputs[0] == chain ? a.inputs[1] : a.inputs[0];
   }
 
   // Batch norm in inference is y = x * s + t per channel, s = gamma / sqrt(var + eps),
@@ -470,7 +543,7 @@ class executor {
         bias = detail::view_of<F>(static_cast<const T*>(keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias"))), be);
       }
       const conv_params p = a.params;
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xv, wt, yv, bias, p] {
         b.conv_backward_data(xv, wt, yv, p);
         if (bias.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), bias, yv);
@@ -492,7 +565,7 @@ class executor {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xv, yv, s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], p] {
         b.batch_norm_forward_inference(xv, yv, s0, s1, s2, s3, p);
       });
@@ -514,7 +587,7 @@ class executor {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       const group_norm_params p = a.params;
       step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
     });
@@ -532,9 +605,10 @@ class executor {
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     const T* w = keep(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
+    weights_.push_back(w);
     const T* bias = a.bias ? keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
     const auto yv = detail::view_of<nchw>(yd, kernel_extents(n.extents));
-    const Backend& b = backend_;
+    Backend& b = backend_;
     const graph::node& s = net_.at(src);
     const bool flat = s.kind == graph::node_kind::flatten;
     const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : kernel_extents(s.extents);
@@ -553,7 +627,7 @@ class executor {
       for (graph::node_id i : n.inputs)
         xs.push_back(detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, i))), net_.at(i).extents));
       const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), n.extents);
-      const Backend& b = backend_;
+      Backend& b = backend_;
       step.push_back([&b, xs, yv] { b.concat_forward(xs, yv); });
     });
   }
@@ -569,7 +643,7 @@ class executor {
       };
       const auto x = in(0);
       const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), kernel_extents(n.extents));
-      const Backend& b = backend_;
+      Backend& b = backend_;
       switch (n.kind) {
         case graph::node_kind::activation:
           step.push_back([&b, x, y, k = n.get<memfmt::activation>()] { b.activation_forward(k, x, y); });
@@ -662,7 +736,7 @@ class executor {
 
   graph::network net_;  // copies: small, and a temporary plan must not dangle
   graph::plan plan_;
-  const Backend& backend_;
+  Backend& backend_;
   executor_options options_;
   executor_report report_;
   std::vector<storage> storage_;
@@ -672,9 +746,12 @@ class executor {
   std::unique_ptr<std::byte, detail::free_bytes> arena_;
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
+  std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / relu -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
   std::map<graph::node_id, graph::node_id> fused_relu_;  // conv -> the relu run on its output
+  std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
+  std::map<graph::node_id, graph::node_id> chain_input_;  // fused add -> the chain value it shares the bytes of
 };
 
 }  // namespace memfmt::runtime

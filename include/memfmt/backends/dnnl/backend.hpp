@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/backend.hpp - convolution and batch norm on the CPU through oneDNN.
+// memfmt/backends/dnnl/backend.hpp - convolution, batch norm and the other layers on the CPU through oneDNN.
 //
 // memfmt::onednn::backend offers the reference backend's operations (same names, same arguments)
 // and holds what makes them fast: the oneDNN engine and stream, the primitives (cached by
@@ -42,9 +42,13 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../layer_params.hpp"
+#include "../op_query.hpp"
+#include "../reference/linear.hpp"
 #include "../validate.hpp"
 #include "cpu_support.hpp"
 #include "descriptors.hpp"
+#include "layers.hpp"
 #include "status.hpp"
 
 namespace memfmt::onednn {
@@ -69,10 +73,6 @@ struct type_identity {
 };
 template <class T>
 using identity_t = typename type_identity<T>::type;
-
-// The element types this backend computes with (others are rejected at run time, before any work).
-template <class T>
-inline constexpr bool supported_v = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
 
 template <class Extents>
 std::string dims_str(const Extents& e) {
@@ -108,16 +108,12 @@ inline void append_params(std::string& key, const conv_params& p, int spatial_ra
   append_key(key, p.groups);
 }
 
-template <class T>
-T* mut(const T* p) noexcept {
-  return const_cast<T*>(p);  // oneDNN takes void* for inputs too; it never writes them
-}
-
 }  // namespace detail
 
 class backend {
  public:
   static constexpr const char* name = "onednn";
+  using conv_fusion = onednn::conv_fusion;  // conv_forward's epilogue (the executor fuses with it)
 
   backend() : backend(dnnl::engine(dnnl::engine::kind::cpu, 0)) {}
   explicit backend(const dnnl::engine& eng)
@@ -146,7 +142,7 @@ class backend {
   // Number of cached primitives (all kinds).
   std::size_t cached_primitive_count() const noexcept {
     return conv_fwd_.size() + conv_bwd_data_.size() + conv_bwd_weights_.size() + bn_fwd_.size() + bn_bwd_.size() +
-           reorders_.size() + binaries_.size() + eltwise_bwd_.size();
+           reorders_.size() + binaries_.size() + eltwise_bwd_.size() + linear_fwd_.size() + layers_.size();
   }
 
   // The implementation oneDNN picks for a convolution on dense tensors of formats F (activations)
@@ -403,7 +399,128 @@ class backend {
     });
   }
 
+  // ---- capability ----
+  // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
+  // every format of rank 4 or 5, and every operation below but pad, group / instance norm (no
+  // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm).
+  op_support support(const op_query& q) const {
+    const std::string op = std::string("onednn ") + to_string(q.op);
+    if (const dtype_support d = support_for(q.type); !d.supported)
+      return op_support::no(errc::unsupported_dtype, op + ": " + d.reason);
+    if (q.rank != 4 && q.rank != 5)
+      return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
+                                                   " (the backends take rank 4 or 5)");
+    if (q.op == op_kind::pad || q.op == op_kind::group_norm)
+      return op_support::no(errc::unsupported, op + ": oneDNN 2.6 has no such primitive");
+    if (q.op == op_kind::activation && !detail::eltwise_of(q.function))
+      return op_support::no(errc::unsupported, op + ": " + detail::activation_name(q.function) +
+                                                   " has no oneDNN 2.6 eltwise algorithm");
+    return op_support::yes();
+  }
+
+  // ---- layers other than conv and batch norm (layers.hpp; the reference backend's arguments) ----
+  template <class T, class XF, class YF>
+  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    layers_.activation_forward(eng_, strm_, kind, x, y);
+  }
+
+  template <class T, class AF, class BF, class YF>
+  void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
+    layers_.binary_forward(eng_, strm_, kind, a, b, y);
+  }
+
+  template <class T, class XF, class YF>
+  void pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) {
+    layers_.pool_forward(eng_, strm_, x, y, p);
+  }
+
+  template <class T, class XF, class YF>
+  void global_average_pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    layers_.global_average_pool_forward(eng_, strm_, x, y);
+  }
+
+  template <class T, class XF, class YF>
+  void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) {
+    layers_.upsample_forward(eng_, strm_, x, y, p);
+  }
+
+  template <class T, class XF, class YF>
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) {
+    layers_.concat_forward(eng_, strm_, xs, y);
+  }
+
+  template <class T, class XF, class YF>
+  void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
+    layers_.softmax_forward(eng_, strm_, x, y, p);
+  }
+
+  template <class T, class XF, class YF>
+  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) {
+    layers_.channel_slice_forward(eng_, strm_, x, c_begin, y);
+  }
+
+  // Unsupported here (support() says so): the executor refuses these layers before any work.
+  template <class T, class XF, class YF>
+  void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
+    memfmt::detail::fail(errc::unsupported, "onednn::pad_forward: oneDNN 2.6 has no pad primitive");
+  }
+
+  template <class T, class XF, class YF>
+  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
+                          param_t<T>*, param_t<T>*, const group_norm_params&) {
+    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_forward: oneDNN 2.6 has no group norm primitive");
+  }
+
+  // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order
+  // whatever its format, w K x F row-major (reference/linear.hpp). oneDNN's inner product takes x
+  // as it is and w as [K, C, spatial...] in plain order, reordered once into its layout (the weight
+  // cache above).
+  template <class T, class XF, class YF>
+  void linear_forward(tensor_view<const T, XF> x, const detail::identity_t<T>* w, const detail::identity_t<T>* bias,
+                      tensor_view<T, YF> y) {
+    validate_linear_forward(x, w, y);
+    const auto dt = detail::data_type_of<T>("onednn::linear_forward");
+    const std::int64_t n = x.extent(0), k = y.extent(1);
+    if (n == 0 || k == 0) return;
+    if (detail::empty(x)) {  // no features: y is the bias (oneDNN takes no empty source)
+      if constexpr (detail::supported_v<T>) reference::linear_forward<T, XF, YF>(x, w, bias, y);
+      return;
+    }
+    const auto x_md = detail::activation_md(x, dt);
+    dnnl::memory::dims wd{k};
+    for (int d = 1; d < XF::rank; ++d) wd.push_back(x.extent(d));
+    const dnnl::memory::desc w_md(wd, dt, XF::rank == 4 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw);
+    const dnnl::memory::desc y_md({n, k}, dt, dnnl::memory::dims{y.stride(0), y.stride(1)});
+    detail::guarded("linear_forward", [&] {
+      std::string key;
+      detail::append_key(key, x_md);
+      detail::append_key(key, y_md);
+      detail::append_key(key, static_cast<std::int64_t>(bias != nullptr));
+      auto it = linear_fwd_.find(key);
+      if (it == linear_fwd_.end()) {
+        dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, x_md,
+                                            dnnl::memory::desc(wd, dt, dnnl::memory::format_tag::any),
+                                            bias ? bias_md(k, dt) : dnnl::memory::desc(), y_md);
+        dnnl::inner_product_forward::primitive_desc pd(d, eng_);
+        it = linear_fwd_.emplace(std::move(key), linear_cached{pd, dnnl::inner_product_forward(pd), {}}).first;
+      }
+      auto& e = it->second;
+      std::unordered_map<int, dnnl::memory> args{
+          {DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
+          {DNNL_ARG_WEIGHTS, weights_for(detail::mut(w), w_md, e.pd.weights_desc(), e.w_scratch)},
+          {DNNL_ARG_DST, dnnl::memory(y_md, eng_, y.data())}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.pd.bias_desc(), eng_, detail::mut(bias)));
+      e.prim.execute(strm_, args);
+      strm_.wait();
+    });
+  }
+
  private:
+  struct linear_cached {
+    dnnl::inner_product_forward::primitive_desc pd;
+    dnnl::inner_product_forward prim;
+    dnnl::memory w_scratch;
+  };
   struct conv_fwd_cached {
     dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward prim;
@@ -682,6 +799,8 @@ class backend {
   std::unordered_map<std::string, dnnl::reorder> reorders_;
   std::unordered_map<std::string, dnnl::binary> binaries_;
   std::unordered_map<std::string, eltwise_bwd_cached> eltwise_bwd_;
+  std::unordered_map<std::string, linear_cached> linear_fwd_;
+  detail::layer_primitives layers_;
   std::unordered_map<const void*, std::unordered_map<std::string, dnnl::memory>> weights_;
   std::vector<float> stats_;
   std::vector<unsigned char> grad_tmp_;

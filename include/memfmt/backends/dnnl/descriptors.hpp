@@ -21,6 +21,15 @@
 namespace memfmt::onednn::detail {
 
 using dnnl_dt = dnnl::memory::data_type;
+
+// The element types this backend computes with (others are rejected at run time, before any work).
+template <class T>
+inline constexpr bool supported_v = std::is_same_v<T, float> || std::is_same_v<T, bfloat16>;
+
+template <class T>
+T* mut(const T* p) noexcept {
+  return const_cast<T*>(p);  // oneDNN takes void* for inputs too; it never writes them
+}
 using dnnl_tag = dnnl::memory::format_tag;
 
 // float -> f32, bfloat16 -> bf16. Other element types have no fast oneDNN convolution on CPU in

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
 #include "../layer_params.hpp"
+#include "../op_query.hpp"
 #include "activation.hpp"
 #include "batch_norm.hpp"
 #include "binary.hpp"
@@ -28,6 +30,20 @@ namespace memfmt::reference {
 
 struct backend {
   static constexpr const char* name = "reference";
+
+  // Every operation below, in every format of rank 4 or 5, in float32, float64, float16 and bfloat16.
+  op_support support(const op_query& q) const {
+    const bool typed = q.type == dtype::float32 || q.type == dtype::float64 || q.type == dtype::float16 ||
+                       q.type == dtype::bfloat16;
+    if (!typed)
+      return op_support::no(errc::unsupported_dtype, std::string(to_string(q.op)) + ": the reference backend computes in "
+                                                     "float32, float64, float16 and bfloat16, not " +
+                                                         std::string(memfmt::to_string(q.type)));
+    if (q.rank != 4 && q.rank != 5)
+      return op_support::no(errc::unsupported, std::string(to_string(q.op)) + ": activations of rank " +
+                                                   std::to_string(q.rank) + " (the backends take rank 4 or 5)");
+    return op_support::yes();
+  }
 
   template <class T, class XF, class WF, class YF>
   void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const T* bias, tensor_view<T, YF> y,

@@ -1,0 +1,345 @@
+// memfmt/backends/dnnl/layers.hpp - the layers other than convolution and batch norm on oneDNN.
+//
+// Activation (eltwise), binary, pooling, global average pooling, upsampling (resampling), concat,
+// softmax and channel slices (a reorder of a submemory), with the reference backend's arguments
+// and semantics. onednn::backend owns one layer_primitives and forwards to it with its engine and
+// stream; primitives are cached by operation, descriptors and attributes.
+//
+// Where oneDNN 2.6 computes something else than PyTorch, the call runs the reference kernel
+// instead (same result, no speed): a binary op whose first operand is the broadcast one and does
+// not commute (oneDNN broadcasts only its second source), an average pool counting padding whose
+// ceil-mode window runs past the end padding (oneDNN divides by the whole kernel), and a nearest
+// upsample by a non-integer factor (oneDNN rounds the source index, PyTorch floors it).
+// hardsigmoid has no oneDNN 2.6 eltwise algorithm: it is unsupported (backend::support says so).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../layer_params.hpp"
+#include "../reference/binary.hpp"
+#include "../reference/pooling.hpp"
+#include "../reference/upsample.hpp"
+#include "../validate.hpp"
+#include "descriptors.hpp"
+#include "status.hpp"
+
+namespace memfmt::onednn::detail {
+
+struct eltwise_alg {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+
+// oneDNN's algorithm for an activation; nullopt where 2.6 has none.
+inline std::optional<eltwise_alg> eltwise_of(activation k) noexcept {
+  switch (k) {
+    case activation::identity: return eltwise_alg{dnnl::algorithm::eltwise_linear, 1.f, 0.f};
+    case activation::relu: return eltwise_alg{dnnl::algorithm::eltwise_relu, 0.f, 0.f};
+    case activation::relu6: return eltwise_alg{dnnl::algorithm::eltwise_clip, 0.f, 6.f};
+    case activation::silu: return eltwise_alg{dnnl::algorithm::eltwise_swish, 1.f, 0.f};
+    case activation::sigmoid: return eltwise_alg{dnnl::algorithm::eltwise_logistic, 0.f, 0.f};
+    case activation::hardswish: return eltwise_alg{dnnl::algorithm::eltwise_hardswish, 0.f, 0.f};
+    case activation::tanh: return eltwise_alg{dnnl::algorithm::eltwise_tanh, 0.f, 0.f};
+    case activation::hardsigmoid: break;
+  }
+  return std::nullopt;
+}
+
+inline const char* activation_name(activation k) noexcept {
+  switch (k) {
+    case activation::identity: return "identity";
+    case activation::relu: return "relu";
+    case activation::relu6: return "relu6";
+    case activation::silu: return "silu";
+    case activation::sigmoid: return "sigmoid";
+    case activation::hardsigmoid: return "hardsigmoid";
+    case activation::hardswish: return "hardswish";
+    case activation::tanh: return "tanh";
+  }
+  return "?";
+}
+
+inline dnnl::algorithm binary_alg(binary_op k) noexcept {
+  switch (k) {
+    case binary_op::add: return dnnl::algorithm::binary_add;
+    case binary_op::sub: return dnnl::algorithm::binary_sub;
+    case binary_op::mul: return dnnl::algorithm::binary_mul;
+    case binary_op::div: return dnnl::algorithm::binary_div;
+  }
+  return dnnl::algorithm::binary_add;
+}
+
+template <class T, class F>
+bool empty(const tensor_view<T, F>& v) noexcept {
+  for (int d = 0; d < F::rank; ++d)
+    if (v.extent(d) == 0) return true;
+  return false;
+}
+
+class layer_primitives {
+ public:
+  std::size_t size() const noexcept { return prims_.size(); }
+
+  template <class T, class XF, class YF>
+  void activation_forward(const dnnl::engine& eng, dnnl::stream& s, activation kind, tensor_view<const T, XF> x,
+                          tensor_view<T, YF> y) {
+    validate_activation_forward(x, y);
+    const auto dt = data_type_of<T>("onednn::activation_forward");
+    const auto a = eltwise_of(kind);
+    if (!a)
+      memfmt::detail::fail(errc::unsupported, std::string("onednn::activation_forward: ") + activation_name(kind) +
+                                                  " has no oneDNN 2.6 eltwise algorithm");
+    if (empty(y)) return;
+    const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
+    guarded("activation_forward", [&] {
+      // oneDNN's eltwise keeps its source's layout: a format change is a reorder, then in place.
+      void* src = mut(x.data());
+      if (x_md != y_md) {
+        reorder(eng, s, x_md, src, y_md, y.data());
+        src = y.data();
+      }
+      std::string key("e");
+      append_key(key, y_md);
+      append_key(key, static_cast<std::int64_t>(kind));
+      auto& p = cached(key, [&] {
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, a->alg, y_md, a->alpha, a->beta);
+        return dnnl::primitive(dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, eng)));
+      });
+      p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(y_md, eng, src)}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}});
+      s.wait();
+    });
+  }
+
+  template <class T, class AF, class BF, class YF>
+  void binary_forward(const dnnl::engine& eng, dnnl::stream& s, binary_op kind, tensor_view<const T, AF> a,
+                      tensor_view<const T, BF> b, tensor_view<T, YF> y) {
+    validate_binary_forward(a, b, y);
+    const auto dt = data_type_of<T>("onednn::binary_forward");
+    if (empty(y)) return;
+    const auto full = [&](const auto& v) {
+      for (int d = 0; d < YF::rank; ++d)
+        if (v.extent(d) != y.extent(d)) return false;
+      return true;
+    };
+    auto a_md = activation_md(a, dt), b_md = activation_md(b, dt);
+    const void* ad = a.data();
+    const void* bd = b.data();
+    if (!full(a)) {
+      if (!full(b) || kind == binary_op::sub || kind == binary_op::div) {
+        if constexpr (supported_v<T>) reference::binary_forward<T, AF, BF, YF>(kind, a, b, y);
+        return;
+      }
+      std::swap(a_md, b_md);
+      std::swap(ad, bd);
+    }
+    const auto y_md = activation_md(y, dt);
+    guarded("binary_forward", [&] {
+      std::string key("b");
+      append_key(key, a_md);
+      append_key(key, b_md);
+      append_key(key, y_md);
+      append_key(key, static_cast<std::int64_t>(kind));
+      auto& p = cached(key, [&] {
+        dnnl::binary::desc d(binary_alg(kind), a_md, b_md, y_md);
+        return dnnl::primitive(dnnl::binary(dnnl::binary::primitive_desc(d, eng)));
+      });
+      p.execute(s, {{DNNL_ARG_SRC_0, dnnl::memory(a_md, eng, mut(ad))},
+                    {DNNL_ARG_SRC_1, dnnl::memory(b_md, eng, mut(bd))},
+                    {DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}});
+      s.wait();
+    });
+  }
+
+  template <class T, class XF, class YF>
+  void pool_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x, tensor_view<T, YF> y,
+                    const pool_params& p) {
+    validate_pool_forward(x, y, p);
+    const auto dt = data_type_of<T>("onednn::pool_forward");
+    if (empty(y)) return;
+    dnnl::memory::dims kernel, strides, pad_l, pad_r;
+    bool overhang = false;
+    for (int i = 0; i < XF::rank - 2; ++i) {
+      kernel.push_back(p.kernel[i]);
+      strides.push_back(p.stride[i]);
+      pad_l.push_back(p.padding[i]);
+      // The end padding that makes the output size exact: past padding_end only in ceil mode.
+      pad_r.push_back((y.extent(2 + i) - 1) * p.stride[i] + p.kernel[i] - x.extent(2 + i) - p.padding[i]);
+      overhang = overhang || pad_r.back() > p.padding_end[i];
+    }
+    const bool average = p.kind == pool_kind::average;
+    if (average && p.count_include_pad && overhang) {
+      if constexpr (supported_v<T>) reference::pool_forward<T, XF, YF>(x, y, p);
+      return;
+    }
+    const auto alg = !average              ? dnnl::algorithm::pooling_max
+                     : p.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                           : dnnl::algorithm::pooling_avg_exclude_padding;
+    run_pooling(eng, s, "pool_forward", alg, activation_md(x, dt), x.data(), activation_md(y, dt), y.data(), kernel,
+                strides, pad_l, pad_r);
+  }
+
+  // The average over each channel's whole map: a pooling whose kernel is the map.
+  template <class T, class XF, class YF>
+  void global_average_pool_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x,
+                                   tensor_view<T, YF> y) {
+    validate_global_pool_forward(x, y);
+    const auto dt = data_type_of<T>("onednn::global_average_pool_forward");
+    if (empty(y)) return;
+    dnnl::memory::dims kernel, ones, zeros;
+    for (int i = 2; i < XF::rank; ++i) {
+      kernel.push_back(x.extent(i));
+      ones.push_back(1);
+      zeros.push_back(0);
+    }
+    run_pooling(eng, s, "global_average_pool_forward", dnnl::algorithm::pooling_avg_exclude_padding,
+                activation_md(x, dt), x.data(), activation_md(y, dt), y.data(), kernel, ones, zeros, zeros);
+  }
+
+  template <class T, class XF, class YF>
+  void upsample_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x, tensor_view<T, YF> y,
+                        const upsample_params& p) {
+    validate_upsample_forward(x, y, p);
+    const auto dt = data_type_of<T>("onednn::upsample_forward");
+    if (empty(y)) return;
+    if (p.mode == resample_mode::nearest)
+      for (int d = 2; d < XF::rank; ++d)
+        if (y.extent(d) % x.extent(d) != 0) {
+          if constexpr (supported_v<T>) reference::upsample_forward<T, XF, YF>(x, y, p);
+          return;
+        }
+    const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
+    guarded("upsample_forward", [&] {
+      std::string key("u");
+      append_key(key, x_md);
+      append_key(key, y_md);
+      append_key(key, static_cast<std::int64_t>(p.mode));
+      auto& prim = cached(key, [&] {
+        const auto alg = p.mode == resample_mode::nearest ? dnnl::algorithm::resampling_nearest
+                                                           : dnnl::algorithm::resampling_linear;
+        dnnl::resampling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md);
+        return dnnl::primitive(dnnl::resampling_forward(dnnl::resampling_forward::primitive_desc(d, eng)));
+      });
+      prim.execute(s, {{DNNL_ARG_SRC, dnnl::memory(x_md, eng, mut(x.data()))},
+                       {DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}});
+      s.wait();
+    });
+  }
+
+  template <class T, class XF, class YF>
+  void concat_forward(const dnnl::engine& eng, dnnl::stream& s, const std::vector<tensor_view<const T, XF>>& xs,
+                      tensor_view<T, YF> y) {
+    validate_concat("onednn::concat_forward", xs, "output y", y);
+    const auto dt = data_type_of<T>("onednn::concat_forward");
+    if (empty(y)) return;
+    std::vector<dnnl::memory::desc> mds;
+    std::vector<const void*> data;
+    for (const auto& x : xs)
+      if (x.extent(1) > 0) {  // oneDNN takes no empty source
+        mds.push_back(activation_md(x, dt));
+        data.push_back(x.data());
+      }
+    const auto y_md = activation_md(y, dt);
+    guarded("concat_forward", [&] {
+      std::string key("c");
+      append_key(key, y_md);
+      for (const auto& md : mds) append_key(key, md);
+      auto& p = cached(key, [&] { return dnnl::primitive(dnnl::concat(dnnl::concat::primitive_desc(y_md, 1, mds, eng))); });
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}};
+      for (std::size_t i = 0; i < mds.size(); ++i)
+        args.emplace(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), dnnl::memory(mds[i], eng, mut(data[i])));
+      p.execute(s, args);
+      s.wait();
+    });
+  }
+
+  template <class T, class XF, class YF>
+  void softmax_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x, tensor_view<T, YF> y,
+                       const softmax_params& p) {
+    validate_softmax_forward(x, y);
+    const auto dt = data_type_of<T>("onednn::softmax_forward");
+    if (empty(y)) return;
+    const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
+    guarded("softmax_forward", [&] {
+      std::string key("s");
+      append_key(key, x_md);
+      append_key(key, y_md);
+      append_key(key, static_cast<std::int64_t>(p.log));
+      auto& prim = cached(key, [&] {
+        dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference,
+                                         p.log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, x_md,
+                                         y_md, 1);
+        return dnnl::primitive(dnnl::softmax_v2_forward(dnnl::softmax_v2_forward::primitive_desc(d, eng)));
+      });
+      prim.execute(s, {{DNNL_ARG_SRC, dnnl::memory(x_md, eng, mut(x.data()))},
+                       {DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}});
+      s.wait();
+    });
+  }
+
+  // y = channels [c_begin, c_begin + C_y) of x: a reorder from x's submemory.
+  template <class T, class XF, class YF>
+  void channel_slice_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x,
+                             std::int64_t c_begin, tensor_view<T, YF> y) {
+    validate_channel_slice("onednn::channel_slice_forward", "input x", x, "output y", y, c_begin);
+    const auto dt = data_type_of<T>("onednn::channel_slice_forward");
+    if (empty(y)) return;
+    const auto y_md = activation_md(y, dt);
+    guarded("channel_slice_forward", [&] {
+      dnnl::memory::dims offsets(static_cast<std::size_t>(XF::rank), 0);
+      offsets[1] = c_begin;
+      const auto part = activation_md(x, dt).submemory_desc(y_md.dims(), offsets);
+      reorder(eng, s, part, mut(x.data()), y_md, y.data());
+      s.wait();
+    });
+  }
+
+  void reorder(const dnnl::engine& eng, dnnl::stream& s, const dnnl::memory::desc& from, void* src,
+               const dnnl::memory::desc& to, void* dst) {
+    std::string key("r");
+    append_key(key, from);
+    append_key(key, to);
+    auto& p = cached(key, [&] { return dnnl::primitive(dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to))); });
+    p.execute(s, {{DNNL_ARG_FROM, dnnl::memory(from, eng, src)}, {DNNL_ARG_TO, dnnl::memory(to, eng, dst)}});
+  }
+
+ private:
+  template <class Make>
+  dnnl::primitive& cached(std::string& key, Make&& make) {
+    auto it = prims_.find(key);
+    if (it == prims_.end()) it = prims_.emplace(std::move(key), make()).first;
+    return it->second;
+  }
+
+  void run_pooling(const dnnl::engine& eng, dnnl::stream& s, const char* op, dnnl::algorithm alg,
+                   const dnnl::memory::desc& x_md, const void* x, const dnnl::memory::desc& y_md, void* y,
+                   const dnnl::memory::dims& kernel, const dnnl::memory::dims& strides, const dnnl::memory::dims& pad_l,
+                   const dnnl::memory::dims& pad_r) {
+    guarded(op, [&] {
+      std::string key("p");
+      append_key(key, x_md);
+      append_key(key, y_md);
+      append_key(key, static_cast<std::int64_t>(alg));
+      for (const auto* v : {&kernel, &strides, &pad_l, &pad_r})
+        for (const auto e : *v) append_key(key, e);
+      auto& p = cached(key, [&] {
+        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l, pad_r);
+        return dnnl::primitive(dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, eng)));
+      });
+      p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(x_md, eng, mut(x))}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, y)}});
+      s.wait();
+    });
+  }
+
+  std::unordered_map<std::string, dnnl::primitive> prims_;
+};
+
+}  // namespace memfmt::onednn::detail

@@ -1,0 +1,55 @@
+// Shared by the executor model tests: random parameters for a network, uniform format
+// assignments, the longest reduction behind an output (for tolerances), the models' small sizes.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memfmt/dtype.hpp"
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/network.hpp"
+#include "memfmt/runtime/parameter_store.hpp"
+#include "memfmt/runtime/random_parameters.hpp"
+
+namespace memfmt_test {
+
+inline memfmt::runtime::parameter_store make_params(const memfmt::graph::network& net, std::uint32_t seed) {
+  return memfmt::runtime::random_parameters(net, seed);
+}
+
+inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net, memfmt::graph::family f) {
+  std::vector<std::optional<memfmt::graph::family>> a(net.size());
+  for (const auto& n : net.nodes()) {
+    if (!net.has_format(n.id)) continue;
+    const auto* p = n.binding_pin();
+    a[n.id] = p && p->mandatory ? p->format : f;
+  }
+  return a;
+}
+
+// The longest sum behind one output element of a layer: C/groups * kernel for convs, features for
+// linears, the group's or channel's size for norms.
+inline std::int64_t longest_reduction(const memfmt::graph::network& net) {
+  std::int64_t r = 1;
+  for (const auto& n : net.nodes())
+    for (const auto& p : net.parameters(n.id))
+      if (p.extents.size() >= 2) r = std::max(r, memfmt::detail::checked_numel(p.extents, "test") / p.extents[0]);
+  return r;
+}
+
+inline memfmt::graph::models::options small(double width, std::int64_t resolution) {
+  memfmt::graph::models::options o;
+  o.batch = 2;
+  o.resolution = resolution;
+  o.width = width;
+  o.classes = 10;
+  o.frames = 4;
+  return o;
+}
+
+}  // namespace memfmt_test

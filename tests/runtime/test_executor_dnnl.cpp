@@ -1,0 +1,309 @@
+// The executor on the oneDNN backend: every model of graph/models.hpp, small, in three plans (all
+// channels_first, all channels_last, solve's plan with oneDNN's capability query), float32 and
+// bfloat16, against the reference backend's all-channels-first run without fusions. A layer
+// oneDNN cannot run is refused when the executor is built, naming the node. The capability query
+// of both backends, and its adapter for the planner.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/runtime/backend_support.hpp"
+#include "memfmt/runtime/executor.hpp"
+#include "model_test_util.hpp"
+
+namespace {
+
+using memfmt::dtype;
+using memfmt::graph::family;
+using memfmt::graph::network;
+using memfmt::runtime::parameter_store;
+using memfmt::runtime::tensor_ref;
+using memfmt_test::longest_reduction;
+using memfmt_test::make_params;
+using memfmt_test::small;
+using memfmt_test::uniform;
+namespace models = memfmt::graph::models;
+
+std::vector<float> random_input(const network& net) {
+  std::vector<float> x(static_cast<std::size_t>(net.at(*net.find("input")).numel()));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& e : x) e = d(rng);
+  return x;
+}
+
+// One forward pass of `net` (element type T) with `plan`; input and output in float, channels_first.
+template <class T, class Backend>
+std::vector<float> run(Backend& b, const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
+                       const std::vector<float>& input, bool fuse, memfmt::runtime::executor_report* report = nullptr) {
+  memfmt::runtime::executor<Backend> ex(net, plan, b, params, {true, fuse});
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  std::vector<T> x(input.size()), y(static_cast<std::size_t>(out.numel()), static_cast<T>(std::nanf("")));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(input[i]);
+  ex.forward({{"input", tensor_ref{in.type, in.extents, family::channels_first, x.data()}}},
+             {{"output", tensor_ref{out.type, out.extents, family::channels_first, y.data()}}});
+  if (report) *report = ex.report();
+  return std::vector<float>(y.begin(), y.end());
+}
+
+// The model on oneDNN in every plan, in element type T, against the reference float32 run.
+template <class T>
+void check_model(const std::string& name, models::options o) {
+  SCOPED_TRACE(name);
+  constexpr bool bf16 = std::is_same_v<T, memfmt::bfloat16>;
+  if constexpr (bf16)
+    if (!memfmt::onednn::supports(dtype::bfloat16))
+      GTEST_SKIP() << memfmt::onednn::support_for(dtype::bfloat16).reason;
+  const auto build = [&](dtype t) {
+    o.type = t;
+    return name == "resnet18" ? models::resnet18(o)
+           : name == "resnet50" ? models::resnet50(o)
+           : name == "resnext50_32x4d" ? models::resnext50_32x4d(o)
+           : name == "mobilenet_v2" ? models::mobilenet_v2(o)
+           : name == "vgg16_bn" ? models::vgg16_bn(o)
+           : name == "unet" ? models::unet(o)
+                            : models::r3d_18(o);
+  };
+  const network ref_net = build(dtype::float32);
+  const network net = build(bf16 ? dtype::bfloat16 : dtype::float32);
+  const parameter_store ref_params = make_params(ref_net, 11), params = make_params(net, 11);
+  const std::vector<float> x = random_input(net);
+  memfmt::reference::backend ref;
+  const memfmt::graph::cost_model priors{};
+  const auto truth = run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
+                                ref_params, x, false);
+  double scale = 1;
+  for (float v : truth) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  // oneDNN sums in float in its own order (float32) or rounds every activation and weight to 8
+  // bits of mantissa (bfloat16): a few units of the dtype's epsilon per layer, through the
+  // longest sum, relative to the output's scale.
+  const double eps = bf16 ? 1.0 / 256 : std::numeric_limits<float>::epsilon();
+  const double tol = (bf16 ? 4.0 : 8.0) * eps * std::sqrt(static_cast<double>(longest_reduction(net))) * scale;
+
+  memfmt::onednn::backend dnnl;
+  memfmt::graph::cost_model with_dnnl{};
+  with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
+  const std::pair<const char*, memfmt::graph::plan> plans[] = {
+      {"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
+      {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
+      {"solved", memfmt::graph::solve(net, with_dnnl)}};
+  for (const auto& [plan_name, plan] : plans) {
+    memfmt::runtime::executor_report report;
+    const auto got = run<T>(dnnl, net, plan, params, x, true, &report);
+    EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;
+    // A ResNet's identity blocks end in conv + batch norm + add + relu, one oneDNN call each.
+    if (name.rfind("res", 0) == 0 && std::string(plan_name) != "solved") {
+      EXPECT_TRUE(std::any_of(report.fusions.begin(), report.fusions.end(),
+                              [](const std::string& g) { return g.find(".add + ") != std::string::npos; }))
+          << plan_name;
+    }
+    double worst = 0;
+    int bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double err = std::fabs(static_cast<double>(got[i]) - truth[i]);
+      worst = std::max(worst, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+      if (!(err <= tol) && bad++ < 5)
+        ADD_FAILURE() << plan_name << ": output element " << i << " is " << got[i] << ", expected " << truth[i]
+                      << " (tolerance " << tol << ")";
+    }
+    ::testing::Test::RecordProperty(std::string(plan_name) + "_max_error", std::to_string(worst / tol));
+  }
+}
+
+TEST(ExecutorOneDnn, ResNet18) { check_model<float>("resnet18", small(0.125, 32)); }
+TEST(ExecutorOneDnn, ResNet50) { check_model<float>("resnet50", small(0.0625, 32)); }
+TEST(ExecutorOneDnn, ResNeXt50) { check_model<float>("resnext50_32x4d", small(0.25, 32)); }
+TEST(ExecutorOneDnn, MobileNetV2) { check_model<float>("mobilenet_v2", small(0.125, 32)); }
+TEST(ExecutorOneDnn, Vgg16Bn) { check_model<float>("vgg16_bn", small(0.0625, 32)); }
+TEST(ExecutorOneDnn, UNet) { check_model<float>("unet", small(0.0625, 16)); }
+TEST(ExecutorOneDnn, R3d18) { check_model<float>("r3d_18", small(0.0625, 16)); }
+
+TEST(ExecutorOneDnnBf16, ResNet18) { check_model<memfmt::bfloat16>("resnet18", small(0.125, 32)); }
+TEST(ExecutorOneDnnBf16, ResNet50) { check_model<memfmt::bfloat16>("resnet50", small(0.0625, 32)); }
+TEST(ExecutorOneDnnBf16, ResNeXt50) { check_model<memfmt::bfloat16>("resnext50_32x4d", small(0.25, 32)); }
+TEST(ExecutorOneDnnBf16, MobileNetV2) { check_model<memfmt::bfloat16>("mobilenet_v2", small(0.125, 32)); }
+TEST(ExecutorOneDnnBf16, Vgg16Bn) { check_model<memfmt::bfloat16>("vgg16_bn", small(0.0625, 32)); }
+TEST(ExecutorOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", small(0.0625, 16)); }
+TEST(ExecutorOneDnnBf16, R3d18) { check_model<memfmt::bfloat16>("r3d_18", small(0.0625, 16)); }
+
+// The layers the models do not use, each alone between an input and an output, on oneDNN in both
+// formats against the reference: broadcasting in both operand orders, ceil-mode and padded pools,
+// upsampling by integer and other factors, softmax, slices and concat, a linear after a
+// channels_last flatten.
+TEST(ExecutorOneDnn, OtherLayers) {
+  network net;
+  const auto x = net.input("input", {2, 6, 8, 8}, dtype::float32, family::channels_first);
+  auto h = net.conv("conv", x, memfmt::graph::conv_spec(8, 3, 1, 1));
+  const auto pooled = net.global_pool("gap", h, memfmt::pool_kind::average);
+  const auto gate = net.activation("sigmoid", pooled, memfmt::activation::sigmoid);
+  h = net.binary("sub", gate, h, memfmt::binary_op::sub);  // the broadcast operand first, not commuting
+  h = net.mul("mul", gate, h);  // the broadcast operand first, commuting
+  h = net.activation("hardswish", h, memfmt::activation::hardswish);
+  h = net.activation("relu6", h, memfmt::activation::relu6);
+  h = net.activation("silu", h, memfmt::activation::silu);
+  h = net.activation("tanh", h, memfmt::activation::tanh);
+  h = net.avg_pool("avg_ceil", h, 3, 2, 1, true, true);  // 8 -> 5, the last window past the padding
+  memfmt::upsample_params up;
+  up.output = {10, 10, 0};
+  h = net.upsample("up2", h, up);
+  up.output = {11, 12, 0};
+  up.mode = memfmt::resample_mode::nearest;
+  h = net.upsample("up_odd", h, up);
+  up.mode = memfmt::resample_mode::linear;
+  up.output = {9, 9, 0};
+  h = net.upsample("up_linear", h, up);
+  h = net.max_pool("max_ceil", h, 2, 2, 0, true);  // 9 -> 5
+  const auto parts = net.split("split", h, {3, 5});
+  h = net.concat("cat", {parts[1], parts[0], net.avg_pool("avg_excl", parts[0], 3, 1, 1, false, false)});
+  h = net.softmax("softmax", h);
+  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
+
+  const parameter_store params = make_params(net, 3);
+  const std::vector<float> in = random_input(net);
+  memfmt::reference::backend ref;
+  const memfmt::graph::cost_model priors{};
+  const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),
+                                params, in, false);
+  memfmt::onednn::backend dnnl;
+  for (family f : {family::channels_first, family::channels_last}) {
+    const auto got = run<float>(dnnl, net, memfmt::graph::make_plan(net, priors, uniform(net, f)), params, in, true);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], truth[i], 1e-5) << memfmt::to_string(f) << " output element " << i;
+  }
+}
+
+// A layer oneDNN cannot run (pad, group norm) or an element type it does not compute in is an
+// error naming the node when the executor is built, before any primitive exists.
+TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
+  const memfmt::graph::cost_model priors{};
+  const auto expect_refused = [&](const network& net, memfmt::errc code, const std::string& node) {
+    memfmt::onednn::backend dnnl;
+    try {
+      memfmt::runtime::executor<memfmt::onednn::backend> ex(net, memfmt::graph::solve(net, priors), dnnl,
+                                                             make_params(net, 1));
+      ADD_FAILURE() << "no error for " << node;
+    } catch (const memfmt::error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(node), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("onednn backend"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(dnnl.cached_primitive_count(), 0u);
+  };
+  {
+    network net;
+    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float32, family::channels_first);
+    memfmt::pad_params pp;
+    pp.begin = {1, 1, 0};
+    const auto c = net.conv("conv", net.pad("pad", x, pp), memfmt::graph::conv_spec(4, 3));
+    net.output("output", c, family::channels_first);
+    expect_refused(net, memfmt::errc::unsupported, "node 'pad' (pad): onednn pad: oneDNN 2.6 has no such primitive");
+  }
+  {
+    network net;
+    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float32, family::channels_first);
+    net.output("output", net.group_norm("gn", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)), 2),
+               family::channels_first);
+    expect_refused(net, memfmt::errc::unsupported, "node 'gn' (group_norm)");
+  }
+  {
+    network net;
+    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float64, family::channels_first);
+    net.output("output", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)), family::channels_first);
+    expect_refused(net, memfmt::errc::unsupported_dtype, "node 'conv' (conv): onednn conv: float64");
+  }
+}
+
+TEST(BackendSupport, Reference) {
+  const memfmt::reference::backend ref;
+  for (int k = 0; k <= static_cast<int>(memfmt::op_kind::channel_slice); ++k)
+    for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16}) {
+      memfmt::op_query q;
+      q.op = static_cast<memfmt::op_kind>(k);
+      q.type = t;
+      q.format = family::channels_last;
+      q.rank = 5;
+      EXPECT_TRUE(ref.support(q)) << memfmt::to_string(q.op) << " " << memfmt::to_string(t);
+    }
+  memfmt::op_query q;
+  q.type = dtype::int64;
+  const memfmt::op_support s = ref.support(q);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(s.code, memfmt::errc::unsupported_dtype);
+  EXPECT_NE(s.reason.find("int64"), std::string::npos) << s.reason;
+}
+
+TEST(BackendSupport, OneDnn) {
+  const memfmt::onednn::backend dnnl;
+  memfmt::op_query q;
+  for (family f : {family::channels_first, family::channels_last}) {
+    q.format = f;
+    for (auto op : {memfmt::op_kind::conv, memfmt::op_kind::batch_norm, memfmt::op_kind::binary, memfmt::op_kind::pool,
+                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax})
+      EXPECT_TRUE(dnnl.support({op, dtype::float32, f}));
+    for (auto op : {memfmt::op_kind::pad, memfmt::op_kind::group_norm}) {
+      const auto s = dnnl.support({op, dtype::float32, f});
+      EXPECT_FALSE(s);
+      EXPECT_EQ(s.code, memfmt::errc::unsupported);
+    }
+  }
+  q.op = memfmt::op_kind::activation;
+  q.function = memfmt::activation::hardsigmoid;
+  EXPECT_FALSE(dnnl.support(q));
+  q.function = memfmt::activation::silu;
+  EXPECT_TRUE(dnnl.support(q));
+  for (dtype t : {dtype::float64, dtype::float16}) {
+    const auto s = dnnl.support({memfmt::op_kind::conv, t});
+    EXPECT_FALSE(s);
+    EXPECT_EQ(s.code, memfmt::errc::unsupported_dtype);
+  }
+  const auto bf = dnnl.support({memfmt::op_kind::conv, dtype::bfloat16});
+  EXPECT_EQ(static_cast<bool>(bf), memfmt::onednn::supports(dtype::bfloat16));
+  if (!bf) {
+    EXPECT_EQ(bf.reason, "onednn conv: " + memfmt::onednn::support_for(dtype::bfloat16).reason);
+  }
+}
+
+// A backend without channels_last convolutions, as the planner's support query: solve keeps every
+// conv channels_first although channels_last is cheaper by the priors, and says why.
+struct no_channels_last_conv {
+  memfmt::op_support support(const memfmt::op_query& q) const {
+    if (q.op == memfmt::op_kind::conv && q.format == family::channels_last)
+      return memfmt::op_support::no(memfmt::errc::unsupported, "no channels_last conv");
+    return memfmt::op_support::yes();
+  }
+};
+
+TEST(BackendSupport, PlannerAdapter) {
+  const network net = models::resnet18(small(0.125, 32));
+  const no_channels_last_conv backend;
+  memfmt::graph::cost_model cm;
+  const memfmt::graph::plan free_plan = memfmt::graph::solve(net, cm);
+  cm.set_support_query(memfmt::runtime::support_query_for(backend));
+  const memfmt::graph::plan p = memfmt::graph::solve(net, cm);
+  std::size_t convs = 0, last_before = 0;
+  for (const auto& n : net.nodes()) {
+    if (n.kind != memfmt::graph::node_kind::conv) continue;
+    ++convs;
+    last_before += free_plan.format(n.id) == family::channels_last;
+    EXPECT_EQ(p.format(n.id), family::channels_first) << n.name;
+    const auto costs = cm.node_costs(net, n.id);
+    EXPECT_FALSE(costs.supports(family::channels_last)) << n.name;
+    EXPECT_NE(costs.basis.find("not in channels_last: no channels_last conv"), std::string::npos) << costs.basis;
+  }
+  EXPECT_GT(convs, 0u);
+  EXPECT_GT(last_before, 0u);  // the query changed the plan
+}
+
+}  // namespace
