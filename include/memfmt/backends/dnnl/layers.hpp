@@ -6,8 +6,8 @@
 // stream; primitives are cached by operation, descriptors and attributes.
 //
 // Where oneDNN 2.6 computes something else than PyTorch, the call runs the reference kernel
-// instead (same result, no speed): a binary op whose first operand is the broadcast one and does
-// not commute (oneDNN broadcasts only its second source), an average pool counting padding whose
+// instead (same result, no speed): a binary op whose first operand is broadcast, unless the op
+// commutes and the second is not (oneDNN broadcasts only its second source), an average pool counting padding whose
 // ceil-mode window runs past the end padding (oneDNN divides by the whole kernel), and a nearest
 // upsample by a non-integer factor (oneDNN rounds the source index, PyTorch floors it).
 // hardsigmoid has no oneDNN 2.6 eltwise algorithm: it is unsupported (backend::support says so).
