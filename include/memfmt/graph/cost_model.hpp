@@ -4,9 +4,10 @@
 // layers cost the same in both and so inherit their producer's format (solve.hpp's second
 // criterion). Costs are integer nanoseconds, so that the min-cut optimum is exact and its ties are
 // decidable.
-// Every default is a prior that names the benchmark case behind it; override_node() and
-// override_conversion() replace it with a measurement, and a support query (the backend's
-// capability) marks the formats a layer cannot run in.
+// Every default is a prior that names the benchmark case behind it. A timing cache
+// (timing_cache.hpp, filled by calibrate) replaces the priors of the layers and conversions it
+// measured; override_node() and override_conversion() replace any cost of one node; a support
+// query (the backend's capability) marks the formats a layer cannot run in.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,10 +28,10 @@
 #include "../error.hpp"
 #include "../tensor/relabel.hpp"
 #include "network.hpp"
+#include "timing_cache.hpp"
 
 namespace memfmt::graph {
 
-using cost_t = std::int64_t;  // nanoseconds
 
 // "1.234 ms", "56 ns": how reports print a cost.
 inline std::string cost_string(cost_t ns) {
@@ -45,7 +47,10 @@ inline std::string cost_string(cost_t ns) {
 // A layer's cost in each family (by index(family)); nullopt: the layer cannot run in it.
 struct format_costs {
   std::array<std::optional<cost_t>, 2> by_family;
-  std::string basis;  // which prior or override produced the numbers
+  std::string basis;  // which prior, measurement or override produced the numbers
+  // Where the numbers come from, for explain: "measured", "prior: <benchmark case>", "user override"
+  // or "none: <why>" for layers that cost nothing.
+  std::string source;
 
   bool supports(family f) const noexcept { return by_family[index(f)].has_value(); }
   // The strictly cheaper supported family; nullopt when the layer is indifferent.
@@ -79,6 +84,7 @@ struct cost_priors {
 struct conv_speedup {
   double channels_last;
   const char* basis;
+  const char* benchmark = "none";  // the benchmark case that measured it
 };
 
 // Priors keyed on (shape class, dtype): NHWC/NCHW time ratios of bench_conv's oneDNN cases (batch 4,
@@ -90,27 +96,33 @@ inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t 
   // float64 and wide integers: no measurement, and PyTorch never picks channels_last for float64.
   const bool fp32 = type == dtype::float32;
   if (!fp32 && type != dtype::float16 && type != dtype::bfloat16 && type != dtype::int8 && type != dtype::uint8)
-    return {1.0, "no prior for this dtype: indifferent"};
+    return {1.0, "no prior for this dtype: indifferent", "none (no measurement for this dtype)"};
   // 16-bit and int8 share the bf16 column (XLA also sends int8 to NHWC); fp32 has its own.
   const std::int64_t per_group = in_channels / groups;
   if (groups > 1 && per_group == 1)
     return {fp32 ? 23.0 : 54.0,
-            "depthwise conv prior, NHWC 23x fp32 / 54x bf16 (bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/)"};
+            "depthwise conv prior, NHWC 23x fp32 / 54x bf16 (bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/)",
+            "bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/"};
   // The grouped-conv cliff: pytorch/pytorch PR #68101 (CPU, groups=32: NHWC 7.8 ms vs NCHW 1.5 ms) and
   // Inductor's note (groups=2 with 112 channels per group: 31x slower in NHWC). Below 64 channels per
   // group bench_conv's ResNeXt case holds.
   if (groups > 1 && per_group >= 64)
-    return {0.19, "grouped conv with >= 64 channels/group prior (pytorch PR #68101: NHWC 5x slower)"};
+    return {0.19, "grouped conv with >= 64 channels/group prior (pytorch PR #68101: NHWC 5x slower)",
+            "pytorch/pytorch PR #68101 (CPU, groups=32)"};
   if (groups > 1)
     return {fp32 ? 3.26 : 8.65,
-            "grouped conv prior, NHWC 3.26x fp32 / 8.65x bf16 (bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/)"};
+            "grouped conv prior, NHWC 3.26x fp32 / 8.65x bf16 (bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/)",
+            "bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/"};
   if (rank == 5)
-    return {fp32 ? 2.74 : 4.0, "3-D conv prior, NHWC 2.74x fp32 / 4.0x bf16 (bench_conv --benchmark_filter=BM_conv/c3d_)"};
+    return {fp32 ? 2.74 : 4.0, "3-D conv prior, NHWC 2.74x fp32 / 4.0x bf16 (bench_conv --benchmark_filter=BM_conv/c3d_)",
+            "bench_conv --benchmark_filter=BM_conv/c3d_"};
   if (kernel_volume == 1)
     return {fp32 ? 0.91 : 1.5, "1x1 conv prior, NHWC 0.91x fp32 / 1.5x bf16 (bench_conv --benchmark_filter='BM_conv/"
-                               "(rn50_.*_1x1|mbv2_pw)')"};
+                               "(rn50_.*_1x1|mbv2_pw)')",
+            "bench_conv --benchmark_filter='BM_conv/(rn50_.*_1x1|mbv2_pw)'"};
   return {fp32 ? 1.67 : 2.77, "kxk conv prior, NHWC 1.67x fp32 / 2.77x bf16 (bench_conv --benchmark_filter='BM_conv/"
-                              "rn50_(stem|.*_3x3)')"};
+                              "rn50_(stem|.*_3x3)')",
+          "bench_conv --benchmark_filter='BM_conv/rn50_(stem|.*_3x3)'"};
 }
 
 // Why a layer cannot run in a family on the backend at hand (nullopt: it can). The backend's
@@ -150,7 +162,7 @@ class cost_model {
                                                        "': costs " + cost_text(channels_first) + " / " +
                                                        cost_text(channels_last) +
                                                        " must be >= 0 with at least one family supported");
-    node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis)};
+    node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis), "user override"};
   }
   void override_conversion(const network& net, node_id value, cost_t cost) {
     require_node(net, value, "conversion override");
@@ -159,6 +171,12 @@ class cost_model {
                                                        net.at(value).name + "': cost " + std::to_string(cost) + " < 0");
     conversion_overrides_[value] = cost;
   }
+
+  // Measured costs (calibrate, or a cache file of this device and backend) replace the priors of the
+  // layers and conversions the cache holds; replaces any earlier cache. The caller checks the key
+  // (timing_cache::require_key): the model cannot know which device it plans for.
+  void set_timing_cache(timing_cache cache) { cache_ = std::make_shared<const timing_cache>(std::move(cache)); }
+  const timing_cache* timing() const noexcept { return cache_.get(); }
 
   // The backend's capability query (see support_query); replaces any earlier one.
   void set_support_query(support_query q) { support_ = std::move(q); }
@@ -194,10 +212,21 @@ class cost_model {
         2, static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), what.c_str())), what);
   }
 
+  // The plan prices one conversion per value whichever way it goes, so a measured value costs the
+  // mean of the directions the cache has.
   cost_t conversion_cost(const network& net, node_id value) const {
     if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return 0;
     if (auto it = conversion_overrides_.find(value); it != conversion_overrides_.end()) return it->second;
+    if (const std::optional<cost_t> m = measured_conversion(net.at(value))) return *m;
     return round(static_cast<double>(conversion_bytes(net, value)) / priors_.conversion_bytes_per_ns);
+  }
+
+  // Where conversion_cost's number comes from, in explain's words.
+  std::string conversion_source(const network& net, node_id value) const {
+    if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return "none: a relabel";
+    if (conversion_overrides_.count(value)) return "user override";
+    if (measured_conversion(net.at(value))) return "measured";
+    return "prior: bench_convert --benchmark_filter=BM_convert/ (bytes over conversion_bytes_per_ns)";
   }
 
   // The cost of running a node in `f` that its binding preferred pin does not ask for.
@@ -215,12 +244,32 @@ class cost_model {
   }
 
  private:
+  std::optional<cost_t> measured_conversion(const node& n) const {
+    if (!cache_) return std::nullopt;
+    const std::string sig = conversion_signature(n.extents, n.type);
+    const std::optional<cost_t> a = cache_->find_conversion(sig, family::channels_first);
+    const std::optional<cost_t> b = cache_->find_conversion(sig, family::channels_last);
+    if (a && b) return (*a + *b + 1) / 2;
+    return a ? a : b;
+  }
+
   format_costs base_costs(const network& net, node_id id) const {
     const node& n = net.at(id);
-    if (auto it = node_overrides_.find(id); it != node_overrides_.end()) return it->second;
+    if (auto it = node_overrides_.find(id); it != node_overrides_.end()) {
+      format_costs c = it->second;
+      c.source = "user override";
+      return c;
+    }
+    if (cache_)
+      if (const std::optional<std::string> sig = layer_signature(net, id))
+        if (const family_timings* t = cache_->find_layer(*sig)) {
+          const cache_key& k = cache_->key();
+          format_costs c{*t, "measured on " + k.device + " (" + k.backend + " " + k.backend_version + ")", "measured"};
+          return c;
+        }
     switch (n.kind) {
       case node_kind::input:
-      case node_kind::output: return same(0, "graph boundary");
+      case node_kind::output: return same(0, "graph boundary", "none: graph boundary");
       case node_kind::conv: {
         // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
         // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
@@ -231,7 +280,7 @@ class cost_model {
                                                     n.extents.size(), n.type);
         const double flops = 2.0 * static_cast<double>(n.numel()) *
                              static_cast<double>(x.extents[1] / a.params.groups) * volume;
-        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis);
+        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis, std::string("prior: ") + s.benchmark);
       }
       case node_kind::conv_transpose: {
         // The backward-data pass of a conv: its FLOPs are the forward conv's, counted from the input.
@@ -240,11 +289,13 @@ class cost_model {
         const double flops = 2.0 * static_cast<double>(x.numel()) *
                              static_cast<double>(a.out_channels / a.params.groups) *
                              kernel_volume(a.kernel, n.extents.size());
-        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent");
+        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent",
+                          "prior: none (no measurement; FLOPs over fp32_flops_per_ns)");
       }
       case node_kind::linear: {
         const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
-        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)");
+        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)",
+                    "prior: bench_conv --benchmark_filter='BM_conv/rn50_.*/fwd/' (FLOPs over throughput)");
       }
       case node_kind::flatten: {
         // channels_first flatten is a view. channels_last flatten is a view too, but orders the
@@ -257,7 +308,8 @@ class cost_model {
           for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == node_kind::linear;
         }
         format_costs c = same(0, absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
-                                            : "flatten feeding a non-linear: needs channels_first element order");
+                                            : "flatten feeding a non-linear: needs channels_first element order",
+                              "none: a view");
         if (!absorbable) c.by_family[index(family::channels_last)].reset();
         return c;
       }
@@ -270,7 +322,8 @@ class cost_model {
         if (ratio != 1.0)
           return by_speedup(memory_bound_ns(net, n), ratio,
                             "batch norm prior, NHWC " + cost_ratio_text(ratio) +
-                                "x (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/')");
+                                "x (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/')",
+                            "prior: bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/'");
         [[fallthrough]];
       }
       case node_kind::instance_norm:
@@ -287,18 +340,21 @@ class cost_model {
       case node_kind::dropout:
       case node_kind::opaque: {
         // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
-        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats");
+        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
+                    "prior: bench_convert --benchmark_filter=BM_convert/ (bytes over memory_bytes_per_ns)");
       }
     }
-    return same(0, "?");
+    return same(0, "?", "none");
   }
 
-  static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
+  static format_costs same(cost_t c, std::string basis, std::string source) {
+    return format_costs{{c, c}, std::move(basis), std::move(source)};
+  }
   // `fast` in the faster family, the other `channels_last` (NHWC/NCHW speed) times slower.
-  static format_costs by_speedup(double fast, double channels_last, std::string basis) {
+  static format_costs by_speedup(double fast, double channels_last, std::string basis, std::string source) {
     const double first = channels_last >= 1.0 ? fast * channels_last : fast;
     const double last = channels_last >= 1.0 ? fast : fast / channels_last;
-    return format_costs{{round(first), round(last)}, std::move(basis)};
+    return format_costs{{round(first), round(last)}, std::move(basis), std::move(source)};
   }
   // A memory-bound layer: the bytes of its output and inputs over the bandwidth.
   double memory_bound_ns(const network& net, const node& n) const {
@@ -342,6 +398,7 @@ class cost_model {
 
   cost_priors priors_;
   support_query support_;
+  std::shared_ptr<const timing_cache> cache_;
   std::map<node_id, format_costs> node_overrides_;
   std::map<node_id, cost_t> conversion_overrides_;
 };
