@@ -344,6 +344,15 @@ graph::cost_t time_conversion(const std::vector<std::int64_t>& extents, graph::f
 template <class B>
 using key_op = decltype(calibration_key(std::declval<const B&>()));
 
+// options.key, else the backend's calibration_key.
+template <class Backend>
+graph::cache_key key_of(const Backend& backend, const calibrate_options& options) {
+  if (options.key) return *options.key;
+  if constexpr (has_v<key_op, Backend>) return calibration_key(backend);
+  memfmt::detail::fail(errc::invalid_argument, std::string("calibrate: the ") + Backend::name +
+                                                   " backend has no calibration_key; pass calibrate_options::key");
+}
+
 inline graph::cost_t time_conversion_bytes(const std::vector<std::int64_t>& extents, memfmt::dtype t,
                                            graph::family from, const calibrate_options& o) {
   switch (memfmt::size_of(t)) {
@@ -362,13 +371,7 @@ graph::timing_cache calibrate(const graph::network& net, Backend& backend, const
     memfmt::detail::fail(errc::invalid_argument, "calibrate: warmup " + std::to_string(options.warmup) +
                                                      " must be >= 0 and repetitions " +
                                                      std::to_string(options.repetitions) + " >= 1");
-  graph::cache_key key;
-  if (options.key) key = *options.key;
-  else if constexpr (detail::has_v<detail::key_op, Backend>) key = calibration_key(backend);
-  else
-    memfmt::detail::fail(errc::invalid_argument, std::string("calibrate: the ") + Backend::name +
-                                                     " backend has no calibration_key; pass calibrate_options::key");
-  graph::timing_cache cache(key);
+  graph::timing_cache cache(detail::key_of(backend, options));
   if (options.known) cache.merge(*options.known);  // refuses another device's or backend's cache
   detail::filler fill(options.seed);
   std::set<std::string> skipped;
