@@ -1,9 +1,11 @@
 #include "plan_command.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,12 @@
 
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 #include "memfmt/io/plan_json.hpp"
+#include "memfmt/io/priors_json.hpp"
+#include "memfmt/io/timing_cache_json.hpp"
+#include "memfmt/runtime/calibrate.hpp"
+#endif
+#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_DNNL)
+#include "memfmt/backends/dnnl/calibrate.hpp"
 #endif
 
 namespace memfmt_cli {
@@ -48,6 +56,77 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!out) memfmt::detail::fail(memfmt::errc::invalid_argument, "--dot: '" + path + "' cannot be written");
 }
 
+#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
+// Whose measurements calibrating on `backend` here gives; an error for a backend this build
+// cannot calibrate on.
+memfmt::graph::cache_key key_for(const std::string& backend) {
+  if (backend == "reference") return calibration_key(memfmt::reference::backend{});
+#ifdef MEMFMT_CLI_HAVE_DNNL
+  if (backend == "onednn") return calibration_key(memfmt::onednn::backend{});
+#endif
+  memfmt::detail::fail(memfmt::errc::unsupported,
+                       "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
+                           (backend == "onednn" ? " (built without oneDNN, the memfmt::dnnl component)"
+                                                : " (calibration runs on the reference and oneDNN backends)") +
+                           "; use --calibrate reference" +
+#ifdef MEMFMT_CLI_HAVE_DNNL
+                           " or --calibrate onednn"
+#else
+                           ""
+#endif
+  );
+}
+
+memfmt::graph::timing_cache calibrate_on(const std::string& backend, const memfmt::graph::network& net,
+                                         const memfmt::runtime::calibrate_options& o) {
+#ifdef MEMFMT_CLI_HAVE_DNNL
+  if (backend == "onednn") {
+    memfmt::onednn::backend b;
+    return memfmt::runtime::calibrate(net, b, o);
+  }
+#endif
+  key_for(backend);  // refuses what this build cannot calibrate on
+  memfmt::reference::backend b;
+  return memfmt::runtime::calibrate(net, b, o);
+}
+
+// --cache and --calibrate: the cache file when it exists (it must be this device's and backend's),
+// then whatever --calibrate still has to time, saved back to the file. A summary goes to stderr.
+memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, const std::string& backend,
+                                           const std::string& cache_path) {
+  namespace fs = std::filesystem;
+  const bool have_file = !cache_path.empty() && fs::exists(cache_path);
+  if (backend.empty()) {
+    if (!have_file)
+      memfmt::detail::fail(memfmt::errc::invalid_argument,
+                           "--cache '" + cache_path + "' does not exist; add --calibrate BACKEND to measure and create it");
+    memfmt::graph::timing_cache c = memfmt::io::read_timing_cache_file(cache_path);
+    c.require_key(key_for(c.key().backend), "timing cache file '" + cache_path + "'");
+    std::cerr << "memfmt plan: " << c.layers().size() << " layer signatures and " << c.conversions().size()
+              << " conversions measured on " << to_string(c.key()) << " (from " << cache_path << ")\n";
+    return c;
+  }
+  const memfmt::graph::cache_key key = key_for(backend);
+  std::optional<memfmt::graph::timing_cache> known;
+  if (have_file) known = memfmt::io::read_timing_cache_file(cache_path, key);
+  std::vector<std::string> skipped;
+  memfmt::runtime::calibrate_options o;
+  o.known = known ? &*known : nullptr;
+  o.skipped = &skipped;
+  memfmt::graph::timing_cache c = calibrate_on(backend, net, o);
+  const std::size_t before = known ? known->layers().size() : 0;
+  std::cerr << "memfmt plan: calibrated on " << to_string(key) << ": " << c.layers().size() - before
+            << " layer signatures timed, " << before << " from the cache, " << c.conversions().size()
+            << " conversion shapes; " << skipped.size() << " signatures keep their priors\n";
+  for (const std::string& s : skipped) std::cerr << "  prior kept: " << s << '\n';
+  if (!cache_path.empty()) {
+    memfmt::io::write_timing_cache_file(cache_path, c);
+    std::cerr << "memfmt plan: timing cache written to " << cache_path << '\n';
+  }
+  return c;
+}
+#endif
+
 }  // namespace
 
 plan_command::plan_command(CLI::App& app) {
@@ -57,8 +136,11 @@ plan_command::plan_command(CLI::App& app) {
   cmd_->add_flag("--compare", compare_, "every policy side by side: conversions, bytes moved, estimated time")
       ->excludes(policy);
   cmd_->add_option("--calibrate", calibrate_, "time the layers on this backend before planning")
-      ->check(CLI::IsMember({"onednn", "cudnn"}));
-  cmd_->add_option("--cache", cache_, "timing cache file to load and update");
+      ->check(CLI::IsMember({"onednn", "reference", "cudnn"}));
+  cmd_->add_option("--cache", cache_, "timing cache file: loaded when present (it must be this device's), "
+                                      "updated with what --calibrate measures");
+  cmd_->add_option("--priors", priors_, "prior table (memfmt.priors JSON, e.g. data/priors/cudnn_gpu.json) for "
+                                        "what is not measured; default the compiled-in oneDNN CPU table");
   cmd_->add_flag("--json", json_, "print JSON (the memfmt.plan document, or the comparison rows)");
   cmd_->add_option("--dot", dot_path_, "write the plan (the --policy one; optimal with --compare) as Graphviz DOT");
 }
@@ -66,15 +148,19 @@ plan_command::plan_command(CLI::App& app) {
 int plan_command::run() const {
   return exit_code_of(*cmd_, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
-    if (!calibrate_.empty() || !cache_.empty()) {
-      std::cerr << "memfmt plan: calibration is not available in this build (--calibrate and --cache need the "
-                   "timing-cache support, which this memfmt does not have yet); plan without them to use the "
-                   "cost priors\n";
-      return 1;
-    }
     const model_file m = load_model(network_path_, std::nullopt);
     const memfmt::graph::network& net = m.network;
-    const memfmt::graph::cost_model model;
+    memfmt::graph::cost_model model;
+    if (!calibrate_.empty() || !cache_.empty() || !priors_.empty()) {
+#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
+      if (!priors_.empty()) model = memfmt::graph::cost_model(memfmt::io::read_priors_file(priors_));
+      if (!calibrate_.empty() || !cache_.empty()) model.set_timing_cache(measured_costs(net, calibrate_, cache_));
+#else
+      memfmt::detail::fail(memfmt::errc::unsupported,
+                           "--calibrate, --cache and --priors need the memfmt::graph_io component (JSON files), which "
+                           "this build of memfmt lacks");
+#endif
+    }
     const memfmt::graph::plan p = memfmt::graph::plan_with(net, model, which);
     if (!dot_path_.empty())
       write_text_file(dot_path_, memfmt::graph::to_dot(net, p, network_path_ + ", " + to_string(which)));

@@ -1,5 +1,6 @@
-// `memfmt plan NETWORK.json|MODEL.onnx [--policy NAME | --compare] [--calibrate onednn|cudnn]
-//  [--cache FILE] [--json] [--dot FILE]`: the format plan of a network, or every policy side by side.
+// `memfmt plan NETWORK.json|MODEL.onnx [--policy NAME | --compare] [--calibrate onednn|reference]
+//  [--cache FILE] [--priors FILE] [--json] [--dot FILE]`: the format plan of a network, or every policy side by side,
+//  with the costs measured on this machine where --calibrate or --cache give them.
 #pragma once
 
 #include <string>
@@ -19,7 +20,7 @@ class plan_command {
 
  private:
   CLI::App* cmd_ = nullptr;
-  std::string network_path_, policy_ = "optimal", calibrate_, cache_, dot_path_;
+  std::string network_path_, policy_ = "optimal", calibrate_, cache_, priors_, dot_path_;
   bool compare_ = false, json_ = false;
 };
 

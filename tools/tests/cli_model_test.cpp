@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/io/network_json.hpp"
 #include "memfmt/io/safetensors.hpp"
+#include "memfmt/io/timing_cache_json.hpp"
+#include "memfmt/runtime/calibrate.hpp"
 #include "memfmt/runtime/executor.hpp"
+#include "memfmt/runtime/random_parameters.hpp"
 #include "run_cli.hpp"
 
 namespace {
@@ -196,11 +200,93 @@ TEST_F(CliModel, BadArgumentsExit2WithUsage) {
   }
 }
 
+// Signatures a network's timing cache must hold after calibrating on a backend that runs them all.
+std::set<std::string> layer_signatures(const network& net) {
+  std::set<std::string> s;
+  for (const auto& n : net.nodes())
+    if (const auto sig = memfmt::graph::layer_signature(net, n.id)) s.insert(*sig);
+  return s;
+}
+
+TEST_F(CliModel, CalibrateReferenceWritesTheCacheAndPlansWithIt) {
+  const network net = memfmt::graph::models::resnet18(tiny());
+  const std::string file = save(net, "resnet18.json"), cache = path("cache.json");
+  auto r = run_cli({"plan", file, "--calibrate", "reference", "--cache", cache});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[costs: measured]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("timing cache written to " + cache), std::string::npos) << r.output;
+  const memfmt::graph::timing_cache c =
+      memfmt::io::read_timing_cache_file(cache, calibration_key(memfmt::reference::backend{}));
+  std::set<std::string> timed;
+  for (const auto& [sig, t] : c.layers()) {
+    timed.insert(sig);
+    EXPECT_TRUE(t[0] && t[1] && *t[0] > 0 && *t[1] > 0) << sig;
+  }
+  EXPECT_EQ(timed, layer_signatures(net));
+
+  // Everything is in the cache now: nothing is timed again, and --cache alone plans with it.
+  r = run_cli({"plan", file, "--calibrate", "reference", "--cache", cache});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": 0 layer signatures timed, " + std::to_string(timed.size()) + " from the cache"),
+            std::string::npos)
+      << r.output;
+  r = run_cli({"plan", file, "--cache", cache, "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(parse_json(r).dump().find("measured on "), std::string::npos);
+}
+
+TEST_F(CliModel, PriorsFileReplacesTheCompiledInTable) {
+  const network net = memfmt::graph::models::resnet18(tiny());
+  const std::string file = save(net, "resnet18.json");
+  auto r = run_cli({"plan", file, "--priors", std::string(MEMFMT_CLI_TEST_PRIORS) + "/cudnn_gpu.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("prior: bench_conv_cudnn"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("prior: bench_conv "), std::string::npos) << r.output;
+  std::ofstream(path("bad_priors.json")) << R"({"format": "memfmt.priors", "version": 1})";
+  r = run_cli({"plan", file, "--priors", path("bad_priors.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("key 'backend_family' is missing"), std::string::npos) << r.output;
+}
+
 TEST_F(CliModel, CalibrationAndMissingBackendsAreClearErrors) {
   const std::string file = save(memfmt::graph::models::resnet18(tiny()), "resnet18.json");
-  auto r = run_cli({"plan", file, "--calibrate", "onednn"});
+  auto r = run_cli({"plan", file, "--calibrate", "onednn", "--cache", path("onednn.json")});
+#ifdef MEMFMT_CLI_TEST_HAVE_DNNL
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(memfmt::io::read_timing_cache_file(path("onednn.json")).key().backend, "onednn");
+#else
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("calibration is not available in this build"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("built without oneDNN"), std::string::npos) << r.output;
+#endif
+  r = run_cli({"plan", file, "--calibrate", "cudnn"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot calibrate on cudnn"), std::string::npos) << r.output;
+  r = run_cli({"plan", file, "--cache", path("absent.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("does not exist; add --calibrate BACKEND"), std::string::npos) << r.output;
+
+  // Another device's cache is refused naming whose it is, with or without --calibrate.
+  const memfmt::graph::cache_key here = calibration_key(memfmt::reference::backend{});
+  memfmt::io::write_timing_cache_file(path("other.json"),
+                                      memfmt::graph::timing_cache({"Other CPU 1234", "reference", here.backend_version}));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--calibrate", "reference"}}) {
+    std::vector<std::string> args{"plan", file, "--cache", path("other.json")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("holds the measurements of device 'Other CPU 1234', backend reference"), std::string::npos)
+        << r.output;
+  }
+  std::ofstream(path("bad.json")) << R"({"format": "memfmt.timing_cache", "version": 1, "device": "x",
+    "backend": "reference", "backend_version": "1", "layers": [{"signature": "s", "channels_first_ns": "slow"}],
+    "conversions": []})";
+  r = run_cli({"plan", file, "--cache", path("bad.json"), "--calibrate", "reference"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  r = run_cli({"plan", file, "--cache", path("bad.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("layers[0]: key 'channels_first_ns' must be an integer"), std::string::npos) << r.output;
+
   for (const char* backend : {"onednn", "cudnn"}) {
     r = run_cli({"run", file, "--backend", backend});
     EXPECT_EQ(r.exit_code, 1) << backend << ": " << r.output;
@@ -234,33 +320,13 @@ TEST_F(CliModel, RunRandomReportsThroughputAndThePlan) {
   }
 }
 
-// Parameters for every tensor the network names, valid (positive variances).
-memfmt::runtime::parameter_store random_parameters(const network& net, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  memfmt::runtime::parameter_store s;
-  for (const auto& n : net.nodes())
-    for (const auto& p : net.parameters(n.id)) {
-      const auto count = static_cast<std::size_t>(memfmt::detail::checked_numel(p.extents, "test"));
-      if (p.type == memfmt::dtype::int64) {
-        s.insert<std::int64_t>(p.name, p.extents, std::vector<std::int64_t>(count, 0));
-        continue;
-      }
-      const bool positive = p.name.find("running_var") != std::string::npos;
-      std::uniform_real_distribution<float> d(positive ? 0.5f : -0.3f, positive ? 1.5f : 0.3f);
-      std::vector<float> v(count);
-      for (auto& e : v) e = d(rng);
-      s.insert<float>(p.name, p.extents, v);
-    }
-  return s;
-}
-
 // --weights and --input in, --output out: the CLI's outputs in each plan equal the executor's
 // all-channels-first run in this process (the formats change the summation order of nothing but
 // the batch-norm folding, hence the tolerance).
 TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   const network net = memfmt::graph::models::mobilenet_v2(tiny());
   const std::string file = save(net, "mobilenet.json");
-  const auto params = random_parameters(net, 7);
+  const auto params = memfmt::runtime::random_parameters(net, 7);
   memfmt::io::save_safetensors(params, path("weights.safetensors"));
   const auto& in = net.at(*net.find("input"));
   std::vector<float> x(static_cast<std::size_t>(in.numel()));
@@ -304,7 +370,7 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
 TEST_F(CliModel, RunRefusesParametersThatDoNotFit) {
   const network net = memfmt::graph::models::resnet18(tiny());
   const std::string file = save(net, "resnet18.json");
-  auto params = random_parameters(net, 1);
+  auto params = memfmt::runtime::random_parameters(net, 1);
   params.insert<float>("stray.weight", {2}, {1.f, 2.f});
   memfmt::io::save_safetensors(params, path("weights.safetensors"));
   const auto r = run_cli({"run", file, "--weights", path("weights.safetensors")});

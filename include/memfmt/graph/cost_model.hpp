@@ -4,9 +4,10 @@
 // layers cost the same in both and so inherit their producer's format (solve.hpp's second
 // criterion). Costs are integer nanoseconds, so that the min-cut optimum is exact and its ties are
 // decidable.
-// Every default is a prior that names the benchmark case behind it; override_node() and
-// override_conversion() replace it with a measurement, and a support query (the backend's
-// capability) marks the formats a layer cannot run in.
+// Every default is a prior that names the benchmark case behind it. A timing cache
+// (timing_cache.hpp, filled by calibrate) replaces the priors of the layers and conversions it
+// measured; override_node() and override_conversion() replace any cost of one node; a support
+// query (the backend's capability) marks the formats a layer cannot run in.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,10 +28,10 @@
 #include "../error.hpp"
 #include "../tensor/relabel.hpp"
 #include "network.hpp"
+#include "timing_cache.hpp"
 
 namespace memfmt::graph {
 
-using cost_t = std::int64_t;  // nanoseconds
 
 // "1.234 ms", "56 ns": how reports print a cost.
 inline std::string cost_string(cost_t ns) {
@@ -45,7 +47,10 @@ inline std::string cost_string(cost_t ns) {
 // A layer's cost in each family (by index(family)); nullopt: the layer cannot run in it.
 struct format_costs {
   std::array<std::optional<cost_t>, 2> by_family;
-  std::string basis;  // which prior or override produced the numbers
+  std::string basis;  // which prior, measurement or override produced the numbers
+  // Where the numbers come from, for explain: "measured", "prior: <benchmark case>", "user override"
+  // or "none: <why>" for layers that cost nothing.
+  std::string source;
 
   bool supports(family f) const noexcept { return by_family[index(f)].has_value(); }
   // The strictly cheaper supported family; nullopt when the layer is indifferent.
@@ -57,20 +62,44 @@ struct format_costs {
   }
 };
 
-// Every field must be positive and finite (cost_model's constructor checks).
+// NHWC/NCHW speed of one conv shape class: the fp32 column, the 16-bit and int8 column, and the
+// benchmark case that measured them.
+struct conv_class_prior {
+  double fp32 = 1.0;
+  double low_precision = 1.0;
+  std::string benchmark;
+};
+
+// The priors of one backend family, each with the benchmark case behind it. The defaults are the
+// oneDNN CPU table (onednn_cpu_priors()); graph/priors.hpp has the cuDNN GPU table, and
+// io/priors_json.hpp reads and writes a table as a file (data/priors/*.json ship the two), so
+// they can be edited without touching code. Every number must be positive and finite
+// (cost_model's constructor checks).
 struct cost_priors {
   // Conversion and memory-bound layers: bytes read + written over a bandwidth (memcpy's and the
-  // conversion's: bench_convert --benchmark_filter=BM_convert/, memcpy_GB/s and ratio_to_memcpy).
+  // conversion's: memcpy_GB/s and ratio_to_memcpy).
   double conversion_bytes_per_ns = 30.0;
   double memory_bytes_per_ns = 30.0;
+  std::string bandwidth_benchmark = "bench_convert --benchmark_filter=BM_convert/";
   // Conv (in its faster format) and linear: FLOPs over a throughput, the faster format's GFLOP/s of
-  // the ResNet-50 layers (bench_conv --benchmark_filter='BM_conv/rn50_.*/fwd/').
+  // the ResNet-50 layers.
   double fp32_flops_per_ns = 350.0;
   double low_precision_flops_per_ns = 750.0;
+  std::string throughput_benchmark = "bench_conv --benchmark_filter='BM_conv/rn50_.*/fwd/'";
   // Batch norm, NHWC over NCHW speed: memory-bound, but the backends' NCHW batch norm is a slow
-  // path (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/'); 1 makes it inherit.
+  // path; 1 makes it inherit.
   double batch_norm_channels_last_speedup_fp32 = 6.0;
   double batch_norm_channels_last_speedup_low_precision = 19.5;
+  std::string batch_norm_benchmark = "bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/'";
+  // Conv shape classes (default_conv_speedup says which applies), the median of each class's cases.
+  conv_class_prior depthwise_conv{23.0, 54.0, "bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/"};
+  // The grouped-conv cliff at >= 64 channels per group: pytorch/pytorch PR #68101 (CPU, groups=32:
+  // NHWC 7.8 ms vs NCHW 1.5 ms) and Inductor's note (groups=2, 112 channels per group: NHWC 31x slower).
+  conv_class_prior wide_grouped_conv{0.19, 0.19, "pytorch/pytorch PR #68101 (CPU, groups=32)"};
+  conv_class_prior grouped_conv{3.26, 8.65, "bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/"};
+  conv_class_prior conv3d{2.74, 4.0, "bench_conv --benchmark_filter=BM_conv/c3d_"};
+  conv_class_prior pointwise_conv{0.91, 1.5, "bench_conv --benchmark_filter='BM_conv/(rn50_.*_1x1|mbv2_pw)'"};
+  conv_class_prior kxk_conv{1.67, 2.77, "bench_conv --benchmark_filter='BM_conv/rn50_(stem|.*_3x3)'"};
   // A violated preferred pin costs priority x this (1 ms per priority step).
   cost_t preferred_pin_unit = 1'000'000;
 };
@@ -78,39 +107,41 @@ struct cost_priors {
 // NHWC/NCHW throughput ratio of a conv and the measurement behind it.
 struct conv_speedup {
   double channels_last;
-  const char* basis;
+  std::string basis;
+  std::string benchmark = "none";  // the benchmark case that measured it
 };
 
-// Priors keyed on (shape class, dtype): NHWC/NCHW time ratios of bench_conv's oneDNN cases (batch 4,
-// forward), the median of each class's cases, fp32 and bf16. `kernel_volume` is the product of the
-// kernel's extents (1 for a 1x1 conv).
+namespace detail {
+inline std::string ratio_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", r);
+  return buf;
+}
+}  // namespace detail
+
+// The prior ratio of a conv by (shape class, dtype), from `p`'s table. 16-bit and int8 share the
+// low-precision column (XLA also sends int8 to NHWC); float64 and wide integers have no
+// measurement and are indifferent (PyTorch never picks channels_last for float64).
+// `kernel_volume` is the product of the kernel's extents (1 for a 1x1 conv).
 inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel_volume,
-                                         std::size_t rank, memfmt::dtype type) noexcept {
+                                         std::size_t rank, memfmt::dtype type, const cost_priors& p = {}) {
   using memfmt::dtype;
-  // float64 and wide integers: no measurement, and PyTorch never picks channels_last for float64.
   const bool fp32 = type == dtype::float32;
   if (!fp32 && type != dtype::float16 && type != dtype::bfloat16 && type != dtype::int8 && type != dtype::uint8)
-    return {1.0, "no prior for this dtype: indifferent"};
-  // 16-bit and int8 share the bf16 column (XLA also sends int8 to NHWC); fp32 has its own.
+    return {1.0, "no prior for this dtype: indifferent", "none (no measurement for this dtype)"};
   const std::int64_t per_group = in_channels / groups;
-  if (groups > 1 && per_group == 1)
-    return {fp32 ? 23.0 : 54.0,
-            "depthwise conv prior, NHWC 23x fp32 / 54x bf16 (bench_conv --benchmark_filter=BM_conv/mbv2_dw3x3_144/)"};
-  // The grouped-conv cliff: pytorch/pytorch PR #68101 (CPU, groups=32: NHWC 7.8 ms vs NCHW 1.5 ms) and
-  // Inductor's note (groups=2 with 112 channels per group: 31x slower in NHWC). Below 64 channels per
-  // group bench_conv's ResNeXt case holds.
-  if (groups > 1 && per_group >= 64)
-    return {0.19, "grouped conv with >= 64 channels/group prior (pytorch PR #68101: NHWC 5x slower)"};
-  if (groups > 1)
-    return {fp32 ? 3.26 : 8.65,
-            "grouped conv prior, NHWC 3.26x fp32 / 8.65x bf16 (bench_conv --benchmark_filter=BM_conv/rnx_3x3_128_g32/)"};
-  if (rank == 5)
-    return {fp32 ? 2.74 : 4.0, "3-D conv prior, NHWC 2.74x fp32 / 4.0x bf16 (bench_conv --benchmark_filter=BM_conv/c3d_)"};
-  if (kernel_volume == 1)
-    return {fp32 ? 0.91 : 1.5, "1x1 conv prior, NHWC 0.91x fp32 / 1.5x bf16 (bench_conv --benchmark_filter='BM_conv/"
-                               "(rn50_.*_1x1|mbv2_pw)')"};
-  return {fp32 ? 1.67 : 2.77, "kxk conv prior, NHWC 1.67x fp32 / 2.77x bf16 (bench_conv --benchmark_filter='BM_conv/"
-                              "rn50_(stem|.*_3x3)')"};
+  const auto pick = [&](const char* what, const conv_class_prior& c) {
+    return conv_speedup{fp32 ? c.fp32 : c.low_precision,
+                        std::string(what) + " prior, NHWC " + detail::ratio_text(c.fp32) + "x fp32 / " +
+                            detail::ratio_text(c.low_precision) + "x 16-bit (" + c.benchmark + ")",
+                        c.benchmark};
+  };
+  if (groups > 1 && per_group == 1) return pick("depthwise conv", p.depthwise_conv);
+  if (groups > 1 && per_group >= 64) return pick("grouped conv with >= 64 channels/group", p.wide_grouped_conv);
+  if (groups > 1) return pick("grouped conv", p.grouped_conv);
+  if (rank == 5) return pick("3-D conv", p.conv3d);
+  if (kernel_volume == 1) return pick("1x1 conv", p.pointwise_conv);
+  return pick("kxk conv", p.kxk_conv);
 }
 
 // Why a layer cannot run in a family on the backend at hand (nullopt: it can). The backend's
@@ -120,17 +151,30 @@ using support_query = std::function<std::optional<std::string>(const network&, c
 
 class cost_model {
  public:
-  explicit cost_model(cost_priors priors = {}) : priors_(priors) {
+  explicit cost_model(cost_priors given = {}) : priors_(std::move(given)) {
+    const cost_priors& priors = priors_;
     const std::pair<const char*, double> rates[] = {
         {"conversion_bytes_per_ns", priors.conversion_bytes_per_ns},
         {"memory_bytes_per_ns", priors.memory_bytes_per_ns},
         {"fp32_flops_per_ns", priors.fp32_flops_per_ns},
         {"low_precision_flops_per_ns", priors.low_precision_flops_per_ns},
         {"batch_norm_channels_last_speedup_fp32", priors.batch_norm_channels_last_speedup_fp32},
-        {"batch_norm_channels_last_speedup_low_precision", priors.batch_norm_channels_last_speedup_low_precision}};
+        {"batch_norm_channels_last_speedup_low_precision", priors.batch_norm_channels_last_speedup_low_precision},
+        {"depthwise_conv.fp32", priors.depthwise_conv.fp32},
+        {"depthwise_conv.low_precision", priors.depthwise_conv.low_precision},
+        {"wide_grouped_conv.fp32", priors.wide_grouped_conv.fp32},
+        {"wide_grouped_conv.low_precision", priors.wide_grouped_conv.low_precision},
+        {"grouped_conv.fp32", priors.grouped_conv.fp32},
+        {"grouped_conv.low_precision", priors.grouped_conv.low_precision},
+        {"conv3d.fp32", priors.conv3d.fp32},
+        {"conv3d.low_precision", priors.conv3d.low_precision},
+        {"pointwise_conv.fp32", priors.pointwise_conv.fp32},
+        {"pointwise_conv.low_precision", priors.pointwise_conv.low_precision},
+        {"kxk_conv.fp32", priors.kxk_conv.fp32},
+        {"kxk_conv.low_precision", priors.kxk_conv.low_precision}};
     for (const auto& [name, v] : rates)
       if (!(v > 0.0) || !std::isfinite(v))
-        memfmt::detail::fail(errc::invalid_argument, std::string("cost_priors::") + name + " = " + cost_ratio_text(v) +
+        memfmt::detail::fail(errc::invalid_argument, std::string("cost_priors::") + name + " = " + detail::ratio_text(v) +
                                                          " must be positive and finite");
     if (priors.preferred_pin_unit < 0)
       memfmt::detail::fail(errc::invalid_argument, "cost_priors::preferred_pin_unit = " +
@@ -150,7 +194,7 @@ class cost_model {
                                                        "': costs " + cost_text(channels_first) + " / " +
                                                        cost_text(channels_last) +
                                                        " must be >= 0 with at least one family supported");
-    node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis)};
+    node_overrides_[id] = format_costs{{channels_first, channels_last}, std::move(basis), "user override"};
   }
   void override_conversion(const network& net, node_id value, cost_t cost) {
     require_node(net, value, "conversion override");
@@ -159,6 +203,12 @@ class cost_model {
                                                        net.at(value).name + "': cost " + std::to_string(cost) + " < 0");
     conversion_overrides_[value] = cost;
   }
+
+  // Measured costs (calibrate, or a cache file of this device and backend) replace the priors of the
+  // layers and conversions the cache holds; replaces any earlier cache. The caller checks the key
+  // (timing_cache::require_key): the model cannot know which device it plans for.
+  void set_timing_cache(timing_cache cache) { cache_ = std::make_shared<const timing_cache>(std::move(cache)); }
+  const timing_cache* timing() const noexcept { return cache_.get(); }
 
   // The backend's capability query (see support_query); replaces any earlier one.
   void set_support_query(support_query q) { support_ = std::move(q); }
@@ -194,10 +244,21 @@ class cost_model {
         2, static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), what.c_str())), what);
   }
 
+  // The plan prices one conversion per value whichever way it goes, so a measured value costs the
+  // mean of the directions the cache has.
   cost_t conversion_cost(const network& net, node_id value) const {
     if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return 0;
     if (auto it = conversion_overrides_.find(value); it != conversion_overrides_.end()) return it->second;
+    if (const std::optional<cost_t> m = measured_conversion(net.at(value))) return *m;
     return round(static_cast<double>(conversion_bytes(net, value)) / priors_.conversion_bytes_per_ns);
+  }
+
+  // Where conversion_cost's number comes from, in explain's words.
+  std::string conversion_source(const network& net, node_id value) const {
+    if (!net.at(value).spatial() || is_ambiguous_shape(net.at(value).extents)) return "none: a relabel";
+    if (conversion_overrides_.count(value)) return "user override";
+    if (measured_conversion(net.at(value))) return "measured";
+    return "prior: " + priors_.bandwidth_benchmark + " (bytes over conversion_bytes_per_ns)";
   }
 
   // The cost of running a node in `f` that its binding preferred pin does not ask for.
@@ -215,12 +276,32 @@ class cost_model {
   }
 
  private:
+  std::optional<cost_t> measured_conversion(const node& n) const {
+    if (!cache_) return std::nullopt;
+    const std::string sig = conversion_signature(n.extents, n.type);
+    const std::optional<cost_t> a = cache_->find_conversion(sig, family::channels_first);
+    const std::optional<cost_t> b = cache_->find_conversion(sig, family::channels_last);
+    if (a && b) return (*a + *b + 1) / 2;
+    return a ? a : b;
+  }
+
   format_costs base_costs(const network& net, node_id id) const {
     const node& n = net.at(id);
-    if (auto it = node_overrides_.find(id); it != node_overrides_.end()) return it->second;
+    if (auto it = node_overrides_.find(id); it != node_overrides_.end()) {
+      format_costs c = it->second;
+      c.source = "user override";
+      return c;
+    }
+    if (cache_)
+      if (const std::optional<std::string> sig = layer_signature(net, id))
+        if (const family_timings* t = cache_->find_layer(*sig)) {
+          const cache_key& k = cache_->key();
+          format_costs c{*t, "measured on " + k.device + " (" + k.backend + " " + k.backend_version + ")", "measured"};
+          return c;
+        }
     switch (n.kind) {
       case node_kind::input:
-      case node_kind::output: return same(0, "graph boundary");
+      case node_kind::output: return same(0, "graph boundary", "none: graph boundary");
       case node_kind::conv: {
         // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
         // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
@@ -228,10 +309,10 @@ class cost_model {
         const conv_attrs& a = n.get<conv_attrs>();
         const double volume = kernel_volume(a.kernel, n.extents.size());
         const conv_speedup s = default_conv_speedup(x.extents[1], a.params.groups, static_cast<std::int64_t>(volume),
-                                                    n.extents.size(), n.type);
+                                                    n.extents.size(), n.type, priors_);
         const double flops = 2.0 * static_cast<double>(n.numel()) *
                              static_cast<double>(x.extents[1] / a.params.groups) * volume;
-        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis);
+        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis, "prior: " + s.benchmark);
       }
       case node_kind::conv_transpose: {
         // The backward-data pass of a conv: its FLOPs are the forward conv's, counted from the input.
@@ -240,11 +321,13 @@ class cost_model {
         const double flops = 2.0 * static_cast<double>(x.numel()) *
                              static_cast<double>(a.out_channels / a.params.groups) *
                              kernel_volume(a.kernel, n.extents.size());
-        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent");
+        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent",
+                          "prior: none (no measurement; FLOPs over fp32_flops_per_ns)");
       }
       case node_kind::linear: {
         const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
-        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)");
+        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)",
+                    "prior: " + priors_.throughput_benchmark + " (FLOPs over throughput)");
       }
       case node_kind::flatten: {
         // channels_first flatten is a view. channels_last flatten is a view too, but orders the
@@ -257,7 +340,8 @@ class cost_model {
           for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == node_kind::linear;
         }
         format_costs c = same(0, absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
-                                            : "flatten feeding a non-linear: needs channels_first element order");
+                                            : "flatten feeding a non-linear: needs channels_first element order",
+                              "none: a view");
         if (!absorbable) c.by_family[index(family::channels_last)].reset();
         return c;
       }
@@ -269,8 +353,9 @@ class cost_model {
                                   : priors_.batch_norm_channels_last_speedup_low_precision;
         if (ratio != 1.0)
           return by_speedup(memory_bound_ns(net, n), ratio,
-                            "batch norm prior, NHWC " + cost_ratio_text(ratio) +
-                                "x (bench_conv --benchmark_filter='BM_bn/64x56x56/.*/infer/')");
+                            "batch norm prior, NHWC " + detail::ratio_text(ratio) +
+                                "x (" + priors_.batch_norm_benchmark + ")",
+                            "prior: " + priors_.batch_norm_benchmark);
         [[fallthrough]];
       }
       case node_kind::instance_norm:
@@ -287,18 +372,21 @@ class cost_model {
       case node_kind::dropout:
       case node_kind::opaque: {
         // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
-        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats");
+        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
+                    "prior: " + priors_.bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
       }
     }
-    return same(0, "?");
+    return same(0, "?", "none");
   }
 
-  static format_costs same(cost_t c, std::string basis) { return format_costs{{c, c}, std::move(basis)}; }
+  static format_costs same(cost_t c, std::string basis, std::string source) {
+    return format_costs{{c, c}, std::move(basis), std::move(source)};
+  }
   // `fast` in the faster family, the other `channels_last` (NHWC/NCHW speed) times slower.
-  static format_costs by_speedup(double fast, double channels_last, std::string basis) {
+  static format_costs by_speedup(double fast, double channels_last, std::string basis, std::string source) {
     const double first = channels_last >= 1.0 ? fast * channels_last : fast;
     const double last = channels_last >= 1.0 ? fast : fast / channels_last;
-    return format_costs{{round(first), round(last)}, std::move(basis)};
+    return format_costs{{round(first), round(last)}, std::move(basis), std::move(source)};
   }
   // A memory-bound layer: the bytes of its output and inputs over the bandwidth.
   double memory_bound_ns(const network& net, const node& n) const {
@@ -326,15 +414,10 @@ class cost_model {
   // Costs are rounded to whole ns; a cost past int64 is an error, not a wrapped value.
   static cost_t round(double v) {
     if (!(v >= 0.0) || v >= 9.2e18)
-      memfmt::detail::fail(errc::overflow, "cost model: a cost of " + cost_ratio_text(v) + " ns does not fit int64 ns");
+      memfmt::detail::fail(errc::overflow, "cost model: a cost of " + detail::ratio_text(v) + " ns does not fit int64 ns");
     return static_cast<cost_t>(std::llround(v));
   }
   static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }
-  static std::string cost_ratio_text(double r) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", r);
-    return buf;
-  }
   double flops_per_ns(memfmt::dtype t) const noexcept {
     return t == memfmt::dtype::float32 || t == memfmt::dtype::float64 ? priors_.fp32_flops_per_ns
                                                                       : priors_.low_precision_flops_per_ns;
@@ -342,6 +425,7 @@ class cost_model {
 
   cost_priors priors_;
   support_query support_;
+  std::shared_ptr<const timing_cache> cache_;
   std::map<node_id, format_costs> node_overrides_;
   std::map<node_id, cost_t> conversion_overrides_;
 };

@@ -2,7 +2,8 @@
 //
 // Lists every conversion (value -> consumers, bytes moved, cost added, cost saved against keeping
 // the producer's format), every layer's format and why, and the channel thrashing the plan removes
-// compared with the naive per-layer choice. The text is a function of the plan alone, so the
+// compared with the naive per-layer choice. Every layer and conversion says where its cost comes
+// from: "measured" (a timing cache) or "prior: <benchmark case>". The text is a function of the plan alone, so the
 // same graph gives the same report.
 #pragma once
 
@@ -40,7 +41,8 @@ inline std::string explain(const network& net, const cost_model& model, const pl
       os << ": relabel, ambiguous extents " << memfmt::detail::dims_to_string(net.at(c.value).extents) << ", 0 bytes\n";
       continue;
     }
-    os << ": " << c.bytes << " bytes, adds " << cost_string(c.cost) << ", saves ";
+    os << ": " << c.bytes << " bytes, adds " << cost_string(c.cost) << " (" << model.conversion_source(net, c.value)
+       << "), saves ";
     if (c.saves)
       os << cost_string(*c.saves) << " vs keeping " << to_string(c.from)
          << (*c.saves != c.cost   ? ""
@@ -57,7 +59,7 @@ inline std::string explain(const network& net, const cost_model& model, const pl
     const node_decision& d = p.nodes[n.id];
     os << "  " << n.name << " (" << to_string(n.kind) << ' ' << memfmt::detail::dims_to_string(n.extents) << ' '
        << memfmt::to_string(n.type) << "): " << (d.format ? to_string(*d.format) : "-") << ", "
-       << cost_string(d.cost) << ". " << d.reason << '\n';
+       << cost_string(d.cost) << ". " << d.reason << " [costs: " << model.node_costs(net, n.id).source << "]\n";
   }
   return os.str();
 }

@@ -1,0 +1,195 @@
+// memfmt/graph/timing_cache.hpp - measured layer and conversion costs of one device and backend.
+//
+// The TensorRT timing cache, for formats: costs are keyed by what decides them, not by node id,
+// so identical layers (same op, attributes, extents and dtype) share one measurement and a cache
+// serves every network built from such layers. A cache belongs to one device (CPU model and the
+// ISA its backend uses, or GPU name and compute capability), backend and backend version; a cost
+// measured elsewhere is wrong here, so cost_model::set_timing_cache refuses a cache whose key
+// differs from the one it is asked for (require_key), naming whose it is.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../detail/checked.hpp"
+#include "../dtype.hpp"
+#include "../error.hpp"
+#include "network.hpp"
+
+namespace memfmt::graph {
+
+using cost_t = std::int64_t;  // nanoseconds, as in cost_model.hpp
+
+// Whose measurements a cache holds.
+struct cache_key {
+  std::string device;           // "Intel(R) Xeon(R) ... (isa avx512_core)", "NVIDIA H100 (sm_90)"
+  std::string backend;          // the backend's name: "reference", "onednn", "cudnn"
+  std::string backend_version;  // "2.6.0", or memfmt's version for the reference backend
+
+  friend bool operator==(const cache_key& a, const cache_key& b) {
+    return a.device == b.device && a.backend == b.backend && a.backend_version == b.backend_version;
+  }
+  friend bool operator!=(const cache_key& a, const cache_key& b) { return !(a == b); }
+};
+
+inline std::string to_string(const cache_key& k) {
+  return "device '" + k.device + "', backend " + k.backend + " " + k.backend_version;
+}
+
+namespace detail {
+
+inline std::string dims_text(const std::vector<std::int64_t>& e) { return memfmt::detail::dims_to_string(e); }
+
+inline std::string spatial_text(const spatial3& v, std::size_t dims) {
+  std::string s;
+  for (std::size_t d = 0; d < dims; ++d) s += (d ? "x" : "") + std::to_string(v[d]);
+  return s;
+}
+
+inline std::string window_text(const spatial3& kernel, const spatial3& stride, const spatial3& padding,
+                               const spatial3& padding_end, std::size_t dims) {
+  return " kernel " + spatial_text(kernel, dims) + " stride " + spatial_text(stride, dims) + " pad " +
+         spatial_text(padding, dims) + "/" + spatial_text(padding_end, dims);
+}
+
+inline std::string conv_text(const spatial3& kernel, const memfmt::conv_params& p, std::size_t dims) {
+  spatial3 end{};
+  for (std::size_t d = 0; d < dims; ++d) end[d] = p.end_padding(static_cast<int>(d));
+  return window_text(kernel, p.stride, p.padding, end, dims) + " dilation " + spatial_text(p.dilation, dims) +
+         " groups " + std::to_string(p.groups);
+}
+
+}  // namespace detail
+
+// The node's timing signature: kind, the attributes that change its running time, its inputs' and
+// output's extents and the dtype. nullopt for nodes without a layout choice a backend runs
+// (graph boundaries, views, opaque user code, rank-2 layers): their prior stands.
+inline std::optional<std::string> layer_signature(const network& net, node_id id) {
+  const node& n = net.at(id);
+  if (!net.has_format(id) || !n.spatial()) return std::nullopt;
+  const std::size_t dims = n.extents.size() - 2;
+  std::string s = to_string(n.kind);
+  switch (n.kind) {
+    case node_kind::conv: {
+      const conv_attrs& a = n.get<conv_attrs>();
+      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) +
+           (a.bias ? " bias" : "");
+      break;
+    }
+    case node_kind::conv_transpose: {
+      const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
+      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) +
+           " output_padding " + detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
+      break;
+    }
+    case node_kind::batch_norm: break;
+    case node_kind::instance_norm:
+    case node_kind::group_norm: {
+      const norm_attrs& a = n.get<norm_attrs>();
+      s += " groups " + std::to_string(a.params.groups) + (a.affine ? " affine" : "");
+      break;
+    }
+    case node_kind::pad: {
+      const memfmt::pad_params& p = n.get<memfmt::pad_params>();
+      s += " mode " + std::to_string(static_cast<int>(p.mode));
+      break;
+    }
+    case node_kind::activation: s += " " + std::to_string(static_cast<int>(n.get<memfmt::activation>())); break;
+    case node_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
+    case node_kind::pool: {
+      const memfmt::pool_params& p = n.get<memfmt::pool_params>();
+      s += " " + std::to_string(static_cast<int>(p.kind)) + detail::window_text(p.kernel, p.stride, p.padding, p.padding_end, dims) +
+           (p.ceil_mode ? " ceil" : "") + (p.count_include_pad ? " include_pad" : "");
+      break;
+    }
+    case node_kind::global_pool:
+      s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind));
+      break;
+    case node_kind::upsample:
+      s += " mode " + std::to_string(static_cast<int>(n.get<memfmt::upsample_params>().mode));
+      break;
+    case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
+    case node_kind::softmax: break;
+    case node_kind::concat: break;
+    default: return std::nullopt;  // input, output, flatten, dropout, linear, opaque
+  }
+  s += " in";
+  for (node_id i : n.inputs) s += " " + detail::dims_text(net.at(i).extents);
+  s += " out " + detail::dims_text(n.extents) + " " + std::string(memfmt::to_string(n.type));
+  return s;
+}
+
+// A conversion's signature: the value's extents and dtype (the direction is the cache's second key).
+inline std::string conversion_signature(const std::vector<std::int64_t>& extents, memfmt::dtype type) {
+  return detail::dims_text(extents) + " " + std::string(memfmt::to_string(type));
+}
+
+// Per family (by index(family)): the median ns, or nullopt where the backend cannot run the layer
+// in that family.
+using family_timings = std::array<std::optional<cost_t>, 2>;
+
+class timing_cache {
+ public:
+  timing_cache() = default;
+  explicit timing_cache(cache_key key) : key_(std::move(key)) {}
+
+  const cache_key& key() const noexcept { return key_; }
+
+  // Whose measurements these are must be `expected`: an error naming both otherwise.
+  void require_key(const cache_key& expected, const std::string& what = "timing cache") const {
+    if (key_ != expected)
+      memfmt::detail::fail(errc::invalid_argument, what + " holds the measurements of " + to_string(key_) +
+                                                       ", not of " + to_string(expected) + " (calibrate here instead)");
+  }
+
+  // One layer signature in both families; at least one must be measured.
+  void record_layer(const std::string& signature, family_timings t) {
+    if ((!t[0] && !t[1]) || (t[0] && *t[0] < 0) || (t[1] && *t[1] < 0))
+      memfmt::detail::fail(errc::invalid_argument, "timing cache: layer '" + signature +
+                                                       "' needs a cost >= 0 in at least one family");
+    layers_[signature] = t;
+  }
+  // A conversion of `signature` from `from` to the other family.
+  void record_conversion(const std::string& signature, family from, cost_t ns) {
+    if (ns < 0)
+      memfmt::detail::fail(errc::invalid_argument, "timing cache: conversion '" + signature + "' from " +
+                                                       std::string(memfmt::to_string(from)) + " costs " +
+                                                       std::to_string(ns) + " ns < 0");
+    conversions_[signature][index(from)] = ns;
+  }
+
+  const family_timings* find_layer(const std::string& signature) const {
+    const auto it = layers_.find(signature);
+    return it == layers_.end() ? nullptr : &it->second;
+  }
+  std::optional<cost_t> find_conversion(const std::string& signature, family from) const {
+    const auto it = conversions_.find(signature);
+    return it == conversions_.end() ? std::nullopt : it->second[index(from)];
+  }
+
+  const std::map<std::string, family_timings>& layers() const noexcept { return layers_; }
+  // Per signature, by index of the source family.
+  const std::map<std::string, family_timings>& conversions() const noexcept { return conversions_; }
+
+  // Adds `other`'s entries (its key must match); other's measurement wins where both have one.
+  void merge(const timing_cache& other) {
+    other.require_key(key_, "the timing cache merged in");
+    for (const auto& [sig, t] : other.layers_) layers_[sig] = t;
+    for (const auto& [sig, t] : other.conversions_)
+      for (std::size_t f = 0; f < 2; ++f)
+        if (t[f]) conversions_[sig][f] = t[f];
+  }
+
+ private:
+  cache_key key_;
+  std::map<std::string, family_timings> layers_;
+  std::map<std::string, family_timings> conversions_;
+};
+
+}  // namespace memfmt::graph

@@ -1,0 +1,83 @@
+// memfmt/runtime/channels_last.hpp - calibrate, plan and build the executor in one call.
+//
+// The spirit of Composer's apply_channels_last(model) and fastai's to_channelslast(), with the
+// formats chosen by measurement instead of "everything NHWC": channels_last(net, backend, params,
+// options) loads the timing cache (options.timing_cache_path, when the file exists; it must be this
+// device's and backend's), calibrates what it lacks on `backend`, writes the cache back, applies
+// the pins, solves, and returns an executor with the weights converted once into their layers'
+// formats. Reads and writes the timing cache file, so it needs the memfmt::graph_io component.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../graph/cost_model.hpp"
+#include "../graph/network.hpp"
+#include "../graph/plan.hpp"
+#include "../graph/solve.hpp"
+#include "../graph/timing_cache.hpp"
+#include "../io/timing_cache_json.hpp"
+#include "calibrate.hpp"
+#include "executor.hpp"
+#include "parameter_store.hpp"
+
+namespace memfmt::runtime {
+
+// A format requirement by layer name (graph::network::pin_format's arguments).
+struct format_pin {
+  std::string node;
+  graph::family format = graph::family::channels_last;
+  bool mandatory = true;
+  int priority = 0;  // preferred pins: >= 1
+};
+
+struct channels_last_options {
+  std::string timing_cache_path;  // empty: calibrate every time and keep nothing
+  std::vector<format_pin> pins;
+  graph::cost_priors priors;      // for what calibration does not measure
+  calibrate_options calibration;  // its `known` is the loaded cache
+  executor_options execution;
+};
+
+// The plan, its costs and the executor that runs it.
+template <class Backend>
+struct planned_executor {
+  graph::network network;  // with the pins applied
+  graph::plan plan;
+  graph::timing_cache cache;
+  std::unique_ptr<executor<Backend>> run;  // ready for forward(); holds a reference to the backend
+};
+
+template <class Backend>
+planned_executor<Backend> channels_last(const graph::network& net, Backend& backend, const parameter_store& params,
+                                        const channels_last_options& options = {}) {
+  planned_executor<Backend> out;
+  out.network = net;
+  for (const format_pin& p : options.pins) {
+    const std::optional<graph::node_id> id = net.find(p.node);
+    if (!id)
+      memfmt::detail::fail(errc::invalid_argument, "channels_last: pin on '" + p.node + "', which is no layer of the network");
+    out.network.pin_format(*id, p.format, p.mandatory, p.priority, "channels_last option");
+  }
+  calibrate_options cal = options.calibration;
+  std::optional<graph::timing_cache> known;
+  const std::string& path = options.timing_cache_path;
+  if (!path.empty() && std::filesystem::exists(path)) {
+    known = io::read_timing_cache_file(path, detail::key_of(backend, cal));
+  }
+  cal.known = known ? &*known : nullptr;
+  out.cache = calibrate(out.network, backend, cal);
+  if (!path.empty()) io::write_timing_cache_file(path, out.cache);
+  graph::cost_model model(options.priors);
+  model.set_timing_cache(out.cache);
+  out.plan = graph::solve(out.network, model);
+  out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend, params, options.execution);
+  return out;
+}
+
+}  // namespace memfmt::runtime
