@@ -22,6 +22,7 @@
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/onnx/backend_test.hpp"
 #include "memfmt/onnx/run.hpp"
+#include "plans.hpp"
 
 namespace {
 
@@ -144,20 +145,8 @@ TEST(OnnxBackendTests, LoaderBindsWeightsAndKeepsData) {
 // ---- running them ----
 namespace {
 
-using memfmt::graph::family;
-using memfmt::graph::policy;
-
-// The three plans: every value channels-first; every value channels-last, the graph's inputs and
-// outputs included (the runner lays the feeds out and reads the outputs back); the planner's
-// optimum between channels-first boundaries.
-struct plan_kind {
-  const char* name;
-  policy which;
-  family boundary;
-};
-constexpr plan_kind plans[] = {{"all_channels_first", policy::all_channels_first, family::channels_first},
-                               {"all_channels_last", policy::all_channels_last, family::channels_last},
-                               {"optimal", policy::optimal, family::channels_first}};
+using memfmt_test::plan_kind;
+using memfmt_test::plans;
 
 // Tests that run and give wrong outputs today, each with why; the run checks that every one still
 // fails in the plans it lists, so the list cannot outlive the bug.
@@ -225,9 +214,7 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, const Backend
     memfmt::onnx::backend_import imported;
     try {
       c = memfmt::onnx::load_backend_test(dir);
-      memfmt::onnx::import_options o;
-      o.input_format = o.output_format = p.boundary;
-      imported = memfmt::onnx::import_backend_test(c, o);
+      imported = memfmt::onnx::import_backend_test(c, memfmt_test::options_for(p));
     } catch (const memfmt::error& e) {
       if (e.code() == memfmt::errc::unsupported || e.code() == memfmt::errc::unsupported_dtype) {
         unsupported(e.what());
@@ -250,7 +237,7 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, const Backend
     }
     memfmt::onnx::backend_result r;
     try {
-      const auto plan = memfmt::graph::plan_with(imported.model.network, memfmt::graph::cost_model{}, p.which);
+      const auto plan = memfmt_test::plan_of(imported.model, p);
       r = memfmt::onnx::run_backend_test(c, imported, [&](const memfmt::onnx::imported_model& m, const auto& feeds) {
         memfmt::runtime::executor_options eo;
         eo.poison = true;  // a value read after its liveness ends reads NaN and fails the comparison
