@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "memfmt/backends/reference/backend.hpp"
@@ -67,6 +68,9 @@ struct torchvision_case {
   const char* model;
   const char* flags;  // ResNet-50 with BN folded into the convs (the exporter's default), MobileNetV2 with BN kept
 };
+
+// gtest and CTest name the case by its model.
+void PrintTo(const torchvision_case& c, std::ostream* os) { *os << c.model; }
 
 class OnnxTorchvision : public ::testing::TestWithParam<torchvision_case> {};
 
