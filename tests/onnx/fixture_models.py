@@ -2,6 +2,16 @@
 
 Built from torchvision's own blocks at reduced width so the files stay small; the layer structure
 (stem, max pooling, residual blocks, depthwise inverted residuals with ReLU6, classifier) is theirs.
+The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
+
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_resnet18 \
+      data/small_resnet18.onnx --input-shape 1,3,32,32 --dynamic-batch \
+      --output-fixture data/small_resnet18.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_mobilenet_v2 \
+      data/small_mobilenet_v2.onnx --input-shape 1,3,32,32 --keep-batchnorm \
+      --output-fixture data/small_mobilenet_v2.safetensors
+
+(python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
 """
 import torch
 import torchvision

@@ -1,19 +1,28 @@
 // Conformance against a suite nobody here wrote: the ONNX project's backend tests (Debian
-// libonnx-testdata: node/, pytorch-converted/, pytorch-operator/). Every test is imported; the counts are printed and recorded as test
-// properties. A test whose ops are all ones the importer maps must import without an opaque node
-// unless the network cannot express that use (a reason the test lists); an import error that is
-// not errc::unsupported / unsupported_dtype on a model the ONNX project ships is a failure.
-// Running the imported tests and comparing outputs is run_backend_test's job, given an executor.
+// libonnx-testdata: node/, pytorch-converted/, pytorch-operator/, simple/). ImportEveryTest imports
+// every test and counts what imports; a test whose ops are all ones the importer maps must import
+// without an opaque node unless the network cannot express that use (a reason the test lists); an
+// import error that is not errc::unsupported / unsupported_dtype on a model the ONNX project ships
+// is a failure. RunEverySupportedTest runs every test that imports runnable through the executor
+// in three plans and compares with the expected outputs at ONNX's tolerances.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/policy.hpp"
 #include "memfmt/onnx/backend_test.hpp"
+#include "memfmt/onnx/run.hpp"
+#include "plans.hpp"
 
 namespace {
 
@@ -91,7 +100,7 @@ TEST_P(OnnxBackendTests, ImportEveryTest) {
   EXPECT_GT(runnable, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, OnnxBackendTests, ::testing::Values("node", "pytorch-converted", "pytorch-operator"),
+INSTANTIATE_TEST_SUITE_P(Suites, OnnxBackendTests, ::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
@@ -130,5 +139,175 @@ TEST(OnnxBackendTests, LoaderBindsWeightsAndKeepsData) {
   memfmt::onnx::store_element(off, 3, memfmt::onnx::element_as_double(off, 3) + 0.5, 0);
   EXPECT_NE(memfmt::onnx::compare_outputs(c.outputs[0].second, off).find("first at 3"), std::string::npos);
 }
+
+}  // namespace
+
+// ---- running them ----
+namespace {
+
+using memfmt_test::plan_kind;
+using memfmt_test::plans;
+
+// Tests that run and give wrong outputs today, each with why; the run checks that every one still
+// fails in the plans it lists, so the list cannot outlive the bug.
+struct known_failure {
+  const char* suite;
+  const char* test;
+  const char* reason;
+};
+const std::vector<known_failure>& known_failures() {
+  static const std::vector<known_failure> list = {};
+  return list;
+}
+const known_failure* find_known(const std::string& suite, const std::string& test) {
+  for (const auto& k : known_failures())
+    if (suite == k.suite && test == k.test) return &k;
+  return nullptr;
+}
+
+// Cases whose inputs and outputs together hold more elements than this are skipped for size
+// (reported as such): the reference kernels are direct loops, and the sanitizer build runs them too.
+constexpr std::int64_t max_case_elements = std::int64_t{1} << 22;
+
+struct run_counts {
+  std::size_t passed = 0, failed = 0, unsupported = 0, too_large = 0, known = 0;
+  std::size_t channels_last = 0;  // cases run with a layer channels_last in a shape where the formats differ
+  std::map<std::string, std::size_t> unsupported_by_reason;
+};
+
+// What makes a case unsupported, for the summary: the op, the rank or the dtype.
+std::string reason_key(const std::string& what) {
+  const auto word_after = [&](const std::string& key, const std::string& label) -> std::string {
+    const auto at = what.find(key);
+    if (at == std::string::npos) return "";
+    const auto from = at + key.size();
+    return label + what.substr(from, what.find_first_of(" ):,", from) - from);
+  };
+  for (const auto& [key, label] :
+       {std::pair<std::string, std::string>{"unsupported op ", "op "}, {"has rank ", "rank "},
+        {"ONNX element type ", "element type "}, {"dtype ", "dtype "}}) {
+    const std::string k = word_after(key, label);
+    if (!k.empty()) return k;
+  }
+  // "ONNX node 'n' (Op): ..." from the importer's refusals.
+  const auto open = what.find(") (");
+  const auto paren = what.find("' (");
+  if (paren != std::string::npos && open == std::string::npos) return word_after("' (", "op ");
+  return what.substr(0, std::min<std::size_t>(what.size(), 60));
+}
+
+// Every test of `suite` through import and runtime::executor<Backend> in plan `p`. Generic over the
+// backend: another backend is one more call with its object.
+template <class Backend>
+run_counts run_suite(const std::string& suite, const plan_kind& p, const Backend& backend,
+                     std::vector<std::string>& failures) {
+  run_counts n;
+  const std::string where = std::string(Backend::name) + " " + p.name + " " + suite + "/";
+  for (const std::string& dir : memfmt::onnx::list_backend_tests(memfmt::onnx::backend_test_root() + "/" + suite)) {
+    const std::string name = std::filesystem::path(dir).filename().string();
+    const known_failure* known = find_known(suite, name);
+    const auto unsupported = [&](const std::string& why) {
+      ++n.unsupported;
+      ++n.unsupported_by_reason[reason_key(why)];
+      if (known) failures.push_back(where + name + " is a known failure but is not run (" + why + ")");
+    };
+    memfmt::onnx::backend_test_case c;
+    memfmt::onnx::backend_import imported;
+    try {
+      c = memfmt::onnx::load_backend_test(dir);
+      imported = memfmt::onnx::import_backend_test(c, memfmt_test::options_for(p));
+    } catch (const memfmt::error& e) {
+      if (e.code() == memfmt::errc::unsupported || e.code() == memfmt::errc::unsupported_dtype) {
+        unsupported(e.what());
+        continue;
+      }
+      failures.push_back(where + name + ": import: " + e.what());
+      ++n.failed;
+      continue;
+    }
+    if (!imported.model.runnable()) {
+      unsupported("unsupported op " + imported.model.unsupported.front().op + " ");
+      continue;
+    }
+    std::int64_t elements = 0;
+    for (const auto& [k, v] : c.inputs) elements += v.numel();
+    for (const auto& [k, v] : c.outputs) elements += v.numel();
+    if (elements > max_case_elements) {
+      ++n.too_large;
+      continue;
+    }
+    memfmt::onnx::backend_result r;
+    try {
+      const auto plan = memfmt_test::plan_of(imported.model, p);
+      const auto& net = imported.model.network;
+      bool any_last = false;
+      for (const auto& node : net.nodes())
+        any_last = any_last || (net.has_format(node.id) && !memfmt::is_ambiguous_shape(node.extents) &&
+                                plan.format(node.id) == memfmt::graph::family::channels_last);
+      n.channels_last += any_last;
+      r = memfmt::onnx::run_backend_test(c, imported, [&](const memfmt::onnx::imported_model& m, const auto& feeds) {
+        memfmt::runtime::executor_options eo;
+        eo.poison = true;  // a value read after its liveness ends reads NaN and fails the comparison
+        return memfmt::onnx::run_model(m, plan, backend, feeds, eo);
+      });
+    } catch (const memfmt::error& e) {
+      if (e.code() == memfmt::errc::unsupported || e.code() == memfmt::errc::unsupported_dtype) {
+        unsupported(e.what());
+        continue;
+      }
+      r = {false, std::string("error: ") + e.what()};
+    }
+    if (r.passed) {
+      ++n.passed;
+      if (known) failures.push_back(where + name + " is listed as a known failure (" + known->reason + ") but passes");
+    } else if (known) {
+      ++n.known;
+      std::printf("  known failure %s%s: %s\n", where.c_str(), name.c_str(), r.detail.c_str());
+    } else {
+      ++n.failed;
+      failures.push_back(where + name + ": " + r.detail);
+    }
+  }
+  std::printf("ONNX backend tests %s, %s backend, plan %s: %zu passed / %zu failed / %zu unsupported / "
+              "%zu known failures / %zu skipped for size (%zu run with channels_last layers)\n",
+              suite.c_str(), Backend::name, p.name, n.passed, n.failed, n.unsupported, n.known, n.too_large,
+              n.channels_last);
+  return n;
+}
+
+class OnnxBackendRun : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(OnnxBackendRun, RunEverySupportedTest) {
+  if (memfmt::onnx::backend_test_root().empty())
+    GTEST_SKIP() << "ONNX backend test data not found (Debian libonnx-testdata, or set MEMFMT_ONNX_BACKEND_TESTS)";
+  const std::string suite = std::get<0>(GetParam());
+  const plan_kind& p = plans[std::get<1>(GetParam())];
+  std::vector<std::string> failures;
+  // One line per backend. oneDNN joins with
+  //   report(run_suite(suite, p, memfmt::onednn::backend{}, failures));
+  // once runtime::executor<onednn::backend> compiles (the backend lacks activation_forward so far).
+  const auto report = [&](const run_counts& n) {
+    std::printf("  unsupported, most common first:");
+    std::vector<std::pair<std::size_t, std::string>> reasons;
+    for (const auto& [why, count] : n.unsupported_by_reason) reasons.emplace_back(count, why);
+    std::sort(reasons.rbegin(), reasons.rend());
+    for (std::size_t i = 0; i < reasons.size() && i < 12; ++i)
+      std::printf("%s %s x%zu", i ? "," : "", reasons[i].second.c_str(), reasons[i].first);
+    std::printf("\n");
+    EXPECT_GT(n.passed, 0u);
+  };
+  report(run_suite(suite, p, memfmt::reference::backend{}, failures));
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(SuitesAndPlans, OnnxBackendRun,
+                         ::testing::Combine(::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
+                                            ::testing::Values(0, 1, 2)),
+                         [](const auto& info) {
+                           std::string n = std::string(std::get<0>(info.param)) + "_" + plans[std::get<1>(info.param)].name;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 }  // namespace

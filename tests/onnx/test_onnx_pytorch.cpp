@@ -1,0 +1,96 @@
+// Outside truth at the network level: PyTorch's own outputs for models it exported to ONNX, through
+// import and runtime::executor on the reference backend in every plan.
+//  - The committed small ResNet-18 (BN folded by the exporter) and MobileNetV2 (BN kept), whose
+//    .safetensors hold the input and PyTorch's output recorded by tools/export_onnx.py: no torch
+//    needed.
+//  - torchvision's ResNet-50 and MobileNetV2 themselves (random weights, fixed seed, 64x64 input),
+//    exported and recorded at test time where /usr/bin/python3 has torch and torchvision; skipped
+//    with the reason otherwise.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/io/safetensors.hpp"
+#include "memfmt/onnx/backend_test.hpp"
+#include "plans.hpp"
+
+namespace {
+
+using memfmt::onnx::parameter;
+
+// The recording's output against every plan's, within `rel` of the output's largest magnitude:
+// float32 sums in another order than PyTorch's differ by rounding that grows with depth.
+void expect_pytorchs_output_in_every_plan(const std::string& model, const std::string& recording, double rel) {
+  const memfmt::runtime::parameter_store rec = memfmt::io::load_safetensors(recording);
+  ASSERT_TRUE(rec.contains("input") && rec.contains("output")) << recording;
+  const parameter& expected = rec.at("output");
+  double scale = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(expected.numel()); ++i)
+    scale = std::max(scale, std::fabs(memfmt::onnx::element_as_double(expected, i)));
+  ASSERT_GT(scale, 0.0) << recording << ": an all-zero output would check nothing";
+  const memfmt::reference::backend backend;
+  for (const auto& p : memfmt_test::plans) {
+    const auto out = memfmt_test::run_file(model, p, backend, {{"input", rec.at("input")}});
+    ASSERT_EQ(out.count("output"), 1u);
+    EXPECT_EQ(memfmt::onnx::compare_outputs(expected, out.at("output"), {0.0, rel * scale}), "")
+        << model << " in plan " << p.name;
+    // The tolerance is tight enough to see a real error: one logit off by 1 % of the scale fails.
+    parameter off = out.at("output");
+    memfmt::onnx::store_element(off, 0, memfmt::onnx::element_as_double(off, 0) + 0.01 * scale, 0);
+    EXPECT_NE(memfmt::onnx::compare_outputs(expected, off, {0.0, rel * scale}), "");
+  }
+}
+
+TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
+  for (const char* name : {"small_resnet18", "small_mobilenet_v2"}) {
+    const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
+    expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
+  }
+}
+
+// /usr/bin/python3 with torch and torchvision, or why not.
+std::string torchvision_missing() {
+  if (!std::filesystem::exists("/usr/bin/python3")) return "/usr/bin/python3 not found";
+  if (std::system("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") != 0)
+    return "/usr/bin/python3 lacks torch or torchvision (Debian python3-torch, python3-torchvision)";
+  return "";
+}
+
+struct torchvision_case {
+  const char* model;
+  const char* flags;  // ResNet-50 with BN folded into the convs (the exporter's default), MobileNetV2 with BN kept
+};
+
+// gtest and CTest name the case by its model.
+void PrintTo(const torchvision_case& c, std::ostream* os) { *os << c.model; }
+
+class OnnxTorchvision : public ::testing::TestWithParam<torchvision_case> {};
+
+TEST_P(OnnxTorchvision, ExportedModelGivesPyTorchsOutputsInEveryPlan) {
+  if (const std::string why = torchvision_missing(); !why.empty()) GTEST_SKIP() << why;
+  const torchvision_case c = GetParam();
+  const std::string dir = ::testing::TempDir() + "memfmt_torchvision_" + c.model;
+  std::filesystem::create_directories(dir);
+  const std::string model = dir + "/model.onnx", recording = dir + "/recorded.safetensors";
+  const std::string cmd = std::string("/usr/bin/python3 ") + MEMFMT_EXPORT_ONNX + " " + c.model + " " + model +
+                          " --input-shape 1,3,64,64 --seed 0 " + c.flags + " --output-fixture " + recording +
+                          " >" + dir + "/export.log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << " (see " << dir << "/export.log)";
+  expect_pytorchs_output_in_every_plan(model, recording, 1e-4);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
+                         ::testing::Values(torchvision_case{"resnet50", ""},
+                                           torchvision_case{"mobilenet_v2", "--keep-batchnorm"}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+}  // namespace

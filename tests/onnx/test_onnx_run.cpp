@@ -1,0 +1,122 @@
+// onnx::run_model: ONNX-shaped tensors in and out of the executor in any plan. The truth is a
+// convolution computed here by its definition, in logical order; a layout the runner got wrong
+// (a channels_last feed not laid out, an output not read back, a 1-D value not lifted) moves
+// elements and fails. Bad feeds are errors naming the values.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/onnx/run.hpp"
+#include "onnx_builder.hpp"
+#include "plans.hpp"
+
+namespace {
+
+using memfmt::onnx::parameter;
+using memfmt_test::onnx_builder;
+
+parameter ramp(const std::vector<std::int64_t>& shape, float start, float step) {
+  parameter p = memfmt::onnx::make_parameter(memfmt::dtype::float32, shape, "test");
+  for (std::size_t i = 0; i < static_cast<std::size_t>(p.numel()); ++i)
+    memfmt::onnx::store_element(p, i, start + step * static_cast<double>(i), 0);
+  return p;
+}
+
+// y = conv(x, W) + B, stride 1, `pad` on every side, over the trailing dims of x ([N, C, L] or
+// [N, C, H, W]); W and B are the builder's ramps: W[i] = 0.01 i - 0.2, B[k] = 0.5 k.
+std::vector<double> conv_by_definition(const parameter& x, std::int64_t k_out, std::int64_t kernel, std::int64_t pad) {
+  const auto& s = x.shape;
+  const std::int64_t n = s[0], c = s[1], h = s.size() == 4 ? s[2] : 1, w = s.back();
+  const std::int64_t kh = s.size() == 4 ? kernel : 1, ph = s.size() == 4 ? pad : 0;
+  const std::int64_t oh = h + 2 * ph - kh + 1, ow = w + 2 * pad - kernel + 1;
+  std::vector<double> y;
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t k = 0; k < k_out; ++k)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double sum = 0.5 * static_cast<double>(k);
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            for (std::int64_t r = 0; r < kh; ++r)
+              for (std::int64_t q = 0; q < kernel; ++q) {
+                const std::int64_t yi = i + r - ph, xj = j + q - pad;
+                if (yi < 0 || yi >= h || xj < 0 || xj >= w) continue;
+                const double wv = 0.01 * static_cast<double>(((k * c + ch) * kh + r) * kernel + q) - 0.2;
+                sum += wv * memfmt::onnx::element_as_double(x, static_cast<std::size_t>(((b * c + ch) * h + yi) * w + xj));
+              }
+          y.push_back(sum);
+        }
+  return y;
+}
+
+onnx_builder conv_model(const std::vector<std::int64_t>& x, std::int64_t k_out, std::int64_t kernel, std::int64_t pad) {
+  std::vector<std::int64_t> wshape{k_out, x[1]};
+  for (std::size_t d = 2; d < x.size(); ++d) wshape.push_back(kernel);
+  onnx_builder b;
+  b.input("x", x).floats("W", wshape, -0.2f, 0.01f).floats("B", {k_out}, 0.f, 0.5f);
+  b.node("Conv", {"x", "W", "B"}, {"y"}, "conv").attr("pads", std::vector<std::int64_t>(2 * (x.size() - 2), pad));
+  b.output("y");
+  return b;
+}
+
+TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
+  const memfmt::reference::backend backend;
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
+    const onnx_builder b = conv_model(shape, 4, 3, 1);
+    const parameter x = ramp(shape, -1.f, 0.037f);
+    const std::vector<double> truth = conv_by_definition(x, 4, 3, 1);
+    for (const auto& p : memfmt_test::plans) {
+      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+      const auto plan = memfmt_test::plan_of(m, p);
+      const auto out = memfmt::onnx::run_model(m, plan, backend, {{"x", x}});
+      ASSERT_EQ(out.size(), 1u);
+      const parameter& y = out.at("y");
+      std::vector<std::int64_t> expected_shape = shape;
+      expected_shape[1] = 4;
+      ASSERT_EQ(y.shape, expected_shape) << p.name;  // a 1-D net's output is [N, C, L] again
+      ASSERT_EQ(static_cast<std::size_t>(y.numel()), truth.size());
+      for (std::size_t i = 0; i < truth.size(); ++i)
+        ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), truth[i], 1e-4) << p.name << " rank " << shape.size() << " element " << i;
+    }
+  }
+}
+
+TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
+  const memfmt::reference::backend backend;
+  const onnx_builder b = conv_model({1, 3, 4, 5}, 2, 3, 1);
+  const auto m = memfmt::onnx::import_model(b.model());
+  const auto plan = memfmt_test::plan_of(m, memfmt_test::plans[0]);
+  const auto expect_error = [&](const std::map<std::string, parameter>& feeds, memfmt::errc code, const std::string& text) {
+    try {
+      memfmt::onnx::run_model(m, plan, backend, feeds);
+      ADD_FAILURE() << "no error; expected one saying " << text;
+    } catch (const memfmt::error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error({}, memfmt::errc::invalid_argument, "no value for graph input 'x' (float32 [1, 3, 4, 5])");
+  expect_error({{"x", ramp({1, 3, 5, 4}, 0.f, 1.f)}}, memfmt::errc::shape_mismatch,
+               "graph input 'x' is float32 [1, 3, 4, 5], given float32 [1, 3, 5, 4]");
+  expect_error({{"x", ramp({1, 3, 4, 5}, 0.f, 1.f)}, {"z", ramp({2, 2}, 0.f, 1.f)}}, memfmt::errc::invalid_argument,
+               "'z' float32 [2, 2] is no graph input");
+
+  onnx_builder leaky;
+  leaky.input("x", {1, 2, 3, 3});
+  leaky.node("LeakyRelu", {"x"}, {"y"}, "leaky");
+  leaky.output("y");
+  const auto opaque = memfmt::onnx::import_model(leaky.model());
+  try {
+    memfmt::onnx::run_model(opaque, memfmt_test::plan_of(opaque, memfmt_test::plans[0]), backend,
+                            {{"x", ramp({1, 2, 3, 3}, 0.f, 1.f)}});
+    ADD_FAILURE() << "an opaque LeakyRelu ran";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::unsupported);
+    EXPECT_NE(std::string(e.what()).find("op LeakyRelu (ONNX node 'leaky')"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
