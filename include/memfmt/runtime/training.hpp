@@ -354,8 +354,8 @@ class trainer {
       detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         switch (n.kind) {
-          case graph::node_kind::conv: bind_conv<T>(n, params); break;
-          case graph::node_kind::conv_transpose: bind_conv_transpose<T>(n, params); break;
+          case graph::node_kind::conv: bind_conv<T>(n, params, false); break;
+          case graph::node_kind::conv_transpose: bind_conv<T>(n, params, true); break;
           case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params); break;
           case graph::node_kind::instance_norm:
           case graph::node_kind::group_norm: bind_group_norm<T>(n, params); break;
@@ -401,54 +401,39 @@ class trainer {
     dispatch_format(format_of(n.id), static_cast<int>(kernel_extents(n.extents).size()), std::forward<Fn>(fn));
   }
 
+  // A conv, or a transposed conv (transposed: its weight [C_in, C_out / groups, kernel...] is the
+  // [K, C, kernel...] of the conv it transposes). A transposed conv is that conv's backward-data
+  // pass, so its own backward is that conv's forward (for dx) and that conv's weight gradient with
+  // the roles of input and output gradient swapped.
   template <class T>
-  void bind_conv(const graph::node& n, const parameter_store& params) {
-    const auto& a = n.get<graph::conv_attrs>();
+  void bind_conv(const graph::node& n, const parameter_store& params, bool transposed) {
+    const bool has_bias = transposed ? n.get<graph::conv_transpose_attrs>().bias : n.get<graph::conv_attrs>().bias;
+    const conv_params p = transposed ? n.get<graph::conv_transpose_attrs>().params : n.get<graph::conv_attrs>().params;
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
     const std::vector<std::int64_t> shape = params.at(wn).shape;
     const std::vector<T> w = params.at(wn).template values<T>(wn);
-    const T* bias = a.bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
-    T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
+    const T* bias = has_bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
+    T* dbias = has_bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
       const auto wv = weight_in<T, F>(w, shape);
       const auto dw = weight_gradient<T, F>(wn, shape);
-      const conv_params p = a.params;
-      steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
-      backward_.emplace(n.id, [this, x, y, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
-        step.push_back([this, x, dy, dw, dbias, p] { backend_.conv_backward_weights(in<T, F>(x), in<T, F>(dy), dw, dbias, p); });
-        into_grad(x, tb, step, [&](std::size_t dx) {
-          step.push_back([this, dy, dx, wv, p] { backend_.conv_backward_data(in<T, F>(dy), wv, out<T, F>(dx), p); });
+      if (!transposed) {
+        steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
+        backward_.emplace(n.id, [this, x, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
+          step.push_back([this, x, dy, dw, dbias, p] { backend_.conv_backward_weights(in<T, F>(x), in<T, F>(dy), dw, dbias, p); });
+          into_grad(x, tb, step, [&](std::size_t dx) {
+            step.push_back([this, dy, dx, wv, p] { backend_.conv_backward_data(in<T, F>(dy), wv, out<T, F>(dx), p); });
+          });
         });
-        (void)y;
-      });
-    });
-  }
-
-  // A transposed conv is the backward-data pass of the conv it transposes, so its own backward is
-  // that conv's forward (for dx) and its weight gradient with the roles of input and output swapped.
-  template <class T>
-  void bind_conv_transpose(const graph::node& n, const parameter_store& params) {
-    const auto& a = n.get<graph::conv_transpose_attrs>();
-    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
-    const std::string wn = n.name + ".weight", bn = n.name + ".bias";
-    const std::vector<std::int64_t> shape = params.at(wn).shape;
-    const std::vector<T> w = params.at(wn).template values<T>(wn);
-    const T* bias = a.bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
-    T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
-    const std::int64_t tb = backward_step(n.id);
-    use(x, tb);
-    in_format(n, [&](auto tag) {
-      using F = decltype(tag);
-      const auto wv = weight_in<T, F>(w, shape);
-      const auto dw = weight_gradient<T, F>(wn, shape);
+        return;
+      }
       std::vector<std::int64_t> be(n.extents.size(), 1);
-      be[1] = a.out_channels;
+      be[1] = n.extents[1];
       const auto bias_view = bias ? detail::view_of<F>(bias, be) : tensor_view<const T, F>{};
-      const conv_params p = a.params;
       steps_[n.id].push_back([this, x, y, wv, bias_view, p] {
         backend_.conv_backward_data(in<T, F>(x), wv, out<T, F>(y), p);
         if (bias_view.data()) backend_.binary_forward(memfmt::binary_op::add, in<T, F>(y), bias_view, out<T, F>(y));
@@ -739,34 +724,9 @@ class trainer {
   }
 
   void check_io(const std::map<std::string, tensor_ref>& given, graph::node_kind kind, const char* what) const {
-    std::size_t expected = 0;
-    for (const graph::node& n : net_.nodes()) {
-      if (n.kind != kind) continue;
-      ++expected;
-      const auto it = given.find(n.name);
-      if (it == given.end())
-        memfmt::detail::fail(errc::invalid_argument, std::string("trainer: no ") + what + " '" + n.name + "' given (" +
-                                                         describe(n.type, n.extents) + ")");
-      const tensor_ref& t = it->second;
-      const std::string expect = describe(n.type, n.extents) +
-                                 (n.spatial() ? " " + std::string(graph::to_string(format_of(n.id))) : std::string());
-      const std::string found = describe(t.type, t.extents) +
-                                (n.spatial() ? " " + std::string(graph::to_string(t.format)) : std::string());
-      if (t.type != n.type || t.extents != n.extents || (n.spatial() && t.format != format_of(n.id)))
-        memfmt::detail::fail(t.type != n.type ? errc::unsupported_dtype : t.extents != n.extents ? errc::shape_mismatch
-                                                                                                : errc::format_mismatch,
-                             std::string("trainer: ") + what + " '" + n.name + "' expected " + expect + ", given " + found);
-      if (t.data == nullptr && t.numel() > 0)
-        memfmt::detail::fail(errc::null_pointer, std::string("trainer: ") + what + " '" + n.name + "' has no data");
-    }
-    for (const auto& [name, t] : given) {
-      const auto id = net_.find(name);
-      if (!id || net_.at(*id).kind != kind)
-        memfmt::detail::fail(errc::invalid_argument, std::string("trainer: '") + name + "' " + describe(t.type, t.extents) +
-                                                         " is no " + what + " of the network (" + std::to_string(expected) +
-                                                         " " + what + "s)");
-    }
+    runtime::check_io(net_, plan_, given, kind, what, "trainer");
   }
+
 
   graph::network net_;
   graph::plan plan_;
