@@ -45,6 +45,7 @@ void check_fixture(const std::string& file, const network& net) {
     SCOPED_TRACE(plan_name);
     const step_result got = train<double>(net, plan, params, x, r);
     expect_close(got.output, values<double>(all.at("output")), tol, "output");
+    EXPECT_LT(got.arena, got.all) << "forward values, gradients and scratch share no bytes";
     std::size_t grads = 0, buffers = 0;
     for (const auto& [name, p] : all) {
       if (starts_with(name, "grad:")) {
