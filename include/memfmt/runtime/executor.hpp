@@ -51,6 +51,7 @@
 #include "../tensor/host_tensor.hpp"
 #include "../tensor/relabel.hpp"
 #include "backend_support.hpp"
+#include "check_io.hpp"
 #include "check_parameters.hpp"
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
@@ -705,33 +706,7 @@ class executor {
   }
 
   void check_io(const std::map<std::string, tensor_ref>& given, graph::node_kind kind, const char* what) const {
-    std::size_t expected = 0;
-    for (const graph::node& n : net_.nodes()) {
-      if (n.kind != kind) continue;
-      ++expected;
-      const auto it = given.find(n.name);
-      if (it == given.end())
-        memfmt::detail::fail(errc::invalid_argument, std::string("executor: no ") + what + " '" + n.name + "' given (" +
-                                                         describe(n.type, n.extents) + ")");
-      const tensor_ref& t = it->second;
-      const std::string expect = describe(n.type, n.extents) +
-                                 (n.spatial() ? " " + std::string(graph::to_string(format_of(n.id))) : std::string());
-      const std::string found = describe(t.type, t.extents) +
-                                (n.spatial() ? " " + std::string(graph::to_string(t.format)) : std::string());
-      if (t.type != n.type || t.extents != n.extents || (n.spatial() && t.format != format_of(n.id)))
-        memfmt::detail::fail(t.type != n.type ? errc::unsupported_dtype : t.extents != n.extents ? errc::shape_mismatch
-                                                                                                : errc::format_mismatch,
-                             std::string("executor: ") + what + " '" + n.name + "' expected " + expect + ", given " + found);
-      if (t.data == nullptr && t.numel() > 0)
-        memfmt::detail::fail(errc::null_pointer, std::string("executor: ") + what + " '" + n.name + "' has no data");
-    }
-    for (const auto& [name, t] : given) {
-      const auto id = net_.find(name);
-      if (!id || net_.at(*id).kind != kind)
-        memfmt::detail::fail(errc::invalid_argument, std::string("executor: '") + name + "' " +
-                                                         describe(t.type, t.extents) + " is no " + what + " of the network (" +
-                                                         std::to_string(expected) + " " + what + "s)");
-    }
+    runtime::check_io(net_, plan_, given, kind, what, "executor");
   }
 
   graph::network net_;  // copies: small, and a temporary plan must not dangle

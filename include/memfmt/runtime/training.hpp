@@ -1,0 +1,751 @@
+// memfmt/runtime/training.hpp - one training step of a planned network: forward, then backward.
+//
+// A trainer is built once from (network, plan, backend, parameters), like the executor, and checks
+// the same things then; it also refuses what has no backward here (an opaque layer: a user_op has
+// no backward function; a dropout with p > 0: its random mask is not reproduced) with
+// errc::unsupported naming the node. train_step() runs
+//   - the forward pass in training mode: batch norm normalises with the batch statistics and updates
+//     running_mean and running_var as PyTorch does (momentum, the unbiased batch variance for
+//     running_var, num_batches_tracked counted); no fusions, nothing folded;
+//   - the backward pass from the gradient of every graph output, in reverse node order.
+// It returns the gradient of every trainable parameter as a parameter_store, named and shaped as
+// the store the trainer was built from (PyTorch's logical layout: a conv that ran channels_last
+// computes its weight gradient in KRSC, handed back as KCRS). running_stats() gives the batch norm
+// buffers as they stand.
+//
+// Formats: each layer's backward runs in the format the plan gives the layer, so an activation's
+// gradient has its activation's format; a value the plan converts from A to B gets the gradient of
+// its B copy converted back from B to A. The gradients of a value read by several layers (or twice
+// by one) are summed: the first contribution is written in place, each later one into a scratch
+// value added right after.
+//
+// Memory: forward values, gradients and scratch share one arena planned by liveness over 2N steps
+// (node i's forward at step i, its backward at 2N - 1 - i). A forward value lives until the last
+// backward step that reads it (a conv's input until the conv's weight gradient, a softmax's output
+// until its backward), a gradient from its first contribution to its producer's backward.
+// report() gives those bytes beside the bytes of one buffer per value.
+//
+// The parameters are copied at build time (weights into the layouts their layers run in); the
+// trainer does not update them: it computes gradients, and the caller's optimiser decides.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "executor.hpp"
+
+namespace memfmt::runtime {
+
+template <class Backend>
+class trainer {
+ public:
+  trainer(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params)
+      : net_(net), plan_(plan), backend_(backend) {
+    if (plan.nodes.size() != net.size())
+      memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
+                                                     " nodes, the network " + std::to_string(net.size()));
+    for (const graph::node& n : net.nodes()) check_supported(n);
+    check_parameters(net, params);
+    steps_.resize(2 * net.size());
+    slot_.assign(net.size(), 0);
+    for (const graph::node& n : net.nodes()) bind_forward(n, params);
+    for (std::size_t i = net.size(); i-- > 0;) bind_backward(net.at(i));
+    plan_arena();
+  }
+
+  trainer(const trainer&) = delete;  // steps point into this object
+  trainer& operator=(const trainer&) = delete;
+
+  const executor_report& report() const noexcept { return report_; }
+  const memory_plan& memory() const noexcept { return memory_; }
+
+  // One step. `inputs` names every graph input, `outputs` every graph output (the forward results
+  // are written there), `output_grads` the gradient of the loss for every graph output, with the
+  // output's dtype, extents and format. Everything is checked before any work.
+  parameter_store train_step(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs,
+                             const std::map<std::string, tensor_ref>& output_grads) {
+    check_io(inputs, graph::node_kind::input, "input");
+    check_io(outputs, graph::node_kind::output, "output");
+    check_io(output_grads, graph::node_kind::output, "output gradient");
+    for (const auto& [name, t] : inputs)
+      if (t.bytes()) std::memcpy(data<std::byte>(slot_[*net_.find(name)]), t.data, t.bytes());
+    const std::size_t n = net_.size();
+    for (std::size_t s = 0; s < n; ++s)
+      for (auto& step : steps_[s]) step();
+    for (const auto& [name, t] : outputs)
+      if (t.bytes()) std::memcpy(t.data, data<std::byte>(slot_[*net_.find(name)]), t.bytes());
+    output_grads_.assign(n, nullptr);
+    for (const auto& [name, t] : output_grads) output_grads_[*net_.find(name)] = t.data;
+    for (std::size_t s = n; s < 2 * n; ++s)
+      for (auto& step : steps_[s]) step();
+    ++batches_;
+    parameter_store grads;
+    for (const auto& [name, get] : gradients_) grads.insert(name, get());
+    return grads;
+  }
+
+  // running_mean, running_var and num_batches_tracked of every batch norm, in the node's dtype.
+  parameter_store running_stats() const {
+    parameter_store s;
+    for (const auto& [name, get] : running_) s.insert(name, get());
+    for (const auto& [name, start] : batches_tracked_)
+      s.insert<std::int64_t>(name, {}, {memfmt::detail::checked_add(start, batches_, name.c_str())});
+    return s;
+  }
+
+ private:
+  using step_list = std::vector<std::function<void()>>;
+  static constexpr std::int64_t unused = std::numeric_limits<std::int64_t>::max();
+
+  // A buffer of the arena: a forward value, a converted copy, a gradient or a scratch value.
+  struct storage {
+    std::string name;
+    memfmt::dtype type;
+    std::vector<std::int64_t> extents;  // as the kernels see it: rank 2 [N, F] is [N, F, 1, 1]
+    graph::family format;
+    std::int64_t bytes = 0;
+    std::int64_t first = unused, last = -1;
+    std::optional<graph::node_id> producer;  // none: a graph input or its copy (no gradient)
+    std::size_t contributions = 0;           // gradients: contributions bound so far
+  };
+
+  std::string who(const graph::node& n) const {
+    return std::string("trainer (") + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
+  }
+
+  graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
+  std::int64_t backward_step(graph::node_id id) const { return static_cast<std::int64_t>(2 * net_.size() - 1 - id); }
+
+  static std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
+    return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
+  }
+
+  bool feeds_only_linears(graph::node_id id) const {
+    for (graph::node_id c : net_.consumers(id)) {
+      const graph::node& u = net_.at(c);
+      if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(c) : u.kind != graph::node_kind::linear) return false;
+    }
+    return true;
+  }
+
+  void check_supported(const graph::node& n) const {
+    detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
+    if (net_.has_format(n.id) && !plan_.format(n.id))
+      memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
+    if (n.kind == graph::node_kind::opaque)
+      memfmt::detail::fail(errc::unsupported, who(n) + ": a user_op has no backward function, so the network cannot be trained");
+    if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
+      memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
+                                                  " in training draws a random mask, which the trainer does not (p 0 only)");
+    if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
+        !is_ambiguous_shape(net_.at(n.inputs[0]).extents) && !feeds_only_linears(n.id))
+      memfmt::detail::fail(errc::unsupported, who(n) + ": a channels_last flatten of " +
+                                                  memfmt::detail::dims_to_string(net_.at(n.inputs[0]).extents) +
+                                                  " orders its features (spatial, C); only linears may read it");
+  }
+
+  // ---- storage ----
+
+  std::size_t add_storage(std::string name, memfmt::dtype type, const std::vector<std::int64_t>& extents, graph::family f,
+                          std::optional<graph::node_id> producer) {
+    const std::int64_t n = memfmt::detail::checked_numel(extents, name.c_str());
+    const auto bytes = static_cast<std::int64_t>(memfmt::detail::checked_bytes(n, size_of(type), name.c_str()));
+    storages_.push_back({std::move(name), type, kernel_extents(extents), f, bytes, unused, -1, producer, 0});
+    return storages_.size() - 1;
+  }
+
+  // A value like s (dtype, extents, format) under another name.
+  std::size_t like(std::size_t s, std::string name) {
+    const storage& x = storages_[s];
+    const std::string n = std::move(name);
+    storages_.push_back({n, x.type, x.extents, x.format, x.bytes, unused, -1, x.producer, 0});
+    return storages_.size() - 1;
+  }
+
+  void use(std::size_t s, std::int64_t step) {
+    storages_[s].first = std::min(storages_[s].first, step);
+    storages_[s].last = std::max(storages_[s].last, step);
+  }
+
+  template <class T>
+  T* data(std::size_t s) {
+    return reinterpret_cast<T*>(arena_.get() + memory_.offsets[s]);
+  }
+  template <class T, class F>
+  tensor_view<T, F> out(std::size_t s) {
+    return detail::view_of<F>(data<T>(s), storages_[s].extents);
+  }
+  template <class T, class F>
+  tensor_view<const T, F> in(std::size_t s) {
+    return detail::view_of<F>(static_cast<const T*>(data<T>(s)), storages_[s].extents);
+  }
+
+  // The storage `consumer` reads value v from: v's own, or the plan's converted copy.
+  std::size_t read_slot(const graph::node& consumer, graph::node_id v) const {
+    const graph::node& x = net_.at(v);
+    const graph::family f = net_.read_format(consumer.id, format_of(consumer.id));
+    if (!x.spatial() || format_of(v) == f) return slot_[v];
+    const auto it = converted_.find(v);
+    if (it == converted_.end())
+      memfmt::detail::fail(errc::invalid_argument, who(consumer) + " reads '" + x.name + "' in " +
+                                                       std::string(graph::to_string(f)) + " but '" + x.name + "' is " +
+                                                       std::string(graph::to_string(format_of(v))) +
+                                                       " and the plan converts it nowhere (a plan of another network?)");
+    return it->second;
+  }
+
+  // The gradient of storage s (made on first request); none for graph inputs and their copies.
+  std::optional<std::size_t> grad_of(std::size_t s) {
+    if (!storages_[s].producer) return std::nullopt;
+    if (const auto it = grad_.find(s); it != grad_.end()) return it->second;
+    const std::size_t g = like(s, "grad " + storages_[s].name);
+    grad_[s] = g;
+    return g;
+  }
+
+  // Where a backward kernel at `step` writes its contribution to gradient g: g itself the first
+  // time, a scratch value (added into g by finish()) after that.
+  std::size_t contribute(std::size_t g, std::int64_t step) {
+    use(g, step);
+    if (storages_[g].contributions++ == 0) return g;
+    const std::size_t s = like(g, storages_[g].name + " (partial)");
+    use(s, step);
+    return s;
+  }
+
+  // The contribution target for gradient of storage s, or a scratch value when s has no gradient
+  // and the kernel writes one anyway.
+  std::size_t contribute_or_scratch(std::size_t s, std::int64_t step) {
+    if (const auto g = grad_of(s)) return contribute(*g, step);
+    const std::size_t t = like(s, storages_[s].name + " (unused gradient)");
+    use(t, step);
+    return t;
+  }
+
+  void finish(std::size_t g, std::size_t dst, step_list& step) {
+    if (g == dst) return;
+    detail::dispatch_float_dtype(storages_[g].type, storages_[g].name, [&](auto tag) {
+      using T = decltype(tag);
+      step.push_back([this, g, dst, n = storages_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
+        T* a = data<T>(g);
+        const T* b = data<T>(dst);
+        for (std::int64_t i = 0; i < n; ++i) a[i] = static_cast<T>(detail::as_double(a[i]) + detail::as_double(b[i]));
+      });
+    });
+  }
+
+  // Runs kernel(dst) into the contribution to the gradient of storage s when s has one.
+  template <class Kernel>
+  void into_grad(std::size_t s, std::int64_t t, step_list& step, Kernel&& kernel) {
+    const auto g = grad_of(s);
+    if (!g) return;
+    const std::size_t dst = contribute(*g, t);
+    kernel(dst);
+    finish(*g, dst, step);
+  }
+
+  void plan_arena() {
+    std::vector<value_lifetime> v;
+    for (const storage& s : storages_)
+      v.push_back({s.name, s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
+    memory_ = plan_memory(std::move(v), 64);
+    report_.arena_bytes = memory_.arena_bytes;
+    report_.allocate_all_bytes = memory_.total_bytes;
+    if (memory_.arena_bytes > 0) {
+      void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
+      if (!p) throw std::bad_alloc();
+      arena_.reset(static_cast<std::byte*>(p));
+    }
+  }
+
+  // ---- parameters ----
+
+  template <class V>
+  auto* keep(V v) {
+    auto p = std::make_shared<V>(std::move(v));
+    owned_.push_back(p);
+    return p->data();
+  }
+
+  // The parameter's values as U (the store holds them in the node's dtype T).
+  template <class T, class U>
+  static std::vector<U> values_as(const parameter_store& params, const std::string& name) {
+    const std::vector<T> v = params.at(name).template values<T>(name);
+    std::vector<U> r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(detail::as_double(v[i]));
+    return r;
+  }
+
+  // n elements at p (of type U) as a parameter of dtype T and the given shape.
+  template <class T, class U>
+  static parameter as_parameter(const U* p, std::size_t n, const std::vector<std::int64_t>& shape) {
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(detail::as_double(p[i]));
+    parameter r;
+    r.type = dtype_of_v<T>;
+    r.shape = shape;
+    r.bytes.resize(n * sizeof(T));
+    if (n) std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
+    return r;
+  }
+
+  // A gradient buffer of n elements of U, reported as parameter `name` of dtype T.
+  template <class T, class U>
+  U* gradient(const std::string& name, const std::vector<std::int64_t>& shape) {
+    const auto n = static_cast<std::size_t>(memfmt::detail::checked_numel(shape, name.c_str()));
+    U* p = keep(std::vector<U>(n));
+    gradients_.emplace_back(name, [p, n, shape] { return as_parameter<T>(p, n, shape); });
+    return p;
+  }
+
+  // A conv weight of PyTorch shape [K, C, kernel...] in the layout of format F (KCRS or KRSC).
+  template <class T, class F>
+  tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
+    auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
+    using CF = typename F::channels_first_t;
+    memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
+    owned_.push_back(owned);
+    return owned->const_view();
+  }
+
+  // A conv weight gradient computed in the layout of F and reported in PyTorch's [K, C, kernel...].
+  template <class T, class F>
+  tensor_view<T, F> weight_gradient(const std::string& name, const std::vector<std::int64_t>& shape) {
+    auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
+    owned_.push_back(owned);
+    gradients_.emplace_back(name, [owned, shape] {
+      using CF = typename F::channels_first_t;
+      host_tensor<T, CF> logical(owned->extents());
+      memfmt::convert(owned->const_view(), logical.view());
+      return as_parameter<T>(logical.data(), static_cast<std::size_t>(logical.numel()), shape);
+    });
+    return owned->view();
+  }
+
+  // ---- forward ----
+
+  void bind_forward(const graph::node& n, const parameter_store& params) {
+    const std::int64_t t = static_cast<std::int64_t>(n.id);
+    const bool alias = n.kind == graph::node_kind::output || n.kind == graph::node_kind::flatten ||
+                       n.kind == graph::node_kind::dropout;
+    if (alias) {
+      slot_[n.id] = read_slot(n, n.inputs[0]);
+    } else {
+      const bool input = n.kind == graph::node_kind::input;
+      slot_[n.id] = add_storage(n.name, n.type, n.extents, format_of(n.id),
+                                input ? std::nullopt : std::optional<graph::node_id>(n.id));
+      use(slot_[n.id], input ? 0 : t);
+    }
+    if (n.kind == graph::node_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
+    auto& step = steps_[n.id];
+    for (graph::node_id i : n.inputs) use(read_slot(n, i), t);
+    if (!alias && n.kind != graph::node_kind::input) {
+      detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
+        using T = decltype(tag);
+        switch (n.kind) {
+          case graph::node_kind::conv: bind_conv<T>(n, params, false); break;
+          case graph::node_kind::conv_transpose: bind_conv<T>(n, params, true); break;
+          case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params); break;
+          case graph::node_kind::instance_norm:
+          case graph::node_kind::group_norm: bind_group_norm<T>(n, params); break;
+          case graph::node_kind::linear: bind_linear<T>(n, params); break;
+          case graph::node_kind::concat: bind_concat<T>(n); break;
+          default: bind_elementwise<T>(n); break;
+        }
+      });
+    }
+    for (const auto& c : plan_.conversions) {
+      if (c.value != n.id) continue;
+      if (c.relabel) {
+        converted_[n.id] = slot_[n.id];
+        continue;
+      }
+      const std::size_t src = slot_[n.id];
+      const std::size_t dst = add_storage(n.name + " (" + graph::to_string(c.to) + ")", n.type, n.extents, c.to,
+                                          storages_[src].producer);
+      converted_[n.id] = dst;
+      use(src, t);
+      use(dst, t);
+      ++report_.conversions;
+      bind_convert(src, dst, step);
+    }
+  }
+
+  // dst = src in dst's format (the two formats of one rank).
+  void bind_convert(std::size_t src, std::size_t dst, step_list& step) {
+    const storage& s = storages_[src];
+    detail::dispatch_float_dtype(s.type, s.name, [&](auto tag) {
+      using T = decltype(tag);
+      dispatch_format(s.format, static_cast<int>(s.extents.size()), [&](auto from) {
+        using From = decltype(from);
+        using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
+        step.push_back([this, src, dst] { memfmt::convert(in<T, From>(src), out<T, To>(dst)); });
+      });
+    });
+  }
+
+  // Calls fn(F{}) for the node's format at its kernel rank.
+  template <class Fn>
+  void in_format(const graph::node& n, Fn&& fn) {
+    dispatch_format(format_of(n.id), static_cast<int>(kernel_extents(n.extents).size()), std::forward<Fn>(fn));
+  }
+
+  // A conv, or a transposed conv (transposed: its weight [C_in, C_out / groups, kernel...] is the
+  // [K, C, kernel...] of the conv it transposes). A transposed conv is that conv's backward-data
+  // pass, so its own backward is that conv's forward (for dx) and that conv's weight gradient with
+  // the roles of input and output gradient swapped.
+  template <class T>
+  void bind_conv(const graph::node& n, const parameter_store& params, bool transposed) {
+    const bool has_bias = transposed ? n.get<graph::conv_transpose_attrs>().bias : n.get<graph::conv_attrs>().bias;
+    const conv_params p = transposed ? n.get<graph::conv_transpose_attrs>().params : n.get<graph::conv_attrs>().params;
+    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const std::string wn = n.name + ".weight", bn = n.name + ".bias";
+    const std::vector<std::int64_t> shape = params.at(wn).shape;
+    const std::vector<T> w = params.at(wn).template values<T>(wn);
+    const T* bias = has_bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
+    T* dbias = has_bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
+    const std::int64_t tb = backward_step(n.id);
+    use(x, tb);
+    in_format(n, [&](auto tag) {
+      using F = decltype(tag);
+      const auto wv = weight_in<T, F>(w, shape);
+      const auto dw = weight_gradient<T, F>(wn, shape);
+      if (!transposed) {
+        steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
+        backward_.emplace(n.id, [this, x, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
+          step.push_back([this, x, dy, dw, dbias, p] { backend_.conv_backward_weights(in<T, F>(x), in<T, F>(dy), dw, dbias, p); });
+          into_grad(x, tb, step, [&](std::size_t dx) {
+            step.push_back([this, dy, dx, wv, p] { backend_.conv_backward_data(in<T, F>(dy), wv, out<T, F>(dx), p); });
+          });
+        });
+        return;
+      }
+      std::vector<std::int64_t> be(n.extents.size(), 1);
+      be[1] = n.extents[1];
+      const auto bias_view = bias ? detail::view_of<F>(bias, be) : tensor_view<const T, F>{};
+      steps_[n.id].push_back([this, x, y, wv, bias_view, p] {
+        backend_.conv_backward_data(in<T, F>(x), wv, out<T, F>(y), p);
+        if (bias_view.data()) backend_.binary_forward(memfmt::binary_op::add, in<T, F>(y), bias_view, out<T, F>(y));
+      });
+      backward_.emplace(n.id, [this, x, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
+        step.push_back([this, x, dy, dw, dbias, p] {
+          backend_.conv_backward_weights(in<T, F>(dy), in<T, F>(x), dw, static_cast<T*>(nullptr), p);
+          if (dbias) channel_sums(in<T, F>(dy), dbias);
+        });
+        into_grad(x, tb, step, [&](std::size_t dx) {
+          step.push_back([this, dy, dx, wv, p] {
+            backend_.conv_forward(in<T, F>(dy), wv, static_cast<const T*>(nullptr), out<T, F>(dx), p);
+          });
+        });
+      });
+    });
+  }
+
+  // sums[c] = the sum of v over every element of channel c (a bias gradient), in double.
+  template <class T, class F>
+  static void channel_sums(tensor_view<const T, F> v, T* sums) {
+    const auto e = v.extents();
+    const std::int64_t c = e[1];
+    std::int64_t spatial = 1;
+    for (std::size_t d = 2; d < e.size(); ++d) spatial *= e[d];
+    std::vector<double> acc(static_cast<std::size_t>(c), 0.0);
+    const std::int64_t total = e[0] * c * spatial;
+    for (std::int64_t i = 0; i < total; ++i) {
+      const std::int64_t ch = F::channels_last ? i % c : (i / spatial) % c;
+      acc[static_cast<std::size_t>(ch)] += detail::as_double(v.data()[i]);
+    }
+    for (std::int64_t k = 0; k < c; ++k) sums[k] = static_cast<T>(acc[static_cast<std::size_t>(k)]);
+  }
+
+  template <class T>
+  void bind_batch_norm(const graph::node& n, const parameter_store& params) {
+    using P = detail::stats_t<T>;
+    const auto& p = n.get<batch_norm_params>();
+    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const std::string b = n.name + ".";
+    const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
+    const std::size_t c = static_cast<std::size_t>(n.extents[1]);
+    const P* gamma = keep(values_as<T, P>(params, b + "weight"));
+    const P* beta = keep(values_as<T, P>(params, b + "bias"));
+    P* mean = keep(values_as<T, P>(params, b + "running_mean"));
+    P* var = keep(values_as<T, P>(params, b + "running_var"));
+    P* saved_mean = keep(std::vector<P>(c));
+    P* saved_invstd = keep(std::vector<P>(c));
+    P* dgamma = gradient<T, P>(b + "weight", shape);
+    P* dbeta = gradient<T, P>(b + "bias", shape);
+    running_.emplace_back(b + "running_mean", [mean, c, shape] { return as_parameter<T>(mean, c, shape); });
+    running_.emplace_back(b + "running_var", [var, c, shape] { return as_parameter<T>(var, c, shape); });
+    if (const parameter* t = params.find(b + "num_batches_tracked"))
+      batches_tracked_.emplace_back(b + "num_batches_tracked", t->template values<std::int64_t>(b + "num_batches_tracked").at(0));
+    const std::int64_t tb = backward_step(n.id);
+    use(x, tb);
+    if (p.fuse_relu) use(y, tb);
+    in_format(n, [&](auto tag) {
+      using F = decltype(tag);
+      steps_[n.id].push_back([this, x, y, gamma, beta, mean, var, saved_mean, saved_invstd, p] {
+        backend_.batch_norm_forward_training(in<T, F>(x), out<T, F>(y), gamma, beta, mean, var, saved_mean, saved_invstd, p);
+      });
+      backward_.emplace(n.id, [this, x, y, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
+        const auto g = grad_of(x);
+        const std::size_t dx = contribute_or_scratch(x, tb);
+        step.push_back([this, x, y, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p] {
+          backend_.batch_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, saved_mean, saved_invstd, dgamma,
+                                       dbeta, p, p.fuse_relu ? in<T, F>(y) : tensor_view<const T, F>{});
+        });
+        if (g) finish(*g, dx, step);
+      });
+    });
+  }
+
+  template <class T>
+  void bind_group_norm(const graph::node& n, const parameter_store& params) {
+    using P = detail::stats_t<T>;
+    const auto& a = n.get<graph::norm_attrs>();
+    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const std::string b = n.name + ".";
+    const P* gamma = a.affine ? keep(values_as<T, P>(params, b + "weight")) : nullptr;
+    const P* beta = a.affine ? keep(values_as<T, P>(params, b + "bias")) : nullptr;
+    P* dgamma = a.affine ? gradient<T, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
+    P* dbeta = a.affine ? gradient<T, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
+    const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
+    P* mean = keep(std::vector<P>(stats));
+    P* invstd = keep(std::vector<P>(stats));
+    const std::int64_t tb = backward_step(n.id);
+    use(x, tb);
+    in_format(n, [&](auto tag) {
+      using F = decltype(tag);
+      const group_norm_params p = a.params;
+      steps_[n.id].push_back([this, x, y, gamma, beta, mean, invstd, p] {
+        backend_.group_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
+      });
+      backward_.emplace(n.id, [this, x, gamma, mean, invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
+        const auto g = grad_of(x);
+        const std::size_t dx = contribute_or_scratch(x, tb);
+        step.push_back([this, x, dy, dx, gamma, mean, invstd, dgamma, dbeta, p] {
+          backend_.group_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
+        });
+        if (g) finish(*g, dx, step);
+      });
+    });
+  }
+
+  // A linear reads [N, F] in flatten order; after a flatten it reads the 4-D/5-D value by its
+  // strides in the format that value is stored in (so a channels_last flatten needs no conversion,
+  // and the weight and its gradient stay in PyTorch's order).
+  template <class T>
+  void bind_linear(const graph::node& n, const parameter_store& params) {
+    const auto& a = n.get<graph::linear_attrs>();
+    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const std::string wn = n.name + ".weight", bn = n.name + ".bias";
+    const T* w = keep(params.at(wn).template values<T>(wn));
+    const T* bias = a.bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
+    T* dw = gradient<T, T>(wn, params.at(wn).shape);
+    T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
+    const std::int64_t tb = backward_step(n.id);
+    use(x, tb);
+    dispatch_format(storages_[x].format, static_cast<int>(storages_[x].extents.size()), [&](auto tag) {
+      using F = decltype(tag);
+      steps_[n.id].push_back([this, x, y, w, bias] { backend_.linear_forward(in<T, F>(x), w, bias, out<T, nchw>(y)); });
+      backward_.emplace(n.id, [this, x, w, dw, dbias, tb](std::size_t dy, step_list& step) {
+        step.push_back([this, x, dy, dw, dbias] { backend_.linear_backward_weights(in<T, F>(x), in<T, nchw>(dy), dw, dbias); });
+        into_grad(x, tb, step, [&](std::size_t dx) {
+          step.push_back([this, dy, dx, w] { backend_.linear_backward_data(in<T, nchw>(dy), w, out<T, F>(dx)); });
+        });
+      });
+    });
+  }
+
+  template <class T>
+  void bind_concat(const graph::node& n) {
+    std::vector<std::size_t> xs;
+    for (graph::node_id i : n.inputs) xs.push_back(read_slot(n, i));
+    const std::size_t y = slot_[n.id];
+    const std::int64_t tb = backward_step(n.id);
+    in_format(n, [&](auto tag) {
+      using F = decltype(tag);
+      steps_[n.id].push_back([this, xs, y] {
+        std::vector<tensor_view<const T, F>> v;
+        for (std::size_t s : xs) v.push_back(in<T, F>(s));
+        backend_.concat_forward(v, out<T, F>(y));
+      });
+      backward_.emplace(n.id, [this, xs, tb](std::size_t dy, step_list& step) {
+        std::vector<std::size_t> dxs;
+        for (std::size_t s : xs) dxs.push_back(contribute_or_scratch(s, tb));
+        step.push_back([this, dy, dxs] {
+          std::vector<tensor_view<T, F>> v;
+          for (std::size_t s : dxs) v.push_back(out<T, F>(s));
+          backend_.concat_backward(in<T, F>(dy), v);
+        });
+        for (std::size_t i = 0; i < xs.size(); ++i)
+          if (const auto g = grad_of(xs[i])) finish(*g, dxs[i], step);
+      });
+    });
+  }
+
+  // Layers of one input (two for binary), forward and backward in the node's format.
+  template <class T>
+  void bind_elementwise(const graph::node& n) {
+    const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const std::int64_t tb = backward_step(n.id);
+    auto& step = steps_[n.id];
+    in_format(n, [&](auto tag) {
+      using F = decltype(tag);
+      // The backward of a layer whose dx depends on dy (and x or y) only through `fn(dy, dx)`.
+      const auto backward_dx = [&](auto fn) {
+        backward_.emplace(n.id, [this, x, tb, fn](std::size_t dy, step_list& s) {
+          into_grad(x, tb, s, [&](std::size_t dx) { s.push_back([this, fn, dy, dx] { fn(in<T, F>(dy), out<T, F>(dx)); }); });
+        });
+      };
+      switch (n.kind) {
+        case graph::node_kind::activation: {
+          const auto k = n.get<memfmt::activation>();
+          use(x, tb);
+          step.push_back([this, x, y, k] { backend_.activation_forward(k, in<T, F>(x), out<T, F>(y)); });
+          backward_dx([this, x, k](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
+            backend_.activation_backward(k, in<T, F>(x), dy, dx);
+          });
+          break;
+        }
+        case graph::node_kind::binary: {
+          const auto k = n.get<memfmt::binary_op>();
+          const std::size_t x2 = read_slot(n, n.inputs[1]);
+          use(x, tb);
+          use(x2, tb);
+          step.push_back([this, x, x2, y, k] { backend_.binary_forward(k, in<T, F>(x), in<T, F>(x2), out<T, F>(y)); });
+          backward_.emplace(n.id, [this, x, x2, k, tb](std::size_t dy, step_list& s) {
+            const auto g1 = grad_of(x), g2 = grad_of(x2);
+            const std::optional<std::size_t> d1 = g1 ? std::optional<std::size_t>(contribute(*g1, tb)) : std::nullopt;
+            const std::optional<std::size_t> d2 = g2 ? std::optional<std::size_t>(contribute(*g2, tb)) : std::nullopt;
+            s.push_back([this, x, x2, dy, d1, d2, k] {
+              backend_.binary_backward(k, in<T, F>(x), in<T, F>(x2), in<T, F>(dy), d1 ? out<T, F>(*d1) : tensor_view<T, F>{},
+                                       d2 ? out<T, F>(*d2) : tensor_view<T, F>{});
+            });
+            if (g1) finish(*g1, *d1, s);
+            if (g2) finish(*g2, *d2, s);
+          });
+          break;
+        }
+        case graph::node_kind::pool:
+        case graph::node_kind::global_pool: {
+          memfmt::pool_params p;
+          if (n.kind == graph::node_kind::pool) {
+            p = n.get<memfmt::pool_params>();
+          } else if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
+            step.push_back([this, x, y] { backend_.global_average_pool_forward(in<T, F>(x), out<T, F>(y)); });
+            backward_dx([this](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.global_average_pool_backward(dy, dx); });
+            break;
+          } else {  // a max pool whose window is the whole map
+            const auto& e = net_.at(n.inputs[0]).extents;
+            for (std::size_t d = 2; d < e.size(); ++d) p.kernel[d - 2] = e[d];
+          }
+          use(x, tb);
+          step.push_back([this, x, y, p] { backend_.pool_forward(in<T, F>(x), out<T, F>(y), p); });
+          backward_dx([this, x, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pool_backward(in<T, F>(x), dy, dx, p); });
+          break;
+        }
+        case graph::node_kind::upsample: {
+          const auto p = n.get<memfmt::upsample_params>();
+          step.push_back([this, x, y, p] { backend_.upsample_forward(in<T, F>(x), out<T, F>(y), p); });
+          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.upsample_backward(dy, dx, p); });
+          break;
+        }
+        case graph::node_kind::pad: {
+          const auto p = n.get<memfmt::pad_params>();
+          step.push_back([this, x, y, p] { backend_.pad_forward(in<T, F>(x), out<T, F>(y), p); });
+          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pad_backward(dy, dx, p); });
+          break;
+        }
+        case graph::node_kind::softmax: {
+          const auto p = n.get<memfmt::softmax_params>();
+          use(y, tb);
+          step.push_back([this, x, y, p] { backend_.softmax_forward(in<T, F>(x), out<T, F>(y), p); });
+          backward_dx([this, y, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
+            backend_.softmax_backward(in<T, F>(y), dy, dx, p);
+          });
+          break;
+        }
+        case graph::node_kind::slice: {
+          const std::int64_t c0 = n.get<graph::slice_attrs>().begin;
+          step.push_back([this, x, y, c0] { backend_.channel_slice_forward(in<T, F>(x), c0, out<T, F>(y)); });
+          backward_dx([this, c0](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.channel_slice_backward(dy, c0, dx); });
+          break;
+        }
+        default:
+          memfmt::detail::fail(errc::unsupported, who(n) + ": no training implementation of this layer kind on the " +
+                                                      std::string(Backend::name) + " backend");
+      }
+    });
+  }
+
+  // ---- backward ----
+
+  // Node n's backward step: the gradient of its value gathered (its converted copies' gradients
+  // converted back, zeros when nothing reads it), then its layer's backward kernels; an output
+  // copies the caller's gradient in.
+  void bind_backward(const graph::node& n) {
+    const std::int64_t t = backward_step(n.id);
+    auto& step = steps_[static_cast<std::size_t>(t)];
+    if (n.kind == graph::node_kind::output) {
+      into_grad(slot_[n.id], t, step, [&](std::size_t dst) {
+        step.push_back([this, dst, id = n.id] { std::memcpy(data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storages_[dst].bytes)); });
+      });
+      return;
+    }
+    const auto it = backward_.find(n.id);
+    if (it == backward_.end()) return;  // inputs and renamings
+    const std::size_t s = slot_[n.id];
+    const std::size_t g = *grad_of(s);
+    if (const auto c = converted_.find(n.id); c != converted_.end() && c->second != s) {
+      const auto gc = grad_.find(c->second);
+      if (gc != grad_.end() && storages_[gc->second].contributions > 0) {
+        use(gc->second, t);
+        const std::size_t dst = contribute(g, t);
+        bind_convert(gc->second, dst, step);
+        finish(g, dst, step);
+      }
+    }
+    use(g, t);
+    if (storages_[g].contributions == 0) {
+      ++storages_[g].contributions;
+      step.push_back([this, g] { std::memset(data<std::byte>(g), 0, static_cast<std::size_t>(storages_[g].bytes)); });
+    }
+    it->second(g, step);
+  }
+
+  void check_io(const std::map<std::string, tensor_ref>& given, graph::node_kind kind, const char* what) const {
+    runtime::check_io(net_, plan_, given, kind, what, "trainer");
+  }
+
+
+  graph::network net_;
+  graph::plan plan_;
+  Backend& backend_;
+  executor_report report_;
+  std::vector<storage> storages_;
+  std::vector<std::size_t> slot_;                          // per node: its value's storage
+  std::map<graph::node_id, std::size_t> converted_;        // per converted value: the copy's storage
+  std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
+  std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
+  memory_plan memory_;
+  std::unique_ptr<std::byte, detail::free_bytes> arena_;
+  std::vector<step_list> steps_;                           // 2N: forward per node, then backward in reverse
+  std::vector<std::shared_ptr<void>> owned_;              // weights, statistics, parameter gradients
+  std::vector<std::pair<std::string, std::function<parameter()>>> gradients_;
+  std::vector<std::pair<std::string, std::function<parameter()>>> running_;
+  std::vector<std::pair<std::string, std::int64_t>> batches_tracked_;
+  std::int64_t batches_ = 0;
+  std::vector<const void*> output_grads_;
+};
+
+}  // namespace memfmt::runtime

@@ -1,0 +1,116 @@
+// Helpers of the trainer tests: plans, random values, tensors stored in a plan's format, one step.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/runtime/training.hpp"
+
+namespace memfmt::training_test {
+
+using memfmt::graph::family;
+using memfmt::graph::network;
+using memfmt::runtime::parameter_store;
+using memfmt::runtime::tensor_ref;
+using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
+
+inline std::vector<std::optional<family>> uniform(const network& net, family f) {
+  std::vector<std::optional<family>> a(net.size());
+  for (const auto& n : net.nodes()) {
+    if (!net.has_format(n.id)) continue;
+    const auto* p = n.binding_pin();
+    a[n.id] = p && p->mandatory ? p->format : f;
+  }
+  return a;
+}
+
+inline std::vector<double> random_values(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& e : v) e = d(rng);
+  return v;
+}
+
+// A logical (channels_first) tensor of the node's extents stored in format f, as bytes of T.
+template <class T>
+struct stored {
+  std::vector<T> data;
+  tensor_ref ref;
+};
+
+// Index of logical (channels_first) element i in the dense layout of family f.
+inline std::size_t physical(const std::vector<std::int64_t>& e, std::size_t i, family f) {
+  if (e.size() < 3 || f == family::channels_first) return i;
+  std::int64_t spatial = 1;
+  for (std::size_t d = 2; d < e.size(); ++d) spatial *= e[d];
+  const auto li = static_cast<std::int64_t>(i);
+  const std::int64_t n = li / (e[1] * spatial), c = li / spatial % e[1], s = li % spatial;
+  return static_cast<std::size_t>((n * spatial + s) * e[1] + c);
+}
+
+template <class T>
+stored<T> store(const memfmt::graph::node& n, family f, const std::vector<double>& logical) {
+  stored<T> r;
+  r.data.resize(logical.size());
+  for (std::size_t i = 0; i < logical.size(); ++i) r.data[physical(n.extents, i, f)] = static_cast<T>(logical[i]);
+  r.ref = tensor_ref{memfmt::dtype_of_v<T>, n.extents, f, r.data.data()};
+  return r;
+}
+
+struct step_result {
+  double loss = 0;               // sum(output * R), R logical
+  std::vector<double> output;    // logical order
+  parameter_store grads, stats;  // gradients, running statistics after the step
+  std::int64_t arena = 0, all = 0;
+};
+
+// One training step of a one-input one-output network with output gradient R (so the gradients
+// are those of L = sum(output * R)).
+template <class T>
+step_result train(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
+                  const std::vector<double>& x, const std::vector<double>& r) {
+  const memfmt::reference::backend b;
+  trainer_t t(net, plan, b, params);
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  const family fi = plan.format(in.id).value_or(family::channels_first);
+  const family fo = plan.format(out.id).value_or(family::channels_first);
+  auto xs = store<T>(in, fi, x);
+  auto rs = store<T>(out, fo, r);
+  auto ys = store<T>(out, fo, std::vector<double>(r.size(), std::nan("")));
+  step_result res;
+  res.grads = t.train_step({{"input", xs.ref}}, {{"output", ys.ref}}, {{"output", rs.ref}});
+  res.stats = t.running_stats();
+  res.arena = t.report().arena_bytes;
+  res.all = t.report().allocate_all_bytes;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    res.output.push_back(static_cast<double>(ys.data[physical(out.extents, i, fo)]));
+  for (std::size_t i = 0; i < r.size(); ++i) res.loss += res.output[i] * r[i];
+  return res;
+}
+
+template <class T>
+std::vector<double> values(const memfmt::runtime::parameter& p) {
+  std::vector<double> r;
+  for (T v : p.values<T>()) r.push_back(static_cast<double>(v));
+  return r;
+}
+
+// All channels_first, all channels_last (where a layer has a choice) and the solved plan.
+inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans(const network& net) {
+  const memfmt::graph::cost_model model{};
+  return {{"channels_first", memfmt::graph::make_plan(net, model, uniform(net, family::channels_first))},
+          {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
+          {"solved", memfmt::graph::solve(net, model)}};
+}
+
+}  // namespace memfmt::training_test
