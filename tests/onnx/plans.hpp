@@ -35,7 +35,7 @@ inline memfmt::graph::plan plan_of(const memfmt::onnx::imported_model& m, const 
 // An ONNX file imported for plan `p` and run once on `feeds` with poisoning on (a value read after
 // its liveness ends reads NaN); the graph outputs by name.
 template <class Backend>
-std::map<std::string, memfmt::onnx::parameter> run_file(const std::string& path, const plan_kind& p, const Backend& backend,
+std::map<std::string, memfmt::onnx::parameter> run_file(const std::string& path, const plan_kind& p, Backend& backend,
                                                         const std::map<std::string, memfmt::onnx::parameter>& feeds) {
   const memfmt::onnx::imported_model m = memfmt::onnx::import_file(path, options_for(p));
   memfmt::runtime::executor_options eo;

@@ -36,7 +36,7 @@ void expect_pytorchs_output_in_every_plan(const std::string& model, const std::s
   for (std::size_t i = 0; i < static_cast<std::size_t>(expected.numel()); ++i)
     scale = std::max(scale, std::fabs(memfmt::onnx::element_as_double(expected, i)));
   ASSERT_GT(scale, 0.0) << recording << ": an all-zero output would check nothing";
-  const memfmt::reference::backend backend;
+  memfmt::reference::backend backend;
   for (const auto& p : memfmt_test::plans) {
     const auto out = memfmt_test::run_file(model, p, backend, {{"input", rec.at("input")}});
     ASSERT_EQ(out.count("output"), 1u);

@@ -63,7 +63,7 @@ onnx_builder conv_model(const std::vector<std::int64_t>& x, std::int64_t k_out, 
 }
 
 TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
-  const memfmt::reference::backend backend;
+  memfmt::reference::backend backend;
   for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
     const onnx_builder b = conv_model(shape, 4, 3, 1);
     const parameter x = ramp(shape, -1.f, 0.037f);
@@ -85,7 +85,7 @@ TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
 }
 
 TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
-  const memfmt::reference::backend backend;
+  memfmt::reference::backend backend;
   const onnx_builder b = conv_model({1, 3, 4, 5}, 2, 3, 1);
   const auto m = memfmt::onnx::import_model(b.model());
   const auto plan = memfmt_test::plan_of(m, memfmt_test::plans[0]);

@@ -234,7 +234,7 @@ TEST(Training, BatchNormRunningStatistics) {
     net.output("output", net.batch_norm("bn", net.input("input", {3, 2, 2, 3}, memfmt::dtype::float64, f), bp), f);
     const parameter_store params = make_params<double>(net, 9);
     const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, f));
-    const memfmt::reference::backend b;
+    memfmt::reference::backend b;
     trainer_t t(net, plan, b, params);
     const auto& in = net.at(0);
     std::vector<double> mean = params.at("bn.running_mean").values<double>();
@@ -291,7 +291,7 @@ TEST(Training, FanOutSums) {
 TEST(TrainingErrors, BadOutputGradients) {
   const network net = every_layer(memfmt::dtype::float32);
   const parameter_store params = make_params<float>(net, 3);
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   trainer_t t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}), b, params);
   std::vector<float> x(2 * 3 * 6 * 6, 0.5f), y(10, 7.f), r(10, 1.f);
   std::vector<double> rd(10, 1.0);
@@ -343,7 +343,7 @@ TEST(TrainingErrors, BadOutputGradients) {
 
 // Layers without a backward here are refused at build time, naming the node.
 TEST(TrainingErrors, UntrainableLayers) {
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   const memfmt::graph::cost_model model{};
   network op_net;
   const auto x = op_net.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first);

@@ -78,7 +78,7 @@ struct step_result {
 template <class T>
 step_result train(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
                   const std::vector<double>& x, const std::vector<double>& r) {
-  const memfmt::reference::backend b;
+  memfmt::reference::backend b;
   trainer_t t(net, plan, b, params);
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));

@@ -49,7 +49,7 @@ inline std::vector<std::byte> relayout(const parameter& value, const std::vector
 // backend cannot run, errc::unsupported / unsupported_dtype - propagate), runs `feeds` (one per
 // graph input, by name, ONNX shapes) and returns every graph output by name in ONNX's shapes.
 template <class Backend>
-std::map<std::string, parameter> run_model(const imported_model& m, const graph::plan& plan, const Backend& backend,
+std::map<std::string, parameter> run_model(const imported_model& m, const graph::plan& plan, Backend& backend,
                                            const std::map<std::string, parameter>& feeds,
                                            runtime::executor_options options = {}) {
   if (!m.runnable())
