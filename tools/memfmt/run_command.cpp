@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +28,7 @@
 #include "memfmt/format/layout.hpp"
 #include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/policy.hpp"
+#include "memfmt/runtime/backend_support.hpp"
 #include "memfmt/runtime/executor.hpp"
 #include "memfmt/runtime/parameter_store.hpp"
 #include "memfmt/runtime/tensor_ref.hpp"
@@ -32,6 +36,9 @@
 
 #ifdef MEMFMT_CLI_HAVE_SAFETENSORS
 #include "memfmt/io/safetensors.hpp"
+#endif
+#ifdef MEMFMT_CLI_HAVE_DNNL
+#include "memfmt/backends/dnnl/backend.hpp"
 #endif
 
 namespace memfmt_cli {
@@ -42,6 +49,7 @@ using json = nlohmann::ordered_json;
 using memfmt::graph::family;
 using memfmt::runtime::parameter;
 using memfmt::runtime::parameter_store;
+using tensor_refs = std::map<std::string, memfmt::runtime::tensor_ref>;
 
 [[noreturn]] void fail(memfmt::errc code, const std::string& what) { memfmt::detail::fail(code, what); }
 
@@ -239,10 +247,14 @@ int run_command::run() const {
   return exit_code_of(*cmd_, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
     const memfmt::dtype type = parse_float_dtype(dtype_);
-    if (backend_ != "reference")
+    if (backend_ == "cudnn")
       fail(memfmt::errc::unsupported,
-           "--backend " + backend_ + ": memfmt::runtime::executor runs on the reference backend only in this build (no " +
-               (backend_ == "onednn" ? "oneDNN" : "cuDNN") + " executor backend yet); use --backend reference");
+           "--backend cudnn: memfmt::runtime::executor has no cuDNN backend yet; use --backend reference or onednn");
+#ifndef MEMFMT_CLI_HAVE_DNNL
+    if (backend_ == "onednn")
+      fail(memfmt::errc::unsupported,
+           "--backend onednn: this memfmt was built without oneDNN (the memfmt::dnnl component, Debian libdnnl-dev)");
+#endif
     if (threads_ > 0) {
 #ifdef _OPENMP
       omp_set_num_threads(threads_);
@@ -280,10 +292,31 @@ int run_command::run() const {
     }
     weights = in_network_dtypes(net, weights);
 
-    const memfmt::graph::cost_model model;
-    const memfmt::graph::plan plan = memfmt::graph::plan_with(net, model, which);
-    memfmt::reference::backend backend;
-    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, backend, weights);
+    // The backend --backend names; the planner asks it which formats each layer can run in, and
+    // the executor is built on it (refusing, before any work, a layer or dtype it cannot run).
+    memfmt::reference::backend reference;
+#ifdef MEMFMT_CLI_HAVE_DNNL
+    std::optional<memfmt::onednn::backend> onednn;
+    if (backend_ == "onednn") onednn.emplace();
+#endif
+    memfmt::graph::cost_model model;
+    memfmt::graph::plan plan;
+    std::function<void(const tensor_refs&, const tensor_refs&)> forward;
+    std::function<memfmt::runtime::executor_report()> report;
+    const auto build = [&](auto& backend) {
+      using backend_type = std::remove_reference_t<decltype(backend)>;
+      model.set_support_query(memfmt::runtime::support_query_for(backend));
+      plan = memfmt::graph::plan_with(net, model, which);
+      auto ex = std::make_shared<memfmt::runtime::executor<backend_type>>(net, plan, backend, weights);
+      forward = [ex](const tensor_refs& in, const tensor_refs& out) { ex->forward(in, out); };
+      report = [ex] { return ex->report(); };
+    };
+#ifdef MEMFMT_CLI_HAVE_DNNL
+    if (onednn) build(*onednn);
+    else build(reference);
+#else
+    build(reference);
+#endif
 
     // Inputs in logical order, then in the planned format.
     std::optional<parameter_store> given;
@@ -294,7 +327,7 @@ int run_command::run() const {
       if (n.kind == memfmt::graph::node_kind::output) outputs.push_back(n.id);
     }
     std::map<std::string, std::vector<std::byte>> in_bytes, out_bytes;
-    std::map<std::string, memfmt::runtime::tensor_ref> in_refs, out_refs;
+    tensor_refs in_refs, out_refs;
     std::mt19937 rng(2);
     for (auto id : inputs) {
       const auto& n = net.at(id);
@@ -339,11 +372,11 @@ int run_command::run() const {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     auto last_progress = start;
-    ex.forward(in_refs, out_refs);
+    forward(in_refs, out_refs);
     std::vector<double> ms;
     for (int r = 0; r < repeat_; ++r) {
       const auto t0 = clock::now();
-      ex.forward(in_refs, out_refs);
+      forward(in_refs, out_refs);
       const auto t1 = clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       if (t1 - last_progress > std::chrono::seconds(1) && r + 1 < repeat_) {
@@ -376,7 +409,7 @@ int run_command::run() const {
 #endif
     }
 
-    const memfmt::runtime::executor_report& rep = ex.report();
+    const memfmt::runtime::executor_report rep = report();
     std::int64_t bytes_moved = 0;
     for (const auto& c : plan.conversions) bytes_moved += c.relabel ? 0 : c.bytes;
     if (json_) {
