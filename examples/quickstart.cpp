@@ -4,7 +4,6 @@
 #include <memfmt/memfmt.hpp>
 
 #include <cstdio>
-#include <string>
 
 using namespace memfmt;
 
@@ -25,14 +24,7 @@ int main() {
   // format you ask for: these strides are channels-last, so NHWC is granted and NCHW refused.
   nhwc_view<float> v = view_as<nhwc>(y.data(), {2, 3, 4, 5}, {60, 1, 15, 3});
   ok &= v(1, 2, 3, 4) == x(1, 2, 3, 4);
-  bool refused = false;
-  try {
-    (void)view_as<nchw>(y.data(), {2, 3, 4, 5}, {60, 1, 15, 3});
-  } catch (const memfmt::error& e) {  // names the sizes, the strides and the format they are dense in
-    refused = e.code() == errc::format_mismatch && std::string(e.what()).find("[60, 1, 15, 3]") != std::string::npos;
-    std::printf("refused as expected: %s\n", e.what());
-  }
-  ok &= refused;
+  ok &= !try_view_as<nchw>(y.data(), {2, 3, 4, 5}, {60, 1, 15, 3});  // view_as<nchw> throws, naming why
 
   // C == 1: both layouts are the same bytes, so the format is relabelled without a copy.
   host_tensor<float, nchw> mask({2, 1, 4, 5});
