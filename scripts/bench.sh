@@ -12,7 +12,8 @@
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
 # then prints the tables (per layer; per network with memfmt / peer ratios) and writes
-# summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder.
+# summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder,
+# and the UNet's plans under pytorch_eager and optimal as Graphviz pictures (unet_*.png).
 # A case this CPU cannot run (oneDNN's bfloat16 without AVX-512) keeps its row, marked e.g.
 # "unsupported on this CPU (needs avx512_core)" (DNNL_MAX_CPU_ISA=AVX2 shows an AVX2-only CPU's table).
 # Peers: as root the Debian packages python3-torch, python3-torchvision, python3-matplotlib are
@@ -47,7 +48,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=native)
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=ON \
-      -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF "${cuda_arch[@]}" >/dev/null
+      -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=OFF "${cuda_arch[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" --target all
 mkdir -p "$out"
 # (bench_convert always times 21 repetitions per case; MEMFMT_BENCH_QUICK=1 would cut that to 9.)
@@ -155,3 +156,14 @@ if [ "$gpu_suites" = 1 ]; then
   fi
 fi
 "$py" benchmarks/summarize.py --out "$out" "$out"/*.json
+# The UNet's plans as pictures: PyTorch eager after model.to(channels_last) beside the solved plan.
+if "$build/examples/unet_plans" "$out" >"$out/unet_plans.txt"; then
+  if command -v dot >/dev/null 2>&1; then
+    for p in pytorch_eager optimal; do dot -Tpng "$out/unet_$p.dot" -o "$out/unet_$p.png"; done
+    echo "written: $out/unet_plans.txt, unet_pytorch_eager.png, unet_optimal.png"
+  else
+    echo "written: $out/unet_plans.txt and the DOT files (no Graphviz 'dot' to draw them)"
+  fi
+else
+  echo "memfmt: examples/unet_plans failed; no UNet plan pictures"
+fi
