@@ -108,6 +108,65 @@ double as_double(T v) {
   else return static_cast<double>(static_cast<float>(v));
 }
 
+// Extents as the kernels see a value: a rank-2 [N, F] is [N, F, 1, 1] (every format the same bytes).
+inline std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
+  return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
+}
+
+// The parameter's values as U (the store holds them in the node's dtype T).
+template <class T, class U>
+std::vector<U> values_as(const parameter_store& params, const std::string& name) {
+  const std::vector<T> v = params.at(name).template values<T>(name);
+  if constexpr (std::is_same_v<T, U>) {
+    return v;
+  } else {
+    std::vector<U> r(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(as_double(v[i]));
+    return r;
+  }
+}
+
+// Keeps `v` alive as long as `owned` and returns where its elements are.
+template <class V>
+auto* keep(std::vector<std::shared_ptr<void>>& owned, V v) {
+  auto p = std::make_shared<V>(std::move(v));
+  owned.push_back(p);
+  return p->data();
+}
+
+// A weight of PyTorch shape [K, C, kernel...] (row-major) in the layout of format F (KCRS or
+// KRSC), kept alive by `owned`.
+template <class T, class F>
+tensor_view<const T, F> weight_in(std::vector<std::shared_ptr<void>>& owned, const std::vector<T>& w,
+                                  const std::vector<std::int64_t>& shape) {
+  auto t = std::make_shared<host_tensor<T, F>>(view_of<F>(static_cast<T*>(nullptr), shape).extents());
+  using CF = typename F::channels_first_t;
+  memfmt::convert(view_of<CF>(w.data(), shape), t->view());
+  owned.push_back(t);
+  return t->const_view();
+}
+
+// Every consumer of a flatten's value, through dropouts, is a linear.
+inline bool feeds_only_linears(const graph::network& net, graph::node_id id) {
+  for (graph::node_id c : net.consumers(id)) {
+    const graph::node& u = net.at(c);
+    if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(net, c) : u.kind != graph::node_kind::linear)
+      return false;
+  }
+  return true;
+}
+
+// Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
+// linear reading the 4-D value by its strides (a permuted weight) gets them right.
+inline void check_flatten_readers(const graph::network& net, const graph::node& n, graph::family format,
+                                  const std::string& who) {
+  if (n.kind == graph::node_kind::flatten && format == graph::family::channels_last &&
+      !is_ambiguous_shape(net.at(n.inputs[0]).extents) && !feeds_only_linears(net, n.id))
+    memfmt::detail::fail(errc::unsupported, who + ": a channels_last flatten of " +
+                                                memfmt::detail::dims_to_string(net.at(n.inputs[0]).extents) +
+                                                " orders its features (spatial, C); only linears may read it");
+}
+
 struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
@@ -201,28 +260,13 @@ class executor {
     return std::string("executor (") + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
   }
 
-  // Every consumer of a flatten's value, through dropouts, is a linear.
-  bool feeds_only_linears(graph::node_id id) const {
-    for (graph::node_id c : net_.consumers(id)) {
-      const graph::node& u = net_.at(c);
-      if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(c) : u.kind != graph::node_kind::linear) return false;
-    }
-    return true;
-  }
-
   void check_supported(const graph::node& n) const {
     detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
     if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
       if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
-    // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
-    // linear reading the 4-D value by its strides (a permuted weight) gets them right.
-    if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
-        !is_ambiguous_shape(net_.at(n.inputs[0]).extents) && !feeds_only_linears(n.id))
-      memfmt::detail::fail(errc::unsupported, who(n) + ": a channels_last flatten of " +
-                                                  memfmt::detail::dims_to_string(net_.at(n.inputs[0]).extents) +
-                                                  " orders its features (spatial, C); only linears may read it");
+    detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
     if (n.kind == graph::node_kind::opaque) {
       const auto& a = n.get<graph::opaque_attrs>();
       const user_op* op = std::any_cast<user_op>(&a.callback);
@@ -380,10 +424,6 @@ class executor {
   std::byte* slot_data(std::size_t s) { return arena_.get() + memory_.offsets[s]; }
   std::byte* buffer(graph::node_id id) { return slot_data(slot_[id]); }
 
-  // Extents as the kernels see a value: a rank-2 [N, F] is [N, F, 1, 1] (every format the same bytes).
-  static std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
-    return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
-  }
   static int kernel_rank(const std::vector<std::int64_t>& e) { return e.size() == 2 ? 4 : static_cast<int>(e.size()); }
 
   // The step of node n (and the conversions of its value right after it).
@@ -425,36 +465,12 @@ class executor {
     }
   }
 
-  // The parameter's values as U (the store holds them in the node's dtype T).
-  template <class T, class U>
-  static std::vector<U> values_as(const parameter_store& params, const std::string& name) {
-    const std::vector<T> v = params.at(name).template values<T>(name);
-    if constexpr (std::is_same_v<T, U>) {
-      return v;
-    } else {
-      std::vector<U> r(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(detail::as_double(v[i]));
-      return r;
-    }
-  }
-
-  // Keeps `v` alive as long as the executor and returns where its elements are.
-  template <class V>
-  auto* keep(V v) {
-    auto p = std::make_shared<V>(std::move(v));
-    owned_.push_back(p);
-    return p->data();
-  }
-
-  // A weight of PyTorch shape [K, C, kernel...] (row-major) in the layout of format F: KCRS or KRSC.
+  // A conv weight in F's layout, registered so a weight-caching backend forgets it with this executor.
   template <class T, class F>
   tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
-    auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
-    using CF = typename F::channels_first_t;
-    memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
-    owned_.push_back(owned);
-    weights_.push_back(owned->data());
-    return owned->const_view();
+    const tensor_view<const T, F> v = detail::weight_in<T, F>(owned_, w, shape);
+    weights_.push_back(v.data());
+    return v;
   }
 
   template <class T>
@@ -468,7 +484,7 @@ class executor {
     std::vector<T> w = params.at(n.name + ".weight").template values<T>(n.name + ".weight");
     std::vector<T> bias = a.bias ? params.at(n.name + ".bias").template values<T>(n.name + ".bias") : std::vector<T>{};
     if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
-    const T* bd = bias.empty() ? nullptr : keep(std::move(bias));
+    const T* bd = bias.empty() ? nullptr : detail::keep(owned_, std::move(bias));
     const bool relu = fused_relu_.count(n.id) > 0;
     const auto res = residual_.find(n.id);
     const T* rd = res == residual_.end() ? nullptr
@@ -508,10 +524,10 @@ class executor {
   template <class T>
   void fold_batch_norm(const graph::node& bn, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
     const auto& p = bn.get<batch_norm_params>();
-    const auto gamma = values_as<T, double>(params, bn.name + ".weight");
-    const auto beta = values_as<T, double>(params, bn.name + ".bias");
-    const auto mean = values_as<T, double>(params, bn.name + ".running_mean");
-    const auto var = values_as<T, double>(params, bn.name + ".running_var");
+    const auto gamma = detail::values_as<T, double>(params, bn.name + ".weight");
+    const auto beta = detail::values_as<T, double>(params, bn.name + ".bias");
+    const auto mean = detail::values_as<T, double>(params, bn.name + ".running_mean");
+    const auto var = detail::values_as<T, double>(params, bn.name + ".running_var");
     const std::size_t k = gamma.size(), per = w.size() / k;
     if (bias.empty()) bias.assign(k, static_cast<T>(0.0f));
     for (std::size_t c = 0; c < k; ++c) {
@@ -541,7 +557,8 @@ class executor {
       if (a.bias) {
         std::vector<std::int64_t> be(n.extents.size(), 1);
         be[1] = a.out_channels;
-        bias = detail::view_of<F>(static_cast<const T*>(keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias"))), be);
+        const T* bias_values = detail::keep(owned_, params.at(n.name + ".bias").template values<T>(n.name + ".bias"));
+        bias = detail::view_of<F>(bias_values, be);
       }
       const conv_params p = a.params;
       Backend& b = backend_;
@@ -559,7 +576,7 @@ class executor {
     const P* s[4];
     int i = 0;
     for (const char* k : {"weight", "bias", "running_mean", "running_var"})
-      s[i++] = keep(values_as<T, P>(params, n.name + "." + k));
+      s[i++] = detail::keep(owned_, detail::values_as<T, P>(params, n.name + "." + k));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -577,11 +594,11 @@ class executor {
   void bind_group_norm(const graph::node& n, const parameter_store& params, step_list& step) {
     using P = detail::stats_t<T>;
     const auto& a = n.get<graph::norm_attrs>();
-    const P* gamma = a.affine ? keep(values_as<T, P>(params, n.name + ".weight")) : nullptr;
-    const P* beta = a.affine ? keep(values_as<T, P>(params, n.name + ".bias")) : nullptr;
+    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, n.name + ".weight")) : nullptr;
+    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, n.name + ".bias")) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = keep(std::vector<P>(stats));
-    P* invstd = keep(std::vector<P>(stats));
+    P* mean = detail::keep(owned_, std::vector<P>(stats));
+    P* invstd = detail::keep(owned_, std::vector<P>(stats));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -605,14 +622,14 @@ class executor {
     while (net_.at(src).kind == graph::node_kind::dropout && !net_.at(src).spatial()) src = net_.at(src).inputs[0];
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
-    const T* w = keep(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
+    const T* w = detail::keep(owned_, params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
     weights_.push_back(w);
-    const T* bias = a.bias ? keep(params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
-    const auto yv = detail::view_of<nchw>(yd, kernel_extents(n.extents));
+    const T* bias = a.bias ? detail::keep(owned_, params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
+    const auto yv = detail::view_of<nchw>(yd, detail::kernel_extents(n.extents));
     Backend& b = backend_;
     const graph::node& s = net_.at(src);
     const bool flat = s.kind == graph::node_kind::flatten;
-    const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : kernel_extents(s.extents);
+    const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : detail::kernel_extents(s.extents);
     dispatch_format(flat ? format_of(s.id) : graph::family::channels_first, static_cast<int>(xe.size()), [&](auto tag) {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, xe);
@@ -640,10 +657,10 @@ class executor {
       using F = decltype(tag);
       const auto in = [&](std::size_t i) {
         return detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[i]))),
-                                  kernel_extents(net_.at(n.inputs[i]).extents));
+                                  detail::kernel_extents(net_.at(n.inputs[i]).extents));
       };
       const auto x = in(0);
-      const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), kernel_extents(n.extents));
+      const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), detail::kernel_extents(n.extents));
       Backend& b = backend_;
       switch (n.kind) {
         case graph::node_kind::activation:

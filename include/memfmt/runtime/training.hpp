@@ -127,18 +127,6 @@ class trainer {
   graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
   std::int64_t backward_step(graph::node_id id) const { return static_cast<std::int64_t>(2 * net_.size() - 1 - id); }
 
-  static std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
-    return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
-  }
-
-  bool feeds_only_linears(graph::node_id id) const {
-    for (graph::node_id c : net_.consumers(id)) {
-      const graph::node& u = net_.at(c);
-      if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(c) : u.kind != graph::node_kind::linear) return false;
-    }
-    return true;
-  }
-
   void check_supported(const graph::node& n) const {
     detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
@@ -148,11 +136,7 @@ class trainer {
     if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
       memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
                                                   " in training draws a random mask, which the trainer does not (p 0 only)");
-    if (n.kind == graph::node_kind::flatten && format_of(n.id) == graph::family::channels_last &&
-        !is_ambiguous_shape(net_.at(n.inputs[0]).extents) && !feeds_only_linears(n.id))
-      memfmt::detail::fail(errc::unsupported, who(n) + ": a channels_last flatten of " +
-                                                  memfmt::detail::dims_to_string(net_.at(n.inputs[0]).extents) +
-                                                  " orders its features (spatial, C); only linears may read it");
+    detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
   }
 
   // ---- storage ----
@@ -161,7 +145,7 @@ class trainer {
                           std::optional<graph::node_id> producer) {
     const std::int64_t n = memfmt::detail::checked_numel(extents, name.c_str());
     const auto bytes = static_cast<std::int64_t>(memfmt::detail::checked_bytes(n, size_of(type), name.c_str()));
-    storages_.push_back({std::move(name), type, kernel_extents(extents), f, bytes, unused, -1, producer, 0});
+    storages_.push_back({std::move(name), type, detail::kernel_extents(extents), f, bytes, unused, -1, producer, 0});
     return storages_.size() - 1;
   }
 
@@ -271,22 +255,6 @@ class trainer {
 
   // ---- parameters ----
 
-  template <class V>
-  auto* keep(V v) {
-    auto p = std::make_shared<V>(std::move(v));
-    owned_.push_back(p);
-    return p->data();
-  }
-
-  // The parameter's values as U (the store holds them in the node's dtype T).
-  template <class T, class U>
-  static std::vector<U> values_as(const parameter_store& params, const std::string& name) {
-    const std::vector<T> v = params.at(name).template values<T>(name);
-    std::vector<U> r(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(detail::as_double(v[i]));
-    return r;
-  }
-
   // n elements at p (of type U) as a parameter of dtype T and the given shape.
   template <class T, class U>
   static parameter as_parameter(const U* p, std::size_t n, const std::vector<std::int64_t>& shape) {
@@ -304,19 +272,9 @@ class trainer {
   template <class T, class U>
   U* gradient(const std::string& name, const std::vector<std::int64_t>& shape) {
     const auto n = static_cast<std::size_t>(memfmt::detail::checked_numel(shape, name.c_str()));
-    U* p = keep(std::vector<U>(n));
+    U* p = detail::keep(owned_, std::vector<U>(n));
     gradients_.emplace_back(name, [p, n, shape] { return as_parameter<T>(p, n, shape); });
     return p;
-  }
-
-  // A conv weight of PyTorch shape [K, C, kernel...] in the layout of format F (KCRS or KRSC).
-  template <class T, class F>
-  tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
-    auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
-    using CF = typename F::channels_first_t;
-    memfmt::convert(detail::view_of<CF>(w.data(), shape), owned->view());
-    owned_.push_back(owned);
-    return owned->const_view();
   }
 
   // A conv weight gradient computed in the layout of F and reported in PyTorch's [K, C, kernel...].
@@ -398,7 +356,7 @@ class trainer {
   // Calls fn(F{}) for the node's format at its kernel rank.
   template <class Fn>
   void in_format(const graph::node& n, Fn&& fn) {
-    dispatch_format(format_of(n.id), static_cast<int>(kernel_extents(n.extents).size()), std::forward<Fn>(fn));
+    dispatch_format(format_of(n.id), static_cast<int>(detail::kernel_extents(n.extents).size()), std::forward<Fn>(fn));
   }
 
   // A conv, or a transposed conv (transposed: its weight [C_in, C_out / groups, kernel...] is the
@@ -413,13 +371,13 @@ class trainer {
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
     const std::vector<std::int64_t> shape = params.at(wn).shape;
     const std::vector<T> w = params.at(wn).template values<T>(wn);
-    const T* bias = has_bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
+    const T* bias = has_bias ? detail::keep(owned_, params.at(bn).template values<T>(bn)) : nullptr;
     T* dbias = has_bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      const auto wv = weight_in<T, F>(w, shape);
+      const auto wv = detail::weight_in<T, F>(owned_, w, shape);
       const auto dw = weight_gradient<T, F>(wn, shape);
       if (!transposed) {
         steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
@@ -476,12 +434,12 @@ class trainer {
     const std::string b = n.name + ".";
     const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
     const std::size_t c = static_cast<std::size_t>(n.extents[1]);
-    const P* gamma = keep(values_as<T, P>(params, b + "weight"));
-    const P* beta = keep(values_as<T, P>(params, b + "bias"));
-    P* mean = keep(values_as<T, P>(params, b + "running_mean"));
-    P* var = keep(values_as<T, P>(params, b + "running_var"));
-    P* saved_mean = keep(std::vector<P>(c));
-    P* saved_invstd = keep(std::vector<P>(c));
+    const P* gamma = detail::keep(owned_, detail::values_as<T, P>(params, b + "weight"));
+    const P* beta = detail::keep(owned_, detail::values_as<T, P>(params, b + "bias"));
+    P* mean = detail::keep(owned_, detail::values_as<T, P>(params, b + "running_mean"));
+    P* var = detail::keep(owned_, detail::values_as<T, P>(params, b + "running_var"));
+    P* saved_mean = detail::keep(owned_, std::vector<P>(c));
+    P* saved_invstd = detail::keep(owned_, std::vector<P>(c));
     P* dgamma = gradient<T, P>(b + "weight", shape);
     P* dbeta = gradient<T, P>(b + "bias", shape);
     running_.emplace_back(b + "running_mean", [mean, c, shape] { return as_parameter<T>(mean, c, shape); });
@@ -514,13 +472,13 @@ class trainer {
     const auto& a = n.get<graph::norm_attrs>();
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string b = n.name + ".";
-    const P* gamma = a.affine ? keep(values_as<T, P>(params, b + "weight")) : nullptr;
-    const P* beta = a.affine ? keep(values_as<T, P>(params, b + "bias")) : nullptr;
+    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, b + "weight")) : nullptr;
+    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, b + "bias")) : nullptr;
     P* dgamma = a.affine ? gradient<T, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
     P* dbeta = a.affine ? gradient<T, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = keep(std::vector<P>(stats));
-    P* invstd = keep(std::vector<P>(stats));
+    P* mean = detail::keep(owned_, std::vector<P>(stats));
+    P* invstd = detail::keep(owned_, std::vector<P>(stats));
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
@@ -548,8 +506,8 @@ class trainer {
     const auto& a = n.get<graph::linear_attrs>();
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
-    const T* w = keep(params.at(wn).template values<T>(wn));
-    const T* bias = a.bias ? keep(params.at(bn).template values<T>(bn)) : nullptr;
+    const T* w = detail::keep(owned_, params.at(wn).template values<T>(wn));
+    const T* bias = a.bias ? detail::keep(owned_, params.at(bn).template values<T>(bn)) : nullptr;
     T* dw = gradient<T, T>(wn, params.at(wn).shape);
     T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
