@@ -23,10 +23,13 @@
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
 
+#include "../runtime/model_test_util.hpp"
+
 namespace {
 
 using namespace memfmt;
 using graph::family;
+using memfmt_test::uniform;
 
 graph::network tiny(dtype t) {
   graph::models::options o;
@@ -36,16 +39,6 @@ graph::network tiny(dtype t) {
   o.classes = 10;
   o.type = t;
   return graph::models::resnet50(o);
-}
-
-std::vector<std::optional<family>> uniform(const graph::network& net, family f) {
-  std::vector<std::optional<family>> a(net.size());
-  for (const auto& n : net.nodes()) {
-    if (!net.has_format(n.id)) continue;
-    const auto* p = n.binding_pin();
-    a[n.id] = p && p->mandatory ? p->format : f;
-  }
-  return a;
 }
 
 // Formats that keep switching: many conversions, split fusion groups.

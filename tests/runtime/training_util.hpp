@@ -13,6 +13,7 @@
 #include "memfmt/graph/plan.hpp"
 #include "memfmt/graph/solve.hpp"
 #include "memfmt/runtime/training.hpp"
+#include "model_test_util.hpp"
 
 namespace memfmt::training_test {
 
@@ -22,15 +23,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
 
-inline std::vector<std::optional<family>> uniform(const network& net, family f) {
-  std::vector<std::optional<family>> a(net.size());
-  for (const auto& n : net.nodes()) {
-    if (!net.has_format(n.id)) continue;
-    const auto* p = n.binding_pin();
-    a[n.id] = p && p->mandatory ? p->format : f;
-  }
-  return a;
-}
+using memfmt_test::uniform;
 
 inline std::vector<double> random_values(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
