@@ -37,6 +37,18 @@ std::optional<memfmt::errc> error_code(Fn&& fn) {
   return std::nullopt;
 }
 
+// The message of the memfmt::error fn() throws, whatever its code, or "<no error>" when it throws
+// none (so a message check fails showing that).
+template <class Fn>
+std::string error_text(Fn&& fn) {
+  try {
+    fn();
+  } catch (const memfmt::error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
 // fn() throws a memfmt::error with this code whose message contains every fragment.
 template <class Fn>
 void expect_error(Fn&& fn, memfmt::errc expected, const std::vector<std::string>& fragments) {

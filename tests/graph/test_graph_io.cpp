@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/expect_error.hpp"
 #include "memfmt/graph/models.hpp"
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/io/network_json.hpp"
@@ -51,16 +52,6 @@ std::vector<network> every_kind_of_network() {
            family::channels_first);
   nets.push_back(std::move(n));
   return nets;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(GraphIo, NetworksRoundTrip) {
@@ -113,14 +104,14 @@ TEST(GraphIo, LoadedPlanReproducesTheFormatsAndAnotherNetworkIsRefused) {
   }
   const std::string file = memfmt::io::save_plan(net, model, solve(net, model));
   const network bigger = models::resnet50(zoo::sized(memfmt::dtype::float32, 4, 64));
-  const std::string refused = error_of([&] { memfmt::io::load_plan(file, bigger, model); });
+  const std::string refused = memfmt_test::error_text([&] { memfmt::io::load_plan(file, bigger, model); });
   EXPECT_NE(refused.find("plan file: made for network " + memfmt::io::network_fingerprint(net) + ", this network is " +
                          memfmt::io::network_fingerprint(bigger)),
             std::string::npos)
       << refused;
   network repinned = net;
   repinned.pin_format(*net.find("layer1.0.conv2"), family::channels_first, false, 1, "user");
-  EXPECT_NE(error_of([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"), std::string::npos);
+  EXPECT_NE(memfmt_test::error_text([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"), std::string::npos);
 }
 
 TEST(GraphIo, JsonReportCarriesThePlan) {
@@ -151,11 +142,11 @@ TEST(GraphIo, JsonReportCarriesThePlan) {
 TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   const network net = models::resnet18(zoo::sized(memfmt::dtype::float32, 1, 64));
   const json good = memfmt::io::network_to_json(net);
-  const auto load = [](const json& j) { return error_of([&] { memfmt::io::network_from_json(j); }); };
+  const auto load = [](const json& j) { return memfmt_test::error_text([&] { memfmt::io::network_from_json(j); }); };
   const auto has = [](const std::string& message, const std::string& part) {
     EXPECT_NE(message.find(part), std::string::npos) << message;
   };
-  has(error_of([] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
+  has(memfmt_test::error_text([] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
       "network file: not valid JSON: [json.exception.parse_error.101] parse error at line 3");
   json j = good;
   j["nodes"][1]["attrs"].erase("kernel");
@@ -181,12 +172,12 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   const cost_model model;
   json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][3]["format"] = "nhwc";
-  has(error_of([&] { memfmt::io::plan_from_json(plan, net, model); }),
+  has(memfmt_test::error_text([&] { memfmt::io::plan_from_json(plan, net, model); }),
       "plan file: layers[3]: key 'format' is 'nhwc', not one of channels_first, channels_last");
   plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][0]["format"] = "channels_last";  // the input is pinned channels_first
-  has(error_of([&] { memfmt::io::plan_from_json(plan, net, model); }), "node 'input' is pinned to channels_first");
-  has(error_of([&] { memfmt::io::read_network_file("/nonexistent/net.json"); }),
+  has(memfmt_test::error_text([&] { memfmt::io::plan_from_json(plan, net, model); }), "node 'input' is pinned to channels_first");
+  has(memfmt_test::error_text([&] { memfmt::io::read_network_file("/nonexistent/net.json"); }),
       "network file '/nonexistent/net.json' cannot be opened");
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/expect_error.hpp"
 #include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/priors.hpp"
 #include "memfmt/graph/solve.hpp"
@@ -20,15 +21,6 @@ using namespace memfmt::graph;
 using nlohmann::json;
 
 std::string shipped(const char* name) { return std::string(MEMFMT_PRIORS_DIR) + "/" + name + ".json"; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(PriorsJson, ShippedFilesEqualTheCompiledInTables) {
   const std::pair<const char*, cost_priors> tables[] = {{"onednn_cpu", onednn_cpu_priors()},
@@ -97,7 +89,7 @@ TEST(PriorsJson, MalformedFilesNameTheRowAndKey) {
   for (const malformed& m : cases) {
     json j = valid;
     m.edit(j);
-    const std::string e = error_of([&] { memfmt::io::priors_from_json(j); });
+    const std::string e = memfmt_test::error_text([&] { memfmt::io::priors_from_json(j); });
     EXPECT_NE(e.find(m.error), std::string::npos) << m.name << ": " << e;
   }
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/expect_error.hpp"
 #include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/explain.hpp"
 #include "memfmt/graph/solve.hpp"
@@ -30,15 +31,6 @@ timing_cache sample() {
   c.record_conversion("[1, 8, 8, 8] float32", family::channels_last, 110);
   c.record_conversion("[1, 16, 4, 4] bfloat16", family::channels_last, 40);
   return c;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 TEST(TimingCacheJson, RoundTripKeepsEveryEntry) {
@@ -78,7 +70,7 @@ TEST(TimingCacheJson, AnotherDevicesOrVersionsFileIsRefusedNamingWhoseItIs) {
   for (const cache_key& other : {cache_key{"Other CPU (isa avx512_core)", "onednn", "2.6.3"},
                                  cache_key{key().device, "reference", "2.6.3"},
                                  cache_key{key().device, "onednn", "3.1.0"}}) {
-    const std::string e = error_of([&] { memfmt::io::load_timing_cache(text, other); });
+    const std::string e = memfmt_test::error_text([&] { memfmt::io::load_timing_cache(text, other); });
     EXPECT_NE(e.find("timing cache file holds the measurements of device 'Test CPU 9000 (isa avx2)', backend onednn 2.6.3"),
               std::string::npos)
         << e;
@@ -122,12 +114,12 @@ TEST(TimingCacheJson, MalformedFilesNameTheKey) {
   for (const malformed& m : cases) {
     json j = valid;
     m.edit(j);
-    const std::string e = error_of([&] { memfmt::io::timing_cache_from_json(j); });
+    const std::string e = memfmt_test::error_text([&] { memfmt::io::timing_cache_from_json(j); });
     EXPECT_NE(e.find(m.error), std::string::npos) << m.name << ": " << e;
   }
-  const std::string syntax = error_of([] { memfmt::io::load_timing_cache("{\"format\": \n"); });
+  const std::string syntax = memfmt_test::error_text([] { memfmt::io::load_timing_cache("{\"format\": \n"); });
   EXPECT_NE(syntax.find("timing cache file: not valid JSON"), std::string::npos) << syntax;
-  EXPECT_NE(error_of([] { memfmt::io::read_timing_cache_file("/nonexistent/cache.json"); }).find("cannot be opened"),
+  EXPECT_NE(memfmt_test::error_text([] { memfmt::io::read_timing_cache_file("/nonexistent/cache.json"); }).find("cannot be opened"),
             std::string::npos);
 }
 
