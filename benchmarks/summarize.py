@@ -5,17 +5,19 @@ Reads the JSON files written with --benchmark_out and prints, for every benchmar
 format component (nchw/nhwc/ncdhw/ndhwc), a row: layer, NCHW, NHWC, ratio (NHWC/NCHW throughput),
 winner. Conversion benchmarks report their ratio_to_memcpy counter. Writes summary.md,
 summary.json and, with matplotlib (Debian python3-matplotlib; without it the charts are skipped
-with the reason printed), ratios.png (NHWC/NCHW per layer) and networks.png (images/s per network
-by policy and peer) into --out.
+with the reason printed), ratios.png (NHWC/NCHW per layer) and networks.png (images/s per network,
+pass and batch by policy, the ONNX import's policies and peer) into --out.
 
 Pairing rule: two benchmarks are the same case when their names are equal after the format
 component is removed. Throughput is the first counter whose name contains "FLOP" (GFLOP/s) or,
 failing that, 1 / real_time.
 
 Whole-network benchmarks (BM_network/<model>/<dtype>/<pass>/<policy>, counters images_per_s and
-optionally ms_per_batch, conversions, conversion_ms, arena_bytes) are kept out of that table and get
-their own: policy, ms/batch, images/s, conversions, speed vs the same network's channels-first
-policy (nchw or channels_first; JSON key "network"). fwd and inference, train and training, f32 and
+optionally ms_per_batch (ms_per_step on training rows), conversions, conversion_ms, arena_bytes,
+calibration_s) are kept out of that table and get their own: policy, ms/batch, images/s,
+conversions, conversion ms, arena MB, calibration s, speed vs the same network's channels-first
+policy (nchw or channels_first; JSON key "network"). BM_network/onnx:<model>/... rows (memfmt
+running the ONNX file ONNX Runtime runs) are their own network there and join the peers of <model>. fwd and inference, train and training, f32 and
 float32 name the same thing; the batch is a "batch" counter, a "batch:N" name component or
 "batch N" in the label.
 
@@ -24,6 +26,14 @@ pytorch_nchw, pytorch_channels_last, onnxruntime) are listed (JSON key "peers") 
 network rows of the same model, dtype, pass, batch and resolution: ratio_vs_<runner> = memfmt
 images/s / the peer's (> 1: memfmt faster; JSON key "network_vs_peers", with "note" saying why a
 ratio is missing).
+
+The calibrated plan (policy optimal_calibrated) is checked per network run against the priors'
+plan (optimal), all_channels_last and pytorch_eager: ratio = calibrated images/s / the other's, and
+it holds when the ratio is >= 1 - --noise-margin (default 0.05) against optimal and
+all_channels_last (JSON "calibration", per model "calibration_by_model"). The goals (JSON "goals"):
+ResNet-50 and MobileNetV2, float32 inference, batch 1 and 8: memfmt's planned row
+(optimal_calibrated where it ran, else optimal) / PyTorch channels_last >= 1.2, and the ONNX
+import's planned row / ONNX Runtime >= 1.0; "met" is None where a side did not run.
 
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
@@ -195,9 +205,10 @@ def network_case(b):
 
 
 def ms_per_batch(b, batch):
-    """The ms_per_batch counter, else batch / images_per_s, else Google Benchmark's real_time."""
-    if "ms_per_batch" in b:
-        return b["ms_per_batch"]
+    """The ms_per_batch (ms_per_step) counter, else batch / images_per_s, else Google Benchmark's real_time."""
+    for counter in ("ms_per_batch", "ms_per_step"):
+        if counter in b:
+            return b[counter]
     if batch and b.get("images_per_s"):
         return batch / b["images_per_s"] * 1e3
     scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}.get(b.get("time_unit", "ns"), float("nan"))
@@ -226,8 +237,8 @@ def network_rows(rows):
         ref = next((groups[key][p][0] for p in REFERENCE_POLICIES if p in groups[key]), None)
         for variant, (b, case, base) in groups[key].items():
             row = {"case": base, "variant": variant, **case, "ms_per_batch": None, "images_per_s": None,
-                   "conversions": None, "conversion_ms": None, "arena_bytes": None, "speed_vs_nchw": None,
-                   "label": "", "status": status(b)}
+                   "conversions": None, "conversion_ms": None, "arena_bytes": None, "calibration_s": None,
+                   "speed_vs_nchw": None, "label": "", "status": status(b)}
             if row["status"] != "ok":
                 out.append(row)
                 continue
@@ -235,7 +246,7 @@ def network_rows(rows):
             ref_ms = ms_per_batch(ref, case["batch"]) if ref and status(ref) == "ok" else float("nan")
             row.update(ms_per_batch=ms, images_per_s=b["images_per_s"], conversions=b.get("conversions", float("nan")),
                        conversion_ms=b.get("conversion_ms", float("nan")), arena_bytes=b.get("arena_bytes", float("nan")),
-                       speed_vs_nchw=ref_ms / ms if ms and ms > 0 else float("nan"), label=b.get("label", ""))
+                       calibration_s=b.get("calibration_s"), speed_vs_nchw=ref_ms / ms if ms and ms > 0 else float("nan"), label=b.get("label", ""))
             out.append(row)
     return out
 
@@ -274,7 +285,7 @@ def network_vs_peers(nets, peers):
     out = []
     for n in nets:
         row = {k: n[k] for k in ("model", "dtype", "pass", "batch", "resolution", "policy", "images_per_s",
-                                 "conversions", "arena_bytes", "status")}
+                                 "conversions", "conversion_ms", "arena_bytes", "status")}
         row["peers"] = {}
         notes = []
         for runner in PEERS:
@@ -295,6 +306,100 @@ def network_vs_peers(nets, peers):
         row["note"] = "; ".join(notes)
         if any(v is not None for v in row["peers"].values()) or any(
                 p["model"] == base_model(n["model"]) for p in peers):
+            out.append(row)
+    return out
+
+
+NOISE_MARGIN = 0.05
+CALIBRATED = "optimal_calibrated"
+CALIBRATION_BASELINES = ("optimal", "all_channels_last", "pytorch_eager")
+
+
+def calibration_check(nets, margin=NOISE_MARGIN):
+    """The planner's acceptance check: per network run (model, dtype, pass, batch, resolution) with
+    an optimal_calibrated row, its images/s over the priors' optimal plan, all_channels_last and
+    pytorch_eager (> 1: calibrated faster). at_least_<policy> holds when the ratio is >= 1 - margin:
+    two runs of one plan differ by a few percent on a busy machine, so a calibrated plan within the
+    margin counts as not slower. None where either row did not run."""
+    groups = {}
+    for n in nets:
+        key = (n["model"], n["dtype"], n["pass"], n["batch"], n["resolution"])
+        groups.setdefault(key, {})[n["variant"]] = n
+    out = []
+    for (model, dtype, pass_, batch, res), g in groups.items():
+        cal = g.get(CALIBRATED)
+        if cal is None:
+            continue
+        row = {"model": model, "dtype": dtype, "pass": pass_, "batch": batch, "resolution": res,
+               "images_per_s": cal["images_per_s"], "calibration_s": cal["calibration_s"], "status": cal["status"]}
+        for policy in CALIBRATION_BASELINES:
+            other = g.get(policy)
+            ok = cal["status"] == "ok" and other and other["status"] == "ok" and other["images_per_s"]
+            ratio = cal["images_per_s"] / other["images_per_s"] if ok else None
+            row["ratio_vs_" + policy] = ratio
+            row["at_least_" + policy] = None if ratio is None else ratio >= 1.0 - margin
+        checks = [row["at_least_optimal"], row["at_least_all_channels_last"]]
+        row["holds"] = None if None in checks else all(checks)
+        out.append(row)
+    return out
+
+
+def calibration_by_model(rows):
+    """Per model: whether calibrated >= the priors' plan and >= all_channels_last held in every run
+    that measured both (None: no run did), and which runs it failed in."""
+    out = {}
+    for r in rows:
+        m = out.setdefault(r["model"], {"holds": None, "runs": 0, "failed": []})
+        if r["holds"] is None:
+            continue
+        m["runs"] += 1
+        if not r["holds"]:
+            m["failed"].append(f"{r['dtype']} {r['pass']} batch {r['batch']}")
+        m["holds"] = not m["failed"]
+    return out
+
+
+# The performance goals: memfmt's planned network against PyTorch channels_last, and the same ONNX
+# file through memfmt's importer against ONNX Runtime; float32 inference.
+GOAL_MODELS = ("resnet50", "mobilenet_v2")
+GOAL_BATCHES = (1, 8)
+GOAL_VS_PYTORCH_CL = 1.2
+GOAL_VS_ORT = 1.0
+PLANNED = (CALIBRATED, "optimal")  # the plan memfmt would run: calibrated where it ran, else the priors'
+
+
+def goals(vs):
+    """Per goal model and batch: the planned memfmt row's ratio to PyTorch channels_last (goal
+    GOAL_VS_PYTORCH_CL) and the ONNX import's planned row's ratio to ONNX Runtime (goal GOAL_VS_ORT).
+    met is None where a side did not run; note says which."""
+    def planned(model, batch):
+        rows = [v for v in vs if v["model"] == model and v["dtype"] == "float32" and v["pass"] == "inference"
+                and v["batch"] == batch and v["status"] == "ok"]
+        for policy in PLANNED:
+            hit = [v for v in rows if v["policy"] == policy]
+            if hit:
+                return hit[-1]
+        return None
+
+    out = []
+    for model in GOAL_MODELS:
+        for batch in GOAL_BATCHES:
+            row = {"model": model, "batch": batch}
+            notes = []
+            for side, memfmt_model, runner, goal in (("pytorch_channels_last", model, "pytorch_channels_last",
+                                                      GOAL_VS_PYTORCH_CL),
+                                                     ("onnxruntime", "onnx:" + model, "onnxruntime", GOAL_VS_ORT)):
+                m = planned(memfmt_model, batch)
+                ratio = m["ratio_vs_" + runner] if m else None
+                row[side] = {"memfmt": memfmt_model, "policy": m["policy"] if m else None,
+                             "memfmt_images_per_s": m["images_per_s"] if m else None,
+                             "peer_images_per_s": m["peers"].get(runner) if m else None,
+                             "ratio": ratio, "goal": goal, "met": None if ratio is None else ratio >= goal}
+                if m is None:
+                    notes.append(f"no {memfmt_model} optimal run")
+                elif ratio is None:
+                    notes.append(f"no {runner} run to compare")
+            row["note"] = "; ".join(notes)
             out.append(row)
     return out
 
@@ -324,6 +429,14 @@ def fmt(x):
             return "-"
         return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
     return str(x)
+
+
+def mebibytes(b):
+    return b / 2**20 if isinstance(b, (int, float)) else None
+
+
+def verdict(ok):
+    return "-" if ok is None else ("yes" if ok else "NO")
 
 
 def table(headers, rows):
@@ -365,10 +478,12 @@ def charts(pairs, vs_peers, nets, out):
     groups = {}
     for n in nets:
         if n["status"] == "ok" and n["images_per_s"]:
-            key = (n["model"], n["dtype"], n["pass"], n["batch"])
-            groups.setdefault(key, []).append((n["variant"], n["images_per_s"], "memfmt"))
+            # The ONNX import's rows share the panel of the network they were exported from.
+            key = (base_model(n["model"]), n["dtype"], n["pass"], n["batch"])
+            name = n["variant"] if base_model(n["model"]) == n["model"] else "onnx import " + n["variant"]
+            groups.setdefault(key, []).append((name, n["images_per_s"], "memfmt"))
     for v in vs_peers:
-        key = (v["model"], v["dtype"], v["pass"], v["batch"])
+        key = (base_model(v["model"]), v["dtype"], v["pass"], v["batch"])
         if key in groups:
             have = {name for name, _, _ in groups[key]}
             for runner, ips in v["peers"].items():
@@ -398,6 +513,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", nargs="+")
     ap.add_argument("--out", default=None, help="folder for summary.md, summary.json, ratios.png, networks.png")
+    ap.add_argument("--noise-margin", type=float, default=NOISE_MARGIN,
+                    help="relative slack of the calibrated-plan check (default %(default)s: within 5%% is not slower)")
     a = ap.parse_args()
     rows = load(a.json)
     pairs = conv_pairs(rows)
@@ -412,11 +529,14 @@ def main():
                           p["winner"] if p["status"] == "ok" else p["status"]] for p in pairs]))
     nets = network_rows(rows)
     if nets:
-        md.append("\n## Whole network: NCHW vs NHWC vs the format plan (speed vs nchw: > 1 is faster)\n")
-        md.append(table(["network", "variant", "ms/batch", "images/s", "conversions", "conversion ms", "vs nchw"],
+        md.append("\n## Whole network: NCHW vs NHWC vs the format plan (speed vs nchw: > 1 is faster; "
+                  "train rows: ms per training step; arena: peak activation memory)\n")
+        md.append(table(["network", "variant", "ms/batch", "images/s", "conversions", "conversion ms", "arena MB",
+                         "calibration s", "vs nchw"],
                         [[n["case"], n["variant"], n["ms_per_batch"], n["images_per_s"], int(n["conversions"])
                           if n["conversions"] is not None and not math.isnan(n["conversions"]) else n["conversions"],
-                          n["conversion_ms"], n["speed_vs_nchw"] if n["status"] == "ok" else n["status"]]
+                          n["conversion_ms"], mebibytes(n["arena_bytes"]), n["calibration_s"],
+                          n["speed_vs_nchw"] if n["status"] == "ok" else n["status"]]
                          for n in nets]))
     peers = peer_rows(rows)
     vs = network_vs_peers(nets, peers)
@@ -425,9 +545,34 @@ def main():
         md.append(table(["network", "dtype", "pass", "batch", "policy", "images/s", "conversions", "arena MB",
                          "vs PyTorch NCHW", "vs PyTorch channels_last", "vs ONNX Runtime", "note"],
                         [[v["model"], v["dtype"], v["pass"], v["batch"], v["policy"], v["images_per_s"],
-                          v["conversions"], v["arena_bytes"] / 2**20 if isinstance(v["arena_bytes"], (int, float)) else None,
+                          v["conversions"], mebibytes(v["arena_bytes"]),
                           v["ratio_vs_pytorch_nchw"], v["ratio_vs_pytorch_channels_last"], v["ratio_vs_onnxruntime"], v["note"]]
                          for v in vs]))
+    cal = calibration_check(nets, a.noise_margin)
+    by_model = calibration_by_model(cal)
+    if cal:
+        md.append("\n## Calibrated plan vs the priors' plan and all channels_last (calibrated images/s / the "
+                  "other's; holds: >= %g, i.e. 1 - the %g%% noise margin, against both)\n"
+                  % (1 - a.noise_margin, a.noise_margin * 100))
+        md.append(table(["network", "dtype", "pass", "batch", "calibrated images/s", "calibration s", "vs optimal",
+                         "vs all_channels_last", "vs pytorch_eager", "holds"],
+                        [[c["model"], c["dtype"], c["pass"], c["batch"], c["images_per_s"], c["calibration_s"],
+                          c["ratio_vs_optimal"], c["ratio_vs_all_channels_last"], c["ratio_vs_pytorch_eager"],
+                          verdict(c["holds"]) if c["status"] == "ok" else c["status"]] for c in cal]))
+        md.append("\nper model: " + "; ".join(
+            f"{m} {verdict(v['holds'])}" + (f" (fails at {', '.join(v['failed'])})" if v["failed"] else "")
+            for m, v in by_model.items()))
+    goal_rows = goals(vs) if nets else []
+    if goal_rows:
+        md.append("\n## Goals: memfmt >= %gx PyTorch channels_last, memfmt's ONNX import >= %gx ONNX Runtime "
+                  "(float32 inference; memfmt runs %s where it ran, else optimal)\n"
+                  % (GOAL_VS_PYTORCH_CL, GOAL_VS_ORT, CALIBRATED))
+        md.append(table(["network", "batch", "memfmt plan", "vs PyTorch channels_last", "met", "ONNX import plan",
+                         "vs ONNX Runtime", "met", "note"],
+                        [[g["model"], g["batch"], g["pytorch_channels_last"]["policy"],
+                          g["pytorch_channels_last"]["ratio"], verdict(g["pytorch_channels_last"]["met"]),
+                          g["onnxruntime"]["policy"], g["onnxruntime"]["ratio"], verdict(g["onnxruntime"]["met"]),
+                          g["note"]] for g in goal_rows]))
     if peers:
         md.append("\n## Peers (bench_peers.py: PyTorch, ONNX Runtime; same threads)\n")
         md.append(table(["network", "dtype", "pass", "batch", "resolution", "runner", "ms/batch", "images/s", "status"],
@@ -452,7 +597,8 @@ def main():
             f.write(text + "\n")
         with open(os.path.join(a.out, "summary.json"), "w") as f:
             json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets,
-                       "peers": peers, "network_vs_peers": vs}, f, indent=1)
+                       "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
+                       "calibration_by_model": by_model, "goals": goal_rows}, f, indent=1)
         written, why = charts(pairs, vs, nets, a.out)
         if why:
             print("\nsummarize: " + why)

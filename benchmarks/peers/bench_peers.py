@@ -36,6 +36,9 @@ the resolution from a "resolution" counter or "RxR" ("FxRxR" with frames) in the
 --resolution (and --frames). Pass names fwd/inference and
 train/training are the same; dtypes f32/float32, bf16/bfloat16, f16/float16 likewise.
 
+--export-only writes the ONNX files of the float32 inference cases (into --onnx-dir, kept where they
+exist) and runs nothing: bench_network imports them for its BM_network/onnx:<model> rows.
+
 Output (--out, Google Benchmark-like so benchmarks/summarize.py reads it with the other files):
   {"context": {"date", "host_name", "num_cpus", "threads", "torch", "torchvision", "onnxruntime",
                "notes": [why a runner is absent]},
@@ -282,6 +285,26 @@ def plan(a):
     return [{"model": m, "dtype": d, "pass": p, "batch": n, "resolution": r, "frames": f} for m, d, p, n, r, f in cases]
 
 
+def export_only(a):
+    """Writes (or keeps) the ONNX file of every float32 inference case: one per model and input size."""
+    done, failed = set(), 0
+    for case in plan(a):
+        key = (case["model"], case["resolution"], case["frames"])
+        if case["pass"] != "inference" or case["dtype"] != "float32" or key in done:
+            continue
+        done.add(key)
+        why = check_resolution(case["model"], case["resolution"])
+        try:
+            if why is None:
+                print(f"bench_peers: ONNX file {onnx_file(case, a, [])}", flush=True)
+        except Exception as e:  # one model's export failing leaves the others' files
+            why = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        if why is not None:
+            failed += 1
+            print(f"bench_peers: no ONNX file for {case['model']} at {case['resolution']}px: {why}", flush=True)
+    return 1 if failed else 0
+
+
 def csv(kind):
     return lambda s: [kind(v) for v in s.split(",") if v]
 
@@ -305,6 +328,8 @@ def main():
     ap.add_argument("--optimizer", choices=["sgd", "none"], default="sgd")
     ap.add_argument("--onnx-dir", default="onnx", help="where the exported ONNX files are written and reused")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--export-only", action="store_true",
+                    help="only write the ONNX files of the float32 inference cases (for bench_network's ONNX rows)")
     ap.add_argument("--out", help="JSON file to write")
     a = ap.parse_args()
     if a.threads < 1 or a.resolution < 1 or a.frames < 1 or a.reps < 1 or a.warmup < 0:
@@ -322,6 +347,9 @@ def main():
 
     torch.set_num_threads(a.threads)
     import torchvision
+
+    if a.export_only:
+        return export_only(a)
 
     notes = []
     have_ort = False

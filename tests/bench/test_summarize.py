@@ -6,13 +6,16 @@
 Runs summarize.py on fixtures/{conv,network,peers}.json and checks summary.json against ratios
 computed by hand from the fixtures' numbers: NHWC/NCHW per layer, speed against the network's
 channels-first run (old names BM_network/resnet50/f32/fwd/nchw and new ones .../inference/optimal in
-one group), memfmt / peer images/s, and that a skipped peer or memfmt row gives no ratio but a
-reason. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
+one group), memfmt / peer images/s (the ONNX import's rows against ONNX Runtime, train rows'
+ms_per_step), the calibrated plan's check against the priors' plan and all channels_last with the
+noise margin, the goal table, and that a skipped peer or memfmt row gives no ratio but a reason. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
 """
 import importlib.util
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -48,7 +51,7 @@ def main():
         check(layers["BM_conv/fwd/f32/grouped"]["winner"] == "NCHW", "grouped: NCHW wins at 0.5")
 
         nets = {(n["model"], n["dtype"], n["pass"], n["batch"], n["policy"]): n for n in s["network"]}
-        check(len(nets) == 8, f"8 network rows, got {len(nets)}")
+        check(len(nets) == 18, f"18 network rows, got {len(nets)}")
         # old name: batch from the label; new name without ms_per_batch: ms = batch / images_per_s.
         check(near(nets[("resnet50", "float32", "inference", 1, "nhwc")]["speed_vs_nchw"], 100 / 80), "nhwc vs nchw")
         opt = nets[("resnet50", "float32", "inference", 1, "optimal")]
@@ -59,8 +62,62 @@ def main():
         check(bf["status"] == "unsupported on this CPU (needs avx512_core)", f"bf16 status: {bf['status']}")
         check(nets[("unet", "float32", "inference", 1, "pytorch_eager")]["resolution"] == 224, "resolution counter")
 
+        cal = nets[("resnet50", "float32", "inference", 1, "optimal_calibrated")]
+        check(cal["calibration_s"] == 3.5 and near(cal["conversion_ms"], 0.25) and cal["arena_bytes"] == 6291456,
+              "calibrated row: calibration_s, conversion_ms, arena_bytes counters")
+        train = nets[("resnet50", "float32", "training", 8, "optimal")]
+        check(near(train["ms_per_batch"], 2000.0) and near(train["conversion_ms"], 1.5), "train row: ms_per_step read")
+        skipped = nets[("resnet50", "float32", "training", 8, "all_channels_first")]
+        check(skipped["status"].startswith("error: unsupported: runtime::trainer") and skipped["images_per_s"] is None,
+              f"a trainer the backend cannot run keeps its row with the reason: {skipped['status']}")
+        check(math.isnan(train["speed_vs_nchw"]), "no speed vs a channels-first row that did not run")
+        onnx = nets[("onnx:resnet50", "float32", "inference", 1, "optimal")]
+        check(onnx["resolution"] == 224 and math.isnan(onnx["speed_vs_nchw"]),
+              "ONNX rows are their own network (no nchw row of theirs: no speed ratio)")
+
         vs = {(v["model"], v["dtype"], v["pass"], v["batch"], v["policy"]): v for v in s["network_vs_peers"]}
-        check(len(vs) == 8, f"8 joined rows, got {len(vs)}")
+        check(len(vs) == 18, f"18 joined rows, got {len(vs)}")
+        check(near(vs[("onnx:resnet50", "float32", "inference", 1, "optimal")]["ratio_vs_onnxruntime"], 30 / 40),
+              "the ONNX import joins ONNX Runtime on the same model and batch: 30 / 40")
+        check(near(vs[("resnet50", "float32", "training", 8, "optimal")]["ratio_vs_pytorch_channels_last"], 4 / 2),
+              "train row / PyTorch channels_last training step = 2")
+
+        # The calibrated plan against the priors' plan and all channels_last, 5% noise margin.
+        check(s["noise_margin"] == 0.05, "default noise margin 0.05")
+        c = {(r["model"], r["batch"]): r for r in s["calibration"]}
+        check(len(c) == 3, f"3 calibrated runs, got {sorted(c)}")
+        r = c[("resnet50", 1)]
+        check(near(r["ratio_vs_optimal"], 24.5 / 25) and r["at_least_optimal"] is True,
+              "0.98 of the priors' plan is within the 5% margin")
+        check(near(r["ratio_vs_all_channels_last"], 24.5 / 20) and r["at_least_all_channels_last"] and r["holds"],
+              "resnet50: 1.225x all channels_last, holds")
+        check(r["ratio_vs_pytorch_eager"] is None, "no pytorch_eager row at batch 1: no ratio")
+        m = c[("mobilenet_v2", 8)]
+        check(near(m["ratio_vs_optimal"], 0.9) and m["at_least_optimal"] is False and near(
+            m["ratio_vs_all_channels_last"], 90 / 110) and m["holds"] is False, "mobilenet: 0.9x is outside the margin")
+        o = c[("onnx:mobilenet_v2", 8)]
+        check(near(o["ratio_vs_optimal"], 60 / 55) and o["at_least_all_channels_last"] is None and o["holds"] is None,
+              "no all_channels_last row: the check is open, not passed")
+        by = s["calibration_by_model"]
+        check(by["resnet50"]["holds"] is True and by["mobilenet_v2"] == {
+            "holds": False, "runs": 1, "failed": ["float32 inference batch 8"]} and by["onnx:mobilenet_v2"]["holds"] is None,
+              f"per-model verdicts: {by}")
+        check("per model: resnet50 yes; mobilenet_v2 NO (fails at float32 inference batch 8)" in md, "per-model line")
+
+        # Goals: planned memfmt / PyTorch channels_last >= 1.2, the ONNX import / ONNX Runtime >= 1.0.
+        g = {(r["model"], r["batch"]): r for r in s["goals"]}
+        check(sorted(g) == [("mobilenet_v2", 1), ("mobilenet_v2", 8), ("resnet50", 1), ("resnet50", 8)], "4 goal rows")
+        pt, ort = g[("resnet50", 1)]["pytorch_channels_last"], g[("resnet50", 1)]["onnxruntime"]
+        check(pt["policy"] == "optimal_calibrated" and near(pt["ratio"], 24.5 / 16) and pt["met"] is True,
+              "resnet50 b1: calibrated 24.5 / 16 = 1.53 meets 1.2")
+        check(ort["policy"] == "optimal" and near(ort["ratio"], 0.75) and ort["met"] is False,
+              "resnet50 b1: ONNX import 30 / 40 misses 1.0 (falls back to optimal)")
+        pt, ort = g[("mobilenet_v2", 8)]["pytorch_channels_last"], g[("mobilenet_v2", 8)]["onnxruntime"]
+        check(near(pt["ratio"], 90 / 80) and pt["met"] is False, "mobilenet b8: 1.125 misses 1.2")
+        check(ort["policy"] == "optimal_calibrated" and near(ort["ratio"], 60 / 50) and ort["met"] is True,
+              "mobilenet b8: ONNX import calibrated 60 / 50 = 1.2 meets 1.0")
+        check(g[("resnet50", 8)]["pytorch_channels_last"]["met"] is None and "no resnet50 optimal run"
+              in g[("resnet50", 8)]["note"], "a goal without a memfmt row is open, with the reason")
         o = vs[("resnet50", "float32", "inference", 1, "optimal")]
         check(near(o["ratio_vs_pytorch_nchw"], 25 / 20), "optimal / pytorch_nchw = 1.25")
         check(near(o["ratio_vs_pytorch_channels_last"], 25 / 16), "optimal / pytorch_channels_last = 1.5625")
@@ -77,13 +134,14 @@ def main():
         u = vs[("unet", "float32", "inference", 1, "pytorch_eager")]
         check(u["ratio_vs_pytorch_channels_last"] is None and u["note"] == "no peer ran resolution 224",
               "a peer at another resolution (128) does not join a 224 row")
-        check("| resnet50     | float32  | inference | 1     | optimal" in md and "1.56" in md, "markdown table row")
+        check(re.search(r"\| resnet50 +\| float32 +\| inference \| 1 +\| optimal +\| 25 .*\| 1\.56 ", md) is not None,
+              "markdown table row")
         r3d = vs[("r3d_18", "float32", "inference", 2, "optimal")]
         check(r3d["resolution"] == 112 and nets[("r3d_18", "float32", "inference", 2, "optimal")]["frames"] == 8,
               "FxRxR label: 8 frames, 112px")
         check(r3d["ratio_vs_pytorch_channels_last"] is None and r3d["note"] == "no peer ran frames 8",
               "a peer with 16 frames does not join an 8-frame row")
-        check(len(s["peers"]) == 8, "8 peer rows")
+        check(len(s["peers"]) == 11, "11 peer rows")
 
         has_mpl = importlib.util.find_spec("matplotlib") is not None
         for png in ("ratios.png", "networks.png"):
@@ -108,7 +166,8 @@ def main():
     cases = sorted(set(bench_peers.matched_cases(os.path.join(fixtures, "network.json"), Args)))
     want = sorted({("resnet50", "float32", "inference", 1, 224, 16), ("mobilenet_v2", "float32", "training", 8, 96, 16),
                    ("mobilenet_v2", "bfloat16", "training", 8, 96, 16), ("unet", "float32", "inference", 1, 224, 16),
-                   ("r3d_18", "float32", "inference", 2, 112, 8)})
+                   ("r3d_18", "float32", "inference", 2, 112, 8), ("mobilenet_v2", "float32", "inference", 8, 224, 16),
+                   ("resnet50", "float32", "training", 8, 224, 16)})
     check(cases == want, f"--match cases {cases} != {want}")
 
     print(f"test_summarize: {'FAILED ' + str(len(failures)) if failures else 'all'} checks"
