@@ -6,12 +6,21 @@
 #   bench_network     whole networks of graph/models.hpp through the executor on oneDNN, one plan
 #                     per format policy (BM_network/<model>/<dtype>/<pass>/<policy>) at batch 1 and a
 #                     larger batch: every network at batch 1; at the larger batch ResNet-50 and
-#                     MobileNetV2 (quick) or every network (--full)
+#                     MobileNetV2 (quick) or every network (--full). Beside the priors' plans, the
+#                     plan solved with costs calibrated on oneDNN (optimal_calibrated; timings kept
+#                     in DIR/timing_cache.json and reused by later runs on this machine) and the
+#                     training step (train/<policy>, runtime::trainer): quick mode calibrates and
+#                     trains ResNet-50 and MobileNetV2 only, and trains at the larger batch in float32 only
 #   bench_peers       benchmarks/peers/bench_peers.py: PyTorch (NCHW, channels_last) and ONNX Runtime
 #                     on the cases bench_network ran, same threads (peers.json)
+#   bench_network onnx  the ONNX files ONNX Runtime ran, imported by memfmt (onnx/import.hpp) and run
+#                     as BM_network/onnx:<model>/f32/fwd/<policy>: memfmt and ONNX Runtime on one file
+#                     (quick mode: ResNet-50 and MobileNetV2, the all_channels_last, optimal and
+#                     optimal_calibrated plans; needs PyTorch to export the files)
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
-# then prints the tables (per layer; per network with memfmt / peer ratios) and writes
+# then prints the tables (per layer; per network with memfmt / peer ratios; the calibrated plan
+# against the priors' plan and all channels_last; the goals against PyTorch and ONNX Runtime) and writes
 # summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder,
 # and the UNet's plans under pytorch_eager and optimal as Graphviz pictures (unet_*.png).
 # A case this CPU cannot run (oneDNN's bfloat16 without AVX-512) keeps its row, marked e.g.
@@ -77,12 +86,19 @@ if [ "$mode" = full ]; then
 else
   net_batches=(1 8); peer_args=(--reps 5 --warmup 1 --case-seconds 3 --time-limit 150 --dtypes float32)
 fi
+# Models that get optimal_calibrated and train rows, per batch (bench_network's environment).
+if [ "$mode" = full ]; then
+  calibrated_b1=all train_b1=all onnx_models=
+else
+  calibrated_b1=resnet50,mobilenet_v2 train_b1=none onnx_models=resnet50,mobilenet_v2
+fi
+export MEMFMT_BENCH_TIMING_CACHE="$out/timing_cache.json"
 gpu_suites=0
 if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ] || [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then gpu_suites=1; fi
-stages=$((4 + gpu_suites))
+stages=$((5 + gpu_suites))
 stage=0
 # This script's earlier results (bench_network.json was the single-batch name) would join stale rows.
-rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/peers.json
+rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/bench_network_onnx_b*.json "$out"/peers.json
 progress() { stage=$((stage + 1)); echo "== [$stage/$stages $(date +%H:%M:%S)] $*"; }
 
 progress "bench_conv: per-layer NCHW vs NHWC"
@@ -92,9 +108,13 @@ run_bench bench_convert "$build/benchmarks/convert/bench_convert"
 progress "bench_network: whole networks at batch ${net_batches[*]}"
 for n in "${net_batches[@]}"; do
   filter=()
-  if [ "$mode" = quick ] && [ "$n" != 1 ]; then filter=(--benchmark_filter='^BM_network/(resnet50|mobilenet_v2)/'); fi
+  # Quick mode at the larger batch: ResNet-50 and MobileNetV2, training steps in float32 only.
+  if [ "$mode" = quick ] && [ "$n" != 1 ]; then filter=(--benchmark_filter='^BM_network/(resnet50|mobilenet_v2)/(f32|bf16/fwd)/'); fi
+  calibrated=$calibrated_b1 train=$train_b1
+  if [ "$n" != 1 ]; then calibrated=all train=all; fi
   echo "   batch $n"
-  MEMFMT_BENCH_BATCH=$n run_bench "bench_network_b$n" "$build/benchmarks/network/bench_network" "${filter[@]}" ||
+  MEMFMT_BENCH_BATCH=$n MEMFMT_BENCH_CALIBRATED=$calibrated MEMFMT_BENCH_TRAIN=$train \
+    run_bench "bench_network_b$n" "$build/benchmarks/network/bench_network" "${filter[@]}" ||
     echo "memfmt: bench_network at batch $n failed (exit $?); its rows are missing"
 done
 
@@ -144,6 +164,26 @@ if [ -n "$peer_py" ]; then
   "$peer_py" benchmarks/peers/bench_peers.py "${match[@]}" --threads "$threads" \
     --resolution "${MEMFMT_BENCH_RESOLUTION:-224}" --onnx-dir "$out/onnx" --out "$out/peers.json" "${peer_args[@]}" ||
     echo "memfmt: bench_peers.py failed (exit $?); the table has no peer rows"
+fi
+
+progress "bench_network onnx: the ONNX files ONNX Runtime runs, through memfmt's importer"
+if [ -z "$peer_py" ]; then
+  echo "   skipped: the ONNX files are exported with PyTorch, which $py cannot import"
+else
+  # The files of the cases bench_network ran (bench_peers.py already wrote those ONNX Runtime ran).
+  "$peer_py" benchmarks/peers/bench_peers.py "${match[@]}" ${onnx_models:+--models "$onnx_models"} \
+    --resolution "${MEMFMT_BENCH_RESOLUTION:-224}" --onnx-dir "$out/onnx" --export-only ||
+    echo "memfmt: the ONNX export failed (exit $?); the ONNX rows of the models it did not write are missing"
+  # Quick mode: the plans summarize.py compares (goals, calibration check); every policy still runs
+  # once in bench_network's correctness check.
+  onnx_filter="^BM_network/onnx:"
+  [ -n "$onnx_models" ] && onnx_filter="^BM_network/onnx:(${onnx_models//,/|})/f32/fwd/(all_channels_last|optimal|optimal_calibrated)/"
+  for n in "${net_batches[@]}"; do
+    echo "   batch $n"
+    MEMFMT_BENCH_BATCH=$n MEMFMT_BENCH_ONNX_DIR="$out/onnx" MEMFMT_BENCH_CALIBRATED=${onnx_models:-all} \
+      run_bench "bench_network_onnx_b$n" "$build/benchmarks/network/bench_network" --benchmark_filter="$onnx_filter" ||
+      echo "memfmt: bench_network's ONNX rows at batch $n failed (exit $?); they are missing"
+  done
 fi
 
 if [ "$gpu_suites" = 1 ]; then

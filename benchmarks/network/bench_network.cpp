@@ -1,23 +1,43 @@
-// bench_network - whole networks of graph/models.hpp in forward inference through the library's
-// executor (runtime/executor.hpp) on memfmt::onednn::backend (CPU), one plan per format policy.
+// bench_network - whole networks of graph/models.hpp (and the same networks imported from ONNX)
+// through the library's executor and trainer on memfmt::onednn::backend (CPU), one plan per policy.
 //
-// Benchmark names: BM_network/<model>/<f32|bf16>/fwd/<policy>, policy one of graph/policy.hpp's
+// Benchmark names: BM_network/<model>/<f32|bf16>/<fwd|train>/<policy>, policy one of graph/policy.hpp's
 //   all_channels_first, all_channels_last, pytorch_eager, optimal (solve() with the priors and
-//   oneDNN's capability query).
+//   oneDNN's capability query), and for fwd also optimal_calibrated: solve() with the costs
+//   runtime::calibrate measured on oneDNN for this model, dtype and batch (once per process; a
+//   timing cache file, when named, supplies what was measured before and receives the rest).
+//   fwd: executor::forward (inference). train: trainer::train_step (forward in training mode,
+//   backward from the gradient of a mean loss; the trainer computes gradients, no optimiser step).
+//   Dropout runs at p 0 there (the trainer draws no random mask; MobileNetV2's and VGG's cover only
+//   the classifier's features). Where the trainer cannot be built on oneDNN (a layer without a
+//   backward there) the row is an error with the reason, and the run goes on.
+//   BM_network/onnx:<model>/f32/fwd/<policy>: the ONNX file tools/export_onnx.py wrote for the same
+//   model and input size (batch-norm folded, as ONNX Runtime runs it), imported with
+//   onnx/import.hpp and its parameters: memfmt and ONNX Runtime on the same file.
 // Models (random parameters, runtime/random_parameters.hpp): resnet50, mobilenet_v2, unet,
 // resnext50_32x4d, vgg16_bn, r3d_18, at sizes that keep a case short (below).
-// Counters: ms_per_batch, images_per_s, conversions (per pass), arena_bytes (the activation arena,
-// liveness reuse), arena_ratio (arena / one buffer per value), fusions (fused groups), and
-// overhead_pct: the share of a forward pass spent outside backend calls (conversions, input and
-// output copies, the executor's own work), from a few extra passes with every backend call timed.
+// Counters: ms_per_batch (fwd) or ms_per_step (train), images_per_s, conversions (copies per pass;
+// per step for train, the gradients' conversions back included), conversion_ms (those copies timed
+// one by one with the executor's memfmt::convert at their extents, median of a few runs, summed; a
+// train step converts each value forward and its gradient back), arena_bytes (peak activation
+// memory: the arena with liveness reuse; for train, activations, gradients and scratch),
+// arena_ratio (arena / one buffer per value), fusions (fwd), overhead_pct (fwd: the share of a pass
+// spent outside backend calls, from a few extra passes with every backend call timed) and, on
+// optimal_calibrated rows, calibration_s (the seconds calibrate took; near 0 when the cache had it).
 // Correctness (cannot be skipped): before the first timing of a model and dtype every policy runs
 // once and its output is compared with all_channels_first's; a normalized max error
 // (max |a - b| / max |reference|) above 1e-4 (f32) / 3e-2 (bf16) turns every benchmark of that
-// model and dtype into an error naming the policy and the error. bf16 where oneDNN computes in it
-// on this CPU, else an error naming the ISA it needs.
+// model and dtype into an error naming the policy and the error. train rows compare one step's
+// output and every parameter gradient the same way (1e-3 f32 / 1e-1 bf16: batch statistics and
+// weight gradients sum in another order per format). bf16 where oneDNN computes in it on this CPU,
+// else an error naming the ISA it needs.
 //
 // Environment: MEMFMT_BENCH_BATCH (2), MEMFMT_BENCH_RESOLUTION (every 2-D model's input size;
-// default per model), MEMFMT_BENCH_MIN_TIME (0.5 s), MEMFMT_BENCH_EXPLAIN=1 (print the optimal plans).
+// default per model), MEMFMT_BENCH_MIN_TIME (0.5 s), MEMFMT_BENCH_EXPLAIN=1 (print the optimal plans),
+// MEMFMT_BENCH_CALIBRATED and MEMFMT_BENCH_TRAIN (comma-separated models that get
+// optimal_calibrated / train rows; "all" (default) or "none"), MEMFMT_BENCH_TIMING_CACHE (a timing
+// cache file, io/timing_cache_json.hpp, read when it exists and written after each calibration),
+// MEMFMT_BENCH_ONNX_DIR (a folder with <model>_<R>x<R>.onnx, r3d_18_<F>x<R>x<R>.onnx: the ONNX rows).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -25,23 +45,37 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/dnnl/calibrate.hpp>
 #include <memfmt/graph/cost_model.hpp>
 #include <memfmt/graph/explain.hpp>
 #include <memfmt/graph/models.hpp>
 #include <memfmt/graph/policy.hpp>
 #include <memfmt/runtime/backend_support.hpp>
+#include <memfmt/runtime/calibrate.hpp>
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
+#include <memfmt/runtime/training.hpp>
+#if MEMFMT_BENCH_HAVE_GRAPH_IO
+#include <memfmt/io/network_json.hpp>
+#include <memfmt/io/timing_cache_json.hpp>
+#endif
+#if MEMFMT_BENCH_HAVE_ONNX
+#include <memfmt/onnx/import.hpp>
+#endif
 
 #include "../common/bench_util.hpp"
 
@@ -53,10 +87,35 @@ namespace models = graph::models;
 using memfmt_bench::env_double;
 using memfmt_bench::env_int;
 
+std::string env_string(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 const std::int64_t batch = env_int("MEMFMT_BENCH_BATCH", 2);
 const std::int64_t resolution_override = env_int("MEMFMT_BENCH_RESOLUTION", 0);
 const double min_time = env_double("MEMFMT_BENCH_MIN_TIME", 0.5);
 const bool print_plans = env_int("MEMFMT_BENCH_EXPLAIN", 0) != 0;
+const std::string timing_cache_path = env_string("MEMFMT_BENCH_TIMING_CACHE");
+const std::string onnx_dir = env_string("MEMFMT_BENCH_ONNX_DIR");
+
+// Whether `model` is in the comma-separated list of environment variable `name` ("all" or unset:
+// every model; "none": none).
+bool selected(const char* name, const std::string& model) {
+  const std::string v = env_string(name);
+  if (v.empty() || v == "all") return true;
+  std::stringstream in(v);
+  for (std::string m; std::getline(in, m, ',');)
+    if (m == model) return true;
+  return false;
+}
+
+// A plan to run: a policy with the priors, or optimal with calibrated costs.
+struct variant {
+  graph::policy policy;
+  bool calibrated = false;
+  std::string name() const { return calibrated ? "optimal_calibrated" : graph::to_string(policy); }
+};
 
 constexpr graph::policy policies[] = {graph::policy::all_channels_first, graph::policy::all_channels_last,
                                       graph::policy::pytorch_eager, graph::policy::optimal};
@@ -66,6 +125,18 @@ struct model_case {
   graph::network (*build)(const models::options&);
   std::int64_t resolution;  // a pass of a few tens to hundreds of ms on a few cores
   std::int64_t frames = 16;
+
+  std::int64_t run_resolution() const { return resolution_override > 0 && frames == 16 ? resolution_override : resolution; }
+  // "batch <b>, <size>": the label of a row that did not run, so that it still names its case.
+  std::string size_label() const {
+    const std::string r = std::to_string(run_resolution());
+    return "batch " + std::to_string(batch) + ", " + (frames == 16 ? "" : std::to_string(frames) + "x") + r + "x" + r;
+  }
+  // tools/export_onnx.py's file of this model at this run's input size (bench_peers.py names it so).
+  std::string onnx_file() const {
+    const std::string r = std::to_string(run_resolution());
+    return onnx_dir + "/" + name + "_" + (frames == 16 ? "" : std::to_string(frames) + "x") + r + "x" + r + ".onnx";
+  }
 };
 
 const model_case model_cases[] = {
@@ -115,126 +186,364 @@ struct timed_backend {
   // clang-format on
 };
 
+// Whether runtime::trainer<B> compiles: B has every backward method the trainer calls (asked with
+// float NCHW views, as runtime/calibrate.hpp asks for the forward ones).
+namespace has {
+using runtime::detail::cview;
+using runtime::detail::has_v;
+using runtime::detail::mview;
+// clang-format off
+template <class B> using conv_bwd_w = decltype(std::declval<B&>().conv_backward_weights(cview<float>(), cview<float>(), mview<float>(), (float*)nullptr, conv_params{}));
+template <class B> using bn_train = decltype(std::declval<B&>().batch_norm_forward_training(cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, (float*)nullptr, (float*)nullptr, batch_norm_params{}));
+template <class B> using bn_bwd = decltype(std::declval<B&>().batch_norm_backward(cview<float>(), cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, batch_norm_params{}));
+template <class B> using act_bwd = decltype(std::declval<B&>().activation_backward(activation::relu, cview<float>(), cview<float>(), mview<float>()));
+template <class B> using bin_bwd = decltype(std::declval<B&>().binary_backward(binary_op::add, cview<float>(), cview<float>(), cview<float>(), mview<float>(), mview<float>()));
+template <class B> using pool_bwd = decltype(std::declval<B&>().pool_backward(cview<float>(), cview<float>(), mview<float>(), pool_params{}));
+template <class B> using gap_bwd = decltype(std::declval<B&>().global_average_pool_backward(cview<float>(), mview<float>()));
+template <class B> using up_bwd = decltype(std::declval<B&>().upsample_backward(cview<float>(), mview<float>(), upsample_params{}));
+template <class B> using pad_bwd = decltype(std::declval<B&>().pad_backward(cview<float>(), mview<float>(), pad_params{}));
+template <class B> using gn_bwd = decltype(std::declval<B&>().group_norm_backward(cview<float>(), cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, group_norm_params{}));
+template <class B> using sm_bwd = decltype(std::declval<B&>().softmax_backward(cview<float>(), cview<float>(), mview<float>(), softmax_params{}));
+template <class B> using lin_bwd_d = decltype(std::declval<B&>().linear_backward_data(cview<float>(), (const float*)nullptr, mview<float>()));
+template <class B> using lin_bwd_w = decltype(std::declval<B&>().linear_backward_weights(cview<float>(), cview<float>(), (float*)nullptr, (float*)nullptr));
+template <class B> using cat_bwd = decltype(std::declval<B&>().concat_backward(cview<float>(), std::vector<mview<float>>{}));
+template <class B> using slice_bwd = decltype(std::declval<B&>().channel_slice_backward(cview<float>(), std::int64_t{}, mview<float>()));
+// clang-format on
+
+// The backward methods B lacks, comma-separated; empty: trainer<B> can be built.
+template <class B>
+std::string missing_backward() {
+  std::string m;
+  const auto need = [&m](bool have, const char* what) {
+    if (!have) m += (m.empty() ? "" : ", ") + std::string(what);
+  };
+  need(has_v<conv_bwd_w, B>, "conv_backward_weights");
+  need(has_v<bn_train, B>, "batch_norm_forward_training");
+  need(has_v<bn_bwd, B>, "batch_norm_backward");
+  need(has_v<act_bwd, B>, "activation_backward");
+  need(has_v<bin_bwd, B>, "binary_backward");
+  need(has_v<pool_bwd, B>, "pool_backward");
+  need(has_v<gap_bwd, B>, "global_average_pool_backward");
+  need(has_v<up_bwd, B>, "upsample_backward");
+  need(has_v<pad_bwd, B>, "pad_backward");
+  need(has_v<gn_bwd, B>, "group_norm_backward");
+  need(has_v<sm_bwd, B>, "softmax_backward");
+  need(has_v<lin_bwd_d, B>, "linear_backward_data");
+  need(has_v<lin_bwd_w, B>, "linear_backward_weights");
+  need(has_v<cat_bwd, B>, "concat_backward");
+  need(has_v<slice_bwd, B>, "channel_slice_backward");
+  return m;
+}
+template <class B>
+constexpr bool trains_v = has_v<conv_bwd_w, B> && has_v<bn_train, B> && has_v<bn_bwd, B> && has_v<act_bwd, B> &&
+                          has_v<bin_bwd, B> && has_v<pool_bwd, B> && has_v<gap_bwd, B> && has_v<up_bwd, B> &&
+                          has_v<pad_bwd, B> && has_v<gn_bwd, B> && has_v<sm_bwd, B> && has_v<lin_bwd_d, B> &&
+                          has_v<lin_bwd_w, B> && has_v<cat_bwd, B> && has_v<slice_bwd, B>;
+}  // namespace has
+
 const char* dtype_name(dtype t) { return t == dtype::float32 ? "f32" : "bf16"; }
 
-// One model in one dtype: the network, its parameters and input, the plans, the check.
+std::vector<double> as_doubles(const std::byte* p, std::size_t bytes, dtype t) {
+  std::vector<double> v(bytes / size_of(t));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = t == dtype::float32 ? reinterpret_cast<const float*>(p)[i]
+                               : static_cast<float>(reinterpret_cast<const bfloat16*>(p)[i]);
+  return v;
+}
+
+// max |out - ref| / max |ref|; infinite where out has a NaN.
+double normalized_error(const std::vector<double>& ref, const std::vector<double>& out) {
+  double scale = 0, err = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    scale = std::max(scale, std::fabs(ref[i]));
+    err = std::max(err, std::isnan(out[i]) ? INFINITY : std::fabs(out[i] - ref[i]));
+  }
+  return err / std::max(scale, 1e-30);
+}
+
+std::string exceeds(const std::string& what, double err, double tolerance) {
+  return what + " differs from all_channels_first's: normalized max error " + std::to_string(err) + " > " +
+         std::to_string(tolerance);
+}
+
+// The timing cache of this process: the file's measurements (MEMFMT_BENCH_TIMING_CACHE) plus every
+// calibration since; each calibration writes it back, so a later run times only what is new.
+std::optional<graph::timing_cache>& process_timing_cache() {
+  static std::optional<graph::timing_cache> cache;
+  return cache;
+}
+
+// Costs measured on oneDNN for `net`: what the cache lacks is timed, the rest reused.
+graph::timing_cache measured_costs(const graph::network& net, double& seconds) {
+  std::optional<graph::timing_cache>& known = process_timing_cache();
+  const graph::cache_key key = onednn::calibration_key(shared_backend());
+#if MEMFMT_BENCH_HAVE_GRAPH_IO
+  if (!known && !timing_cache_path.empty() && std::filesystem::exists(timing_cache_path))
+    known = io::read_timing_cache_file(timing_cache_path, key);  // another device's file is an error
+#else
+  if (!timing_cache_path.empty())
+    memfmt::detail::fail(errc::unsupported, "MEMFMT_BENCH_TIMING_CACHE: this build has no memfmt::graph_io "
+                                            "(nlohmann-json) to read and write timing cache files");
+#endif
+  runtime::calibrate_options o;
+  o.known = known ? &*known : nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  graph::timing_cache cache = runtime::calibrate(net, shared_backend(), o);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  known = cache;
+#if MEMFMT_BENCH_HAVE_GRAPH_IO
+  if (!timing_cache_path.empty()) io::write_timing_cache_file(timing_cache_path, cache);
+#endif
+  return cache;
+}
+
+// The plan's copies (relabels share bytes) timed one by one with memfmt::convert, the executor's
+// conversion, at their extents (calibrate's conversion timer): ms per pass. `and_back` adds the
+// reverse conversion of each, as a training step converts the gradient back.
+double conversion_ms(const graph::network& net, const graph::plan& plan, bool and_back) {
+  runtime::calibrate_options o;
+  o.repetitions = 3;
+  double ns = 0;
+  for (const graph::conversion& c : plan.conversions) {
+    if (c.relabel) continue;
+    const graph::node& n = net.at(c.value);
+    ns += static_cast<double>(runtime::detail::time_conversion_bytes(n.extents, n.type, c.from, o));
+    if (and_back) ns += static_cast<double>(runtime::detail::time_conversion_bytes(n.extents, n.type, c.to, o));
+  }
+  return ns * 1e-6;
+}
+
+// One network in one dtype: its parameters and input, the plans, the checks.
 struct case_state {
+  std::string model;  // the benchmark name's model component
   graph::network net;
   runtime::parameter_store params;
-  std::vector<std::byte> input, output;  // in the network's dtype, channels_first
-  std::map<graph::policy, graph::plan> plans;
-  std::optional<std::string> check_error;  // set once the check ran; empty: the policies agree
+  std::string input_name, output_name;
+  std::vector<std::byte> input, output, output_grad;  // in the network's dtype, channels_first
+  std::map<std::string, graph::plan> plans;
+  std::optional<std::string> check_error, train_check_error;  // set once a check ran; empty: they agree
+  double calibration_s = 0;
 
-  case_state(const model_case& m, dtype t) {
-    models::options o;
-    o.batch = batch;
-    o.resolution = resolution_override > 0 && m.frames == 16 ? resolution_override : m.resolution;
-    o.frames = m.frames;
-    o.type = t;
-    net = m.build(o);
-    params = runtime::random_parameters(net, 1);
-    const graph::node& in = net.at(*net.find("input"));
-    const graph::node& out = net.at(*net.find("output"));
-    input.resize(static_cast<std::size_t>(in.numel()) * size_of(t));
-    output.resize(static_cast<std::size_t>(out.numel()) * size_of(t));
+  case_state(std::string model_name, graph::network network, runtime::parameter_store parameters, std::string in_name,
+             std::string out_name)
+      : model(std::move(model_name)), net(std::move(network)), params(std::move(parameters)),
+        input_name(std::move(in_name)), output_name(std::move(out_name)) {
+    const graph::node& in = net.at(*net.find(input_name));
+    const graph::node& out = net.at(*net.find(output_name));
+    input.resize(static_cast<std::size_t>(in.numel()) * size_of(type()));
+    output.resize(static_cast<std::size_t>(out.numel()) * size_of(type()));
+    output_grad.resize(output.size());
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> d(-1.f, 1.f);
-    for (std::int64_t i = 0; i < in.numel(); ++i) {
-      if (t == dtype::float32) reinterpret_cast<float*>(input.data())[i] = d(rng);
-      else reinterpret_cast<bfloat16*>(input.data())[i] = bfloat16(d(rng));
-    }
+    for (std::int64_t i = 0; i < in.numel(); ++i) set(input, i, d(rng));
+    // The gradient of the mean of the output, the loss bench_peers.py's training step uses.
+    for (std::int64_t i = 0; i < out.numel(); ++i) set(output_grad, i, 1.f / static_cast<float>(out.numel()));
   }
 
-  const graph::plan& plan_for(graph::policy p, const char* model) {
-    auto it = plans.find(p);
+  dtype type() const { return net.at(*net.find(input_name)).type; }
+  void set(std::vector<std::byte>& v, std::int64_t i, float x) const {
+    if (type() == dtype::float32) reinterpret_cast<float*>(v.data())[i] = x;
+    else reinterpret_cast<bfloat16*>(v.data())[i] = bfloat16(x);
+  }
+
+  const graph::plan& plan_for(const variant& v) {
+    auto it = plans.find(v.name());
     if (it != plans.end()) return it->second;
     graph::cost_model cm;
     cm.set_support_query(runtime::support_query_for(shared_backend()));
-    graph::plan plan = graph::plan_with(net, cm, p);
-    if (print_plans && p == graph::policy::optimal)
-      std::fprintf(stderr, "=== %s %s optimal ===\n%s\n", model, dtype_name(net.at(0).type),
+    if (v.calibrated) cm.set_timing_cache(measured_costs(net, calibration_s));
+    graph::plan plan = graph::plan_with(net, cm, v.policy);
+    if (print_plans && v.policy == graph::policy::optimal)
+      std::fprintf(stderr, "=== %s %s %s ===\n%s\n", model.c_str(), dtype_name(type()), v.name().c_str(),
                    graph::explain(net, cm, plan).c_str());
-    return plans.emplace(p, std::move(plan)).first->second;
+    return plans.emplace(v.name(), std::move(plan)).first->second;
   }
 
-  std::map<std::string, runtime::tensor_ref> io(graph::node_kind k) {
-    const graph::node& n = net.at(*net.find(k == graph::node_kind::input ? "input" : "output"));
-    void* data = k == graph::node_kind::input ? static_cast<void*>(input.data()) : static_cast<void*>(output.data());
-    return {{n.name, runtime::tensor_ref{n.type, n.extents, graph::family::channels_first, data}}};
+  std::map<std::string, runtime::tensor_ref> ref(const std::string& name, std::vector<std::byte>& data) const {
+    const graph::node& n = net.at(*net.find(name));
+    return {{n.name, runtime::tensor_ref{n.type, n.extents, graph::family::channels_first, data.data()}}};
   }
 
   template <class Backend>
   void forward(runtime::executor<Backend>& ex) {
-    ex.forward(io(graph::node_kind::input), io(graph::node_kind::output));
+    ex.forward(ref(input_name, input), ref(output_name, output));
+  }
+  template <class Backend>
+  runtime::parameter_store train_step(runtime::trainer<Backend>& tr) {
+    return tr.train_step(ref(input_name, input), ref(output_name, output), ref(output_name, output_grad));
   }
 
-  std::vector<double> output_values() const {
-    std::vector<double> v(output.size() / size_of(net.at(0).type));
-    for (std::size_t i = 0; i < v.size(); ++i)
-      v[i] = net.at(0).type == dtype::float32 ? reinterpret_cast<const float*>(output.data())[i]
-                                               : static_cast<float>(reinterpret_cast<const bfloat16*>(output.data())[i]);
-    return v;
-  }
+  std::vector<double> output_values() const { return as_doubles(output.data(), output.size(), type()); }
 
   // Runs every policy once and compares its output with all_channels_first's.
-  const std::string& check(const char* model) {
+  const std::string& check() {
     if (check_error) return *check_error;
     check_error = std::string();
-    const double tolerance = net.at(0).type == dtype::float32 ? 1e-4 : 3e-2;
-    std::vector<double> ref;
+    const double tolerance = type() == dtype::float32 ? 1e-4 : 3e-2;
+    std::vector<double> reference;
     for (graph::policy p : policies) {
-      runtime::executor<onednn::backend> ex(net, plan_for(p, model), shared_backend(), params);
+      runtime::executor<onednn::backend> ex(net, plan_for({p}), shared_backend(), params);
       forward(ex);
       std::vector<double> out = output_values();
-      if (ref.empty()) {
-        ref = std::move(out);
+      if (reference.empty()) {
+        reference = std::move(out);
         continue;
       }
-      double scale = 0, err = 0;
-      for (std::size_t i = 0; i < ref.size(); ++i) {
-        scale = std::max(scale, std::fabs(ref[i]));
-        err = std::max(err, std::isnan(out[i]) ? INFINITY : std::fabs(out[i] - ref[i]));
-      }
-      err /= std::max(scale, 1e-30);
-      if (!(err <= tolerance)) {
-        check_error = std::string("output of ") + graph::to_string(p) + " differs from all_channels_first: "
-                      "normalized max error " + std::to_string(err) + " > " + std::to_string(tolerance);
+      if (const double err = normalized_error(reference, out); !(err <= tolerance)) {
+        check_error = exceeds(std::string("output of ") + graph::to_string(p), err, tolerance);
         break;
       }
     }
     return *check_error;
   }
+
+  // One training step per policy: its output and every gradient against all_channels_first's.
+  template <class Backend>
+  const std::string& train_check(Backend& backend) {
+    if (train_check_error) return *train_check_error;
+    train_check_error = std::string();
+    const double tolerance = type() == dtype::float32 ? 1e-3 : 1e-1;
+    std::vector<double> reference;
+    runtime::parameter_store reference_grads;
+    for (graph::policy p : policies) {
+      runtime::trainer<Backend> tr(net, plan_for({p}), backend, params);
+      runtime::parameter_store grads = train_step(tr);
+      std::vector<double> out = output_values();
+      if (reference.empty()) {
+        reference = std::move(out);
+        reference_grads = std::move(grads);
+        continue;
+      }
+      const std::string who = std::string("training step of ") + graph::to_string(p) + ": ";
+      if (const double err = normalized_error(reference, out); !(err <= tolerance)) {
+        train_check_error = exceeds(who + "output", err, tolerance);
+        break;
+      }
+      for (const std::string& name : reference_grads.names()) {
+        const runtime::parameter& r = reference_grads.at(name);
+        const runtime::parameter& g = grads.at(name);
+        const double err = normalized_error(as_doubles(r.bytes.data(), r.bytes.size(), r.type),
+                                            as_doubles(g.bytes.data(), g.bytes.size(), g.type));
+        if (!(err <= tolerance)) {
+          train_check_error = exceeds(who + "gradient of " + name, err, tolerance);
+          return *train_check_error;
+        }
+      }
+    }
+    return *train_check_error;
+  }
+
+  // "<k>/<n> convs channels_last, batch <b>, <size>": the label summarize.py and bench_peers.py read.
+  std::string label(const graph::plan& plan) const {
+    std::int64_t convs = 0, convs_last = 0;
+    for (const auto& n : net.nodes())
+      if (n.kind == graph::node_kind::conv) {
+        ++convs;
+        convs_last += plan.format(n.id) == graph::family::channels_last;
+      }
+    const auto& in = net.at(*net.find(input_name)).extents;
+    std::string size;
+    for (std::size_t d = 2; d < in.size(); ++d) size += (d > 2 ? "x" : "") + std::to_string(in[d]);
+    return std::to_string(convs_last) + "/" + std::to_string(convs) + " convs channels_last, batch " +
+           std::to_string(in[0]) + ", " + size;
+  }
 };
 
-case_state& state_of(const model_case& m, dtype t) {
-  static std::map<std::pair<std::string, dtype>, std::unique_ptr<case_state>> states;
-  auto& s = states[{m.name, t}];
-  if (!s) s = std::make_unique<case_state>(m, t);
+// What a case runs: the graph/models.hpp network (for training with its dropout at p 0), or the
+// ONNX file of the same model and size.
+enum class source { model, model_for_training, onnx };
+
+// The network with every dropout at p 0. The trainer refuses p > 0 (it draws no random mask);
+// MobileNetV2's and VGG's masks cover only the classifier's features, a negligible part of a step.
+graph::network without_dropout(graph::network net) {
+  bool any = false;
+  for (const graph::node& n : net.nodes())
+    any = any || (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0);
+  if (!any) return net;
+#if MEMFMT_BENCH_HAVE_GRAPH_IO
+  nlohmann::json j = io::network_to_json(net);  // networks are immutable: rebuilt with p 0
+  for (auto& n : j["nodes"])
+    if (n["kind"] == "dropout") n["attrs"]["p"] = 0.0;
+  return io::network_from_json(j);
+#else
+  memfmt::detail::fail(errc::unsupported, "a training step with dropout p > 0 needs the network rebuilt with p 0, "
+                                          "which takes memfmt::graph_io (nlohmann-json) in this build");
+#endif
+}
+
+std::unique_ptr<case_state> make_state(const model_case& m, dtype t, source from) {
+  if (from != source::onnx) {
+    models::options o;
+    o.batch = batch;
+    o.resolution = m.run_resolution();
+    o.frames = m.frames;
+    o.type = t;
+    graph::network net = m.build(o);
+    if (from == source::model_for_training) net = without_dropout(std::move(net));
+    runtime::parameter_store params = runtime::random_parameters(net, 1);
+    return std::make_unique<case_state>(m.name, std::move(net), std::move(params), "input", "output");
+  }
+#if MEMFMT_BENCH_HAVE_ONNX
+  memfmt::onnx::import_options o;
+  o.batch = batch;
+  memfmt::onnx::imported_model im = memfmt::onnx::import_file(m.onnx_file(), o);
+  if (!im.runnable())
+    memfmt::detail::fail(errc::unsupported, m.onnx_file() + ": op " + im.unsupported[0].op + " (node '" +
+                                                im.unsupported[0].onnx_node + "'): " + im.unsupported[0].reason);
+  if (im.inputs.size() != 1 || im.outputs.size() != 1)
+    memfmt::detail::fail(errc::invalid_argument, m.onnx_file() + ": " + std::to_string(im.inputs.size()) + " inputs and " +
+                                                     std::to_string(im.outputs.size()) + " outputs, the benchmark feeds one and reads one");
+  return std::make_unique<case_state>(std::string("onnx:") + m.name, std::move(im.network), std::move(im.parameters),
+                                      im.inputs[0].name, im.outputs[0].name);
+#else
+  (void)t;
+  memfmt::detail::fail(errc::unsupported, "this build has no memfmt::onnx (libonnx-dev) to import " + m.onnx_file());
+#endif
+}
+
+case_state& state_of(const model_case& m, dtype t, source from) {
+  static std::map<std::tuple<std::string, dtype, source>, std::unique_ptr<case_state>> states;
+  auto& s = states[{m.name, t, from}];
+  if (!s) s = make_state(m, t, from);
   return *s;
 }
 
-void bm_network(benchmark::State& state, const model_case& m, dtype t, graph::policy p) {
+void set_memory_counters(benchmark::State& state, const runtime::executor_report& r) {
+  state.counters["conversions"] = static_cast<double>(r.conversions);
+  state.counters["arena_bytes"] = static_cast<double>(r.arena_bytes);
+  state.counters["arena_ratio"] =
+      r.allocate_all_bytes > 0 ? static_cast<double>(r.arena_bytes) / static_cast<double>(r.allocate_all_bytes) : 1.0;
+}
+
+// Runs `pass` until Google Benchmark has enough; returns (seconds, passes).
+template <class Fn>
+std::pair<double, std::int64_t> timed_loop(benchmark::State& state, Fn&& pass) {
+  std::int64_t iters = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    pass();
+    ++iters;
+  }
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), iters};
+}
+
+void bm_forward(benchmark::State& state, const model_case& m, dtype t, bool onnx, variant v) {
+  state.SetLabel(m.size_label());
   try {
     if (const auto s = onednn::support_for(t); !s.supported) {
       state.SkipWithError(s.reason.c_str());
       return;
     }
-    case_state& st = state_of(m, t);
-    const std::string& err = st.check(m.name);
+    case_state& st = state_of(m, t, onnx ? source::onnx : source::model);
+    const std::string& err = st.check();
     if (!err.empty()) {
       state.SkipWithError(err.c_str());
       return;
     }
-    const graph::plan& plan = st.plan_for(p, m.name);
+    const graph::plan& plan = st.plan_for(v);
     runtime::executor<onednn::backend> ex(st.net, plan, shared_backend(), st.params);
     st.forward(ex);  // warm-up: primitives, weight reorders
-    std::int64_t iters = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (auto _ : state) {
-      st.forward(ex);
-      ++iters;
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto [s, iters] = timed_loop(state, [&] { st.forward(ex); });
     if (iters == 0 || s <= 0) return;
     // The share outside the backend, from passes with every backend call timed.
     timed_backend tb{shared_backend()};
@@ -249,39 +558,84 @@ void bm_network(benchmark::State& state, const model_case& m, dtype t, graph::po
     const runtime::executor_report& r = ex.report();
     state.counters["ms_per_batch"] = s / static_cast<double>(iters) * 1e3;
     state.counters["images_per_s"] = static_cast<double>(batch * iters) / s;
-    state.counters["conversions"] = static_cast<double>(r.conversions);
-    state.counters["arena_bytes"] = static_cast<double>(r.arena_bytes);
-    state.counters["arena_ratio"] =
-        r.allocate_all_bytes > 0 ? static_cast<double>(r.arena_bytes) / static_cast<double>(r.allocate_all_bytes) : 1.0;
+    set_memory_counters(state, r);
+    state.counters["conversion_ms"] = conversion_ms(st.net, plan, false);
     state.counters["fusions"] = static_cast<double>(r.fusions.size());
     state.counters["overhead_pct"] = whole > 0 ? 100.0 * (whole - tb.seconds) / whole : 0.0;
-    std::int64_t convs = 0, convs_last = 0;
-    for (const auto& n : st.net.nodes())
-      if (n.kind == graph::node_kind::conv) {
-        ++convs;
-        convs_last += plan.format(n.id) == graph::family::channels_last;
-      }
-    const auto& in = st.net.at(*st.net.find("input")).extents;
-    std::string size;
-    for (std::size_t d = 2; d < in.size(); ++d) size += (d > 2 ? "x" : "") + std::to_string(in[d]);
-    state.SetLabel(std::to_string(convs_last) + "/" + std::to_string(convs) + " convs channels_last, batch " +
-                   std::to_string(batch) + ", " + size);
+    if (v.calibrated) state.counters["calibration_s"] = st.calibration_s;
+    state.SetLabel(st.label(plan));
   } catch (const std::exception& e) {  // memfmt::error; oneDNN's errors arrive as memfmt::error too
     state.SkipWithError(e.what());
   }
 }
 
-void register_networks() {
-  for (const model_case& m : model_cases)
-    for (dtype t : {dtype::float32, dtype::bfloat16})
-      for (graph::policy p : policies) {
-        const std::string name =
-            std::string("BM_network/") + m.name + "/" + dtype_name(t) + "/fwd/" + graph::to_string(p);
-        benchmark::RegisterBenchmark(name.c_str(), [&m, t, p](benchmark::State& s) { bm_network(s, m, t, p); })
-            ->MinTime(min_time)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+template <class Backend>
+void bm_train(benchmark::State& state, const model_case& m, dtype t, graph::policy p, Backend& backend) {
+  state.SetLabel(m.size_label());
+  try {
+    if constexpr (!has::trains_v<Backend>) {
+      (void)m, (void)t, (void)p, (void)backend;
+      const std::string why = std::string("unsupported: runtime::trainer cannot run on the ") + Backend::name +
+                              " backend: it has no " + has::missing_backward<Backend>();
+      state.SkipWithError(why.c_str());
+    } else {
+      if (const auto s = onednn::support_for(t); !s.supported) {
+        state.SkipWithError(s.reason.c_str());
+        return;
       }
+      case_state& st = state_of(m, t, source::model_for_training);
+      const std::string& err = st.train_check(backend);
+      if (!err.empty()) {
+        state.SkipWithError(err.c_str());
+        return;
+      }
+      const graph::plan& plan = st.plan_for({p});
+      runtime::trainer<Backend> tr(st.net, plan, backend, st.params);
+      st.train_step(tr);  // warm-up
+      const auto [s, iters] = timed_loop(state, [&] { st.train_step(tr); });
+      if (iters == 0 || s <= 0) return;
+      state.counters["ms_per_step"] = s / static_cast<double>(iters) * 1e3;
+      state.counters["images_per_s"] = static_cast<double>(batch * iters) / s;
+      set_memory_counters(state, tr.report());
+      state.counters["conversion_ms"] = conversion_ms(st.net, plan, true);
+      state.SetLabel(st.label(plan));
+    }
+  } catch (const std::exception& e) {  // errc::unsupported where a layer has no backward on the backend
+    state.SkipWithError(e.what());
+  }
+}
+
+void add(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
+      ->MinTime(min_time)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
+void register_networks() {
+  for (const model_case& m : model_cases) {
+    for (dtype t : {dtype::float32, dtype::bfloat16}) {
+      const std::string base = std::string("BM_network/") + m.name + "/" + dtype_name(t) + "/";
+      std::vector<variant> fwd;
+      for (graph::policy p : policies) fwd.push_back({p});
+      if (selected("MEMFMT_BENCH_CALIBRATED", m.name)) fwd.push_back({graph::policy::optimal, true});
+      for (const variant& v : fwd)
+        add(base + "fwd/" + v.name(), [&m, t, v](benchmark::State& s) { bm_forward(s, m, t, false, v); });
+      // Calibration times forward layers, so a calibrated plan is a forward plan: train rows use the priors.
+      if (selected("MEMFMT_BENCH_TRAIN", m.name))
+        for (graph::policy p : policies)
+          add(base + "train/" + graph::to_string(p),
+              [&m, t, p](benchmark::State& s) { bm_train(s, m, t, p, shared_backend()); });
+    }
+    if (!onnx_dir.empty() && std::filesystem::exists(m.onnx_file())) {
+      std::vector<variant> fwd;
+      for (graph::policy p : policies) fwd.push_back({p});
+      if (selected("MEMFMT_BENCH_CALIBRATED", m.name)) fwd.push_back({graph::policy::optimal, true});
+      for (const variant& v : fwd)
+        add(std::string("BM_network/onnx:") + m.name + "/f32/fwd/" + v.name(),
+            [&m, v](benchmark::State& s) { bm_forward(s, m, dtype::float32, true, v); });
+    }
+  }
 }
 
 }  // namespace
