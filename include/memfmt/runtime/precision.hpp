@@ -20,20 +20,18 @@
 
 namespace memfmt::runtime {
 
-namespace detail {
-
-// The parameter's values rounded to `type` (nearest even).
+// A floating-point tensor's values rounded to `type` (nearest even); `name` is for messages.
 inline parameter cast_parameter(const parameter& p, memfmt::dtype type, const std::string& name) {
   if (p.type == type) return p;
   const std::string who = "parameter '" + name + "'";
-  return dispatch_float_dtype(p.type, who, [&](auto from) {
+  return detail::dispatch_float_dtype(p.type, who, [&](auto from) {
     const auto v = p.template values<decltype(from)>(name);
-    return dispatch_float_dtype(type, who, [&](auto to) {
+    return detail::dispatch_float_dtype(type, who, [&](auto to) {
       using To = decltype(to);
       std::vector<To> out(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) {
-        if constexpr (std::is_same_v<To, double>) out[i] = as_double(v[i]);
-        else out[i] = static_cast<To>(static_cast<float>(as_double(v[i])));
+        if constexpr (std::is_same_v<To, double>) out[i] = detail::as_double(v[i]);
+        else out[i] = static_cast<To>(static_cast<float>(detail::as_double(v[i])));
       }
       parameter r;
       r.type = type;
@@ -45,8 +43,6 @@ inline parameter cast_parameter(const parameter& p, memfmt::dtype type, const st
   });
 }
 
-}  // namespace detail
-
 // Every floating-point parameter of `given` in the dtype `net` names for it (network::parameters);
 // other tensors, and names the network does not know, are kept as given so that
 // check_parameters still names them.
@@ -56,7 +52,7 @@ inline parameter_store in_network_dtypes(const graph::network& net, const parame
     for (const graph::parameter_spec& spec : net.parameters(n.id)) {
       const parameter* p = given.find(spec.name);
       if (p && memfmt::is_floating(p->type) && memfmt::is_floating(spec.type))
-        out.insert(spec.name, detail::cast_parameter(*p, spec.type, spec.name));
+        out.insert(spec.name, cast_parameter(*p, spec.type, spec.name));
     }
   for (const auto& [name, p] : given)
     if (!out.contains(name)) out.insert(name, p);
