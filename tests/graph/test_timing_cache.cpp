@@ -53,6 +53,41 @@ TEST(TimingCache, IdenticalLayersShareASignatureAndAttributesSplitThem) {
             conversion_signature({2, 8, 16, 16}, memfmt::dtype::bfloat16));
 }
 
+// Layers whose extents agree but whose work differs: pads splitting the same total padding between
+// other sides (a reflect copy reads other rows), a log-softmax and a softmax, a batch norm with its
+// relu fused and one without. Each attribute the time depends on is in the key.
+TEST(TimingCache, AttributesTheExtentsDoNotShowSplitSignatures) {
+  network net;
+  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
+  const auto pad = [&](const char* name, memfmt::spatial3 begin, memfmt::spatial3 end) {
+    memfmt::pad_params p;
+    p.mode = memfmt::pad_mode::reflect;
+    p.begin = begin;
+    p.end = end;
+    return net.pad(name, x, p);
+  };
+  const node_id even = pad("even", {1, 1, 0}, {1, 1, 0});
+  const node_id top = pad("top", {2, 1, 0}, {0, 1, 0});
+  const node_id left = pad("left", {1, 2, 0}, {1, 0, 0});
+  const node_id even_again = pad("even_again", {1, 1, 0}, {1, 1, 0});
+  ASSERT_EQ(net.at(even).extents, net.at(top).extents);
+  ASSERT_EQ(net.at(even).extents, net.at(left).extents);
+  EXPECT_EQ(*layer_signature(net, even), *layer_signature(net, even_again));
+  EXPECT_NE(*layer_signature(net, even), *layer_signature(net, top));
+  EXPECT_NE(*layer_signature(net, even), *layer_signature(net, left));
+  EXPECT_NE(*layer_signature(net, top), *layer_signature(net, left));
+
+  const node_id softmax = net.softmax("softmax", x);
+  memfmt::softmax_params log;
+  log.log = true;
+  EXPECT_NE(*layer_signature(net, softmax), *layer_signature(net, net.softmax("log_softmax", x, log)));
+
+  const node_id bn = net.batch_norm("bn", x);
+  memfmt::batch_norm_params relu;
+  relu.fuse_relu = true;
+  EXPECT_NE(*layer_signature(net, bn), *layer_signature(net, net.batch_norm("bn_relu", x, relu)));
+}
+
 TEST(TimingCache, MeasuredCostsReplacePriorsAndFlipThePlan) {
   chain c;
   const cost_model prior;

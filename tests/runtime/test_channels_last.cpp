@@ -1,10 +1,14 @@
 // channels_last(net, backend, params, options): the pins hold, the timing cache file is written and
 // read back (another device's is refused), the executor it returns computes what an executor of the
 // all-channels_first plan computes on the reference backend, and a pin on an unknown layer is an error.
+// A precision runs the float32 network and its float32 parameters in bfloat16 or float16 within that
+// dtype's rounding of the float32 run, timed in that dtype; one the backend cannot run is an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -15,6 +19,13 @@
 #include "memfmt/io/timing_cache_json.hpp"
 #include "memfmt/runtime/channels_last.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
+#include "../common/expect_error.hpp"
+#include "model_test_util.hpp"
+
+#ifdef MEMFMT_TEST_HAVE_DNNL
+#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/dnnl/calibrate.hpp"
+#endif
 
 namespace {
 
@@ -32,12 +43,70 @@ network small() {
   return net;
 }
 
-template <class Ex>
+// One forward pass with input and output in T, the network's dtype, converted from and to float.
+template <class T, class Ex>
 std::vector<float> run(Ex& ex, const std::vector<float>& x) {
-  std::vector<float> in = x, out(static_cast<std::size_t>(2 * 8 * 8 * 8));
-  ex.forward({{"x", tensor_ref{memfmt::dtype::float32, {2, 4, 8, 8}, family::channels_first, in.data()}}},
-             {{"y", tensor_ref{memfmt::dtype::float32, {2, 8, 8, 8}, family::channels_first, out.data()}}});
-  return out;
+  constexpr memfmt::dtype type = memfmt::dtype_of_v<T>;
+  std::vector<T> in(x.size()), out(static_cast<std::size_t>(2 * 8 * 8 * 8));
+  for (std::size_t i = 0; i < x.size(); ++i) in[i] = static_cast<T>(x[i]);
+  ex.forward({{"x", tensor_ref{type, {2, 4, 8, 8}, family::channels_first, in.data()}}},
+             {{"y", tensor_ref{type, {2, 8, 8, 8}, family::channels_first, out.data()}}});
+  std::vector<float> r(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) r[i] = static_cast<float>(out[i]);
+  return r;
+}
+
+std::vector<float> random_input() {
+  std::vector<float> x(2 * 4 * 8 * 8);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (float& e : x) e = d(rng);
+  return x;
+}
+
+// The float32 network on the reference backend in the all-channels_first plan.
+std::vector<float> float32_truth(const network& net, const parameter_store& params, const std::vector<float>& x) {
+  memfmt::reference::backend backend;
+  const plan all_first = plan_with(net, cost_model(), policy::all_channels_first);
+  memfmt::runtime::executor<memfmt::reference::backend> truth(net, all_first, backend, params);
+  return run<float>(truth, x);
+}
+
+// channels_last in `precision` (bfloat16 or float16) from float32 parameters: every value and the
+// timing cache's signatures are in that dtype, and the output is the float32 run's within the
+// dtype's rounding, a few units of its epsilon through the longest sum, relative to the output's
+// scale. It differs from the float32 run by more than float32 rounding, so it did not run in float32.
+template <class Backend>
+void check_precision(Backend& backend, memfmt::dtype precision) {
+  SCOPED_TRACE(memfmt::to_string(precision));
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  const std::vector<float> x = random_input();
+  const std::vector<float> want = float32_truth(net, params, x);
+  memfmt::runtime::channels_last_options o;
+  o.precision = precision;
+  o.calibration.repetitions = 2;
+  auto planned = memfmt::runtime::channels_last(net, backend, params, o);
+  for (const auto& n : planned.network.nodes()) EXPECT_EQ(n.type, precision) << n.name;
+  ASSERT_FALSE(planned.cache.layers().empty());
+  for (const auto& [signature, timings] : planned.cache.layers())
+    EXPECT_NE(signature.find(memfmt::to_string(precision)), std::string::npos) << signature;
+
+  const bool bf16 = precision == memfmt::dtype::bfloat16;
+  const std::vector<float> got =
+      bf16 ? run<memfmt::bfloat16>(*planned.run, x) : run<memfmt::half>(*planned.run, x);
+  double scale = 1;
+  for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  const double eps = bf16 ? 1.0 / 256 : 1.0 / 2048;
+  const double tol = 4 * eps * std::sqrt(static_cast<double>(memfmt_test::longest_reduction(net))) * scale;
+  double worst = 0;
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    ASSERT_LE(err, tol) << "element " << i << ": " << got[i] << ", float32 " << want[i];
+    worst = std::max(worst, err);
+  }
+  EXPECT_GT(worst, 16 * std::numeric_limits<float>::epsilon() * scale);
 }
 
 TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
@@ -66,13 +135,8 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   EXPECT_EQ(again.cache.layers(), planned.cache.layers());
   EXPECT_EQ(again.cache.conversions(), planned.cache.conversions());
 
-  std::vector<float> x(2 * 4 * 8 * 8);
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (float& e : x) e = d(rng);
-  const plan all_first = plan_with(net, cost_model(), policy::all_channels_first);
-  memfmt::runtime::executor<memfmt::reference::backend> truth(net, all_first, backend, params);
-  const std::vector<float> want = run(truth, x), got = run(*planned.run, x);
+  const std::vector<float> x = random_input();
+  const std::vector<float> want = float32_truth(net, params, x), got = run<float>(*planned.run, x);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
 
@@ -87,6 +151,45 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   } catch (const memfmt::error& e) {
     EXPECT_NE(std::string(e.what()).find("'nope'"), std::string::npos) << e.what();
   }
+}
+
+TEST(ChannelsLast, LowerPrecisionOnTheReferenceBackend) {
+  memfmt::reference::backend backend;
+  check_precision(backend, memfmt::dtype::bfloat16);
+  check_precision(backend, memfmt::dtype::float16);
+}
+
+#ifdef MEMFMT_TEST_HAVE_DNNL
+TEST(ChannelsLast, Bfloat16OnOneDnn) {
+  if (!memfmt::onednn::supports(memfmt::dtype::bfloat16))
+    GTEST_SKIP() << memfmt::onednn::support_for(memfmt::dtype::bfloat16).reason;
+  memfmt::onednn::backend backend;
+  check_precision(backend, memfmt::dtype::bfloat16);
+}
+#endif
+
+// Before anything is timed: a dtype that is no precision, and one the backend cannot compute in,
+// naming the precision, the backend, a layer and the backend's reason.
+TEST(ChannelsLast, PrecisionTheBackendCannotRunIsAnError) {
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  memfmt::runtime::channels_last_options o;
+  memfmt::reference::backend reference;
+  o.precision = memfmt::dtype::float64;
+  memfmt_test::expect_error([&] { memfmt::runtime::channels_last(net, reference, params, o); },
+                            memfmt::errc::unsupported_dtype, {"precision float64", "float32, bfloat16 or float16"});
+#ifdef MEMFMT_TEST_HAVE_DNNL
+  memfmt::onednn::backend dnnl;
+  std::vector<memfmt::dtype> refused{memfmt::dtype::float16};
+  if (!memfmt::onednn::supports(memfmt::dtype::bfloat16)) refused.push_back(memfmt::dtype::bfloat16);
+  for (memfmt::dtype t : refused) {
+    o.precision = t;
+    memfmt_test::expect_error([&] { memfmt::runtime::channels_last(net, dnnl, params, o); },
+                              memfmt::errc::unsupported_dtype,
+                              {"precision " + std::string(memfmt::to_string(t)) + " on the onednn backend", "layer 'a'",
+                               memfmt::onednn::support_for(t).reason});
+  }
+#endif
 }
 
 }  // namespace

@@ -285,8 +285,8 @@ int run_checked(int argc, const char* const* argv, std::ostream& out, std::ostre
     err << "memfmt: " << e.what() << "\n\n" << app.help();
     return 2;
   }
-  if (plan.chosen()) return plan.run();
-  if (run_model.chosen()) return run_model.run();
+  if (plan.chosen()) return plan.run(out, err);
+  if (run_model.chosen()) return run_model.run(out, err);
 
   const bool as_json = op_json || explain_json_flag;
   try {

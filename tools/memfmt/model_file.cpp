@@ -1,7 +1,7 @@
 #include "model_file.hpp"
 
 #include <functional>
-#include <iostream>
+#include <ostream>
 #include <utility>
 
 #include "memfmt/error.hpp"
@@ -40,15 +40,15 @@ memfmt::graph::network rebuilt(const memfmt::graph::network& net,
 
 }  // namespace
 
-int exit_code_of(const CLI::App& command, const std::function<int()>& body) {
+int exit_code_of(const CLI::App& command, std::ostream& err, const std::function<int()>& body) {
   const std::string who = "memfmt " + command.get_name() + ": ";
   try {
     return body();
   } catch (const usage_error& e) {
-    std::cerr << who << e.message << "\n\n" << command.help();
+    err << who << e.message << "\n\n" << command.help();
     return 2;
   } catch (const memfmt::error& e) {
-    std::cerr << who << e.what() << '\n';
+    err << who << e.what() << '\n';
     return 1;
   }
 }
@@ -65,22 +65,6 @@ memfmt::dtype parse_float_dtype(const std::string& name) {
   for (memfmt::dtype t : {memfmt::dtype::float32, memfmt::dtype::bfloat16, memfmt::dtype::float16})
     if (name == memfmt::to_string(t)) return t;
   throw usage_error{"--dtype: '" + name + "' is not one of float32, bfloat16, float16"};
-}
-
-memfmt::graph::network with_dtype(const memfmt::graph::network& net, memfmt::dtype type) {
-  bool all_already = true;
-  for (const auto& n : net.nodes()) all_already = all_already && (n.type == type || !memfmt::is_floating(n.type));
-  if (all_already) return net;
-#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
-  const std::string name(memfmt::to_string(type));
-  return rebuilt(net, [&](nlohmann::json& n) {
-    const std::string t = n.at("dtype").get<std::string>();
-    for (memfmt::dtype f : {memfmt::dtype::float32, memfmt::dtype::float64, memfmt::dtype::float16, memfmt::dtype::bfloat16})
-      if (t == memfmt::to_string(f)) n["dtype"] = name;
-  });
-#else
-  missing_component("changing a network's dtype", "memfmt::graph_io", "nlohmann-json3-dev");
-#endif
 }
 
 model_file load_model(const std::string& path, std::optional<std::int64_t> batch) {

@@ -1,10 +1,11 @@
 // What `memfmt plan` and `memfmt run` share: reading a model file (an ONNX model or a memfmt.network
-// JSON document) into a network, resizing its batch and changing its dtype, and the usage error
+// JSON document) into a network and resizing its batch, and the usage error
 // both report with exit code 2.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,13 +39,9 @@ struct model_file {
 // malformed or needs a component this build lacks is a memfmt::error naming the file and the key.
 model_file load_model(const std::string& path, std::optional<std::int64_t> batch);
 
-// The network with every floating-point value in `type` (and the same layers): how `run --dtype`
-// runs a float32 model in bfloat16 or float16.
-memfmt::graph::network with_dtype(const memfmt::graph::network& net, memfmt::dtype type);
-
-// Runs a subcommand's body and turns its failures into exit codes: a usage_error is printed with
-// the subcommand's usage (exit 2), a memfmt::error with its message (exit 1).
-int exit_code_of(const CLI::App& command, const std::function<int()>& body);
+// Runs a subcommand's body and turns its failures into exit codes: a usage_error is printed on `err`
+// with the subcommand's usage (exit 2), a memfmt::error with its message (exit 1).
+int exit_code_of(const CLI::App& command, std::ostream& err, const std::function<int()>& body);
 
 // --policy NAME as a policy; a usage_error listing the names otherwise.
 memfmt::graph::policy parse_policy_argument(const std::string& name);

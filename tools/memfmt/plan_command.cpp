@@ -2,7 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,7 +67,10 @@ memfmt::graph::cache_key key_for(const std::string& backend) {
   memfmt::detail::fail(memfmt::errc::unsupported,
                        "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
                            (backend == "onednn" ? " (built without oneDNN, the memfmt::dnnl component)"
-                                                : " (calibration runs on the reference and oneDNN backends)") +
+                            : backend == "cudnn"
+                                ? " (calibration runs on the CPU backends, reference and oneDNN; for cuDNN's costs "
+                                  "plan with --priors data/priors/cudnn_gpu.json)"
+                                : " (calibration runs on the reference and oneDNN backends)") +
                            "; use --calibrate reference" +
 #ifdef MEMFMT_CLI_HAVE_DNNL
                            " or --calibrate onednn"
@@ -91,9 +94,9 @@ memfmt::graph::timing_cache calibrate_on(const std::string& backend, const memfm
 }
 
 // --cache and --calibrate: the cache file when it exists (it must be this device's and backend's),
-// then whatever --calibrate still has to time, saved back to the file. A summary goes to stderr.
+// then whatever --calibrate still has to time, saved back to the file. A summary goes to `err`.
 memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, const std::string& backend,
-                                           const std::string& cache_path) {
+                                           const std::string& cache_path, std::ostream& err) {
   namespace fs = std::filesystem;
   const bool have_file = !cache_path.empty() && fs::exists(cache_path);
   if (backend.empty()) {
@@ -102,7 +105,7 @@ memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, co
                            "--cache '" + cache_path + "' does not exist; add --calibrate BACKEND to measure and create it");
     memfmt::graph::timing_cache c = memfmt::io::read_timing_cache_file(cache_path);
     c.require_key(key_for(c.key().backend), "timing cache file '" + cache_path + "'");
-    std::cerr << "memfmt plan: " << c.layers().size() << " layer signatures and " << c.conversions().size()
+    err << "memfmt plan: " << c.layers().size() << " layer signatures and " << c.conversions().size()
               << " conversions measured on " << to_string(c.key()) << " (from " << cache_path << ")\n";
     return c;
   }
@@ -115,13 +118,13 @@ memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, co
   o.skipped = &skipped;
   memfmt::graph::timing_cache c = calibrate_on(backend, net, o);
   const std::size_t before = known ? known->layers().size() : 0;
-  std::cerr << "memfmt plan: calibrated on " << to_string(key) << ": " << c.layers().size() - before
+  err << "memfmt plan: calibrated on " << to_string(key) << ": " << c.layers().size() - before
             << " layer signatures timed, " << before << " from the cache, " << c.conversions().size()
             << " conversion shapes; " << skipped.size() << " signatures keep their priors\n";
-  for (const std::string& s : skipped) std::cerr << "  prior kept: " << s << '\n';
+  for (const std::string& s : skipped) err << "  prior kept: " << s << '\n';
   if (!cache_path.empty()) {
     memfmt::io::write_timing_cache_file(cache_path, c);
-    std::cerr << "memfmt plan: timing cache written to " << cache_path << '\n';
+    err << "memfmt plan: timing cache written to " << cache_path << '\n';
   }
   return c;
 }
@@ -145,8 +148,8 @@ plan_command::plan_command(CLI::App& app) {
   cmd_->add_option("--dot", dot_path_, "write the plan (the --policy one; optimal with --compare) as Graphviz DOT");
 }
 
-int plan_command::run() const {
-  return exit_code_of(*cmd_, [&] {
+int plan_command::run(std::ostream& out, std::ostream& err) const {
+  return exit_code_of(*cmd_, err, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
     const model_file m = load_model(network_path_, std::nullopt);
     const memfmt::graph::network& net = m.network;
@@ -154,7 +157,7 @@ int plan_command::run() const {
     if (!calibrate_.empty() || !cache_.empty() || !priors_.empty()) {
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
       if (!priors_.empty()) model = memfmt::graph::cost_model(memfmt::io::read_priors_file(priors_));
-      if (!calibrate_.empty() || !cache_.empty()) model.set_timing_cache(measured_costs(net, calibrate_, cache_));
+      if (!calibrate_.empty() || !cache_.empty()) model.set_timing_cache(measured_costs(net, calibrate_, cache_, err));
 #else
       memfmt::detail::fail(memfmt::errc::unsupported,
                            "--calibrate, --cache and --priors need the memfmt::graph_io component (JSON files), which "
@@ -168,26 +171,26 @@ int plan_command::run() const {
     if (compare_) {
       const auto rows = memfmt::graph::compare_policies(net, model);
       if (json_) {
-        std::cout << json{{"network", network_path_}, {"policies", compare_json(net, rows)}}.dump(1) << '\n';
+        out << json{{"network", network_path_}, {"policies", compare_json(net, rows)}}.dump(1) << '\n';
       } else {
-        std::cout << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers)\n"
+        out << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers)\n"
                   << memfmt::graph::compare_text(net, rows);
       }
     } else if (json_) {
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
-      std::cout << memfmt::io::plan_to_json(net, model, p, to_string(which)).dump(1) << '\n';
+      out << memfmt::io::plan_to_json(net, model, p, to_string(which)).dump(1) << '\n';
 #else
       memfmt::detail::fail(memfmt::errc::unsupported,
                            "--json needs the memfmt::graph_io component, which this build of memfmt lacks");
 #endif
     } else {
-      std::cout << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers), policy "
+      out << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers), policy "
                 << to_string(which) << '\n'
                 << memfmt::graph::explain(net, model, p);
     }
     if (!m.unsupported.empty() && !json_) {
-      std::cout << "opaque barriers (planned around, not runnable):\n";
-      for (const auto& u : m.unsupported) std::cout << "  " << u << '\n';
+      out << "opaque barriers (planned around, not runnable):\n";
+      for (const auto& u : m.unsupported) out << "  " << u << '\n';
     }
     return 0;
   });

@@ -3,6 +3,7 @@
 //  with the costs measured on this machine where --calibrate or --cache give them.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,8 @@ class plan_command {
 
   bool chosen() const { return cmd_->parsed(); }
   // The exit code: 0 planned, 1 a file or the network is bad (the message names it), 2 bad arguments.
-  int run() const;
+  // Answers on `out`; progress, warnings and errors go to `err`.
+  int run(std::ostream& out, std::ostream& err) const;
 
  private:
   CLI::App* cmd_ = nullptr;

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
-#include <iostream>
+#include <ostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +31,7 @@
 #include "memfmt/runtime/backend_support.hpp"
 #include "memfmt/runtime/executor.hpp"
 #include "memfmt/runtime/parameter_store.hpp"
+#include "memfmt/runtime/precision.hpp"
 #include "memfmt/runtime/tensor_ref.hpp"
 #include "model_file.hpp"
 
@@ -53,23 +54,7 @@ using tensor_refs = std::map<std::string, memfmt::runtime::tensor_ref>;
 
 [[noreturn]] void fail(memfmt::errc code, const std::string& what) { memfmt::detail::fail(code, what); }
 
-// ---- element values across float dtypes ----
-
-double element(const parameter& p, std::size_t i) {
-  const std::byte* at = p.bytes.data() + i * memfmt::size_of(p.type);
-  const auto read = [&](auto v) {
-    std::memcpy(&v, at, sizeof v);
-    return v;
-  };
-  switch (p.type) {
-    case memfmt::dtype::float32: return read(float{});
-    case memfmt::dtype::float64: return read(double{});
-    case memfmt::dtype::float16: return static_cast<float>(read(memfmt::half{}));
-    case memfmt::dtype::bfloat16: return static_cast<float>(read(memfmt::bfloat16{}));
-    default: break;
-  }
-  fail(memfmt::errc::unsupported_dtype, "element of a " + std::string(to_string(p.type)) + " tensor");
-}
+// ---- tensor values ----
 
 void set_element(parameter& p, std::size_t i, double v) {
   std::byte* at = p.bytes.data() + i * memfmt::size_of(p.type);
@@ -82,16 +67,6 @@ void set_element(parameter& p, std::size_t i, double v) {
     default: break;
   }
   fail(memfmt::errc::unsupported_dtype, "element of a " + std::string(to_string(p.type)) + " tensor");
-}
-
-// A floating-point tensor's values in another float dtype (rounded to nearest).
-parameter cast(const parameter& p, memfmt::dtype to) {
-  if (p.type == to) return p;
-  parameter out{to, p.shape, {}};
-  const auto n = static_cast<std::size_t>(p.numel());
-  out.bytes.resize(memfmt::detail::checked_bytes(p.numel(), memfmt::size_of(to), "cast"));
-  for (std::size_t i = 0; i < n; ++i) set_element(out, i, element(p, i));
-  return out;
 }
 
 parameter filled(memfmt::dtype type, std::vector<std::int64_t> shape) {
@@ -185,21 +160,6 @@ parameter_store random_weights(const memfmt::graph::network& net, std::uint32_t 
   return s;
 }
 
-// Every floating-point parameter in the dtype the network now names for it.
-parameter_store in_network_dtypes(const memfmt::graph::network& net, const parameter_store& given) {
-  std::map<std::string, memfmt::dtype> wanted;
-  for (const auto& n : net.nodes())
-    for (const auto& spec : net.parameters(n.id)) wanted[spec.name] = spec.type;
-  parameter_store out;
-  for (const auto& [name, p] : given) {
-    const auto it = wanted.find(name);
-    const bool recast = it != wanted.end() && memfmt::is_floating(p.type) && memfmt::is_floating(it->second);
-    out.insert(name, recast ? cast(p, it->second) : p);
-  }
-  out.metadata = given.metadata;
-  return out;
-}
-
 // ---- the report ----
 
 std::string mib(std::int64_t bytes) {
@@ -243,8 +203,8 @@ run_command::run_command(CLI::App& app) {
   cmd_->add_flag("--json", json_, "print JSON");
 }
 
-int run_command::run() const {
-  return exit_code_of(*cmd_, [&] {
+int run_command::run(std::ostream& out, std::ostream& err) const {
+  return exit_code_of(*cmd_, err, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
     const memfmt::dtype type = parse_float_dtype(dtype_);
     if (backend_ == "cudnn")
@@ -259,7 +219,7 @@ int run_command::run() const {
 #ifdef _OPENMP
       omp_set_num_threads(threads_);
 #else
-      if (threads_ > 1) std::cerr << "memfmt run: this build has no OpenMP; running on one thread\n";
+      if (threads_ > 1) err << "memfmt run: this build has no OpenMP; running on one thread\n";
 #endif
     }
 
@@ -271,7 +231,7 @@ int run_command::run() const {
       for (const auto& u : m.unsupported) what += "\n  " + u;
       fail(memfmt::errc::unsupported, what);
     }
-    const memfmt::graph::network net = with_dtype(m.network, type);
+    const memfmt::graph::network net = m.network.with_float_type(type);
 
     // Weights: the file's, else the ONNX model's, else random.
     std::string weights_from = m.parameters ? "the ONNX initializers" : "random (seed 1)";
@@ -290,7 +250,7 @@ int run_command::run() const {
     } else {
       weights = random_weights(net, 1);
     }
-    weights = in_network_dtypes(net, weights);
+    weights = memfmt::runtime::in_network_dtypes(net, weights);
 
     // The backend --backend names; the planner asks it which formats each layer can run in, and
     // the executor is built on it (refusing, before any work, a layer or dtype it cannot run).
@@ -342,7 +302,7 @@ int run_command::run() const {
                                                  memfmt::runtime::describe(t->type, t->shape) + ", the graph input is " +
                                                  memfmt::runtime::describe(n.type, n.extents) +
                                                  (batch ? "" : " (--batch sets the batch)"));
-        logical = cast(*t, n.type);
+        logical = memfmt::runtime::cast_parameter(*t, n.type, n.name);
       } else {
         std::uniform_real_distribution<double> d(-1.0, 1.0);
         for (std::size_t i = 0; i < static_cast<std::size_t>(logical.numel()); ++i) set_element(logical, i, d(rng));
@@ -381,7 +341,7 @@ int run_command::run() const {
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       if (t1 - last_progress > std::chrono::seconds(1) && r + 1 < repeat_) {
         last_progress = t1;
-        std::cerr << "memfmt run: " << r + 1 << "/" << repeat_ << " passes, last " << ms.back() << " ms\n";
+        err << "memfmt run: " << r + 1 << "/" << repeat_ << " passes, last " << ms.back() << " ms\n";
       }
     }
     std::vector<double> sorted = ms;
@@ -435,10 +395,10 @@ int run_command::run() const {
              {"peak_activation_bytes", rep.arena_bytes},
              {"allocate_all_bytes", rep.allocate_all_bytes}};
       if (!output_.empty()) j["output"] = output_;
-      std::cout << j.dump(1) << '\n';
+      out << j.dump(1) << '\n';
       return 0;
     }
-    std::cout << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images
+    out << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images
               << ", " << to_string(type) << ", backend " << backend_ << ", " << threads_in_use() << " thread(s)\n"
               << "weights  " << weights_from << "; inputs " << (given ? input_ : std::string("random (seed 2)")) << '\n'
               << "plan     " << to_string(which) << ": " << plan.copies() << " conversions + " << plan.relabels()
@@ -450,8 +410,8 @@ int run_command::run() const {
               << rep.fusions.size() << " fusions\n"
               << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
               << " with one buffer per value)\n";
-    for (const auto& f : rep.fusions) std::cout << "  fused  " << f << '\n';
-    if (!output_.empty()) std::cout << "output   " << output_ << '\n';
+    for (const auto& f : rep.fusions) out << "  fused  " << f << '\n';
+    if (!output_.empty()) out << "output   " << output_ << '\n';
     return 0;
   });
 }

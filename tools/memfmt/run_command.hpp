@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,7 +19,8 @@ class run_command {
   bool chosen() const { return cmd_->parsed(); }
   // The exit code: 0 ran, 1 the model, a file or the backend is bad or missing (the message names
   // it), 2 bad arguments.
-  int run() const;
+  // Answers on `out`; progress, warnings and errors go to `err`.
+  int run(std::ostream& out, std::ostream& err) const;
 
  private:
   CLI::App* cmd_ = nullptr;

@@ -643,6 +643,18 @@ class network {
   // norm weight and bias [C] when affine; linear weight [out, in] and bias [out].
   std::vector<parameter_spec> parameters(node_id id) const { return parameters_of(at(id)); }
 
+  // The same layers with every floating-point value in `type`: a float32 network run in bfloat16 or
+  // float16. The parameters follow, since each layer's take its dtype (network::parameters).
+  network with_float_type(memfmt::dtype type) const {
+    if (!memfmt::is_floating(type))
+      memfmt::detail::fail(errc::unsupported_dtype, "network: values in " + std::string(memfmt::to_string(type)) +
+                                                        " (a floating-point dtype is needed)");
+    network r = *this;
+    for (node& n : r.nodes_)
+      if (memfmt::is_floating(n.type)) n.type = type;
+    return r;
+  }
+
   // Elements of every trainable parameter (PyTorch's sum(p.numel() for p in model.parameters())).
   std::int64_t parameter_count() const {
     std::int64_t total = 0;

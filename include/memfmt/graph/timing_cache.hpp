@@ -88,7 +88,7 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
            " output_padding " + detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
       break;
     }
-    case node_kind::batch_norm: break;
+    case node_kind::batch_norm: s += n.get<memfmt::batch_norm_params>().fuse_relu ? " relu" : ""; break;
     case node_kind::instance_norm:
     case node_kind::group_norm: {
       const norm_attrs& a = n.get<norm_attrs>();
@@ -97,7 +97,10 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     }
     case node_kind::pad: {
       const memfmt::pad_params& p = n.get<memfmt::pad_params>();
-      s += " mode " + std::to_string(static_cast<int>(p.mode));
+      // The extents give each dim's total padding, not how it splits between the sides, and the
+      // split moves which rows a reflect or replicate copy reads.
+      s += " mode " + std::to_string(static_cast<int>(p.mode)) + " sides " + detail::spatial_text(p.begin, dims) + "/" +
+           detail::spatial_text(p.end, dims);
       break;
     }
     case node_kind::activation: s += " " + std::to_string(static_cast<int>(n.get<memfmt::activation>())); break;
@@ -115,7 +118,7 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
       s += " mode " + std::to_string(static_cast<int>(n.get<memfmt::upsample_params>().mode));
       break;
     case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
-    case node_kind::softmax: break;
+    case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
     case node_kind::concat: break;
     default: return std::nullopt;  // input, output, flatten, dropout, linear, opaque
   }

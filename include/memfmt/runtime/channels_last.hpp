@@ -6,6 +6,14 @@
 // device's and backend's), calibrates what it lacks on `backend`, writes the cache back, applies
 // the pins, solves, and returns an executor with the weights converted once into their layers'
 // formats. Reads and writes the timing cache file, so it needs the memfmt::graph_io component.
+//
+// options.precision runs the network in bfloat16 or float16, as autocast does for convs and
+// linears: every activation, weight and the forward pass's inputs and outputs are in that dtype
+// (the caller converts at the boundary, as the executor takes tensors in the network's dtypes),
+// the parameters may come in float32 and are rounded once at build, and batch norm computes its
+// folding and statistics in float32 (the executor's rule for every low-precision dtype), though its
+// parameters are stored rounded like every other. Calibration times the layers in that dtype. A
+// precision the backend cannot compute in is an error naming it and the backend's reason.
 #pragma once
 
 #include <filesystem>
@@ -22,9 +30,11 @@
 #include "../graph/solve.hpp"
 #include "../graph/timing_cache.hpp"
 #include "../io/timing_cache_json.hpp"
+#include "backend_support.hpp"
 #include "calibrate.hpp"
 #include "executor.hpp"
 #include "parameter_store.hpp"
+#include "precision.hpp"
 
 namespace memfmt::runtime {
 
@@ -42,22 +52,55 @@ struct channels_last_options {
   graph::cost_priors priors;      // for what calibration does not measure
   calibrate_options calibration;  // its `known` is the loaded cache
   executor_options execution;
+  // float32, bfloat16 or float16 for every floating-point value and parameter; nullopt runs the
+  // network in its own dtypes.
+  std::optional<memfmt::dtype> precision;
 };
 
 // The plan, its costs and the executor that runs it.
 template <class Backend>
 struct planned_executor {
-  graph::network network;  // with the pins applied
+  graph::network network;  // with the pins applied, in the precision asked for
   graph::plan plan;
   graph::timing_cache cache;
   std::unique_ptr<executor<Backend>> run;  // ready for forward(); holds a reference to the backend
 };
+
+namespace detail {
+
+// The precision as a clear error before anything runs: a dtype other than the three, or one the
+// backend cannot compute some layer in, names the precision, the layer and the backend's reason.
+template <class Backend>
+void check_precision(const graph::network& net, const Backend& backend, memfmt::dtype precision) {
+  if (precision != memfmt::dtype::float32 && precision != memfmt::dtype::bfloat16 &&
+      precision != memfmt::dtype::float16)
+    memfmt::detail::fail(errc::unsupported_dtype, "channels_last: precision " + std::string(to_string(precision)) +
+                                                      " (float32, bfloat16 or float16)");
+  for (const graph::node& n : net.nodes()) {
+    std::optional<op_query> q = op_query_of(n, graph::family::channels_first);
+    if (!q) continue;
+    q->type = precision;
+    const op_support s = backend.support(*q);
+    if (!s && s.code == errc::unsupported_dtype)
+      memfmt::detail::fail(errc::unsupported_dtype, "channels_last: precision " + std::string(to_string(precision)) +
+                                                        " on the " + Backend::name + " backend (layer '" + n.name +
+                                                        "'): " + s.reason);
+  }
+}
+
+}  // namespace detail
 
 template <class Backend>
 planned_executor<Backend> channels_last(const graph::network& net, Backend& backend, const parameter_store& params,
                                         const channels_last_options& options = {}) {
   planned_executor<Backend> out;
   out.network = net;
+  parameter_store converted;
+  if (options.precision) {
+    detail::check_precision(net, backend, *options.precision);
+    out.network = net.with_float_type(*options.precision);
+    converted = in_network_dtypes(out.network, params);
+  }
   for (const format_pin& p : options.pins) {
     const std::optional<graph::node_id> id = net.find(p.node);
     if (!id)
@@ -76,7 +119,8 @@ planned_executor<Backend> channels_last(const graph::network& net, Backend& back
   graph::cost_model model(options.priors);
   model.set_timing_cache(out.cache);
   out.plan = graph::solve(out.network, model);
-  out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend, params, options.execution);
+  out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend,
+                                                 options.precision ? converted : params, options.execution);
   return out;
 }
 

@@ -6,6 +6,10 @@
 #ifdef MEMFMT_CONSUMER_SAFETENSORS
 #include <memfmt/io/safetensors.hpp>
 #endif
+#ifdef MEMFMT_CONSUMER_PRIORS_DIR
+#include <memfmt/graph/priors.hpp>
+#include <memfmt/io/priors_json.hpp>
+#endif
 
 int main() {
   memfmt::host_tensor<float, memfmt::nhwc> t({1, 3, 2, 2});
@@ -24,6 +28,16 @@ int main() {
     return 1;
   }
   std::puts("consumer: memfmt::safetensors ok");
+#endif
+#ifdef MEMFMT_CONSUMER_PRIORS_DIR
+  // The installed table is the compiled-in default, row for row.
+  const auto priors = memfmt::io::read_priors_file(MEMFMT_CONSUMER_PRIORS_DIR "/onednn_cpu.json");
+  if (memfmt::io::priors_to_json(priors, "onednn_cpu") !=
+      memfmt::io::priors_to_json(memfmt::graph::onednn_cpu_priors(), "onednn_cpu")) {
+    std::puts("consumer: the installed onednn_cpu.json differs from graph::onednn_cpu_priors()");
+    return 1;
+  }
+  std::puts("consumer: priors from " MEMFMT_CONSUMER_PRIORS_DIR " ok");
 #endif
   std::printf("consumer: memfmt %d.%d.%d ok\n", MEMFMT_VERSION_MAJOR, MEMFMT_VERSION_MINOR, MEMFMT_VERSION_PATCH);
   return 0;

@@ -1,0 +1,116 @@
+// memfmt_cli::run in-process: `plan` and `run` answer on the output stream they are given and
+// report progress and errors on the error stream, writing nothing to std::cout or std::cerr, with
+// the binary's exit codes (--calibrate cudnn: 1 and a message saying why, as other errors).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "memfmt/graph/network.hpp"
+#include "memfmt/io/network_json.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using memfmt::graph::family;
+
+struct result {
+  int exit_code = -1;
+  std::string out, err, leaked;  // leaked: what reached std::cout or std::cerr
+};
+
+// Runs `memfmt args...` with string streams, catching anything written to the process's streams.
+result run(const std::vector<std::string>& args) {
+  std::vector<const char*> argv{"memfmt"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err, leaked;
+  std::streambuf* cout_buf = std::cout.rdbuf(leaked.rdbuf());
+  std::streambuf* cerr_buf = std::cerr.rdbuf(leaked.rdbuf());
+  result r;
+  r.exit_code = memfmt_cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  std::cout.rdbuf(cout_buf);
+  std::cerr.rdbuf(cerr_buf);
+  r.out = out.str();
+  r.err = err.str();
+  r.leaked = leaked.str();
+  return r;
+}
+
+class CliStreams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("memfmt_cli_streams_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    memfmt::graph::network net;
+    const auto x = net.input("x", {1, 4, 8, 8}, memfmt::dtype::float32, family::channels_first);
+    const auto c = net.conv("conv", x, memfmt::graph::conv_spec(8, 3, 1, 1));
+    net.output("y", net.activation("relu", c, memfmt::activation::relu), family::channels_first);
+    file_ = (dir_ / "net.json").string();
+    memfmt::io::write_network_file(file_, net);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string file_;
+};
+
+TEST_F(CliStreams, PlanAnswersOnItsOutputStream) {
+  result r = run({"plan", file_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("network " + file_ + " (network JSON, 4 layers), policy optimal\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.leaked, "");
+
+  r = run({"plan", file_, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("format"), "memfmt.plan") << r.out;
+  EXPECT_EQ(r.leaked, "");
+
+  // The calibration summary is progress: the error stream, beside the plan on the output one.
+  r = run({"plan", file_, "--calibrate", "reference", "--compare"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("network " + file_), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.rfind("memfmt plan: calibrated on ", 0), 0u) << r.err;
+  EXPECT_EQ(r.leaked, "");
+}
+
+TEST_F(CliStreams, RunAnswersOnItsOutputStream) {
+  const result r = run({"run", file_, "--random", "--repeat", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("model    " + file_, 0), 0u) << r.out;
+  EXPECT_EQ(r.leaked, "");
+}
+
+// Without a GPU, or in any build: cuDNN calibration is an error (exit 1) naming the backend and what
+// to do instead, on the error stream only, as a missing file is.
+TEST_F(CliStreams, ErrorsGoToTheErrorStream) {
+  result r = run({"plan", file_, "--calibrate", "cudnn"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("memfmt plan: --calibrate cudnn: this build of memfmt cannot calibrate on cudnn", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find("--priors data/priors/cudnn_gpu.json"), std::string::npos) << r.err;
+  EXPECT_EQ(r.leaked, "");
+
+  r = run({"plan", (dir_ / "absent.json").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("memfmt plan: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.leaked, "");
+
+  r = run({"run", file_, "--policy", "fastest"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--policy"), std::string::npos) << r.err;
+  EXPECT_EQ(r.leaked, "");
+}
+
+}  // namespace
