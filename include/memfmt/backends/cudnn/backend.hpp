@@ -428,6 +428,21 @@ class backend {
     run_copy(channel_block_copy(packed_shape_of(x), y.channels(), c_begin, false), y.data(), x.data(), stream_);
   }
 
+  // Unsupported here (support() says so, so the executor refuses these layers before any work).
+  template <class T, class XF, class YF>
+  void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::pad_forward: no cuDNN graph for padding in memfmt");
+  }
+  template <class T, class XF, class YF>
+  void softmax_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const softmax_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::softmax_forward: no cuDNN graph for softmax in memfmt");
+  }
+  template <class T, class XF, class YF>
+  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
+                          param_t<T>*, param_t<T>*, const group_norm_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_forward: no cuDNN graph for group norm in memfmt");
+  }
+
   // ------------------------------------------------------------ device memory (the executor's hooks)
   // An executor over this backend keeps its activations and parameters in device memory from
   // these (runtime/executor.hpp, "device memory").
