@@ -13,6 +13,9 @@
 #include <memfmt/backends/cudnn/support.hpp>
 #include <memfmt/backends/reference/concat.hpp>
 #include <memfmt/convert/convert.hpp>
+#include <memfmt/graph/models.hpp>
+#include <memfmt/graph/solve.hpp>
+#include <memfmt/runtime/backend_support.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 namespace {
@@ -152,6 +155,38 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   up.resample = resample_mode::nearest;
   EXPECT_TRUE(cudnn::layer_support(up));
   EXPECT_FALSE(cudnn::layer_support(query(op_kind::conv, dtype::float32, cl, 3)));
+}
+
+// The planner with the cuDNN backend's answers (no backend object: that needs a GPU) keeps every
+// layer with a pointwise step channels-last, as executor<cudnn::backend> requires.
+struct cudnn_answers {
+  op_support support(const op_query& q) const { return cudnn::layer_support(q); }
+};
+
+TEST(CudnnSupport, PlannerKeepsPointwiseLayersChannelsLast) {
+  graph::models::options o;
+  o.batch = 2;
+  o.resolution = 32;
+  o.width = 0.125;
+  o.classes = 10;
+  const graph::network net = graph::models::resnet18(o);
+  const cudnn_answers answers;
+  graph::cost_model costs;
+  costs.set_support_query(runtime::support_query_for(answers));
+  const graph::plan plan = graph::solve(net, costs);
+  int checked = 0;
+  for (const graph::node& n : net.nodes()) {
+    const auto f = plan.format(n.id);
+    if (!f) continue;
+    const auto q = runtime::op_query_of(n, *f);
+    if (!q) continue;
+    EXPECT_TRUE(cudnn::layer_support(*q)) << n.name << " planned " << graph::to_string(*f);
+    if (q->op == op_kind::activation || q->op == op_kind::binary || q->op == op_kind::batch_norm) {
+      EXPECT_EQ(*f, format_family::channels_last) << n.name;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 }  // namespace

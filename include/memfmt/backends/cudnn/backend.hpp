@@ -491,7 +491,8 @@ class backend {
     const packed_shape from = packed_shape_of(src);
     (void)packed_shape_of(dst);
     if (From::channels_last == To::channels_last) {
-      run_copy(copy_2d{0, 0, 0, 0, static_cast<std::size_t>(src.numel()) * sizeof(T), 1}, dst.data(), src.data(), stream_);
+      const std::size_t bytes = static_cast<std::size_t>(src.numel()) * sizeof(T);
+      run_copy(copy_2d{0, 0, bytes, bytes, bytes, 1}, dst.data(), src.data(), stream_);  // pitches >= width
       return;
     }
     for (const copy_2d& k : format_conversion_copies(from)) run_copy(k, dst.data(), src.data(), stream_);
