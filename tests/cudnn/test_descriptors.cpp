@@ -12,19 +12,18 @@
 #include <memfmt/tensor/tensor_view.hpp>
 
 #include "../common/coords.hpp"
+#include "host_util.hpp"
 
 namespace {
 
 using namespace memfmt;
 using cudnn::conv_direction;
 using cudnn::descriptor;
+using memfmt_test::expected_cudnn_type;
+using memfmt_test::fake_ptr;
 using memfmt_test::for_each_coord;
-
-// A fake, 256-byte aligned device address: descriptors never dereference it.
-template <class T>
-T* fake_ptr(std::uintptr_t slot = 1) {
-  return reinterpret_cast<T*>(slot * 0x100000u);
-}
+using memfmt_test::read_tensor;
+using memfmt_test::tensor_readback;
 
 // Strides by brute force from the layout's offsets (independent of layout::strides()).
 template <class F>
@@ -58,37 +57,6 @@ void expect_strides(const std::vector<std::int64_t>& got, const std::vector<std:
     if (dims[d] > 1 && want[d] >= 0) {
       EXPECT_EQ(got[d], want[d]) << "dim " << d;
     }
-}
-
-cudnnDataType_t expected_cudnn_type(dtype t) {
-  switch (t) {
-    case dtype::float32: return CUDNN_DATA_FLOAT;
-    case dtype::float64: return CUDNN_DATA_DOUBLE;
-    case dtype::float16: return CUDNN_DATA_HALF;
-    case dtype::bfloat16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_INT8;
-  }
-}
-
-struct tensor_readback {
-  std::vector<std::int64_t> dims, strides;
-  cudnnDataType_t type;
-  std::int64_t uid, alignment;
-  bool is_virtual, by_value;
-};
-tensor_readback read_tensor(const descriptor& d) {
-  tensor_readback r;
-  r.dims = d.get_int64s(CUDNN_ATTR_TENSOR_DIMENSIONS, "get dims");
-  r.strides = d.get_int64s(CUDNN_ATTR_TENSOR_STRIDES, "get strides");
-  r.type = d.get_data_type(CUDNN_ATTR_TENSOR_DATA_TYPE, "get type");
-  r.uid = d.get_int64(CUDNN_ATTR_TENSOR_UNIQUE_ID, "get uid");
-  // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT cannot be read back (cuDNN 9.19 answers NOT_SUPPORTED); the
-  // alignment is checked on the spec the descriptor was finalized from, and cuDNN's own check of it
-  // (alignment % element size) is exercised in test_errors.cpp.
-  r.alignment = -1;
-  r.is_virtual = d.get_bool(CUDNN_ATTR_TENSOR_IS_VIRTUAL, "get virtual");
-  r.by_value = d.get_bool(CUDNN_ATTR_TENSOR_IS_BY_VALUE, "get by value");
-  return r;
 }
 
 // ------------------------------------------------------------------ tensors

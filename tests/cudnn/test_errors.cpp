@@ -10,28 +10,15 @@
 
 #include <memfmt/backends/cudnn/backend.hpp>
 
+#include "host_util.hpp"
+
 namespace {
 
 using namespace memfmt;
 using cudnn::conv_direction;
 
-template <class T>
-T* fake_ptr(std::uintptr_t slot = 1) {
-  return reinterpret_cast<T*>(slot * 0x100000u);
-}
-
-template <class Fn>
-void expect_error_before_cudnn(Fn&& fn, errc code, const std::string& needle) {
-  const std::int64_t before = cudnn::descriptor::created_count();
-  try {
-    fn();
-    ADD_FAILURE() << "no error thrown (expected one mentioning '" << needle << "')";
-  } catch (const memfmt::error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(cudnn::descriptor::created_count(), before) << "a cuDNN descriptor was created before validation failed";
-}
+using memfmt_test::expect_error_before_cudnn;
+using memfmt_test::fake_ptr;
 
 TEST(CudnnErrors, ConvShapesGroupsDtypeCheckedFirst) {
   nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 6, 6});

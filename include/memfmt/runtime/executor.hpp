@@ -24,6 +24,12 @@
 // before it writes anything, copies the inputs in, runs the steps and copies the outputs out.
 // In poison mode every value's bytes are overwritten with NaN when its liveness ends, so a reader
 // scheduled after the end of a value's liveness reads garbage and the results change.
+//
+// Device memory: a backend that keeps tensors in its own memory (a GPU's) says so by naming the
+// hooks of detail::owns_memory; the executor then takes the arena and every parameter from
+// Backend::allocate, copies inputs, parameters and outputs with copy_in / copy_out and converts
+// with Backend::convert, and user ops receive the backend's pointers. Poison mode writes through
+// host pointers and is refused there. Other backends get the host arena, memcpy and memfmt::convert.
 #pragma once
 
 #include <any>
@@ -178,6 +184,21 @@ struct fuses_conv_epilogue : std::false_type {};
 template <class Backend>
 struct fuses_conv_epilogue<Backend, std::void_t<typename Backend::conv_fusion>> : std::true_type {};
 
+// Backends that keep a network's tensors in their own memory name these members:
+//   void* allocate(std::size_t bytes);                         the arena and each parameter
+//   void deallocate(void* p, std::size_t bytes) noexcept;
+//   void copy_in(void* dst, const void* host, std::size_t bytes);   host bytes reusable on return
+//   void copy_out(void* host, const void* src, std::size_t bytes);  after every queued step
+//   template <class T, class From, class To> void convert(tensor_view<const T, From>, tensor_view<T, To>);
+template <class Backend, class = void>
+struct owns_memory : std::false_type {};
+template <class Backend>
+struct owns_memory<Backend, std::void_t<decltype(std::declval<Backend&>().allocate(std::size_t{})),
+                                        decltype(std::declval<Backend&>().deallocate(nullptr, std::size_t{})),
+                                        decltype(std::declval<Backend&>().copy_in(nullptr, nullptr, std::size_t{})),
+                                        decltype(std::declval<Backend&>().copy_out(nullptr, nullptr, std::size_t{}))>>
+    : std::true_type {};
+
 // Backends that cache prepared copies of weights by address (oneDNN's reordered weights).
 template <class Backend, class = void>
 struct caches_weights : std::false_type {};
@@ -196,6 +217,10 @@ class executor {
     if (plan.nodes.size() != net.size())
       memfmt::detail::fail(errc::shape_mismatch, "executor: the plan has " + std::to_string(plan.nodes.size()) +
                                                      " nodes, the network " + std::to_string(net.size()));
+    if (detail::owns_memory<Backend>::value && options.poison)
+      memfmt::detail::fail(errc::invalid_argument, std::string("executor (") + Backend::name +
+                                                       " backend): poison mode writes NaN through host pointers, "
+                                                       "and this backend keeps the arena in its own memory");
     for (const graph::node& n : net.nodes()) check_supported(n);
     check_parameters(net, params);
     find_fusions();
@@ -226,16 +251,16 @@ class executor {
     check_io(outputs, graph::node_kind::output, "output");
     for (const auto& [name, t] : inputs) {
       const graph::node_id id = *net_.find(name);
-      if (t.bytes()) std::memcpy(buffer(id), t.data, t.bytes());
+      if (t.bytes()) copy_in(buffer(id), t.data, t.bytes());
     }
     for (std::size_t s = 0; s < steps_.size(); ++s) {
       for (auto& step : steps_[s]) step();
       if (options_.poison)
-        for (std::size_t v : memory_.ending_at(static_cast<std::int64_t>(s))) memory_.poison(arena_.get(), v);
+        for (std::size_t v : memory_.ending_at(static_cast<std::int64_t>(s))) memory_.poison(base_, v);
     }
     for (const auto& [name, t] : outputs) {
       const graph::node_id id = *net_.find(name);
-      if (t.bytes()) std::memcpy(t.data, buffer(id), t.bytes());
+      if (t.bytes()) copy_out(t.data, buffer(id), t.bytes());
     }
   }
 
@@ -414,14 +439,54 @@ class executor {
     report_.arena_bytes = memory_.arena_bytes;
     report_.allocate_all_bytes = memory_.total_bytes;
     if (memory_.arena_bytes > 0) {
-      void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-      if (!p) throw std::bad_alloc();
-      arena_.reset(static_cast<std::byte*>(p));
+      if constexpr (detail::owns_memory<Backend>::value) {
+        base_ = static_cast<std::byte*>(backend_memory(static_cast<std::size_t>(memory_.arena_bytes)));
+      } else {
+        void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
+        if (!p) throw std::bad_alloc();
+        arena_.reset(static_cast<std::byte*>(p));
+        base_ = arena_.get();
+      }
     }
     steps_.resize(net_.size());
   }
 
-  std::byte* slot_data(std::size_t s) { return arena_.get() + memory_.offsets[s]; }
+  // `bytes` of the backend's memory, given back with this executor.
+  void* backend_memory(std::size_t bytes) {
+    void* p = backend_.allocate(bytes);
+    Backend* b = &backend_;
+    owned_.push_back(std::shared_ptr<void>(p, [b, bytes](void* q) { b->deallocate(q, bytes); }));
+    return p;
+  }
+  void copy_in(void* dst, const void* src, std::size_t bytes) {
+    if constexpr (detail::owns_memory<Backend>::value) backend_.copy_in(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
+  }
+  void copy_out(void* dst, const void* src, std::size_t bytes) {
+    if constexpr (detail::owns_memory<Backend>::value) backend_.copy_out(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
+  }
+
+  // A parameter (weights, statistics, scratch) kept for the executor's lifetime where the backend
+  // reads it: the host vector itself, or a copy in the backend's memory.
+  template <class V>
+  auto* param(V v) {
+    const std::size_t count = v.size();
+    auto* host = detail::keep(owned_, std::move(v));
+    if constexpr (detail::owns_memory<Backend>::value) {
+      using E = std::remove_pointer_t<decltype(host)>;
+      const std::size_t bytes = count * sizeof(E);
+      if (bytes == 0) return host;
+      auto* dev = static_cast<E*>(backend_memory(bytes));
+      backend_.copy_in(dev, host, bytes);
+      return dev;
+    } else {
+      (void)count;
+      return host;
+    }
+  }
+
+  std::byte* slot_data(std::size_t s) { return base_ + memory_.offsets[s]; }
   std::byte* buffer(graph::node_id id) { return slot_data(slot_[id]); }
 
   static int kernel_rank(const std::vector<std::int64_t>& e) { return e.size() == 2 ? 4 : static_cast<int>(e.size()); }
@@ -459,7 +524,10 @@ class executor {
           // The other format of the same rank (nchw <-> nhwc, ncdhw <-> ndhwc).
           using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
           const auto d = detail::view_of<To>(reinterpret_cast<T*>(dst), n.extents);
-          step.push_back([s, d] { memfmt::convert(s, d); });
+          if constexpr (detail::owns_memory<Backend>::value)
+            step.push_back([&b = backend_, s, d] { b.convert(s, d); });
+          else
+            step.push_back([s, d] { memfmt::convert(s, d); });
         });
       });
     }
@@ -468,7 +536,13 @@ class executor {
   // A conv weight in F's layout, registered so a weight-caching backend forgets it with this executor.
   template <class T, class F>
   tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
-    const tensor_view<const T, F> v = detail::weight_in<T, F>(owned_, w, shape);
+    tensor_view<const T, F> v = detail::weight_in<T, F>(owned_, w, shape);
+    if constexpr (detail::owns_memory<Backend>::value) {
+      const std::size_t bytes = static_cast<std::size_t>(v.numel()) * sizeof(T);
+      void* dev = backend_memory(bytes);
+      backend_.copy_in(dev, v.data(), bytes);
+      v = tensor_view<const T, F>(static_cast<const T*>(dev), v.mapping());
+    }
     weights_.push_back(v.data());
     return v;
   }
@@ -484,7 +558,7 @@ class executor {
     std::vector<T> w = params.at(n.name + ".weight").template values<T>(n.name + ".weight");
     std::vector<T> bias = a.bias ? params.at(n.name + ".bias").template values<T>(n.name + ".bias") : std::vector<T>{};
     if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
-    const T* bd = bias.empty() ? nullptr : detail::keep(owned_, std::move(bias));
+    const T* bd = bias.empty() ? nullptr : param(std::move(bias));
     const bool relu = fused_relu_.count(n.id) > 0;
     const auto res = residual_.find(n.id);
     const T* rd = res == residual_.end() ? nullptr
@@ -557,7 +631,7 @@ class executor {
       if (a.bias) {
         std::vector<std::int64_t> be(n.extents.size(), 1);
         be[1] = a.out_channels;
-        const T* bias_values = detail::keep(owned_, params.at(n.name + ".bias").template values<T>(n.name + ".bias"));
+        const T* bias_values = param(params.at(n.name + ".bias").template values<T>(n.name + ".bias"));
         bias = detail::view_of<F>(bias_values, be);
       }
       const conv_params p = a.params;
@@ -576,7 +650,7 @@ class executor {
     const P* s[4];
     int i = 0;
     for (const char* k : {"weight", "bias", "running_mean", "running_var"})
-      s[i++] = detail::keep(owned_, detail::values_as<T, P>(params, n.name + "." + k));
+      s[i++] = param(detail::values_as<T, P>(params, n.name + "." + k));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -594,11 +668,11 @@ class executor {
   void bind_group_norm(const graph::node& n, const parameter_store& params, step_list& step) {
     using P = detail::stats_t<T>;
     const auto& a = n.get<graph::norm_attrs>();
-    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, n.name + ".weight")) : nullptr;
-    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, n.name + ".bias")) : nullptr;
+    const P* gamma = a.affine ? param(detail::values_as<T, P>(params, n.name + ".weight")) : nullptr;
+    const P* beta = a.affine ? param(detail::values_as<T, P>(params, n.name + ".bias")) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = detail::keep(owned_, std::vector<P>(stats));
-    P* invstd = detail::keep(owned_, std::vector<P>(stats));
+    P* mean = param(std::vector<P>(stats));
+    P* invstd = param(std::vector<P>(stats));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -622,9 +696,9 @@ class executor {
     while (net_.at(src).kind == graph::node_kind::dropout && !net_.at(src).spatial()) src = net_.at(src).inputs[0];
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
-    const T* w = detail::keep(owned_, params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
+    const T* w = param(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
     weights_.push_back(w);
-    const T* bias = a.bias ? detail::keep(owned_, params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
+    const T* bias = a.bias ? param(params.at(n.name + ".bias").template values<T>(n.name + ".bias")) : nullptr;
     const auto yv = detail::view_of<nchw>(yd, detail::kernel_extents(n.extents));
     Backend& b = backend_;
     const graph::node& s = net_.at(src);
@@ -735,7 +809,8 @@ class executor {
   std::vector<std::size_t> slot_;                      // per node: its value's storage
   std::map<graph::node_id, std::size_t> converted_slot_;  // per converted value: the copy's storage
   memory_plan memory_;
-  std::unique_ptr<std::byte, detail::free_bytes> arena_;
+  std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
+  std::byte* base_ = nullptr;                             // the arena, host or the backend's memory
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of

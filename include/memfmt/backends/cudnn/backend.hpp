@@ -27,10 +27,18 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../layer_params.hpp"
+#include "../op_query.hpp"
 #include "channel_padding.hpp"
 #include "graphs.hpp"
+#include "matmul.hpp"
 #include "plan.hpp"
+#include "pointwise.hpp"
+#include "reduction.hpp"
+#include "resample.hpp"
 #include "status.hpp"
+#include "strided_copy.hpp"
+#include "support.hpp"
 
 namespace memfmt::cudnn {
 
@@ -347,6 +355,149 @@ class backend {
     last_engine_ = plan->engine_name;
   }
 
+  // ------------------------------------------------------------ the other layers (the executor's)
+  // Graphs built once per signature and cached like the convolutions'; concatenation and channel
+  // slices are 2-D copies of packed tensors on the stream (strided_copy.hpp).
+
+  // What this backend runs (support.hpp); the executor and the planner ask before any work.
+  op_support support(const op_query& q) const { return layer_support(q); }
+
+  template <class T, class XF, class YF>
+  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    const pointwise_problem pr = make_activation_problem(kind, x, y);
+    if (y.numel() == 0) return;
+    run_pointwise("cuDNN activation_forward", pr, {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}});
+  }
+
+  template <class T, class AF, class BF, class YF>
+  void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
+    const pointwise_problem pr = make_binary_problem(kind, a, b, y);
+    if (y.numel() == 0) return;
+    run_pointwise("cuDNN binary_forward", pr,
+                  {{uid::x, const_cast<T*>(a.data())}, {uid::bias, const_cast<T*>(b.data())}, {uid::y, y.data()}});
+  }
+
+  template <class T, class XF, class YF>
+  void pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) {
+    const resample_problem pr = make_pool_problem(x, y, p);
+    if (y.numel() == 0) return;
+    run_graph(pr.key(), [&] { return resample_graph(pr); }, {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}});
+  }
+
+  template <class T, class XF, class YF>
+  void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) {
+    const resample_problem pr = make_upsample_problem(x, y, p);
+    if (y.numel() == 0) return;
+    run_graph(pr.key(), [&] { return resample_graph(pr); }, {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}});
+  }
+
+  template <class T, class XF, class YF>
+  void global_average_pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    const global_pool_problem pr = make_global_average_pool_problem(x, y);
+    if (y.numel() == 0) return;
+    const auto constants = pr.constants();  // by value: read when the plan is launched
+    std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}};
+    for (const graph_constant& c : constants) ptrs.push_back({c.uid, const_cast<float*>(&c.value)});
+    run_graph(pr.key(), [&] { return global_average_pool_graph(pr); }, ptrs);
+  }
+
+  template <class T, class XF, class YF>
+  void linear_forward(tensor_view<const T, XF> x, const T* w, const T* bias, tensor_view<T, YF> y) {
+    const linear_problem pr = make_linear_problem(x, w, bias, y);
+    if (y.numel() == 0) return;
+    run_graph(pr.key(), [&] { return linear_graph(pr); },
+              {{uid::x, const_cast<T*>(x.data())}, {uid::w, const_cast<T*>(w)}, {uid::bias, const_cast<T*>(bias)},
+               {uid::y, y.data()}});
+  }
+
+  template <class T, class XF, class YF>
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) {
+    validate_concat("cuDNN concat_forward", xs, "output y", y);
+    std::int64_t c = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      require_same_packed_format("cuDNN concat_forward", xs[i], y);
+      run_copy(channel_block_copy(packed_shape_of(y), xs[i].channels(), c, true), y.data(), xs[i].data(), stream_);
+      c += xs[i].channels();
+    }
+  }
+
+  template <class T, class XF, class YF>
+  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) {
+    validate_channel_slice("cuDNN channel_slice_forward", "input x", x, "output y", y, c_begin);
+    require_same_packed_format("cuDNN channel_slice_forward", y, x);
+    run_copy(channel_block_copy(packed_shape_of(x), y.channels(), c_begin, false), y.data(), x.data(), stream_);
+  }
+
+  // Unsupported here (support() says so, so the executor refuses these layers before any work).
+  template <class T, class XF, class YF>
+  void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::pad_forward: no cuDNN graph for padding in memfmt");
+  }
+  template <class T, class XF, class YF>
+  void softmax_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const softmax_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::softmax_forward: no cuDNN graph for softmax in memfmt");
+  }
+  template <class T, class XF, class YF>
+  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
+                          param_t<T>*, param_t<T>*, const group_norm_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_forward: no cuDNN graph for group norm in memfmt");
+  }
+
+  // ------------------------------------------------------------ device memory (the executor's hooks)
+  // An executor over this backend keeps its activations and parameters in device memory from
+  // these (runtime/executor.hpp, "device memory").
+
+  void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    if (opts_->allocator.allocate) {
+      void* p = opts_->allocator.allocate(bytes);
+      if (!p)
+        memfmt::detail::fail(errc::backend_failure,
+                             "cuDNN backend: the user allocator returned null for " + std::to_string(bytes) + " bytes");
+      return p;
+    }
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes), ("cudaMalloc(" + std::to_string(bytes) + " bytes)").c_str());
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) noexcept {
+    if (!p) return;
+    cudaStreamSynchronize(stream_);  // queued work may still read it
+    if (opts_->allocator.deallocate)
+      opts_->allocator.deallocate(p, bytes);
+    else
+      cudaFree(p);
+  }
+  // Host to device; the host bytes may be reused when it returns.
+  void copy_in(void* device, const void* host, std::size_t bytes) {
+    if (bytes == 0) return;
+    check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (copy in)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (copy in)");
+  }
+  // Device to host, after everything queued before it.
+  void copy_out(void* host, const void* device, std::size_t bytes) {
+    if (bytes == 0) return;
+    check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (copy out)");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (copy out)");
+  }
+  // A packed device tensor into another format (strided_copy.hpp).
+  template <class T, class From, class To>
+  void convert(tensor_view<const T, From> src, tensor_view<T, To> dst) {
+    static_assert(From::rank == To::rank, "cuDNN convert: one rank");
+    if (src.extents() != dst.extents())
+      memfmt::detail::fail(errc::shape_mismatch, "cuDNN convert: source " + memfmt::detail::dims_to_string(src.extents()) +
+                                                     " and destination " +
+                                                     memfmt::detail::dims_to_string(dst.extents()) + " differ");
+    const packed_shape from = packed_shape_of(src);
+    (void)packed_shape_of(dst);
+    if (From::channels_last == To::channels_last) {
+      const std::size_t bytes = static_cast<std::size_t>(src.numel()) * sizeof(T);
+      run_copy(copy_2d{0, 0, bytes, bytes, bytes, 1}, dst.data(), src.data(), stream_);  // pitches >= width
+      return;
+    }
+    for (const copy_2d& k : format_conversion_copies(from)) run_copy(k, dst.data(), src.data(), stream_);
+  }
+
   // Runs a plan with the given (uid, pointer) pairs; grows the workspace to the plan's size. Pairs
   // whose uid is not a tensor of the plan's graph are left out (one list serves alternative graphs).
   void execute(execution_plan& plan, const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
@@ -424,6 +575,45 @@ class backend {
                                     "tensors only; convert to channels-last, e.g. with memfmt::cuda::convert)"
                                   : "") +
                              "; " + p->unsupported);
+  }
+
+  // The (channels-last) pointwise graph of `pr`, cached, with its by-value constants.
+  void run_pointwise(const char* op, const pointwise_problem& pr, std::vector<std::pair<std::int64_t, void*>> ptrs) {
+    execution_plan* p = require_pointwise_plan(op, pr.y, pr.key(), [&] { return pointwise_graph(pr); });
+    const auto constants = pr.constants();  // by value: read when the plan is launched
+    for (const graph_constant& c : constants) ptrs.push_back({c.uid, const_cast<float*>(&c.value)});
+    execute(*p, ptrs);
+    last_engine_ = p->engine_name;
+  }
+  template <class MakeGraph>
+  void run_graph(const std::string& key, MakeGraph&& make_graph, const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
+    execution_plan* p = require_plan(key, make_graph);
+    execute(*p, ptrs);
+    last_engine_ = p->engine_name;
+  }
+
+  // A packed view as (N, C, positions); throws unsupported for a padded or strided view.
+  template <class T, class F>
+  static packed_shape packed_shape_of(const tensor_view<T, F>& v) {
+    if (!v.is_packed())
+      memfmt::detail::fail(errc::unsupported, std::string("cuDNN backend: a ") + F::name + " tensor " +
+                                                  memfmt::detail::dims_to_string(v.extents()) +
+                                                  " that is not packed (strided copies take packed tensors)");
+    packed_shape s;
+    s.n = v.extent(0);
+    s.c = v.extent(1);
+    for (int d = 2; d < F::rank; ++d) s.s *= v.extent(d);
+    s.element_bytes = sizeof(T);
+    s.channels_last = F::channels_last;
+    return s;
+  }
+  template <class A, class AF, class B, class BF>
+  static void require_same_packed_format(const char* op, const tensor_view<A, AF>& part, const tensor_view<B, BF>& whole) {
+    (void)packed_shape_of(part);
+    (void)packed_shape_of(whole);
+    if (AF::channels_last != BF::channels_last)
+      memfmt::detail::fail(errc::format_mismatch, std::string(op) + ": part " + AF::name + " and whole " + BF::name +
+                                                      " (one format for all)");
   }
 
   // A device array of `count` ones of type T, kept between calls (the dbias weight gradient's input).

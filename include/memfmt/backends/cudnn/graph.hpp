@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,37 @@
 namespace memfmt::cudnn {
 
 enum class conv_direction { forward, backward_data, backward_weights };
+
+// Attributes of a pointwise operation beyond its mode: relu with an upper clip (relu6), swish's beta.
+struct pointwise_options {
+  std::optional<double> relu_upper_clip;
+  std::optional<double> swish_beta;
+};
+
+// A resample (pooling or up-sampling) operation: per spatial dimension window, strides and
+// paddings as fractions (up-sampling by 2 is a stride of 1/2).
+struct resample_spec {
+  cudnnResampleMode_t mode = CUDNN_RESAMPLE_MAXPOOL;
+  cudnnPaddingMode_t padding_mode = CUDNN_NEG_INF_PAD;
+  cudnnDataType_t compute_type = CUDNN_DATA_FLOAT;
+  std::vector<cudnnFraction_t> window, strides, pre_padding, post_padding;
+
+  std::string key() const {
+    return "rs" + std::to_string(static_cast<int>(mode)) + "p" + std::to_string(static_cast<int>(padding_mode)) + "c" +
+           std::to_string(static_cast<int>(compute_type)) + "w" + fractions_to_string(window) + "s" +
+           fractions_to_string(strides) + "b" + fractions_to_string(pre_padding) + "e" +
+           fractions_to_string(post_padding);
+  }
+};
+
+// One operation as the builder was asked for it (unique ids of its x, b and y; -1 when absent).
+struct op_record {
+  enum class kind { pointwise, reduction_sum, resample, matmul };
+  kind op = kind::pointwise;
+  cudnnPointwiseMode_t mode = CUDNN_POINTWISE_IDENTITY;  // pointwise only
+  pointwise_options options;
+  std::int64_t x = -1, b = -1, y = -1;
+};
 
 class graph_builder {
  public:
@@ -92,11 +124,33 @@ class graph_builder {
   // y = mode(x[, b]) elementwise with broadcasting of b (e.g. a [1, C, 1, 1] bias). For RELU_BWD
   // pass dy as `x`, the forward output as `b` and get dx as `y`.
   const descriptor& pointwise(cudnnPointwiseMode_t mode, const tensor_spec& x, const tensor_spec* b,
-                              const tensor_spec& y, cudnnDataType_t math) {
+                              const tensor_spec& y, cudnnDataType_t math, const pointwise_options& o = {}) {
     descriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "set CUDNN_ATTR_POINTWISE_MODE");
     pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, math, "set CUDNN_ATTR_POINTWISE_MATH_PREC");
+    if (o.relu_upper_clip) {
+      // cuDNN takes the clip in the math precision's own type (double only for double math).
+      if (math == CUDNN_DATA_DOUBLE) {
+        const double lo = 0.0, up = *o.relu_upper_clip;
+        pw.set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo, "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP");
+        pw.set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &up, "set CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP");
+      } else {
+        const float lo = 0.0f, up = static_cast<float>(*o.relu_upper_clip);
+        pw.set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lo, "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP");
+        pw.set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &up, "set CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP");
+      }
+    }
+    if (o.swish_beta) {
+      if (math == CUDNN_DATA_DOUBLE) {
+        const double beta = *o.swish_beta;
+        pw.set(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
+      } else {
+        const float beta = static_cast<float>(*o.swish_beta);
+        pw.set(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
+      }
+    }
     pw.finalize("finalize pointwise descriptor");
+    log_.push_back({op_record::kind::pointwise, mode, o, x.uid, b ? b->uid : -1, y.uid});
     keep_.push_back(std::move(pw));
     const descriptor& pw_ref = keep_.back();
     descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
@@ -176,10 +230,13 @@ class graph_builder {
   }
 
   // y = sum of x over the dimensions where y has extent 1 (e.g. dbias = sum of dy over N, spatial).
+  // (cuDNN 9.19 refuses to finalize a CUDNN_REDUCE_TENSOR_AVG reduction descriptor, so averages
+  // are a sum and a pointwise scale.)
   const descriptor& reduction_sum(const tensor_spec& x, const tensor_spec& y, cudnnDataType_t math) {
     descriptor red(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
     const cudnnReduceTensorOp_t add = CUDNN_REDUCE_TENSOR_ADD;
     red.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &add, "set CUDNN_ATTR_REDUCTION_OPERATOR");
+    log_.push_back({op_record::kind::reduction_sum, CUDNN_POINTWISE_IDENTITY, {}, x.uid, -1, y.uid});
     red.set_data_type(CUDNN_ATTR_REDUCTION_COMP_TYPE, math, "set CUDNN_ATTR_REDUCTION_COMP_TYPE");
     red.finalize("finalize reduction descriptor");
     keep_.push_back(std::move(red));
@@ -189,6 +246,62 @@ class graph_builder {
     op.set_desc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor(y), "set CUDNN_ATTR_OPERATION_REDUCTION_YDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, red_ref, "set CUDNN_ATTR_OPERATION_REDUCTION_DESC");
     op.finalize("finalize reduction operation");
+    return add_op(std::move(op));
+  }
+
+  // y = resample(x): pooling (window, strides, pre/post paddings, padding mode) or up-sampling
+  // (nearest / bilinear, the window and strides of the down-scale ratio as fractions).
+  const descriptor& resample(const resample_spec& r, const tensor_spec& x, const tensor_spec& y) {
+    const auto n = static_cast<std::int64_t>(r.window.size());
+    if (r.strides.size() != r.window.size() || r.pre_padding.size() != r.window.size() ||
+        r.post_padding.size() != r.window.size() || n < 1 || n + 2 != static_cast<std::int64_t>(x.dims.size()))
+      memfmt::detail::fail(errc::invalid_argument,
+                           "cuDNN resample: window " + fractions_to_string(r.window) + ", strides " +
+                               fractions_to_string(r.strides) + ", paddings " + fractions_to_string(r.pre_padding) +
+                               " / " + fractions_to_string(r.post_padding) + " must each have one entry per spatial "
+                               "dimension of x " + memfmt::detail::dims_to_string(x.dims));
+    descriptor rs(CUDNN_BACKEND_RESAMPLE_DESCRIPTOR);
+    rs.set(CUDNN_ATTR_RESAMPLE_MODE, CUDNN_TYPE_RESAMPLE_MODE, 1, &r.mode, "set CUDNN_ATTR_RESAMPLE_MODE");
+    rs.set_data_type(CUDNN_ATTR_RESAMPLE_COMP_TYPE, r.compute_type, "set CUDNN_ATTR_RESAMPLE_COMP_TYPE");
+    rs.set_int64(CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS, n, "set CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS");
+    rs.set(CUDNN_ATTR_RESAMPLE_WINDOW_DIMS, CUDNN_TYPE_FRACTION, n, r.window.data(), "set CUDNN_ATTR_RESAMPLE_WINDOW_DIMS");
+    rs.set(CUDNN_ATTR_RESAMPLE_STRIDES, CUDNN_TYPE_FRACTION, n, r.strides.data(), "set CUDNN_ATTR_RESAMPLE_STRIDES");
+    rs.set(CUDNN_ATTR_RESAMPLE_PRE_PADDINGS, CUDNN_TYPE_FRACTION, n, r.pre_padding.data(),
+           "set CUDNN_ATTR_RESAMPLE_PRE_PADDINGS");
+    rs.set(CUDNN_ATTR_RESAMPLE_POST_PADDINGS, CUDNN_TYPE_FRACTION, n, r.post_padding.data(),
+           "set CUDNN_ATTR_RESAMPLE_POST_PADDINGS");
+    rs.set(CUDNN_ATTR_RESAMPLE_PADDING_MODE, CUDNN_TYPE_PADDING_MODE, 1, &r.padding_mode,
+           "set CUDNN_ATTR_RESAMPLE_PADDING_MODE");
+    const cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;  // PyTorch's max pooling propagates NaN
+    rs.set(CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan,
+           "set CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION");
+    rs.finalize("finalize resample descriptor");
+    keep_.push_back(std::move(rs));
+    const descriptor& rs_ref = keep_.back();
+    log_.push_back({op_record::kind::resample, CUDNN_POINTWISE_IDENTITY, {}, x.uid, -1, y.uid});
+    descriptor op(CUDNN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_XDESC, tensor(x), "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_XDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_YDESC, tensor(y), "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_YDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_DESC, rs_ref, "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_DESC");
+    op.finalize("finalize resample operation");
+    return add_op(std::move(op));
+  }
+
+  // c = a x b over the last two dimensions, batched over the first: a [B, M, K], b [B, K, N],
+  // c [B, M, N] (a batch extent of 1 broadcasts).
+  const descriptor& matmul(const tensor_spec& a, const tensor_spec& b, const tensor_spec& c, cudnnDataType_t math) {
+    descriptor mm(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    mm.set_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, math, "set CUDNN_ATTR_MATMUL_COMP_TYPE");
+    mm.finalize("finalize matmul descriptor");
+    keep_.push_back(std::move(mm));
+    const descriptor& mm_ref = keep_.back();
+    log_.push_back({op_record::kind::matmul, CUDNN_POINTWISE_IDENTITY, {}, a.uid, b.uid, c.uid});
+    descriptor op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor(a), "set CUDNN_ATTR_OPERATION_MATMUL_ADESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor(b), "set CUDNN_ATTR_OPERATION_MATMUL_BDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor(c), "set CUDNN_ATTR_OPERATION_MATMUL_CDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_DESC, mm_ref, "set CUDNN_ATTR_OPERATION_MATMUL_DESC");
+    op.finalize("finalize matmul operation");
     return add_op(std::move(op));
   }
 
@@ -210,6 +323,9 @@ class graph_builder {
   const std::map<std::int64_t, tensor_spec>& specs() const noexcept { return specs_; }
   // Convolution / pointwise / reduction descriptors, in the order the operations were added.
   const std::deque<descriptor>& attributes() const noexcept { return keep_; }
+  // What was asked of each pointwise, reduction, resample and matmul operation, in order: cuDNN
+  // 9.19 cannot read a pointwise descriptor's mode or clips back, so tests read them here.
+  const std::vector<op_record>& log() const noexcept { return log_; }
 
  private:
   const descriptor& add_op(descriptor&& op) {
@@ -220,6 +336,7 @@ class graph_builder {
   std::map<std::int64_t, tensor_spec> specs_;
   std::deque<descriptor> keep_;  // convolution / pointwise descriptors the operations refer to
   std::deque<descriptor> ops_;
+  std::vector<op_record> log_;
   descriptor graph_;
 };
 

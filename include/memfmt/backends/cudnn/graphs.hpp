@@ -29,6 +29,7 @@ inline constexpr std::int64_t x = 1, w = 2, y = 3, bias = 4, aux = 5, dy = 6, dx
 inline constexpr std::int64_t scale = 10, shift = 11, mean = 12, inv_variance = 13, epsilon = 14, momentum = 15,
                               running_mean_in = 16, running_var_in = 17, running_mean_out = 18, running_var_out = 19,
                               dscale = 20, dshift = 21, grad = 22;
+inline constexpr std::int64_t constant_base = 50;  // by-value scalars of a layer graph: 50, 51, ...
 inline constexpr std::int64_t virtual_base = 100;  // fused intermediates: 100, 101, ...
 }  // namespace uid
 

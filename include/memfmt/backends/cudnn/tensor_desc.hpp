@@ -36,6 +36,14 @@ inline cudnnDataType_t to_cudnn(dtype t) {
                                                     " is not supported (float32, float64, float16, bfloat16)");
 }
 
+// The layer graphs (pointwise, resample, reduction, matmul) run float32, float16 and bfloat16;
+// throws unsupported_dtype naming `op` and the type otherwise.
+inline void require_layer_dtype(dtype t, const std::string& op) {
+  if (t == dtype::float32 || t == dtype::float16 || t == dtype::bfloat16) return;
+  memfmt::detail::fail(errc::unsupported_dtype, op + ": element type " + std::string(to_string(t)) +
+                                                    " is not supported (float32, float16, bfloat16)");
+}
+
 // Math (compute) type for a storage type: float for the 16-bit types and float32, double for double.
 inline cudnnDataType_t compute_type_for(dtype t) { return t == dtype::float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
@@ -194,6 +202,34 @@ class pointwise_frame {
   form form_ = form::as_is;
   dense_shape shape_{};
 };
+
+// A dense tensor with one position ([N, C, 1, 1(, 1)]) described with packed channels-last strides
+// [C, 1, C, C(, C)] - the same bytes in either format, in the stride order cuDNN's runtime-fusion
+// engines accept (see pointwise_frame below); any other tensor as it is.
+inline tensor_spec one_position_as_channels_last(tensor_spec t) {
+  if (t.dims.size() < 4) return t;
+  std::int64_t positions = 1;
+  for (std::size_t d = 2; d < t.dims.size(); ++d) positions *= t.dims[d];
+  if (positions != 1) return t;
+  const strided_desc desc{t.dims, t.strides, t.type};
+  const memory_format cf = memory_format::contiguous;
+  const memory_format cl = t.dims.size() == 4 ? memory_format::channels_last : memory_format::channels_last_3d;
+  if (!is_contiguous(desc, cf) && !is_contiguous(desc, cl)) return t;
+  t.strides.assign(t.dims.size(), t.dims[1]);
+  t.strides[1] = 1;
+  return t;
+}
+
+// "[a/b, c, ...]" (whole numbers without their denominator), for messages and cache keys.
+inline std::string fractions_to_string(const std::vector<cudnnFraction_t>& v) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(v[i].numerator);
+    if (v[i].denominator != 1) r += "/" + std::to_string(v[i].denominator);
+  }
+  return r + "]";
+}
 
 // Builds and finalizes the cuDNN tensor descriptor of `s`.
 inline descriptor make_tensor(const tensor_spec& s) {

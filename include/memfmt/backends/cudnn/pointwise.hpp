@@ -1,0 +1,171 @@
+// memfmt/backends/cudnn/pointwise.hpp - activations and binary ops as cuDNN pointwise graphs.
+//
+// make_activation_problem / make_binary_problem validate the views (the checks every backend
+// shares, validate.hpp, then the element type) before any cuDNN call and keep them as tensor specs;
+// pointwise_graph builds the operations. Activations cuDNN has no mode for are short chains:
+// hardsigmoid is relu6(x + 3) / 6 and hardswish x * relu6(x + 3) / 6, with the constants passed by
+// value (pointwise_problem::constants gives the variant-pack entries). A broadcast first operand
+// of sub and div is handled by rewriting (a - b = -(b - a), a / b = a * (1 / b)), since cuDNN
+// broadcasts the second operand only.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../../error.hpp"
+#include "../../tensor/tensor_view.hpp"
+#include "../layer_params.hpp"
+#include "../validate.hpp"
+#include "graph.hpp"
+#include "graphs.hpp"
+#include "tensor_desc.hpp"
+
+namespace memfmt::cudnn {
+
+// A by-value float scalar of a graph: its unique id and value.
+struct graph_constant {
+  std::int64_t uid = 0;
+  float value = 0.0f;
+};
+
+struct pointwise_problem {
+  bool is_binary = false;
+  activation function = activation::identity;  // activations
+  binary_op op = binary_op::add;               // binary ops
+  tensor_spec a, b, y;                         // a is x for activations; b is unused there
+  int rank = 4;
+
+  // The scalars the graph reads by value (hardsigmoid, hardswish, a broadcast first operand of sub).
+  std::vector<graph_constant> constants() const {
+    if (!is_binary && (function == activation::hardsigmoid || function == activation::hardswish))
+      return {{uid::constant_base, 3.0f}, {uid::constant_base + 1, 1.0f / 6.0f}};
+    return {};
+  }
+  std::string key() const {
+    const int which = is_binary ? static_cast<int>(op) : static_cast<int>(function);
+    return std::string(is_binary ? "binary" : "activation") + std::to_string(which) + "|" + a.key() +
+           (is_binary ? "|" + b.key() : std::string()) + "|" + y.key();
+  }
+};
+
+namespace detail {
+
+template <class XF, class YF>
+constexpr void static_check_pointwise_ranks() {
+  static_assert(XF::rank == YF::rank, "cuDNN pointwise: input and output of the same rank (both 2-D or both 3-D formats)");
+}
+
+// Whether `t` has the extents `full` (it is not broadcast).
+inline bool has_extents(const tensor_spec& t, const tensor_spec& full) { return t.dims == full.dims; }
+
+}  // namespace detail
+
+template <class T, class XF, class YF>
+pointwise_problem make_activation_problem(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+  detail::static_check_pointwise_ranks<XF, YF>();
+  validate_activation_forward(x, y);
+  require_layer_dtype(dtype_of_v<T>, "cuDNN activation_forward");
+  pointwise_problem pr;
+  pr.function = kind;
+  pr.rank = XF::rank;
+  pr.a = one_position_as_channels_last(spec_of(x, uid::x));
+  pr.y = one_position_as_channels_last(spec_of(y, uid::y));
+  return pr;
+}
+
+template <class T, class AF, class BF, class YF>
+pointwise_problem make_binary_problem(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                                      tensor_view<T, YF> y) {
+  validate_binary_forward(a, b, y);
+  require_layer_dtype(dtype_of_v<T>, "cuDNN binary_forward");
+  pointwise_problem pr;
+  pr.is_binary = true;
+  pr.op = kind;
+  pr.rank = AF::rank;
+  pr.a = one_position_as_channels_last(spec_of(a, uid::x));
+  pr.b = one_position_as_channels_last(spec_of(b, uid::bias));
+  pr.y = one_position_as_channels_last(spec_of(y, uid::y));
+  if (!detail::has_extents(pr.a, pr.y) && !detail::has_extents(pr.b, pr.y))
+    memfmt::detail::fail(errc::unsupported,
+                         "cuDNN binary_forward: operands " + memfmt::detail::dims_to_string(pr.a.dims) + " and " +
+                             memfmt::detail::dims_to_string(pr.b.dims) +
+                             " are both broadcast (cuDNN broadcasts one operand of a pointwise operation)");
+  return pr;
+}
+
+// The cuDNN pointwise mode of a binary op.
+inline cudnnPointwiseMode_t pointwise_mode_of(binary_op op) {
+  switch (op) {
+    case binary_op::add: return CUDNN_POINTWISE_ADD;
+    case binary_op::sub: return CUDNN_POINTWISE_SUB;
+    case binary_op::mul: return CUDNN_POINTWISE_MUL;
+    case binary_op::div: return CUDNN_POINTWISE_DIV;
+  }
+  return CUDNN_POINTWISE_ADD;
+}
+
+inline graph_builder pointwise_graph(const pointwise_problem& pr) {
+  graph_builder g;
+  const cudnnDataType_t math = CUDNN_DATA_FLOAT;
+  std::int64_t next = uid::virtual_base;
+  const auto tmp = [&] { return virtual_like(pr.y, dtype::float32, next++); };
+  if (pr.is_binary) {
+    if (detail::has_extents(pr.a, pr.y)) {
+      g.pointwise(pointwise_mode_of(pr.op), pr.a, &pr.b, pr.y, math);
+    } else if (pr.op == binary_op::add || pr.op == binary_op::mul) {  // commutative: broadcast a second
+      g.pointwise(pointwise_mode_of(pr.op), pr.b, &pr.a, pr.y, math);
+    } else if (pr.op == binary_op::sub) {  // a - b = -(b - a)
+      const tensor_spec d = tmp();
+      g.pointwise(CUDNN_POINTWISE_SUB, pr.b, &pr.a, d, math);
+      g.pointwise(CUDNN_POINTWISE_NEG, d, nullptr, pr.y, math);
+    } else {  // a / b = (1 / b) * a
+      const tensor_spec r = tmp();
+      g.pointwise(CUDNN_POINTWISE_RECIPROCAL, pr.b, nullptr, r, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, r, &pr.a, pr.y, math);
+    }
+    return g;
+  }
+  switch (pr.function) {
+    case activation::identity: g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.a, nullptr, pr.y, math); break;
+    case activation::relu: g.pointwise(CUDNN_POINTWISE_RELU_FWD, pr.a, nullptr, pr.y, math); break;
+    case activation::relu6: {
+      pointwise_options o;
+      o.relu_upper_clip = 6.0;
+      g.pointwise(CUDNN_POINTWISE_RELU_FWD, pr.a, nullptr, pr.y, math, o);
+      break;
+    }
+    case activation::sigmoid: g.pointwise(CUDNN_POINTWISE_SIGMOID_FWD, pr.a, nullptr, pr.y, math); break;
+    case activation::tanh: g.pointwise(CUDNN_POINTWISE_TANH_FWD, pr.a, nullptr, pr.y, math); break;
+    case activation::silu: {
+      pointwise_options o;
+      o.swish_beta = 1.0;  // silu is swish with beta 1
+      g.pointwise(CUDNN_POINTWISE_SWISH_FWD, pr.a, nullptr, pr.y, math, o);
+      break;
+    }
+    case activation::hardsigmoid:
+    case activation::hardswish: {
+      const tensor_spec three = scalar_spec(pr.rank, dtype::float32, uid::constant_base);
+      const tensor_spec sixth = scalar_spec(pr.rank, dtype::float32, uid::constant_base + 1);
+      pointwise_options clip6;
+      clip6.relu_upper_clip = 6.0;
+      const tensor_spec shifted = tmp(), clipped = tmp();
+      g.pointwise(CUDNN_POINTWISE_ADD, pr.a, &three, shifted, math);
+      g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, clipped, math, clip6);
+      if (pr.function == activation::hardsigmoid) {
+        g.pointwise(CUDNN_POINTWISE_MUL, clipped, &sixth, pr.y, math);
+      } else {
+        const tensor_spec gated = tmp();
+        g.pointwise(CUDNN_POINTWISE_MUL, clipped, &pr.a, gated, math);
+        g.pointwise(CUDNN_POINTWISE_MUL, gated, &sixth, pr.y, math);
+      }
+      break;
+    }
+  }
+  return g;
+}
+
+}  // namespace memfmt::cudnn

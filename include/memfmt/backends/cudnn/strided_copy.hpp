@@ -1,0 +1,120 @@
+// memfmt/backends/cudnn/strided_copy.hpp - concatenation, channel slices and format conversion of
+// packed device tensors as 2-D copies (cudaMemcpy2DAsync), so no kernel needs compiling.
+//
+// A 2-D copy moves `height` rows of `width` contiguous bytes between two pitches. A block of
+// channels of a packed tensor is one such copy: in a channels-last tensor each position holds its
+// C channels contiguously (rows: N * positions), in a channels-first one each sample holds its
+// channels' planes contiguously (rows: N). A format conversion transposes (C, positions) per
+// sample: one copy of single elements per sample and channel, or per sample and position,
+// whichever is fewer - a fallback; memfmt::cuda::convert (nvcc) is the fast path.
+// The plans are plain data, so the host tests replay them on host memory against memfmt::convert.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "status.hpp"
+
+namespace memfmt::cudnn {
+
+struct copy_2d {
+  std::size_t dst_offset = 0, src_offset = 0;  // bytes from the base pointers
+  std::size_t dst_pitch = 0, src_pitch = 0;    // bytes between rows
+  std::size_t width = 0, height = 0;           // bytes per row, rows
+};
+
+// A packed tensor as (samples, channels, positions) and its element size.
+struct packed_shape {
+  std::int64_t n = 0, c = 0, s = 1;
+  std::size_t element_bytes = 0;
+  bool channels_last = false;
+};
+
+// The copy of channels [c_begin, c_begin + part_channels) between `whole` and a packed tensor of
+// those channels with the same N, positions and format (into the whole, or out of it).
+inline copy_2d channel_block_copy(const packed_shape& whole, std::int64_t part_channels, std::int64_t c_begin,
+                                  bool into_whole) {
+  const auto es = whole.element_bytes;
+  const auto n = static_cast<std::size_t>(whole.n), c = static_cast<std::size_t>(whole.c),
+             s = static_cast<std::size_t>(whole.s), cp = static_cast<std::size_t>(part_channels),
+             c0 = static_cast<std::size_t>(c_begin);
+  copy_2d k;
+  std::size_t whole_offset = 0, whole_pitch = 0, part_pitch = 0;
+  if (whole.channels_last) {
+    k.height = n * s;
+    k.width = cp * es;
+    whole_pitch = c * es;
+    part_pitch = cp * es;
+    whole_offset = c0 * es;
+  } else {
+    k.height = n;
+    k.width = cp * s * es;
+    whole_pitch = c * s * es;
+    part_pitch = cp * s * es;
+    whole_offset = c0 * s * es;
+  }
+  if (into_whole) {
+    k.dst_offset = whole_offset;
+    k.dst_pitch = whole_pitch;
+    k.src_pitch = part_pitch;
+  } else {
+    k.src_offset = whole_offset;
+    k.src_pitch = whole_pitch;
+    k.dst_pitch = part_pitch;
+  }
+  return k;
+}
+
+// The copies converting a packed tensor from `from.channels_last` to the other format.
+inline std::vector<copy_2d> format_conversion_copies(const packed_shape& from) {
+  const auto es = from.element_bytes;
+  const auto n = static_cast<std::size_t>(from.n), c = static_cast<std::size_t>(from.c),
+             s = static_cast<std::size_t>(from.s);
+  std::vector<copy_2d> out;
+  const std::size_t sample = c * s * es;
+  // Element (c, s) of a sample: channels-first at (c * S + s), channels-last at (s * C + c).
+  const auto cf = [&](std::size_t ci, std::size_t si) { return (ci * s + si) * es; };
+  const auto cl = [&](std::size_t ci, std::size_t si) { return (si * c + ci) * es; };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (c <= s) {  // per channel: its S elements, dense in channels-first, C apart in channels-last
+      for (std::size_t ci = 0; ci < c; ++ci) {
+        copy_2d k;
+        k.width = es;
+        k.height = s;
+        const std::size_t first_cf = i * sample + cf(ci, 0), first_cl = i * sample + cl(ci, 0);
+        k.src_offset = from.channels_last ? first_cl : first_cf;
+        k.dst_offset = from.channels_last ? first_cf : first_cl;
+        k.src_pitch = from.channels_last ? c * es : es;
+        k.dst_pitch = from.channels_last ? es : c * es;
+        out.push_back(k);
+      }
+    } else {  // per position: its C elements, dense in channels-last, S apart in channels-first
+      for (std::size_t si = 0; si < s; ++si) {
+        copy_2d k;
+        k.width = es;
+        k.height = c;
+        const std::size_t first_cf = i * sample + cf(0, si), first_cl = i * sample + cl(0, si);
+        k.src_offset = from.channels_last ? first_cl : first_cf;
+        k.dst_offset = from.channels_last ? first_cf : first_cl;
+        k.src_pitch = from.channels_last ? es : s * es;
+        k.dst_pitch = from.channels_last ? s * es : es;
+        out.push_back(k);
+      }
+    }
+  }
+  return out;
+}
+
+// Queues the copy on `stream` (device to device).
+inline void run_copy(const copy_2d& k, void* dst, const void* src, cudaStream_t stream) {
+  if (k.width == 0 || k.height == 0) return;
+  check_cuda(cudaMemcpy2DAsync(static_cast<unsigned char*>(dst) + k.dst_offset, k.dst_pitch,
+                               static_cast<const unsigned char*>(src) + k.src_offset, k.src_pitch, k.width, k.height,
+                               cudaMemcpyDeviceToDevice, stream),
+             "cudaMemcpy2DAsync (strided copy)");
+}
+
+}  // namespace memfmt::cudnn

@@ -1,0 +1,52 @@
+// memfmt/backends/cudnn/support.hpp - which layers the cuDNN backend runs, asked before any work.
+//
+// The answer of memfmt::cudnn::backend::support, as a free function so it can be asked (and
+// tested) without a GPU. Convolution and batch norm take float32, float64, float16 and bfloat16;
+// the layer graphs (pointwise, resample, reduction, matmul) float32, float16 and bfloat16.
+// Pointwise steps (activations, binary ops, batch-norm inference, a transposed conv's bias) run
+// channels-last only: cuDNN 9.19 on an H100 ran no pointwise graph over a channels-first tensor
+// with several channels and positions (tensor_desc.hpp, pointwise_frame), so the planner is told
+// to keep those layers channels-last. Group norm, padding and softmax have no cuDNN graph here.
+#pragma once
+
+#include <string>
+
+#include "../../dtype.hpp"
+#include "../../error.hpp"
+#include "../op_query.hpp"
+
+namespace memfmt::cudnn {
+
+inline op_support layer_support(const op_query& q) {
+  const std::string op = std::string(to_string(q.op)) + " on the cuDNN backend";
+  if (q.rank != 4 && q.rank != 5)
+    return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
+                                                 " (the backends take rank 4 or 5)");
+  const bool conv_or_bn = q.op == op_kind::conv || q.op == op_kind::conv_transpose || q.op == op_kind::batch_norm;
+  const bool typed = q.type == dtype::float32 || q.type == dtype::float16 || q.type == dtype::bfloat16 ||
+                     (conv_or_bn && q.type == dtype::float64);
+  if (!typed)
+    return op_support::no(errc::unsupported_dtype,
+                          op + ": element type " + std::string(to_string(q.type)) + " (" +
+                              (conv_or_bn ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") + ")");
+  const bool pointwise = q.op == op_kind::activation || q.op == op_kind::binary || q.op == op_kind::batch_norm ||
+                         q.op == op_kind::conv_transpose;
+  if (pointwise && q.format == format_family::channels_first)
+    return op_support::no(errc::unsupported,
+                          op + ": its pointwise step needs channels-last tensors (cuDNN 9.19 ran no pointwise graph "
+                               "over a channels-first tensor with several channels and positions)");
+  switch (q.op) {
+    case op_kind::group_norm:
+    case op_kind::pad:
+    case op_kind::softmax:
+      return op_support::no(errc::unsupported, op + ": no cuDNN graph for this layer in memfmt");
+    case op_kind::upsample:
+      if (q.resample == resample_mode::linear && q.rank != 4)
+        return op_support::no(errc::unsupported, op + ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
+      break;
+    default: break;
+  }
+  return op_support::yes();
+}
+
+}  // namespace memfmt::cudnn

@@ -1,0 +1,448 @@
+// The layer graphs of the cuDNN backend (pointwise.hpp, resample.hpp, reduction.hpp, matmul.hpp):
+// each problem's graph is finalized by cuDNN and its tensors and attributes are read back and
+// compared with what the views and parameters ask; bad arguments are errors naming the values,
+// raised before any cuDNN call. Needs cuDNN but no GPU.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <memfmt/backends/cudnn/matmul.hpp>
+#include <memfmt/backends/cudnn/pointwise.hpp>
+#include <memfmt/backends/cudnn/reduction.hpp>
+#include <memfmt/backends/cudnn/resample.hpp>
+#include <memfmt/tensor/tensor_view.hpp>
+
+#include "host_util.hpp"
+
+namespace {
+
+using namespace memfmt;
+using cudnn::descriptor;
+using cudnn::op_record;
+using memfmt_test::expect_error_before_cudnn;
+using memfmt_test::expected_cudnn_type;
+using memfmt_test::fake_ptr;
+using memfmt_test::read_tensor;
+
+using dims = std::vector<std::int64_t>;
+
+// Packed strides of logical dims `e` in the order `order` (outermost first), written out here
+// rather than taken from the library's layouts.
+dims packed(const dims& e, const std::vector<int>& order) {
+  dims s(e.size());
+  std::int64_t acc = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    s[static_cast<std::size_t>(*it)] = acc;
+    acc *= e[static_cast<std::size_t>(*it)];
+  }
+  return s;
+}
+const std::vector<int> nchw_order{0, 1, 2, 3}, nhwc_order{0, 2, 3, 1};
+
+// Finalizes the graph (cuDNN checks that every operation fits its tensors) and returns it.
+const descriptor& finalized(cudnn::graph_builder& g) {
+  const descriptor& graph = g.finalize_graph();
+  EXPECT_TRUE(graph.finalized());
+  return graph;
+}
+
+std::vector<cudnnPointwiseMode_t> modes_of(const cudnn::graph_builder& g) {
+  std::vector<cudnnPointwiseMode_t> m;
+  for (const op_record& r : g.log()) m.push_back(r.mode);
+  return m;
+}
+
+// ------------------------------------------------------------------ activations
+
+template <class T, class F>
+void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<int>& order) {
+  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
+  const tensor_view<const T, F> x(fake_ptr<const T>(1), e);
+  const tensor_view<T, F> y(fake_ptr<T>(2), e);
+  const dims d(e.begin(), e.end());
+  struct expectation {
+    activation kind;
+    std::vector<cudnnPointwiseMode_t> modes;
+  };
+  const std::vector<expectation> table = {
+      {activation::identity, {CUDNN_POINTWISE_IDENTITY}},
+      {activation::relu, {CUDNN_POINTWISE_RELU_FWD}},
+      {activation::relu6, {CUDNN_POINTWISE_RELU_FWD}},
+      {activation::sigmoid, {CUDNN_POINTWISE_SIGMOID_FWD}},
+      {activation::tanh, {CUDNN_POINTWISE_TANH_FWD}},
+      {activation::silu, {CUDNN_POINTWISE_SWISH_FWD}},
+      {activation::hardsigmoid, {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_MUL}},
+      {activation::hardswish,
+       {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
+  };
+  for (const expectation& ex : table) {
+    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
+    const cudnn::pointwise_problem pr = cudnn::make_activation_problem(ex.kind, x, y);
+    cudnn::graph_builder g = cudnn::pointwise_graph(pr);
+    finalized(g);
+    EXPECT_EQ(modes_of(g), ex.modes);
+    EXPECT_EQ(g.operations().size(), ex.modes.size());
+    const auto rx = read_tensor(g.tensor_by_uid(cudnn::uid::x));
+    const auto ry = read_tensor(g.tensor_by_uid(cudnn::uid::y));
+    EXPECT_EQ(rx.dims, d);
+    EXPECT_EQ(rx.strides, packed(d, order));
+    EXPECT_EQ(ry.strides, packed(d, order));
+    EXPECT_EQ(rx.type, expected_cudnn_type(dtype_of_v<T>));
+    EXPECT_EQ(ry.type, expected_cudnn_type(dtype_of_v<T>));
+    const bool clipped = ex.kind == activation::relu6 || ex.kind == activation::hardsigmoid ||
+                         ex.kind == activation::hardswish;
+    bool saw_clip = false;
+    for (const op_record& r : g.log()) {
+      if (r.options.relu_upper_clip) {
+        EXPECT_EQ(*r.options.relu_upper_clip, 6.0);
+        saw_clip = true;
+      }
+      if (r.mode == CUDNN_POINTWISE_SWISH_FWD) {
+        EXPECT_EQ(r.options.swish_beta.value_or(-1.0), 1.0);
+      }
+    }
+    EXPECT_EQ(saw_clip, clipped);
+    // The by-value constants are tensors of the graph with the values the variant pack will pass.
+    const auto constants = pr.constants();
+    for (const cudnn::graph_constant& c : constants) {
+      const auto rc = read_tensor(g.tensor_by_uid(c.uid));
+      EXPECT_TRUE(rc.by_value);
+      EXPECT_EQ(rc.type, CUDNN_DATA_FLOAT);
+    }
+    if (ex.kind == activation::hardswish) {
+      ASSERT_EQ(constants.size(), 2u);
+      EXPECT_EQ(constants[0].value, 3.0f);
+      EXPECT_FLOAT_EQ(constants[1].value, 1.0f / 6.0f);
+      // x * relu6(x + 3): the third operation multiplies by x itself.
+      EXPECT_EQ(g.log()[2].b, cudnn::uid::x);
+    }
+  }
+}
+
+TEST(CudnnLayerGraphs, ActivationsEveryKindFormatAndType) {
+  check_activations<float, nchw>({2, 3, 4, 5}, nchw_order);
+  check_activations<float, nhwc>({2, 3, 4, 5}, nhwc_order);
+  check_activations<half, nhwc>({2, 8, 4, 5}, nhwc_order);
+  check_activations<bfloat16, nchw>({2, 8, 4, 5}, nchw_order);
+}
+
+TEST(CudnnLayerGraphs, OnePositionIsDescribedChannelsLast) {
+  // [N, C, 1, 1] in NCHW is the same bytes as in NHWC; the graph uses the channels-last strides.
+  const nchw_view<const float> x(fake_ptr<const float>(1), {4, 6, 1, 1});
+  const nchw_view<float> y(fake_ptr<float>(2), {4, 6, 1, 1});
+  cudnn::graph_builder g = cudnn::pointwise_graph(cudnn::make_activation_problem(activation::relu, x, y));
+  finalized(g);
+  EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::x)).strides, (dims{6, 1, 6, 6}));
+}
+
+TEST(CudnnLayerGraphs, ActivationErrorsBeforeCudnn) {
+  const nhwc_view<const float> x(fake_ptr<const float>(1), {2, 3, 4, 5});
+  const nhwc_view<float> y_bad(fake_ptr<float>(2), {2, 3, 4, 6});
+  expect_error_before_cudnn([&] { (void)cudnn::make_activation_problem(activation::relu, x, y_bad); },
+                            errc::shape_mismatch, "[2, 3, 4, 6]");
+  const nhwc_view<const double> xd(fake_ptr<const double>(1), {2, 3, 4, 5});
+  const nhwc_view<double> yd(fake_ptr<double>(2), {2, 3, 4, 5});
+  expect_error_before_cudnn([&] { (void)cudnn::make_activation_problem(activation::relu, xd, yd); },
+                            errc::unsupported_dtype, "float64");
+}
+
+// ------------------------------------------------------------------ binary ops
+
+TEST(CudnnLayerGraphs, BinaryBroadcastOverChannelsBatchAndSpatial) {
+  const dims full{2, 8, 4, 5};
+  const nhwc_view<const half> a(fake_ptr<const half>(1), {2, 8, 4, 5});
+  const nhwc_view<half> y(fake_ptr<half>(3), {2, 8, 4, 5});
+  struct operand {
+    std::array<std::int64_t, 4> e;
+  };
+  for (const operand& o : {operand{{2, 8, 4, 5}}, operand{{1, 8, 1, 1}}, operand{{2, 1, 4, 5}}, operand{{2, 8, 1, 1}}}) {
+    const nhwc_view<const half> b(fake_ptr<const half>(2), o.e);
+    for (binary_op k : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div}) {
+      SCOPED_TRACE(memfmt::detail::dims_to_string(o.e) + " op " + std::to_string(static_cast<int>(k)));
+      cudnn::graph_builder g = cudnn::pointwise_graph(cudnn::make_binary_problem(k, a, b, y));
+      finalized(g);
+      ASSERT_EQ(g.log().size(), 1u);
+      EXPECT_EQ(g.log()[0].mode, cudnn::pointwise_mode_of(k));
+      EXPECT_EQ(g.log()[0].x, cudnn::uid::x);
+      EXPECT_EQ(g.log()[0].b, cudnn::uid::bias);
+      const auto rb = read_tensor(g.tensor_by_uid(cudnn::uid::bias));
+      EXPECT_EQ(rb.dims, dims(o.e.begin(), o.e.end()));
+      EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).dims, full);
+    }
+  }
+  EXPECT_EQ(cudnn::pointwise_mode_of(binary_op::add), CUDNN_POINTWISE_ADD);
+  EXPECT_EQ(cudnn::pointwise_mode_of(binary_op::sub), CUDNN_POINTWISE_SUB);
+  EXPECT_EQ(cudnn::pointwise_mode_of(binary_op::mul), CUDNN_POINTWISE_MUL);
+  EXPECT_EQ(cudnn::pointwise_mode_of(binary_op::div), CUDNN_POINTWISE_DIV);
+}
+
+TEST(CudnnLayerGraphs, BinaryBroadcastFirstOperandIsRewritten) {
+  const nhwc_view<const float> a(fake_ptr<const float>(1), {1, 8, 1, 1});
+  const nhwc_view<const float> b(fake_ptr<const float>(2), {2, 8, 4, 5});
+  const nhwc_view<float> y(fake_ptr<float>(3), {2, 8, 4, 5});
+  const auto ops = [&](binary_op k) {
+    cudnn::graph_builder g = cudnn::pointwise_graph(cudnn::make_binary_problem(k, a, b, y));
+    finalized(g);
+    return g.log();
+  };
+  // add and mul swap the operands: the full tensor b is cuDNN's x.
+  for (binary_op k : {binary_op::add, binary_op::mul}) {
+    const auto log = ops(k);
+    ASSERT_EQ(log.size(), 1u);
+    EXPECT_EQ(log[0].x, cudnn::uid::bias);
+    EXPECT_EQ(log[0].b, cudnn::uid::x);
+  }
+  // a - b = -(b - a)
+  const auto sub = ops(binary_op::sub);
+  ASSERT_EQ(sub.size(), 2u);
+  EXPECT_EQ(sub[0].mode, CUDNN_POINTWISE_SUB);
+  EXPECT_EQ(sub[0].x, cudnn::uid::bias);
+  EXPECT_EQ(sub[0].b, cudnn::uid::x);
+  EXPECT_EQ(sub[1].mode, CUDNN_POINTWISE_NEG);
+  EXPECT_EQ(sub[1].y, cudnn::uid::y);
+  // a / b = (1 / b) * a
+  const auto div = ops(binary_op::div);
+  ASSERT_EQ(div.size(), 2u);
+  EXPECT_EQ(div[0].mode, CUDNN_POINTWISE_RECIPROCAL);
+  EXPECT_EQ(div[0].x, cudnn::uid::bias);
+  EXPECT_EQ(div[1].mode, CUDNN_POINTWISE_MUL);
+  EXPECT_EQ(div[1].b, cudnn::uid::x);
+}
+
+TEST(CudnnLayerGraphs, BinaryErrorsBeforeCudnn) {
+  const nhwc_view<const float> a(fake_ptr<const float>(1), {2, 1, 4, 5});
+  const nhwc_view<const float> b(fake_ptr<const float>(2), {1, 8, 1, 1});
+  const nhwc_view<float> y(fake_ptr<float>(3), {2, 8, 4, 5});
+  expect_error_before_cudnn([&] { (void)cudnn::make_binary_problem(binary_op::add, a, b, y); }, errc::unsupported,
+                            "[2, 1, 4, 5] and [1, 8, 1, 1] are both broadcast");
+  const nhwc_view<const float> c(fake_ptr<const float>(2), {2, 3, 4, 5});
+  expect_error_before_cudnn([&] { (void)cudnn::make_binary_problem(binary_op::mul, c, b, y); }, errc::shape_mismatch,
+                            "do not broadcast in dim 1");
+}
+
+// ------------------------------------------------------------------ pooling and up-sampling
+
+struct resample_readback {
+  cudnnResampleMode_t mode;
+  std::vector<cudnnFraction_t> window, strides, pre, post;
+};
+std::vector<cudnnFraction_t> fractions(const descriptor& d, cudnnBackendAttributeName_t name) {
+  std::vector<cudnnFraction_t> v(8);
+  std::int64_t n = 0;
+  cudnn::check_cudnn(cudnnBackendGetAttribute(d.get(), name, CUDNN_TYPE_FRACTION, 8, &n, v.data()), "get fractions");
+  v.resize(static_cast<std::size_t>(n));
+  return v;
+}
+resample_readback read_resample(const cudnn::graph_builder& g) {
+  const descriptor& d = g.attributes().back();
+  resample_readback r;
+  r.mode = d.get_enum<cudnnResampleMode_t>(CUDNN_ATTR_RESAMPLE_MODE, CUDNN_TYPE_RESAMPLE_MODE, "get mode");
+  r.window = fractions(d, CUDNN_ATTR_RESAMPLE_WINDOW_DIMS);
+  r.strides = fractions(d, CUDNN_ATTR_RESAMPLE_STRIDES);
+  r.pre = fractions(d, CUDNN_ATTR_RESAMPLE_PRE_PADDINGS);
+  r.post = fractions(d, CUDNN_ATTR_RESAMPLE_POST_PADDINGS);
+  return r;
+}
+// "n/d, ..." for comparisons with readable failures.
+std::string text(const std::vector<cudnnFraction_t>& v) { return cudnn::fractions_to_string(v); }
+
+TEST(CudnnLayerGraphs, MaxAndAveragePoolingReadBack) {
+  pool_params p;
+  p.kernel = {3, 2, 1};
+  p.stride = {2, 1, 1};
+  p.padding = {1, 0, 0};
+  p.padding_end = {1, 1, 0};
+  const dims xe{2, 8, 9, 6};
+  for (pool_kind kind : {pool_kind::max, pool_kind::average}) {
+    for (bool include : {true, false}) {
+      p.kind = kind;
+      p.count_include_pad = include;
+      SCOPED_TRACE(std::string(kind == pool_kind::max ? "max" : "average") + (include ? " incl" : " excl"));
+      const nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 9, 6});
+      const nhwc_view<half> y(fake_ptr<half>(2), {2, 8, 5, 6});  // (9 + 2 - 3) / 2 + 1, (6 + 1 - 2) / 1 + 1
+      const cudnn::resample_problem pr = cudnn::make_pool_problem(x, y, p);
+      cudnn::graph_builder g = cudnn::resample_graph(pr);
+      finalized(g);
+      const resample_readback r = read_resample(g);
+      EXPECT_EQ(r.mode, kind == pool_kind::max ? CUDNN_RESAMPLE_MAXPOOL
+                        : include              ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
+                                               : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
+      // (cuDNN 9.19 reads every padding mode back as NEG_INF: the spec says what was set.)
+      EXPECT_EQ(pr.spec.padding_mode, kind == pool_kind::max ? CUDNN_NEG_INF_PAD : CUDNN_ZERO_PAD);
+      EXPECT_EQ(text(r.window), "[3, 2]");
+      EXPECT_EQ(text(r.strides), "[2, 1]");
+      EXPECT_EQ(text(r.pre), "[1, 0]");
+      EXPECT_EQ(text(r.post), "[1, 1]");
+      const auto rx = read_tensor(g.tensor_by_uid(cudnn::uid::x));
+      EXPECT_EQ(rx.dims, xe);
+      EXPECT_EQ(rx.strides, packed(xe, nhwc_order));
+      EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).dims, (dims{2, 8, 5, 6}));
+    }
+  }
+}
+
+TEST(CudnnLayerGraphs, Pooling3dAndCeilMode) {
+  pool_params p;
+  p.kernel = {2, 2, 2};
+  p.stride = {2, 2, 2};
+  p.ceil_mode = true;
+  // 5 -> ceil((5 - 2) / 2) + 1 = 3 windows: the last one needs one more end padding.
+  const ndhwc_view<const float> x(fake_ptr<const float>(1), {1, 4, 5, 4, 4});
+  const ndhwc_view<float> y(fake_ptr<float>(2), {1, 4, 3, 2, 2});
+  cudnn::graph_builder g = cudnn::resample_graph(cudnn::make_pool_problem(x, y, p));
+  finalized(g);
+  const resample_readback r = read_resample(g);
+  EXPECT_EQ(text(r.window), "[2, 2, 2]");
+  EXPECT_EQ(text(r.post), "[1, 0, 0]");
+  // An average that counts padding would count that extra padding: refused, naming the input.
+  p.kind = pool_kind::average;
+  p.count_include_pad = true;
+  expect_error_before_cudnn([&] { (void)cudnn::make_pool_problem(x, y, p); }, errc::unsupported,
+                            "[1, 4, 5, 4, 4] with ceil_mode and count_include_pad");
+  p.count_include_pad = false;
+  cudnn::graph_builder g2 = cudnn::resample_graph(cudnn::make_pool_problem(x, y, p));
+  finalized(g2);
+  EXPECT_EQ(read_resample(g2).mode, CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
+  // Wrong output extents: the shared validation's message, before cuDNN.
+  const ndhwc_view<float> y_bad(fake_ptr<float>(2), {1, 4, 2, 2, 2});
+  expect_error_before_cudnn([&] { (void)cudnn::make_pool_problem(x, y_bad, p); }, errc::shape_mismatch,
+                            "[1, 4, 2, 2, 2]");
+}
+
+TEST(CudnnLayerGraphs, NearestAndBilinearUpsampling) {
+  upsample_params p;
+  p.output = {8, 15, 1};
+  const nchw_view<const bfloat16> x(fake_ptr<const bfloat16>(1), {2, 3, 4, 5});
+  const nchw_view<bfloat16> y(fake_ptr<bfloat16>(2), {2, 3, 8, 15});
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    p.mode = m;
+    cudnn::graph_builder g = cudnn::resample_graph(cudnn::make_upsample_problem(x, y, p));
+    finalized(g);
+    const resample_readback r = read_resample(g);
+    EXPECT_EQ(r.mode, m == resample_mode::nearest ? CUDNN_RESAMPLE_NEAREST : CUDNN_RESAMPLE_BILINEAR);
+    // Scale factors 2 and 3: window 2, stride 1/s, paddings adding up to 2 - 1/s.
+    EXPECT_EQ(text(r.window), "[2, 2]");
+    EXPECT_EQ(text(r.strides), "[1/2, 1/3]");
+    EXPECT_EQ(text(r.pre), "[1/2, 1/2]");
+    EXPECT_EQ(text(r.post), "[1, 7/6]");
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).strides, packed({2, 3, 8, 15}, nchw_order));
+  }
+  // Scales that are not whole numbers >= 2 are refused, naming the sizes.
+  p.output = {6, 10, 1};
+  const nchw_view<bfloat16> y_odd(fake_ptr<bfloat16>(2), {2, 3, 6, 10});
+  expect_error_before_cudnn([&] { (void)cudnn::make_upsample_problem(x, y_odd, p); }, errc::unsupported,
+                            "spatial dim 0 scales 4 -> 6");
+  upsample_params p3;
+  p3.mode = resample_mode::linear;
+  p3.output = {4, 4, 4};
+  const ncdhw_view<const float> x3(fake_ptr<const float>(1), {1, 2, 2, 2, 2});
+  const ncdhw_view<float> y3(fake_ptr<float>(2), {1, 2, 4, 4, 4});
+  expect_error_before_cudnn([&] { (void)cudnn::make_upsample_problem(x3, y3, p3); }, errc::unsupported,
+                            "bilinearly in 2-D only");
+  p3.mode = resample_mode::nearest;
+  cudnn::graph_builder g3 = cudnn::resample_graph(cudnn::make_upsample_problem(x3, y3, p3));
+  finalized(g3);
+  EXPECT_EQ(text(read_resample(g3).strides), "[1/2, 1/2, 1/2]");
+}
+
+TEST(CudnnLayerGraphs, ResampleSpecMustMatchTheRank) {
+  cudnn::resample_spec r;
+  r.window = {{2, 1}};
+  r.strides = {{2, 1}};
+  r.pre_padding = {{0, 1}};
+  r.post_padding = {{0, 1}};
+  cudnn::tensor_spec x;
+  x.dims = {1, 2, 4, 4};
+  x.strides = {32, 16, 4, 1};
+  cudnn::graph_builder g;
+  try {
+    g.resample(r, x, x);
+    ADD_FAILURE() << "no error";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("window [2]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[1, 2, 4, 4]"), std::string::npos) << e.what();
+  }
+}
+
+// ------------------------------------------------------------------ global average pooling
+
+TEST(CudnnLayerGraphs, GlobalAveragePoolIsASumAndAScale) {
+  const nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 3, 5});
+  const nhwc_view<half> y(fake_ptr<half>(2), {2, 8, 1, 1});
+  const cudnn::global_pool_problem pr = cudnn::make_global_average_pool_problem(x, y);
+  cudnn::graph_builder g = cudnn::global_average_pool_graph(pr);
+  finalized(g);
+  ASSERT_EQ(g.log().size(), 2u);
+  EXPECT_EQ(g.log()[0].op, op_record::kind::reduction_sum);
+  EXPECT_EQ(g.log()[1].mode, CUDNN_POINTWISE_MUL);
+  EXPECT_EQ(g.log()[1].b, cudnn::uid::constant_base);
+  ASSERT_EQ(pr.constants().size(), 1u);
+  EXPECT_FLOAT_EQ(pr.constants()[0].value, 1.0f / 15.0f);
+  const auto sum = read_tensor(g.tensor_by_uid(cudnn::uid::virtual_base));
+  EXPECT_TRUE(sum.is_virtual);
+  EXPECT_EQ(sum.dims, (dims{2, 8, 1, 1}));
+  EXPECT_EQ(sum.type, CUDNN_DATA_FLOAT);
+  EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::x)).strides, packed({2, 8, 3, 5}, nhwc_order));
+  EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).strides, (dims{8, 1, 8, 8}));
+  const nhwc_view<half> y_bad(fake_ptr<half>(2), {2, 8, 1, 2});
+  expect_error_before_cudnn([&] { (void)cudnn::make_global_average_pool_problem(x, y_bad); }, errc::shape_mismatch,
+                            "[2, 8, 1, 2]");
+}
+
+// ------------------------------------------------------------------ linear
+
+TEST(CudnnLayerGraphs, LinearAsMatmulPlusBias) {
+  // x [3, 4, 2, 5] as 3 rows of 40 features; w [7, 40] row-major read as its transpose.
+  const nchw_view<const float> x(fake_ptr<const float>(1), {3, 4, 2, 5});
+  const nchw_view<float> y(fake_ptr<float>(2), {3, 7, 1, 1});
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "bias" : "no bias");
+    const cudnn::linear_problem pr =
+        cudnn::make_linear_problem(x, fake_ptr<const float>(3), with_bias ? fake_ptr<const float>(4) : nullptr, y);
+    cudnn::graph_builder g = cudnn::linear_graph(pr);
+    finalized(g);
+    ASSERT_EQ(g.log().size(), with_bias ? 2u : 1u);
+    EXPECT_EQ(g.log()[0].op, op_record::kind::matmul);
+    const auto ra = read_tensor(g.tensor_by_uid(cudnn::uid::x));
+    const auto rb = read_tensor(g.tensor_by_uid(cudnn::uid::w));
+    const auto rc = read_tensor(g.tensor_by_uid(cudnn::uid::y));
+    EXPECT_EQ(ra.dims, (dims{1, 3, 40}));
+    EXPECT_EQ(ra.strides, (dims{120, 40, 1}));
+    EXPECT_EQ(rb.dims, (dims{1, 40, 7}));
+    EXPECT_EQ(rb.strides, (dims{280, 1, 40}));  // w[k, f] at k * 40 + f
+    EXPECT_EQ(rc.dims, (dims{1, 3, 7}));
+    EXPECT_EQ(rc.strides, (dims{21, 7, 1}));
+    const descriptor& mm = g.attributes().front();
+    EXPECT_EQ(mm.get_data_type(CUDNN_ATTR_MATMUL_COMP_TYPE, "get comp type"), CUDNN_DATA_FLOAT);
+    if (with_bias) {
+      EXPECT_EQ(g.log()[1].mode, CUDNN_POINTWISE_ADD);
+      EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::bias)).dims, (dims{1, 1, 7}));
+      EXPECT_TRUE(read_tensor(g.tensor_by_uid(cudnn::uid::virtual_base)).is_virtual);
+    }
+  }
+  // One position: channels-last holds the features in flatten order too.
+  const nhwc_view<const half> x1(fake_ptr<const half>(1), {3, 4, 1, 1});
+  const nhwc_view<half> y1(fake_ptr<half>(2), {3, 7, 1, 1});
+  cudnn::graph_builder g1 = cudnn::linear_graph(cudnn::make_linear_problem<half>(x1, fake_ptr<const half>(3), nullptr, y1));
+  finalized(g1);
+  EXPECT_EQ(read_tensor(g1.tensor_by_uid(cudnn::uid::x)).strides, (dims{12, 4, 1}));
+}
+
+TEST(CudnnLayerGraphs, LinearErrorsBeforeCudnn) {
+  const nhwc_view<const float> x(fake_ptr<const float>(1), {3, 4, 2, 5});
+  const nhwc_view<float> y(fake_ptr<float>(2), {3, 7, 1, 1});
+  expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(x, fake_ptr<const float>(3), nullptr, y); },
+                            errc::unsupported, "flatten (C, spatial) order");
+  const nchw_view<const float> xc(fake_ptr<const float>(1), {3, 4, 2, 5});
+  const nchw_view<float> y_bad(fake_ptr<float>(2), {2, 7, 1, 1});
+  expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(xc, fake_ptr<const float>(3), nullptr, y_bad); },
+                            errc::shape_mismatch, "[2, 7, 1, 1]");
+  expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(xc, nullptr, nullptr, y); },
+                            errc::null_pointer, "7 x 40");
+}
+
+}  // namespace

@@ -1,0 +1,205 @@
+// The cuDNN backend's layer graphs one by one against the reference backend on a GPU (NHWC, fp32
+// and fp16): every activation, broadcast binary ops (either operand broadcast), max and average
+// pooling with padding, ceil mode and both average rules, nearest and bilinear up-sampling, global
+// average pooling, linear with and without bias, concat, channel slices and format conversion.
+// Skips when there is no GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <memfmt/backends/cudnn/backend.hpp>
+#include <memfmt/backends/reference/backend.hpp>
+#include <memfmt/convert/convert.hpp>
+#include <memfmt/tensor/host_tensor.hpp>
+
+namespace {
+
+using namespace memfmt;
+
+class CudnnLayersGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cudnn::device_count() == 0)
+      GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none or fails): cuDNN layer GPU tests skipped";
+    be_ = std::make_unique<cudnn::backend>();
+  }
+  std::unique_ptr<cudnn::backend> be_;
+};
+
+// A host tensor and its device copy (through the backend's memory hooks).
+template <class T, class F>
+struct mirrored {
+  host_tensor<T, F> host;
+  cudnn::backend* be;
+  T* device;
+  mirrored(cudnn::backend& b, const std::array<std::int64_t, F::rank>& e, std::uint32_t seed) : host(e), be(&b) {
+    std::uint32_t s = seed;
+    T* p = host.view().data();
+    for (std::int64_t i = 0; i < host.view().numel(); ++i) {
+      s = s * 1664525u + 1013904223u;
+      p[i] = static_cast<T>(static_cast<float>(static_cast<int>((s >> 9) % 33) - 16) / 16.0f);
+    }
+    device = static_cast<T*>(b.allocate(bytes()));
+    b.copy_in(device, p, bytes());
+  }
+  ~mirrored() { be->deallocate(device, bytes()); }
+  mirrored(const mirrored&) = delete;
+  std::size_t bytes() const { return static_cast<std::size_t>(host.view().numel()) * sizeof(T); }
+  tensor_view<const T, F> dev() const { return tensor_view<const T, F>(device, host.view().mapping()); }
+  tensor_view<T, F> dev_out() { return tensor_view<T, F>(device, host.view().mapping()); }
+  // The device contents, back on the host.
+  host_tensor<T, F> fetch() const {
+    host_tensor<T, F> r(host.view().extents());
+    be->copy_out(r.view().data(), device, bytes());
+    return r;
+  }
+};
+
+template <class T, class F>
+void expect_close(const host_tensor<T, F>& got, const host_tensor<T, F>& want, double tol) {
+  const T* g = got.view().data();
+  const T* w = want.view().data();
+  int bad = 0;
+  for (std::int64_t i = 0; i < got.view().numel(); ++i) {
+    const double a = static_cast<float>(g[i]), b = static_cast<float>(w[i]);
+    if (!(std::fabs(a - b) <= tol * std::max(1.0, std::fabs(b))) && bad++ < 5)
+      ADD_FAILURE() << "element " << i << ": " << a << ", reference " << b;
+  }
+}
+
+template <class T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 2e-3 : 2e-2;  // TF32 / fp16 storage
+}
+
+template <class T>
+void activations(cudnn::backend& be) {
+  reference::backend ref;
+  mirrored<T, nhwc> x(be, {2, 8, 5, 3}, 1);
+  for (activation k : {activation::identity, activation::relu, activation::relu6, activation::silu, activation::sigmoid,
+                       activation::hardsigmoid, activation::hardswish, activation::tanh}) {
+    SCOPED_TRACE(static_cast<int>(k));
+    mirrored<T, nhwc> y(be, {2, 8, 5, 3}, 2);
+    host_tensor<T, nhwc> want({2, 8, 5, 3});
+    ref.activation_forward(k, x.host.const_view(), want.view());
+    be.activation_forward(k, x.dev(), y.dev_out());
+    expect_close(y.fetch(), want, tolerance<T>());
+  }
+}
+TEST_F(CudnnLayersGpu, ActivationsFp32) { activations<float>(*be_); }
+TEST_F(CudnnLayersGpu, ActivationsFp16) { activations<half>(*be_); }
+
+TEST_F(CudnnLayersGpu, BinaryBroadcastEitherOperand) {
+  reference::backend ref;
+  mirrored<float, nhwc> full(*be_, {2, 8, 4, 3}, 3), per_channel(*be_, {1, 8, 1, 1}, 4);
+  for (binary_op k : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div}) {
+    for (bool broadcast_first : {false, true}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(k)) + (broadcast_first ? " a broadcast" : " b broadcast"));
+      mirrored<float, nhwc> y(*be_, {2, 8, 4, 3}, 5);
+      host_tensor<float, nhwc> want({2, 8, 4, 3});
+      // Divisors away from zero: shift the per-channel values.
+      if (broadcast_first) {
+        ref.binary_forward(k, per_channel.host.const_view(), full.host.const_view(), want.view());
+        be_->binary_forward(k, per_channel.dev(), full.dev(), y.dev_out());
+      } else {
+        ref.binary_forward(k, full.host.const_view(), per_channel.host.const_view(), want.view());
+        be_->binary_forward(k, full.dev(), per_channel.dev(), y.dev_out());
+      }
+      auto got = y.fetch();
+      // Division by the zeros of the inputs gives inf on both sides; compare where finite.
+      float* g = got.view().data();
+      const float* w = want.view().data();
+      for (std::int64_t i = 0; i < want.view().numel(); ++i)
+        if (!std::isfinite(w[i])) g[i] = w[i];
+      expect_close(got, want, tolerance<float>());
+    }
+  }
+}
+
+TEST_F(CudnnLayersGpu, PoolingPaddingCeilAndAverageRules) {
+  reference::backend ref;
+  mirrored<float, nhwc> x(*be_, {2, 8, 7, 6}, 6);
+  pool_params p;
+  p.kernel = {3, 3, 1};
+  p.stride = {2, 2, 1};
+  p.padding = {1, 1, 0};
+  p.padding_end = {1, 1, 0};
+  for (pool_kind kind : {pool_kind::max, pool_kind::average})
+    for (bool include : {true, false})
+      for (bool ceil : {false, true}) {
+        if (ceil && include && kind == pool_kind::average) continue;  // refused (resample.hpp)
+        p.kind = kind;
+        p.count_include_pad = include;
+        p.ceil_mode = ceil;
+        SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + (include ? " incl" : " excl") + (ceil ? " ceil" : ""));
+        const auto ye = pool_output_extents(x.host.view().extents(), p);
+        mirrored<float, nhwc> y(*be_, ye, 7);
+        host_tensor<float, nhwc> want(ye);
+        ref.pool_forward(x.host.const_view(), want.view(), p);
+        be_->pool_forward(x.dev(), y.dev_out(), p);
+        expect_close(y.fetch(), want, tolerance<float>());
+      }
+}
+
+TEST_F(CudnnLayersGpu, NearestAndBilinearUpsampling) {
+  reference::backend ref;
+  mirrored<float, nhwc> x(*be_, {2, 8, 4, 3}, 8);
+  upsample_params p;
+  p.output = {8, 9, 1};
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    p.mode = m;
+    SCOPED_TRACE(m == resample_mode::nearest ? "nearest" : "bilinear");
+    mirrored<float, nhwc> y(*be_, {2, 8, 8, 9}, 9);
+    host_tensor<float, nhwc> want({2, 8, 8, 9});
+    ref.upsample_forward(x.host.const_view(), want.view(), p);
+    be_->upsample_forward(x.dev(), y.dev_out(), p);
+    expect_close(y.fetch(), want, tolerance<float>());
+  }
+}
+
+TEST_F(CudnnLayersGpu, GlobalAveragePoolLinearConcatSliceConvert) {
+  reference::backend ref;
+  mirrored<float, nhwc> x(*be_, {2, 8, 5, 3}, 10);
+  mirrored<float, nhwc> g(*be_, {2, 8, 1, 1}, 11);
+  host_tensor<float, nhwc> want_g({2, 8, 1, 1});
+  ref.global_average_pool_forward(x.host.const_view(), want_g.view());
+  be_->global_average_pool_forward(x.dev(), g.dev_out());
+  expect_close(g.fetch(), want_g, tolerance<float>());
+
+  mirrored<float, nchw> w(*be_, {6, 8, 1, 1}, 12), bias(*be_, {1, 6, 1, 1}, 13);
+  for (bool with_bias : {false, true}) {
+    mirrored<float, nchw> y(*be_, {2, 6, 1, 1}, 14);
+    host_tensor<float, nchw> want({2, 6, 1, 1});
+    const host_tensor<float, nhwc> g_host = g.fetch();  // what the device linear reads
+    ref.linear_forward(g_host.const_view(), w.host.view().data(), with_bias ? bias.host.view().data() : nullptr,
+                       want.view());
+    be_->linear_forward(g.dev(), w.device, with_bias ? bias.device : nullptr, y.dev_out());
+    expect_close(y.fetch(), want, tolerance<float>());
+  }
+
+  mirrored<float, nhwc> a(*be_, {2, 3, 4, 3}, 15), b(*be_, {2, 5, 4, 3}, 16), cat(*be_, {2, 8, 4, 3}, 17);
+  host_tensor<float, nhwc> want_cat({2, 8, 4, 3});
+  ref.concat_forward(std::vector<tensor_view<const float, nhwc>>{a.host.const_view(), b.host.const_view()},
+                     want_cat.view());
+  be_->concat_forward(std::vector<tensor_view<const float, nhwc>>{a.dev(), b.dev()}, cat.dev_out());
+  const auto got_cat = cat.fetch();
+  expect_close(got_cat, want_cat, 0.0);
+  mirrored<float, nhwc> part(*be_, {2, 5, 4, 3}, 18);
+  be_->channel_slice_forward(cat.dev(), 3, part.dev_out());
+  expect_close(part.fetch(), b.host, 0.0);
+
+  mirrored<float, nchw> cf(*be_, {2, 8, 4, 3}, 19);
+  be_->convert(cat.dev(), cf.dev_out());
+  host_tensor<float, nchw> want_cf({2, 8, 4, 3});
+  memfmt::convert(got_cat.const_view(), want_cf.view());
+  expect_close(cf.fetch(), want_cf, 0.0);
+}
+
+}  // namespace

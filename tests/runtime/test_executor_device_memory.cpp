@@ -1,0 +1,218 @@
+// The executor's device-memory hooks (executor.hpp, detail::owns_memory) on the CPU: a fake
+// "device" backend - the reference kernels behind allocate / deallocate / copy_in / copy_out /
+// convert - counts every hook call and checks that every pointer a layer receives lies in memory
+// it allocated. Its outputs equal the reference backend's (the same kernels, so bit for bit), the
+// arena and every parameter come from the hooks, every input and output byte crosses copy_in /
+// copy_out, each conversion of the plan runs through Backend::convert, everything allocated is
+// given back, and poison mode is refused.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../common/expect_error.hpp"
+#include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/convert/convert.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/runtime/executor.hpp"
+#include "model_test_util.hpp"
+
+namespace {
+
+using memfmt::errc;
+using memfmt::graph::family;
+using memfmt::graph::network;
+using memfmt::runtime::tensor_ref;
+
+// The reference kernels behind device-memory hooks that count their calls.
+struct fake_device : memfmt::reference::backend {
+  static constexpr const char* name = "fake_device";
+
+  std::map<const std::byte*, std::size_t> blocks;  // live allocations
+  int allocations = 0, deallocations = 0, converts = 0, layer_calls = 0;
+  std::size_t bytes_in = 0, bytes_out = 0;
+
+  void* allocate(std::size_t bytes) {
+    auto* p = static_cast<std::byte*>(std::malloc(bytes));
+    blocks[p] = bytes;
+    ++allocations;
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) noexcept {
+    const auto it = blocks.find(static_cast<std::byte*>(p));
+    if (it == blocks.end() || it->second != bytes) std::abort();  // not ours, or the wrong size
+    blocks.erase(it);
+    ++deallocations;
+    std::free(p);
+  }
+  void copy_in(void* dst, const void* host, std::size_t bytes) {
+    require_device(dst, bytes);
+    std::memcpy(dst, host, bytes);
+    bytes_in += bytes;
+  }
+  void copy_out(void* host, const void* src, std::size_t bytes) {
+    require_device(src, bytes);
+    std::memcpy(host, src, bytes);
+    bytes_out += bytes;
+  }
+  template <class T, class From, class To>
+  void convert(memfmt::tensor_view<const T, From> s, memfmt::tensor_view<T, To> d) {
+    require_device(s.data(), 1);
+    require_device(d.data(), 1);
+    ++converts;
+    memfmt::convert(s, d);
+  }
+
+  // Whether [p, p + bytes) lies in one allocation.
+  bool on_device(const void* p, std::size_t bytes) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    auto it = blocks.upper_bound(b);
+    if (it == blocks.begin()) return false;
+    --it;
+    return b + bytes <= it->first + it->second;
+  }
+  void require_device(const void* p, std::size_t bytes) const {
+    if (!on_device(p, bytes)) throw std::runtime_error("fake_device: a pointer outside device memory");
+  }
+
+  // The layers of the test network: every pointer must be device memory.
+  template <class T, class XF, class WF, class YF>
+  void conv_forward(memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<const T, WF> w, const T* bias,
+                    memfmt::tensor_view<T, YF> y, const memfmt::conv_params& p) {
+    require_device(x.data(), 1);
+    require_device(w.data(), 1);
+    if (bias) require_device(bias, 1);
+    require_device(y.data(), 1);
+    ++layer_calls;
+    memfmt::reference::backend::conv_forward(x, w, bias, y, p);
+  }
+  template <class T, class F>
+  void batch_norm_forward_inference(memfmt::tensor_view<const T, F> x, memfmt::tensor_view<T, F> y,
+                                    const memfmt::reference::param_t<T>* g, const memfmt::reference::param_t<T>* b,
+                                    const memfmt::reference::param_t<T>* m, const memfmt::reference::param_t<T>* v,
+                                    const memfmt::batch_norm_params& p, memfmt::tensor_view<const T, F> residual = {}) {
+    for (const void* q : {static_cast<const void*>(x.data()), static_cast<const void*>(y.data()),
+                          static_cast<const void*>(g), static_cast<const void*>(b), static_cast<const void*>(m),
+                          static_cast<const void*>(v)})
+      require_device(q, 1);
+    ++layer_calls;
+    memfmt::reference::backend::batch_norm_forward_inference(x, y, g, b, m, v, p, residual);
+  }
+  template <class T, class XF, class YF>
+  void activation_forward(memfmt::activation k, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) {
+    require_device(x.data(), 1);
+    require_device(y.data(), 1);
+    ++layer_calls;
+    memfmt::reference::backend::activation_forward(k, x, y);
+  }
+  template <class T, class AF, class BF, class YF>
+  void binary_forward(memfmt::binary_op k, memfmt::tensor_view<const T, AF> a, memfmt::tensor_view<const T, BF> b,
+                      memfmt::tensor_view<T, YF> y) {
+    require_device(a.data(), 1);
+    require_device(b.data(), 1);
+    require_device(y.data(), 1);
+    ++layer_calls;
+    memfmt::reference::backend::binary_forward(k, a, b, y);
+  }
+  template <class T, class XF, class YF>
+  void global_average_pool_forward(memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) {
+    require_device(x.data(), 1);
+    require_device(y.data(), 1);
+    ++layer_calls;
+    memfmt::reference::backend::global_average_pool_forward(x, y);
+  }
+  template <class T, class XF, class YF>
+  void linear_forward(memfmt::tensor_view<const T, XF> x, const T* w, const T* bias, memfmt::tensor_view<T, YF> y) {
+    require_device(x.data(), 1);
+    require_device(w, 1);
+    if (bias) require_device(bias, 1);
+    require_device(y.data(), 1);
+    ++layer_calls;
+    memfmt::reference::backend::linear_forward(x, w, bias, y);
+  }
+};
+
+static_assert(memfmt::runtime::detail::owns_memory<fake_device>::value, "the fake device names every hook");
+static_assert(!memfmt::runtime::detail::owns_memory<memfmt::reference::backend>::value, "host backends do not");
+
+// conv (bias) -> batch norm -> relu -> 1x1 conv -> + relu -> global average pool -> flatten ->
+// linear -> "y"; the relu is also the output "features", pinned channels-last.
+network test_network() {
+  network net;
+  const auto x = net.input("input", {2, 4, 6, 5}, memfmt::dtype::float32, family::channels_first);
+  const auto c1 = net.conv("c1", x, memfmt::graph::conv_spec(6, 3, 1, 1, 1, true));
+  const auto r = net.relu("r", net.batch_norm("bn", c1));
+  const auto c2 = net.conv("c2", r, memfmt::graph::conv_spec(6, 1));
+  const auto s = net.add("sum", c2, r);
+  const auto f = net.flatten("flat", net.global_pool("gap", s));
+  net.output("y", net.linear("fc", f, 3), family::channels_first);
+  net.output("features", r, family::channels_last);
+  return net;
+}
+
+template <class Backend>
+std::map<std::string, std::vector<float>> run(Backend& b, const network& net, const memfmt::graph::plan& plan,
+                                              const std::vector<float>& input, memfmt::runtime::executor_report* report) {
+  const auto params = memfmt_test::make_params(net, 3);
+  memfmt::runtime::executor<Backend> ex(net, plan, b, params);
+  std::map<std::string, std::vector<float>> out;
+  std::map<std::string, tensor_ref> outputs;
+  for (const char* name : {"y", "features"}) {
+    const auto& n = net.at(*net.find(name));
+    out[name].assign(static_cast<std::size_t>(n.numel()), -1.0f);
+    const family format = std::string(name) == "features" ? family::channels_last : family::channels_first;
+    outputs[name] = tensor_ref{memfmt::dtype::float32, n.extents, format, out[name].data()};
+  }
+  const auto& in = net.at(*net.find("input"));
+  std::vector<float> x = input;
+  ex.forward({{"input", tensor_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()}}}, outputs);
+  if (report) *report = ex.report();
+  return out;
+}
+
+TEST(ExecutorDeviceMemory, HooksCarryEveryByteAndResultsEqualTheHostRun) {
+  const network net = test_network();
+  std::vector<float> x(2 * 4 * 6 * 5);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 37 % 23) - 11) / 8.0f;
+  const memfmt::graph::cost_model model{};
+  for (family f : {family::channels_first, family::channels_last}) {
+    SCOPED_TRACE(memfmt::graph::to_string(f));
+    const auto plan = memfmt::graph::make_plan(net, model, memfmt_test::uniform(net, f));
+    memfmt::reference::backend host;
+    const auto want = run(host, net, plan, x, nullptr);
+    fake_device dev;
+    memfmt::runtime::executor_report report;
+    const auto got = run(dev, net, plan, x, &report);
+    for (const auto& [name, values] : want) {
+      ASSERT_EQ(got.at(name).size(), values.size());
+      EXPECT_EQ(std::memcmp(got.at(name).data(), values.data(), values.size() * sizeof(float)), 0) << name;
+    }
+    // Every allocation (the arena and each parameter) was given back with the executor.
+    EXPECT_GT(dev.allocations, 1);
+    EXPECT_EQ(dev.deallocations, dev.allocations);
+    EXPECT_TRUE(dev.blocks.empty());
+    // Inputs and outputs crossed the hooks whole; parameters went in through copy_in too.
+    const std::size_t io_out = (got.at("y").size() + got.at("features").size()) * sizeof(float);
+    EXPECT_EQ(dev.bytes_out, io_out);
+    EXPECT_GT(dev.bytes_in, x.size() * sizeof(float));
+    EXPECT_EQ(dev.converts, report.conversions) << "one Backend::convert per conversion of the plan";
+    EXPECT_GT(report.conversions, 0);
+    EXPECT_GT(dev.layer_calls, 0);
+  }
+}
+
+TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {
+  const network net = test_network();
+  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_last));
+  fake_device dev;
+  const auto params = memfmt_test::make_params(net, 3);
+  memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params, {true, true}); },
+                            errc::invalid_argument, {"fake_device", "poison mode"});
+  EXPECT_EQ(dev.allocations, 0);
+}
+
+}  // namespace
