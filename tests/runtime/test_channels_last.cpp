@@ -153,6 +153,31 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   }
 }
 
+// The reference backend, except that it refuses to run activations channels_last.
+struct no_channels_last_activation : memfmt::reference::backend {
+  memfmt::op_support support(const memfmt::op_query& q) const {
+    if (q.op == memfmt::op_kind::activation && q.format == memfmt::format_family::channels_last)
+      return memfmt::op_support::no(memfmt::errc::unsupported, "no channels_last activation here");
+    return memfmt::reference::backend::support(q);
+  }
+};
+
+TEST(ChannelsLast, PlansOnlyFormatsTheBackendRuns) {
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  no_channels_last_activation backend;
+  memfmt::runtime::channels_last_options o;
+  o.pins = {{"a", family::channels_last, true, 0}, {"b", family::channels_last, true, 0}};
+  o.calibration.repetitions = 2;
+  auto planned = memfmt::runtime::channels_last(net, backend, params, o);
+  EXPECT_EQ(planned.plan.format(*net.find("a")), family::channels_last);
+  EXPECT_EQ(planned.plan.format(*net.find("r")), family::channels_first);
+  const std::vector<float> x = random_input();
+  const std::vector<float> want = float32_truth(net, params, x), got = run<float>(*planned.run, x);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
+}
+
 TEST(ChannelsLast, LowerPrecisionOnTheReferenceBackend) {
   memfmt::reference::backend backend;
   check_precision(backend, memfmt::dtype::bfloat16);

@@ -118,6 +118,7 @@ planned_executor<Backend> channels_last(const graph::network& net, Backend& back
   if (!path.empty()) io::write_timing_cache_file(path, out.cache);
   graph::cost_model model(options.priors);
   model.set_timing_cache(out.cache);
+  model.set_support_query(support_query_for(backend));  // a format the backend refuses a layer is not planned
   out.plan = graph::solve(out.network, model);
   out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend,
                                                  options.precision ? converted : params, options.execution);
