@@ -32,8 +32,9 @@ using memfmt_test::small;
 namespace models = memfmt::graph::models;
 
 // The layers of neither model that oneDNN trains: a split (channel slices), concat, max and
-// average pooling, nearest and linear upsampling, a transposed conv, squeeze-and-excitation
-// (global max pool, sigmoid, broadcast mul), tanh, silu, hardswish, relu6, softmax.
+// average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of two values of
+// one shape), squeeze-and-excitation (global max pool, sigmoid, broadcast mul), tanh, silu,
+// hardswish, relu6, softmax.
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
@@ -50,6 +51,7 @@ network other_layers(dtype type) {
   ct.bias = true;
   h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 8, 8]
   h = net.activation("hswish", h, memfmt::activation::hardswish);
+  h = net.mul("gate", h, net.activation("gate.sigmoid", h, memfmt::activation::sigmoid));
   const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
                                  memfmt::activation::sigmoid);
   h = net.mul("se.mul", h, se);

@@ -30,7 +30,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -302,11 +304,11 @@ class backend {
                                                  {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
                                                  {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}};
       if (fuse) {
-        auto& ws = relu_masks_[y.data()];
+        auto& ws = relu_masks_[{x.data(), y.data(), saved_mean}];
         if (!ws || ws.get_desc() != e.pd.workspace_desc()) ws = dnnl::memory(e.pd.workspace_desc(), eng_);
         args.emplace(DNNL_ARG_WORKSPACE, ws);
       } else {
-        relu_masks_.erase(y.data());
+        relu_masks_.erase({x.data(), y.data(), saved_mean});
       }
       e.prim.execute(strm_, args);
       if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
@@ -353,8 +355,10 @@ class backend {
   // Backward of the training step. With p.fuse_relu, `y` (the forward output) is required: the
   // gradient passes where y > 0. dresidual (optional) receives the gradient of the residual input.
   // After a training step with the ReLU fused and no residual, the mask is the ReLU workspace that
-  // step recorded for its y (one batch norm call with fuse_norm_relu); a y this backend did not
-  // write in such a step is masked by its values (an eltwise backward, then the batch norm).
+  // step recorded for its x, y and saved_mean buffers (one batch norm call with fuse_norm_relu);
+  // other arguments are masked by y's values (an eltwise backward, then the batch norm). Contract,
+  // as for the weight cache: a backward with the buffers of an earlier fused step must belong to
+  // that step (the trainer's always does: each batch norm owns its saved_mean).
   template <class XT, class YT, class T, class F>
   void batch_norm_backward(tensor_view<XT, F> x, tensor_view<YT, F> dy, tensor_view<T, F> dx,
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
@@ -375,18 +379,27 @@ class backend {
     if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_backward", [&] {
       // The gradient that reaches the normalisation: dy masked by the ReLU (where y > 0).
       dnnl::memory g(md, eng_, detail::mut(dy.data()));
-      const auto mask = relu_masks_.find(y.data());
+      const auto mask = relu_masks_.find({x.data(), y.data(), saved_mean});
       const bool by_workspace = p.fuse_relu && dresidual.data() == nullptr && mask != relu_masks_.end();
-      if (p.fuse_relu && !by_workspace) {
+      // The masked gradient is the residual's: written there directly when dresidual has x's
+      // layout (two calls for batch norm + add + relu), else into scratch and reordered.
+      const bool into_residual = dresidual.data() != nullptr && dresidual.data() != x.data() &&
+                                 detail::activation_md(dresidual, dt) == md;
+      const bool masked = p.fuse_relu && !by_workspace;
+      if (masked) {
         const auto y_md = detail::activation_md(y, dt);
         auto& r = eltwise_bwd_entry(md, y_md);
-        grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
-        g = dnnl::memory(md, eng_, grad_tmp_.data());
+        if (into_residual) {
+          g = dnnl::memory(md, eng_, dresidual.data());
+        } else {
+          grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
+          g = dnnl::memory(md, eng_, grad_tmp_.data());
+        }
         r.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(md, eng_, detail::mut(dy.data()))},
                                {DNNL_ARG_DST, dnnl::memory(y_md, eng_, detail::mut(y.data()))},
                                {DNNL_ARG_DIFF_SRC, g}});
       }
-      if (dresidual.data() != nullptr) {
+      if (dresidual.data() != nullptr && !(masked && into_residual)) {
         const auto r_md = detail::activation_md(dresidual, dt);
         dnnl::memory r(r_md, eng_, dresidual.data());
         reorder_for(md, r_md).execute(strm_, g, r);
@@ -983,7 +996,8 @@ class backend {
   detail::layer_primitives layers_;
   detail::layer_backward backward_;
   std::unordered_map<const void*, std::unordered_map<std::string, dnnl::memory>> weights_;
-  std::unordered_map<const void*, dnnl::memory> relu_masks_;  // fused training step's y -> its ReLU workspace
+  // (x, y, saved_mean) of a training step with the ReLU fused -> its ReLU workspace.
+  std::map<std::tuple<const void*, const void*, const void*>, dnnl::memory> relu_masks_;
   std::vector<float> stats_;
   std::vector<unsigned char> grad_tmp_;
 };
