@@ -67,12 +67,13 @@ struct step_result {
 };
 
 // One training step of a one-input one-output network with output gradient R (so the gradients
-// are those of L = sum(output * R)).
-template <class T>
-step_result train(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
-                  const std::vector<double>& x, const std::vector<double>& r) {
-  memfmt::reference::backend b;
-  trainer_t t(net, plan, b, params);
+// are those of L = sum(output * R)), on backend b.
+template <class T, class Backend>
+step_result train_on(Backend& b, const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
+                     const std::vector<double>& x, const std::vector<double>& r, memfmt::runtime::trainer_options o = {},
+                     std::vector<std::string>* fusions = nullptr) {
+  memfmt::runtime::trainer<Backend> t(net, plan, b, params, o);
+  if (fusions) *fusions = t.report().fusions;
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));
   const family fi = plan.format(in.id).value_or(family::channels_first);
@@ -86,15 +87,23 @@ step_result train(const network& net, const memfmt::graph::plan& plan, const par
   res.arena = t.report().arena_bytes;
   res.all = t.report().allocate_all_bytes;
   for (std::size_t i = 0; i < r.size(); ++i)
-    res.output.push_back(static_cast<double>(ys.data[physical(out.extents, i, fo)]));
+    res.output.push_back(memfmt::runtime::detail::as_double(ys.data[physical(out.extents, i, fo)]));
   for (std::size_t i = 0; i < r.size(); ++i) res.loss += res.output[i] * r[i];
   return res;
+}
+
+// The same on the reference backend.
+template <class T>
+step_result train(const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
+                  const std::vector<double>& x, const std::vector<double>& r, memfmt::runtime::trainer_options o = {}) {
+  memfmt::reference::backend b;
+  return train_on<T>(b, net, plan, params, x, r, o);
 }
 
 template <class T>
 std::vector<double> values(const memfmt::runtime::parameter& p) {
   std::vector<double> r;
-  for (T v : p.values<T>()) r.push_back(static_cast<double>(v));
+  for (T v : p.values<T>()) r.push_back(memfmt::runtime::detail::as_double(v));
   return r;
 }
 

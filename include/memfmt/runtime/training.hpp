@@ -1,13 +1,19 @@
 // memfmt/runtime/training.hpp - one training step of a planned network: forward, then backward.
 //
 // A trainer is built once from (network, plan, backend, parameters), like the executor, and checks
-// the same things then; it also refuses what has no backward here (an opaque layer: a user_op has
-// no backward function; a dropout with p > 0: its random mask is not reproduced) with
-// errc::unsupported naming the node. train_step() runs
+// the same things then, the backend's support() for every layer included (a backend runs the
+// backward of every layer it supports); it also refuses what has no backward here (an opaque
+// layer: a user_op has no backward function; a dropout with p > 0: its random mask is not
+// reproduced) with errc::unsupported naming the node. train_step() runs
 //   - the forward pass in training mode: batch norm normalises with the batch statistics and updates
 //     running_mean and running_var as PyTorch does (momentum, the unbiased batch variance for
-//     running_var, num_batches_tracked counted); no fusions, nothing folded;
+//     running_var, num_batches_tracked counted); nothing folded;
 //   - the backward pass from the gradient of every graph output, in reverse node order.
+// Training fusions (trainer_options::fuse), where the plan keeps the layers in one format and the
+// intermediate value has no other reader: a relu after a batch norm, or a residual add (whose other
+// operand exists by then) and a relu after it, run in the batch norm's forward and backward calls
+// (batch_norm_params::fuse_relu and the residual arguments: on oneDNN the fused ReLU and its
+// workspace, or one binary add with a ReLU post-op); report().fusions lists each group.
 // It returns the gradient of every trainable parameter as a parameter_store, named and shaped as
 // the store the trainer was built from (PyTorch's logical layout: a conv that ran channels_last
 // computes its weight gradient in KRSC, handed back as KCRS). running_stats() gives the batch norm
@@ -47,21 +53,34 @@
 
 namespace memfmt::runtime {
 
+struct trainer_options {
+  bool fuse = true;  // training fusions: batch norm + relu, batch norm + residual add + relu
+};
+
 template <class Backend>
 class trainer {
  public:
-  trainer(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params)
-      : net_(net), plan_(plan), backend_(backend) {
+  trainer(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
+          trainer_options options = {})
+      : net_(net), plan_(plan), backend_(backend), options_(options) {
     if (plan.nodes.size() != net.size())
       memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
                                                      " nodes, the network " + std::to_string(net.size()));
     for (const graph::node& n : net.nodes()) check_supported(n);
+    find_fusions();
     check_parameters(net, params);
     steps_.resize(2 * net.size());
     slot_.assign(net.size(), 0);
     for (const graph::node& n : net.nodes()) bind_forward(n, params);
     for (std::size_t i = net.size(); i-- > 0;) bind_backward(net.at(i));
     plan_arena();
+  }
+
+  // The backend's copies of this trainer's weights die with them: another trainer's or executor's
+  // weights may later sit at the same addresses.
+  ~trainer() {
+    if constexpr (detail::caches_weights<Backend>::value)
+      for (const void* w : weights_) backend_.invalidate_weights(w);
   }
 
   trainer(const trainer&) = delete;  // steps point into this object
@@ -136,7 +155,54 @@ class trainer {
     if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
       memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
                                                   " in training draws a random mask, which the trainer does not (p 0 only)");
+    if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
+      if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
     detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
+  }
+
+  // The single consumer of v when there is exactly one and it runs in v's format.
+  std::optional<graph::node_id> sole_consumer(graph::node_id v) const {
+    const auto& c = net_.consumers(v);
+    if (c.size() != 1 || format_of(c[0]) != format_of(v)) return std::nullopt;
+    return c[0];
+  }
+
+  bool is_relu(std::optional<graph::node_id> id) const {
+    return id && net_.at(*id).kind == graph::node_kind::activation &&
+           net_.at(*id).template get<memfmt::activation>() == memfmt::activation::relu;
+  }
+
+  // Training fusions where the plan keeps the layers in one format: a batch norm whose only reader
+  // is a relu, or a residual add of two values of one shape whose other operand is computed before
+  // the batch norm and whose only reader is a relu. The fused layers share the batch norm's value.
+  void find_fusions() {
+    if (!options_.fuse) return;
+    for (const graph::node& n : net_.nodes()) {
+      if (n.kind != graph::node_kind::batch_norm || n.get<batch_norm_params>().fuse_relu) continue;
+      const auto next = sole_consumer(n.id);
+      std::vector<graph::node_id> tail;
+      if (is_relu(next)) {
+        tail = {*next};
+      } else if (next) {
+        const graph::node& a = net_.at(*next);
+        if (a.kind != graph::node_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
+            a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
+          continue;
+        const graph::node_id other = a.inputs[0] == n.id ? a.inputs[1] : a.inputs[0];
+        const auto r = sole_consumer(a.id);
+        if (other >= n.id || net_.at(other).extents != a.extents || !is_relu(r)) continue;
+        tail = {a.id, *r};
+        residual_[n.id] = other;
+      }
+      if (tail.empty()) continue;
+      std::string group = n.name;
+      for (graph::node_id t : tail) {
+        fused_into_[t] = n.id;
+        group += " + " + net_.at(t).name;
+      }
+      fused_tail_[n.id] = tail;
+      report_.fusions.push_back(group);
+    }
   }
 
   // ---- storage ----
@@ -296,8 +362,10 @@ class trainer {
   void bind_forward(const graph::node& n, const parameter_store& params) {
     const std::int64_t t = static_cast<std::int64_t>(n.id);
     const bool alias = n.kind == graph::node_kind::output || n.kind == graph::node_kind::flatten ||
-                       n.kind == graph::node_kind::dropout;
-    if (alias) {
+                       n.kind == graph::node_kind::dropout || fused_into_.count(n.id);
+    if (const auto f = fused_into_.find(n.id); f != fused_into_.end()) {
+      slot_[n.id] = slot_[f->second];
+    } else if (alias) {
       slot_[n.id] = read_slot(n, n.inputs[0]);
     } else {
       const bool input = n.kind == graph::node_kind::input;
@@ -378,6 +446,7 @@ class trainer {
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
       const auto wv = detail::weight_in<T, F>(owned_, w, shape);
+      weights_.push_back(wv.data());
       const auto dw = weight_gradient<T, F>(wn, shape);
       if (!transposed) {
         steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
@@ -426,11 +495,17 @@ class trainer {
     for (std::int64_t k = 0; k < c; ++k) sums[k] = static_cast<T>(acc[static_cast<std::size_t>(k)]);
   }
 
+  // A batch norm, with the relu (and the residual add before it) of its fusion group if it has one.
   template <class T>
   void bind_batch_norm(const graph::node& n, const parameter_store& params) {
     using P = detail::stats_t<T>;
-    const auto& p = n.get<batch_norm_params>();
+    batch_norm_params p = n.get<batch_norm_params>();
+    p.fuse_relu = p.fuse_relu || fused_tail_.count(n.id);
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
+    const auto res = residual_.find(n.id);
+    const std::optional<std::size_t> r =
+        res == residual_.end() ? std::nullopt : std::optional<std::size_t>(read_slot(net_.at(fused_tail_.at(n.id)[0]), res->second));
+    if (r) use(*r, static_cast<std::int64_t>(n.id));
     const std::string b = n.name + ".";
     const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
     const std::size_t c = static_cast<std::size_t>(n.extents[1]);
@@ -451,17 +526,22 @@ class trainer {
     if (p.fuse_relu) use(y, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      steps_[n.id].push_back([this, x, y, gamma, beta, mean, var, saved_mean, saved_invstd, p] {
-        backend_.batch_norm_forward_training(in<T, F>(x), out<T, F>(y), gamma, beta, mean, var, saved_mean, saved_invstd, p);
+      steps_[n.id].push_back([this, x, y, r, gamma, beta, mean, var, saved_mean, saved_invstd, p] {
+        backend_.batch_norm_forward_training(in<T, F>(x), out<T, F>(y), gamma, beta, mean, var, saved_mean, saved_invstd, p,
+                                             r ? in<T, F>(*r) : tensor_view<const T, F>{});
       });
-      backward_.emplace(n.id, [this, x, y, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
+      backward_.emplace(n.id, [this, x, y, r, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
         const auto g = grad_of(x);
         const std::size_t dx = contribute_or_scratch(x, tb);
-        step.push_back([this, x, y, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p] {
+        const auto gr = r ? grad_of(*r) : std::nullopt;
+        const std::optional<std::size_t> dr = gr ? std::optional<std::size_t>(contribute(*gr, tb)) : std::nullopt;
+        step.push_back([this, x, y, dy, dx, dr, gamma, saved_mean, saved_invstd, dgamma, dbeta, p] {
           backend_.batch_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, saved_mean, saved_invstd, dgamma,
-                                       dbeta, p, p.fuse_relu ? in<T, F>(y) : tensor_view<const T, F>{});
+                                       dbeta, p, p.fuse_relu ? in<T, F>(y) : tensor_view<const T, F>{},
+                                       dr ? out<T, F>(*dr) : tensor_view<T, F>{});
         });
         if (g) finish(*g, dx, step);
+        if (gr) finish(*gr, *dr, step);
       });
     });
   }
@@ -507,6 +587,7 @@ class trainer {
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
     const T* w = detail::keep(owned_, params.at(wn).template values<T>(wn));
+    weights_.push_back(w);
     const T* bias = a.bias ? detail::keep(owned_, params.at(bn).template values<T>(bn)) : nullptr;
     T* dw = gradient<T, T>(wn, params.at(wn).shape);
     T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
@@ -664,7 +745,13 @@ class trainer {
     if (it == backward_.end()) return;  // inputs and renamings
     const std::size_t s = slot_[n.id];
     const std::size_t g = *grad_of(s);
-    if (const auto c = converted_.find(n.id); c != converted_.end() && c->second != s) {
+    // The converted copies of the node's value, and of the fused layers' that share its bytes.
+    std::vector<graph::node_id> values{n.id};
+    if (const auto tail = fused_tail_.find(n.id); tail != fused_tail_.end())
+      values.insert(values.end(), tail->second.begin(), tail->second.end());
+    for (graph::node_id v : values) {
+      const auto c = converted_.find(v);
+      if (c == converted_.end() || c->second == s) continue;
       const auto gc = grad_.find(c->second);
       if (gc != grad_.end() && storages_[gc->second].contributions > 0) {
         use(gc->second, t);
@@ -689,7 +776,11 @@ class trainer {
   graph::network net_;
   graph::plan plan_;
   Backend& backend_;
+  trainer_options options_;
   executor_report report_;
+  std::map<graph::node_id, graph::node_id> fused_into_;                // fused add / relu -> its batch norm
+  std::map<graph::node_id, std::vector<graph::node_id>> fused_tail_;  // batch norm -> its fused add?, relu
+  std::map<graph::node_id, graph::node_id> residual_;                 // batch norm -> its fused add's other operand
   std::vector<storage> storages_;
   std::vector<std::size_t> slot_;                          // per node: its value's storage
   std::map<graph::node_id, std::size_t> converted_;        // per converted value: the copy's storage
@@ -699,6 +790,7 @@ class trainer {
   std::unique_ptr<std::byte, detail::free_bytes> arena_;
   std::vector<step_list> steps_;                           // 2N: forward per node, then backward in reverse
   std::vector<std::shared_ptr<void>> owned_;              // weights, statistics, parameter gradients
+  std::vector<const void*> weights_;                       // the weights a backend may cache copies of
   std::vector<std::pair<std::string, std::function<parameter()>>> gradients_;
   std::vector<std::pair<std::string, std::function<parameter()>>> running_;
   std::vector<std::pair<std::string, std::int64_t>> batches_tracked_;

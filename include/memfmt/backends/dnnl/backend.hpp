@@ -30,7 +30,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -48,6 +50,7 @@
 #include "../validate.hpp"
 #include "cpu_support.hpp"
 #include "descriptors.hpp"
+#include "backward.hpp"
 #include "layers.hpp"
 #include "status.hpp"
 
@@ -142,7 +145,8 @@ class backend {
   // Number of cached primitives (all kinds).
   std::size_t cached_primitive_count() const noexcept {
     return conv_fwd_.size() + conv_bwd_data_.size() + conv_bwd_weights_.size() + bn_fwd_.size() + bn_bwd_.size() +
-           reorders_.size() + binaries_.size() + eltwise_bwd_.size() + linear_fwd_.size() + layers_.size();
+           reorders_.size() + binaries_.size() + eltwise_bwd_.size() + linear_fwd_.size() + linear_bwd_data_.size() +
+           linear_bwd_weights_.size() + layers_.size();
   }
 
   // The implementation oneDNN picks for a convolution on dense tensors of formats F (activations)
@@ -299,7 +303,13 @@ class backend {
                                                  {DNNL_ARG_VARIANCE, stat_mem(c, var)},
                                                  {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
                                                  {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}};
-      if (fuse) args.emplace(DNNL_ARG_WORKSPACE, e.workspace);
+      if (fuse) {
+        auto& ws = relu_masks_[{x.data(), y.data(), saved_mean}];
+        if (!ws || ws.get_desc() != e.pd.workspace_desc()) ws = dnnl::memory(e.pd.workspace_desc(), eng_);
+        args.emplace(DNNL_ARG_WORKSPACE, ws);
+      } else {
+        relu_masks_.erase({x.data(), y.data(), saved_mean});
+      }
       e.prim.execute(strm_, args);
       if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
                              p.fuse_relu);
@@ -344,6 +354,11 @@ class backend {
 
   // Backward of the training step. With p.fuse_relu, `y` (the forward output) is required: the
   // gradient passes where y > 0. dresidual (optional) receives the gradient of the residual input.
+  // After a training step with the ReLU fused and no residual, the mask is the ReLU workspace that
+  // step recorded for its x, y and saved_mean buffers (one batch norm call with fuse_norm_relu);
+  // other arguments are masked by y's values (an eltwise backward, then the batch norm). Contract,
+  // as for the weight cache: a backward with the buffers of an earlier fused step must belong to
+  // that step (the trainer's always does: each batch norm owns its saved_mean).
   template <class XT, class YT, class T, class F>
   void batch_norm_backward(tensor_view<XT, F> x, tensor_view<YT, F> dy, tensor_view<T, F> dx,
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
@@ -364,16 +379,27 @@ class backend {
     if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_backward", [&] {
       // The gradient that reaches the normalisation: dy masked by the ReLU (where y > 0).
       dnnl::memory g(md, eng_, detail::mut(dy.data()));
-      if (p.fuse_relu) {
+      const auto mask = relu_masks_.find({x.data(), y.data(), saved_mean});
+      const bool by_workspace = p.fuse_relu && dresidual.data() == nullptr && mask != relu_masks_.end();
+      // The masked gradient is the residual's: written there directly when dresidual has x's
+      // layout (two calls for batch norm + add + relu), else into scratch and reordered.
+      const bool into_residual = dresidual.data() != nullptr && dresidual.data() != x.data() &&
+                                 detail::activation_md(dresidual, dt) == md;
+      const bool masked = p.fuse_relu && !by_workspace;
+      if (masked) {
         const auto y_md = detail::activation_md(y, dt);
         auto& r = eltwise_bwd_entry(md, y_md);
-        grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
-        g = dnnl::memory(md, eng_, grad_tmp_.data());
+        if (into_residual) {
+          g = dnnl::memory(md, eng_, dresidual.data());
+        } else {
+          grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
+          g = dnnl::memory(md, eng_, grad_tmp_.data());
+        }
         r.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(md, eng_, detail::mut(dy.data()))},
                                {DNNL_ARG_DST, dnnl::memory(y_md, eng_, detail::mut(y.data()))},
                                {DNNL_ARG_DIFF_SRC, g}});
       }
-      if (dresidual.data() != nullptr) {
+      if (dresidual.data() != nullptr && !(masked && into_residual)) {
         const auto r_md = detail::activation_md(dresidual, dt);
         dnnl::memory r(r_md, eng_, dresidual.data());
         reorder_for(md, r_md).execute(strm_, g, r);
@@ -384,16 +410,18 @@ class backend {
         const double is = saved_invstd[i];
         var[i] = static_cast<float>(1.0 / (is * is) - p.epsilon);
       }
-      auto& e = bn_bwd_entry(md, eps);
-      e.prim.execute(strm_, {{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
-                             {DNNL_ARG_MEAN, stat_mem(c, detail::mut(saved_mean))},
-                             {DNNL_ARG_VARIANCE, stat_mem(c, var)},
-                             {DNNL_ARG_DIFF_DST, g},
-                             {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
-                             {DNNL_ARG_SHIFT, stat_mem(c, var + c)},  // asked for, unused by the gradient
-                             {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng_, dx.data())},
-                             {DNNL_ARG_DIFF_SCALE, stat_mem(c, dgamma)},
-                             {DNNL_ARG_DIFF_SHIFT, stat_mem(c, dbeta)}});
+      auto& e = bn_bwd_entry(md, eps, by_workspace);
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                                                 {DNNL_ARG_MEAN, stat_mem(c, detail::mut(saved_mean))},
+                                                 {DNNL_ARG_VARIANCE, stat_mem(c, var)},
+                                                 {DNNL_ARG_DIFF_DST, g},
+                                                 {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                                                 {DNNL_ARG_SHIFT, stat_mem(c, var + c)},  // asked for, unused by the gradient
+                                                 {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng_, dx.data())},
+                                                 {DNNL_ARG_DIFF_SCALE, stat_mem(c, dgamma)},
+                                                 {DNNL_ARG_DIFF_SHIFT, stat_mem(c, dbeta)}};
+      if (by_workspace) args.emplace(DNNL_ARG_WORKSPACE, mask->second);
+      e.prim.execute(strm_, args);
       strm_.wait();
       last_impl_ = e.impl;
     });
@@ -402,7 +430,8 @@ class backend {
   // ---- capability ----
   // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
   // every format of rank 4 or 5, and every operation below but pad, group / instance norm (no
-  // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm).
+  // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm). The
+  // answer holds for training too: every operation it runs has its backward pass here.
   op_support support(const op_query& q) const {
     const std::string op = std::string("onednn ") + to_string(q.op);
     if (const dtype_support d = support_for(q.type); !d.supported)
@@ -459,16 +488,73 @@ class backend {
     layers_.channel_slice_forward(eng_, strm_, x, c_begin, y);
   }
 
-  // Unsupported here (support() says so): the executor refuses these layers before any work.
+  // ---- their backward passes (backward.hpp; the reference backend's arguments) ----
+  template <class T, class XF, class DYF, class DXF>
+  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+                           tensor_view<T, DXF> dx) {
+    backward_.activation_backward(layers_, eng_, strm_, kind, x, dy, dx);
+  }
+
+  template <class T, class AF, class BF, class DYF, class DAF, class DBF>
+  void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                       tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
+    backward_.binary_backward(layers_, eng_, strm_, kind, a, b, dy, da, db);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void pool_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                     const pool_params& p) {
+    backward_.pool_backward(layers_, eng_, strm_, x, dy, dx, p);
+  }
+
+  template <class T, class DYF, class DXF>
+  void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
+    backward_.global_average_pool_backward(layers_, eng_, strm_, dy, dx);
+  }
+
+  template <class T, class DYF, class DXF>
+  void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const upsample_params& p) {
+    backward_.upsample_backward(layers_, eng_, strm_, dy, dx, p);
+  }
+
+  template <class T, class YF, class DYF, class DXF>
+  void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                        const softmax_params& p) {
+    backward_.softmax_backward(layers_, eng_, strm_, y, dy, dx, p);
+  }
+
+  template <class T, class DYF, class DXF>
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) {
+    backward_.concat_backward(layers_, eng_, strm_, dy, dxs);
+  }
+
+  template <class T, class DYF, class DXF>
+  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
+    backward_.channel_slice_backward(layers_, eng_, strm_, dy, c_begin, dx);
+  }
+
+  // Unsupported here (support() says so): the executor and the trainer refuse these layers before
+  // any work.
   template <class T, class XF, class YF>
   void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
     memfmt::detail::fail(errc::unsupported, "onednn::pad_forward: oneDNN 2.6 has no pad primitive");
+  }
+
+  template <class T, class DYF, class DXF>
+  void pad_backward(tensor_view<const T, DYF>, tensor_view<T, DXF>, const pad_params&) {
+    memfmt::detail::fail(errc::unsupported, "onednn::pad_backward: oneDNN 2.6 has no pad primitive");
   }
 
   template <class T, class XF, class YF>
   void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
                           param_t<T>*, param_t<T>*, const group_norm_params&) {
     memfmt::detail::fail(errc::unsupported, "onednn::group_norm_forward: oneDNN 2.6 has no group norm primitive");
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void group_norm_backward(tensor_view<const T, XF>, tensor_view<const T, DYF>, tensor_view<T, DXF>, const param_t<T>*,
+                           const param_t<T>*, const param_t<T>*, param_t<T>*, param_t<T>*, const group_norm_params&) {
+    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_backward: oneDNN 2.6 has no group norm primitive");
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order
@@ -515,7 +601,112 @@ class backend {
     });
   }
 
+  // dx = dy w: the gradient of linear_forward with respect to x, in x's format and flatten order
+  // (inner product backward data, w reordered once into its layout as in linear_forward).
+  template <class T, class DYF, class DXF>
+  void linear_backward_data(tensor_view<const T, DYF> dy, const detail::identity_t<T>* w, tensor_view<T, DXF> dx) {
+    validate_linear_backward_data(dy, w, dx);
+    const auto dt = detail::data_type_of<T>("onednn::linear_backward_data");
+    if (detail::empty(dx)) return;
+    if (detail::empty(dy)) {  // no outputs: dx is zero (oneDNN takes no empty source)
+      if constexpr (detail::supported_v<T>) reference::linear_backward_data<T, DYF, DXF>(dy, w, dx);
+      return;
+    }
+    const linear_mds m = linear_mds_of(dx, dy, dt);
+    detail::guarded("linear_backward_data", [&] {
+      std::string key;
+      detail::append_key(key, m.x);
+      detail::append_key(key, m.y);
+      auto it = linear_bwd_data_.find(key);
+      if (it == linear_bwd_data_.end()) {
+        dnnl::inner_product_backward_data::desc d(m.x, m.w_any, m.y);
+        dnnl::inner_product_backward_data::primitive_desc pd(d, eng_, linear_training_hint(m, false));
+        it = linear_bwd_data_.emplace(std::move(key), linear_bwd_data_cached{pd, dnnl::inner_product_backward_data(pd), {}})
+                 .first;
+      }
+      auto& e = it->second;
+      e.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(m.y, eng_, detail::mut(dy.data()))},
+                             {DNNL_ARG_WEIGHTS, weights_for(detail::mut(w), m.w, e.pd.weights_desc(), e.w_scratch)},
+                             {DNNL_ARG_DIFF_SRC, dnnl::memory(m.x, eng_, dx.data())}});
+      strm_.wait();
+    });
+  }
+
+  // dw (K x F row-major, PyTorch's order) and dbias (K values, when not null): the gradients of
+  // linear_forward with respect to w and bias (inner product backward weights in oneDNN's weight
+  // layout, reordered to the caller's).
+  template <class T, class XF, class DYF>
+  void linear_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, detail::identity_t<T>* dw,
+                               detail::identity_t<T>* dbias) {
+    validate_linear_backward_weights(x, dy, dw);
+    const auto dt = detail::data_type_of<T>("onednn::linear_backward_weights");
+    if (detail::empty(x) || detail::empty(dy)) {  // a zero gradient or none (oneDNN takes no empty tensors)
+      if constexpr (detail::supported_v<T>) reference::linear_backward_weights<T, XF, DYF>(x, dy, dw, dbias);
+      return;
+    }
+    const linear_mds m = linear_mds_of(x, dy, dt);
+    detail::guarded("linear_backward_weights", [&] {
+      std::string key;
+      detail::append_key(key, m.x);
+      detail::append_key(key, m.y);
+      detail::append_key(key, static_cast<std::int64_t>(dbias != nullptr));
+      auto it = linear_bwd_weights_.find(key);
+      if (it == linear_bwd_weights_.end()) {
+        const std::int64_t k = dy.extent(1);
+        dnnl::inner_product_backward_weights::desc d(m.x, m.w_any, dbias ? bias_md(k, dt) : dnnl::memory::desc(), m.y);
+        dnnl::inner_product_backward_weights::primitive_desc pd(d, eng_, linear_training_hint(m, dbias != nullptr));
+        it = linear_bwd_weights_
+                 .emplace(std::move(key), linear_bwd_weights_cached{pd, dnnl::inner_product_backward_weights(pd), {}})
+                 .first;
+      }
+      auto& e = it->second;
+      dnnl::memory user_dw(m.w, eng_, dw);
+      const bool direct = e.pd.diff_weights_desc() == m.w;
+      if (!direct && !e.dw_scratch) e.dw_scratch = dnnl::memory(e.pd.diff_weights_desc(), eng_);
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(m.x, eng_, detail::mut(x.data()))},
+                                                 {DNNL_ARG_DIFF_DST, dnnl::memory(m.y, eng_, detail::mut(dy.data()))},
+                                                 {DNNL_ARG_DIFF_WEIGHTS, direct ? user_dw : e.dw_scratch}};
+      if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e.pd.diff_bias_desc(), eng_, dbias));
+      e.prim.execute(strm_, args);
+      if (!direct) reorder_for(e.pd.diff_weights_desc(), m.w).execute(strm_, e.dw_scratch, user_dw);
+      strm_.wait();
+    });
+  }
+
  private:
+  // An inner product's descriptors: x as it is, y [N, K] by its strides, w [K, C, spatial...] in
+  // PyTorch's plain order and with its layout left to oneDNN.
+  struct linear_mds {
+    dnnl::memory::desc x, y, w, w_any;
+  };
+
+  template <class XV, class YV>
+  static linear_mds linear_mds_of(const XV& x, const YV& y, dnnl::memory::data_type dt) {
+    const int rank = static_cast<int>(x.extents().size());
+    dnnl::memory::dims wd{y.extent(1)};
+    for (int d = 1; d < rank; ++d) wd.push_back(x.extent(d));
+    return {detail::activation_md(x, dt), dnnl::memory::desc({y.extent(0), y.extent(1)}, dt, dnnl::memory::dims{y.stride(0), y.stride(1)}),
+            dnnl::memory::desc(wd, dt, rank == 4 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw),
+            dnnl::memory::desc(wd, dt, dnnl::memory::format_tag::any)};
+  }
+
+  dnnl::inner_product_forward::primitive_desc linear_training_hint(const linear_mds& m, bool bias) {
+    const auto dt = m.x.data_type();
+    dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_training, m.x, m.w_any,
+                                        bias ? bias_md(m.y.dims()[1], dt) : dnnl::memory::desc(), m.y);
+    return dnnl::inner_product_forward::primitive_desc(d, eng_);
+  }
+
+  struct linear_bwd_data_cached {
+    dnnl::inner_product_backward_data::primitive_desc pd;
+    dnnl::inner_product_backward_data prim;
+    dnnl::memory w_scratch;
+  };
+  struct linear_bwd_weights_cached {
+    dnnl::inner_product_backward_weights::primitive_desc pd;
+    dnnl::inner_product_backward_weights prim;
+    dnnl::memory dw_scratch;  // diff weights in oneDNN's layout, reordered to the caller's
+  };
   struct linear_cached {
     dnnl::inner_product_forward::primitive_desc pd;
     dnnl::inner_product_forward prim;
@@ -543,7 +734,6 @@ class backend {
     dnnl::batch_normalization_forward::primitive_desc pd;
     dnnl::batch_normalization_forward prim;
     std::string impl;
-    dnnl::memory workspace;  // the ReLU mask of a fused training step (unused by our backward)
   };
   struct bn_bwd_cached {
     dnnl::batch_normalization_backward::primitive_desc pd;
@@ -723,8 +913,7 @@ class backend {
     auto it = bn_fwd_.find(key);
     if (it != bn_fwd_.end()) return it->second;
     auto pd = bn_fwd_pd(md, eps, training, relu);
-    bn_fwd_cached e{pd, dnnl::batch_normalization_forward(pd), pd.impl_info_str(), {}};
-    if (relu && training) e.workspace = dnnl::memory(pd.workspace_desc(), eng_);
+    bn_fwd_cached e{pd, dnnl::batch_normalization_forward(pd), pd.impl_info_str()};
     return bn_fwd_.emplace(std::move(key), std::move(e)).first->second;
   }
 
@@ -738,15 +927,17 @@ class backend {
     return dnnl::batch_normalization_forward::primitive_desc(d, eng_);
   }
 
-  bn_bwd_cached& bn_bwd_entry(const dnnl::memory::desc& md, float eps) {
+  bn_bwd_cached& bn_bwd_entry(const dnnl::memory::desc& md, float eps, bool relu) {
     std::string key;
     detail::append_key(key, md);
+    detail::append_key(key, static_cast<std::int64_t>(relu));
     key.append(reinterpret_cast<const char*>(&eps), sizeof eps);
     auto it = bn_bwd_.find(key);
     if (it != bn_bwd_.end()) return it->second;
-    const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md, md, eps, flags);
-    dnnl::batch_normalization_backward::primitive_desc pd(d, eng_, bn_fwd_pd(md, eps, true, false));
+    dnnl::batch_normalization_backward::primitive_desc pd(d, eng_, bn_fwd_pd(md, eps, true, relu));
     bn_bwd_cached e{pd, dnnl::batch_normalization_backward(pd), pd.impl_info_str()};
     return bn_bwd_.emplace(std::move(key), std::move(e)).first->second;
   }
@@ -800,8 +991,13 @@ class backend {
   std::unordered_map<std::string, dnnl::binary> binaries_;
   std::unordered_map<std::string, eltwise_bwd_cached> eltwise_bwd_;
   std::unordered_map<std::string, linear_cached> linear_fwd_;
+  std::unordered_map<std::string, linear_bwd_data_cached> linear_bwd_data_;
+  std::unordered_map<std::string, linear_bwd_weights_cached> linear_bwd_weights_;
   detail::layer_primitives layers_;
+  detail::layer_backward backward_;
   std::unordered_map<const void*, std::unordered_map<std::string, dnnl::memory>> weights_;
+  // (x, y, saved_mean) of a training step with the ReLU fused -> its ReLU workspace.
+  std::map<std::tuple<const void*, const void*, const void*>, dnnl::memory> relu_masks_;
   std::vector<float> stats_;
   std::vector<unsigned char> grad_tmp_;
 };

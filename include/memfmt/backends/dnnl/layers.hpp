@@ -78,6 +78,35 @@ inline dnnl::algorithm binary_alg(binary_op k) noexcept {
   return dnnl::algorithm::binary_add;
 }
 
+// oneDNN's pooling of x into y: algorithm, window, strides and paddings; by_reference where oneDNN
+// computes something else than PyTorch (an average pool counting padding whose ceil-mode window
+// runs past the end padding).
+struct pool_geometry {
+  dnnl::algorithm alg;
+  dnnl::memory::dims kernel, strides, pad_l, pad_r;
+  bool by_reference = false;
+};
+
+template <class XV, class YV>
+pool_geometry pool_geometry_of(const XV& x, const YV& y, const pool_params& p) {
+  pool_geometry g;
+  bool overhang = false;
+  for (int i = 0; i < static_cast<int>(x.extents().size()) - 2; ++i) {
+    g.kernel.push_back(p.kernel[i]);
+    g.strides.push_back(p.stride[i]);
+    g.pad_l.push_back(p.padding[i]);
+    // The end padding that makes the output size exact: past padding_end only in ceil mode.
+    g.pad_r.push_back((y.extent(2 + i) - 1) * p.stride[i] + p.kernel[i] - x.extent(2 + i) - p.padding[i]);
+    overhang = overhang || g.pad_r.back() > p.padding_end[i];
+  }
+  const bool average = p.kind == pool_kind::average;
+  g.by_reference = average && p.count_include_pad && overhang;
+  g.alg = !average              ? dnnl::algorithm::pooling_max
+          : p.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                : dnnl::algorithm::pooling_avg_exclude_padding;
+  return g;
+}
+
 template <class T, class F>
 bool empty(const tensor_view<T, F>& v) noexcept {
   for (int d = 0; d < F::rank; ++d)
@@ -165,26 +194,13 @@ class layer_primitives {
     validate_pool_forward(x, y, p);
     const auto dt = data_type_of<T>("onednn::pool_forward");
     if (empty(y)) return;
-    dnnl::memory::dims kernel, strides, pad_l, pad_r;
-    bool overhang = false;
-    for (int i = 0; i < XF::rank - 2; ++i) {
-      kernel.push_back(p.kernel[i]);
-      strides.push_back(p.stride[i]);
-      pad_l.push_back(p.padding[i]);
-      // The end padding that makes the output size exact: past padding_end only in ceil mode.
-      pad_r.push_back((y.extent(2 + i) - 1) * p.stride[i] + p.kernel[i] - x.extent(2 + i) - p.padding[i]);
-      overhang = overhang || pad_r.back() > p.padding_end[i];
-    }
-    const bool average = p.kind == pool_kind::average;
-    if (average && p.count_include_pad && overhang) {
+    const pool_geometry g = pool_geometry_of(x, y, p);
+    if (g.by_reference) {
       if constexpr (supported_v<T>) reference::pool_forward<T, XF, YF>(x, y, p);
       return;
     }
-    const auto alg = !average              ? dnnl::algorithm::pooling_max
-                     : p.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
-                                           : dnnl::algorithm::pooling_avg_exclude_padding;
-    run_pooling(eng, s, "pool_forward", alg, activation_md(x, dt), x.data(), activation_md(y, dt), y.data(), kernel,
-                strides, pad_l, pad_r);
+    run_pooling(eng, s, "pool_forward", g.alg, activation_md(x, dt), x.data(), activation_md(y, dt), y.data(), g.kernel,
+                g.strides, g.pad_l, g.pad_r);
   }
 
   // The average over each channel's whole map: a pooling whose kernel is the map.
@@ -311,13 +327,16 @@ class layer_primitives {
     p.execute(s, {{DNNL_ARG_FROM, dnnl::memory(from, eng, src)}, {DNNL_ARG_TO, dnnl::memory(to, eng, dst)}});
   }
 
- private:
+  // The primitive cached under `key`, made by make() on first use (the backward passes,
+  // backward.hpp, share this cache under their own key prefixes).
   template <class Make>
   dnnl::primitive& cached(std::string& key, Make&& make) {
     auto it = prims_.find(key);
     if (it == prims_.end()) it = prims_.emplace(std::move(key), make()).first;
     return it->second;
   }
+
+ private:
 
   void run_pooling(const dnnl::engine& eng, dnnl::stream& s, const char* op, dnnl::algorithm alg,
                    const dnnl::memory::desc& x_md, const void* x, const dnnl::memory::desc& y_md, void* y,

@@ -1,0 +1,221 @@
+// The trainer on the oneDNN backend: the models the reference trainer tests use (ResNet-18, U-Net)
+// and a network of the other layers oneDNN trains, small, in three plans (all channels_first, all
+// channels_last, solve's plan with oneDNN's capability query), float32 and bfloat16, fused and
+// unfused, against the reference backend's all-channels_first float32 step without fusions: the
+// output, every parameter gradient and the batch norm running statistics. A layer oneDNN cannot
+// train is refused when the trainer is built, naming the node.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/graph/models.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/runtime/backend_support.hpp"
+#include "memfmt/runtime/training.hpp"
+#include "training_util.hpp"
+
+namespace {
+
+using namespace memfmt::training_test;
+using memfmt::dtype;
+using memfmt_test::longest_reduction;
+using memfmt_test::make_params;
+using memfmt_test::small;
+namespace models = memfmt::graph::models;
+
+// The layers of neither model that oneDNN trains: a split (channel slices), concat, max and
+// average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of two values of
+// one shape), squeeze-and-excitation (global max pool, sigmoid, broadcast mul), tanh, silu,
+// hardswish, relu6, softmax.
+network other_layers(dtype type) {
+  using memfmt::graph::conv_spec;
+  network net;
+  const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  auto h = net.conv("conv1", x, conv_spec(6, 3, 1, 1));
+  const auto parts = net.split("split", h, {2, 4});
+  h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
+                         net.activation("silu", parts[0], memfmt::activation::silu)});
+  h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
+  memfmt::graph::conv_transpose_attrs ct;
+  ct.out_channels = 4;
+  ct.kernel = {2, 2, 2};
+  ct.params.stride = {2, 2, 2};
+  ct.bias = true;
+  h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 8, 8]
+  h = net.activation("hswish", h, memfmt::activation::hardswish);
+  h = net.mul("gate", h, net.activation("gate.sigmoid", h, memfmt::activation::sigmoid));
+  const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
+                                 memfmt::activation::sigmoid);
+  h = net.mul("se.mul", h, se);
+  h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 4, 8, 8]
+  h = net.activation("relu6", net.avg_pool("avg2", h, 2, 2), memfmt::activation::relu6);      // [2, 4, 4, 4]
+  h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
+  net.output("output", net.softmax("softmax", h), family::channels_first);
+  return net;
+}
+
+// The deepest batch norms normalise over a few values per channel, never 2: over two values the
+// normalised pair is +-1 whatever the inputs, its input gradient a cancellation to rounding noise.
+network build(const std::string& name, dtype type) {
+  if (name == "other_layers") return other_layers(type);
+  models::options o = small(1.0 / 16, 32);
+  o.classes = 3;
+  o.type = type;
+  if (name == "unet") return models::unet(o);
+  o.batch = 4;  // layer4 runs at 1x1
+  return models::resnet18(o);
+}
+
+// The longest sum behind one value of the step: a layer's reduction forward, or a weight or batch
+// norm gradient's sum over the batch and the spatial positions.
+std::int64_t longest_sum(const network& net) {
+  std::int64_t r = longest_reduction(net);
+  for (const auto& n : net.nodes())
+    if (n.extents.size() >= 3) r = std::max(r, n.numel() / n.extents[1]);
+  return r;
+}
+
+// got within tol * (the largest |want|, at least 1) of want, element by element.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  int bad = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(got[i] - want[i]);
+    worst = std::max(worst, std::isnan(err) ? std::numeric_limits<double>::infinity() : err / (tol * scale));
+    if (!(err <= tol * scale) && bad++ < 3)
+      ADD_FAILURE() << what << "[" << i << "] is " << got[i] << ", the reference gives " << want[i] << " (tolerance "
+                    << tol * scale << ")";
+  }
+  ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(worst));
+}
+
+template <class T>
+void check_model(const std::string& name, bool fuse) {
+  SCOPED_TRACE(name + (fuse ? " fused" : " unfused"));
+  constexpr bool bf16 = std::is_same_v<T, memfmt::bfloat16>;
+  if constexpr (bf16)
+    if (!memfmt::onednn::supports(dtype::bfloat16)) GTEST_SKIP() << memfmt::onednn::support_for(dtype::bfloat16).reason;
+  const network ref_net = build(name, dtype::float32);
+  const network net = build(name, bf16 ? dtype::bfloat16 : dtype::float32);
+  const parameter_store ref_params = make_params(ref_net, 11), params = make_params(net, 11);
+  const auto x = random_values(static_cast<std::size_t>(net.at(*net.find("input")).numel()), 1);
+  const auto r = random_values(static_cast<std::size_t>(net.at(*net.find("output")).numel()), 2);
+  const memfmt::graph::cost_model priors{};
+  const step_result truth = train<float>(ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
+                                         ref_params, x, r, {false});
+  // oneDNN sums in float in its own order (float32) or rounds every value to 8 bits of mantissa
+  // (bfloat16): a few units of the dtype's epsilon per step through the longest sum, relative to
+  // the scale of what is compared; the backward pass runs through the network twice as deep.
+  const double eps = bf16 ? 1.0 / 256 : std::numeric_limits<float>::epsilon();
+  const double tol = (bf16 ? 8.0 : 32.0) * eps * std::sqrt(static_cast<double>(longest_sum(net)));
+
+  memfmt::onednn::backend dnnl;
+  memfmt::graph::cost_model with_dnnl{};
+  with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
+  const std::pair<const char*, memfmt::graph::plan> all[] = {
+      {"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
+      {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
+      {"solved", memfmt::graph::solve(net, with_dnnl)}};
+  for (const auto& [plan_name, plan] : all) {
+    SCOPED_TRACE(plan_name);
+    std::vector<std::string> fusions;
+    const step_result got = train_on<T>(dnnl, net, plan, params, x, r, {fuse}, &fusions);
+    EXPECT_LE(got.arena, got.all);
+    if (!fuse) {
+      EXPECT_TRUE(fusions.empty());
+    }
+    // Every batch norm of a ResNet is followed by a relu or by the residual add and its relu.
+    if (fuse && name == "resnet18" && std::string(plan_name) != "solved") {
+      EXPECT_TRUE(std::any_of(fusions.begin(), fusions.end(), [](const std::string& g) {
+        return std::count(g.begin(), g.end(), '+') == 2;
+      })) << "no batch norm + add + relu";
+      EXPECT_TRUE(std::any_of(fusions.begin(), fusions.end(), [](const std::string& g) {
+        return std::count(g.begin(), g.end(), '+') == 1;
+      })) << "no batch norm + relu";
+    }
+    expect_close(got.output, truth.output, tol, "output");
+    ASSERT_EQ(got.grads.names(), truth.grads.names());
+    ASSERT_EQ(got.stats.names(), truth.stats.names());
+    for (const auto& [pname, p] : got.grads) expect_close(values<T>(p), values<float>(truth.grads.at(pname)), tol, pname);
+    for (const auto& [pname, p] : got.stats) {
+      if (p.type == dtype::int64) {
+        EXPECT_EQ(p.template values<std::int64_t>(), truth.stats.at(pname).template values<std::int64_t>()) << pname;
+        continue;
+      }
+      expect_close(values<T>(p), values<float>(truth.stats.at(pname)), tol, pname);
+    }
+  }
+}
+
+TEST(TrainerOneDnn, ResNet18) {
+  check_model<float>("resnet18", true);
+  check_model<float>("resnet18", false);
+}
+TEST(TrainerOneDnn, UNet) {
+  check_model<float>("unet", true);
+  check_model<float>("unet", false);
+}
+TEST(TrainerOneDnn, OtherLayers) { check_model<float>("other_layers", true); }
+
+TEST(TrainerOneDnnBf16, ResNet18) {
+  check_model<memfmt::bfloat16>("resnet18", true);
+  check_model<memfmt::bfloat16>("resnet18", false);
+}
+TEST(TrainerOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", true); }
+TEST(TrainerOneDnnBf16, OtherLayers) { check_model<memfmt::bfloat16>("other_layers", true); }
+
+// The fusions run on the reference backend too (its batch norm takes the same fused arguments):
+// fused and unfused steps agree there to float64 rounding.
+TEST(TrainerFusions, ReferenceFusedEqualsUnfused) {
+  models::options o = small(1.0 / 16, 16);
+  o.classes = 3;
+  o.type = dtype::float64;
+  const network net = models::resnet18(o);
+  const parameter_store params = make_params(net, 3);
+  const auto x = random_values(static_cast<std::size_t>(net.at(*net.find("input")).numel()), 4);
+  const auto r = random_values(static_cast<std::size_t>(net.at(*net.find("output")).numel()), 5);
+  memfmt::reference::backend ref;
+  const auto plan = memfmt::graph::solve(net, memfmt::graph::cost_model{});
+  std::vector<std::string> fusions;
+  const step_result fused = train_on<double>(ref, net, plan, params, x, r, {true}, &fusions);
+  const step_result plain = train<double>(net, plan, params, x, r, {false});
+  EXPECT_FALSE(fusions.empty());
+  expect_close(fused.output, plain.output, 1e-12, "output");
+  for (const auto& [pname, p] : fused.grads) expect_close(values<double>(p), values<double>(plain.grads.at(pname)), 1e-10, pname);
+}
+
+// pad and group norm have no oneDNN 2.6 primitive: the trainer refuses them when it is built.
+TEST(TrainerOneDnnErrors, UntrainableLayers) {
+  memfmt::onednn::backend dnnl;
+  for (const bool pad : {true, false}) {
+    network net;
+    const auto x = net.input("input", {1, 4, 3, 3}, dtype::float32, family::channels_first);
+    memfmt::pad_params pp;
+    pp.begin = {1, 1, 0};
+    pp.end = {1, 1, 0};
+    net.output("output", pad ? net.pad("border", x, pp) : net.group_norm("gn", x, 2), family::channels_first);
+    const parameter_store params = make_params(net, 1);
+    try {
+      memfmt::runtime::trainer<memfmt::onednn::backend> t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}), dnnl,
+                                                          params);
+      ADD_FAILURE() << "no error";
+    } catch (const memfmt::error& e) {
+      EXPECT_EQ(e.code(), memfmt::errc::unsupported) << e.what();
+      const std::string want = pad ? "node 'border' (pad): onednn pad" : "node 'gn' (group_norm): onednn group_norm";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
