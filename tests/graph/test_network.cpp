@@ -107,6 +107,7 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(net.at(net.concat("cat", {parts[1], parts[0]})).extents, (dims{2, 6, 5, 5}));
   const node_id gn = net.group_norm("gn", x, 3);
   EXPECT_EQ(net.parameters(gn).size(), 2u);
+  EXPECT_EQ(net.parameters(gn)[0].type, memfmt::dtype::float32);  // a bfloat16 norm's parameters, as AMP keeps them
   EXPECT_EQ(net.parameters(net.instance_norm("in", x)).size(), 0u);  // InstanceNorm2d(affine=False)
   expect_error([&] { net.group_norm("gn4", x, 4); }, errc::invalid_argument, {"'gn4'", "groups 4", "channels 6"});
   const node_id bn = net.batch_norm("bn", x, {1e-3, 0.01, false});
@@ -114,6 +115,7 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   ASSERT_EQ(bp.size(), 5u);
   EXPECT_EQ(bp[2].name, "bn.running_mean");
   EXPECT_FALSE(bp[2].trainable);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(bp[i].type, memfmt::dtype::float32) << bp[i].name;
   EXPECT_EQ(bp[4].type, memfmt::dtype::int64);
   EXPECT_EQ(bp[4].extents, dims{});
   EXPECT_EQ(net.at(bn).get<memfmt::batch_norm_params>().epsilon, 1e-3);

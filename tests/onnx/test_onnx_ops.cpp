@@ -8,6 +8,7 @@
 
 #include "../common/expect_error.hpp"
 #include "memfmt/onnx/import.hpp"
+#include "memfmt/runtime/check_parameters.hpp"
 #include "onnx_builder.hpp"
 
 namespace {
@@ -122,6 +123,27 @@ TEST(OnnxImport, BatchNormKeptSeparateWithPyTorchMomentumAndNames) {
   EXPECT_NEAR(n.get<memfmt::batch_norm_params>().epsilon, 1e-3, 1e-9);
   EXPECT_EQ(m.parameters.at("bn.running_var").values<float>(), (std::vector<float>{1.f, 2.f, 3.f}));
   EXPECT_EQ(m.parameters.at("bn.num_batches_tracked").type, memfmt::dtype::int64);
+}
+
+// A float16 model's BatchNormalization computes in float16, and its float16 initializers become
+// the float32 parameters a low-precision batch norm keeps (network::parameters), values unchanged.
+TEST(OnnxImport, Float16BatchNormParametersBecomeFloat32) {
+  onnx_builder b;
+  b.input("x", {1, 3, 4, 4}, ::onnx::TensorProto::FLOAT16).output("y");
+  b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::FLOAT16);
+  const std::vector<float> values{0.5f, 1.25f, 1000.5f};  // exact in float16
+  memfmt::runtime::parameter_store given;
+  for (const char* k : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}) {
+    given.insert<memfmt::half>(k, {3}, std::vector<memfmt::half>(values.begin(), values.end()));
+    *b.model().mutable_graph()->add_initializer() = memfmt::onnx::to_tensor_proto(given.at(k), k);
+  }
+  b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"}, "BN_0");
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(only(m, node_kind::batch_norm).type, memfmt::dtype::float16);
+  for (const char* k : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"})
+    EXPECT_EQ(m.parameters.at(k).values<float>(k), values) << k;
+  memfmt::runtime::check_parameters(m.network, m.parameters);
 }
 
 TEST(OnnxImport, ClipFromConstantInputsAndAttributes) {

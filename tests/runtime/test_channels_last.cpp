@@ -2,7 +2,8 @@
 // read back (another device's is refused), the executor it returns computes what an executor of the
 // all-channels_first plan computes on the reference backend, and a pin on an unknown layer is an error.
 // A precision runs the float32 network and its float32 parameters in bfloat16 or float16 within that
-// dtype's rounding of the float32 run, timed in that dtype; one the backend cannot run is an error.
+// dtype's rounding of the float32 run, timed in that dtype, its batch norms' parameters kept in
+// float32; one the backend cannot run is an error.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/io/timing_cache_json.hpp"
 #include "memfmt/runtime/channels_last.hpp"
+#include "memfmt/runtime/check_parameters.hpp"
+#include "memfmt/runtime/precision.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
 #include "../common/expect_error.hpp"
 #include "model_test_util.hpp"
@@ -192,6 +195,91 @@ TEST(ChannelsLast, Bfloat16OnOneDnn) {
   check_precision(backend, memfmt::dtype::bfloat16);
 }
 #endif
+
+// x -> batch norm -> y, [1, 2, 2, 2], with running means 16 +- 1/128 and a running variance of
+// 1e-4: the outputs are (x - mean) * 100 or so, so rounding a mean to bfloat16 or float16 (which
+// both round 16 +- 1/128 to 16 or a neighbour 1/64 to 1/8 away) moves them by about 0.78, while
+// the inputs (multiples of 1/8 near 16) are exact in both dtypes.
+struct sharp_batch_norm {
+  network net;
+  parameter_store params;
+  std::vector<float> x{15.75f, 15.875f, 16.f, 16.125f, 16.25f, 16.125f, 15.875f, 16.f};
+  sharp_batch_norm() {
+    const node_id in = net.input("x", {1, 2, 2, 2}, memfmt::dtype::float32, family::channels_first);
+    net.output("y", net.batch_norm("bn", in), family::channels_first);
+    params.insert<float>("bn.weight", {2}, {1.f, 2.f});
+    params.insert<float>("bn.bias", {2}, {0.25f, -0.5f});
+    params.insert<float>("bn.running_mean", {2}, {16.f + 1.f / 128, 16.f - 1.f / 128});
+    params.insert<float>("bn.running_var", {2}, {1e-4f, 1.5e-4f});
+    params.insert<std::int64_t>("bn.num_batches_tracked", {}, {0});
+  }
+  // y in double from the parameters, each first passed through `round` (float32 ones or rounded to
+  // the low precision by hand).
+  template <class Round>
+  std::vector<double> by_hand(Round round) const {
+    const double eps = net.at(*net.find("bn")).get<memfmt::batch_norm_params>().epsilon;
+    const auto v = [&](const char* k, std::size_t c) {
+      return round(static_cast<double>(params.at(std::string("bn.") + k).values<float>().at(c)));
+    };
+    std::vector<double> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::size_t c = i / 4;
+      y[i] = (x[i] - v("running_mean", c)) / std::sqrt(v("running_var", c) + eps) * v("weight", c) + v("bias", c);
+    }
+    return y;
+  }
+};
+
+// In bfloat16 or float16 the batch norm keeps its parameters in float32, as AMP does: the planned
+// network declares them so, the executor's store holds the given values unrounded, and the output
+// is the float32 parameters' within the output's rounding, where parameters rounded to the low
+// precision would be off by a hundred times that.
+template <class T, class Backend>
+void check_batch_norm_parameters_stay_float32(Backend& backend) {
+  constexpr memfmt::dtype precision = memfmt::dtype_of_v<T>;
+  SCOPED_TRACE(memfmt::to_string(precision));
+  const sharp_batch_norm m;
+  memfmt::runtime::channels_last_options o;
+  o.precision = precision;
+  o.calibration.repetitions = 2;
+  auto planned = memfmt::runtime::channels_last(m.net, backend, m.params, o);
+  const node_id bn = *planned.network.find("bn");
+  EXPECT_EQ(planned.network.at(bn).type, precision);
+  for (const parameter_spec& p : planned.network.parameters(bn))
+    EXPECT_EQ(p.type, p.name == "bn.num_batches_tracked" ? memfmt::dtype::int64 : memfmt::dtype::float32) << p.name;
+  const parameter_store held = memfmt::runtime::in_network_dtypes(planned.network, m.params);
+  for (const char* k : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"})
+    EXPECT_EQ(held.at(k).values<float>(), m.params.at(k).values<float>()) << k;
+  memfmt::runtime::check_parameters(planned.network, held);
+
+  std::vector<T> in(m.x.size()), out(m.x.size());
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<T>(m.x[i]);
+  planned.run->forward({{"x", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, in.data()}}},
+                       {{"y", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, out.data()}}});
+  const std::vector<double> want = m.by_hand([](double v) { return v; });
+  const std::vector<double> rounded =
+      m.by_hand([](double v) { return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v)))); });
+  const double eps = precision == memfmt::dtype::bfloat16 ? 1.0 / 256 : 1.0 / 2048;
+  double rounding_error = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double tol = 2 * eps * (1 + std::fabs(want[i]));  // the output's rounding and float32 arithmetic
+    EXPECT_NEAR(static_cast<float>(out[i]), want[i], tol) << "element " << i << ", rounded parameters give " << rounded[i];
+    rounding_error = std::max(rounding_error, std::fabs(rounded[i] - want[i]) / tol);
+  }
+  EXPECT_GT(rounding_error, 20) << "the case does not tell float32 parameters from rounded ones";
+}
+
+TEST(ChannelsLast, LowPrecisionBatchNormKeepsFloat32Parameters) {
+  memfmt::reference::backend backend;
+  check_batch_norm_parameters_stay_float32<memfmt::bfloat16>(backend);
+  check_batch_norm_parameters_stay_float32<memfmt::half>(backend);
+#ifdef MEMFMT_TEST_HAVE_DNNL
+  if (memfmt::onednn::supports(memfmt::dtype::bfloat16)) {
+    memfmt::onednn::backend dnnl;
+    check_batch_norm_parameters_stay_float32<memfmt::bfloat16>(dnnl);
+  }
+#endif
+}
 
 // Before anything is timed: a dtype that is no precision, and one the backend cannot compute in,
 // naming the precision, the backend, a layer and the backend's reason.

@@ -64,7 +64,9 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
         s.insert<std::int64_t>(p.name, p.extents, std::vector<std::int64_t>(count, 0));
       } else {
         const bool var = p.name.find("running_var") != std::string::npos;
-        s.insert<T>(p.name, p.extents, random_values<T>(count, seed++, var ? 0.5f : -1.f, var ? 2.f : 1.f));
+        const float lo = var ? 0.5f : -1.f, hi = var ? 2.f : 1.f;
+        if (p.type == memfmt::dtype_of_v<T>) s.insert<T>(p.name, p.extents, random_values<T>(count, seed++, lo, hi));
+        else s.insert<float>(p.name, p.extents, random_values<float>(count, seed++, lo, hi));  // a norm's in a T network
       }
     }
   return s;
@@ -117,12 +119,7 @@ direct<T, F> run_direct(const small_net& m, const parameter_store& s, const memf
   b.conv_forward(x.const_view(), w1.const_view(), bias.data(), c1.view(), n.at(m.c1).get<memfmt::graph::conv_attrs>().params);
   direct<T, F> r{tensor_from<T, F>(n.at(m.c2).extents), tensor_from<T, F>(n.at(m.bn).extents)};
   std::vector<std::vector<P>> st;
-  for (const char* k : {"weight", "bias", "running_mean", "running_var"}) {
-    const auto v = s.at(std::string("bn.") + k).values<T>();
-    st.emplace_back();
-    for (T e : v) st.back().push_back(static_cast<P>(static_cast<float>(e)));
-    if constexpr (std::is_same_v<T, double>) st.back().assign(v.begin(), v.end());
-  }
+  for (const char* k : {"weight", "bias", "running_mean", "running_var"}) st.push_back(s.at(std::string("bn.") + k).values<P>());
   b.batch_norm_forward_inference(c1.const_view(), r.features.view(), st[0].data(), st[1].data(), st[2].data(),
                                  st[3].data(), n.at(m.bn).get<memfmt::batch_norm_params>());
   const auto w2 = weight_of<T, F>(s, "c2.weight");

@@ -288,6 +288,36 @@ TEST(Training, FanOutSums) {
   EXPECT_NEAR(s.grads.at("conv.weight").values<double>().at(0), expect, 1e-12);
 }
 
+// A bfloat16 batch norm keeps its parameters, gradients and running statistics in float32, as AMP
+// does: a running mean of 16 + 1/128 moves by the momentum's share of the batch mean, which
+// bfloat16 (8 bits of mantissa: steps of 1/16 near 12) could not hold.
+TEST(Training, Bfloat16BatchNormKeepsFloat32Statistics) {
+  network net;
+  memfmt::batch_norm_params bp;
+  bp.momentum = 0.25;
+  const auto in = net.input("input", {2, 1, 2, 2}, memfmt::dtype::bfloat16, family::channels_first);
+  net.output("output", net.batch_norm("bn", in, bp), family::channels_first);
+  parameter_store params;
+  params.insert<float>("bn.weight", {1}, {1.5f});
+  params.insert<float>("bn.bias", {1}, {0.25f});
+  params.insert<float>("bn.running_mean", {1}, {16.f + 1.f / 128});
+  params.insert<float>("bn.running_var", {1}, {1.f});
+  params.insert<std::int64_t>("bn.num_batches_tracked", {}, {0});
+  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, family::channels_first));
+  memfmt::reference::backend b;
+  trainer_t t(net, plan, b, params);
+  const std::vector<double> x{0.5, -0.25, 1.0, 0.75, -1.0, 0.125, 0.25, -0.5};  // exact in bfloat16, mean 0.109375
+  auto xs = store<memfmt::bfloat16>(net.at(in), family::channels_first, x);
+  auto ys = store<memfmt::bfloat16>(net.at(in), family::channels_first, std::vector<double>(8, 0.0));
+  auto rs = store<memfmt::bfloat16>(net.at(in), family::channels_first, std::vector<double>(8, 1.0));
+  const parameter_store grads = t.train_step({{"input", xs.ref}}, {{"output", ys.ref}}, {{"output", rs.ref}});
+  for (const char* k : {"bn.weight", "bn.bias"}) EXPECT_EQ(grads.at(k).type, memfmt::dtype::float32) << k;
+  EXPECT_NEAR(grads.at("bn.bias").values<float>().at(0), 8.f, 1e-5f);  // sum of the output gradient
+  const parameter_store st = t.running_stats();
+  EXPECT_EQ(st.at("bn.running_mean").type, memfmt::dtype::float32);
+  EXPECT_NEAR(st.at("bn.running_mean").values<float>().at(0), 0.75 * (16 + 1.0 / 128) + 0.25 * 0.109375, 1e-5);
+}
+
 TEST(TrainingErrors, BadOutputGradients) {
   const network net = every_layer(memfmt::dtype::float32);
   const parameter_store params = make_params<float>(net, 3);

@@ -640,11 +640,21 @@ class network {
   // The tensors the layer needs besides its inputs, in PyTorch's names and logical order: conv
   // weight [K, C/groups, kernel...] (transposed: [C, K/groups, kernel...]) and bias [K]; batch norm
   // weight, bias, running_mean, running_var [C] and num_batches_tracked [] (int64); group / instance
-  // norm weight and bias [C] when affine; linear weight [out, in] and bias [out].
+  // norm weight and bias [C] when affine; linear weight [out, in] and bias [out]. Each in the
+  // layer's dtype, except the norms' in norm_parameter_type of it (float32 in a bfloat16 or float16
+  // layer, as AMP keeps them).
   std::vector<parameter_spec> parameters(node_id id) const { return parameters_of(at(id)); }
 
+  // The dtype a batch / group / instance norm of `type` takes its parameters and running statistics
+  // in: float32 for bfloat16 and float16, whose rounding of a tiny variance or a large mean would
+  // move every output (autocast and oneDNN's low-precision batch norm keep them in float32 too).
+  static memfmt::dtype norm_parameter_type(memfmt::dtype type) noexcept {
+    return type == memfmt::dtype::bfloat16 || type == memfmt::dtype::float16 ? memfmt::dtype::float32 : type;
+  }
+
   // The same layers with every floating-point value in `type`: a float32 network run in bfloat16 or
-  // float16. The parameters follow, since each layer's take its dtype (network::parameters).
+  // float16. The parameters follow, since each layer's take its dtype (network::parameters; a
+  // norm's stay float32).
   network with_float_type(memfmt::dtype type) const {
     if (!memfmt::is_floating(type))
       memfmt::detail::fail(errc::unsupported_dtype, "network: values in " + std::string(memfmt::to_string(type)) +
@@ -816,18 +826,19 @@ class network {
       }
       case node_kind::batch_norm: {
         const std::int64_t c = n.extents[1];
-        add("weight", {c});
-        add("bias", {c});
-        add("running_mean", {c}, false);
-        add("running_var", {c}, false);
+        const memfmt::dtype t = norm_parameter_type(n.type);
+        add("weight", {c}, true, t);
+        add("bias", {c}, true, t);
+        add("running_mean", {c}, false, t);
+        add("running_var", {c}, false, t);
         add("num_batches_tracked", {}, false, memfmt::dtype::int64);
         break;
       }
       case node_kind::group_norm:
       case node_kind::instance_norm:
         if (std::get<norm_attrs>(n.attrs).affine) {
-          add("weight", {n.extents[1]});
-          add("bias", {n.extents[1]});
+          add("weight", {n.extents[1]}, true, norm_parameter_type(n.type));
+          add("bias", {n.extents[1]}, true, norm_parameter_type(n.type));
         }
         break;
       case node_kind::linear: {

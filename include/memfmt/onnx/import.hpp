@@ -457,7 +457,8 @@ class importer {
   }
 
   // Stores `values` as the parameters network.parameters(id) lists, in its order, checking dtype
-  // and shape; num_batches_tracked, which ONNX does not carry, is 0.
+  // and shape (a low-precision norm's are widened to float32); num_batches_tracked, which ONNX does
+  // not carry, is 0.
   void bind_parameters(const node_reader& r, graph::node_id id, const std::vector<std::pair<parameter, std::string>>& values) {
     const auto specs = net().parameters(id);
     std::size_t k = 0;
@@ -471,6 +472,15 @@ class importer {
         p = values[k].first;
         from = values[k].second;
         ++k;
+        // A float16 / bfloat16 norm's initializers in its own dtype, widened exactly to the float32
+        // its parameters are kept in (network::norm_parameter_type).
+        if (p.type != spec.type && p.type == net().at(id).type && memfmt::is_floating(p.type) &&
+            spec.type == graph::network::norm_parameter_type(p.type)) {
+          parameter wide = make_parameter(spec.type, p.shape, spec.name);
+          for (std::size_t i = 0; i < p.bytes.size() / memfmt::size_of(p.type); ++i)
+            store_element(wide, i, element_as_double(p, i), 0);
+          p = std::move(wide);
+        }
         if (p.type != spec.type)
           r.fail(errc::unsupported_dtype, "parameter '" + from + "' is " + std::string(to_string(p.type)) +
                                               ", the layer computes in " + std::string(to_string(spec.type)));

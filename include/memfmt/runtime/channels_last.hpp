@@ -10,9 +10,9 @@
 // options.precision runs the network in bfloat16 or float16, as autocast does for convs and
 // linears: every activation, weight and the forward pass's inputs and outputs are in that dtype
 // (the caller converts at the boundary, as the executor takes tensors in the network's dtypes),
-// the parameters may come in float32 and are rounded once at build, and batch norm computes its
-// folding and statistics in float32 (the executor's rule for every low-precision dtype), though its
-// parameters are stored rounded like every other. Calibration times the layers in that dtype. A
+// the parameters may come in float32 and are rounded once at build, except the norms', which stay
+// float32 as AMP keeps them (network::norm_parameter_type): a batch norm folds from them and
+// computes its statistics in float32. Calibration times the layers in that dtype. A
 // precision the backend cannot compute in is an error naming it and the backend's reason.
 #pragma once
 

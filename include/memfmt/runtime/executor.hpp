@@ -119,7 +119,8 @@ inline std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>&
   return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
 }
 
-// The parameter's values as U (the store holds them in the node's dtype T).
+// The parameter's values as U (the store holds them in T: the node's dtype, or stats_t of it for
+// a norm's, as graph::network::norm_parameter_type declares them).
 template <class T, class U>
 std::vector<U> values_as(const parameter_store& params, const std::string& name) {
   const std::vector<T> v = params.at(name).template values<T>(name);
@@ -594,14 +595,16 @@ class executor {
 
   // Batch norm in inference is y = x * s + t per channel, s = gamma / sqrt(var + eps),
   // t = beta - mean * s; on a conv's output it becomes the conv with weights w * s and bias
-  // (bias - mean) * s + beta. Computed in double, rounded once.
+  // (bias - mean) * s + beta. Computed in double from the batch norm's float32 (or float64)
+  // parameters, rounded once to the conv's dtype.
   template <class T>
   void fold_batch_norm(const graph::node& bn, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
+    using P = detail::stats_t<T>;
     const auto& p = bn.get<batch_norm_params>();
-    const auto gamma = detail::values_as<T, double>(params, bn.name + ".weight");
-    const auto beta = detail::values_as<T, double>(params, bn.name + ".bias");
-    const auto mean = detail::values_as<T, double>(params, bn.name + ".running_mean");
-    const auto var = detail::values_as<T, double>(params, bn.name + ".running_var");
+    const auto gamma = detail::values_as<P, double>(params, bn.name + ".weight");
+    const auto beta = detail::values_as<P, double>(params, bn.name + ".bias");
+    const auto mean = detail::values_as<P, double>(params, bn.name + ".running_mean");
+    const auto var = detail::values_as<P, double>(params, bn.name + ".running_var");
     const std::size_t k = gamma.size(), per = w.size() / k;
     if (bias.empty()) bias.assign(k, static_cast<T>(0.0f));
     for (std::size_t c = 0; c < k; ++c) {
@@ -650,7 +653,7 @@ class executor {
     const P* s[4];
     int i = 0;
     for (const char* k : {"weight", "bias", "running_mean", "running_var"})
-      s[i++] = param(detail::values_as<T, P>(params, n.name + "." + k));
+      s[i++] = param(detail::values_as<P, P>(params, n.name + "." + k));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -668,8 +671,8 @@ class executor {
   void bind_group_norm(const graph::node& n, const parameter_store& params, step_list& step) {
     using P = detail::stats_t<T>;
     const auto& a = n.get<graph::norm_attrs>();
-    const P* gamma = a.affine ? param(detail::values_as<T, P>(params, n.name + ".weight")) : nullptr;
-    const P* beta = a.affine ? param(detail::values_as<T, P>(params, n.name + ".bias")) : nullptr;
+    const P* gamma = a.affine ? param(detail::values_as<P, P>(params, n.name + ".weight")) : nullptr;
+    const P* beta = a.affine ? param(detail::values_as<P, P>(params, n.name + ".bias")) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
     P* mean = param(std::vector<P>(stats));
     P* invstd = param(std::vector<P>(stats));

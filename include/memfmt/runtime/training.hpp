@@ -114,7 +114,8 @@ class trainer {
     return grads;
   }
 
-  // running_mean, running_var and num_batches_tracked of every batch norm, in the node's dtype.
+  // running_mean, running_var and num_batches_tracked of every batch norm, in the dtypes
+  // network::parameters declares (float32 in a bfloat16 or float16 network).
   parameter_store running_stats() const {
     parameter_store s;
     for (const auto& [name, get] : running_) s.insert(name, get());
@@ -509,16 +510,16 @@ class trainer {
     const std::string b = n.name + ".";
     const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
     const std::size_t c = static_cast<std::size_t>(n.extents[1]);
-    const P* gamma = detail::keep(owned_, detail::values_as<T, P>(params, b + "weight"));
-    const P* beta = detail::keep(owned_, detail::values_as<T, P>(params, b + "bias"));
-    P* mean = detail::keep(owned_, detail::values_as<T, P>(params, b + "running_mean"));
-    P* var = detail::keep(owned_, detail::values_as<T, P>(params, b + "running_var"));
+    const P* gamma = detail::keep(owned_, detail::values_as<P, P>(params, b + "weight"));
+    const P* beta = detail::keep(owned_, detail::values_as<P, P>(params, b + "bias"));
+    P* mean = detail::keep(owned_, detail::values_as<P, P>(params, b + "running_mean"));
+    P* var = detail::keep(owned_, detail::values_as<P, P>(params, b + "running_var"));
     P* saved_mean = detail::keep(owned_, std::vector<P>(c));
     P* saved_invstd = detail::keep(owned_, std::vector<P>(c));
-    P* dgamma = gradient<T, P>(b + "weight", shape);
-    P* dbeta = gradient<T, P>(b + "bias", shape);
-    running_.emplace_back(b + "running_mean", [mean, c, shape] { return as_parameter<T>(mean, c, shape); });
-    running_.emplace_back(b + "running_var", [var, c, shape] { return as_parameter<T>(var, c, shape); });
+    P* dgamma = gradient<P, P>(b + "weight", shape);
+    P* dbeta = gradient<P, P>(b + "bias", shape);
+    running_.emplace_back(b + "running_mean", [mean, c, shape] { return as_parameter<P>(mean, c, shape); });
+    running_.emplace_back(b + "running_var", [var, c, shape] { return as_parameter<P>(var, c, shape); });
     if (const parameter* t = params.find(b + "num_batches_tracked"))
       batches_tracked_.emplace_back(b + "num_batches_tracked", t->template values<std::int64_t>(b + "num_batches_tracked").at(0));
     const std::int64_t tb = backward_step(n.id);
@@ -552,10 +553,10 @@ class trainer {
     const auto& a = n.get<graph::norm_attrs>();
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string b = n.name + ".";
-    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, b + "weight")) : nullptr;
-    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<T, P>(params, b + "bias")) : nullptr;
-    P* dgamma = a.affine ? gradient<T, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
-    P* dbeta = a.affine ? gradient<T, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
+    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
+    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
+    P* dgamma = a.affine ? gradient<P, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
+    P* dbeta = a.affine ? gradient<P, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
     P* mean = detail::keep(owned_, std::vector<P>(stats));
     P* invstd = detail::keep(owned_, std::vector<P>(stats));
