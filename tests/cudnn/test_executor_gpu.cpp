@@ -20,6 +20,8 @@
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
 
+#include "executor_util.hpp"
+
 namespace {
 
 using namespace memfmt;
@@ -50,39 +52,11 @@ graph::network every_layer() {
   return net;
 }
 
-template <class Backend>
-std::vector<float> run(Backend& b, const graph::network& net, const graph::plan& plan,
-                       const runtime::parameter_store& params, std::vector<float> x) {
-  runtime::executor<Backend> ex(net, plan, b, params);
-  const auto& in = net.at(*net.find("input"));
-  const auto& out = net.at(*net.find("output"));
-  std::vector<float> y(static_cast<std::size_t>(out.numel()), std::nanf(""));
-  ex.forward({{"input", runtime::tensor_ref{dtype::float32, in.extents, family::channels_first, x.data()}}},
-             {{"output", runtime::tensor_ref{dtype::float32, out.extents, family::channels_first, y.data()}}});
-  return y;
-}
-
 void check_network(const graph::network& net) {
   cudnn::backend gpu;
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu));
-  const graph::plan plan = graph::solve(net, costs);
-  const auto params = runtime::random_parameters(net, 7);
-  const auto& in = net.at(*net.find("input"));
-  std::vector<float> x(static_cast<std::size_t>(in.numel()));
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (float& v : x) v = d(rng);
-  reference::backend host;
-  const auto want = run(host, net, plan, params, x);
-  const auto got = run(gpu, net, plan, params, x);
-  double scale = 0;
-  for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  // cuDNN may convolve and multiply in TF32 (10-bit mantissa) on Ampere and newer.
-  const double tol = 2e-2 * std::max(1.0, scale);
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "output element " << i;
+  memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
 }
 
 TEST_F(CudnnExecutorGpu, EveryLayerKindAgainstTheReference) { check_network(every_layer()); }

@@ -2,15 +2,20 @@
 // signature timed once in each format (identical layers share one entry and one set of runs), every
 // conversion the network could need timed both ways, medians positive, the cache keyed by the
 // backend, known signatures not timed again, refused formats recorded as unsupported, kinds without
-// a method left to their priors, and solve and explain using the result. No timing is asserted.
+// a method left to their priors, and solve and explain using the result; on a backend that owns its
+// memory and queues its calls, every buffer comes from its hooks and every timed call is followed by
+// its synchronize. No timing is asserted.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/convert/convert.hpp"
 #include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/explain.hpp"
 #include "memfmt/graph/solve.hpp"
@@ -185,6 +190,104 @@ TEST(Calibrate, OtherDtypesRunInTheirOwnType) {
   const timing_cache cache = calibrate(blk.net, backend, quick());
   EXPECT_EQ(cache.layers().size(), signatures(blk.net).size());
   for (const auto& [sig, t] : cache.layers()) EXPECT_NE(sig.find("bfloat16"), std::string::npos) << sig;
+}
+
+// A backend keeping its tensors in its own memory (the executor's hooks) and queueing its calls, as
+// cuDNN does: it counts the pointers it is handed that it never allocated, the runs and conversions
+// it is asked for, and how often it is synchronised.
+struct device_like_backend {
+  static constexpr const char* name = "device_like";
+  std::map<const std::byte*, std::size_t> live;  // allocations not given back yet
+  int allocations = 0, bad_frees = 0, foreign_pointers = 0, runs = 0, converts = 0, synchronizes = 0;
+
+  bool owns(const void* p, std::size_t bytes) const {
+    const auto* b = static_cast<const std::byte*>(p);
+    auto it = live.upper_bound(b);
+    if (it == live.begin()) return false;
+    --it;
+    return b + bytes <= it->first + it->second;
+  }
+  template <class V>
+  void check(const V& v) {
+    if (!owns(v.data(), static_cast<std::size_t>(v.numel()) * sizeof(*v.data()))) ++foreign_pointers;
+  }
+
+  void* allocate(std::size_t bytes) {
+    auto* p = static_cast<std::byte*>(::operator new(bytes));
+    live[p] = bytes;
+    ++allocations;
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) noexcept {
+    const auto it = live.find(static_cast<const std::byte*>(p));
+    if (it == live.end() || it->second != bytes) {
+      ++bad_frees;
+      return;
+    }
+    live.erase(it);
+    ::operator delete(p);
+  }
+  void copy_in(void* dst, const void* host, std::size_t bytes) {
+    if (!owns(dst, bytes)) ++foreign_pointers;
+    std::memcpy(dst, host, bytes);
+  }
+  void copy_out(void* host, const void* src, std::size_t bytes) {
+    if (!owns(src, bytes)) ++foreign_pointers;
+    std::memcpy(host, src, bytes);
+  }
+  void synchronize() { ++synchronizes; }
+  template <class T, class From, class To>
+  void convert(memfmt::tensor_view<const T, From> src, memfmt::tensor_view<T, To> dst) {
+    check(src);
+    check(dst);
+    ++converts;
+    memfmt::convert(src, dst);
+  }
+
+  template <class T, class XF, class WF, class YF>
+  void conv_forward(memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<const T, WF> w, const T* bias,
+                    memfmt::tensor_view<T, YF> y, const memfmt::conv_params& p) {
+    check(x);
+    check(w);
+    check(y);
+    if (bias && !owns(bias, static_cast<std::size_t>(y.channels()) * sizeof(T))) ++foreign_pointers;
+    ++runs;
+    memfmt::reference::conv_forward(x, w, bias, y, p);
+  }
+  template <class T, class XF, class YF>
+  void activation_forward(memfmt::activation kind, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) {
+    check(x);
+    check(y);
+    ++runs;
+    memfmt::reference::activation_forward(kind, x, y);
+  }
+};
+
+TEST(Calibrate, DeviceBackendsGetTheirOwnBuffersConversionsAndSynchronisation) {
+  network net;
+  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id c = net.conv("c", x, conv_spec(8, 3, 1, 1, 1, true));
+  net.output("y", net.activation("r", c, memfmt::activation::relu), family::channels_first);
+
+  device_like_backend backend;
+  calibrate_options o = quick();
+  o.key = cache_key{"test device", "device_like", "1"};
+  const timing_cache cache = calibrate(net, backend, o);
+
+  EXPECT_EQ(backend.foreign_pointers, 0);
+  EXPECT_EQ(backend.bad_frees, 0);
+  EXPECT_GT(backend.allocations, 0);
+  EXPECT_TRUE(backend.live.empty()) << backend.live.size() << " allocations never given back";
+  ASSERT_EQ(cache.layers().size(), 2u);  // the conv and the relu, both formats
+  for (const auto& [sig, t] : cache.layers()) EXPECT_TRUE(t[0] && t[1]) << sig;
+  ASSERT_FALSE(cache.conversions().empty());
+  for (const auto& [sig, t] : cache.conversions()) EXPECT_TRUE(t[0] && t[1]) << sig;
+  // Each measurement: warmup + repetitions calls through the backend, and as many synchronisations
+  // (one after the warm-up, one after each timed call).
+  const int per = o.warmup + o.repetitions;
+  EXPECT_EQ(backend.runs, 2 * 2 * per);
+  EXPECT_EQ(backend.converts, static_cast<int>(cache.conversions().size()) * 2 * per);
+  EXPECT_EQ(backend.synchronizes, (backend.runs + backend.converts) / per * (1 + o.repetitions));
 }
 
 }  // namespace

@@ -25,6 +25,9 @@
 #if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_DNNL)
 #include "memfmt/backends/dnnl/calibrate.hpp"
 #endif
+#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_CUDNN)
+#include "memfmt/backends/cudnn/calibrate.hpp"
+#endif
 
 namespace memfmt_cli {
 
@@ -58,19 +61,29 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 // Whose measurements calibrating on `backend` here gives; an error for a backend this build
-// cannot calibrate on.
+// cannot calibrate on, and for cuDNN without a CUDA device.
 memfmt::graph::cache_key key_for(const std::string& backend) {
   if (backend == "reference") return calibration_key(memfmt::reference::backend{});
 #ifdef MEMFMT_CLI_HAVE_DNNL
   if (backend == "onednn") return calibration_key(memfmt::onednn::backend{});
 #endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+  if (backend == "cudnn") {
+    try {
+      return memfmt::cudnn::device_calibration_key();
+    } catch (const memfmt::error& e) {
+      memfmt::detail::fail(e.code(), "--calibrate cudnn: " + std::string(e.what()) +
+                                         "; without a GPU, plan for cuDNN with --priors data/priors/cudnn_gpu.json");
+    }
+  }
+#endif
   memfmt::detail::fail(memfmt::errc::unsupported,
                        "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
                            (backend == "onednn" ? " (built without oneDNN, the memfmt::dnnl component)"
                             : backend == "cudnn"
-                                ? " (calibration runs on the CPU backends, reference and oneDNN; for cuDNN's costs "
-                                  "plan with --priors data/priors/cudnn_gpu.json)"
-                                : " (calibration runs on the reference and oneDNN backends)") +
+                                ? " (built without cuDNN, the memfmt::cudnn component; for cuDNN's costs plan with "
+                                  "--priors data/priors/cudnn_gpu.json)"
+                                : "") +
                            "; use --calibrate reference" +
 #ifdef MEMFMT_CLI_HAVE_DNNL
                            " or --calibrate onednn"
@@ -85,6 +98,12 @@ memfmt::graph::timing_cache calibrate_on(const std::string& backend, const memfm
 #ifdef MEMFMT_CLI_HAVE_DNNL
   if (backend == "onednn") {
     memfmt::onednn::backend b;
+    return memfmt::runtime::calibrate(net, b, o);
+  }
+#endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+  if (backend == "cudnn") {
+    memfmt::cudnn::backend b;
     return memfmt::runtime::calibrate(net, b, o);
   }
 #endif

@@ -41,6 +41,9 @@
 #ifdef MEMFMT_CLI_HAVE_DNNL
 #include "memfmt/backends/dnnl/backend.hpp"
 #endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+#include "memfmt/backends/cudnn/backend.hpp"
+#endif
 
 namespace memfmt_cli {
 
@@ -207,9 +210,13 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
   return exit_code_of(*cmd_, err, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
     const memfmt::dtype type = parse_float_dtype(dtype_);
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+    if (backend_ == "cudnn") memfmt::cudnn::require_device("--backend cudnn");
+#else
     if (backend_ == "cudnn")
       fail(memfmt::errc::unsupported,
-           "--backend cudnn: memfmt::runtime::executor has no cuDNN backend yet; use --backend reference or onednn");
+           "--backend cudnn: this memfmt was built without cuDNN (the memfmt::cudnn component, CUDA and cuDNN 9)");
+#endif
 #ifndef MEMFMT_CLI_HAVE_DNNL
     if (backend_ == "onednn")
       fail(memfmt::errc::unsupported,
@@ -259,6 +266,12 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     std::optional<memfmt::onednn::backend> onednn;
     if (backend_ == "onednn") onednn.emplace();
 #endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+    // Its executor keeps the tensors in device memory; inputs and outputs stay host tensors, copied
+    // in and out by the executor around each pass.
+    std::optional<memfmt::cudnn::backend> cudnn;
+    if (backend_ == "cudnn") cudnn.emplace();
+#endif
     memfmt::graph::cost_model model;
     memfmt::graph::plan plan;
     std::function<void(const tensor_refs&, const tensor_refs&)> forward;
@@ -271,12 +284,20 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       forward = [ex](const tensor_refs& in, const tensor_refs& out) { ex->forward(in, out); };
       report = [ex] { return ex->report(); };
     };
+    bool built = false;
 #ifdef MEMFMT_CLI_HAVE_DNNL
-    if (onednn) build(*onednn);
-    else build(reference);
-#else
-    build(reference);
+    if (onednn) {
+      build(*onednn);
+      built = true;
+    }
 #endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+    if (cudnn) {
+      build(*cudnn);
+      built = true;
+    }
+#endif
+    if (!built) build(reference);
 
     // Inputs in logical order, then in the planned format.
     std::optional<parameter_store> given;

@@ -14,6 +14,11 @@
 // that family, and a signature refused in both is skipped. Conversions are timed with
 // memfmt::convert, the executor's conversion. Timings are the machine's: tests check the cache's
 // structure, benchmarks the plans it produces.
+//
+// A backend that keeps tensors in its own memory (the executor's hooks, detail::owns_memory: cuDNN)
+// gets every buffer from its allocate, filled through copy_in, and converts with its own convert,
+// as the executor runs it. A backend whose calls are queued names synchronize(): each timed call is
+// bracketed by it, so the time is the work's and not the launch's.
 #pragma once
 
 #include <algorithm>
@@ -192,13 +197,59 @@ class filler {
   std::uint64_t state_;
 };
 
-template <class Fn>
-graph::cost_t median_ns(const calibrate_options& o, Fn&& run) {
+template <class B>
+using synchronize_op = decltype(std::declval<B&>().synchronize());
+
+// Waits for the backend's queued work; nothing for a backend whose calls return when done.
+template <class Backend>
+void settle(Backend& b) {
+  if constexpr (has_v<synchronize_op, Backend>) b.synchronize();
+  else (void)b;
+}
+
+// The data a timed call reads and writes: the host vectors themselves, or copies in the memory of
+// a backend that owns its tensors, given back when this goes.
+template <class Backend>
+class staging {
+ public:
+  explicit staging(Backend& b) : backend_(b) {}
+  staging(const staging&) = delete;
+  staging& operator=(const staging&) = delete;
+  ~staging() {
+    if constexpr (owns_memory<Backend>::value)
+      for (const auto& [p, bytes] : owned_) backend_.deallocate(p, bytes);
+  }
+
+  // Where the backend finds v's values (a const vector gives a pointer to const).
+  template <class V>
+  auto* place(V& v) {
+    using E = std::remove_pointer_t<decltype(v.data())>;
+    if constexpr (owns_memory<Backend>::value) {
+      const std::size_t bytes = v.size() * sizeof(E);
+      if (bytes == 0) return static_cast<E*>(nullptr);
+      void* p = backend_.allocate(bytes);
+      owned_.emplace_back(p, bytes);
+      backend_.copy_in(p, v.data(), bytes);
+      return static_cast<E*>(p);
+    } else {
+      return v.data();
+    }
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<std::pair<void*, std::size_t>> owned_;
+};
+
+template <class Backend, class Fn>
+graph::cost_t median_ns(const calibrate_options& o, Backend& b, Fn&& run) {
   for (int i = 0; i < o.warmup; ++i) run();
+  settle(b);
   std::vector<std::int64_t> ns;
   for (int i = 0; i < o.repetitions; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     run();
+    settle(b);
     const auto t1 = std::chrono::steady_clock::now();
     ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   }
@@ -219,14 +270,15 @@ template <class T, class F, class Backend>
 graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backend& b, filler& fill,
                          const calibrate_options& o) {
   using P = stats_t<T>;
+  staging<Backend> at(b);
   std::vector<std::vector<T>> in_data;
   std::vector<tensor_view<const T, F>> ins;
   for (graph::node_id i : n.inputs) {
     in_data.push_back(fill.values<T>(net.at(i).numel()));
-    ins.push_back(view_of<F>(static_cast<const T*>(in_data.back().data()), net.at(i).extents));
+    ins.push_back(view_of<F>(static_cast<const T*>(at.place(in_data.back())), net.at(i).extents));
   }
   std::vector<T> out(static_cast<std::size_t>(n.numel()));
-  const auto y = view_of<F>(out.data(), n.extents);
+  const auto y = view_of<F>(at.place(out), n.extents);
   const std::int64_t c = net.at(n.inputs[0]).extents[1];
   using k = graph::node_kind;
   if constexpr (has_v<conv_op, Backend> && has_v<conv_transpose_op, Backend>) {
@@ -240,9 +292,10 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       const std::vector<T> w = fill.values<T>(memfmt::detail::checked_numel(we, "calibrate: weight"));
       const std::vector<T> bias = fill.values<T>(out_c);
       const bool has_bias = fwd && n.get<graph::conv_attrs>().bias;
-      const auto wv = view_of<F>(w.data(), we);
-      if (fwd) return median_ns(o, [&] { b.conv_forward(ins[0], wv, has_bias ? bias.data() : nullptr, y, p); });
-      return median_ns(o, [&] { b.conv_backward_data(ins[0], wv, y, p); });
+      const auto wv = view_of<F>(at.place(w), we);
+      const T* bias_at = has_bias ? at.place(bias) : nullptr;
+      if (fwd) return median_ns(o, b, [&] { b.conv_forward(ins[0], wv, bias_at, y, p); });
+      return median_ns(o, b, [&] { b.conv_backward_data(ins[0], wv, y, p); });
     }
   } else if constexpr (has_v<conv_op, Backend>) {
     if (n.kind == k::conv) {
@@ -250,8 +303,9 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       const std::vector<std::int64_t> we = weight_extents(n.extents[1], c / a.params.groups, a.kernel, n.extents.size());
       const std::vector<T> w = fill.values<T>(memfmt::detail::checked_numel(we, "calibrate: weight"));
       const std::vector<T> bias = fill.values<T>(n.extents[1]);
-      const auto wv = view_of<F>(w.data(), we);
-      return median_ns(o, [&] { b.conv_forward(ins[0], wv, a.bias ? bias.data() : nullptr, y, a.params); });
+      const auto wv = view_of<F>(at.place(w), we);
+      const T* bias_at = a.bias ? at.place(bias) : nullptr;
+      return median_ns(o, b, [&] { b.conv_forward(ins[0], wv, bias_at, y, a.params); });
     }
   }
   if constexpr (has_v<batch_norm_op, Backend>) {
@@ -259,9 +313,8 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       const std::vector<P> gamma = fill.values<P>(c), beta = fill.values<P>(c), mean = fill.values<P>(c),
                            var = fill.values<P>(c, 0.5, 1.5);
       const auto& p = n.get<batch_norm_params>();
-      return median_ns(o, [&] {
-        b.batch_norm_forward_inference(ins[0], y, gamma.data(), beta.data(), mean.data(), var.data(), p);
-      });
+      const P *g = at.place(gamma), *bt = at.place(beta), *m = at.place(mean), *v = at.place(var);
+      return median_ns(o, b, [&] { b.batch_norm_forward_inference(ins[0], y, g, bt, m, v, p); });
     }
   }
   if constexpr (has_v<group_norm_op, Backend>) {
@@ -269,39 +322,39 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       const auto& a = n.get<graph::norm_attrs>();
       const std::vector<P> gamma = fill.values<P>(c), beta = fill.values<P>(c);
       std::vector<P> mean(static_cast<std::size_t>(n.extents[0] * a.params.groups)), invstd(mean.size());
-      return median_ns(o, [&] {
-        b.group_norm_forward(ins[0], y, a.affine ? gamma.data() : nullptr, a.affine ? beta.data() : nullptr,
-                             mean.data(), invstd.data(), a.params);
-      });
+      const P* g = a.affine ? at.place(gamma) : nullptr;
+      const P* bt = a.affine ? at.place(beta) : nullptr;
+      P *m = at.place(mean), *is = at.place(invstd);
+      return median_ns(o, b, [&] { b.group_norm_forward(ins[0], y, g, bt, m, is, a.params); });
     }
   }
   if constexpr (has_v<activation_op, Backend>)
     if (n.kind == k::activation)
-      return median_ns(o, [&] { b.activation_forward(n.get<activation>(), ins[0], y); });
+      return median_ns(o, b, [&] { b.activation_forward(n.get<activation>(), ins[0], y); });
   if constexpr (has_v<binary_op_t, Backend>)
-    if (n.kind == k::binary) return median_ns(o, [&] { b.binary_forward(n.get<binary_op>(), ins[0], ins[1], y); });
+    if (n.kind == k::binary) return median_ns(o, b, [&] { b.binary_forward(n.get<binary_op>(), ins[0], ins[1], y); });
   if constexpr (has_v<pool_op, Backend>)
-    if (n.kind == k::pool) return median_ns(o, [&] { b.pool_forward(ins[0], y, n.get<pool_params>()); });
+    if (n.kind == k::pool) return median_ns(o, b, [&] { b.pool_forward(ins[0], y, n.get<pool_params>()); });
   if constexpr (has_v<global_pool_op, Backend> && has_v<pool_op, Backend>) {
     if (n.kind == k::global_pool) {
       if (n.get<graph::global_pool_attrs>().kind == pool_kind::average)
-        return median_ns(o, [&] { b.global_average_pool_forward(ins[0], y); });
+        return median_ns(o, b, [&] { b.global_average_pool_forward(ins[0], y); });
       pool_params p;  // a max pool whose window is the whole map, as the executor runs it
       for (std::size_t d = 2; d < n.extents.size(); ++d) p.kernel[d - 2] = net.at(n.inputs[0]).extents[d];
-      return median_ns(o, [&] { b.pool_forward(ins[0], y, p); });
+      return median_ns(o, b, [&] { b.pool_forward(ins[0], y, p); });
     }
   }
   if constexpr (has_v<upsample_op, Backend>)
-    if (n.kind == k::upsample) return median_ns(o, [&] { b.upsample_forward(ins[0], y, n.get<upsample_params>()); });
+    if (n.kind == k::upsample) return median_ns(o, b, [&] { b.upsample_forward(ins[0], y, n.get<upsample_params>()); });
   if constexpr (has_v<pad_op, Backend>)
-    if (n.kind == k::pad) return median_ns(o, [&] { b.pad_forward(ins[0], y, n.get<pad_params>()); });
+    if (n.kind == k::pad) return median_ns(o, b, [&] { b.pad_forward(ins[0], y, n.get<pad_params>()); });
   if constexpr (has_v<softmax_op, Backend>)
-    if (n.kind == k::softmax) return median_ns(o, [&] { b.softmax_forward(ins[0], y, n.get<softmax_params>()); });
+    if (n.kind == k::softmax) return median_ns(o, b, [&] { b.softmax_forward(ins[0], y, n.get<softmax_params>()); });
   if constexpr (has_v<slice_op, Backend>)
     if (n.kind == k::slice)
-      return median_ns(o, [&] { b.channel_slice_forward(ins[0], n.get<graph::slice_attrs>().begin, y); });
+      return median_ns(o, b, [&] { b.channel_slice_forward(ins[0], n.get<graph::slice_attrs>().begin, y); });
   if constexpr (has_v<concat_op, Backend>)
-    if (n.kind == k::concat) return median_ns(o, [&] { b.concat_forward(ins, y); });
+    if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y); });
   memfmt::detail::fail(errc::unsupported, "calibrate: no " + std::string(Backend::name) + " method runs node '" +
                                               n.name + "' (" + graph::to_string(n.kind) + ")");
 }
@@ -322,23 +375,30 @@ std::optional<graph::cost_t> time_in(const graph::network& net, const graph::nod
   }
 }
 
-// One conversion of `extents` from `from` to the other family, elements moved as bytes.
-template <class U, int Rank>
-graph::cost_t time_conversion(const std::vector<std::int64_t>& extents, graph::family from, const calibrate_options& o) {
+// One conversion of `extents` from `from` to the other family, elements moved as bytes, by the
+// backend's convert where it owns its memory, else memfmt::convert (as the executor converts).
+template <class U, int Rank, class Backend>
+graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, graph::family from,
+                              const calibrate_options& o) {
   const std::int64_t n = memfmt::detail::checked_numel(extents, "calibrate: conversion");
   std::vector<U> src(static_cast<std::size_t>(n), U{1}), dst(static_cast<std::size_t>(n));
+  staging<Backend> at(b);
+  const U* src_at = at.place(static_cast<const std::vector<U>&>(src));
+  U* dst_at = at.place(dst);
   return dispatch_format<Rank>(from, [&](auto ftag) {
     return dispatch_format<Rank>(graph::other(from), [&](auto ttag) {
-      const auto s = view_of<decltype(ftag)>(static_cast<const U*>(src.data()), extents);
-      const auto d = view_of<decltype(ttag)>(dst.data(), extents);
-      return median_ns(o, [&] { memfmt::convert(s, d); });
+      const auto s = view_of<decltype(ftag)>(src_at, extents);
+      const auto d = view_of<decltype(ttag)>(dst_at, extents);
+      if constexpr (owns_memory<Backend>::value) return median_ns(o, b, [&] { b.convert(s, d); });
+      else return median_ns(o, b, [&] { memfmt::convert(s, d); });
     });
   });
 }
 
-template <class U>
-graph::cost_t time_conversion(const std::vector<std::int64_t>& extents, graph::family from, const calibrate_options& o) {
-  return extents.size() == 4 ? time_conversion<U, 4>(extents, from, o) : time_conversion<U, 5>(extents, from, o);
+template <class U, class Backend>
+graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, graph::family from,
+                              const calibrate_options& o) {
+  return extents.size() == 4 ? time_conversion<U, 4>(b, extents, from, o) : time_conversion<U, 5>(b, extents, from, o);
 }
 
 template <class B>
@@ -353,13 +413,14 @@ graph::cache_key key_of(const Backend& backend, const calibrate_options& options
                                                    " backend has no calibration_key; pass calibrate_options::key");
 }
 
-inline graph::cost_t time_conversion_bytes(const std::vector<std::int64_t>& extents, memfmt::dtype t,
-                                           graph::family from, const calibrate_options& o) {
+template <class Backend>
+graph::cost_t time_conversion_bytes(Backend& b, const std::vector<std::int64_t>& extents, memfmt::dtype t,
+                                    graph::family from, const calibrate_options& o) {
   switch (memfmt::size_of(t)) {
-    case 1: return time_conversion<std::uint8_t>(extents, from, o);
-    case 2: return time_conversion<std::uint16_t>(extents, from, o);
-    case 4: return time_conversion<std::uint32_t>(extents, from, o);
-    default: return time_conversion<std::uint64_t>(extents, from, o);
+    case 1: return time_conversion<std::uint8_t>(b, extents, from, o);
+    case 2: return time_conversion<std::uint16_t>(b, extents, from, o);
+    case 4: return time_conversion<std::uint32_t>(b, extents, from, o);
+    default: return time_conversion<std::uint64_t>(b, extents, from, o);
   }
 }
 
@@ -400,7 +461,7 @@ graph::timing_cache calibrate(const graph::network& net, Backend& backend, const
     const std::string sig = graph::conversion_signature(n.extents, n.type);
     for (graph::family f : {graph::family::channels_first, graph::family::channels_last})
       if (!cache.find_conversion(sig, f))
-        cache.record_conversion(sig, f, detail::time_conversion_bytes(n.extents, n.type, f, options));
+        cache.record_conversion(sig, f, detail::time_conversion_bytes(backend, n.extents, n.type, f, options));
   }
   return cache;
 }

@@ -170,6 +170,7 @@ class backend {
   void set_stream(cudaStream_t s) noexcept { stream_ = s; }
   cudaStream_t stream() const noexcept { return stream_; }
   cudnnHandle_t handle() const noexcept { return handle_; }
+  int device() const noexcept { return device_; }  // the CUDA device current at construction
   const version_report& versions() const noexcept { return version_; }
   // The engine of the last main operation run ("eng<index>[+tc]"), for labels and logs.
   const std::string& last_engine() const noexcept { return last_engine_; }

@@ -102,4 +102,18 @@ inline int device_count() noexcept {
   return n;
 }
 
+// The number of CUDA devices; without one, memfmt::error(unsupported) saying `who` needs one and
+// what cudaGetDeviceCount returned (an error such as cudaErrorNoDevice, or zero devices).
+inline int require_device(const std::string& who) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess && n > 0) return n;
+  (void)cudaGetLastError();
+  memfmt::detail::fail(errc::unsupported,
+                       who + ": no CUDA device (cudaGetDeviceCount returned " +
+                           (e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
+                                             : std::string("0 devices")) +
+                           ")");
+}
+
 }  // namespace memfmt::cudnn
