@@ -122,7 +122,7 @@ void check_finite_differences(const network& net, const memfmt::graph::plan& pla
       const auto& gp = base.grads.at(spec.name);
       EXPECT_EQ(gp.shape, spec.extents) << spec.name;
       EXPECT_EQ(gp.type, memfmt::dtype::float64) << spec.name;
-      const auto g = values<double>(gp);
+      const auto g = values(gp);
       const std::size_t count = g.size();
       for (std::size_t e : {std::size_t{0}, count / 2 + count / 5, count - 1}) {
         const double h = 1e-5;
@@ -187,7 +187,7 @@ void check_plans_agree(const network& net, double tol) {
           EXPECT_EQ(p.template values<std::int64_t>(), want.at(pname).template values<std::int64_t>()) << pname;
           continue;
         }
-        const auto a = values<T>(p), b = values<T>(want.at(pname));
+        const auto a = values(p), b = values(want.at(pname));
         double scale = 0;
         for (double v : b) scale = std::max(scale, std::fabs(v));
         int bad = 0;

@@ -39,12 +39,12 @@ void check_fixture(const std::string& file, const network& net) {
     if (name != "input" && name != "output" && name != "output_grad" && !starts_with(name, "grad:") &&
         !starts_with(name, "after:"))
       params.insert(name, p);
-  const auto x = values<double>(all.at("input")), r = values<double>(all.at("output_grad"));
+  const auto x = values(all.at("input")), r = values(all.at("output_grad"));
   const double tol = 1e-9;
   for (const auto& [plan_name, plan] : plans(net)) {
     SCOPED_TRACE(plan_name);
     const step_result got = train<double>(net, plan, params, x, r);
-    expect_close(got.output, values<double>(all.at("output")), tol, "output");
+    expect_close(got.output, values(all.at("output")), tol, "output");
     EXPECT_LT(got.arena, got.all) << "forward values, gradients and scratch share no bytes";
     std::size_t grads = 0, buffers = 0;
     for (const auto& [name, p] : all) {
@@ -53,7 +53,7 @@ void check_fixture(const std::string& file, const network& net) {
         const std::string n = name.substr(5);
         ASSERT_TRUE(got.grads.contains(n)) << n;
         EXPECT_EQ(got.grads.at(n).shape, p.shape) << n;
-        expect_close(values<double>(got.grads.at(n)), values<double>(p), tol, "gradient of " + n);
+        expect_close(values(got.grads.at(n)), values(p), tol, "gradient of " + n);
       } else if (starts_with(name, "after:")) {
         ++buffers;
         const std::string n = name.substr(6);
@@ -61,7 +61,7 @@ void check_fixture(const std::string& file, const network& net) {
         if (p.type == memfmt::dtype::int64)
           EXPECT_EQ(got.stats.at(n).values<std::int64_t>(), p.values<std::int64_t>()) << n;
         else
-          expect_close(values<double>(got.stats.at(n)), values<double>(p), tol, n + " after the step");
+          expect_close(values(got.stats.at(n)), values(p), tol, n + " after the step");
       }
     }
     EXPECT_EQ(grads, got.grads.size());

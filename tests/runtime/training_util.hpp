@@ -100,10 +100,14 @@ step_result train(const network& net, const memfmt::graph::plan& plan, const par
   return train_on<T>(b, net, plan, params, x, r, o);
 }
 
-template <class T>
-std::vector<double> values(const memfmt::runtime::parameter& p) {
+// A parameter's values as double, whatever its floating-point dtype (a bfloat16 network's batch-norm
+// parameters and their gradients are float32).
+inline std::vector<double> values(const memfmt::runtime::parameter& p) {
   std::vector<double> r;
-  for (T v : p.values<T>()) r.push_back(memfmt::runtime::detail::as_double(v));
+  memfmt::runtime::detail::dispatch_float_dtype(p.type, "parameter", [&](auto zero) {
+    using T = decltype(zero);
+    for (T v : p.values<T>()) r.push_back(memfmt::runtime::detail::as_double(v));
+  });
   return r;
 }
 

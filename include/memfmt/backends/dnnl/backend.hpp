@@ -27,6 +27,7 @@
 // A backend is not thread-safe: use one per thread.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -253,17 +254,48 @@ class backend {
     const auto ye = validate_conv_backward_weights(x, dy, dw, p);
     const auto dt = detail::data_type_of<T>("onednn::conv_backward_weights");
 
-    const auto x_md = detail::activation_md(x, dt);
+    auto x_md = detail::activation_md(x, dt);
     const auto dw_md = detail::weights_md(dw.mapping(), p.groups, dt);
     const auto dy_md = detail::activation_md(dy, dt);
-    const auto g = detail::geometry_of(x.extents(), dw.extents(), ye, p);
+    // A 1x1 conv without padding reads only every stride-th position, so its weight gradient is a
+    // stride-1 conv's over those positions, gathered by one reorder. Always done that way: oneDNN
+    // 2.6's AVX2 strided 1x1 kernel gives wrong weight gradients on channels_last data
+    // (DnnlConv.GridFloat case 1x1_stride2_batch4_downsample, under DNNL_MAX_CPU_ISA=AVX2).
+    conv_params q = p;
+    bool gathered = true;
+    for (int i = 0; i < XF::rank - 2; ++i)
+      gathered = gathered && dw.extents()[2 + i] == 1 && p.padding[static_cast<std::size_t>(i)] == 0 &&
+                 p.end_padding(i) == 0;
+    gathered = gathered && std::any_of(p.stride.begin(), p.stride.begin() + (XF::rank - 2), [](std::int64_t v) { return v > 1; });
+    dnnl::memory x_mem;
+    auto xe = x.extents();
+    if (gathered) {
+      dnnl::memory::dims dims = x_md.dims(), strides(XF::rank);
+      for (int d = 0; d < XF::rank; ++d) strides[d] = x.mapping().strides()[static_cast<std::size_t>(d)];
+      for (int i = 0; i < XF::rank - 2; ++i) {
+        dims[2 + i] = ye[static_cast<std::size_t>(2 + i)];
+        xe[static_cast<std::size_t>(2 + i)] = ye[static_cast<std::size_t>(2 + i)];
+        strides[2 + i] *= p.stride[static_cast<std::size_t>(i)];
+        q.stride[static_cast<std::size_t>(i)] = 1;
+      }
+      const dnnl::memory::desc every_stride_th(dims, dt, strides);
+      x_md = dnnl::memory::desc(dims, dt, detail::activation_tag<XF>());
+      x_mem = dnnl::memory(x_md, eng_);
+      detail::guarded("conv_backward_weights (gather)", [&] {
+        dnnl::memory src(every_stride_th, eng_, detail::mut(x.data()));
+        reorder_for(every_stride_th, x_md).execute(strm_, src, x_mem);
+      });
+    } else {
+      x_mem = dnnl::memory(x_md, eng_, detail::mut(x.data()));
+    }
+    const auto g = detail::geometry_of(xe, dw.extents(), ye, q);
     detail::guarded("conv_backward_weights", [&] {
-      auto& e = conv_bwd_weights_entry(x_md, dw_md, dw.extents(), dbias != nullptr, dy_md, p, g);
+      auto& e = conv_bwd_weights_entry(x_md, dw_md, dw.extents(), dbias != nullptr, dy_md, q, g);
       dnnl::memory user_dw(dw_md, eng_, dw.data());
       const bool direct = e.pd.diff_weights_desc() == dw_md;
       if (!direct && !e.dw_scratch) e.dw_scratch = dnnl::memory(e.pd.diff_weights_desc(), eng_);
       std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
+          {DNNL_ARG_SRC, x_mem},
           {DNNL_ARG_DIFF_DST, dnnl::memory(dy_md, eng_, detail::mut(dy.data()))},
           {DNNL_ARG_DIFF_WEIGHTS, direct ? user_dw : e.dw_scratch}};
       if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e.pd.diff_bias_desc(), eng_, dbias));
