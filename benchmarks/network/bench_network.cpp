@@ -307,8 +307,8 @@ double conversion_ms(const graph::network& net, const graph::plan& plan, bool an
   for (const graph::conversion& c : plan.conversions) {
     if (c.relabel) continue;
     const graph::node& n = net.at(c.value);
-    ns += static_cast<double>(runtime::detail::time_conversion_bytes(n.extents, n.type, c.from, o));
-    if (and_back) ns += static_cast<double>(runtime::detail::time_conversion_bytes(n.extents, n.type, c.to, o));
+    ns += static_cast<double>(runtime::detail::time_conversion_bytes(shared_backend(), n.extents, n.type, c.from, o));
+    if (and_back) ns += static_cast<double>(runtime::detail::time_conversion_bytes(shared_backend(), n.extents, n.type, c.to, o));
   }
   return ns * 1e-6;
 }
