@@ -36,13 +36,7 @@ TEST(GraphNetwork, ConvShapes) {
   // Conv2d(8, 4, 3, stride=2, padding=1, dilation=2): (17 + 2 - 2 * 2 - 1) / 2 + 1 = 8.
   EXPECT_EQ(net.at(net.conv("dil", x, conv_spec(4, 3, 2, 1, 1, false, 2))).extents, (dims{2, 4, 8, 8}));
   // ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1) on 17: 16 * 2 - 2 + 2 + 1 + 1 = 34.
-  conv_transpose_attrs t;
-  t.out_channels = 4;
-  t.kernel = {3, 3, 3};
-  t.params.stride = {2, 2, 2};
-  t.params.padding = {1, 1, 1};
-  t.output_padding = {1, 1, 1};
-  t.bias = true;
+  conv_transpose_attrs t = conv_transpose_spec(4, 3, 2, 1, 1, 1, true);
   const node_id up = net.conv_transpose("up", x, t);
   EXPECT_EQ(net.at(up).extents, (dims{2, 4, 34, 34}));
   t.output_padding = {2, 2, 2};

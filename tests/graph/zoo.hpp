@@ -68,12 +68,8 @@ inline network eager_mixed() {
   network net;
   node_id h = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_last);
   h = net.relu("relu", net.batch_norm("bn", net.conv("stem", h, conv_spec(16, 3, 1, 1, 1, true))));
-  conv_transpose_attrs up;
-  up.out_channels = 16;
-  up.kernel = {2, 2, 2};
-  up.params.stride = {2, 2, 2};
-  up.bias = true;
-  h = net.activation("silu", net.batch_norm("bn_up", net.conv_transpose("up", h, up)), activation::silu);
+  h = net.conv_transpose("up", h, conv_transpose_spec(16, 2, 2, 0, 0, 1, true));
+  h = net.activation("silu", net.batch_norm("bn_up", h), activation::silu);
   h = net.instance_norm("inorm", net.conv("pw", h, conv_spec(16, 1, 1, 0, 1, true)));
   h = net.pad("rpad", net.conv("dw", h, conv_spec(16, 3, 1, 1, 16, true)), padding(memfmt::pad_mode::reflect, 1));
   h = net.pad("rep", net.conv("conv3", h, conv_spec(16, 3, 1, 0, 1, true)), padding(memfmt::pad_mode::replicate, 1));

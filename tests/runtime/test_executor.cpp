@@ -274,14 +274,8 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
 TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
   network net;
   const node_id x = net.input("x", {2, 4, 3, 5}, memfmt::dtype::float32, family::channels_first);
-  memfmt::graph::conv_transpose_attrs a;
-  a.out_channels = 6;
-  a.kernel = {3, 3, 3};
-  a.params.stride = {2, 2, 2};
-  a.params.padding = {1, 1, 1};
-  a.params.groups = 2;
+  memfmt::graph::conv_transpose_attrs a = memfmt::graph::conv_transpose_spec(6, 3, 2, 1, 0, 2, true);
   a.output_padding = {1, 0, 0};
-  a.bias = true;
   const node_id up = net.conv_transpose("up", x, a);
   net.output("y", up, family::channels_first);
   const parameter_store s = make_params<float>(net, 8);

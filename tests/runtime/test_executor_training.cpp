@@ -79,11 +79,7 @@ network every_layer(memfmt::dtype type) {
   auto d = net.max_pool("pool", h, 2, 2);                                   // [2, 4, 3, 3]
   d = net.upsample("up", d, 2);                                             // [2, 4, 6, 6]
   h = net.concat("cat", {h, d});                                            // [2, 8, 6, 6]
-  memfmt::graph::conv_transpose_attrs ct;
-  ct.out_channels = 4;
-  ct.kernel = {2, 2, 2};
-  ct.params.stride = {2, 2, 2};
-  ct.bias = true;
+  const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 6, 6]
   memfmt::pad_params pp;
   pp.mode = memfmt::pad_mode::reflect;

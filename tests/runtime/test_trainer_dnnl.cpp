@@ -44,11 +44,7 @@ network other_layers(dtype type) {
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
                          net.activation("silu", parts[0], memfmt::activation::silu)});
   h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
-  memfmt::graph::conv_transpose_attrs ct;
-  ct.out_channels = 4;
-  ct.kernel = {2, 2, 2};
-  ct.params.stride = {2, 2, 2};
-  ct.bias = true;
+  const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 8, 8]
   h = net.activation("hswish", h, memfmt::activation::hardswish);
   h = net.mul("gate", h, net.activation("gate.sigmoid", h, memfmt::activation::sigmoid));

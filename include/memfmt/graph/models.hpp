@@ -236,12 +236,7 @@ inline network unet(const options& o = {}) {
   }
   for (int i = 1; i < 5; ++i) {
     const std::string p = "up" + std::to_string(i) + ".";
-    conv_transpose_attrs up;
-    up.out_channels = widths[4 - i];
-    up.kernel = {2, 2, 2};
-    up.params.stride = {2, 2, 2};
-    up.bias = true;
-    h = net.conv_transpose(p + "up", h, up);
+    h = net.conv_transpose(p + "up", h, conv_transpose_spec(widths[4 - i], 2, 2, 0, 0, 1, true));
     h = net.concat(p + "cat", {skips[4 - i], h});
     h = detail::double_conv(net, h, p + "conv.double_conv", widths[4 - i]);
   }

@@ -145,6 +145,22 @@ inline conv_attrs conv_spec(std::int64_t out_channels, std::int64_t kernel, std:
   return a;
 }
 
+// torch.nn.ConvTranspose2d(in, out, kernel, stride, padding, output_padding, groups, bias) with a
+// square (cubic) kernel: the same stride, padding and output_padding in every spatial dim.
+inline conv_transpose_attrs conv_transpose_spec(std::int64_t out_channels, std::int64_t kernel, std::int64_t stride = 1,
+                                                std::int64_t padding = 0, std::int64_t output_padding = 0,
+                                                std::int64_t groups = 1, bool bias = false) {
+  conv_transpose_attrs a;
+  a.out_channels = out_channels;
+  a.kernel = {kernel, kernel, kernel};
+  a.params.stride = {stride, stride, stride};
+  a.params.padding = {padding, padding, padding};
+  a.params.groups = groups;
+  a.output_padding = {output_padding, output_padding, output_padding};
+  a.bias = bias;
+  return a;
+}
+
 // Group norm and instance norm (group norm with groups == C). affine: a per-channel weight and bias
 // (GroupNorm's default true, InstanceNorm's false).
 struct norm_attrs {
