@@ -60,9 +60,12 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEM
       -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=OFF "${cuda_arch[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" --target all
 mkdir -p "$out"
-# (bench_convert always times 21 repetitions per case; MEMFMT_BENCH_QUICK=1 would cut that to 9.)
+# bench_convert times 21 repetitions per case, 9 in quick mode (MEMFMT_BENCH_QUICK): at 21 it took
+# about 8 of the quick run's minutes on 2 cores.
 if [ "$mode" = full ]; then
   export MEMFMT_BENCH_BATCH=${MEMFMT_BENCH_BATCH:-16} MEMFMT_BENCH_MIN_TIME=${MEMFMT_BENCH_MIN_TIME:-0.5}
+else
+  export MEMFMT_BENCH_QUICK=${MEMFMT_BENCH_QUICK:-1}
 fi
 export OMP_PROC_BIND=${OMP_PROC_BIND:-close}
 

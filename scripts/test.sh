@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 memfmt_ensure_deps
 
+# A stage's heading with the elapsed time, so that a CI log shows where its minutes went.
+stage() { echo "== memfmt [$((SECONDS / 60))m$((SECONDS % 60))s]: $*"; }
+
 sanitize=1
 for a in "$@"; do
   case "$a" in
@@ -21,7 +24,7 @@ jobs=$(memfmt_jobs)
 build=${MEMFMT_BUILD_DIR:-build}
 asan=${MEMFMT_ASAN_BUILD_DIR:-build-asan}
 
-echo "== memfmt: build ($build)"
+stage "build ($build)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=ON \
       -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON
 cmake --build "$build" -j "$jobs"
@@ -44,24 +47,24 @@ run_ctest() {  # build dir, then ctest arguments
   local dir=$1
   shift
   ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 1800 "$@"
-  echo "== memfmt: not run in $dir $*:"
+  stage "not run in $dir $*:"
   report_skips "$dir"
 }
 
 has_cpu_flags() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
 avx512=(avx512f avx512bw avx512cd avx512dq avx512vl)  # x86-64-v4, and what oneDNN calls avx512_core
 
-echo "== memfmt: tests ($build)"
+stage "tests ($build)"
 run_ctest "$build"
 # Where oneDNN has AVX-512, its tests ran that path; the AVX2 path (no bfloat16: clear errors and
 # skips) is what AMD Zen 3 and other AVX2-only CPUs take. DNNL_MAX_CPU_ISA makes oneDNN behave so.
 if has_cpu_flags "${avx512[@]}"; then
-  echo "== memfmt: oneDNN tests as on an AVX2-only CPU (DNNL_MAX_CPU_ISA=AVX2)"
+  stage "oneDNN tests as on an AVX2-only CPU (DNNL_MAX_CPU_ISA=AVX2)"
   DNNL_MAX_CPU_ISA=AVX2 run_ctest "$build" -L dnnl
 fi
 
 if [ "$sanitize" = 1 ]; then
-  echo "== memfmt: AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU tests ($asan)"
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU tests ($asan)"
   # Without oneDNN and the examples: the oneDNN wrappers and the examples ran above (oneDNN twice),
   # its kernels are not instrumented anyway, and compiling them again under the sanitizers would
   # double this build. The build without oneDNN is also what a user without it gets.
@@ -82,7 +85,7 @@ if [ "$(uname -m)" = x86_64 ]; then
     flags=${v%%:*}
     needs=${v#*:}
     dir="${build}-${flags// /}"
-    echo "== memfmt: conversion tests built for -march=$flags ($dir)"
+    stage "conversion tests built for -march=$flags ($dir)"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=$flags" \
           -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF \
           -DMEMFMT_BUILD_TOOLS=OFF >/dev/null
@@ -98,7 +101,7 @@ fi
 # ---- fuzz targets (fuzz/): each replays its seed corpus and a fixed number of new inputs under
 # ASan + UBSan, built with clang in its own folder (MEMFMT_FUZZ_BUILD_DIR, default build-fuzz);
 # a long run is `scripts/fuzz.sh [seconds]`.
-echo "== memfmt: fuzz targets (clang, ASan + UBSan, fixed runs; ${MEMFMT_FUZZ_BUILD_DIR:-build-fuzz})"
+stage "fuzz targets (clang, ASan + UBSan, fixed runs; ${MEMFMT_FUZZ_BUILD_DIR:-build-fuzz})"
 scripts/fuzz.sh --ctest
 # ---- end of the fuzz stage
-echo "== memfmt: all tests passed"
+stage "all tests passed"
