@@ -43,6 +43,8 @@
 
 #include "../../dtype.hpp"
 #include "../../error.hpp"
+#include "../../convert/convert.hpp"
+#include "../../strided/descriptor.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
 #include "../layer_params.hpp"
@@ -110,37 +112,6 @@ inline void append_params(std::string& key, const conv_params& p, int spatial_ra
     append_key(key, p.dilation[i]);
   }
   append_key(key, p.groups);
-}
-
-// Copies the elements of a strided view (dims, src_strides, in elements) into a buffer laid out by
-// dst_strides. For views oneDNN cannot describe: it refuses strides whose span exceeds the next
-// dimension's stride, as every stride-th row of an odd height does (7 rows, stride 2 -> 4 rows).
-template <class T>
-void gather_view(const T* src, const dnnl::memory::dims& dims, const dnnl::memory::dims& src_strides, T* dst,
-                 const dnnl::memory::dims& dst_strides) {
-  const std::size_t rank = dims.size();
-  std::size_t inner = 0;  // the destination's unit-stride dimension: copied as one run where the source's is too
-  for (std::size_t d = 0; d < rank; ++d)
-    if (dst_strides[d] < dst_strides[inner]) inner = d;
-  for (std::int64_t e : dims)
-    if (e == 0) return;
-  std::vector<std::int64_t> idx(rank, 0);
-  for (;;) {
-    std::int64_t s = 0, t = 0;
-    for (std::size_t d = 0; d < rank; ++d) s += idx[d] * src_strides[d], t += idx[d] * dst_strides[d];
-    if (src_strides[inner] == 1 && dst_strides[inner] == 1) {
-      std::copy(src + s, src + s + dims[inner], dst + t);
-    } else {
-      for (std::int64_t i = 0; i < dims[inner]; ++i) dst[t + i * dst_strides[inner]] = src[s + i * src_strides[inner]];
-    }
-    std::size_t d = 0;  // the next index over every dimension but `inner`, last dimension fastest
-    for (d = rank; d-- > 0;) {
-      if (d == inner) continue;
-      if (++idx[d] < dims[d]) break;
-      idx[d] = 0;
-    }
-    if (d == static_cast<std::size_t>(-1)) return;
-  }
 }
 
 }  // namespace detail
@@ -311,9 +282,10 @@ class backend {
       }
       x_md = dnnl::memory::desc(dims, dt, detail::activation_tag<XF>());
       x_mem = dnnl::memory(x_md, eng_);
-      const auto& blocking = x_md.data.format_desc.blocking;
-      const dnnl::memory::dims dense(blocking.strides, blocking.strides + XF::rank);
-      detail::gather_view(x.data(), dims, strides, static_cast<T*>(x_mem.get_data_handle()), dense);
+      // memfmt::convert, not a oneDNN reorder: oneDNN refuses a strided view whose span exceeds the
+      // next dimension's stride, as every other row of an odd height does (7 rows -> 4).
+      memfmt::convert(x.data(), strided_desc{dims, strides, dtype_of_v<T>},
+                      tensor_view<T, XF>(static_cast<T*>(x_mem.get_data_handle()), xe));
     } else {
       x_mem = dnnl::memory(x_md, eng_, detail::mut(x.data()));
     }
