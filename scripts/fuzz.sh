@@ -16,7 +16,9 @@ case "$seconds" in --ctest) ;; ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [second
 dir=${MEMFMT_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=$(memfmt_jobs)
 # Its own build folder: the fuzzers need clang, and no other target is built there.
-cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMFMT_BUILD_FUZZERS=ON \
+# -O1 with line tables: file:line in the reports, and half the compile time of -O2 -g under ASan.
+cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DMEMFMT_BUILD_FUZZERS=ON \
       -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF \
       -DMEMFMT_WITH_OPENMP=OFF -DMEMFMT_ENABLE_CUDA=OFF -DMEMFMT_ENABLE_CUDNN=OFF -DMEMFMT_ENABLE_DNNL=OFF >/dev/null
 cmake --build "$dir" -j "$jobs"
