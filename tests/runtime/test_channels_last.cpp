@@ -3,16 +3,20 @@
 // all-channels_first plan computes on the reference backend, and a pin on an unknown layer is an error.
 // A precision runs the float32 network and its float32 parameters in bfloat16 or float16 within that
 // dtype's rounding of the float32 run, timed in that dtype, its batch norms' parameters kept in
-// float32; one the backend cannot run is an error.
+// float32; one the backend cannot run is an error. select_plan keeps the plan that runs fastest as a
+// whole network (a backend made slow in one format), times plans with the same formats once,
+// reports and skips a plan it cannot build, and channels_last returns the plan it chose.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memfmt/backends/reference/backend.hpp"
@@ -22,6 +26,7 @@
 #include "memfmt/runtime/check_parameters.hpp"
 #include "memfmt/runtime/precision.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
+#include "memfmt/runtime/select_plan.hpp"
 #include "../common/expect_error.hpp"
 #include "model_test_util.hpp"
 
@@ -156,19 +161,29 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   }
 }
 
-// The reference backend, except that it refuses to run activations channels_last.
-struct no_channels_last_activation : memfmt::reference::backend {
+// The reference backend, with its channels_last activations refused, or each 2 ms slower (a plan's
+// whole-network time then depends on its formats by far more than the machine's noise). One type
+// for both, as each backend type instantiates the executor and calibration anew.
+struct altered_channels_last_activation : memfmt::reference::backend {
+  bool refuse = false, slow = false;
   memfmt::op_support support(const memfmt::op_query& q) const {
-    if (q.op == memfmt::op_kind::activation && q.format == memfmt::format_family::channels_last)
+    if (refuse && q.op == memfmt::op_kind::activation && q.format == memfmt::format_family::channels_last)
       return memfmt::op_support::no(memfmt::errc::unsupported, "no channels_last activation here");
     return memfmt::reference::backend::support(q);
+  }
+  template <class T, class XF, class YF>
+  void activation_forward(memfmt::activation kind, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) const {
+    if (slow && memfmt::family_v<YF> == memfmt::format_family::channels_last)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    memfmt::reference::backend::activation_forward(kind, x, y);
   }
 };
 
 TEST(ChannelsLast, PlansOnlyFormatsTheBackendRuns) {
   const network net = small();
   const parameter_store params = memfmt::runtime::random_parameters(net, 7);
-  no_channels_last_activation backend;
+  altered_channels_last_activation backend;
+  backend.refuse = true;
   memfmt::runtime::channels_last_options o;
   o.pins = {{"a", family::channels_last, true, 0}, {"b", family::channels_last, true, 0}};
   o.calibration.repetitions = 2;
@@ -306,3 +321,87 @@ TEST(ChannelsLast, PrecisionTheBackendCannotRunIsAnError) {
 }
 
 }  // namespace
+
+TEST(SelectPlan, KeepsThePlanThatRunsFastest) {
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  altered_channels_last_activation backend;
+  backend.slow = true;
+  const cost_model model;
+  const std::vector<memfmt::runtime::plan_candidate> candidates{
+      {"last", plan_with(net, model, policy::all_channels_last)},
+      {"first", plan_with(net, model, policy::all_channels_first)},
+      {"last_again", plan_with(net, model, policy::all_channels_last)}};
+  memfmt::runtime::plan_selection_options o;
+  o.repetitions = 3;
+  auto picked = memfmt::runtime::select_plan(net, backend, params, candidates, o);
+  EXPECT_EQ(picked.chosen, 1u);
+  ASSERT_EQ(picked.timings.size(), 3u);
+  EXPECT_EQ(picked.timings[0].name, "last");
+  EXPECT_GE(picked.timings[0].ms, 2.0);  // at least one slowed activation per pass
+  EXPECT_LT(picked.timings[1].ms, picked.timings[0].ms);
+  EXPECT_EQ(picked.timings[2].same_as, "last");  // same formats: timed once, the time shared
+  EXPECT_EQ(picked.timings[2].ms, picked.timings[0].ms);
+  EXPECT_EQ(picked.timings[0].conversions, 2);   // the channels_first input in, the output out
+  EXPECT_EQ(picked.timings[1].conversions, 0);
+
+  // The executor it returns is the chosen plan's, ready to run.
+  const std::vector<float> x = random_input();
+  const std::vector<float> want = float32_truth(net, params, x), got = run<float>(*picked.run, x);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
+}
+
+TEST(SelectPlan, ReportsAndSkipsAPlanItCannotBuild) {
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  memfmt::reference::backend backend;
+  network other = small();
+  other.conv("extra", *other.find("y"), conv_spec(8, 1));  // a plan of another network
+  const plan foreign = plan_with(other, cost_model(), policy::all_channels_last);
+  const std::vector<memfmt::runtime::plan_candidate> candidates{
+      {"foreign", foreign}, {"first", plan_with(net, cost_model(), policy::all_channels_first)}};
+  auto picked = memfmt::runtime::select_plan(net, backend, params, candidates);
+  EXPECT_EQ(picked.chosen, 1u);
+  EXPECT_FALSE(picked.timings[0].error.empty());
+  EXPECT_EQ(picked.timings[0].ms, 0.0);
+  EXPECT_TRUE(picked.timings[1].error.empty());
+  EXPECT_GT(picked.timings[1].ms, 0.0);
+
+  // Nothing it can build, or nothing at all: an error naming the candidate.
+  try {
+    memfmt::runtime::select_plan(net, backend, params, {{"foreign", foreign}});
+    FAIL() << "selected among plans it cannot build";
+  } catch (const memfmt::error& e) {
+    EXPECT_NE(std::string(e.what()).find("'foreign'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(memfmt::runtime::select_plan(net, backend, params, {}), memfmt::error);
+}
+
+TEST(ChannelsLast, ReturnsTheFastestOfTheCalibratedPriorsAndAllChannelsLastPlans) {
+  const network net = small();
+  const parameter_store params = memfmt::runtime::random_parameters(net, 7);
+  altered_channels_last_activation backend;
+  backend.slow = true;
+  memfmt::runtime::channels_last_options o;
+  o.calibration.repetitions = 2;
+  auto planned = memfmt::runtime::channels_last(net, backend, params, o);
+  ASSERT_EQ(planned.candidates.size(), 3u);
+  EXPECT_EQ(planned.candidates[0].name, "optimal_calibrated");
+  EXPECT_EQ(planned.candidates[1].name, "optimal_priors");
+  EXPECT_EQ(planned.candidates[2].name, "all_channels_last");
+  // all channels_last runs the activation slowed; the calibrated plan, which measured that, not.
+  EXPECT_EQ(planned.plan.format(*net.find("r")), family::channels_first);
+  EXPECT_NE(planned.chosen, "all_channels_last");
+  double fastest = planned.candidates[0].ms, chosen = -1;
+  for (const auto& c : planned.candidates) {
+    EXPECT_TRUE(c.error.empty()) << c.name << ": " << c.error;
+    fastest = std::min(fastest, c.ms);
+    if (c.name == planned.chosen) chosen = c.ms;
+  }
+  EXPECT_EQ(chosen, fastest);
+
+  o.select_by_timing = false;  // the calibrated plan, untimed
+  auto untimed = memfmt::runtime::channels_last(net, backend, params, o);
+  EXPECT_TRUE(untimed.candidates.empty());
+  EXPECT_EQ(untimed.chosen, "optimal_calibrated");
+}

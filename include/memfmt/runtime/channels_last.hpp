@@ -7,6 +7,12 @@
 // the pins, solves, and returns an executor with the weights converted once into their layers'
 // formats. Reads and writes the timing cache file, so it needs the memfmt::graph_io component.
 //
+// Calibration times layers one by one; inside the network their costs differ a little (caches,
+// conversions next to their producers), which can turn a close call the wrong way. So by default
+// (options.select_by_timing) the solved plan is run as a whole network beside the plan the priors
+// give and all channels-last (runtime/select_plan.hpp), and the fastest of the three is returned;
+// `candidates` says what each took.
+//
 // options.precision runs the network in bfloat16 or float16, as autocast does for convs and
 // linears: every activation, weight and the forward pass's inputs and outputs are in that dtype
 // (the caller converts at the boundary, as the executor takes tensors in the network's dtypes),
@@ -27,6 +33,7 @@
 #include "../graph/cost_model.hpp"
 #include "../graph/network.hpp"
 #include "../graph/plan.hpp"
+#include "../graph/policy.hpp"
 #include "../graph/solve.hpp"
 #include "../graph/timing_cache.hpp"
 #include "../io/timing_cache_json.hpp"
@@ -35,6 +42,7 @@
 #include "executor.hpp"
 #include "parameter_store.hpp"
 #include "precision.hpp"
+#include "select_plan.hpp"
 
 namespace memfmt::runtime {
 
@@ -55,6 +63,10 @@ struct channels_last_options {
   // float32, bfloat16 or float16 for every floating-point value and parameter; nullopt runs the
   // network in its own dtypes.
   std::optional<memfmt::dtype> precision;
+  // Run the calibrated plan, the priors' plan and all channels-last as whole networks and keep
+  // the fastest; false returns the calibrated plan untimed.
+  bool select_by_timing = true;
+  plan_selection_options selection;  // its `execution` is replaced by `execution` above
 };
 
 // The plan, its costs and the executor that runs it.
@@ -64,6 +76,10 @@ struct planned_executor {
   graph::plan plan;
   graph::timing_cache cache;
   std::unique_ptr<executor<Backend>> run;  // ready for forward(); holds a reference to the backend
+  // With select_by_timing: "optimal_calibrated", "optimal_priors" and "all_channels_last", each
+  // with its time per pass; `chosen` is the one `plan` is.
+  std::vector<plan_timing> candidates;
+  std::string chosen = "optimal_calibrated";
 };
 
 namespace detail {
@@ -120,8 +136,24 @@ planned_executor<Backend> channels_last(const graph::network& net, Backend& back
   model.set_timing_cache(out.cache);
   model.set_support_query(support_query_for(backend));  // a format the backend refuses a layer is not planned
   out.plan = graph::solve(out.network, model);
-  out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend,
-                                                 options.precision ? converted : params, options.execution);
+  const parameter_store& weights = options.precision ? converted : params;
+  if (!options.select_by_timing) {
+    out.run = std::make_unique<executor<Backend>>(out.network, out.plan, backend, weights, options.execution);
+    return out;
+  }
+  graph::cost_model priors(options.priors);
+  priors.set_support_query(support_query_for(backend));
+  std::vector<plan_candidate> candidates{
+      {"optimal_calibrated", out.plan},
+      {"optimal_priors", graph::solve(out.network, priors)},
+      {"all_channels_last", graph::plan_with(out.network, model, graph::policy::all_channels_last)}};
+  plan_selection_options so = options.selection;
+  so.execution = options.execution;
+  plan_selection<Backend> picked = select_plan(out.network, backend, weights, candidates, so);
+  out.plan = std::move(candidates[picked.chosen].plan);
+  out.chosen = candidates[picked.chosen].name;
+  out.candidates = std::move(picked.timings);
+  out.run = std::move(picked.run);
   return out;
 }
 
