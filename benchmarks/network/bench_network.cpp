@@ -31,11 +31,14 @@
 // (max |a - b| / max |reference|) above 1e-4 (f32) / 3e-2 (bf16) turns every benchmark of that
 // model and dtype into an error naming the policy and the error. train rows compare one step's
 // output the same way (1e-3 f32 / 1e-1 bf16: batch statistics sum in another order per format)
-// and every parameter gradient norm-wise, ||a - b|| / ||reference|| (1e-2 f32 / 1e-1 bf16): a
+// and every parameter gradient norm-wise, ||a - b|| over the larger of ||reference|| and the norm
+// the tensor would have at the average magnitude of all gradients (1e-1 f32 / 5e-1 bf16): a
 // full-width network has ReLU inputs and max-pool windows within rounding of a tie, and where the
 // two formats' rounding lands on opposite sides, one element's gradient goes another way, which
-// moves a few gradient entries of a small layer by percent (docs/networks.md, "Gradients near a
-// tie"). bf16 where oneDNN computes in it on this CPU,
+// moves the gradients of the layers before it by percent (docs/networks.md, "Gradients near a
+// tie"); some gradients are zero but for rounding (a batch norm's bias whose shift the next batch
+// norm removes); a gradient in a wrong layout is off by its own size (sqrt 2 when unrelated).
+// bf16 where oneDNN computes in it on this CPU,
 // else an error naming the ISA it needs.
 //
 // Environment: MEMFMT_BENCH_BATCH (2), MEMFMT_BENCH_RESOLUTION (every 2-D model's input size;
@@ -268,14 +271,14 @@ double normalized_error(const std::vector<double>& ref, const std::vector<double
   return err / std::max(scale, 1e-30);
 }
 
-// ||out - ref||_2 / ||ref||_2; infinite where out has a NaN.
-double norm_error(const std::vector<double>& ref, const std::vector<double>& out) {
+// ||out - ref||_2 / max(||ref||_2, floor); infinite where out has a NaN.
+double norm_error(const std::vector<double>& ref, const std::vector<double>& out, double floor) {
   double scale = 0, err = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     scale += ref[i] * ref[i];
     err += std::isnan(out[i]) ? INFINITY : (out[i] - ref[i]) * (out[i] - ref[i]);
   }
-  return std::sqrt(err) / std::max(std::sqrt(scale), 1e-30);
+  return std::sqrt(err) / std::max({std::sqrt(scale), floor, 1e-30});
 }
 
 std::string exceeds(const std::string& what, const char* measure, double err, double tolerance) {
@@ -429,7 +432,7 @@ struct case_state {
     if (train_check_error) return *train_check_error;
     train_check_error = std::string();
     const double tolerance = type() == dtype::float32 ? 1e-3 : 1e-1;
-    const double gradient_tolerance = type() == dtype::float32 ? 1e-2 : 1e-1;
+    const double gradient_tolerance = type() == dtype::float32 ? 1e-1 : 5e-1;
     std::vector<double> reference;
     runtime::parameter_store reference_grads;
     for (graph::policy p : policies) {
@@ -446,13 +449,26 @@ struct case_state {
         train_check_error = exceeds(who + "output", "normalized max error", err, tolerance);
         break;
       }
+      double squares = 0, count = 0;  // over every gradient: the mean square magnitude
+      for (const std::string& name : reference_grads.names()) {
+        const runtime::parameter& r = reference_grads.at(name);
+        for (double v : as_doubles(r.bytes.data(), r.bytes.size(), r.type)) squares += v * v, count += 1;
+      }
+      const double mean_square = count > 0 ? squares / count : 0;
       for (const std::string& name : reference_grads.names()) {
         const runtime::parameter& r = reference_grads.at(name);
         const runtime::parameter& g = grads.at(name);
-        const double err = norm_error(as_doubles(r.bytes.data(), r.bytes.size(), r.type),
-                                      as_doubles(g.bytes.data(), g.bytes.size(), g.type));
+        const std::vector<double> want = as_doubles(r.bytes.data(), r.bytes.size(), r.type);
+        const std::vector<double> got = as_doubles(g.bytes.data(), g.bytes.size(), g.type);
+        const double err = norm_error(want, got, std::sqrt(mean_square * static_cast<double>(want.size())));
         if (!(err <= gradient_tolerance)) {
-          train_check_error = exceeds(who + "gradient of " + name, "relative norm error", err, gradient_tolerance);
+          const auto norm = [](const std::vector<double>& v) {
+            double q = 0;
+            for (double e : v) q += e * e;
+            return std::to_string(std::sqrt(q));
+          };
+          train_check_error = exceeds(who + "gradient of " + name, "relative norm error", err, gradient_tolerance) +
+                              " (norms " + norm(got) + " and all_channels_first's " + norm(want) + ")";
           return *train_check_error;
         }
       }
