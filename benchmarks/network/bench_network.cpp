@@ -32,13 +32,15 @@
 // model and dtype into an error naming the policy and the error. train rows compare one step's
 // output the same way (1e-3 f32 / 1e-1 bf16: batch statistics sum in another order per format)
 // and every parameter gradient norm-wise, ||a - b|| over the larger of ||reference|| and the norm
-// the tensor would have at the average magnitude of all gradients (1e-1 f32 / 5e-1 bf16): a
+// the tensor would have at the average magnitude of all gradients (1e-1, f32 only): a
 // full-width network has ReLU inputs and max-pool windows within rounding of a tie, and where the
 // two formats' rounding lands on opposite sides, one element's gradient goes another way, which
 // moves the gradients of the layers before it by percent (docs/networks.md, "Gradients near a
 // tie"); some gradients are zero but for rounding (a batch norm's bias whose shift the next batch
 // norm removes); a gradient in a wrong layout is off by its own size (sqrt 2 when unrelated).
-// bf16 where oneDNN computes in it on this CPU,
+// bf16 train rows check the output only: at full width their gradients are rounding in every
+// format, as far from a float64 step in one as in the other (docs/networks.md); the trainer's
+// bf16 gradients are tested at reduced widths (test_trainer_dnnl). bf16 where oneDNN computes in it on this CPU,
 // else an error naming the ISA it needs.
 //
 // Environment: MEMFMT_BENCH_BATCH (2), MEMFMT_BENCH_RESOLUTION (every 2-D model's input size;
@@ -432,7 +434,8 @@ struct case_state {
     if (train_check_error) return *train_check_error;
     train_check_error = std::string();
     const double tolerance = type() == dtype::float32 ? 1e-3 : 1e-1;
-    const double gradient_tolerance = type() == dtype::float32 ? 1e-1 : 5e-1;
+    const double gradient_tolerance = 1e-1;
+    const bool compare_gradients = type() == dtype::float32;
     std::vector<double> reference;
     runtime::parameter_store reference_grads;
     for (graph::policy p : policies) {
@@ -449,6 +452,7 @@ struct case_state {
         train_check_error = exceeds(who + "output", "normalized max error", err, tolerance);
         break;
       }
+      if (!compare_gradients) continue;
       double squares = 0, count = 0;  // over every gradient: the mean square magnitude
       for (const std::string& name : reference_grads.names()) {
         const runtime::parameter& r = reference_grads.at(name);
