@@ -438,6 +438,7 @@ struct case_state {
     const bool compare_gradients = type() == dtype::float32;
     std::vector<double> reference;
     runtime::parameter_store reference_grads;
+    double mean_square = 0;  // of every reference gradient entry: the floor's magnitude
     for (graph::policy p : policies) {
       runtime::trainer<Backend> tr(net, plan_for({p}), backend, params);
       runtime::parameter_store grads = train_step(tr);
@@ -445,6 +446,12 @@ struct case_state {
       if (reference.empty()) {
         reference = std::move(out);
         reference_grads = std::move(grads);
+        double squares = 0, count = 0;
+        for (const std::string& name : reference_grads.names()) {
+          const runtime::parameter& r = reference_grads.at(name);
+          for (double v : as_doubles(r.bytes.data(), r.bytes.size(), r.type)) squares += v * v, count += 1;
+        }
+        mean_square = count > 0 ? squares / count : 0;
         continue;
       }
       const std::string who = std::string("training step of ") + graph::to_string(p) + ": ";
@@ -453,12 +460,6 @@ struct case_state {
         break;
       }
       if (!compare_gradients) continue;
-      double squares = 0, count = 0;  // over every gradient: the mean square magnitude
-      for (const std::string& name : reference_grads.names()) {
-        const runtime::parameter& r = reference_grads.at(name);
-        for (double v : as_doubles(r.bytes.data(), r.bytes.size(), r.type)) squares += v * v, count += 1;
-      }
-      const double mean_square = count > 0 ? squares / count : 0;
       for (const std::string& name : reference_grads.names()) {
         const runtime::parameter& r = reference_grads.at(name);
         const runtime::parameter& g = grads.at(name);

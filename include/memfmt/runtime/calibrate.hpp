@@ -241,6 +241,12 @@ class staging {
   std::vector<std::pair<void*, std::size_t>> owned_;
 };
 
+// The median of timings (the upper one of an even count); `ns` is reordered, must not be empty.
+inline std::int64_t median_of(std::vector<std::int64_t>& ns) {
+  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2), ns.end());
+  return ns[ns.size() / 2];
+}
+
 template <class Backend, class Fn>
 graph::cost_t median_ns(const calibrate_options& o, Backend& b, Fn&& run) {
   for (int i = 0; i < o.warmup; ++i) run();
@@ -253,8 +259,7 @@ graph::cost_t median_ns(const calibrate_options& o, Backend& b, Fn&& run) {
     const auto t1 = std::chrono::steady_clock::now();
     ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   }
-  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2), ns.end());
-  return std::max<std::int64_t>(1, ns[ns.size() / 2]);  // a measured layer is never free
+  return std::max<std::int64_t>(1, median_of(ns));  // a measured layer is never free
 }
 
 // The extents of a weight [K, C/groups, kernel...] at the node's rank.

@@ -171,9 +171,7 @@ plan_selection<Backend> select_plan(const graph::network& net, Backend& backend,
     }
   std::size_t best = 0;
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    std::vector<std::int64_t>& ns = runs[r].ns;
-    std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2), ns.end());
-    out.timings[runs[r].index].ms = static_cast<double>(ns[ns.size() / 2]) / 1e6;
+    out.timings[runs[r].index].ms = static_cast<double>(detail::median_of(runs[r].ns)) / 1e6;
     if (out.timings[runs[r].index].ms < out.timings[runs[best].index].ms) best = r;
   }
   for (std::size_t i = 0; i < candidates.size(); ++i)  // a duplicate shares its original's time
