@@ -27,7 +27,10 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
     case graph::node_kind::batch_norm: q.op = op_kind::batch_norm; break;
     case graph::node_kind::instance_norm:
     case graph::node_kind::group_norm: q.op = op_kind::group_norm; break;
-    case graph::node_kind::pad: q.op = op_kind::pad; break;
+    case graph::node_kind::pad:
+      q.op = op_kind::pad;
+      q.padding = n.get<memfmt::pad_params>().mode;
+      break;
     case graph::node_kind::activation:
       q.op = op_kind::activation;
       q.function = n.get<memfmt::activation>();

@@ -1,9 +1,9 @@
 // memfmt/runtime/training.hpp - one training step of a planned network: forward, then backward.
 //
 // A trainer is built once from (network, plan, backend, parameters), like the executor, and checks
-// the same things then, the backend's support() for every layer included (a backend runs the
-// backward of every layer it supports); it also refuses what has no backward here (an opaque
-// layer: a user_op has no backward function; a dropout with p > 0: its random mask is not
+// the same things then, the backend's support() for every layer included (asked with
+// op_query::backward set, so a backend refuses a layer whose backward it lacks); it also refuses
+// what has no backward here (an opaque layer: a user_op has no backward function; a dropout with p > 0: its random mask is not
 // reproduced) with errc::unsupported naming the node. train_step() runs
 //   - the forward pass in training mode: batch norm normalises with the batch statistics and updates
 //     running_mean and running_var as PyTorch does (momentum, the unbiased batch variance for
@@ -156,8 +156,10 @@ class trainer {
     if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
       memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
                                                   " in training draws a random mask, which the trainer does not (p 0 only)");
-    if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
+    if (std::optional<op_query> q = op_query_of(n, format_of(n.id))) {
+      q->backward = true;
       if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
+    }
     detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
   }
 
