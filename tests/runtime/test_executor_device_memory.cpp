@@ -4,7 +4,9 @@
 // it allocated. Its outputs equal the reference backend's (the same kernels, so bit for bit), the
 // arena and every parameter come from the hooks, every input and output byte crosses copy_in /
 // copy_out, each conversion of the plan runs through Backend::convert, everything allocated is
-// given back, and poison mode is refused.
+// given back, and poison mode is refused. The trainer (training.hpp) takes the same hooks: its
+// training step on the fake device (outputs, every parameter gradient, the batch norm's running
+// statistics) equals the reference backend's bit for bit.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "memfmt/graph/plan.hpp"
 #include "memfmt/runtime/executor.hpp"
 #include "model_test_util.hpp"
+#include "training_util.hpp"
 
 namespace {
 
@@ -213,6 +216,50 @@ TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {
   memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params, {true, true}); },
                             errc::invalid_argument, {"fake_device", "poison mode"});
   EXPECT_EQ(dev.allocations, 0);
+}
+
+// conv (bias) -> batch norm -> relu, read by a 1x1 conv and by the residual add after it (two
+// gradient contributions summed) -> relu -> global average pool -> flatten -> linear -> "output".
+network training_network() {
+  network net;
+  const auto x = net.input("input", {2, 3, 6, 5}, memfmt::dtype::float32, family::channels_first);
+  const auto r = net.relu("r", net.batch_norm("bn", net.conv("c1", x, memfmt::graph::conv_spec(4, 3, 1, 1, 1, true))));
+  const auto s = net.relu("r2", net.add("sum", net.conv("c2", r, memfmt::graph::conv_spec(4, 1)), r));
+  net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", s)), 3), family::channels_first);
+  return net;
+}
+
+TEST(TrainerDeviceMemory, HooksCarryEveryByteAndTheStepEqualsTheHostStep) {
+  namespace tt = memfmt::training_test;
+  const network net = training_network();
+  const auto params = memfmt_test::make_params(net, 5);
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  const auto x = tt::random_values(static_cast<std::size_t>(in.numel()), 11);
+  const auto r = tt::random_values(static_cast<std::size_t>(out.numel()), 12);
+  for (const auto& [plan_name, plan] : tt::plans(net)) {
+    SCOPED_TRACE(plan_name);
+    const tt::step_result want = tt::train<float>(net, plan, params, x, r);
+    fake_device dev;
+    const tt::step_result got = tt::train_on<float>(dev, net, plan, params, x, r);
+    ASSERT_EQ(got.output.size(), want.output.size());
+    for (std::size_t i = 0; i < want.output.size(); ++i) EXPECT_EQ(got.output[i], want.output[i]) << "output " << i;
+    for (const auto* stores : {&want.grads, &want.stats}) {
+      const auto& mine = stores == &want.grads ? got.grads : got.stats;
+      ASSERT_EQ(mine.names(), stores->names());
+      for (const std::string& name : stores->names())
+        EXPECT_EQ(mine.at(name).bytes, stores->at(name).bytes) << name;
+    }
+    EXPECT_FALSE(want.grads.names().empty());
+    // The arena, every parameter, statistic and gradient came from the hooks and went back.
+    EXPECT_GT(dev.allocations, 1);
+    EXPECT_EQ(dev.deallocations, dev.allocations);
+    EXPECT_TRUE(dev.blocks.empty());
+    // The input and output gradient went in and the output, gradients and statistics came out.
+    EXPECT_GE(dev.bytes_in, (x.size() + r.size()) * sizeof(float));
+    EXPECT_GE(dev.bytes_out, r.size() * sizeof(float));
+    EXPECT_GT(dev.layer_calls, 0);
+  }
 }
 
 }  // namespace

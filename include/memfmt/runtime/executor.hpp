@@ -207,6 +207,62 @@ template <class Backend>
 struct caches_weights<Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
     : std::true_type {};
 
+// Memory shared by the executor and the trainer: with owns_memory, `bytes` of the backend's memory
+// kept alive by `owned` (given back to the backend with it); copies to and from it.
+template <class Backend>
+void* backend_allocate(Backend& b, std::vector<std::shared_ptr<void>>& owned, std::size_t bytes) {
+  void* p = b.allocate(bytes);
+  Backend* bp = &b;
+  owned.push_back(std::shared_ptr<void>(p, [bp, bytes](void* q) { bp->deallocate(q, bytes); }));
+  return p;
+}
+template <class Backend>
+void copy_in(Backend& b, void* dst, const void* src, std::size_t bytes) {
+  if constexpr (owns_memory<Backend>::value) b.copy_in(dst, src, bytes);
+  else std::memcpy(dst, src, bytes);
+}
+template <class Backend>
+void copy_out(Backend& b, void* dst, const void* src, std::size_t bytes) {
+  if constexpr (owns_memory<Backend>::value) b.copy_out(dst, src, bytes);
+  else std::memcpy(dst, src, bytes);
+}
+
+// A host vector kept alive by `owned` where the backend reads it: the vector itself, or a copy in
+// the backend's memory.
+template <class Backend, class V>
+auto* backend_param(Backend& b, std::vector<std::shared_ptr<void>>& owned, V v) {
+  const std::size_t count = v.size();
+  auto* host = keep(owned, std::move(v));
+  if constexpr (owns_memory<Backend>::value) {
+    using E = std::remove_pointer_t<decltype(host)>;
+    const std::size_t bytes = count * sizeof(E);
+    if (bytes == 0) return host;
+    auto* dev = static_cast<E*>(backend_allocate(b, owned, bytes));
+    b.copy_in(dev, host, bytes);
+    return dev;
+  } else {
+    (void)count;
+    (void)b;
+    return host;
+  }
+}
+
+// A conv weight (see weight_in) where the backend reads it.
+template <class T, class F, class Backend>
+tensor_view<const T, F> backend_weight(Backend& b, std::vector<std::shared_ptr<void>>& owned, const std::vector<T>& w,
+                                       const std::vector<std::int64_t>& shape) {
+  tensor_view<const T, F> v = weight_in<T, F>(owned, w, shape);
+  if constexpr (owns_memory<Backend>::value) {
+    const std::size_t bytes = static_cast<std::size_t>(v.numel()) * sizeof(T);
+    void* dev = backend_allocate(b, owned, bytes);
+    b.copy_in(dev, v.data(), bytes);
+    v = tensor_view<const T, F>(static_cast<const T*>(dev), v.mapping());
+  } else {
+    (void)b;
+  }
+  return v;
+}
+
 }  // namespace detail
 
 template <class Backend>
@@ -453,38 +509,15 @@ class executor {
   }
 
   // `bytes` of the backend's memory, given back with this executor.
-  void* backend_memory(std::size_t bytes) {
-    void* p = backend_.allocate(bytes);
-    Backend* b = &backend_;
-    owned_.push_back(std::shared_ptr<void>(p, [b, bytes](void* q) { b->deallocate(q, bytes); }));
-    return p;
-  }
-  void copy_in(void* dst, const void* src, std::size_t bytes) {
-    if constexpr (detail::owns_memory<Backend>::value) backend_.copy_in(dst, src, bytes);
-    else std::memcpy(dst, src, bytes);
-  }
-  void copy_out(void* dst, const void* src, std::size_t bytes) {
-    if constexpr (detail::owns_memory<Backend>::value) backend_.copy_out(dst, src, bytes);
-    else std::memcpy(dst, src, bytes);
-  }
+  void* backend_memory(std::size_t bytes) { return detail::backend_allocate(backend_, owned_, bytes); }
+  void copy_in(void* dst, const void* src, std::size_t bytes) { detail::copy_in(backend_, dst, src, bytes); }
+  void copy_out(void* dst, const void* src, std::size_t bytes) { detail::copy_out(backend_, dst, src, bytes); }
 
   // A parameter (weights, statistics, scratch) kept for the executor's lifetime where the backend
   // reads it: the host vector itself, or a copy in the backend's memory.
   template <class V>
   auto* param(V v) {
-    const std::size_t count = v.size();
-    auto* host = detail::keep(owned_, std::move(v));
-    if constexpr (detail::owns_memory<Backend>::value) {
-      using E = std::remove_pointer_t<decltype(host)>;
-      const std::size_t bytes = count * sizeof(E);
-      if (bytes == 0) return host;
-      auto* dev = static_cast<E*>(backend_memory(bytes));
-      backend_.copy_in(dev, host, bytes);
-      return dev;
-    } else {
-      (void)count;
-      return host;
-    }
+    return detail::backend_param(backend_, owned_, std::move(v));
   }
 
   std::byte* slot_data(std::size_t s) { return base_ + memory_.offsets[s]; }
@@ -537,13 +570,7 @@ class executor {
   // A conv weight in F's layout, registered so a weight-caching backend forgets it with this executor.
   template <class T, class F>
   tensor_view<const T, F> weight_in(const std::vector<T>& w, const std::vector<std::int64_t>& shape) {
-    tensor_view<const T, F> v = detail::weight_in<T, F>(owned_, w, shape);
-    if constexpr (detail::owns_memory<Backend>::value) {
-      const std::size_t bytes = static_cast<std::size_t>(v.numel()) * sizeof(T);
-      void* dev = backend_memory(bytes);
-      backend_.copy_in(dev, v.data(), bytes);
-      v = tensor_view<const T, F>(static_cast<const T*>(dev), v.mapping());
-    }
+    const tensor_view<const T, F> v = detail::backend_weight<T, F>(backend_, owned_, w, shape);
     weights_.push_back(v.data());
     return v;
   }

@@ -29,7 +29,11 @@
 // (node i's forward at step i, its backward at 2N - 1 - i). A forward value lives until the last
 // backward step that reads it (a conv's input until the conv's weight gradient, a softmax's output
 // until its backward), a gradient from its first contribution to its producer's backward.
-// report() gives those bytes beside the bytes of one buffer per value.
+// report() gives those bytes beside the bytes of one buffer per value. A backend with its own
+// memory (detail::owns_memory, as for the executor) holds the arena, the parameters, statistics and
+// gradients: inputs, outputs and output gradients cross copy_in / copy_out, conversions run through
+// Backend::convert and gradient sums through its binary add; gradients and running statistics are
+// copied out when asked for.
 //
 // The parameters are copied at build time (weights into the layouts their layers run in); the
 // trainer does not update them: it computes gradients, and the caller's optimiser decides.
@@ -98,12 +102,12 @@ class trainer {
     check_io(outputs, graph::node_kind::output, "output");
     check_io(output_grads, graph::node_kind::output, "output gradient");
     for (const auto& [name, t] : inputs)
-      if (t.bytes()) std::memcpy(data<std::byte>(slot_[*net_.find(name)]), t.data, t.bytes());
+      if (t.bytes()) detail::copy_in(backend_, data<std::byte>(slot_[*net_.find(name)]), t.data, t.bytes());
     const std::size_t n = net_.size();
     for (std::size_t s = 0; s < n; ++s)
       for (auto& step : steps_[s]) step();
     for (const auto& [name, t] : outputs)
-      if (t.bytes()) std::memcpy(t.data, data<std::byte>(slot_[*net_.find(name)]), t.bytes());
+      if (t.bytes()) detail::copy_out(backend_, t.data, data<std::byte>(slot_[*net_.find(name)]), t.bytes());
     output_grads_.assign(n, nullptr);
     for (const auto& [name, t] : output_grads) output_grads_[*net_.find(name)] = t.data;
     for (std::size_t s = n; s < 2 * n; ++s)
@@ -233,7 +237,7 @@ class trainer {
 
   template <class T>
   T* data(std::size_t s) {
-    return reinterpret_cast<T*>(arena_.get() + memory_.offsets[s]);
+    return reinterpret_cast<T*>(base_ + memory_.offsets[s]);
   }
   template <class T, class F>
   tensor_view<T, F> out(std::size_t s) {
@@ -290,11 +294,19 @@ class trainer {
     if (g == dst) return;
     detail::dispatch_float_dtype(storages_[g].type, storages_[g].name, [&](auto tag) {
       using T = decltype(tag);
-      step.push_back([this, g, dst, n = storages_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
-        T* a = data<T>(g);
-        const T* b = data<T>(dst);
-        for (std::int64_t i = 0; i < n; ++i) a[i] = static_cast<T>(detail::as_double(a[i]) + detail::as_double(b[i]));
-      });
+      if constexpr (detail::owns_memory<Backend>::value) {
+        // The backend's add, in place: a float sum rounded once, as the host loop's double sum is.
+        dispatch_format(storages_[g].format, static_cast<int>(storages_[g].extents.size()), [&](auto f) {
+          using F = decltype(f);
+          step.push_back([this, g, dst] { backend_.binary_forward(memfmt::binary_op::add, in<T, F>(g), in<T, F>(dst), out<T, F>(g)); });
+        });
+      } else {
+        step.push_back([this, g, dst, n = storages_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
+          T* a = data<T>(g);
+          const T* b = data<T>(dst);
+          for (std::int64_t i = 0; i < n; ++i) a[i] = static_cast<T>(detail::as_double(a[i]) + detail::as_double(b[i]));
+        });
+      }
     });
   }
 
@@ -316,9 +328,14 @@ class trainer {
     report_.arena_bytes = memory_.arena_bytes;
     report_.allocate_all_bytes = memory_.total_bytes;
     if (memory_.arena_bytes > 0) {
-      void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-      if (!p) throw std::bad_alloc();
-      arena_.reset(static_cast<std::byte*>(p));
+      if constexpr (detail::owns_memory<Backend>::value) {
+        base_ = static_cast<std::byte*>(detail::backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
+      } else {
+        void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
+        if (!p) throw std::bad_alloc();
+        arena_.reset(static_cast<std::byte*>(p));
+        base_ = arena_.get();
+      }
     }
   }
 
@@ -341,8 +358,8 @@ class trainer {
   template <class T, class U>
   U* gradient(const std::string& name, const std::vector<std::int64_t>& shape) {
     const auto n = static_cast<std::size_t>(memfmt::detail::checked_numel(shape, name.c_str()));
-    U* p = detail::keep(owned_, std::vector<U>(n));
-    gradients_.emplace_back(name, [p, n, shape] { return as_parameter<T>(p, n, shape); });
+    U* p = detail::backend_param(backend_, owned_, std::vector<U>(n));
+    gradients_.emplace_back(name, [this, p, n, shape] { return as_parameter<T>(host_copy(p, n).data(), n, shape); });
     return p;
   }
 
@@ -351,13 +368,26 @@ class trainer {
   tensor_view<T, F> weight_gradient(const std::string& name, const std::vector<std::int64_t>& shape) {
     auto owned = std::make_shared<host_tensor<T, F>>(detail::view_of<F>(static_cast<T*>(nullptr), shape).extents());
     owned_.push_back(owned);
-    gradients_.emplace_back(name, [owned, shape] {
+    const auto n = static_cast<std::size_t>(owned->numel());
+    T* p = owned->data();
+    if constexpr (detail::owns_memory<Backend>::value)
+      if (n) p = static_cast<T*>(detail::backend_allocate(backend_, owned_, n * sizeof(T)));
+    gradients_.emplace_back(name, [this, owned, p, n, shape] {
       using CF = typename F::channels_first_t;
+      if (p != owned->data() && n) detail::copy_out(backend_, owned->data(), p, n * sizeof(T));
       host_tensor<T, CF> logical(owned->extents());
       memfmt::convert(owned->const_view(), logical.view());
       return as_parameter<T>(logical.data(), static_cast<std::size_t>(logical.numel()), shape);
     });
-    return owned->view();
+    return tensor_view<T, F>(p, owned->view().mapping());
+  }
+
+  // n elements at p, where the backend keeps them, copied to the host.
+  template <class U>
+  std::vector<U> host_copy(const U* p, std::size_t n) const {
+    std::vector<U> h(n);
+    if (n) detail::copy_out(backend_, h.data(), p, n * sizeof(U));
+    return h;
   }
 
   // ---- forward ----
@@ -419,7 +449,10 @@ class trainer {
       dispatch_format(s.format, static_cast<int>(s.extents.size()), [&](auto from) {
         using From = decltype(from);
         using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
-        step.push_back([this, src, dst] { memfmt::convert(in<T, From>(src), out<T, To>(dst)); });
+        if constexpr (detail::owns_memory<Backend>::value)
+          step.push_back([this, src, dst] { backend_.convert(in<T, From>(src), out<T, To>(dst)); });
+        else
+          step.push_back([this, src, dst] { memfmt::convert(in<T, From>(src), out<T, To>(dst)); });
       });
     });
   }
@@ -442,13 +475,13 @@ class trainer {
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
     const std::vector<std::int64_t> shape = params.at(wn).shape;
     const std::vector<T> w = params.at(wn).template values<T>(wn);
-    const T* bias = has_bias ? detail::keep(owned_, params.at(bn).template values<T>(bn)) : nullptr;
+    const T* bias = has_bias ? detail::backend_param(backend_, owned_, params.at(bn).template values<T>(bn)) : nullptr;
     T* dbias = has_bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      const auto wv = detail::weight_in<T, F>(owned_, w, shape);
+      const auto wv = detail::backend_weight<T, F>(backend_, owned_, w, shape);
       weights_.push_back(wv.data());
       const auto dw = weight_gradient<T, F>(wn, shape);
       if (!transposed) {
@@ -471,7 +504,7 @@ class trainer {
       backward_.emplace(n.id, [this, x, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
         step.push_back([this, x, dy, dw, dbias, p] {
           backend_.conv_backward_weights(in<T, F>(dy), in<T, F>(x), dw, static_cast<T*>(nullptr), p);
-          if (dbias) channel_sums(in<T, F>(dy), dbias);
+          if (dbias) bias_gradient(in<T, F>(dy), dbias);
         });
         into_grad(x, tb, step, [&](std::size_t dx) {
           step.push_back([this, dy, dx, wv, p] {
@@ -480,6 +513,20 @@ class trainer {
         });
       });
     });
+  }
+
+  // A transposed conv's bias gradient: channel sums of dy, summed on the host.
+  template <class T, class F>
+  void bias_gradient(tensor_view<const T, F> dy, T* dbias) {
+    if constexpr (detail::owns_memory<Backend>::value) {
+      const std::vector<T> h = host_copy(dy.data(), static_cast<std::size_t>(dy.numel()));
+      const auto c = static_cast<std::size_t>(dy.extents()[1]);
+      std::vector<T> sums(c);
+      channel_sums(tensor_view<const T, F>(h.data(), dy.mapping()), sums.data());
+      detail::copy_in(backend_, dbias, sums.data(), c * sizeof(T));
+    } else {
+      channel_sums(dy, dbias);
+    }
   }
 
   // sums[c] = the sum of v over every element of channel c (a bias gradient), in double.
@@ -512,16 +559,16 @@ class trainer {
     const std::string b = n.name + ".";
     const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
     const std::size_t c = static_cast<std::size_t>(n.extents[1]);
-    const P* gamma = detail::keep(owned_, detail::values_as<P, P>(params, b + "weight"));
-    const P* beta = detail::keep(owned_, detail::values_as<P, P>(params, b + "bias"));
-    P* mean = detail::keep(owned_, detail::values_as<P, P>(params, b + "running_mean"));
-    P* var = detail::keep(owned_, detail::values_as<P, P>(params, b + "running_var"));
-    P* saved_mean = detail::keep(owned_, std::vector<P>(c));
-    P* saved_invstd = detail::keep(owned_, std::vector<P>(c));
+    const P* gamma = detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight"));
+    const P* beta = detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias"));
+    P* mean = detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "running_mean"));
+    P* var = detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "running_var"));
+    P* saved_mean = detail::backend_param(backend_, owned_, std::vector<P>(c));
+    P* saved_invstd = detail::backend_param(backend_, owned_, std::vector<P>(c));
     P* dgamma = gradient<P, P>(b + "weight", shape);
     P* dbeta = gradient<P, P>(b + "bias", shape);
-    running_.emplace_back(b + "running_mean", [mean, c, shape] { return as_parameter<P>(mean, c, shape); });
-    running_.emplace_back(b + "running_var", [var, c, shape] { return as_parameter<P>(var, c, shape); });
+    running_.emplace_back(b + "running_mean", [this, mean, c, shape] { return as_parameter<P>(host_copy(mean, c).data(), c, shape); });
+    running_.emplace_back(b + "running_var", [this, var, c, shape] { return as_parameter<P>(host_copy(var, c).data(), c, shape); });
     if (const parameter* t = params.find(b + "num_batches_tracked"))
       batches_tracked_.emplace_back(b + "num_batches_tracked", t->template values<std::int64_t>(b + "num_batches_tracked").at(0));
     const std::int64_t tb = backward_step(n.id);
@@ -555,13 +602,13 @@ class trainer {
     const auto& a = n.get<graph::norm_attrs>();
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string b = n.name + ".";
-    const P* gamma = a.affine ? detail::keep(owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
-    const P* beta = a.affine ? detail::keep(owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
+    const P* gamma = a.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
+    const P* beta = a.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
     P* dgamma = a.affine ? gradient<P, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
     P* dbeta = a.affine ? gradient<P, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
     const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = detail::keep(owned_, std::vector<P>(stats));
-    P* invstd = detail::keep(owned_, std::vector<P>(stats));
+    P* mean = detail::backend_param(backend_, owned_, std::vector<P>(stats));
+    P* invstd = detail::backend_param(backend_, owned_, std::vector<P>(stats));
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
@@ -589,9 +636,9 @@ class trainer {
     const auto& a = n.get<graph::linear_attrs>();
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string wn = n.name + ".weight", bn = n.name + ".bias";
-    const T* w = detail::keep(owned_, params.at(wn).template values<T>(wn));
+    const T* w = detail::backend_param(backend_, owned_, params.at(wn).template values<T>(wn));
     weights_.push_back(w);
-    const T* bias = a.bias ? detail::keep(owned_, params.at(bn).template values<T>(bn)) : nullptr;
+    const T* bias = a.bias ? detail::backend_param(backend_, owned_, params.at(bn).template values<T>(bn)) : nullptr;
     T* dw = gradient<T, T>(wn, params.at(wn).shape);
     T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
@@ -740,7 +787,7 @@ class trainer {
     auto& step = steps_[static_cast<std::size_t>(t)];
     if (n.kind == graph::node_kind::output) {
       into_grad(slot_[n.id], t, step, [&](std::size_t dst) {
-        step.push_back([this, dst, id = n.id] { std::memcpy(data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storages_[dst].bytes)); });
+        step.push_back([this, dst, id = n.id] { detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storages_[dst].bytes)); });
       });
       return;
     }
@@ -766,7 +813,12 @@ class trainer {
     use(g, t);
     if (storages_[g].contributions == 0) {
       ++storages_[g].contributions;
-      step.push_back([this, g] { std::memset(data<std::byte>(g), 0, static_cast<std::size_t>(storages_[g].bytes)); });
+      if constexpr (detail::owns_memory<Backend>::value)
+        step.push_back([this, g, zeros = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(storages_[g].bytes))] {
+          detail::copy_in(backend_, data<std::byte>(g), zeros->data(), zeros->size());
+        });
+      else
+        step.push_back([this, g] { std::memset(data<std::byte>(g), 0, static_cast<std::size_t>(storages_[g].bytes)); });
     }
     it->second(g, step);
   }
@@ -790,7 +842,8 @@ class trainer {
   std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
   std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
   memory_plan memory_;
-  std::unique_ptr<std::byte, detail::free_bytes> arena_;
+  std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
+  std::byte* base_ = nullptr;                              // the arena: arena_, or the backend's memory
   std::vector<step_list> steps_;                           // 2N: forward per node, then backward in reverse
   std::vector<std::shared_ptr<void>> owned_;              // weights, statistics, parameter gradients
   std::vector<const void*> weights_;                       // the weights a backend may cache copies of
