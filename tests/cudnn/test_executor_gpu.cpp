@@ -2,7 +2,9 @@
 // layer kind the cuDNN backend runs (conv + bias, batch norm, relu, hardswish, silu, sigmoid, a
 // residual add, a broadcast multiply, max and average pooling, nearest and bilinear up-sampling,
 // concat, a channel slice, global average pooling, flatten, linear), planned by graph::solve with
-// the cuDNN backend's support query, and a ResNet-18 of the models header. Skips without a GPU.
+// the cuDNN backend's support query, and a ResNet-18 of the models header; and one training step
+// of each (trainer<cudnn::backend> against trainer<reference::backend>: output, every parameter
+// gradient, the running statistics). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,7 +22,9 @@
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
 
+#include "../runtime/training_util.hpp"
 #include "executor_util.hpp"
+#include "kernel_converter.hpp"
 
 namespace {
 
@@ -59,15 +63,95 @@ void check_network(const graph::network& net) {
   memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
 }
 
-TEST_F(CudnnExecutorGpu, EveryLayerKindAgainstTheReference) { check_network(every_layer()); }
+// ||got - want|| within `tol` of the larger of ||want|| and the norm `want` would have at the
+// average magnitude `rms` of all values compared (a gradient that is rounding alone, such as a
+// batch-norm bias whose shift the next batch norm removes, is not held to its own tiny norm).
+void expect_close_in_norm(const std::vector<double>& got, const std::vector<double>& want, double rms, double tol,
+                          const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    ref += want[i] * want[i];
+  }
+  const double floor = rms * std::sqrt(static_cast<double>(want.size()));
+  EXPECT_LE(std::sqrt(diff), tol * std::max(std::sqrt(ref), floor))
+      << what << ": ||cuDNN - reference|| " << std::sqrt(diff) << ", ||reference|| " << std::sqrt(ref);
+}
 
-TEST_F(CudnnExecutorGpu, ResNet18AgainstTheReference) {
+// One training step on cuDNN and on the reference backend, same plan (solved with the cuDNN
+// backend's answers for training), parameters, input and output gradient.
+void check_training(const graph::network& net) {
+  cudnn::backend gpu;
+  graph::cost_model costs;
+  costs.set_support_query(runtime::support_query_for(gpu, /*training=*/true));
+  const graph::plan plan = graph::solve(net, costs);
+  const auto params = runtime::random_parameters(net, 7);
+  const auto& in = net.at(*net.find("input"));
+  const auto& out = net.at(*net.find("output"));
+  const auto x = training_test::random_values(static_cast<std::size_t>(in.numel()), 3);
+  const auto r = training_test::random_values(static_cast<std::size_t>(out.numel()), 5);
+  reference::backend host;
+  const auto want = training_test::train_on<float>(host, net, plan, params, x, r);
+  const auto got = training_test::train_on<float>(gpu, net, plan, params, x, r);
+  // cuDNN may convolve and multiply in TF32 (10-bit mantissa) on Ampere and newer.
+  const double tol = 5e-2;
+  double out_scale = 0;
+  for (double v : want.output) out_scale = std::max(out_scale, std::fabs(v));
+  ASSERT_EQ(got.output.size(), want.output.size());
+  for (std::size_t i = 0; i < got.output.size(); ++i)
+    EXPECT_NEAR(got.output[i], want.output[i], 2e-2 * std::max(1.0, out_scale)) << "output element " << i;
+  double sum_sq = 0;
+  std::size_t count = 0;
+  for (const std::string& name : want.grads.names())
+    for (double v : training_test::values(want.grads.at(name))) sum_sq += v * v, ++count;
+  const double rms = count ? std::sqrt(sum_sq / static_cast<double>(count)) : 0.0;
+  EXPECT_EQ(got.grads.names(), want.grads.names());
+  for (const std::string& name : want.grads.names()) {
+    if (!got.grads.contains(name)) continue;
+    expect_close_in_norm(training_test::values(got.grads.at(name)), training_test::values(want.grads.at(name)), rms,
+                         tol, "gradient of " + name);
+  }
+  for (const std::string& name : want.stats.names()) {
+    ASSERT_TRUE(got.stats.contains(name)) << name;
+    if (want.stats.at(name).type == dtype::int64) {  // num_batches_tracked
+      EXPECT_EQ(got.stats.at(name).values<std::int64_t>(name), want.stats.at(name).values<std::int64_t>(name)) << name;
+      continue;
+    }
+    expect_close_in_norm(training_test::values(got.stats.at(name)), training_test::values(want.stats.at(name)), 0.0,
+                         1e-2, "running statistic " + name);
+  }
+}
+
+graph::network small_resnet18() {
   graph::models::options o;
   o.batch = 2;
   o.resolution = 32;
   o.width = 0.125;
   o.classes = 10;
-  check_network(graph::models::resnet18(o));
+  return graph::models::resnet18(o);
 }
+
+TEST_F(CudnnExecutorGpu, EveryLayerKindAgainstTheReference) { check_network(every_layer()); }
+
+TEST_F(CudnnExecutorGpu, ResNet18AgainstTheReference) { check_network(small_resnet18()); }
+
+// The plan's conversions through memfmt::cuda::convert's kernels (backend_options::converter)
+// instead of the backend's 2-D copies: same outputs.
+TEST_F(CudnnExecutorGpu, ConversionsThroughTheKernelConverterAgainstTheReference) {
+  cudnn::backend_options o;
+  o.converter = memfmt_test::kernel_converter();
+  cudnn::backend gpu(o);
+  const graph::network net = every_layer();
+  graph::cost_model costs;
+  costs.set_support_query(runtime::support_query_for(gpu));
+  const graph::plan plan = graph::solve(net, costs);
+  ASSERT_GT(plan.copies(), 0u) << "the plan converts nothing, so the converter would not run";
+  memfmt_test::expect_plan_matches_reference(gpu, net, plan);
+}
+
+TEST_F(CudnnExecutorGpu, TrainingStepOfEveryLayerKindAgainstTheReference) { check_training(every_layer()); }
+
+TEST_F(CudnnExecutorGpu, TrainingStepOfResNet18AgainstTheReference) { check_training(small_resnet18()); }
 
 }  // namespace

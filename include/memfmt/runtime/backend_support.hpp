@@ -66,12 +66,14 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
 }
 
 // The backend's answers as the planner's support query: the reason a layer cannot run in a format,
-// or nullopt when it can. The backend must outlive the cost model holding the query.
+// or nullopt when it can. With `training`, a layer must run its backward too (a plan for
+// runtime::trainer). The backend must outlive the cost model holding the query.
 template <class Backend>
-graph::support_query support_query_for(const Backend& backend) {
-  return [&backend](const graph::network&, const graph::node& n, graph::family f) -> std::optional<std::string> {
-    const std::optional<op_query> q = op_query_of(n, f);
+graph::support_query support_query_for(const Backend& backend, bool training = false) {
+  return [&backend, training](const graph::network&, const graph::node& n, graph::family f) -> std::optional<std::string> {
+    std::optional<op_query> q = op_query_of(n, f);
     if (!q) return std::nullopt;
+    q->backward = training;
     op_support s = backend.support(*q);
     if (s) return std::nullopt;
     return std::move(s.reason);

@@ -48,6 +48,10 @@ struct device_allocator {
   std::function<void(void* ptr, std::size_t bytes)> deallocate;
 };
 
+// Converts a packed device tensor `from` (at src) into the other format family (at dst, packed),
+// asynchronously on `stream`.
+using format_converter = std::function<void(const packed_shape& from, const void* src, void* dst, cudaStream_t stream)>;
+
 struct backend_options {
   // Zero-pad C of the input and weight of forward convolutions up to 8 (fp16/bf16) or 4 (fp32,
   // TF32) so tensor-core kernels apply (packed tensors, groups == 1). Results are unchanged.
@@ -55,6 +59,10 @@ struct backend_options {
   device_allocator allocator{};
   std::size_t plan_cache_capacity = 1024;
   cudaStream_t stream = nullptr;
+  // The format conversions of convert() (the executor's and the trainer's). Empty: 2-D copies of
+  // single elements (strided_copy.hpp), which need no kernel but are slow; cuda_converter()
+  // (cuda_converter.cuh, compiled by nvcc) runs memfmt::cuda::convert's transposing kernels.
+  format_converter converter;
 };
 
 namespace detail {
@@ -443,6 +451,11 @@ class backend {
                           param_t<T>*, param_t<T>*, const group_norm_params&) {
     memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_forward: no cuDNN graph for group norm in memfmt");
   }
+  template <class T, class XF, class DYF, class DXF>
+  void group_norm_backward(tensor_view<const T, XF>, tensor_view<const T, DYF>, tensor_view<T, DXF>, const param_t<T>*,
+                           const param_t<T>*, const param_t<T>*, param_t<T>*, param_t<T>*, const group_norm_params&) {
+    memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_backward: no cuDNN graph for group norm in memfmt");
+  }
 
   // ------------------------------------------------------------ device memory (the executor's hooks)
   // An executor over this backend keeps its activations and parameters in device memory from
@@ -481,7 +494,8 @@ class backend {
     check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync (copy out)");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (copy out)");
   }
-  // A packed device tensor into another format (strided_copy.hpp).
+  // A packed device tensor into another format: backend_options::converter, or 2-D copies
+  // (strided_copy.hpp).
   template <class T, class From, class To>
   void convert(tensor_view<const T, From> src, tensor_view<T, To> dst) {
     static_assert(From::rank == To::rank, "cuDNN convert: one rank");
@@ -494,6 +508,10 @@ class backend {
     if (From::channels_last == To::channels_last) {
       const std::size_t bytes = static_cast<std::size_t>(src.numel()) * sizeof(T);
       run_copy(copy_2d{0, 0, bytes, bytes, bytes, 1}, dst.data(), src.data(), stream_);  // pitches >= width
+      return;
+    }
+    if (opts_->converter) {
+      opts_->converter(from, src.data(), dst.data(), stream_);
       return;
     }
     for (const copy_2d& k : format_conversion_copies(from)) run_copy(k, dst.data(), src.data(), stream_);
