@@ -157,6 +157,39 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   EXPECT_FALSE(cudnn::layer_support(query(op_kind::conv, dtype::float32, cl, 3)));
 }
 
+// The trainer asks with `backward` set: every layer whose forward runs has its backward graphs
+// (backward.hpp), so the answers are the forward's, refusals and reasons included.
+TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
+  int asked = 0;
+  for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::pool, op_kind::global_average_pool,
+                     op_kind::upsample, op_kind::linear, op_kind::concat, op_kind::channel_slice})
+    for (format_family f : {format_family::channels_last, format_family::channels_first})
+      for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::float64})
+        for (int rank : {4, 5})
+          for (int variant = 0; variant < 8; ++variant) {
+            op_query q = query(op, t, f, rank);
+            q.function = static_cast<activation>(variant);
+            q.pool = variant % 2 ? pool_kind::average : pool_kind::max;
+            q.resample = variant % 2 ? resample_mode::linear : resample_mode::nearest;
+            const op_support fwd = cudnn::layer_support(q);
+            q.backward = true;
+            const op_support bwd = cudnn::layer_support(q);
+            EXPECT_EQ(bwd.supported, fwd.supported) << to_string(op) << " " << to_string(f) << " " << to_string(t);
+            EXPECT_EQ(bwd.code, fwd.code);
+            EXPECT_EQ(bwd.reason, fwd.reason);
+            asked += bwd.supported ? 1 : 0;
+          }
+  EXPECT_GT(asked, 100);
+  // Each activation's backward, hardswish's composition included, in channels-last.
+  for (activation a : {activation::identity, activation::relu, activation::relu6, activation::silu,
+                       activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh}) {
+    op_query q = query(op_kind::activation, dtype::float16, format_family::channels_last);
+    q.function = a;
+    q.backward = true;
+    EXPECT_TRUE(cudnn::layer_support(q)) << static_cast<int>(a);
+  }
+}
+
 // The planner with the cuDNN backend's answers (no backend object: that needs a GPU) keeps every
 // layer with a pointwise step channels-last, as executor<cudnn::backend> requires.
 struct cudnn_answers {

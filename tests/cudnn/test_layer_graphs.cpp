@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <memfmt/backends/cudnn/backward.hpp>
 #include <memfmt/backends/cudnn/matmul.hpp>
 #include <memfmt/backends/cudnn/pointwise.hpp>
 #include <memfmt/backends/cudnn/reduction.hpp>
@@ -443,6 +444,320 @@ TEST(CudnnLayerGraphs, LinearErrorsBeforeCudnn) {
                             errc::shape_mismatch, "[2, 7, 1, 1]");
   expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(xc, nullptr, nullptr, y); },
                             errc::null_pointer, "7 x 40");
+}
+
+// ------------------------------------------------------------------ backward passes
+
+template <class T, class F>
+void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::vector<int>& order) {
+  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
+  const tensor_view<const T, F> x(fake_ptr<const T>(1), e), dy(fake_ptr<const T>(2), e);
+  const tensor_view<T, F> dx(fake_ptr<T>(3), e);
+  const dims d(e.begin(), e.end());
+  struct expectation {
+    activation kind;
+    std::vector<cudnnPointwiseMode_t> modes;
+  };
+  const std::vector<expectation> table = {
+      {activation::identity, {CUDNN_POINTWISE_IDENTITY}},
+      {activation::relu, {CUDNN_POINTWISE_RELU_BWD}},
+      {activation::relu6, {CUDNN_POINTWISE_RELU_BWD}},
+      {activation::sigmoid, {CUDNN_POINTWISE_SIGMOID_BWD}},
+      {activation::tanh, {CUDNN_POINTWISE_TANH_BWD}},
+      {activation::silu, {CUDNN_POINTWISE_SWISH_BWD}},
+      {activation::hardsigmoid, {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_MUL}},
+      {activation::hardswish,
+       {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_ADD,
+        CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
+  };
+  for (const expectation& ex : table) {
+    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
+    const cudnn::activation_backward_problem pr = cudnn::make_activation_backward_problem(ex.kind, x, dy, dx);
+    cudnn::graph_builder g = cudnn::activation_backward_graph(pr);
+    finalized(g);
+    EXPECT_EQ(modes_of(g), ex.modes);
+    for (std::int64_t id : {cudnn::uid::x, cudnn::uid::dy, cudnn::uid::dx}) {
+      if (ex.kind == activation::identity && id == cudnn::uid::x) continue;  // dx = dy reads no x
+      const auto r = read_tensor(g.tensor_by_uid(id));
+      EXPECT_EQ(r.dims, d);
+      EXPECT_EQ(r.strides, packed(d, order));
+      EXPECT_EQ(r.type, expected_cudnn_type(dtype_of_v<T>));
+    }
+    const op_record& first = g.log().front();
+    if (ex.modes.size() == 1 && ex.kind != activation::identity) {
+      // dy is cuDNN's DYDESC, x its XDESC (the forward input), dx its DXDESC.
+      EXPECT_EQ(first.x, cudnn::uid::dy);
+      EXPECT_EQ(first.b, cudnn::uid::x);
+      EXPECT_EQ(first.y, cudnn::uid::dx);
+    }
+    if (ex.kind == activation::relu6) {
+      EXPECT_EQ(first.options.relu_upper_clip.value_or(-1.0), 6.0);
+    }
+    if (ex.kind == activation::relu) {
+      EXPECT_FALSE(first.options.relu_upper_clip.has_value());
+    }
+    if (ex.kind == activation::silu) {
+      EXPECT_EQ(first.options.swish_beta.value_or(-1.0), 1.0);
+    }
+    if (ex.kind == activation::hardsigmoid || ex.kind == activation::hardswish) {
+      ASSERT_EQ(pr.constants().size(), 2u);
+      EXPECT_EQ(pr.constants()[0].value, 3.0f);
+      EXPECT_FLOAT_EQ(pr.constants()[1].value, 1.0f / 6.0f);
+      EXPECT_TRUE(read_tensor(g.tensor_by_uid(cudnn::uid::constant_base)).by_value);
+      // The window of the derivative is relu6's backward (clip 6) at x + 3.
+      const op_record& window = g.log()[ex.kind == activation::hardsigmoid ? 1 : 2];
+      EXPECT_EQ(window.mode, CUDNN_POINTWISE_RELU_BWD);
+      EXPECT_EQ(window.b, g.log()[0].y);
+      EXPECT_EQ(window.options.relu_upper_clip.value_or(-1.0), 6.0);
+      EXPECT_EQ(window.x, ex.kind == activation::hardsigmoid ? cudnn::uid::dy : cudnn::uid::x);
+      EXPECT_EQ(g.log().back().y, cudnn::uid::dx);
+    } else {
+      EXPECT_TRUE(pr.constants().empty());
+    }
+  }
+}
+
+TEST(CudnnLayerGraphs, ActivationBackwardEveryKindFormatAndType) {
+  check_activation_backward<float, nhwc>({2, 3, 4, 5}, nhwc_order);
+  check_activation_backward<half, nhwc>({2, 8, 4, 5}, nhwc_order);
+  check_activation_backward<bfloat16, nchw>({2, 8, 4, 5}, nchw_order);
+  const nhwc_view<const float> x(fake_ptr<const float>(1), {2, 3, 4, 5});
+  const nhwc_view<float> dx_bad(fake_ptr<float>(3), {2, 3, 4, 6});
+  expect_error_before_cudnn([&] { (void)cudnn::make_activation_backward_problem(activation::relu, x, x, dx_bad); },
+                            errc::shape_mismatch, "[2, 3, 4, 6]");
+}
+
+TEST(CudnnLayerGraphs, BinaryBackwardSumsBroadcastOperands) {
+  const std::array<std::int64_t, 4> full{2, 8, 4, 5};
+  const nhwc_view<const half> a(fake_ptr<const half>(1), full), dy(fake_ptr<const half>(3), full);
+  const nhwc_view<half> da(fake_ptr<half>(4), full);
+  for (const std::array<std::int64_t, 4>& be : {full, std::array<std::int64_t, 4>{1, 8, 1, 1},
+                                                std::array<std::int64_t, 4>{2, 1, 4, 5}}) {
+    const nhwc_view<const half> b(fake_ptr<const half>(2), be);
+    const nhwc_view<half> db(fake_ptr<half>(5), be);
+    const bool broadcast = be != full;
+    for (binary_op k : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div}) {
+      SCOPED_TRACE(memfmt::detail::dims_to_string(be) + " op " + std::to_string(static_cast<int>(k)));
+      const auto problems = cudnn::make_binary_backward_problems(k, a, b, dy, da, db);
+      ASSERT_EQ(problems.size(), 2u);
+      EXPECT_FALSE(problems[0].of_b);
+      EXPECT_TRUE(problems[1].of_b);
+      EXPECT_FALSE(problems[0].reduce);  // a has dy's extents: its gradient is written directly
+      EXPECT_EQ(problems[1].reduce, broadcast);
+      for (const cudnn::binary_grad_problem& pr : problems) {
+        const bool dy_itself = pr.reduce && (k == binary_op::add || (k == binary_op::sub && !pr.of_b));
+        EXPECT_EQ(pr.pointwise, !dy_itself);
+        if (pr.pointwise) {
+          cudnn::graph_builder g = cudnn::binary_grad_pointwise_graph(pr);
+          finalized(g);
+          EXPECT_EQ(g.log().front().x, cudnn::uid::dy);
+          EXPECT_EQ(g.log().back().y, pr.reduce ? cudnn::uid::grad : cudnn::uid::dx);
+          const auto m = modes_of(g);
+          if (k == binary_op::mul) {
+            EXPECT_EQ(m, std::vector<cudnnPointwiseMode_t>{CUDNN_POINTWISE_MUL});
+            EXPECT_EQ(g.log()[0].b, pr.of_b ? cudnn::uid::x : cudnn::uid::bias);  // d(ab)/da = b
+          }
+          if (k == binary_op::sub && pr.of_b) {
+            EXPECT_EQ(m.back(), CUDNN_POINTWISE_NEG);
+          }
+          if (k == binary_op::div) {
+            const std::vector<cudnnPointwiseMode_t> want =
+                pr.of_b ? std::vector<cudnnPointwiseMode_t>{CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_DIV,
+                                                            CUDNN_POINTWISE_DIV, CUDNN_POINTWISE_NEG}
+                        : std::vector<cudnnPointwiseMode_t>{CUDNN_POINTWISE_DIV};
+            EXPECT_EQ(m, want);
+          }
+          const auto full_t = read_tensor(g.tensor_by_uid(pr.reduce ? cudnn::uid::grad : cudnn::uid::dx));
+          EXPECT_EQ(full_t.dims, dims(full.begin(), full.end()));
+          EXPECT_EQ(full_t.strides, packed(dims(full.begin(), full.end()), nhwc_order));
+        }
+        if (pr.reduce) {
+          cudnn::graph_builder g = cudnn::binary_grad_reduction_graph(pr);
+          finalized(g);
+          ASSERT_EQ(g.log().size(), 1u);
+          EXPECT_EQ(g.log()[0].op, op_record::kind::reduction_sum);
+          EXPECT_EQ(g.log()[0].x, dy_itself ? cudnn::uid::dy : cudnn::uid::grad);
+          EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dx)).dims, dims(be.begin(), be.end()));
+        }
+      }
+    }
+  }
+  // Only the wanted gradients; a needs b's data for mul (the shared validation, before cuDNN).
+  const nhwc_view<const half> b(fake_ptr<const half>(2), full);
+  EXPECT_EQ(cudnn::make_binary_backward_problems(binary_op::add, a, b, dy, da, nhwc_view<half>{}).size(), 1u);
+  const nhwc_view<const half> no_b(nullptr, full);
+  expect_error_before_cudnn(
+      [&] { (void)cudnn::make_binary_backward_problems(binary_op::mul, a, no_b, dy, da, nhwc_view<half>{}); },
+      errc::null_pointer, "operand b");
+}
+
+TEST(CudnnLayerGraphs, PoolBackwardIsResampleBackward) {
+  pool_params p;
+  p.kernel = {3, 2, 1};
+  p.stride = {2, 1, 1};
+  p.padding = {1, 0, 0};
+  p.padding_end = {1, 1, 0};
+  for (pool_kind kind : {pool_kind::max, pool_kind::average}) {
+    p.kind = kind;
+    SCOPED_TRACE(kind == pool_kind::max ? "max" : "average");
+    const nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 9, 6});
+    const nhwc_view<const half> dy(fake_ptr<const half>(2), {2, 8, 5, 6});
+    const nhwc_view<half> dx(fake_ptr<half>(3), {2, 8, 9, 6});
+    const cudnn::resample_backward_problem pr = cudnn::make_pool_backward_problem(x, dy, dx, p);
+    cudnn::graph_builder g = cudnn::resample_backward_graph(pr);
+    finalized(g);
+    ASSERT_EQ(g.log().size(), 1u);
+    EXPECT_EQ(g.log()[0].op, op_record::kind::resample_backward);
+    EXPECT_EQ(g.log()[0].x, cudnn::uid::dy);
+    EXPECT_EQ(g.log()[0].y, cudnn::uid::dx);
+    const resample_readback r = read_resample(g);
+    EXPECT_EQ(r.mode, kind == pool_kind::max    ? CUDNN_RESAMPLE_MAXPOOL
+                      : p.count_include_pad ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
+                                            : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
+    EXPECT_EQ(text(r.window), "[3, 2]");
+    EXPECT_EQ(text(r.strides), "[2, 1]");
+    EXPECT_EQ(text(r.pre), "[1, 0]");
+    EXPECT_EQ(text(r.post), "[1, 1]");
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dx)).strides, packed({2, 8, 9, 6}, nhwc_order));
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dy)).dims, (dims{2, 8, 5, 6}));
+    // Max pooling reads x and the forward output, recomputed by a forward graph into packed scratch.
+    EXPECT_EQ(pr.forward.has_value(), kind == pool_kind::max);
+    EXPECT_FALSE(pr.xy_alias);  // channels-last average pooling: neither x nor y
+    EXPECT_EQ(g.log()[0].b, kind == pool_kind::max ? cudnn::uid::x : -1);
+    if (pr.forward) {
+      cudnn::graph_builder f = cudnn::resample_graph(*pr.forward);
+      finalized(f);
+      EXPECT_EQ(read_tensor(f.tensor_by_uid(cudnn::uid::y)).strides, packed({2, 8, 5, 6}, nhwc_order));
+      EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).dims, (dims{2, 8, 5, 6}));
+    }
+  }
+  // The forward's refusals hold for the backward: ceil_mode with count_include_pad.
+  pool_params c;
+  c.kind = pool_kind::average;
+  c.kernel = {2, 2, 2};
+  c.stride = {2, 2, 2};
+  c.ceil_mode = true;
+  c.count_include_pad = true;
+  const ncdhw_view<const float> dy3(fake_ptr<const float>(2), {1, 4, 3, 2, 2});
+  const ncdhw_view<float> dx3(fake_ptr<float>(3), {1, 4, 5, 4, 4});
+  expect_error_before_cudnn(
+      [&] { (void)cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c); }, errc::unsupported,
+      "with ceil_mode and count_include_pad");
+  c.count_include_pad = false;
+  const cudnn::resample_backward_problem pr3 = cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c);
+  EXPECT_FALSE(pr3.forward.has_value());  // no x given: X and Y bound to dx and dy
+  EXPECT_TRUE(pr3.xy_alias);
+  cudnn::graph_builder g3 = cudnn::resample_backward_graph(pr3);
+  finalized(g3);
+  EXPECT_EQ(text(read_resample(g3).post), "[1, 0, 0]");
+}
+
+TEST(CudnnLayerGraphs, UpsampleAndGlobalPoolBackward) {
+  upsample_params p;
+  p.output = {8, 15, 1};
+  const nchw_view<const bfloat16> dy(fake_ptr<const bfloat16>(1), {2, 3, 8, 15});
+  const nchw_view<bfloat16> dx(fake_ptr<bfloat16>(2), {2, 3, 4, 5});
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    p.mode = m;
+    cudnn::graph_builder g = cudnn::resample_backward_graph(cudnn::make_upsample_backward_problem(dy, dx, p));
+    finalized(g);
+    const resample_readback r = read_resample(g);
+    EXPECT_EQ(r.mode, m == resample_mode::nearest ? CUDNN_RESAMPLE_NEAREST : CUDNN_RESAMPLE_BILINEAR);
+    EXPECT_EQ(text(r.strides), "[1/2, 1/3]");  // the forward's spec
+    EXPECT_EQ(text(r.post), "[1, 7/6]");
+    EXPECT_EQ(g.log()[0].op, op_record::kind::resample_backward);
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dy)).strides, packed({2, 3, 8, 15}, nchw_order));
+    // cuDNN finalizes no nearest backward without X and Y (nor, reportedly, runs a channels-first
+    // one): they are described with dx's and dy's sizes and bound to their memory.
+    EXPECT_EQ(g.log()[0].b, cudnn::uid::x);
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::x)).dims, (dims{2, 3, 4, 5}));
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::y)).dims, (dims{2, 3, 8, 15}));
+  }
+  // Channels-last bilinear finalizes without them; nearest needs them in either format.
+  upsample_params q;
+  q.output = {8, 10, 1};
+  const nhwc_view<const float> dy_cl(fake_ptr<const float>(1), {2, 3, 8, 10});
+  const nhwc_view<float> dx_cl(fake_ptr<float>(2), {2, 3, 4, 5});
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    q.mode = m;
+    const cudnn::resample_backward_problem pr = cudnn::make_upsample_backward_problem(dy_cl, dx_cl, q);
+    EXPECT_EQ(pr.xy_alias, m == resample_mode::nearest);
+    cudnn::graph_builder g = cudnn::resample_backward_graph(pr);
+    finalized(g);
+    cudnn::resample_backward_problem bare = pr;
+    bare.xy_alias = false;
+    if (m == resample_mode::nearest) {
+      EXPECT_THROW(cudnn::resample_backward_graph(bare), memfmt::error);
+    }
+  }
+  // Global average pooling: average pooling with the whole input as window.
+  for (bool cl : {false, true}) {
+    SCOPED_TRACE(cl ? "nhwc" : "nchw");
+    cudnn::resample_backward_problem pr;
+    if (cl)
+      pr = cudnn::make_global_average_pool_backward_problem(nhwc_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
+                                                            nhwc_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
+    else
+      pr = cudnn::make_global_average_pool_backward_problem(nchw_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
+                                                            nchw_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
+    EXPECT_EQ(pr.xy_alias, !cl);
+    cudnn::graph_builder g = cudnn::resample_backward_graph(pr);
+    finalized(g);
+    const resample_readback r = read_resample(g);
+    EXPECT_EQ(r.mode, CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
+    EXPECT_EQ(text(r.window), "[3, 5]");
+    EXPECT_EQ(text(r.strides), "[1, 1]");
+    EXPECT_EQ(text(r.pre), "[0, 0]");
+    EXPECT_EQ(text(r.post), "[0, 0]");
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dy)).strides, (dims{8, 1, 8, 8}));
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dx)).strides,
+              packed({2, 8, 3, 5}, cl ? nhwc_order : nchw_order));
+  }
+}
+
+TEST(CudnnLayerGraphs, LinearBackwardAsMatmuls) {
+  // x [3, 4, 2, 5]: 3 rows of 40 features; w [7, 40] row-major; dy [3, 7, 1, 1].
+  const nchw_view<const float> x(fake_ptr<const float>(1), {3, 4, 2, 5});
+  const nchw_view<const float> dy(fake_ptr<const float>(2), {3, 7, 1, 1});
+  const nchw_view<float> dx(fake_ptr<float>(3), {3, 4, 2, 5});
+  const cudnn::linear_problem data = cudnn::make_linear_backward_data_problem(dy, fake_ptr<const float>(4), dx);
+  cudnn::graph_builder gd = cudnn::matmul_graph(data);
+  finalized(gd);
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::dy)).dims, (dims{1, 3, 7}));
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::dy)).strides, (dims{21, 7, 1}));
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::w)).dims, (dims{1, 7, 40}));
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::w)).strides, (dims{280, 40, 1}));  // w[k, f] at k * 40 + f
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::dx)).dims, (dims{1, 3, 40}));
+  EXPECT_EQ(read_tensor(gd.tensor_by_uid(cudnn::uid::dx)).strides, (dims{120, 40, 1}));
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "dbias" : "no dbias");
+    const cudnn::linear_problem wg = cudnn::make_linear_backward_weights_problem<float>(
+        x, dy, fake_ptr<float>(5), with_bias ? fake_ptr<float>(6) : nullptr);
+    cudnn::graph_builder gw = cudnn::matmul_graph(wg);
+    finalized(gw);
+    EXPECT_EQ(read_tensor(gw.tensor_by_uid(cudnn::uid::dy)).dims, (dims{1, 7, 3}));
+    EXPECT_EQ(read_tensor(gw.tensor_by_uid(cudnn::uid::dy)).strides, (dims{21, 1, 7}));  // dy^T, no copy
+    EXPECT_EQ(read_tensor(gw.tensor_by_uid(cudnn::uid::x)).dims, (dims{1, 3, 40}));
+    EXPECT_EQ(read_tensor(gw.tensor_by_uid(cudnn::uid::w)).dims, (dims{1, 7, 40}));
+    EXPECT_EQ(read_tensor(gw.tensor_by_uid(cudnn::uid::w)).strides, (dims{280, 40, 1}));
+    EXPECT_EQ(wg.bias.has_value(), with_bias);
+    if (with_bias) {
+      cudnn::graph_builder gb = cudnn::linear_dbias_graph(wg);
+      finalized(gb);
+      EXPECT_EQ(gb.log()[0].op, op_record::kind::reduction_sum);
+      EXPECT_EQ(read_tensor(gb.tensor_by_uid(cudnn::uid::dy)).dims, (dims{1, 3, 7}));
+      EXPECT_EQ(read_tensor(gb.tensor_by_uid(cudnn::uid::dy)).strides, (dims{21, 7, 1}));
+      EXPECT_EQ(read_tensor(gb.tensor_by_uid(cudnn::uid::bias)).dims, (dims{1, 1, 7}));
+    }
+  }
+  // A channels-last input (gradient) with several positions is refused as in the forward.
+  const nhwc_view<float> dx_cl(fake_ptr<float>(3), {3, 4, 2, 5});
+  expect_error_before_cudnn(
+      [&] { (void)cudnn::make_linear_backward_data_problem(dy, fake_ptr<const float>(4), dx_cl); }, errc::unsupported,
+      "flatten (C, spatial) order");
+  expect_error_before_cudnn(
+      [&] { (void)cudnn::make_linear_backward_weights_problem<float>(x, dy, nullptr, nullptr); }, errc::null_pointer,
+      "7 x 40");
 }
 
 }  // namespace

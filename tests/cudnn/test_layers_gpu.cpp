@@ -1,7 +1,8 @@
 // The cuDNN backend's layer graphs one by one against the reference backend on a GPU (NHWC, fp32
 // and fp16): every activation, broadcast binary ops (either operand broadcast), max and average
 // pooling with padding, ceil mode and both average rules, nearest and bilinear up-sampling, global
-// average pooling, linear with and without bias, concat, channel slices and format conversion.
+// average pooling, linear with and without bias, concat, channel slices and format conversion; then
+// the backward pass of each (the trainer's), in both formats where the layer runs in both.
 // Skips when there is no GPU.
 #include <gtest/gtest.h>
 
@@ -201,5 +202,175 @@ TEST_F(CudnnLayersGpu, GlobalAveragePoolLinearConcatSliceConvert) {
   memfmt::convert(got_cat.const_view(), want_cf.view());
   expect_close(cf.fetch(), want_cf, 0.0);
 }
+
+// ------------------------------------------------------------------ backward passes
+
+// Distinct values (no ties for max pooling to break differently), copied to the device.
+template <class T, class F>
+void make_distinct(mirrored<T, F>& m) {
+  T* p = m.host.view().data();
+  const std::int64_t n = m.host.view().numel();
+  for (std::int64_t i = 0; i < n; ++i)
+    p[i] = static_cast<T>(static_cast<float>((i * 7919) % n) / static_cast<float>(n) - 0.5f);
+  m.be->copy_in(m.device, p, m.bytes());
+}
+
+template <class T>
+void activation_backwards(cudnn::backend& be) {
+  reference::backend ref;
+  const std::array<std::int64_t, 4> e{2, 8, 5, 3};
+  mirrored<T, nhwc> x(be, e, 21), dy(be, e, 22);
+  // x spans [-1, 1] in steps of 1/16: 0 is relu's kink, where both sides take the derivative 0.
+  for (activation k : {activation::identity, activation::relu, activation::relu6, activation::silu, activation::sigmoid,
+                       activation::hardsigmoid, activation::hardswish, activation::tanh}) {
+    SCOPED_TRACE(static_cast<int>(k));
+    mirrored<T, nhwc> dx(be, e, 23);
+    host_tensor<T, nhwc> want(e);
+    ref.activation_backward(k, x.host.const_view(), dy.host.const_view(), want.view());
+    be.activation_backward(k, x.dev(), dy.dev(), dx.dev_out());
+    expect_close(dx.fetch(), want, tolerance<T>());
+  }
+}
+TEST_F(CudnnLayersGpu, ActivationBackwardFp32) { activation_backwards<float>(*be_); }
+TEST_F(CudnnLayersGpu, ActivationBackwardFp16) { activation_backwards<half>(*be_); }
+
+TEST_F(CudnnLayersGpu, BinaryBackwardSumsOverBroadcastDims) {
+  reference::backend ref;
+  const std::array<std::int64_t, 4> full{2, 8, 4, 3};
+  mirrored<float, nhwc> dy(*be_, full, 24), a(*be_, full, 25);
+  for (const std::array<std::int64_t, 4>& bext : {full, std::array<std::int64_t, 4>{1, 8, 1, 1},
+                                                std::array<std::int64_t, 4>{2, 1, 4, 3},
+                                                std::array<std::int64_t, 4>{2, 8, 1, 1}}) {
+    mirrored<float, nhwc> b(*be_, bext, 26);
+    // Divisors away from zero.
+    float* bp = b.host.view().data();
+    for (std::int64_t i = 0; i < b.host.view().numel(); ++i) bp[i] = bp[i] >= 0 ? bp[i] + 0.5f : bp[i] - 0.5f;
+    be_->copy_in(b.device, bp, b.bytes());
+    for (binary_op k : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div}) {
+      SCOPED_TRACE(memfmt::detail::dims_to_string(bext) + " op " + std::to_string(static_cast<int>(k)));
+      mirrored<float, nhwc> da(*be_, full, 27), db(*be_, bext, 28);
+      host_tensor<float, nhwc> want_a(full), want_b(bext);
+      ref.binary_backward(k, a.host.const_view(), b.host.const_view(), dy.host.const_view(), want_a.view(),
+                          want_b.view());
+      be_->binary_backward(k, a.dev(), b.dev(), dy.dev(), da.dev_out(), db.dev_out());
+      expect_close(da.fetch(), want_a, tolerance<float>());
+      expect_close(db.fetch(), want_b, tolerance<float>());
+      // The first operand broadcast instead (b's extents for a).
+      mirrored<float, nhwc> da2(*be_, bext, 29), db2(*be_, full, 30);
+      host_tensor<float, nhwc> want_a2(bext), want_b2(full);
+      ref.binary_backward(k, b.host.const_view(), a.host.const_view(), dy.host.const_view(), want_a2.view(),
+                          want_b2.view());
+      if (k != binary_op::div) {  // a's values would be divisors, some zero
+        be_->binary_backward(k, b.dev(), a.dev(), dy.dev(), da2.dev_out(), db2.dev_out());
+        expect_close(da2.fetch(), want_a2, tolerance<float>());
+        expect_close(db2.fetch(), want_b2, tolerance<float>());
+      }
+    }
+  }
+}
+
+template <class F>
+void pool_backwards(cudnn::backend& be) {
+  SCOPED_TRACE(F::name);
+  reference::backend ref;
+  const std::array<std::int64_t, 4> xe{2, 8, 7, 6};
+  mirrored<float, F> x(be, xe, 31);
+  make_distinct(x);
+  pool_params p;
+  p.kernel = {3, 3, 1};
+  p.stride = {2, 2, 1};
+  p.padding = {1, 1, 0};
+  p.padding_end = {1, 1, 0};
+  for (pool_kind kind : {pool_kind::max, pool_kind::average})
+    for (bool include : {true, false})
+      for (bool ceil : {false, true}) {
+        if (ceil && include && kind == pool_kind::average) continue;  // refused (resample.hpp)
+        p.kind = kind;
+        p.count_include_pad = include;
+        p.ceil_mode = ceil;
+        SCOPED_TRACE(std::to_string(static_cast<int>(kind)) + (include ? " incl" : " excl") + (ceil ? " ceil" : ""));
+        const auto ye = pool_output_extents(xe, p);
+        mirrored<float, F> dy(be, ye, 32), dx(be, xe, 33);
+        host_tensor<float, F> want(xe);
+        ref.pool_backward(x.host.const_view(), dy.host.const_view(), want.view(), p);
+        be.pool_backward(x.dev(), dy.dev(), dx.dev_out(), p);
+        expect_close(dx.fetch(), want, tolerance<float>());
+      }
+}
+TEST_F(CudnnLayersGpu, PoolBackwardNhwc) { pool_backwards<nhwc>(*be_); }
+TEST_F(CudnnLayersGpu, PoolBackwardNchw) { pool_backwards<nchw>(*be_); }
+
+template <class F>
+void resample_backwards(cudnn::backend& be) {
+  SCOPED_TRACE(F::name);
+  reference::backend ref;
+  upsample_params p;
+  p.output = {8, 9, 1};
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    p.mode = m;
+    SCOPED_TRACE(m == resample_mode::nearest ? "nearest" : "bilinear");
+    mirrored<float, F> dy(be, {2, 8, 8, 9}, 34), dx(be, {2, 8, 4, 3}, 35);
+    host_tensor<float, F> want({2, 8, 4, 3});
+    ref.upsample_backward(dy.host.const_view(), want.view(), p);
+    be.upsample_backward(dy.dev(), dx.dev_out(), p);
+    expect_close(dx.fetch(), want, tolerance<float>());
+  }
+  mirrored<float, F> gdy(be, {2, 8, 1, 1}, 36), gdx(be, {2, 8, 5, 3}, 37);
+  host_tensor<float, F> want_g({2, 8, 5, 3});
+  ref.global_average_pool_backward(gdy.host.const_view(), want_g.view());
+  be.global_average_pool_backward(gdy.dev(), gdx.dev_out());
+  expect_close(gdx.fetch(), want_g, tolerance<float>());
+}
+TEST_F(CudnnLayersGpu, UpsampleAndGlobalPoolBackwardNhwc) { resample_backwards<nhwc>(*be_); }
+TEST_F(CudnnLayersGpu, UpsampleAndGlobalPoolBackwardNchw) { resample_backwards<nchw>(*be_); }
+
+TEST_F(CudnnLayersGpu, LinearBackward) {
+  reference::backend ref;
+  // x [3, 4, 2, 5] channels-first (40 features in flatten order), and one position channels-last.
+  mirrored<float, nchw> x(*be_, {3, 4, 2, 5}, 38), dy(*be_, {3, 6, 1, 1}, 39), w(*be_, {6, 40, 1, 1}, 40);
+  mirrored<float, nchw> dx(*be_, {3, 4, 2, 5}, 41), dw(*be_, {6, 40, 1, 1}, 42), dbias(*be_, {1, 6, 1, 1}, 43);
+  host_tensor<float, nchw> want_dx({3, 4, 2, 5}), want_dw({6, 40, 1, 1}), want_db({1, 6, 1, 1});
+  ref.linear_backward_data(dy.host.const_view(), w.host.view().data(), want_dx.view());
+  be_->linear_backward_data(dy.dev(), static_cast<const float*>(w.device), dx.dev_out());
+  expect_close(dx.fetch(), want_dx, tolerance<float>());
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "dbias" : "no dbias");
+    ref.linear_backward_weights(x.host.const_view(), dy.host.const_view(), want_dw.view().data(),
+                                with_bias ? want_db.view().data() : nullptr);
+    be_->linear_backward_weights(x.dev(), dy.dev(), dw.device, with_bias ? dbias.device : nullptr);
+    expect_close(dw.fetch(), want_dw, tolerance<float>());
+    if (with_bias) expect_close(dbias.fetch(), want_db, tolerance<float>());
+  }
+  mirrored<float, nhwc> x1(*be_, {3, 40, 1, 1}, 44), dx1(*be_, {3, 40, 1, 1}, 45);
+  host_tensor<float, nhwc> want_dx1({3, 40, 1, 1});
+  ref.linear_backward_data(dy.host.const_view(), w.host.view().data(), want_dx1.view());
+  be_->linear_backward_data(dy.dev(), static_cast<const float*>(w.device), dx1.dev_out());
+  expect_close(dx1.fetch(), want_dx1, tolerance<float>());
+  ref.linear_backward_weights(x1.host.const_view(), dy.host.const_view(), want_dw.view().data(),
+                              static_cast<float*>(nullptr));
+  be_->linear_backward_weights(x1.dev(), dy.dev(), dw.device, static_cast<float*>(nullptr));
+  expect_close(dw.fetch(), want_dw, tolerance<float>());
+}
+
+template <class F>
+void concat_slice_backwards(cudnn::backend& be) {
+  SCOPED_TRACE(F::name);
+  reference::backend ref;
+  mirrored<float, F> dy(be, {2, 8, 4, 3}, 46);
+  mirrored<float, F> da(be, {2, 3, 4, 3}, 47), db(be, {2, 5, 4, 3}, 48);
+  host_tensor<float, F> want_a({2, 3, 4, 3}), want_b({2, 5, 4, 3});
+  ref.concat_backward(dy.host.const_view(), std::vector<tensor_view<float, F>>{want_a.view(), want_b.view()});
+  be.concat_backward(dy.dev(), std::vector<tensor_view<float, F>>{da.dev_out(), db.dev_out()});
+  expect_close(da.fetch(), want_a, 0.0);
+  expect_close(db.fetch(), want_b, 0.0);
+  // The slice's gradient: dy in channels [3, 8), zeros elsewhere (dx starts with other values).
+  mirrored<float, F> sdy(be, {2, 5, 4, 3}, 49), sdx(be, {2, 8, 4, 3}, 50);
+  host_tensor<float, F> want_s({2, 8, 4, 3});
+  ref.channel_slice_backward(sdy.host.const_view(), 3, want_s.view());
+  be.channel_slice_backward(sdy.dev(), 3, sdx.dev_out());
+  expect_close(sdx.fetch(), want_s, 0.0);
+}
+TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNhwc) { concat_slice_backwards<nhwc>(*be_); }
+TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNchw) { concat_slice_backwards<nchw>(*be_); }
 
 }  // namespace

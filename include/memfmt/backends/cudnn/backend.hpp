@@ -29,6 +29,7 @@
 #include "../conv_params.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
+#include "backward.hpp"
 #include "channel_padding.hpp"
 #include "graphs.hpp"
 #include "matmul.hpp"
@@ -437,6 +438,154 @@ class backend {
     run_copy(channel_block_copy(packed_shape_of(x), y.channels(), c_begin, false), y.data(), x.data(), stream_);
   }
 
+  // ------------------------------------------------------------ their backward passes (the trainer's)
+  // The reference backend's arguments and results (backward.hpp builds the graphs).
+
+  template <class T, class XF, class DYF, class DXF>
+  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+                           tensor_view<T, DXF> dx) {
+    const activation_backward_problem pr = make_activation_backward_problem(kind, x, dy, dx);
+    if (dx.numel() == 0) return;
+    execution_plan* p = require_pointwise_plan("cuDNN activation_backward", pr.dx, pr.key(),
+                                               [&] { return activation_backward_graph(pr); });
+    const auto constants = pr.constants();  // by value: read when the plan is launched
+    std::vector<std::pair<std::int64_t, void*>> ptrs = {
+        {uid::x, const_cast<T*>(x.data())}, {uid::dy, const_cast<T*>(dy.data())}, {uid::dx, dx.data()}};
+    for (const graph_constant& c : constants) ptrs.push_back({c.uid, const_cast<float*>(&c.value)});
+    execute(*p, ptrs);
+    last_engine_ = p->engine_name;
+  }
+
+  // da and db are optional (null data: not wanted). A broadcast operand's gradient is computed at
+  // dy's extents into scratch and summed; every plan is found before anything runs.
+  template <class T, class AF, class BF, class DYF, class DAF, class DBF>
+  void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                       tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
+    const auto problems = make_binary_backward_problems(kind, a, b, dy, da, db);
+    if (dy.numel() == 0) {
+      // Nothing flows back: a wanted gradient is zero (a broadcast operand may still have elements).
+      if (da.data() && da.numel() > 0) zero_packed(da, "cuDNN binary_backward (da)");
+      if (db.data() && db.numel() > 0) zero_packed(db, "cuDNN binary_backward (db)");
+      return;
+    }
+    struct step {
+      execution_plan* pointwise = nullptr;
+      execution_plan* reduction = nullptr;
+      void* grad = nullptr;
+    };
+    std::vector<step> steps;
+    for (const binary_grad_problem& pr : problems) {
+      step s;
+      s.grad = pr.of_b ? static_cast<void*>(db.data()) : static_cast<void*>(da.data());
+      if (pr.pointwise)
+        s.pointwise = require_pointwise_plan("cuDNN binary_backward", pr.dy, pr.key("pw"),
+                                             [&] { return binary_grad_pointwise_graph(pr); });
+      if (pr.reduce)
+        s.reduction = require_plan(pr.key("sum"), [&] { return binary_grad_reduction_graph(pr); });
+      steps.push_back(s);
+    }
+    void* scratch = nullptr;
+    for (const binary_grad_problem& pr : problems)
+      if (pr.reduce && pr.pointwise) scratch = scratch_.ensure(static_cast<std::size_t>(dy.numel()) * sizeof(T));
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const binary_grad_problem& pr = problems[i];
+      void* full = pr.reduce ? (pr.pointwise ? scratch : const_cast<T*>(dy.data())) : steps[i].grad;
+      const std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(a.data())},
+                                                                {uid::bias, const_cast<T*>(b.data())},
+                                                                {uid::dy, const_cast<T*>(dy.data())},
+                                                                {uid::grad, full},
+                                                                {uid::dx, steps[i].grad}};
+      if (steps[i].pointwise) execute(*steps[i].pointwise, ptrs);
+      if (steps[i].reduction) execute(*steps[i].reduction, ptrs);
+      last_engine_ = (steps[i].reduction ? steps[i].reduction : steps[i].pointwise)->engine_name;
+    }
+  }
+
+  // Max pooling recomputes the forward output into scratch (its backward reads x and y), as does
+  // channels-first average pooling (backward.hpp).
+  template <class T, class XF, class DYF, class DXF>
+  void pool_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                     const pool_params& p) {
+    const resample_backward_problem pr = make_pool_backward_problem(x, dy, dx, p);
+    if (dx.numel() == 0) return;
+    if (dy.numel() == 0) {
+      zero_packed(dx, "cuDNN pool_backward");
+      return;
+    }
+    run_resample_backward(pr, x.data(), dy.data(), dx.data(), sizeof(T));
+  }
+
+  template <class T, class DYF, class DXF>
+  void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const upsample_params& p) {
+    const resample_backward_problem pr = make_upsample_backward_problem(dy, dx, p);
+    if (dx.numel() == 0) return;
+    run_resample_backward(pr, nullptr, dy.data(), dx.data(), sizeof(T));
+  }
+
+  template <class T, class DYF, class DXF>
+  void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
+    const resample_backward_problem pr = make_global_average_pool_backward_problem(dy, dx);
+    if (dx.numel() == 0) return;
+    run_resample_backward(pr, nullptr, dy.data(), dx.data(), sizeof(T));
+  }
+
+  // dx = dy w, in dx's format and flatten order.
+  template <class T, class DYF, class DXF>
+  void linear_backward_data(tensor_view<const T, DYF> dy, const T* w, tensor_view<T, DXF> dx) {
+    const linear_problem pr = make_linear_backward_data_problem(dy, w, dx);
+    if (dx.numel() == 0) return;
+    if (dy.numel() == 0) {  // no outputs: nothing flows back
+      zero_packed(dx, "cuDNN linear_backward_data");
+      return;
+    }
+    run_graph(pr.key(), [&] { return matmul_graph(pr); },
+              {{uid::dy, const_cast<T*>(dy.data())}, {uid::w, const_cast<T*>(w)}, {uid::dx, dx.data()}});
+  }
+
+  // dw (K x F row-major) and dbias (K values, when not null).
+  template <class T, class XF, class DYF>
+  void linear_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, T* dw, T* dbias) {
+    const linear_problem pr = make_linear_backward_weights_problem(x, dy, dw, dbias);
+    const std::size_t k = static_cast<std::size_t>(pr.outputs), f = static_cast<std::size_t>(pr.features);
+    if (pr.batch == 0) {  // no samples: zero gradients
+      if (k * f > 0) check_cuda(cudaMemsetAsync(dw, 0, k * f * sizeof(T), stream_), "cudaMemsetAsync (dw)");
+      if (dbias && k > 0) check_cuda(cudaMemsetAsync(dbias, 0, k * sizeof(T), stream_), "cudaMemsetAsync (dbias)");
+      return;
+    }
+    execution_plan* mp = k * f > 0 ? require_plan(pr.key(), [&] { return matmul_graph(pr); }) : nullptr;
+    execution_plan* bp = dbias && k > 0 ? require_plan("linear_dbias|" + pr.key(), [&] { return linear_dbias_graph(pr); })
+                                        : nullptr;
+    const std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())},
+                                                              {uid::dy, const_cast<T*>(dy.data())},
+                                                              {uid::w, dw},
+                                                              {uid::bias, dbias}};
+    if (mp) {
+      execute(*mp, ptrs);
+      last_engine_ = mp->engine_name;
+    }
+    if (bp) execute(*bp, ptrs);
+  }
+
+  template <class T, class DYF, class DXF>
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) {
+    validate_concat("cuDNN concat_backward", dxs, "output gradient dy", dy);
+    std::int64_t c = 0;
+    for (std::size_t i = 0; i < dxs.size(); ++i) {
+      require_same_packed_format("cuDNN concat_backward", dxs[i], dy);
+      run_copy(channel_block_copy(packed_shape_of(dy), dxs[i].channels(), c, false), dxs[i].data(), dy.data(), stream_);
+      c += dxs[i].channels();
+    }
+  }
+
+  // dx is zero outside the slice's channels.
+  template <class T, class DYF, class DXF>
+  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
+    validate_channel_slice("cuDNN channel_slice_backward", "input gradient dx", dx, "output gradient dy", dy, c_begin);
+    require_same_packed_format("cuDNN channel_slice_backward", dy, dx);
+    zero_packed(dx, "cuDNN channel_slice_backward");
+    run_copy(channel_block_copy(packed_shape_of(dx), dy.channels(), c_begin, true), dx.data(), dy.data(), stream_);
+  }
+
   // Unsupported here (support() says so, so the executor refuses these layers before any work).
   template <class T, class XF, class YF>
   void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
@@ -540,6 +689,36 @@ class backend {
   }
 
  private:
+  // Zeroes a packed tensor on the stream.
+  template <class T, class F>
+  void zero_packed(const tensor_view<T, F>& v, const char* op) {
+    if (!v.is_packed())
+      memfmt::detail::fail(errc::unsupported, std::string(op) + ": a " + F::name + " gradient " +
+                                                  memfmt::detail::dims_to_string(v.extents()) +
+                                                  " that is not packed (it is zeroed as one block)");
+    check_cuda(cudaMemsetAsync(v.data(), 0, static_cast<std::size_t>(v.numel()) * sizeof(T), stream_),
+               (std::string("cudaMemsetAsync (") + op + ")").c_str());
+  }
+
+  // RESAMPLE_BWD of `pr`; for max pooling first the forward from x into scratch (y). Both plans are
+  // found before anything runs.
+  void run_resample_backward(const resample_backward_problem& pr, const void* x, const void* dy, void* dx,
+                             std::size_t element_bytes) {
+    execution_plan* fp = pr.forward ? require_plan(pr.forward->key(), [&] { return resample_graph(*pr.forward); })
+                                    : nullptr;
+    execution_plan* bp = require_plan(pr.key(), [&] { return resample_backward_graph(pr); });
+    void* y = pr.xy_alias ? const_cast<void*>(dy) : nullptr;
+    if (pr.xy_alias) x = dx;
+    if (pr.forward) {
+      std::size_t count = 1;
+      for (const std::int64_t d : pr.dy.dims) count *= static_cast<std::size_t>(d);
+      y = scratch_.ensure(count * element_bytes);
+      execute(*fp, {{uid::x, const_cast<void*>(x)}, {uid::y, y}});
+    }
+    execute(*bp, {{uid::x, const_cast<void*>(x)}, {uid::y, y}, {uid::dy, const_cast<void*>(dy)}, {uid::dx, dx}});
+    last_engine_ = bp->engine_name;
+  }
+
   void device_pad(const void* src, void* dst, const pad_copy& pc) {
     check_cuda(cudaMemsetAsync(dst, 0, pc.dst_bytes, stream_), "cudaMemsetAsync (channel padding)");
     check_cuda(cudaMemcpy2DAsync(dst, pc.dst_pitch, src, pc.src_pitch, pc.row_bytes, pc.rows, cudaMemcpyDeviceToDevice,

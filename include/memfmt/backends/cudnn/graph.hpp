@@ -47,7 +47,7 @@ struct resample_spec {
 
 // One operation as the builder was asked for it (unique ids of its x, b and y; -1 when absent).
 struct op_record {
-  enum class kind { pointwise, reduction_sum, resample, matmul };
+  enum class kind { pointwise, reduction_sum, resample, resample_backward, matmul };
   kind op = kind::pointwise;
   cudnnPointwiseMode_t mode = CUDNN_POINTWISE_IDENTITY;  // pointwise only
   pointwise_options options;
@@ -121,8 +121,9 @@ class graph_builder {
     return add_op(std::move(op));
   }
 
-  // y = mode(x[, b]) elementwise with broadcasting of b (e.g. a [1, C, 1, 1] bias). For RELU_BWD
-  // pass dy as `x`, the forward output as `b` and get dx as `y`.
+  // y = mode(x[, b]) elementwise with broadcasting of b (e.g. a [1, C, 1, 1] bias). For the
+  // backward modes (RELU_BWD, SIGMOID_BWD, ...) pass dy as `x`, the forward input as `b` and get dx
+  // as `y` (cuDNN names them DYDESC, XDESC, DXDESC).
   const descriptor& pointwise(cudnnPointwiseMode_t mode, const tensor_spec& x, const tensor_spec* b,
                               const tensor_spec& y, cudnnDataType_t math, const pointwise_options& o = {}) {
     descriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
@@ -155,7 +156,7 @@ class graph_builder {
     const descriptor& pw_ref = keep_.back();
     descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
     op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw_ref, "set CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR");
-    if (mode == CUDNN_POINTWISE_RELU_BWD) {
+    if (is_backward_mode(mode)) {
       op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, tensor(x), "set CUDNN_ATTR_OPERATION_POINTWISE_DYDESC");
       op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(*b), "set CUDNN_ATTR_OPERATION_POINTWISE_XDESC");
       op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, tensor(y), "set CUDNN_ATTR_OPERATION_POINTWISE_DXDESC");
@@ -252,38 +253,29 @@ class graph_builder {
   // y = resample(x): pooling (window, strides, pre/post paddings, padding mode) or up-sampling
   // (nearest / bilinear, the window and strides of the down-scale ratio as fractions).
   const descriptor& resample(const resample_spec& r, const tensor_spec& x, const tensor_spec& y) {
-    const auto n = static_cast<std::int64_t>(r.window.size());
-    if (r.strides.size() != r.window.size() || r.pre_padding.size() != r.window.size() ||
-        r.post_padding.size() != r.window.size() || n < 1 || n + 2 != static_cast<std::int64_t>(x.dims.size()))
-      memfmt::detail::fail(errc::invalid_argument,
-                           "cuDNN resample: window " + fractions_to_string(r.window) + ", strides " +
-                               fractions_to_string(r.strides) + ", paddings " + fractions_to_string(r.pre_padding) +
-                               " / " + fractions_to_string(r.post_padding) + " must each have one entry per spatial "
-                               "dimension of x " + memfmt::detail::dims_to_string(x.dims));
-    descriptor rs(CUDNN_BACKEND_RESAMPLE_DESCRIPTOR);
-    rs.set(CUDNN_ATTR_RESAMPLE_MODE, CUDNN_TYPE_RESAMPLE_MODE, 1, &r.mode, "set CUDNN_ATTR_RESAMPLE_MODE");
-    rs.set_data_type(CUDNN_ATTR_RESAMPLE_COMP_TYPE, r.compute_type, "set CUDNN_ATTR_RESAMPLE_COMP_TYPE");
-    rs.set_int64(CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS, n, "set CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS");
-    rs.set(CUDNN_ATTR_RESAMPLE_WINDOW_DIMS, CUDNN_TYPE_FRACTION, n, r.window.data(), "set CUDNN_ATTR_RESAMPLE_WINDOW_DIMS");
-    rs.set(CUDNN_ATTR_RESAMPLE_STRIDES, CUDNN_TYPE_FRACTION, n, r.strides.data(), "set CUDNN_ATTR_RESAMPLE_STRIDES");
-    rs.set(CUDNN_ATTR_RESAMPLE_PRE_PADDINGS, CUDNN_TYPE_FRACTION, n, r.pre_padding.data(),
-           "set CUDNN_ATTR_RESAMPLE_PRE_PADDINGS");
-    rs.set(CUDNN_ATTR_RESAMPLE_POST_PADDINGS, CUDNN_TYPE_FRACTION, n, r.post_padding.data(),
-           "set CUDNN_ATTR_RESAMPLE_POST_PADDINGS");
-    rs.set(CUDNN_ATTR_RESAMPLE_PADDING_MODE, CUDNN_TYPE_PADDING_MODE, 1, &r.padding_mode,
-           "set CUDNN_ATTR_RESAMPLE_PADDING_MODE");
-    const cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;  // PyTorch's max pooling propagates NaN
-    rs.set(CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan,
-           "set CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION");
-    rs.finalize("finalize resample descriptor");
-    keep_.push_back(std::move(rs));
-    const descriptor& rs_ref = keep_.back();
+    const descriptor& rs_ref = resample_descriptor(r, x);
     log_.push_back({op_record::kind::resample, CUDNN_POINTWISE_IDENTITY, {}, x.uid, -1, y.uid});
     descriptor op(CUDNN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR);
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_XDESC, tensor(x), "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_XDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_YDESC, tensor(y), "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_YDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_FWD_DESC, rs_ref, "set CUDNN_ATTR_OPERATION_RESAMPLE_FWD_DESC");
     op.finalize("finalize resample operation");
+    return add_op(std::move(op));
+  }
+
+  // dx = the gradient of a resample forward (the same spec) given dy. Max pooling also reads the
+  // forward input x and output y (to find each window's maximum); the other modes need neither.
+  const descriptor& resample_backward(const resample_spec& r, const tensor_spec& dy, const tensor_spec& dx,
+                                      const tensor_spec* x = nullptr, const tensor_spec* y = nullptr) {
+    const descriptor& rs_ref = resample_descriptor(r, dx);
+    log_.push_back({op_record::kind::resample_backward, CUDNN_POINTWISE_IDENTITY, {}, dy.uid, x ? x->uid : -1, dx.uid});
+    descriptor op(CUDNN_BACKEND_OPERATION_RESAMPLE_BWD_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DXDESC, tensor(dx), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DXDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DYDESC, tensor(dy), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DYDESC");
+    if (x) op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC, tensor(*x), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC");
+    if (y) op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC, tensor(*y), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DESC, rs_ref, "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DESC");
+    op.finalize("finalize resample backward operation");
     return add_op(std::move(op));
   }
 
@@ -328,6 +320,40 @@ class graph_builder {
   const std::vector<op_record>& log() const noexcept { return log_; }
 
  private:
+  // The finalized resample descriptor of `r` for a forward input (or input gradient) `x`.
+  const descriptor& resample_descriptor(const resample_spec& r, const tensor_spec& x) {
+    const auto n = static_cast<std::int64_t>(r.window.size());
+    if (r.strides.size() != r.window.size() || r.pre_padding.size() != r.window.size() ||
+        r.post_padding.size() != r.window.size() || n < 1 || n + 2 != static_cast<std::int64_t>(x.dims.size()))
+      memfmt::detail::fail(errc::invalid_argument,
+                           "cuDNN resample: window " + fractions_to_string(r.window) + ", strides " +
+                               fractions_to_string(r.strides) + ", paddings " + fractions_to_string(r.pre_padding) +
+                               " / " + fractions_to_string(r.post_padding) + " must each have one entry per spatial "
+                               "dimension of x " + memfmt::detail::dims_to_string(x.dims));
+    descriptor rs(CUDNN_BACKEND_RESAMPLE_DESCRIPTOR);
+    rs.set(CUDNN_ATTR_RESAMPLE_MODE, CUDNN_TYPE_RESAMPLE_MODE, 1, &r.mode, "set CUDNN_ATTR_RESAMPLE_MODE");
+    rs.set_data_type(CUDNN_ATTR_RESAMPLE_COMP_TYPE, r.compute_type, "set CUDNN_ATTR_RESAMPLE_COMP_TYPE");
+    rs.set_int64(CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS, n, "set CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS");
+    rs.set(CUDNN_ATTR_RESAMPLE_WINDOW_DIMS, CUDNN_TYPE_FRACTION, n, r.window.data(), "set CUDNN_ATTR_RESAMPLE_WINDOW_DIMS");
+    rs.set(CUDNN_ATTR_RESAMPLE_STRIDES, CUDNN_TYPE_FRACTION, n, r.strides.data(), "set CUDNN_ATTR_RESAMPLE_STRIDES");
+    rs.set(CUDNN_ATTR_RESAMPLE_PRE_PADDINGS, CUDNN_TYPE_FRACTION, n, r.pre_padding.data(),
+           "set CUDNN_ATTR_RESAMPLE_PRE_PADDINGS");
+    rs.set(CUDNN_ATTR_RESAMPLE_POST_PADDINGS, CUDNN_TYPE_FRACTION, n, r.post_padding.data(),
+           "set CUDNN_ATTR_RESAMPLE_POST_PADDINGS");
+    rs.set(CUDNN_ATTR_RESAMPLE_PADDING_MODE, CUDNN_TYPE_PADDING_MODE, 1, &r.padding_mode,
+           "set CUDNN_ATTR_RESAMPLE_PADDING_MODE");
+    const cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;  // PyTorch's max pooling propagates NaN
+    rs.set(CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION, CUDNN_TYPE_NAN_PROPOGATION, 1, &nan,
+           "set CUDNN_ATTR_RESAMPLE_NAN_PROPAGATION");
+    rs.finalize("finalize resample descriptor");
+    keep_.push_back(std::move(rs));
+    return keep_.back();
+  }
+  static bool is_backward_mode(cudnnPointwiseMode_t m) {
+    return m == CUDNN_POINTWISE_RELU_BWD || m == CUDNN_POINTWISE_TANH_BWD || m == CUDNN_POINTWISE_SIGMOID_BWD ||
+           m == CUDNN_POINTWISE_ELU_BWD || m == CUDNN_POINTWISE_GELU_BWD || m == CUDNN_POINTWISE_SOFTPLUS_BWD ||
+           m == CUDNN_POINTWISE_SWISH_BWD || m == CUDNN_POINTWISE_GELU_APPROX_TANH_BWD;
+  }
   const descriptor& add_op(descriptor&& op) {
     ops_.push_back(std::move(op));
     return ops_.back();

@@ -23,54 +23,75 @@
 namespace memfmt::cudnn {
 
 struct linear_problem {
+  const char* name = "linear";      // the cache key's prefix: linear, linear_dgrad, linear_wgrad
   std::int64_t batch = 0, features = 0, outputs = 0;
-  tensor_spec a, b, c;               // x, w^T, y as [1, rows, columns]
+  tensor_spec a, b, c;               // c = a x b, each [1, rows, columns] (forward: x, w^T, y)
   std::optional<tensor_spec> bias;   // [1, 1, K]
-  std::string key() const { return "linear|" + a.key() + "|" + b.key() + "|" + c.key() + (bias ? "|" + bias->key() : ""); }
+  std::string key() const {
+    return std::string(name) + "|" + a.key() + "|" + b.key() + "|" + c.key() + (bias ? "|" + bias->key() : "");
+  }
 };
+
+namespace detail {
+
+// A matrix [1, rows, cols] with the given row and column strides.
+inline tensor_spec matrix_spec(dtype t, std::int64_t id, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                               std::int64_t col_stride, const void* p) {
+  tensor_spec s;
+  s.dims = {1, rows, cols};
+  s.strides = {rows * cols, row_stride, col_stride};
+  s.type = t;
+  s.uid = id;
+  s.alignment = pointer_alignment(p);
+  return s;
+}
+
+// The stride between samples of an activation whose features are in flatten (C, spatial) order,
+// contiguous per sample; unsupported otherwise (a channels-last tensor with several positions).
+template <class T, class F>
+std::int64_t flatten_row_stride(const tensor_view<T, F>& v, std::int64_t features, const std::string& what) {
+  const auto st = v.strides();
+  std::int64_t expect = 1;
+  for (int d = F::rank - 1; d >= 1; --d) {
+    if (v.extent(d) > 1 && st[static_cast<std::size_t>(d)] != expect)
+      memfmt::detail::fail(errc::unsupported,
+                           what + " " + memfmt::detail::dims_to_string(v.extents()) + " with strides " +
+                               memfmt::detail::dims_to_string(st) +
+                               " does not hold its features in flatten (C, spatial) order contiguously per sample "
+                               "(a channels-last input with more than one position); convert it to channels-first");
+    expect *= v.extent(d);
+  }
+  return v.extent(0) > 1 ? st[0] : features;
+}
+
+// The stride between samples of the [N, K, 1, ...] outputs (or their gradient), K contiguous.
+template <class T, class F>
+std::int64_t output_row_stride(const tensor_view<T, F>& v, const std::string& what) {
+  if (v.channels() > 1 && v.strides()[1] != 1)
+    memfmt::detail::fail(errc::unsupported, what + " " + memfmt::detail::dims_to_string(v.extents()) + " with strides " +
+                                                memfmt::detail::dims_to_string(v.strides()) +
+                                                " does not hold its outputs contiguously per sample");
+  return v.extent(0) > 1 ? v.strides()[0] : v.channels();
+}
+
+}  // namespace detail
 
 template <class T, class XF, class YF>
 linear_problem make_linear_problem(tensor_view<const T, XF> x, const T* w, const T* bias, tensor_view<T, YF> y) {
   const std::int64_t f = validate_linear_forward(x, w, y);
   require_layer_dtype(dtype_of_v<T>, "cuDNN linear_forward");
   const std::int64_t n = x.batch(), k = y.channels();
-  // x's features must be the flatten order, contiguous per row; y's K outputs contiguous per row.
-  const auto xs = x.strides();
-  std::int64_t expect = 1;
-  bool x_rows = true;
-  for (int d = XF::rank - 1; d >= 1; --d) {
-    if (x.extent(d) > 1 && xs[static_cast<std::size_t>(d)] != expect) x_rows = false;
-    expect *= x.extent(d);
-  }
-  if (!x_rows)
-    memfmt::detail::fail(errc::unsupported,
-                         "cuDNN linear_forward: input " + memfmt::detail::dims_to_string(x.extents()) + " with strides " +
-                             memfmt::detail::dims_to_string(xs) +
-                             " does not hold its features in flatten (C, spatial) order contiguously per sample "
-                             "(a channels-last input with more than one position); convert it to channels-first");
-  if (y.channels() > 1 && y.strides()[1] != 1)
-    memfmt::detail::fail(errc::unsupported, "cuDNN linear_forward: output " + memfmt::detail::dims_to_string(y.extents()) +
-                                                " with strides " + memfmt::detail::dims_to_string(y.strides()) +
-                                                " does not hold its outputs contiguously per sample");
+  const std::int64_t x_row = detail::flatten_row_stride(x, f, "cuDNN linear_forward: input");
+  const std::int64_t y_row = detail::output_row_stride(y, "cuDNN linear_forward: output");
   const dtype t = dtype_of_v<T>;
   linear_problem pr;
   pr.batch = n;
   pr.features = f;
   pr.outputs = k;
-  const auto spec3 = [t](std::int64_t id, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                         std::int64_t col_stride, const void* p) {
-    tensor_spec s;
-    s.dims = {1, rows, cols};
-    s.strides = {rows * cols, row_stride, col_stride};
-    s.type = t;
-    s.uid = id;
-    s.alignment = pointer_alignment(p);
-    return s;
-  };
-  pr.a = spec3(uid::x, n, f, x.batch() > 1 ? xs[0] : f, 1, x.data());
-  pr.b = spec3(uid::w, f, k, 1, f, w);
-  pr.c = spec3(uid::y, n, k, y.batch() > 1 ? y.strides()[0] : k, 1, y.data());
-  if (bias) pr.bias = spec3(uid::bias, 1, k, k, 1, bias);
+  pr.a = detail::matrix_spec(t, uid::x, n, f, x_row, 1, x.data());
+  pr.b = detail::matrix_spec(t, uid::w, f, k, 1, f, w);
+  pr.c = detail::matrix_spec(t, uid::y, n, k, y_row, 1, y.data());
+  if (bias) pr.bias = detail::matrix_spec(t, uid::bias, 1, k, k, 1, bias);
   return pr;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -44,6 +45,65 @@ inline cudnnFraction_t reduced(std::int64_t num, std::int64_t den) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The resample spec of pooling x (extents xe) into y (extents ye); `op` names the call in errors.
+template <class E>
+resample_spec pool_spec(const E& xe, const E& ye, const pool_params& p, const std::string& op) {
+  resample_spec r;
+  r.mode = p.kind == pool_kind::max ? CUDNN_RESAMPLE_MAXPOOL
+           : p.count_include_pad    ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
+                                    : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING;
+  r.padding_mode = p.kind == pool_kind::max ? CUDNN_NEG_INF_PAD : CUDNN_ZERO_PAD;
+  for (std::size_t i = 0; i + 2 < xe.size(); ++i) {
+    const std::int64_t in = xe[2 + i], k = p.kernel[i], s = p.stride[i], pb = p.padding[i];
+    // End padding that makes floor((in + pb + pe - k) / s) + 1 the output size (ceil_mode adds some).
+    const std::int64_t pe = std::max(p.padding_end[i], (ye[2 + i] - 1) * s + k - in - pb);
+    if (pe != p.padding_end[i] && r.mode == CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING)
+      memfmt::detail::fail(errc::unsupported,
+                           op + ": input " + memfmt::detail::dims_to_string(xe) +
+                               " with ceil_mode and count_include_pad: the last window in spatial dim " +
+                               std::to_string(i) + " reaches " + std::to_string(pe - p.padding_end[i]) +
+                               " past the end padding, which cuDNN would count as padding");
+    r.window.push_back(whole(k));
+    r.strides.push_back(whole(s));
+    r.pre_padding.push_back(whole(pb));
+    r.post_padding.push_back(whole(pe));
+  }
+  return r;
+}
+
+// The resample spec of up-sampling x (extents xe) into y (extents ye).
+template <class E>
+resample_spec upsample_spec(const E& xe, const E& ye, const upsample_params& p, const std::string& op) {
+  if (p.mode == resample_mode::linear && xe.size() != 4)
+    memfmt::detail::fail(errc::unsupported, op + ": input " + memfmt::detail::dims_to_string(xe) +
+                                                ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
+  resample_spec r;
+  r.mode = p.mode == resample_mode::nearest ? CUDNN_RESAMPLE_NEAREST : CUDNN_RESAMPLE_BILINEAR;
+  r.padding_mode = CUDNN_EDGE_VAL_PAD;  // half-pixel centres clamp at the edges
+  for (std::size_t i = 0; i + 2 < xe.size(); ++i) {
+    const std::int64_t in = xe[2 + i], out = ye[2 + i];
+    if (out % in != 0 || out / in < 2)
+      memfmt::detail::fail(errc::unsupported,
+                           op + ": input " + memfmt::detail::dims_to_string(xe) + " to output " +
+                               memfmt::detail::dims_to_string(ye) + ": spatial dim " + std::to_string(i) +
+                               " scales " + std::to_string(in) + " -> " + std::to_string(out) +
+                               "; the cuDNN resample takes whole scale factors >= 2");
+    // cuDNN sizes the output as (in + pre + post - window) / stride + 1 (read off what it
+    // finalizes); window 2, stride 1/s and pre + post = 2 - 1/s give in * s. The split (1/2 before)
+    // is the half-pixel placement; its values are unverified without a GPU run.
+    const std::int64_t f = out / in;
+    r.window.push_back(whole(2));
+    r.strides.push_back(reduced(1, f));
+    r.pre_padding.push_back(reduced(1, 2));
+    r.post_padding.push_back(reduced(3 * f - 2, 2 * f));
+  }
+  return r;
+}
+
+}  // namespace detail
+
 template <class T, class XF, class YF>
 resample_problem make_pool_problem(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) {
   const auto ye = validate_pool_forward(x, y, p);
@@ -52,26 +112,7 @@ resample_problem make_pool_problem(tensor_view<const T, XF> x, tensor_view<T, YF
   resample_problem pr;
   pr.x = spec_of(x, uid::x);
   pr.y = one_position_as_channels_last(spec_of(y, uid::y));
-  resample_spec& r = pr.spec;
-  r.mode = p.kind == pool_kind::max ? CUDNN_RESAMPLE_MAXPOOL
-           : p.count_include_pad    ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
-                                    : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING;
-  r.padding_mode = p.kind == pool_kind::max ? CUDNN_NEG_INF_PAD : CUDNN_ZERO_PAD;
-  for (int i = 0; i < XF::rank - 2; ++i) {
-    const std::int64_t in = x.extent(2 + i), k = p.kernel[i], s = p.stride[i], pb = p.padding[i];
-    // End padding that makes floor((in + pb + pe - k) / s) + 1 the output size (ceil_mode adds some).
-    const std::int64_t pe = std::max(p.padding_end[i], (ye[2 + i] - 1) * s + k - in - pb);
-    if (pe != p.padding_end[i] && r.mode == CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING)
-      memfmt::detail::fail(errc::unsupported,
-                           op + ": input " + memfmt::detail::dims_to_string(x.extents()) +
-                               " with ceil_mode and count_include_pad: the last window in spatial dim " +
-                               std::to_string(i) + " reaches " + std::to_string(pe - p.padding_end[i]) +
-                               " past the end padding, which cuDNN would count as padding");
-    r.window.push_back(detail::whole(k));
-    r.strides.push_back(detail::whole(s));
-    r.pre_padding.push_back(detail::whole(pb));
-    r.post_padding.push_back(detail::whole(pe));
-  }
+  pr.spec = detail::pool_spec(x.extents(), ye, p, op);
   return pr;
 }
 
@@ -81,32 +122,10 @@ resample_problem make_upsample_problem(tensor_view<const T, XF> x, tensor_view<T
   const std::string op = std::string("cuDNN upsample_forward (") +
                          (p.mode == resample_mode::nearest ? "nearest" : "linear") + ")";
   require_layer_dtype(dtype_of_v<T>, op);
-  if (p.mode == resample_mode::linear && XF::rank != 4)
-    memfmt::detail::fail(errc::unsupported, op + ": input " + memfmt::detail::dims_to_string(x.extents()) +
-                                                ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
   resample_problem pr;
   pr.x = spec_of(x, uid::x);
   pr.y = spec_of(y, uid::y);
-  resample_spec& r = pr.spec;
-  r.mode = p.mode == resample_mode::nearest ? CUDNN_RESAMPLE_NEAREST : CUDNN_RESAMPLE_BILINEAR;
-  r.padding_mode = CUDNN_EDGE_VAL_PAD;  // half-pixel centres clamp at the edges
-  for (int i = 0; i < XF::rank - 2; ++i) {
-    const std::int64_t in = x.extent(2 + i), out = y.extent(2 + i);
-    if (out % in != 0 || out / in < 2)
-      memfmt::detail::fail(errc::unsupported,
-                           op + ": input " + memfmt::detail::dims_to_string(x.extents()) + " to output " +
-                               memfmt::detail::dims_to_string(y.extents()) + ": spatial dim " + std::to_string(i) +
-                               " scales " + std::to_string(in) + " -> " + std::to_string(out) +
-                               "; the cuDNN resample takes whole scale factors >= 2");
-    // cuDNN sizes the output as (in + pre + post - window) / stride + 1 (read off what it
-    // finalizes); window 2, stride 1/s and pre + post = 2 - 1/s give in * s. The split (1/2 before)
-    // is the half-pixel placement; its values are unverified without a GPU run.
-    const std::int64_t f = out / in;
-    r.window.push_back(detail::whole(2));
-    r.strides.push_back(detail::reduced(1, f));
-    r.pre_padding.push_back(detail::reduced(1, 2));
-    r.post_padding.push_back(detail::reduced(3 * f - 2, 2 * f));
-  }
+  pr.spec = detail::upsample_spec(x.extents(), y.extents(), p, op);
   return pr;
 }
 

@@ -7,6 +7,8 @@
 // channels-last only: cuDNN 9.19 on an H100 ran no pointwise graph over a channels-first tensor
 // with several channels and positions (tensor_desc.hpp, pointwise_frame), so the planner is told
 // to keep those layers channels-last. Group norm, padding and softmax have no cuDNN graph here.
+// The backward passes the trainer asks for (q.backward) are graphs of the same kinds (backward.hpp)
+// with the forwards' limits, so they get the forwards' answers.
 #pragma once
 
 #include <string>
