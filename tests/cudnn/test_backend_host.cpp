@@ -1,22 +1,30 @@
 // The parts of the cuDNN backend's executor service that need no GPU: which layers it says it
-// runs (support.hpp), and the 2-D copy plans of concatenation, channel slices and format
-// conversion (strided_copy.hpp), replayed on host memory with the semantics of cudaMemcpy2D and
-// compared with the reference backend and memfmt::convert.
+// runs (support.hpp), the 2-D copy plans of concatenation, channel slices, format conversion
+// (strided_copy.hpp) and padding (spatial_pad.hpp), replayed on host memory with the semantics of
+// cudaMemcpy2D and compared with the reference backend and memfmt::convert, and the legacy tensor
+// descriptors of softmax (legacy_tensor.hpp) read back through cuDNN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include <memfmt/backends/cudnn/legacy_tensor.hpp>
+#include <memfmt/backends/cudnn/softmax.hpp>
+#include <memfmt/backends/cudnn/spatial_pad.hpp>
 #include <memfmt/backends/cudnn/strided_copy.hpp>
 #include <memfmt/backends/cudnn/support.hpp>
 #include <memfmt/backends/reference/concat.hpp>
+#include <memfmt/backends/reference/pad.hpp>
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/graph/models.hpp>
 #include <memfmt/graph/solve.hpp>
 #include <memfmt/runtime/backend_support.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
+
+#include "host_util.hpp"
 
 namespace {
 
@@ -112,6 +120,163 @@ TEST(CudnnStridedCopy, FormatConversionEqualsConvert) {
   check_conversion<ndhwc, ncdhw>({1, 7, 1, 2, 2});
 }
 
+// ------------------------------------------------------------------ padding
+
+template <class T, class F>
+void fill_with(host_tensor<T, F>& t, float v) {
+  std::fill(t.view().data(), t.view().data() + t.view().numel(), static_cast<T>(v));
+}
+
+// The forward plan (after the fill cudaMemsetAsync / cudnnSetTensor would do) and the backward plan
+// against the reference. Without a fill, y starts as a sentinel, so an element no copy writes shows.
+template <class T, class F>
+void check_pad(const std::array<std::int64_t, F::rank>& xe, pad_params p) {
+  for (pad_mode mode : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
+    p.mode = mode;
+    p.value = mode == pad_mode::constant ? 2.5 : 0.0;
+    SCOPED_TRACE(std::string(F::name) + " " + memfmt::detail::dims_to_string(xe) + " mode " +
+                 std::to_string(static_cast<int>(mode)));
+    host_tensor<T, F> x(xe);
+    fill_counting(x, 1);
+    const auto ye = pad_output_extents(xe, p);
+    host_tensor<T, F> want(ye), got(ye);
+    reference::pad_forward(x.const_view(), want.view(), p);
+    const cudnn::pad_geometry g = cudnn::pad_geometry_of(xe, F::channels_last, sizeof(T), p);
+    const cudnn::pad_forward_plan plan = cudnn::plan_pad_forward(g, mode);
+    EXPECT_EQ(plan.fill, mode == pad_mode::constant);
+    fill_with(got, plan.fill ? static_cast<float>(p.value) : -999.0f);
+    for (const auto& k : plan.from_x) replay(k, got.view().data(), x.view().data());
+    for (const auto& k : plan.within_y) replay(k, got.view().data(), got.view().data());
+    EXPECT_TRUE(same_bytes(got, want));
+
+    host_tensor<T, F> dy(ye), want_dx(xe), got_dx(xe);
+    fill_counting(dy, 3);
+    fill_with(got_dx, -999.0f);
+    reference::pad_backward(dy.const_view(), want_dx.view(), p);
+    if (mode == pad_mode::constant) {
+      for (const auto& k : cudnn::plan_pad_backward(g, mode)) replay(k, got_dx.view().data(), dy.view().data());
+      EXPECT_TRUE(same_bytes(got_dx, want_dx));
+    } else {
+      try {
+        (void)cudnn::plan_pad_backward(g, mode);
+        ADD_FAILURE() << "the backward of reflect / replicate padding has no copy plan";
+      } catch (const memfmt::error& e) {
+        EXPECT_EQ(e.code(), errc::unsupported);
+        EXPECT_NE(std::string(e.what()).find("constant padding only"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+pad_params pads(std::array<std::int64_t, 3> begin, std::array<std::int64_t, 3> end) {
+  pad_params p;
+  p.begin = begin;
+  p.end = end;
+  return p;
+}
+
+TEST(CudnnPadPlan, EveryModeAndFormatEqualsTheReference) {
+  const pad_params p4 = pads({1, 2, 0}, {2, 1, 0});  // H 1 / 2, W 2 / 1
+  check_pad<float, nchw>({2, 3, 4, 5}, p4);
+  check_pad<float, nhwc>({2, 3, 4, 5}, p4);
+  check_pad<float, nhwc>({1, 2, 3, 3}, pads({0, 2, 0}, {0, 0, 0}));  // W only, one side
+  check_pad<float, nchw>({2, 2, 3, 3}, pads({2, 0, 0}, {1, 0, 0}));  // H only
+  const pad_params p5 = pads({1, 0, 2}, {2, 3, 1});  // D 1 / 2, H 0 / 3, W 2 / 1
+  check_pad<half, ncdhw>({2, 3, 3, 4, 5}, p5);
+  check_pad<half, ndhwc>({2, 3, 3, 4, 5}, p5);
+  check_pad<double, ndhwc>({1, 2, 2, 2, 3}, pads({1, 1, 1}, {0, 1, 2}));
+}
+
+// Border columns are filled last, so each is one copy over every row; rows across blocks merge
+// when the box spans whole planes.
+TEST(CudnnPadPlan, FewCopies) {
+  pad_params p = pads({1, 2, 0}, {2, 1, 0});
+  p.mode = pad_mode::reflect;
+  const auto plan = cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, false, 4, p),
+                                            p.mode);
+  EXPECT_EQ(plan.from_x.size(), 6u);    // one per (n, c) plane: the rows skip the H borders
+  EXPECT_EQ(plan.within_y.size(), 6u);  // 3 border rows + 3 border columns, one copy each
+  for (const auto& k : plan.within_y) EXPECT_GE(k.height, 6u);
+  const auto cl = cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, true, 4, p),
+                                          p.mode);
+  EXPECT_EQ(cl.from_x.size(), 2u);  // one per sample; a pixel is the 3 channels (12 bytes)
+  EXPECT_EQ(cl.from_x[0].width, 5u * 12u);
+}
+
+TEST(CudnnPadPlan, ErrorsBeforeAnyDeviceWork) {
+  pad_params p = pads({1, 1, 0}, {1, 1, 0});
+  const tensor_view<const float, nchw> x(memfmt_test::fake_ptr<float>(1), layout<nchw>::packed({1, 2, 3, 3}));
+  const tensor_view<float, nhwc> y(memfmt_test::fake_ptr<float>(2), layout<nhwc>::packed({1, 2, 5, 5}));
+  memfmt_test::expect_error_before_cudnn([&] { cudnn::run_pad_forward(nullptr, nullptr, x, y, p); },
+                                         errc::format_mismatch, "one format");
+  const tensor_view<float, nchw> y_cf(memfmt_test::fake_ptr<float>(2), layout<nchw>::packed({1, 2, 5, 4}));
+  memfmt_test::expect_error_before_cudnn([&] { cudnn::run_pad_forward(nullptr, nullptr, x, y_cf, p); },
+                                         errc::shape_mismatch, "pad_forward");
+  p.mode = pad_mode::replicate;
+  const tensor_view<const float, nchw> dy(memfmt_test::fake_ptr<float>(3), layout<nchw>::packed({1, 2, 5, 5}));
+  const tensor_view<float, nchw> dx(memfmt_test::fake_ptr<float>(4), layout<nchw>::packed({1, 2, 3, 3}));
+  memfmt_test::expect_error_before_cudnn([&] { cudnn::run_pad_backward(nullptr, dy, dx, p); }, errc::unsupported,
+                                         "replicate");
+}
+
+// ------------------------------------------------------------------ softmax descriptors
+
+void expect_descriptor(const cudnn::legacy_shape& s, std::size_t which, cudnnDataType_t type) {
+  const cudnn::legacy_tensor_desc d(type == CUDNN_DATA_HALF ? dtype::float16 : dtype::float32, s.dims,
+                                    s.strides[which]);
+  cudnnDataType_t got_type{};
+  int nb = 0;
+  std::vector<int> dims(8), strides(8);
+  ASSERT_EQ(cudnnGetTensorNdDescriptor(d.get(), 8, &got_type, &nb, dims.data(), strides.data()), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(got_type, type);
+  ASSERT_EQ(nb, static_cast<int>(s.dims.size()));
+  dims.resize(static_cast<std::size_t>(nb));
+  strides.resize(static_cast<std::size_t>(nb));
+  EXPECT_EQ(dims, s.dims);
+  EXPECT_EQ(strides, s.strides[which]);
+}
+
+TEST(CudnnSoftmaxDescriptors, EachViewsStridesMergedTo4D) {
+  const tensor_view<const float, nchw> x4(memfmt_test::fake_ptr<float>(1), layout<nchw>::packed({2, 3, 4, 5}));
+  const tensor_view<const float, nhwc> y4(memfmt_test::fake_ptr<float>(2), layout<nhwc>::packed({2, 3, 4, 5}));
+  const cudnn::legacy_shape s4 = cudnn::legacy_shape_of("softmax", x4, y4);
+  EXPECT_EQ(s4.dims, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(s4.strides[0], (std::vector<int>{60, 20, 5, 1}));
+  EXPECT_EQ(s4.strides[1], (std::vector<int>{60, 1, 15, 3}));
+  expect_descriptor(s4, 0, CUDNN_DATA_FLOAT);
+  expect_descriptor(s4, 1, CUDNN_DATA_FLOAT);
+
+  // 3-D: D and H merge (contiguous in both formats), leaving 4 dims.
+  const tensor_view<const half, ncdhw> x5(memfmt_test::fake_ptr<half>(1), layout<ncdhw>::packed({2, 3, 2, 4, 5}));
+  const tensor_view<const half, ndhwc> y5(memfmt_test::fake_ptr<half>(2), layout<ndhwc>::packed({2, 3, 2, 4, 5}));
+  const cudnn::legacy_shape s5 = cudnn::legacy_shape_of("softmax", x5, y5, x5);
+  EXPECT_EQ(s5.dims, (std::vector<int>{2, 3, 8, 5}));
+  EXPECT_EQ(s5.strides[0], (std::vector<int>{120, 40, 5, 1}));
+  EXPECT_EQ(s5.strides[1], (std::vector<int>{120, 1, 15, 3}));
+  EXPECT_EQ(s5.strides[2], s5.strides[0]);
+  expect_descriptor(s5, 0, CUDNN_DATA_HALF);
+  expect_descriptor(s5, 1, CUDNN_DATA_HALF);
+
+  // Spatial dims that are contiguous in one tensor only stay apart.
+  const cudnn::legacy_shape kept =
+      cudnn::legacy_shape_of("softmax", {1, 2, 3, 4, 5}, {{120, 60, 20, 5, 1}, {480, 240, 80, 10, 1}});
+  EXPECT_EQ(kept.dims, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
+TEST(CudnnSoftmaxDescriptors, ClearErrors) {
+  try {
+    (void)cudnn::legacy_shape_of("cuDNN softmax_forward", {2, 65536, 32768, 1}, {{65536LL * 32768, 32768, 1, 1}});
+    ADD_FAILURE() << "no error for an offset beyond int";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), errc::unsupported);
+    EXPECT_NE(std::string(e.what()).find("int range"), std::string::npos) << e.what();
+  }
+  const tensor_view<const bfloat16, nhwc> x(memfmt_test::fake_ptr<bfloat16>(1), layout<nhwc>::packed({1, 4, 2, 2}));
+  const tensor_view<bfloat16, nhwc> y(memfmt_test::fake_ptr<bfloat16>(2), layout<nhwc>::packed({1, 4, 2, 2}));
+  memfmt_test::expect_error_before_cudnn([&] { cudnn::run_softmax_forward(nullptr, x, y, softmax_params{}); },
+                                         errc::unsupported_dtype, "bfloat16");
+}
+
 // ------------------------------------------------------------------ support
 
 op_query query(op_kind op, dtype t, format_family f, int rank = 4) {
@@ -137,11 +302,32 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
     EXPECT_EQ(s.code, errc::unsupported);
     EXPECT_NE(s.reason.find("channels-last"), std::string::npos) << s.reason;
   }
-  for (op_kind op : {op_kind::group_norm, op_kind::pad, op_kind::softmax}) {
-    const op_support s = cudnn::layer_support(query(op, dtype::float32, cl));
-    EXPECT_FALSE(s);
-    EXPECT_NE(s.reason.find(to_string(op)), std::string::npos) << s.reason;
-  }
+  const op_support gn = cudnn::layer_support(query(op_kind::group_norm, dtype::float32, cl));
+  EXPECT_FALSE(gn);
+  EXPECT_NE(gn.reason.find("group_norm"), std::string::npos) << gn.reason;
+  // Padding and softmax in both formats; padding trains in constant mode only, softmax is not bfloat16.
+  for (format_family f : {cl, cf})
+    for (bool backward : {false, true}) {
+      for (pad_mode m : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
+        op_query q = query(op_kind::pad, dtype::float16, f, 5);
+        q.padding = m;
+        q.backward = backward;
+        const op_support s = cudnn::layer_support(q);
+        EXPECT_EQ(bool(s), !backward || m == pad_mode::constant) << static_cast<int>(m) << " " << backward;
+        if (!s) {
+          EXPECT_NE(s.reason.find("backward"), std::string::npos) << s.reason;
+        }
+      }
+      for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16}) {
+        op_query q = query(op_kind::softmax, t, f);
+        q.backward = backward;
+        const op_support s = cudnn::layer_support(q);
+        EXPECT_EQ(bool(s), t != dtype::bfloat16) << to_string(t);
+        if (!s) {
+          EXPECT_EQ(s.code, errc::unsupported_dtype);
+        }
+      }
+    }
   // float64: convolution and batch norm only.
   EXPECT_TRUE(cudnn::layer_support(query(op_kind::conv, dtype::float64, cf)));
   const op_support d = cudnn::layer_support(query(op_kind::pool, dtype::float64, cl));

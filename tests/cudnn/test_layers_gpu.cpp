@@ -1,9 +1,10 @@
 // The cuDNN backend's layer graphs one by one against the reference backend on a GPU (NHWC, fp32
 // and fp16): every activation, broadcast binary ops (either operand broadcast), max and average
 // pooling with padding, ceil mode and both average rules, nearest and bilinear up-sampling, global
-// average pooling, linear with and without bias, concat, channel slices and format conversion; then
-// the backward pass of each (the trainer's), in both formats where the layer runs in both.
-// Skips when there is no GPU.
+// average pooling, linear with and without bias, concat, channel slices and format conversion;
+// padding (every mode, forward and constant backward) and softmax / log-softmax (forward and
+// backward, fp32 and fp16) in both formats; then the backward pass of each layer (the
+// trainer's), in both formats where the layer runs in both. Skips when there is no GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -372,5 +373,74 @@ void concat_slice_backwards(cudnn::backend& be) {
 }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNhwc) { concat_slice_backwards<nhwc>(*be_); }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNchw) { concat_slice_backwards<nchw>(*be_); }
+
+template <class F>
+void pad_against_reference(cudnn::backend& be, const std::array<std::int64_t, F::rank>& xe, pad_params p) {
+  SCOPED_TRACE(F::name);
+  reference::backend ref;
+  mirrored<float, F> x(be, xe, 20);
+  for (pad_mode mode : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate})
+    for (double value : {0.0, -1.5}) {
+      if (mode != pad_mode::constant && value != 0.0) continue;
+      p.mode = mode;
+      p.value = value;
+      SCOPED_TRACE("mode " + std::to_string(static_cast<int>(mode)) + " value " + std::to_string(value));
+      const auto ye = pad_output_extents(xe, p);
+      mirrored<float, F> y(be, ye, 21), dy(be, ye, 22), dx(be, xe, 23);
+      host_tensor<float, F> want(ye), want_dx(xe);
+      ref.pad_forward(x.host.const_view(), want.view(), p);
+      be.pad_forward(x.dev(), y.dev_out(), p);
+      expect_close(y.fetch(), want, 0.0);
+      if (mode == pad_mode::constant) {
+        ref.pad_backward(dy.host.const_view(), want_dx.view(), p);
+        be.pad_backward(dy.dev(), dx.dev_out(), p);
+        expect_close(dx.fetch(), want_dx, 0.0);
+      } else {
+        EXPECT_THROW(be.pad_backward(dy.dev(), dx.dev_out(), p), memfmt::error);
+      }
+    }
+}
+
+TEST_F(CudnnLayersGpu, PaddingEveryModeBothFormats) {
+  pad_params p4;
+  p4.begin = {1, 2, 0};
+  p4.end = {2, 1, 0};
+  pad_against_reference<nchw>(*be_, {2, 3, 4, 5}, p4);
+  pad_against_reference<nhwc>(*be_, {2, 3, 4, 5}, p4);
+  pad_params p5;
+  p5.begin = {1, 0, 2};
+  p5.end = {2, 3, 1};
+  pad_against_reference<ncdhw>(*be_, {1, 3, 3, 4, 5}, p5);
+  pad_against_reference<ndhwc>(*be_, {1, 3, 3, 4, 5}, p5);
+}
+
+template <class T, class F>
+void softmax_against_reference(cudnn::backend& be, const std::array<std::int64_t, F::rank>& e) {
+  SCOPED_TRACE(F::name);
+  reference::backend ref;
+  mirrored<T, F> x(be, e, 30), dy(be, e, 31);
+  for (bool log : {false, true}) {
+    SCOPED_TRACE(log ? "log-softmax" : "softmax");
+    const softmax_params p{log};
+    mirrored<T, F> y(be, e, 32), dx(be, e, 33);
+    host_tensor<T, F> want(e), want_dx(e);
+    ref.softmax_forward(x.host.const_view(), want.view(), p);
+    be.softmax_forward(x.dev(), y.dev_out(), p);
+    const host_tensor<T, F> got = y.fetch();
+    expect_close(got, want, tolerance<T>());
+    ref.softmax_backward(got.const_view(), dy.host.const_view(), want_dx.view(), p);  // from what the device read
+    be.softmax_backward(y.dev(), dy.dev(), dx.dev_out(), p);
+    expect_close(dx.fetch(), want_dx, tolerance<T>());
+  }
+}
+
+TEST_F(CudnnLayersGpu, SoftmaxForwardBackwardBothFormats) {
+  softmax_against_reference<float, nchw>(*be_, {2, 7, 3, 4});
+  softmax_against_reference<float, nhwc>(*be_, {2, 7, 3, 4});
+  softmax_against_reference<half, nhwc>(*be_, {2, 7, 3, 4});
+  softmax_against_reference<half, nchw>(*be_, {2, 7, 3, 4});
+  softmax_against_reference<float, ncdhw>(*be_, {1, 5, 2, 3, 4});
+  softmax_against_reference<float, ndhwc>(*be_, {1, 5, 2, 3, 4});
+}
 
 }  // namespace

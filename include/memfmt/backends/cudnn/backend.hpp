@@ -37,6 +37,8 @@
 #include "pointwise.hpp"
 #include "reduction.hpp"
 #include "resample.hpp"
+#include "softmax.hpp"
+#include "spatial_pad.hpp"
 #include "status.hpp"
 #include "strided_copy.hpp"
 #include "support.hpp"
@@ -586,15 +588,31 @@ class backend {
     run_copy(channel_block_copy(packed_shape_of(dx), dy.channels(), c_begin, true), dx.data(), dy.data(), stream_);
   }
 
-  // Unsupported here (support() says so, so the executor refuses these layers before any work).
+  // Padding: 2-D copies of packed tensors of one format (spatial_pad.hpp); the backward of
+  // constant padding only.
   template <class T, class XF, class YF>
-  void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
-    memfmt::detail::fail(errc::unsupported, "cudnn::pad_forward: no cuDNN graph for padding in memfmt");
+  void pad_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pad_params& p) {
+    run_pad_forward(handle_, stream_, x, y, p);
   }
+  template <class T, class DYF, class DXF>
+  void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) {
+    run_pad_backward(stream_, dy, dx, p);
+  }
+
+  // Softmax over channels through cuDNN's legacy softmax calls, any strides (softmax.hpp).
   template <class T, class XF, class YF>
-  void softmax_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const softmax_params&) {
-    memfmt::detail::fail(errc::unsupported, "cudnn::softmax_forward: no cuDNN graph for softmax in memfmt");
+  void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
+    check_cudnn(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+    run_softmax_forward(handle_, x, y, p);
   }
+  template <class T, class YF, class DYF, class DXF>
+  void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                        const softmax_params& p) {
+    check_cudnn(cudnnSetStream(handle_, stream_), "cudnnSetStream");
+    run_softmax_backward(handle_, y, dy, dx, p);
+  }
+
+  // Unsupported here (support() says so, so the executor refuses this layer before any work).
   template <class T, class XF, class YF>
   void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
                           param_t<T>*, param_t<T>*, const group_norm_params&) {

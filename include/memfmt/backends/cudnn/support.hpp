@@ -6,9 +6,11 @@
 // Pointwise steps (activations, binary ops, batch-norm inference, a transposed conv's bias) run
 // channels-last only: cuDNN 9.19 on an H100 ran no pointwise graph over a channels-first tensor
 // with several channels and positions (tensor_desc.hpp, pointwise_frame), so the planner is told
-// to keep those layers channels-last. Group norm, padding and softmax have no cuDNN graph here.
-// The backward passes the trainer asks for (q.backward) are graphs of the same kinds (backward.hpp)
-// with the forwards' limits, so they get the forwards' answers.
+// to keep those layers channels-last. Padding (2-D copies, spatial_pad.hpp) and softmax (the legacy
+// softmax calls, softmax.hpp; not bfloat16) run in both formats. The backward passes the trainer
+// asks for (q.backward) are graphs of the same kinds as the forwards (backward.hpp) with the
+// forwards' limits, so they get the forwards' answers, except padding: it trains in constant mode
+// only (reflect / replicate backward needs sums). Group norm has no cuDNN graph here.
 #pragma once
 
 #include <string>
@@ -39,9 +41,18 @@ inline op_support layer_support(const op_query& q) {
                                "over a channels-first tensor with several channels and positions)");
   switch (q.op) {
     case op_kind::group_norm:
-    case op_kind::pad:
-    case op_kind::softmax:
       return op_support::no(errc::unsupported, op + ": no cuDNN graph for this layer in memfmt");
+    case op_kind::pad:
+      if (q.backward && q.padding != pad_mode::constant)
+        return op_support::no(errc::unsupported,
+                              op + ": the backward of reflect / replicate padding sums output gradients, which the "
+                                   "backend's 2-D copies cannot do (constant padding trains)");
+      break;
+    case op_kind::softmax:
+      if (q.type == dtype::bfloat16)
+        return op_support::no(errc::unsupported_dtype,
+                              op + ": element type bfloat16 (cuDNN's legacy softmax is run for float32, float16)");
+      break;
     case op_kind::upsample:
       if (q.resample == resample_mode::linear && q.rank != 4)
         return op_support::no(errc::unsupported, op + ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
