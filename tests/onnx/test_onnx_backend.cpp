@@ -4,7 +4,8 @@
 // without an opaque node unless the network cannot express that use (a reason the test lists); an
 // import error that is not errc::unsupported / unsupported_dtype on a model the ONNX project ships
 // is a failure. RunEverySupportedTest runs every test that imports runnable through the executor
-// in three plans and compares with the expected outputs at ONNX's tolerances.
+// in three plans, on the reference backend, oneDNN where built and cuDNN where a GPU is present, and
+// compares with the expected outputs at ONNX's tolerances.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +25,9 @@
 #include "memfmt/onnx/run.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
 #include "memfmt/backends/dnnl/backend.hpp"
+#endif
+#ifdef MEMFMT_TEST_CUDNN
+#include "memfmt/backends/cudnn/backend.hpp"
 #endif
 #include "plans.hpp"
 
@@ -302,6 +306,16 @@ TEST_P(OnnxBackendRun, RunEverySupportedTest) {
 #ifdef MEMFMT_TEST_ONEDNN
   memfmt::onednn::backend onednn;
   report(run_suite(suite, p, onednn, failures));
+#endif
+#ifdef MEMFMT_TEST_CUDNN
+  // On a GPU only. ONNX's tolerances hold for float32 without TF32: run with NVIDIA_TF32_OVERRIDE=0
+  // (scripts/gpu_check.sh does), or cuDNN may convolve with 10-bit mantissas.
+  if (memfmt::cudnn::device_count() > 0) {
+    memfmt::cudnn::backend cudnn;
+    report(run_suite(suite, p, cudnn, failures));
+  } else {
+    std::printf("  cuDNN backend: no CUDA device, not run\n");
+  }
 #endif
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
