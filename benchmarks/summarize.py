@@ -35,6 +35,13 @@ ResNet-50 and MobileNetV2, float32 inference, batch 1 and 8: memfmt's planned ro
 (optimal_calibrated where it ran, else optimal) / PyTorch channels_last >= 1.2, and the ONNX
 import's planned row / ONNX Runtime >= 1.0; "met" is None where a side did not run.
 
+GPU networks (bench_network_cudnn's BM_network_cudnn/<model>/<dtype>/<pass>/<policy> rows) stay out of
+the tables above and get their own, only where such rows exist (JSON "gpu_network"): images/s per
+policy, NHWC/NCHW (all_channels_last / all_channels_first images/s) and the fastest policy per run;
+per model and batch the training steps' NHWC/NCHW per dtype ("gpu_training_speedup"); and the
+headline, ResNet-50 training at the largest batch, channels-last against channels-first per dtype
+("gpu_headline"), with the reason where a side did not run.
+
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
 backend refused an element type the CPU cannot compute in; rows that ran have status "ok".
@@ -215,12 +222,22 @@ def ms_per_batch(b, batch):
     return b.get("real_time", float("nan")) * scale
 
 
-def network_rows(rows):
-    """BM_network/<model>/<dtype>/<pass>/<policy>: one row per policy, compared with its nchw run."""
+GPU_NETWORK = "BM_network_cudnn/"
+
+
+def is_gpu_network(b):
+    return b["name"].startswith(GPU_NETWORK)
+
+
+def network_rows(rows, gpu=False):
+    """BM_network/<model>/<dtype>/<pass>/<policy>: one row per policy, compared with its nchw run.
+    gpu: bench_network_cudnn's BM_network_cudnn/... rows instead (kept out of the CPU table)."""
     groups = {}
     order = []
     for b in rows:
-        if is_peer(b) or ("images_per_s" not in b and not b["name"].startswith("BM_network/")):
+        if is_peer(b) or is_gpu_network(b) != gpu:
+            continue
+        if "images_per_s" not in b and not b["name"].startswith(("BM_network/", GPU_NETWORK)):
             continue
         case = network_case(b)
         if case is None:
@@ -249,6 +266,120 @@ def network_rows(rows):
                        calibration_s=b.get("calibration_s"), speed_vs_nchw=ref_ms / ms if ms and ms > 0 else float("nan"), label=b.get("label", ""))
             out.append(row)
     return out
+
+
+# The GPU network table (bench_network_cudnn): images/s per policy, channels-last over
+# channels-first, and the training speedup of channels-last per dtype; the headline is ResNet-50
+# training.
+GPU_POLICIES = ("all_channels_first", "all_channels_last", "pytorch_eager", "optimal", "optimal_calibrated")
+GPU_DTYPES = ("float32", "float16", "bfloat16")
+HEADLINE_MODEL = "resnet50"
+
+
+def cl_over_cf(group):
+    """all_channels_last images/s / all_channels_first's where both ran, else None."""
+    cf, cl = group.get("all_channels_first"), group.get("all_channels_last")
+    if cf and cl and cf["status"] == "ok" and cl["status"] == "ok" and cf["images_per_s"]:
+        return cl["images_per_s"] / cf["images_per_s"]
+    return None
+
+
+def why_not(group, policies):
+    """The distinct reasons the given policies' rows did not run (or that they are missing)."""
+    notes = []
+    for p in policies:
+        r = group.get(p)
+        why = "no row" if r is None else (None if r["status"] == "ok" else r["status"])
+        if why and why not in notes:
+            notes.append(why)
+    return "; ".join(notes)
+
+
+def gpu_network(gpu_nets):
+    """Per GPU network run (model, dtype, pass, batch, resolution): images/s per policy, the
+    all_channels_last / all_channels_first ratio (None where a side did not run) and the fastest policy."""
+    groups, order = {}, []
+    for n in gpu_nets:
+        key = (n["model"], n["dtype"], n["pass"], n["batch"], n["resolution"])
+        if key not in groups:
+            groups[key] = {}
+            order.append(key)
+        groups[key][n["policy"]] = n
+    out = []
+    for key in order:
+        g = groups[key]
+        ran = {p: r["images_per_s"] for p, r in g.items() if r["status"] == "ok" and r["images_per_s"]}
+        best = max(ran, key=ran.get) if ran else None
+        cf = ran.get("all_channels_first")
+        out.append({"model": key[0], "dtype": key[1], "pass": key[2], "batch": key[3], "resolution": key[4],
+                    "images_per_s": {p: ran.get(p) for p in GPU_POLICIES if p in g},
+                    "nhwc_over_nchw": cl_over_cf(g), "best_policy": best,
+                    "best_over_nchw": ran[best] / cf if best and cf else None,
+                    "note": why_not(g, [p for p in GPU_POLICIES if p in g]),
+                    "_group": g})
+    return out
+
+
+def gpu_training_speedup(runs):
+    """Per model and batch of the training runs: all_channels_last / all_channels_first images/s per dtype."""
+    out, index = [], {}
+    for t in runs:
+        if t["pass"] != "training":
+            continue
+        key = (t["model"], t["batch"], t["resolution"])
+        if key not in index:
+            index[key] = {"model": t["model"], "batch": t["batch"], "resolution": t["resolution"],
+                          "speedup": {}, "notes": {}}
+            out.append(index[key])
+        index[key]["speedup"][t["dtype"]] = t["nhwc_over_nchw"]
+        if t["nhwc_over_nchw"] is None:
+            index[key]["notes"][t["dtype"]] = why_not(t["_group"], ("all_channels_first", "all_channels_last"))
+    return out
+
+
+def gpu_headline(runs):
+    """ResNet-50 training at the largest batch that has rows: channels-last vs channels-first images/s
+    per dtype, with the reason where a side did not run; None without ResNet-50 training rows."""
+    training = [t for t in runs if t["model"] == HEADLINE_MODEL and t["pass"] == "training"]
+    if not training:
+        return None
+    batch = max((t["batch"] for t in training if t["batch"] is not None), default=None)
+    out = {"model": HEADLINE_MODEL, "pass": "training", "batch": batch, "dtypes": []}
+    for t in sorted((t for t in training if t["batch"] == batch),
+                    key=lambda t: GPU_DTYPES.index(t["dtype"]) if t["dtype"] in GPU_DTYPES else 9):
+        g = t["_group"]
+        ips = {p: g[p]["images_per_s"] if p in g and g[p]["status"] == "ok" else None
+               for p in ("all_channels_first", "all_channels_last")}
+        out["dtypes"].append({"dtype": t["dtype"], "channels_first_images_per_s": ips["all_channels_first"],
+                              "channels_last_images_per_s": ips["all_channels_last"], "ratio": t["nhwc_over_nchw"],
+                              "note": "" if t["nhwc_over_nchw"] is not None
+                              else why_not(g, ("all_channels_first", "all_channels_last"))})
+    return out
+
+
+def short(text, width=120):
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def gpu_markdown(runs, speedup, headline):
+    md = ["\n## GPU (cuDNN) whole networks: images/s per policy (bench_network_cudnn; NHWC/NCHW: "
+          "all_channels_last / all_channels_first)\n"]
+    if headline:
+        for d in headline["dtypes"]:
+            what = (f"channels-last {fmt(d['channels_last_images_per_s'])} images/s vs channels-first "
+                    f"{fmt(d['channels_first_images_per_s'])}: {fmt(d['ratio'])}x" if d["ratio"] is not None
+                    else "not measured: " + short(d["note"], 200))
+            md.append(f"**Headline: ResNet-50 training on the GPU, batch {headline['batch']}, {d['dtype']}**: {what}  ")
+        md.append("")
+    md.append(table(["network", "dtype", "pass", "batch"] + list(GPU_POLICIES) + ["NHWC/NCHW", "best", "note"],
+                    [[t["model"], t["dtype"], t["pass"], t["batch"]] + [t["images_per_s"].get(p) for p in GPU_POLICIES]
+                     + [t["nhwc_over_nchw"], t["best_policy"], short(t["note"])] for t in runs]))
+    if speedup:
+        md.append("\n## GPU training: channels-last speedup (all_channels_last / all_channels_first images/s)\n")
+        md.append(table(["network", "batch"] + list(GPU_DTYPES) + ["note"],
+                        [[s["model"], s["batch"]] + [s["speedup"].get(d) for d in GPU_DTYPES]
+                         + [short("; ".join(f"{d}: {w}" for d, w in s["notes"].items()))] for s in speedup]))
+    return md
 
 
 def peer_rows(rows):
@@ -538,6 +669,11 @@ def main():
                           n["conversion_ms"], mebibytes(n["arena_bytes"]), n["calibration_s"],
                           n["speed_vs_nchw"] if n["status"] == "ok" else n["status"]]
                          for n in nets]))
+    gpu_table = gpu_network(network_rows(rows, gpu=True))
+    gpu_speedup = gpu_training_speedup(gpu_table)
+    headline = gpu_headline(gpu_table)
+    if gpu_table:
+        md += gpu_markdown(gpu_table, gpu_speedup, headline)
     peers = peer_rows(rows)
     vs = network_vs_peers(nets, peers)
     if vs:
@@ -598,7 +734,10 @@ def main():
         with open(os.path.join(a.out, "summary.json"), "w") as f:
             json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets,
                        "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
-                       "calibration_by_model": by_model, "goals": goal_rows}, f, indent=1)
+                       "calibration_by_model": by_model, "goals": goal_rows,
+                       **({"gpu_network": [{k: v for k, v in t.items() if k != "_group"} for t in gpu_table],
+                           "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {})},
+                      f, indent=1)
         written, why = charts(pairs, vs, nets, a.out)
         if why:
             print("\nsummarize: " + why)

@@ -19,6 +19,10 @@
 #                     optimal_calibrated plans; needs PyTorch to export the files)
 #   bench_conv_cudnn  the same layers on the GPU through cuDNN (only where a GPU is present)
 #   bench_convert_cuda  memfmt::cuda::convert against the GPU's device-to-device copy (likewise)
+#   bench_network_cudnn  bench_network's networks on the GPU through cuDNN (likewise; rows
+#                     BM_network_cudnn/<model>/<f32|f16|bf16>/<pass>/<policy>) at batch 1 and 32,
+#                     224x224 (MEMFMT_BENCH_RESOLUTION), its calibration in DIR/timing_cache_cudnn.json;
+#                     quick mode: ResNet-50 and MobileNetV2, calibrated at batch 32
 # then prints the tables (per layer; per network with memfmt / peer ratios; the calibrated plan
 # against the priors' plan and all channels_last; the goals against PyTorch and ONNX Runtime) and writes
 # summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder,
@@ -53,8 +57,10 @@ build=${MEMFMT_BENCH_BUILD_DIR:-build-bench}
 jobs=$(memfmt_jobs)
 # On a GPU machine the CUDA parts are built for that GPU (machine code, not PTX compiled at load).
 cuda_arch=()
+have_gpu=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=native)
+  have_gpu=1
 fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=ON \
       -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=OFF "${cuda_arch[@]}" >/dev/null
@@ -97,11 +103,14 @@ else
 fi
 export MEMFMT_BENCH_TIMING_CACHE="$out/timing_cache.json"
 gpu_suites=0
-if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ] || [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then gpu_suites=1; fi
+for bin in cudnn/bench_conv_cudnn cuda/bench_convert_cuda network/bench_network_cudnn; do
+  if [ "$have_gpu" = 1 ] && [ -x "$build/benchmarks/$bin" ]; then gpu_suites=1; fi
+done
 stages=$((5 + gpu_suites))
 stage=0
 # This script's earlier results (bench_network.json was the single-batch name) would join stale rows.
-rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/bench_network_onnx_b*.json "$out"/peers.json
+rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/bench_network_onnx_b*.json "$out"/peers.json \
+      "$out"/bench_network_cudnn_b*.json
 progress() { stage=$((stage + 1)); echo "== [$stage/$stages $(date +%H:%M:%S)] $*"; }
 
 progress "bench_conv: per-layer NCHW vs NHWC"
@@ -190,12 +199,30 @@ else
 fi
 
 if [ "$gpu_suites" = 1 ]; then
-  progress "GPU suites: cuDNN layers and CUDA conversion"
+  progress "GPU suites: cuDNN layers, CUDA conversion, whole networks on cuDNN"
   if [ -x "$build/benchmarks/cudnn/bench_conv_cudnn" ]; then
     run_bench bench_conv_cudnn "$build/benchmarks/cudnn/bench_conv_cudnn"
   fi
   if [ -x "$build/benchmarks/cuda/bench_convert_cuda" ]; then
     run_bench bench_convert_cuda "$build/benchmarks/cuda/bench_convert_cuda"
+  fi
+  if [ -x "$build/benchmarks/network/bench_network_cudnn" ]; then
+    # The CPU's timing cache is another device's: the GPU's calibration has its own file.
+    gpu_filter=()
+    if [ "$mode" = quick ]; then gpu_filter=(--benchmark_filter='^BM_network_cudnn/(resnet50|mobilenet_v2)/'); fi
+    for n in 1 32; do
+      gpu_calibrated=all
+      if [ "$mode" = quick ]; then
+        gpu_calibrated=none
+        if [ "$n" != 1 ]; then gpu_calibrated=resnet50,mobilenet_v2; fi
+      fi
+      echo "   bench_network_cudnn batch $n"
+      MEMFMT_BENCH_BATCH=$n MEMFMT_BENCH_RESOLUTION=${MEMFMT_BENCH_RESOLUTION:-224} \
+        MEMFMT_BENCH_CALIBRATED=$gpu_calibrated MEMFMT_BENCH_TRAIN=all \
+        MEMFMT_BENCH_TIMING_CACHE="$out/timing_cache_cudnn.json" \
+        run_bench "bench_network_cudnn_b$n" "$build/benchmarks/network/bench_network_cudnn" "${gpu_filter[@]}" ||
+        echo "memfmt: bench_network_cudnn at batch $n failed (exit $?); its rows are missing"
+    done
   fi
 fi
 "$py" benchmarks/summarize.py --out "$out" "$out"/*.json

@@ -3,12 +3,14 @@
 
   test_summarize.py SOURCE_DIR
 
-Runs summarize.py on fixtures/{conv,network,peers}.json and checks summary.json against ratios
+Runs summarize.py on fixtures/{conv,network,peers,gpu_network}.json and checks summary.json against ratios
 computed by hand from the fixtures' numbers: NHWC/NCHW per layer, speed against the network's
 channels-first run (old names BM_network/resnet50/f32/fwd/nchw and new ones .../inference/optimal in
 one group), memfmt / peer images/s (the ONNX import's rows against ONNX Runtime, train rows'
 ms_per_step), the calibrated plan's check against the priors' plan and all channels_last with the
-noise margin, the goal table, and that a skipped peer or memfmt row gives no ratio but a reason. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
+noise margin, the goal table, and that a skipped peer or memfmt row gives no ratio but a reason;
+the GPU network table (bench_network_cudnn's rows, kept out of the CPU one): images/s per policy,
+NHWC/NCHW, the training speedup per dtype and the ResNet-50 training headline, absent without GPU rows. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
 """
 import importlib.util
@@ -36,11 +38,12 @@ def near(a, b):
 def main():
     src = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     fixtures = os.path.join(src, "tests", "bench", "fixtures")
-    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json")]
+    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json")]
     with tempfile.TemporaryDirectory() as out:
         r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files,
                            capture_output=True, text=True)
         check(r.returncode == 0, f"summarize.py exit {r.returncode}: {r.stderr[-500:]}")
+        printed = r.stdout  # r is reused below
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
         with open(os.path.join(out, "summary.md")) as f:
@@ -143,6 +146,31 @@ def main():
               "a peer with 16 frames does not join an 8-frame row")
         check(len(s["peers"]) == 11, "11 peer rows")
 
+        # The GPU table: bench_network_cudnn's rows, none of them in the CPU table (still 18 rows above).
+        gpu = {(t["model"], t["dtype"], t["pass"], t["batch"]): t for t in s["gpu_network"]}
+        check(len(gpu) == 6, f"6 GPU network runs, got {sorted(gpu)}")
+        f32 = gpu[("resnet50", "float32", "inference", 32)]
+        check(near(f32["nhwc_over_nchw"], 1500 / 1000) and f32["best_policy"] == "optimal_calibrated"
+              and near(f32["best_over_nchw"], 1.65) and near(f32["images_per_s"]["pytorch_eager"], 1400),
+              f"GPU fwd: NHWC/NCHW 1.5, calibrated fastest: {f32}")
+        check(near(gpu[("mobilenet_v2", "float16", "inference", 1)]["nhwc_over_nchw"], 0.8), "GPU NHWC slower: 0.8")
+        bf = gpu[("resnet50", "bfloat16", "training", 32)]
+        check(bf["nhwc_over_nchw"] is None and "compute capability" in bf["note"], f"refused dtype: reason {bf}")
+        sp = {(r["model"], r["batch"]): r for r in s["gpu_training_speedup"]}
+        check(near(sp[("resnet50", 32)]["speedup"]["float16"], 2.5) and sp[("resnet50", 32)]["speedup"]["bfloat16"] is None
+              and near(sp[("resnet50", 1)]["speedup"]["float16"], 0.5), f"training speedups: {sp}")
+        check("runtime::trainer" in sp[("resnet50", 32)]["notes"]["float32"], "a trainer the backend lacks: reason")
+        h = s["gpu_headline"]
+        check(h["model"] == "resnet50" and h["batch"] == 32 and [d["dtype"] for d in h["dtypes"]] == list(
+            ("float32", "float16", "bfloat16")), f"headline: the largest batch, every dtype: {h}")
+        f16 = h["dtypes"][1]
+        check(near(f16["ratio"], 2.5) and near(f16["channels_last_images_per_s"], 2000)
+              and near(f16["channels_first_images_per_s"], 800), "headline float16: 2000 / 800")
+        check(h["dtypes"][2]["ratio"] is None and "compute capability" in h["dtypes"][2]["note"], "headline bf16: why")
+        check("**Headline: ResNet-50 training on the GPU, batch 32, float16**: channels-last 2000 images/s vs "
+              "channels-first 800: 2.5x" in md, "headline line in summary.md")
+        check(re.search(r"\| resnet50 +\| 32 +\| - +\| 2\.5 +\| - +\|", md) is not None, "speedup table row")
+
         has_mpl = importlib.util.find_spec("matplotlib") is not None
         for png in ("ratios.png", "networks.png"):
             path = os.path.join(out, png)
@@ -150,9 +178,18 @@ def main():
                 with open(path, "rb") as f:
                     check(f.read(8) == b"\x89PNG\r\n\x1a\n", f"{png} is a PNG")
             else:
-                check(not os.path.exists(path) and "matplotlib" in r.stdout, f"{png} skipped with a reason")
+                check(not os.path.exists(path) and "matplotlib" in printed, f"{png} skipped with a reason")
         if not has_mpl:
             print("test_summarize: matplotlib not importable; the chart checks were the skip path")
+
+    # Without bench_network_cudnn's JSON there is no GPU table.
+    with tempfile.TemporaryDirectory() as out:
+        r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out,
+                            os.path.join(fixtures, "network.json")], capture_output=True, text=True)
+        check(r.returncode == 0, f"summarize.py without GPU rows: exit {r.returncode}: {r.stderr[-500:]}")
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        check("gpu_network" not in s and "GPU (cuDNN)" not in r.stdout, "no GPU rows: no GPU table")
 
     # bench_peers.py --match: the cases of the network fixture (no torch needed to read them).
     sys.path.insert(0, os.path.join(src, "benchmarks", "peers"))
