@@ -9,7 +9,9 @@
 # 2. configures build-gpu/ (Release, CMAKE_CUDA_ARCHITECTURES=native, cuDNN and CUDA required, no
 #    oneDNN) and builds only the GPU targets with -j16: cudnn_gpu_tests, test_cuda_convert,
 #    bench_network_cudnn, bench_conv_cudnn, bench_convert_cuda (build.log);
-# 3. runs the GPU tests (ctest -L cuda, those two executables: ctest.log, ctest_junit.xml);
+# 3. runs the GPU tests (ctest -L cuda, those two executables: ctest.log, ctest_junit.xml), and
+#    where libonnx-dev and libonnx-testdata are installed ONNX's backend tests on the reference and
+#    cuDNN backends with TF32 off (test_onnx_backend, onnx_conformance.log);
 # 4. runs the GPU benchmarks in quick settings, each with its JSON and console log:
 #    bench_network_cudnn_b32 (ResNet-50 and MobileNetV2, f32/f16/bf16, fwd and train, ResNet-50
 #    calibrated; 224x224), bench_conv_cudnn, bench_convert_cuda, bench_network_cudnn_b1 (ResNet-50);
@@ -77,6 +79,13 @@ if ! have benchmark/benchmark.h; then benches=OFF; echo "no Google Benchmark (li
 targets=()
 [ "$tests" = ON ] && targets+=(cudnn_gpu_tests test_cuda_convert)
 [ "$benches" = ON ] && targets+=(bench_network_cudnn bench_conv_cudnn bench_convert_cuda)
+onnx_tests=0  # ONNX's backend tests need libonnx-dev and libonnx-testdata
+if [ "$tests" = ON ] && have onnx/onnx_pb.h && [ -d /usr/share/libonnx-testdata/data/node ]; then
+  onnx_tests=1
+  targets+=(test_onnx_backend)
+else
+  echo "no libonnx-dev or libonnx-testdata: the ONNX backend tests on cuDNN are not run" | tee -a "$out/steps.txt"
+fi
 if ! step configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-native}" \
      -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=$tests \
      -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF; then
@@ -90,6 +99,9 @@ step build 270 cmake --build "$build" -j 16 --target "${targets[@]}" -- -k || fa
 if [ "$tests" = ON ]; then
   step ctest 100 ctest --test-dir "$build" -L cuda -R '^(cudnn_gpu_tests|test_cuda_convert)\.' \
     --output-on-failure --output-junit "$out/ctest_junit.xml" -j 4 || failed=1
+  # ONNX's tolerances are float32's: TF32 off (cuDNN and cuBLAS read NVIDIA_TF32_OVERRIDE).
+  [ "$onnx_tests" = 1 ] && { NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 90 ctest --test-dir "$build" \
+    -R '^test_onnx_backend\..*RunEverySupportedTest' --output-on-failure -j 12 || failed=1; }
 fi
 
 bench() {  # NAME CAP BINARY [args...]: JSON into OUTDIR/NAME.json, console into OUTDIR/NAME.log

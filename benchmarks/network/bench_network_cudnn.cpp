@@ -1,6 +1,7 @@
 // bench_network_cudnn - bench_network's whole networks on the GPU: graph/models.hpp through the
 // library's executor (and trainer) on memfmt::cudnn::backend, one plan per policy, with the
-// activations, parameters and conversions in device memory (runtime/executor.hpp, "device memory").
+// activations, parameters and conversions in device memory (runtime/executor.hpp, "device memory");
+// conversions run memfmt::cuda::convert's kernels (kernel_converter.cu).
 //
 // Benchmark names: BM_network_cudnn/<model>/<f32|f16|bf16>/<fwd|train>/<policy>, policies and
 //   counters as bench_network's (network_cases.hpp, shared with it), optimal_calibrated planned with
@@ -15,8 +16,7 @@
 //   (float16, bfloat16) normalized max error.
 // A row the device cannot run keeps its name and says why (Google Benchmark's error): no CUDA
 //   device (then every row, and the binary exits 0), bfloat16 below compute capability 8.0, a
-//   layer or dtype the backend's support() refuses, and train rows while runtime::trainer cannot
-//   be built on the cuDNN backend (the reason names the backward methods it lacks).
+//   layer or dtype the backend's support() refuses (forward, or backward for train rows).
 // float16 networks get their random parameters drawn in float32 and rounded, as model.half() does.
 //
 // Environment: bench_network's (MEMFMT_BENCH_BATCH, default 32 here; MEMFMT_BENCH_RESOLUTION;
@@ -31,6 +31,10 @@
 
 #include "network_cases.hpp"
 
+namespace memfmt_bench {
+memfmt::cudnn::format_converter kernel_converter();  // kernel_converter.cu
+}  // namespace memfmt_bench
+
 namespace {
 
 using namespace memfmt;
@@ -41,7 +45,11 @@ struct cudnn_binding {
   using backend_type = cudnn::backend;
   static constexpr const char* prefix = "BM_network_cudnn";
   static backend_type& backend() {
-    static cudnn::backend b;  // a throw (no device, no cuDNN) leaves it to be tried again
+    static cudnn::backend b = [] {  // a throw (no device, no cuDNN) leaves it to be tried again
+      cudnn::backend_options o;
+      o.converter = memfmt_bench::kernel_converter();  // the plans' conversions as kernels, not 2-D copies
+      return cudnn::backend(o);
+    }();
     return b;
   }
   static std::string refuses(dtype t) {

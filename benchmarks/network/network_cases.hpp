@@ -143,62 +143,6 @@ inline const model_case model_cases[] = {
     {"r3d_18", models::r3d_18, 56, 8},
 };
 
-// Whether runtime::trainer<B> compiles: B has every backward method the trainer calls (asked with
-// float NCHW views, as runtime/calibrate.hpp asks for the forward ones).
-// Whether runtime::trainer<B> compiles: B has every backward method the trainer calls (asked with
-// float NCHW views, as runtime/calibrate.hpp asks for the forward ones).
-namespace has {
-using runtime::detail::cview;
-using runtime::detail::has_v;
-using runtime::detail::mview;
-// clang-format off
-template <class B> using conv_bwd_w = decltype(std::declval<B&>().conv_backward_weights(cview<float>(), cview<float>(), mview<float>(), (float*)nullptr, conv_params{}));
-template <class B> using bn_train = decltype(std::declval<B&>().batch_norm_forward_training(cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, (float*)nullptr, (float*)nullptr, batch_norm_params{}));
-template <class B> using bn_bwd = decltype(std::declval<B&>().batch_norm_backward(cview<float>(), cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, batch_norm_params{}));
-template <class B> using act_bwd = decltype(std::declval<B&>().activation_backward(activation::relu, cview<float>(), cview<float>(), mview<float>()));
-template <class B> using bin_bwd = decltype(std::declval<B&>().binary_backward(binary_op::add, cview<float>(), cview<float>(), cview<float>(), mview<float>(), mview<float>()));
-template <class B> using pool_bwd = decltype(std::declval<B&>().pool_backward(cview<float>(), cview<float>(), mview<float>(), pool_params{}));
-template <class B> using gap_bwd = decltype(std::declval<B&>().global_average_pool_backward(cview<float>(), mview<float>()));
-template <class B> using up_bwd = decltype(std::declval<B&>().upsample_backward(cview<float>(), mview<float>(), upsample_params{}));
-template <class B> using pad_bwd = decltype(std::declval<B&>().pad_backward(cview<float>(), mview<float>(), pad_params{}));
-template <class B> using gn_bwd = decltype(std::declval<B&>().group_norm_backward(cview<float>(), cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr, group_norm_params{}));
-template <class B> using sm_bwd = decltype(std::declval<B&>().softmax_backward(cview<float>(), cview<float>(), mview<float>(), softmax_params{}));
-template <class B> using lin_bwd_d = decltype(std::declval<B&>().linear_backward_data(cview<float>(), (const float*)nullptr, mview<float>()));
-template <class B> using lin_bwd_w = decltype(std::declval<B&>().linear_backward_weights(cview<float>(), cview<float>(), (float*)nullptr, (float*)nullptr));
-template <class B> using cat_bwd = decltype(std::declval<B&>().concat_backward(cview<float>(), std::vector<mview<float>>{}));
-template <class B> using slice_bwd = decltype(std::declval<B&>().channel_slice_backward(cview<float>(), std::int64_t{}, mview<float>()));
-// clang-format on
-
-// The backward methods B lacks, comma-separated; empty: trainer<B> can be built.
-template <class B>
-std::string missing_backward() {
-  std::string m;
-  const auto need = [&m](bool have, const char* what) {
-    if (!have) m += (m.empty() ? "" : ", ") + std::string(what);
-  };
-  need(has_v<conv_bwd_w, B>, "conv_backward_weights");
-  need(has_v<bn_train, B>, "batch_norm_forward_training");
-  need(has_v<bn_bwd, B>, "batch_norm_backward");
-  need(has_v<act_bwd, B>, "activation_backward");
-  need(has_v<bin_bwd, B>, "binary_backward");
-  need(has_v<pool_bwd, B>, "pool_backward");
-  need(has_v<gap_bwd, B>, "global_average_pool_backward");
-  need(has_v<up_bwd, B>, "upsample_backward");
-  need(has_v<pad_bwd, B>, "pad_backward");
-  need(has_v<gn_bwd, B>, "group_norm_backward");
-  need(has_v<sm_bwd, B>, "softmax_backward");
-  need(has_v<lin_bwd_d, B>, "linear_backward_data");
-  need(has_v<lin_bwd_w, B>, "linear_backward_weights");
-  need(has_v<cat_bwd, B>, "concat_backward");
-  need(has_v<slice_bwd, B>, "channel_slice_backward");
-  return m;
-}
-template <class B>
-inline constexpr bool trains_v = has_v<conv_bwd_w, B> && has_v<bn_train, B> && has_v<bn_bwd, B> && has_v<act_bwd, B> &&
-                          has_v<bin_bwd, B> && has_v<pool_bwd, B> && has_v<gap_bwd, B> && has_v<up_bwd, B> &&
-                          has_v<pad_bwd, B> && has_v<gn_bwd, B> && has_v<sm_bwd, B> && has_v<lin_bwd_d, B> &&
-                          has_v<lin_bwd_w, B> && has_v<cat_bwd, B> && has_v<slice_bwd, B>;
-}  // namespace has
 
 inline const char* dtype_name(dtype t) {
   return t == dtype::float32 ? "f32" : t == dtype::float16 ? "f16" : "bf16";
@@ -393,7 +337,6 @@ struct case_state {
   }
 
   // One training step per policy: its output and every gradient against all_channels_first's.
-  // Instantiated only where runtime::trainer<Backend> compiles (has::trains_v).
   const std::string& train_check() {
     if (train_check_error) return *train_check_error;
     train_check_error = std::string();
@@ -598,34 +541,27 @@ void bm_train(benchmark::State& state, const model_case& m, dtype t, graph::poli
   using Backend = typename Binding::backend_type;
   state.SetLabel(m.size_label());
   try {
-    if constexpr (!has::trains_v<Backend>) {
-      (void)m, (void)t, (void)p;
-      const std::string why = std::string("unsupported: runtime::trainer cannot run on the ") + Backend::name +
-                              " backend: it has no " + has::missing_backward<Backend>();
+    if (const std::string why = Binding::refuses(t); !why.empty()) {
       state.SkipWithError(why.c_str());
-    } else {
-      if (const std::string why = Binding::refuses(t); !why.empty()) {
-        state.SkipWithError(why.c_str());
-        return;
-      }
-      case_state<Backend>& st = state_of<Binding>(m, t, source::model_for_training);
-      const std::string& err = st.train_check();
-      if (!err.empty()) {
-        state.SkipWithError(err.c_str());
-        return;
-      }
-      const graph::plan& plan = st.plan_for({p});
-      runtime::trainer<Backend> tr(st.net, plan, st.backend, st.params);
-      st.train_step(tr);  // warm-up
-      Binding::finish(st.backend);
-      const auto [s, iters] = timed_loop<Binding>(state, [&] { st.train_step(tr); });
-      if (iters == 0 || s <= 0) return;
-      state.counters["ms_per_step"] = s / static_cast<double>(iters) * 1e3;
-      state.counters["images_per_s"] = static_cast<double>(settings().batch) * static_cast<double>(iters) / s;
-      set_memory_counters(state, tr.report());
-      state.counters["conversion_ms"] = conversion_ms(st.backend, st.net, plan, true);
-      state.SetLabel(st.label(plan));
+      return;
     }
+    case_state<Backend>& st = state_of<Binding>(m, t, source::model_for_training);
+    const std::string& err = st.train_check();
+    if (!err.empty()) {
+      state.SkipWithError(err.c_str());
+      return;
+    }
+    const graph::plan& plan = st.plan_for({p});
+    runtime::trainer<Backend> tr(st.net, plan, st.backend, st.params);
+    st.train_step(tr);  // warm-up
+    Binding::finish(st.backend);
+    const auto [s, iters] = timed_loop<Binding>(state, [&] { st.train_step(tr); });
+    if (iters == 0 || s <= 0) return;
+    state.counters["ms_per_step"] = s / static_cast<double>(iters) * 1e3;
+    state.counters["images_per_s"] = static_cast<double>(settings().batch) * static_cast<double>(iters) / s;
+    set_memory_counters(state, tr.report());
+    state.counters["conversion_ms"] = conversion_ms(st.backend, st.net, plan, true);
+    state.SetLabel(st.label(plan));
   } catch (const std::exception& e) {  // errc::unsupported where a layer has no backward on the backend
     state.SkipWithError(e.what());
   }
