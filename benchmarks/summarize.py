@@ -42,6 +42,11 @@ per model and batch the training steps' NHWC/NCHW per dtype ("gpu_training_speed
 headline, ResNet-50 training at the largest batch, channels-last against channels-first per dtype
 ("gpu_headline"), with the reason where a side did not run.
 
+The planner's own time (bench_planner's BM_solve_explain/<blocks>/<family> rows: graph::solve and
+explain's text on models::bottleneck_chain networks; family 0 the default priors, 1 batch norm
+indifferent) gets a Planner table, only where such rows exist (JSON "planner"): family, nodes, CPU ms
+per solve + explain and ms per 1,000 nodes.
+
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
 backend refused an element type the CPU cannot compute in; rows that ran have status "ok".
@@ -211,6 +216,12 @@ def network_case(b):
             "frames": int(frames) if frames is not None else None, "policy": parts[4]}
 
 
+def milliseconds(b, field="real_time"):
+    """Google Benchmark's real_time (or cpu_time) of a row in ms, whatever its time_unit."""
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}.get(b.get("time_unit", "ns"), float("nan"))
+    return b.get(field, float("nan")) * scale
+
+
 def ms_per_batch(b, batch):
     """The ms_per_batch (ms_per_step) counter, else batch / images_per_s, else Google Benchmark's real_time."""
     for counter in ("ms_per_batch", "ms_per_step"):
@@ -218,8 +229,7 @@ def ms_per_batch(b, batch):
             return b[counter]
     if batch and b.get("images_per_s"):
         return batch / b["images_per_s"] * 1e3
-    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}.get(b.get("time_unit", "ns"), float("nan"))
-    return b.get("real_time", float("nan")) * scale
+    return milliseconds(b)
 
 
 GPU_NETWORK = "BM_network_cudnn/"
@@ -535,6 +545,32 @@ def goals(vs):
     return out
 
 
+# bench_planner's network families (the second name component of its rows).
+PLANNER_FAMILIES = {"0": "default priors", "1": "batch norm indifferent"}
+
+
+def planner_rows(rows):
+    """bench_planner's BM_solve_explain/<blocks>/<family> rows (solve() and explain()'s text, what a user
+    waits for): CPU ms per call and per 1,000 nodes (its "nodes" counter), by family then size. CPU
+    time, as the planner is single-threaded and a busy machine's wall time would count other work."""
+    out = {}
+    for b in rows:
+        parts = clean(b["name"]).split("/")
+        if parts[0] != "BM_solve_explain" or len(parts) < 3:
+            continue
+        family = PLANNER_FAMILIES.get(parts[2], parts[2])
+        nodes = int(b["nodes"]) if "nodes" in b else None
+        row = {"family": family, "blocks": int(parts[1]), "nodes": nodes, "solve_explain_ms": None,
+               "ms_per_1000_nodes": None, "status": status(b)}
+        if row["status"] == "ok":
+            ms = milliseconds(b, "cpu_time")
+            row.update(solve_explain_ms=ms, ms_per_1000_nodes=ms / nodes * 1000 if nodes else None)
+        out[(family, row["blocks"])] = row  # a later file's run of the same case wins
+    families = list(PLANNER_FAMILIES.values())
+    return sorted(out.values(), key=lambda r: (families.index(r["family"]) if r["family"] in families
+                                               else len(families), r["family"], r["blocks"]))
+
+
 def clean(name):
     """Drops Google Benchmark's run-setting suffixes (min_time:, real_time, iterations: ...)."""
     keep = [p for p in name.split("/") if not (p.startswith(("min_time:", "iterations:", "repeats:"))
@@ -725,6 +761,13 @@ def main():
         md.append(table(["case", "GB/s", "memcpy GB/s", "ratio to memcpy", "core-to-core ns"],
                         [[c["case"], c["GB/s"], c["memcpy GB/s"], c["ratio_to_memcpy"], c["core-to-core ns"]]
                          for c in conv]))
+    planner = planner_rows(rows)
+    if planner:
+        md.append("\n## Planner: graph::solve + explain on bottleneck chains (bench_planner; CPU ms, one thread; "
+                  "batch norm indifferent: the plan converts inside every block, the harder case)\n")
+        md.append(table(["family", "nodes", "solve+explain ms", "ms per 1,000 nodes"],
+                        [[p["family"], p["nodes"], p["solve_explain_ms"] if p["status"] == "ok" else p["status"],
+                          p["ms_per_1000_nodes"]] for p in planner]))
     text = "\n".join(md) if md else "no benchmark results found"
     print(text)
     if a.out:
@@ -736,7 +779,8 @@ def main():
                        "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
                        "calibration_by_model": by_model, "goals": goal_rows,
                        **({"gpu_network": [{k: v for k, v in t.items() if k != "_group"} for t in gpu_table],
-                           "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {})},
+                           "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {}),
+                       **({"planner": planner} if planner else {})},
                       f, indent=1)
         written, why = charts(pairs, vs, nets, a.out)
         if why:

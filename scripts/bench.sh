@@ -3,6 +3,9 @@
 # (Release, -march=native) and runs, with a progress line per stage:
 #   bench_conv        per-layer convolution / batch norm, NCHW vs NHWC, oneDNN on the CPU
 #   bench_convert     NCHW<->NHWC conversion speed against the same run's memcpy
+#   bench_planner     the format planner's own time: graph::solve + explain on models::bottleneck_chain
+#                     networks of 102 .. 10,002 nodes (quick) or up to 100,002 (--full), with the
+#                     default priors and with batch norm indifferent (the harder family)
 #   bench_network     whole networks of graph/models.hpp through the executor on oneDNN, one plan
 #                     per format policy (BM_network/<model>/<dtype>/<pass>/<policy>) at batch 1 and a
 #                     larger batch: every network at batch 1; at the larger batch ResNet-50 and
@@ -23,8 +26,9 @@
 #                     BM_network_cudnn/<model>/<f32|f16|bf16>/<pass>/<policy>) at batch 1 and 32,
 #                     224x224 (MEMFMT_BENCH_RESOLUTION), its calibration in DIR/timing_cache_cudnn.json;
 #                     quick mode: ResNet-50 and MobileNetV2, calibrated at batch 32
-# then prints the tables (per layer; per network with memfmt / peer ratios; the calibrated plan
-# against the priors' plan and all channels_last; the goals against PyTorch and ONNX Runtime) and writes
+# then prints the tables (per layer; the planner's time per network size; per network with memfmt /
+# peer ratios; the calibrated plan against the priors' plan and all channels_last; the goals against
+# PyTorch and ONNX Runtime) and writes
 # summary.json, summary.md and matplotlib charts (ratios.png, networks.png) into the output folder,
 # and the UNet's plans under pytorch_eager and optimal as Graphviz pictures (unet_*.png).
 # A case this CPU cannot run (oneDNN's bfloat16 without AVX-512) keeps its row, marked e.g.
@@ -106,7 +110,7 @@ gpu_suites=0
 for bin in cudnn/bench_conv_cudnn cuda/bench_convert_cuda network/bench_network_cudnn; do
   if [ "$have_gpu" = 1 ] && [ -x "$build/benchmarks/$bin" ]; then gpu_suites=1; fi
 done
-stages=$((5 + gpu_suites))
+stages=$((6 + gpu_suites))
 stage=0
 # This script's earlier results (bench_network.json was the single-batch name) would join stale rows.
 rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/bench_network_onnx_b*.json "$out"/peers.json \
@@ -117,6 +121,14 @@ progress "bench_conv: per-layer NCHW vs NHWC"
 run_bench bench_conv "$build/benchmarks/conv/bench_conv"
 progress "bench_convert: conversion vs memcpy"
 run_bench bench_convert "$build/benchmarks/convert/bench_convert"
+# The planner is single-threaded and its cases grow tenfold: quick mode stops at 10,002 nodes (about
+# 20 s on 2 cores), --full adds the 100,002-node networks.
+planner_filter=()
+planner_sizes="102 .. 10,002"
+if [ "$mode" = full ]; then planner_sizes="102 .. 100,002"; else planner_filter=(--benchmark_filter='^BM_[a-z_]+/(10|100|1000)(/|$)'); fi
+progress "bench_planner: solve + explain at $planner_sizes nodes"
+run_bench bench_planner "$build/benchmarks/planner/bench_planner" "${planner_filter[@]}" ||
+  echo "memfmt: bench_planner failed (exit $?); the Planner table is missing"
 progress "bench_network: whole networks at batch ${net_batches[*]}"
 for n in "${net_batches[@]}"; do
   filter=()

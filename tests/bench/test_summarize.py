@@ -3,14 +3,17 @@
 
   test_summarize.py SOURCE_DIR
 
-Runs summarize.py on fixtures/{conv,network,peers,gpu_network}.json and checks summary.json against ratios
+Runs summarize.py on fixtures/{conv,network,peers,gpu_network,planner}.json and checks summary.json against ratios
 computed by hand from the fixtures' numbers: NHWC/NCHW per layer, speed against the network's
 channels-first run (old names BM_network/resnet50/f32/fwd/nchw and new ones .../inference/optimal in
 one group), memfmt / peer images/s (the ONNX import's rows against ONNX Runtime, train rows'
 ms_per_step), the calibrated plan's check against the priors' plan and all channels_last with the
 noise margin, the goal table, and that a skipped peer or memfmt row gives no ratio but a reason;
 the GPU network table (bench_network_cudnn's rows, kept out of the CPU one): images/s per policy,
-NHWC/NCHW, the training speedup per dtype and the ResNet-50 training headline, absent without GPU rows. It also checks bench_peers.py's --match reading of the same network fixture. The PNG
+NHWC/NCHW, the training speedup per dtype and the ResNet-50 training headline, absent without GPU rows;
+the Planner table (bench_planner's solve + explain CPU ms and ms per 1,000 nodes, recomputed here from
+the fixture's raw times and units), absent without its rows. It also checks bench_peers.py's --match
+reading of the same network fixture. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
 """
 import importlib.util
@@ -38,7 +41,8 @@ def near(a, b):
 def main():
     src = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     fixtures = os.path.join(src, "tests", "bench", "fixtures")
-    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json")]
+    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json",
+                                                 "planner.json")]
     with tempfile.TemporaryDirectory() as out:
         r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files,
                            capture_output=True, text=True)
@@ -171,6 +175,23 @@ def main():
               "channels-first 800: 2.5x" in md, "headline line in summary.md")
         check(re.search(r"\| resnet50 +\| 32 +\| - +\| 2\.5 +\| - +\|", md) is not None, "speedup table row")
 
+        # The Planner table: only BM_solve_explain rows, CPU time in ms whatever the row's unit, by
+        # family (default priors first) then size.
+        with open(os.path.join(fixtures, "planner.json")) as f:
+            raw = [b for b in json.load(f)["benchmarks"] if b["name"].startswith("BM_solve_explain/")]
+        unit_ms = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+        want = sorted(((b["name"].split("/")[2], int(b["nodes"]), b["cpu_time"] * unit_ms[b["time_unit"]]) for b in raw))
+        family = {"0": "default priors", "1": "batch norm indifferent"}
+        got = s.get("planner", [])
+        check([(p["family"], p["nodes"]) for p in got] == [(family[f], n) for f, n, _ in want],
+              f"planner rows by family then nodes: {[(p['family'], p['nodes']) for p in got]}")
+        for p, (_, nodes, ms) in zip(got, want):
+            check(near(p["solve_explain_ms"], ms) and near(p["ms_per_1000_nodes"], ms / nodes * 1000),
+                  f"planner {p['family']} {nodes} nodes: {ms} ms, {ms / nodes * 1000} per 1,000 nodes: {p}")
+        check(near(got[0]["solve_explain_ms"], 0.54) if got else False, "a row timed in us: 540 us = 0.54 ms")
+        check(re.search(r"\| batch norm indifferent \| 10002 +\| 255 +\| 25\.5 +\|", md) is not None,
+              "planner markdown row: 0.255 s over 10,002 nodes")
+
         has_mpl = importlib.util.find_spec("matplotlib") is not None
         for png in ("ratios.png", "networks.png"):
             path = os.path.join(out, png)
@@ -190,6 +211,7 @@ def main():
         with open(os.path.join(out, "summary.json")) as f:
             s = json.load(f)
         check("gpu_network" not in s and "GPU (cuDNN)" not in r.stdout, "no GPU rows: no GPU table")
+        check("planner" not in s and "Planner" not in r.stdout, "no bench_planner rows: no Planner table")
 
     # bench_peers.py --match: the cases of the network fixture (no torch needed to read them).
     sys.path.insert(0, os.path.join(src, "benchmarks", "peers"))
