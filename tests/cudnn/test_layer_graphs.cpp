@@ -56,19 +56,52 @@ std::vector<cudnnPointwiseMode_t> modes_of(const cudnn::graph_builder& g) {
   return m;
 }
 
+// The tensor `id` of `g` has the dims `d`, the packed strides of `order` and T's cuDNN type.
+template <class T>
+void expect_packed_tensor(const cudnn::graph_builder& g, std::int64_t id, const dims& d, const std::vector<int>& order) {
+  SCOPED_TRACE("uid " + std::to_string(id));
+  const auto r = read_tensor(g.tensor_by_uid(id));
+  EXPECT_EQ(r.dims, d);
+  EXPECT_EQ(r.strides, packed(d, order));
+  EXPECT_EQ(r.type, expected_cudnn_type(dtype_of_v<T>));
+}
+
+// The pointwise modes the graph of an activation kind runs, in order.
+struct activation_modes {
+  activation kind;
+  std::vector<cudnnPointwiseMode_t> modes;
+};
+
+// For every row of `table`: the graph of the problem `problem_of(kind)` gives, finalized, runs the
+// row's modes; `check(kind, problem, graph)` checks the rest.
+template <class ProblemOf, class GraphOf, class Check>
+void for_each_activation(const std::vector<activation_modes>& table, ProblemOf problem_of, GraphOf graph_of,
+                         Check check) {
+  for (const activation_modes& ex : table) {
+    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
+    const auto pr = problem_of(ex.kind);
+    cudnn::graph_builder g = graph_of(pr);
+    finalized(g);
+    EXPECT_EQ(modes_of(g), ex.modes);
+    EXPECT_EQ(g.operations().size(), ex.modes.size());
+    check(ex.kind, pr, g);
+  }
+}
+
+template <class T, class F>
+std::string format_and_type() {
+  return std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>));
+}
+
 // ------------------------------------------------------------------ activations
 
 template <class T, class F>
 void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<int>& order) {
-  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
+  SCOPED_TRACE((format_and_type<T, F>()));
   const tensor_view<const T, F> x(fake_ptr<const T>(1), e);
   const tensor_view<T, F> y(fake_ptr<T>(2), e);
   const dims d(e.begin(), e.end());
-  struct expectation {
-    activation kind;
-    std::vector<cudnnPointwiseMode_t> modes;
-  };
-  const std::vector<expectation> table = {
+  const std::vector<activation_modes> table = {
       {activation::identity, {CUDNN_POINTWISE_IDENTITY}},
       {activation::relu, {CUDNN_POINTWISE_RELU_FWD}},
       {activation::relu6, {CUDNN_POINTWISE_RELU_FWD}},
@@ -79,22 +112,11 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       {activation::hardswish,
        {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
   };
-  for (const expectation& ex : table) {
-    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
-    const cudnn::pointwise_problem pr = cudnn::make_activation_problem(ex.kind, x, y);
-    cudnn::graph_builder g = cudnn::pointwise_graph(pr);
-    finalized(g);
-    EXPECT_EQ(modes_of(g), ex.modes);
-    EXPECT_EQ(g.operations().size(), ex.modes.size());
-    const auto rx = read_tensor(g.tensor_by_uid(cudnn::uid::x));
-    const auto ry = read_tensor(g.tensor_by_uid(cudnn::uid::y));
-    EXPECT_EQ(rx.dims, d);
-    EXPECT_EQ(rx.strides, packed(d, order));
-    EXPECT_EQ(ry.strides, packed(d, order));
-    EXPECT_EQ(rx.type, expected_cudnn_type(dtype_of_v<T>));
-    EXPECT_EQ(ry.type, expected_cudnn_type(dtype_of_v<T>));
-    const bool clipped = ex.kind == activation::relu6 || ex.kind == activation::hardsigmoid ||
-                         ex.kind == activation::hardswish;
+  const auto problem_of = [&](activation kind) { return cudnn::make_activation_problem(kind, x, y); };
+  const auto check = [&](activation kind, const cudnn::pointwise_problem& pr, const cudnn::graph_builder& g) {
+    expect_packed_tensor<T>(g, cudnn::uid::x, d, order);
+    expect_packed_tensor<T>(g, cudnn::uid::y, d, order);
+    const bool clipped = kind == activation::relu6 || kind == activation::hardsigmoid || kind == activation::hardswish;
     bool saw_clip = false;
     for (const op_record& r : g.log()) {
       if (r.options.relu_upper_clip) {
@@ -113,14 +135,15 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       EXPECT_TRUE(rc.by_value);
       EXPECT_EQ(rc.type, CUDNN_DATA_FLOAT);
     }
-    if (ex.kind == activation::hardswish) {
+    if (kind == activation::hardswish) {
       ASSERT_EQ(constants.size(), 2u);
       EXPECT_EQ(constants[0].value, 3.0f);
       EXPECT_FLOAT_EQ(constants[1].value, 1.0f / 6.0f);
       // x * relu6(x + 3): the third operation multiplies by x itself.
       EXPECT_EQ(g.log()[2].b, cudnn::uid::x);
     }
-  }
+  };
+  for_each_activation(table, problem_of, cudnn::pointwise_graph, check);
 }
 
 TEST(CudnnLayerGraphs, ActivationsEveryKindFormatAndType) {
@@ -450,15 +473,11 @@ TEST(CudnnLayerGraphs, LinearErrorsBeforeCudnn) {
 
 template <class T, class F>
 void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::vector<int>& order) {
-  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
+  SCOPED_TRACE((format_and_type<T, F>()));
   const tensor_view<const T, F> x(fake_ptr<const T>(1), e), dy(fake_ptr<const T>(2), e);
   const tensor_view<T, F> dx(fake_ptr<T>(3), e);
   const dims d(e.begin(), e.end());
-  struct expectation {
-    activation kind;
-    std::vector<cudnnPointwiseMode_t> modes;
-  };
-  const std::vector<expectation> table = {
+  const std::vector<activation_modes> table = {
       {activation::identity, {CUDNN_POINTWISE_IDENTITY}},
       {activation::relu, {CUDNN_POINTWISE_RELU_BWD}},
       {activation::relu6, {CUDNN_POINTWISE_RELU_BWD}},
@@ -470,51 +489,46 @@ void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::
        {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_ADD,
         CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
   };
-  for (const expectation& ex : table) {
-    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
-    const cudnn::activation_backward_problem pr = cudnn::make_activation_backward_problem(ex.kind, x, dy, dx);
-    cudnn::graph_builder g = cudnn::activation_backward_graph(pr);
-    finalized(g);
-    EXPECT_EQ(modes_of(g), ex.modes);
+  const auto problem_of = [&](activation kind) { return cudnn::make_activation_backward_problem(kind, x, dy, dx); };
+  const auto check = [&](activation kind, const cudnn::activation_backward_problem& pr,
+                         const cudnn::graph_builder& g) {
     for (std::int64_t id : {cudnn::uid::x, cudnn::uid::dy, cudnn::uid::dx}) {
-      if (ex.kind == activation::identity && id == cudnn::uid::x) continue;  // dx = dy reads no x
-      const auto r = read_tensor(g.tensor_by_uid(id));
-      EXPECT_EQ(r.dims, d);
-      EXPECT_EQ(r.strides, packed(d, order));
-      EXPECT_EQ(r.type, expected_cudnn_type(dtype_of_v<T>));
+      if (kind == activation::identity && id == cudnn::uid::x) continue;  // dx = dy reads no x
+      expect_packed_tensor<T>(g, id, d, order);
     }
     const op_record& first = g.log().front();
-    if (ex.modes.size() == 1 && ex.kind != activation::identity) {
+    if (g.log().size() == 1 && kind != activation::identity) {
       // dy is cuDNN's DYDESC, x its XDESC (the forward input), dx its DXDESC.
       EXPECT_EQ(first.x, cudnn::uid::dy);
       EXPECT_EQ(first.b, cudnn::uid::x);
       EXPECT_EQ(first.y, cudnn::uid::dx);
     }
-    if (ex.kind == activation::relu6) {
+    if (kind == activation::relu6) {
       EXPECT_EQ(first.options.relu_upper_clip.value_or(-1.0), 6.0);
     }
-    if (ex.kind == activation::relu) {
+    if (kind == activation::relu) {
       EXPECT_FALSE(first.options.relu_upper_clip.has_value());
     }
-    if (ex.kind == activation::silu) {
+    if (kind == activation::silu) {
       EXPECT_EQ(first.options.swish_beta.value_or(-1.0), 1.0);
     }
-    if (ex.kind == activation::hardsigmoid || ex.kind == activation::hardswish) {
+    if (kind == activation::hardsigmoid || kind == activation::hardswish) {
       ASSERT_EQ(pr.constants().size(), 2u);
       EXPECT_EQ(pr.constants()[0].value, 3.0f);
       EXPECT_FLOAT_EQ(pr.constants()[1].value, 1.0f / 6.0f);
       EXPECT_TRUE(read_tensor(g.tensor_by_uid(cudnn::uid::constant_base)).by_value);
       // The window of the derivative is relu6's backward (clip 6) at x + 3.
-      const op_record& window = g.log()[ex.kind == activation::hardsigmoid ? 1 : 2];
+      const op_record& window = g.log()[kind == activation::hardsigmoid ? 1 : 2];
       EXPECT_EQ(window.mode, CUDNN_POINTWISE_RELU_BWD);
       EXPECT_EQ(window.b, g.log()[0].y);
       EXPECT_EQ(window.options.relu_upper_clip.value_or(-1.0), 6.0);
-      EXPECT_EQ(window.x, ex.kind == activation::hardsigmoid ? cudnn::uid::dy : cudnn::uid::x);
+      EXPECT_EQ(window.x, kind == activation::hardsigmoid ? cudnn::uid::dy : cudnn::uid::x);
       EXPECT_EQ(g.log().back().y, cudnn::uid::dx);
     } else {
       EXPECT_TRUE(pr.constants().empty());
     }
-  }
+  };
+  for_each_activation(table, problem_of, cudnn::activation_backward_graph, check);
 }
 
 TEST(CudnnLayerGraphs, ActivationBackwardEveryKindFormatAndType) {

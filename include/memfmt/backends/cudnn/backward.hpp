@@ -42,12 +42,8 @@ struct activation_backward_problem {
   tensor_spec x, dy, dx;
   int rank = 4;
 
-  // hardsigmoid and hardswish read 3 and 1/6 by value (the forward's constants).
-  std::vector<graph_constant> constants() const {
-    if (function == activation::hardsigmoid || function == activation::hardswish)
-      return {{uid::constant_base, 3.0f}, {uid::constant_base + 1, 1.0f / 6.0f}};
-    return {};
-  }
+  // hardsigmoid and hardswish read the forward's constants by value.
+  std::vector<graph_constant> constants() const { return detail::hard_activation_constants(function); }
   std::string key() const {
     return "activation_bwd" + std::to_string(static_cast<int>(function)) + "|" + x.key() + "|" + dy.key() + "|" +
            dx.key();
@@ -72,8 +68,7 @@ activation_backward_problem make_activation_backward_problem(activation kind, te
 inline graph_builder activation_backward_graph(const activation_backward_problem& pr) {
   graph_builder g;
   const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  std::int64_t next = uid::virtual_base;
-  const auto tmp = [&] { return virtual_like(pr.dx, dtype::float32, next++); };
+  virtual_tensors tmp(pr.dx);
   pointwise_options clip6;
   clip6.relu_upper_clip = 6.0;
   switch (pr.function) {
@@ -90,8 +85,7 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
     }
     case activation::hardsigmoid:
     case activation::hardswish: {
-      const tensor_spec three = scalar_spec(pr.rank, dtype::float32, uid::constant_base);
-      const tensor_spec sixth = scalar_spec(pr.rank, dtype::float32, uid::constant_base + 1);
+      const auto [three, sixth] = detail::hard_activation_scalar_specs(pr.rank);
       const tensor_spec shifted = tmp();
       g.pointwise(CUDNN_POINTWISE_ADD, pr.x, &three, shifted, math);
       if (pr.function == activation::hardsigmoid) {
@@ -169,8 +163,7 @@ std::vector<binary_grad_problem> make_binary_backward_problems(binary_op kind, t
 inline graph_builder binary_grad_pointwise_graph(const binary_grad_problem& pr) {
   graph_builder g;
   const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  std::int64_t next = uid::virtual_base;
-  const auto tmp = [&] { return virtual_like(pr.full, dtype::float32, next++); };
+  virtual_tensors tmp(pr.full);
   switch (pr.op) {
     case binary_op::add: g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.dy, nullptr, pr.full, math); break;
     case binary_op::sub:
@@ -221,7 +214,7 @@ template <class T, class XF, class DYF, class DXF>
 resample_backward_problem make_pool_backward_problem(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
                                                      tensor_view<T, DXF> dx, const pool_params& p) {
   const auto ye = validate_pool_backward(x, dy, dx, p);
-  const std::string op = std::string("cuDNN pool_backward (") + (p.kind == pool_kind::max ? "max" : "average") + ")";
+  const std::string op = detail::pool_call_name("pool_backward", p);
   require_layer_dtype(dtype_of_v<T>, op);
   resample_backward_problem pr;
   pr.dy = one_position_as_channels_last(spec_of(dy, uid::dy));
@@ -244,8 +237,7 @@ template <class T, class DYF, class DXF>
 resample_backward_problem make_upsample_backward_problem(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
                                                          const upsample_params& p) {
   validate_upsample_backward(dy, dx, p);
-  const std::string op = std::string("cuDNN upsample_backward (") +
-                         (p.mode == resample_mode::nearest ? "nearest" : "linear") + ")";
+  const std::string op = detail::upsample_call_name("upsample_backward", p);
   require_layer_dtype(dtype_of_v<T>, op);
   resample_backward_problem pr;
   pr.dy = spec_of(dy, uid::dy);
@@ -302,11 +294,7 @@ linear_problem make_linear_backward_data_problem(tensor_view<const T, DYF> dy, c
   const std::int64_t dx_row = detail::flatten_row_stride(dx, f, "cuDNN linear_backward_data: input gradient");
   const std::int64_t dy_row = detail::output_row_stride(dy, "cuDNN linear_backward_data: output gradient");
   const dtype t = dtype_of_v<T>;
-  linear_problem pr;
-  pr.name = "linear_dgrad";
-  pr.batch = n;
-  pr.features = f;
-  pr.outputs = k;
+  linear_problem pr = detail::sized_linear_problem("linear_dgrad", n, f, k);
   pr.a = detail::matrix_spec(t, uid::dy, n, k, dy_row, 1, dy.data());
   pr.b = detail::matrix_spec(t, uid::w, k, f, f, 1, w);
   pr.c = detail::matrix_spec(t, uid::dx, n, f, dx_row, 1, dx.data());
@@ -324,11 +312,7 @@ linear_problem make_linear_backward_weights_problem(tensor_view<const T, XF> x, 
   const std::int64_t x_row = detail::flatten_row_stride(x, f, "cuDNN linear_backward_weights: input");
   const std::int64_t dy_row = detail::output_row_stride(dy, "cuDNN linear_backward_weights: output gradient");
   const dtype t = dtype_of_v<T>;
-  linear_problem pr;
-  pr.name = "linear_wgrad";
-  pr.batch = n;
-  pr.features = f;
-  pr.outputs = k;
+  linear_problem pr = detail::sized_linear_problem("linear_wgrad", n, f, k);
   pr.a = detail::matrix_spec(t, uid::dy, k, n, 1, dy_row, dy.data());
   pr.b = detail::matrix_spec(t, uid::x, n, f, x_row, 1, x.data());
   pr.c = detail::matrix_spec(t, uid::w, k, f, f, 1, dw);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
@@ -32,6 +33,18 @@ inline constexpr std::int64_t scale = 10, shift = 11, mean = 12, inv_variance = 
 inline constexpr std::int64_t constant_base = 50;  // by-value scalars of a layer graph: 50, 51, ...
 inline constexpr std::int64_t virtual_base = 100;  // fused intermediates: 100, 101, ...
 }  // namespace uid
+
+// The float intermediates of one graph, shaped like `like` and numbered from uid::virtual_base up
+// in the order they are asked for.
+class virtual_tensors {
+ public:
+  explicit virtual_tensors(tensor_spec like) : like_(std::move(like)) {}
+  tensor_spec operator()() { return virtual_like(like_, dtype::float32, next_++); }
+
+ private:
+  tensor_spec like_;
+  std::int64_t next_ = uid::virtual_base;
+};
 
 template <class T>
 using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -286,8 +299,7 @@ inline graph_builder bn_inference_pointwise_graph(const bn_problem& pr) {
   const tensor_spec x = f.full(pr.x), y = f.full(pr.y), residual = f.full(pr.residual);
   const tensor_spec mean = f.param(pr.channel(uid::mean)), inv = f.param(pr.channel(uid::inv_variance)),
                     gamma = f.param(pr.channel(uid::scale)), beta = f.param(pr.channel(uid::shift));
-  std::int64_t next = uid::virtual_base;
-  const auto tmp = [&] { return virtual_like(y, dtype::float32, next++); };
+  virtual_tensors tmp(y);
   const tensor_spec centered = tmp(), normed = tmp(), scaled = tmp();
   g.pointwise(CUDNN_POINTWISE_SUB, x, &mean, centered, CUDNN_DATA_FLOAT);
   g.pointwise(CUDNN_POINTWISE_MUL, centered, &inv, normed, CUDNN_DATA_FLOAT);

@@ -34,6 +34,18 @@ struct linear_problem {
 
 namespace detail {
 
+// A problem over `batch` samples, `features` inputs and `outputs` outputs, its matrices still to set
+// (each direction lays x, w and y out as a, b and c its own way).
+inline linear_problem sized_linear_problem(const char* name, std::int64_t batch, std::int64_t features,
+                                           std::int64_t outputs) {
+  linear_problem pr;
+  pr.name = name;
+  pr.batch = batch;
+  pr.features = features;
+  pr.outputs = outputs;
+  return pr;
+}
+
 // A matrix [1, rows, cols] with the given row and column strides.
 inline tensor_spec matrix_spec(dtype t, std::int64_t id, std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                                std::int64_t col_stride, const void* p) {
@@ -84,10 +96,7 @@ linear_problem make_linear_problem(tensor_view<const T, XF> x, const T* w, const
   const std::int64_t x_row = detail::flatten_row_stride(x, f, "cuDNN linear_forward: input");
   const std::int64_t y_row = detail::output_row_stride(y, "cuDNN linear_forward: output");
   const dtype t = dtype_of_v<T>;
-  linear_problem pr;
-  pr.batch = n;
-  pr.features = f;
-  pr.outputs = k;
+  linear_problem pr = detail::sized_linear_problem("linear", n, f, k);
   pr.a = detail::matrix_spec(t, uid::x, n, f, x_row, 1, x.data());
   pr.b = detail::matrix_spec(t, uid::w, f, k, 1, f, w);
   pr.c = detail::matrix_spec(t, uid::y, n, k, y_row, 1, y.data());

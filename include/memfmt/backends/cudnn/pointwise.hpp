@@ -39,12 +39,8 @@ struct pointwise_problem {
   tensor_spec a, b, y;                         // a is x for activations; b is unused there
   int rank = 4;
 
-  // The scalars the graph reads by value (hardsigmoid, hardswish, a broadcast first operand of sub).
-  std::vector<graph_constant> constants() const {
-    if (!is_binary && (function == activation::hardsigmoid || function == activation::hardswish))
-      return {{uid::constant_base, 3.0f}, {uid::constant_base + 1, 1.0f / 6.0f}};
-    return {};
-  }
+  // The scalars the graph reads by value (hardsigmoid's and hardswish's).
+  std::vector<graph_constant> constants() const;
   std::string key() const {
     const int which = is_binary ? static_cast<int>(op) : static_cast<int>(function);
     return std::string(is_binary ? "binary" : "activation") + std::to_string(which) + "|" + a.key() +
@@ -62,7 +58,25 @@ constexpr void static_check_pointwise_ranks() {
 // Whether `t` has the extents `full` (it is not broadcast).
 inline bool has_extents(const tensor_spec& t, const tensor_spec& full) { return t.dims == full.dims; }
 
+// hardsigmoid and hardswish (forward and backward) read 3 and 1/6 by value: cuDNN has no mode for
+// them, and a by-value scalar needs no buffer. The variant-pack entries, then their graph tensors.
+inline std::vector<graph_constant> hard_activation_constants(activation f) {
+  if (f == activation::hardsigmoid || f == activation::hardswish)
+    return {{uid::constant_base, 3.0f}, {uid::constant_base + 1, 1.0f / 6.0f}};
+  return {};
+}
+struct hard_activation_scalars {
+  tensor_spec three, sixth;
+};
+inline hard_activation_scalars hard_activation_scalar_specs(int rank) {
+  return {scalar_spec(rank, dtype::float32, uid::constant_base), scalar_spec(rank, dtype::float32, uid::constant_base + 1)};
+}
+
 }  // namespace detail
+
+inline std::vector<graph_constant> pointwise_problem::constants() const {
+  return is_binary ? std::vector<graph_constant>{} : detail::hard_activation_constants(function);
+}
 
 template <class T, class XF, class YF>
 pointwise_problem make_activation_problem(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
@@ -111,8 +125,7 @@ inline cudnnPointwiseMode_t pointwise_mode_of(binary_op op) {
 inline graph_builder pointwise_graph(const pointwise_problem& pr) {
   graph_builder g;
   const cudnnDataType_t math = CUDNN_DATA_FLOAT;
-  std::int64_t next = uid::virtual_base;
-  const auto tmp = [&] { return virtual_like(pr.y, dtype::float32, next++); };
+  virtual_tensors tmp(pr.y);
   if (pr.is_binary) {
     if (detail::has_extents(pr.a, pr.y)) {
       g.pointwise(pointwise_mode_of(pr.op), pr.a, &pr.b, pr.y, math);
@@ -148,8 +161,7 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
     }
     case activation::hardsigmoid:
     case activation::hardswish: {
-      const tensor_spec three = scalar_spec(pr.rank, dtype::float32, uid::constant_base);
-      const tensor_spec sixth = scalar_spec(pr.rank, dtype::float32, uid::constant_base + 1);
+      const auto [three, sixth] = detail::hard_activation_scalar_specs(pr.rank);
       pointwise_options clip6;
       clip6.relu_upper_clip = 6.0;
       const tensor_spec shifted = tmp(), clipped = tmp();

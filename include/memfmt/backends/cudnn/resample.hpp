@@ -47,6 +47,15 @@ inline cudnnFraction_t reduced(std::int64_t num, std::int64_t den) {
 
 namespace detail {
 
+// How errors name a pooling or up-sampling call `step` (pool_forward, upsample_backward, ...): the
+// mode is part of the name, since the refusals differ by mode.
+inline std::string pool_call_name(const char* step, const pool_params& p) {
+  return std::string("cuDNN ") + step + " (" + (p.kind == pool_kind::max ? "max" : "average") + ")";
+}
+inline std::string upsample_call_name(const char* step, const upsample_params& p) {
+  return std::string("cuDNN ") + step + " (" + (p.mode == resample_mode::nearest ? "nearest" : "linear") + ")";
+}
+
 // The resample spec of pooling x (extents xe) into y (extents ye); `op` names the call in errors.
 template <class E>
 resample_spec pool_spec(const E& xe, const E& ye, const pool_params& p, const std::string& op) {
@@ -107,7 +116,7 @@ resample_spec upsample_spec(const E& xe, const E& ye, const upsample_params& p, 
 template <class T, class XF, class YF>
 resample_problem make_pool_problem(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) {
   const auto ye = validate_pool_forward(x, y, p);
-  const std::string op = std::string("cuDNN pool_forward (") + (p.kind == pool_kind::max ? "max" : "average") + ")";
+  const std::string op = detail::pool_call_name("pool_forward", p);
   require_layer_dtype(dtype_of_v<T>, op);
   resample_problem pr;
   pr.x = spec_of(x, uid::x);
@@ -119,8 +128,7 @@ resample_problem make_pool_problem(tensor_view<const T, XF> x, tensor_view<T, YF
 template <class T, class XF, class YF>
 resample_problem make_upsample_problem(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) {
   validate_upsample_forward(x, y, p);
-  const std::string op = std::string("cuDNN upsample_forward (") +
-                         (p.mode == resample_mode::nearest ? "nearest" : "linear") + ")";
+  const std::string op = detail::upsample_call_name("upsample_forward", p);
   require_layer_dtype(dtype_of_v<T>, op);
   resample_problem pr;
   pr.x = spec_of(x, uid::x);

@@ -22,6 +22,7 @@
 
 namespace memfmt::cudnn {
 
+// The element types the legacy softmax calls are run for here.
 inline bool softmax_takes(dtype t) noexcept {
   return t == dtype::float32 || t == dtype::float64 || t == dtype::float16;
 }
@@ -55,7 +56,7 @@ void run_softmax_forward(cudnnHandle_t handle, tensor_view<const T, XF> x, tenso
 // dx = the gradient of softmax_forward, from its output y and the output gradient dy.
 template <class T, class YF, class DYF, class DXF>
 void run_softmax_backward(cudnnHandle_t handle, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
-                      tensor_view<T, DXF> dx, const softmax_params& p) {
+                          tensor_view<T, DXF> dx, const softmax_params& p) {
   const std::string op = "cuDNN softmax_backward";
   validate_softmax_backward(y, dy, dx);
   require_softmax_dtype(dtype_of_v<T>, op);
