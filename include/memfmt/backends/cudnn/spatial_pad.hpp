@@ -38,13 +38,14 @@
 
 namespace memfmt::cudnn {
 
-using dhw = std::array<std::int64_t, 3>;
+// Depth, height and width (1 for a dimension a 2-D tensor lacks).
+using dhw_extents = std::array<std::int64_t, 3>;
 
 // A packed tensor pair (x, padded y) as O blocks of pixels.
 struct pad_geometry {
   std::int64_t outer = 0;        // O
   std::size_t pixel_bytes = 0;   // P
-  dhw in{1, 1, 1}, out{1, 1, 1}, begin{0, 0, 0};
+  dhw_extents in{1, 1, 1}, out{1, 1, 1}, begin{0, 0, 0};
 };
 
 // The geometry of padding a packed tensor of extents `x` (N, C, spatial...) by `p`, whose entries
@@ -70,8 +71,9 @@ namespace detail {
 // Appends the copies of a box of `box` pixels per block, at `from` in a grid `from_grid` to `to`
 // in a grid `to_grid` (both O blocks). Rows are indexed by (block, d, h); dims of one row and dims
 // contiguous in both grids merge, so a copy covers as many rows as one pitch allows.
-inline void append_box_copies(std::vector<copy_2d>& out, const pad_geometry& g, const dhw& from_grid, const dhw& from,
-                              const dhw& to_grid, const dhw& to, const dhw& box) {
+inline void append_box_copies(std::vector<copy_2d>& out, const pad_geometry& g, const dhw_extents& from_grid,
+                              const dhw_extents& from, const dhw_extents& to_grid, const dhw_extents& to,
+                              const dhw_extents& box) {
   if (g.outer == 0 || box[0] == 0 || box[1] == 0 || box[2] == 0) return;
   const auto P = g.pixel_bytes;
   const auto u = [](std::int64_t v) { return static_cast<std::size_t>(v); };
@@ -135,13 +137,13 @@ inline pad_forward_plan plan_pad_forward(const pad_geometry& g, pad_mode mode) {
   if (mode == pad_mode::constant) return plan;
   for (std::size_t d = 0; d < 3; ++d) {
     // The border slabs of dim d: full extent in the dims filled before, the input's in the others.
-    dhw box = g.in;
+    dhw_extents box = g.in;
     for (std::size_t e = 0; e < d; ++e) box[e] = g.out[e];
     box[d] = 1;
     const auto src = reference::detail::pad_sources(mode, g.in[d], g.begin[d], g.out[d]);
     for (std::int64_t o = 0; o < g.out[d]; ++o) {
       if (o >= g.begin[d] && o < g.begin[d] + g.in[d]) continue;  // interior
-      dhw from = g.begin, to = g.begin;
+      dhw_extents from = g.begin, to = g.begin;
       for (std::size_t e = 0; e < d; ++e) from[e] = to[e] = 0;
       from[d] = g.begin[d] + src[static_cast<std::size_t>(o)];
       to[d] = o;
