@@ -82,6 +82,7 @@ export OMP_PROC_BIND=${OMP_PROC_BIND:-close}
 run_bench() {  # name binary [args...]
   local name=$1 bin=$2
   shift 2
+  rm -f "$out/$name.json"  # an earlier run's rows must not join this run's summary
   if [ ! -x "$bin" ]; then
     echo "memfmt: $name not built (its backend was not found); skipped"
     return 0

@@ -12,10 +12,13 @@
 //     pass  : fwd (forward inference) | fwdbwd (forward + backward data + backward weights)
 //     format: nchw | nhwc
 //   BM_bn/<shape>/<dtype>/<infer|train>/<format>    train = forward training step + backward
+//   BM_gn/<shape>/g<groups>/<dtype>/<fwd|fwdbwd>/<format>   group norm (g<C>: instance norm)
+//   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
+//                                  ratio_to_memcpy: its GB/s over memcpy's on the output's bytes
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
 //                                  pre-reordered), timed alternately; counters overhead_pct_median/_min
 // Counters: GFLOP/s (convolutions; 2*N*K*C/g*kernel*outputs per pass, x3 for fwdbwd), GB/s (batch
-// norm: bytes of x and y (and dy, dx) per step). Label: oneDNN implementation name(s), e.g.
+// and group norm: bytes of x and y (and x, dy, dx) per step; padding: bytes of x and y). Label: oneDNN implementation name(s), e.g.
 // "brgconv:avx512_core" or "fwd|bwd_data|bwd_weights" names for fwdbwd.
 //
 // Quick mode (default): batch 4, min time 0.05 s per benchmark (~2-4 minutes on 2 cores).
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -197,6 +201,61 @@ void bm_bn(benchmark::State& state, std::int64_t c, std::int64_t hw, bool train)
   }
 }
 
+template <class T, class F>
+void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_t groups, bool backward) {
+  if (unsupported_here<T>(state)) return;
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  host_tensor<T, F> x(e), y(e), dy(e), dx(e);
+  fill_logical(x.view(), 6);
+  fill_logical(dy.view(), 7);
+  using P = onednn::param_t<T>;
+  const std::size_t cs = static_cast<std::size_t>(c), stats = static_cast<std::size_t>(batch * groups);
+  std::vector<P> gamma(cs, P(1.f)), beta(cs, P(0.f)), dg(cs), db(cs), mean(stats), invstd(stats);
+  group_norm_params p;
+  p.groups = groups;
+  const double bytes = static_cast<double>(x.size_bytes()) * (backward ? 5 : 2);  // x,y | x,y,x,dy,dx
+  try {
+    timed_loop(state, bytes, "GB/s", [&] {
+      b.group_norm_forward(x.const_view(), y.view(), gamma.data(), beta.data(), mean.data(), invstd.data(), p);
+      if (backward)
+        b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), invstd.data(), dg.data(),
+                              db.data(), p);
+    });
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// Padding only moves elements: its bound is a copy of the output's bytes, timed in the same run.
+template <class F>
+void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode mode, std::int64_t pad) {
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  pad_params p;
+  p.mode = mode;
+  p.begin = {0, pad, pad};
+  p.end = {0, pad, pad};
+  host_tensor<float, F> x(e), y(pad_output_extents(e, p));
+  fill_logical(x.view(), 8);
+  std::vector<std::byte> from(y.size_bytes()), to(y.size_bytes());
+  const double bytes = static_cast<double>(x.size_bytes() + y.size_bytes());
+  try {
+    timed_loop(state, bytes, "GB/s", [&] { b.pad_forward(x.const_view(), y.view(), p); });
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr int copies = 20;
+    for (int i = 0; i < copies; ++i) {
+      std::memcpy(to.data(), from.data(), to.size());
+      benchmark::ClobberMemory();
+    }
+    const double copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / copies;
+    const double copy_gbs = 2.0 * static_cast<double>(to.size()) / copy_s * 1e-9;
+    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // The library's call vs the same oneDNN primitive driven by hand (pre-built memory objects,
 // weights reordered once): the difference is the wrapper's per-call cost (goal <= 2 %).
 // The two are timed alternately in one loop and compared by their fastest and median call, so
@@ -316,6 +375,28 @@ void register_bn(std::int64_t c, std::int64_t hw) {
   }
 }
 
+template <class T>
+void register_gn(std::int64_t c, std::int64_t hw, std::int64_t groups) {
+  for (const bool backward : {false, true}) {
+    const std::string base = "BM_gn/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/g" +
+                             std::to_string(groups) + "/" + dtype_name<T>() + "/" + (backward ? "fwdbwd" : "fwd") + "/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_gn<T, nchw>(s, c, hw, groups, backward); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_gn<T, nhwc>(s, c, hw, groups, backward); });
+  }
+}
+
+void register_pad(std::int64_t c, std::int64_t hw, std::int64_t pad) {
+  const std::pair<pad_mode, const char*> modes[] = {
+      {pad_mode::constant, "constant"}, {pad_mode::reflect, "reflect"}, {pad_mode::replicate, "replicate"}};
+  for (const auto& m : modes) {
+    const pad_mode mode = m.first;
+    const std::string base = "BM_pad/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" +
+                             m.second + std::to_string(pad) + "/f32/fwd/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_pad<nchw>(s, c, hw, mode, pad); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_pad<nhwc>(s, c, hw, mode, pad); });
+  }
+}
+
 void register_all() {
   for (const auto& l : layers()) {
     register_conv<float>(l);
@@ -325,6 +406,13 @@ void register_all() {
     register_bn<float>(c, hw);
     register_bn<bfloat16>(c, hw);
   }
+  // A diffusion UNet's GroupNorm(32, 320) at 32x32 latents; a style-transfer net's InstanceNorm.
+  register_gn<float>(320, 32, 32);
+  register_gn<bfloat16>(320, 32, 32);
+  register_gn<float>(128, 64, 128);
+  // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.
+  register_pad(64, 128, 3);
+  register_pad(256, 32, 1);
   for (const auto& l : layers()) {
     if (l.name != "rn50_56_3x3_64" && l.name != "rn50_7_3x3_512") continue;
     // Enough alternating pairs for a stable median even in quick mode.

@@ -499,21 +499,32 @@ std::pair<double, std::int64_t> timed_loop(benchmark::State& state, Fn&& pass) {
   return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), iters};
 }
 
+// The case a row times, or null once the row is skipped with the reason: a dtype the backend
+// refuses, or a model it cannot run (forward) or train.
+template <class Binding>
+case_state<typename Binding::backend_type>* case_or_skip(benchmark::State& state, const model_case& m, dtype t,
+                                                         source src) {
+  state.SetLabel(m.size_label());
+  if (const std::string why = Binding::refuses(t); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return nullptr;
+  }
+  auto& st = state_of<Binding>(m, t, src);
+  const std::string& err = src == source::model_for_training ? st.train_check() : st.check();
+  if (!err.empty()) {
+    state.SkipWithError(err.c_str());
+    return nullptr;
+  }
+  return &st;
+}
+
 template <class Binding>
 void bm_forward(benchmark::State& state, const model_case& m, dtype t, bool onnx, variant v) {
   using Backend = typename Binding::backend_type;
-  state.SetLabel(m.size_label());
   try {
-    if (const std::string why = Binding::refuses(t); !why.empty()) {
-      state.SkipWithError(why.c_str());
-      return;
-    }
-    case_state<Backend>& st = state_of<Binding>(m, t, onnx ? source::onnx : source::model);
-    const std::string& err = st.check();
-    if (!err.empty()) {
-      state.SkipWithError(err.c_str());
-      return;
-    }
+    case_state<Backend>* found = case_or_skip<Binding>(state, m, t, onnx ? source::onnx : source::model);
+    if (!found) return;
+    case_state<Backend>& st = *found;
     const graph::plan& plan = st.plan_for(v);
     runtime::executor<Backend> ex(st.net, plan, st.backend, st.params);
     st.forward(ex);  // warm-up: primitives, weight reorders
@@ -539,18 +550,10 @@ void bm_forward(benchmark::State& state, const model_case& m, dtype t, bool onnx
 template <class Binding>
 void bm_train(benchmark::State& state, const model_case& m, dtype t, graph::policy p) {
   using Backend = typename Binding::backend_type;
-  state.SetLabel(m.size_label());
   try {
-    if (const std::string why = Binding::refuses(t); !why.empty()) {
-      state.SkipWithError(why.c_str());
-      return;
-    }
-    case_state<Backend>& st = state_of<Binding>(m, t, source::model_for_training);
-    const std::string& err = st.train_check();
-    if (!err.empty()) {
-      state.SkipWithError(err.c_str());
-      return;
-    }
+    case_state<Backend>* found = case_or_skip<Binding>(state, m, t, source::model_for_training);
+    if (!found) return;
+    case_state<Backend>& st = *found;
     const graph::plan& plan = st.plan_for({p});
     runtime::trainer<Backend> tr(st.net, plan, st.backend, st.params);
     st.train_step(tr);  // warm-up

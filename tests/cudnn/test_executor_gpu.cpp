@@ -63,22 +63,6 @@ void check_network(const graph::network& net) {
   memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
 }
 
-// ||got - want|| within `tol` of the larger of ||want|| and the norm `want` would have at the
-// average magnitude `rms` of all values compared (a gradient that is rounding alone, such as a
-// batch-norm bias whose shift the next batch norm removes, is not held to its own tiny norm).
-void expect_close_in_norm(const std::vector<double>& got, const std::vector<double>& want, double rms, double tol,
-                          const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    ref += want[i] * want[i];
-  }
-  const double floor = rms * std::sqrt(static_cast<double>(want.size()));
-  EXPECT_LE(std::sqrt(diff), tol * std::max(std::sqrt(ref), floor))
-      << what << ": ||cuDNN - reference|| " << std::sqrt(diff) << ", ||reference|| " << std::sqrt(ref);
-}
-
 // One training step on cuDNN and on the reference backend, same plan (solved with the cuDNN
 // backend's answers for training), parameters, input and output gradient.
 void check_training(const graph::network& net) {
@@ -109,8 +93,8 @@ void check_training(const graph::network& net) {
   EXPECT_EQ(got.grads.names(), want.grads.names());
   for (const std::string& name : want.grads.names()) {
     if (!got.grads.contains(name)) continue;
-    expect_close_in_norm(training_test::values(got.grads.at(name)), training_test::values(want.grads.at(name)), rms,
-                         tol, "gradient of " + name);
+    training_test::expect_close_in_norm(training_test::values(got.grads.at(name)),
+                                        training_test::values(want.grads.at(name)), tol, "gradient of " + name, rms);
   }
   for (const std::string& name : want.stats.names()) {
     ASSERT_TRUE(got.stats.contains(name)) << name;
@@ -118,8 +102,8 @@ void check_training(const graph::network& net) {
       EXPECT_EQ(got.stats.at(name).values<std::int64_t>(name), want.stats.at(name).values<std::int64_t>(name)) << name;
       continue;
     }
-    expect_close_in_norm(training_test::values(got.stats.at(name)), training_test::values(want.stats.at(name)), 0.0,
-                         1e-2, "running statistic " + name);
+    training_test::expect_close_in_norm(training_test::values(got.stats.at(name)),
+                                        training_test::values(want.stats.at(name)), 1e-2, "running statistic " + name);
   }
 }
 

@@ -96,26 +96,6 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
   ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(worst));
 }
 
-// ||got - want|| <= tol * ||want|| (Euclidean norms). bfloat16 gradients are compared so: an
-// element-wise bound is meaningless there, since a gradient such as a batch norm's dgamma = sum(dy *
-// xhat) cancels to far below its terms, and a max pooling or relu whose input rounds across a tie
-// routes a whole gradient elsewhere. A lost, zeroed or sign-flipped gradient is still an error of
-// 1 or more.
-void expect_close_in_norm(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                          const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  diff = std::sqrt(diff);
-  norm = std::sqrt(norm);
-  EXPECT_LE(diff, tol * std::max(norm, 1e-12)) << what << ": relative error " << diff / std::max(norm, 1e-12)
-                                               << ", tolerance " << tol;
-  ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(diff / std::max(norm, 1e-12) / tol));
-}
-
 template <class T>
 void check_model(const std::string& name, bool fuse) {
   SCOPED_TRACE(name + (fuse ? " fused" : " unfused"));

@@ -1,6 +1,9 @@
 // Helpers of the trainer tests: plans, random values, tensors stored in a plan's format, one step.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -109,6 +112,26 @@ inline std::vector<double> values(const memfmt::runtime::parameter& p) {
     for (T v : p.values<T>()) r.push_back(memfmt::runtime::detail::as_double(v));
   });
   return r;
+}
+
+// ||got - want|| <= tol * max(||want||, floor_rms * sqrt(values)) in Euclidean norms. Gradients are
+// compared so where an element-wise bound is meaningless: a sum such as a batch norm's dgamma = sum(dy *
+// xhat) cancels to far below its terms, and a max pooling or ReLU input rounding across a tie routes a
+// whole gradient elsewhere; a lost, zeroed or sign-flipped gradient is still an error of 1 or more.
+// `floor_rms`, the average magnitude of all values of a step, keeps a gradient that is rounding alone
+// (a batch-norm bias whose shift the next batch norm removes) from being held to its own tiny norm.
+inline void expect_close_in_norm(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                                 const std::string& what, double floor_rms = 0.0) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  const double scale = std::max({std::sqrt(norm), floor_rms * std::sqrt(static_cast<double>(want.size())), 1e-12});
+  const double relative = std::sqrt(diff) / scale;
+  EXPECT_LE(relative, tol) << what << ": ||got - want|| / max(||want||, floor) = " << relative << ", tolerance " << tol;
+  ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(relative / tol));
 }
 
 // All channels_first, all channels_last (where a layer has a choice) and the solved plan.
