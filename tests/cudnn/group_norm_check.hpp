@@ -76,17 +76,19 @@ void expect_near_all(const std::vector<V>& got, const std::vector<V>& want, doub
   }
 }
 
-template <class T, class F>
-memfmt::tensor_view<const T, F> cview(const std::vector<T>& v, const std::vector<std::int64_t>& e) {
+template <class F>
+std::array<std::int64_t, F::rank> dims(const std::vector<std::int64_t>& e) {
   std::array<std::int64_t, F::rank> a{};
   for (int i = 0; i < F::rank; ++i) a[static_cast<std::size_t>(i)] = e[static_cast<std::size_t>(i)];
-  return memfmt::tensor_view<const T, F>(v.data(), a);
+  return a;
+}
+template <class T, class F>
+memfmt::tensor_view<const T, F> cview(const std::vector<T>& v, const std::vector<std::int64_t>& e) {
+  return memfmt::tensor_view<const T, F>(v.data(), dims<F>(e));
 }
 template <class T, class F>
 memfmt::tensor_view<T, F> view(std::vector<T>& v, const std::vector<std::int64_t>& e) {
-  std::array<std::int64_t, F::rank> a{};
-  for (int i = 0; i < F::rank; ++i) a[static_cast<std::size_t>(i)] = e[static_cast<std::size_t>(i)];
-  return memfmt::tensor_view<T, F>(v.data(), a);
+  return memfmt::tensor_view<T, F>(v.data(), dims<F>(e));
 }
 
 template <class T>
