@@ -33,6 +33,7 @@
 
 namespace memfmt_bench {
 memfmt::cudnn::format_converter kernel_converter();  // kernel_converter.cu
+memfmt::cudnn::group_norm_kernels kernel_group_norm();  // kernel_converter.cu
 }  // namespace memfmt_bench
 
 namespace {
@@ -48,6 +49,7 @@ struct cudnn_binding {
     static cudnn::backend b = [] {  // a throw (no device, no cuDNN) leaves it to be tried again
       cudnn::backend_options o;
       o.converter = memfmt_bench::kernel_converter();  // the plans' conversions as kernels, not 2-D copies
+      o.group_norm = memfmt_bench::kernel_group_norm();  // group norm: memfmt's kernels (no cuDNN graph)
       return cudnn::backend(o);
     }();
     return b;

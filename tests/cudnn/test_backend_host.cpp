@@ -296,9 +296,15 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
     EXPECT_EQ(s.code, errc::unsupported);
     EXPECT_NE(s.reason.find("channels-last"), std::string::npos) << s.reason;
   }
+  // Group norm: memfmt's kernels when the backend has them (cuda_group_norm()), in both formats.
   const op_support gn = cudnn::layer_support(query(op_kind::group_norm, dtype::float32, cl));
   EXPECT_FALSE(gn);
   EXPECT_NE(gn.reason.find("group_norm"), std::string::npos) << gn.reason;
+  EXPECT_NE(gn.reason.find("cuda_group_norm()"), std::string::npos) << gn.reason;
+  for (format_family f : {cl, cf})
+    for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16})
+      EXPECT_TRUE(cudnn::layer_support(query(op_kind::group_norm, t, f), true)) << to_string(t);
+  EXPECT_EQ(cudnn::layer_support(query(op_kind::group_norm, dtype::int32, cl), true).code, errc::unsupported_dtype);
   // Padding and softmax in both formats; padding trains in constant mode only, softmax is not bfloat16.
   for (format_family f : {cl, cf})
     for (bool backward : {false, true}) {

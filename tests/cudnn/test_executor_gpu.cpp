@@ -120,6 +120,24 @@ TEST_F(CudnnExecutorGpu, EveryLayerKindAgainstTheReference) { check_network(ever
 
 TEST_F(CudnnExecutorGpu, ResNet18AgainstTheReference) { check_network(small_resnet18()); }
 
+// A channels-last UNet block (conv, group norm, SiLU, conv, instance norm, residual) with
+// memfmt's group norm kernels (backend_options::group_norm): the planner may keep it channels-last.
+TEST_F(CudnnExecutorGpu, GroupNormThroughTheKernelsAgainstTheReference) {
+  cudnn::backend_options o;
+  o.converter = memfmt_test::kernel_converter();
+  o.group_norm = memfmt_test::kernel_group_norm();
+  cudnn::backend gpu(o);
+  graph::network net;
+  const auto x = net.input("input", {2, 16, 8, 8}, dtype::float32, family::channels_last);
+  const auto h = net.activation("silu", net.group_norm("gn", net.conv("c1", x, graph::conv_spec(32, 3, 1, 1)), 8),
+                                activation::silu);
+  const auto i = net.instance_norm("in", net.conv("c2", h, graph::conv_spec(32, 3, 1, 1)), 1e-5, true);
+  net.output("output", net.add("res", i, h), family::channels_last);
+  graph::cost_model costs;
+  costs.set_support_query(runtime::support_query_for(gpu));
+  memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
+}
+
 // The plan's conversions through memfmt::cuda::convert's kernels (backend_options::converter)
 // instead of the backend's 2-D copies: same outputs.
 TEST_F(CudnnExecutorGpu, ConversionsThroughTheKernelConverterAgainstTheReference) {

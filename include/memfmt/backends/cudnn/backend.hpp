@@ -32,6 +32,7 @@
 #include "backward.hpp"
 #include "channel_padding.hpp"
 #include "graphs.hpp"
+#include "group_norm_hook.hpp"
 #include "matmul.hpp"
 #include "plan.hpp"
 #include "pointwise.hpp"
@@ -66,6 +67,9 @@ struct backend_options {
   // single elements (strided_copy.hpp), which need no kernel but are slow; cuda_converter()
   // (cuda_converter.cuh, compiled by nvcc) runs memfmt::cuda::convert's transposing kernels.
   format_converter converter;
+  // Group norm (and instance norm): no cuDNN graph computes it, so it runs memfmt's own kernels,
+  // set by cuda_group_norm() (cuda_group_norm.cuh, compiled by nvcc). Empty: unsupported.
+  group_norm_kernels group_norm;
 };
 
 namespace detail {
@@ -372,7 +376,7 @@ class backend {
   // slices are 2-D copies of packed tensors on the stream (strided_copy.hpp).
 
   // What this backend runs (support.hpp); the executor and the planner ask before any work.
-  op_support support(const op_query& q) const { return layer_support(q); }
+  op_support support(const op_query& q) const { return layer_support(q, static_cast<bool>(opts_->group_norm)); }
 
   template <class T, class XF, class YF>
   void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
@@ -612,16 +616,58 @@ class backend {
     run_softmax_backward(handle_, y, dy, dx, p);
   }
 
-  // Unsupported here (support() says so, so the executor refuses this layer before any work).
+  // Group norm through backend_options::group_norm (memfmt's kernels, group_norm_hook.hpp): packed
+  // tensors of either format. Without them support() refuses the layer before any work.
   template <class T, class XF, class YF>
-  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
-                          param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_forward: no cuDNN graph for group norm in memfmt");
+  void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const group_norm_params& p) {
+    require_group_norm_kernels("cudnn::group_norm_forward");
+    validate_group_norm_forward(x, y, saved_mean, saved_invstd, p);
+    group_norm_forward_args a;
+    a.shape = group_norm_shape(x, p);
+    (void)packed_shape_of(y);
+    if (x.numel() == 0) return;
+    a.type = dtype_of_v<T>;
+    a.x_channels_last = XF::channels_last;
+    a.y_channels_last = YF::channels_last;
+    a.epsilon = p.epsilon;
+    a.x = x.data();
+    a.y = y.data();
+    a.gamma = gamma;
+    a.beta = beta;
+    a.saved_mean = saved_mean;
+    a.saved_invstd = saved_invstd;
+    a.workspace = group_norm_workspace(a.shape, XF::channels_last, a.type, false);
+    a.stream = stream_;
+    opts_->group_norm.forward(a);
   }
   template <class T, class XF, class DYF, class DXF>
-  void group_norm_backward(tensor_view<const T, XF>, tensor_view<const T, DYF>, tensor_view<T, DXF>, const param_t<T>*,
-                           const param_t<T>*, const param_t<T>*, param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "cudnn::group_norm_backward: no cuDNN graph for group norm in memfmt");
+  void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) {
+    require_group_norm_kernels("cudnn::group_norm_backward");
+    validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
+    group_norm_backward_args a;
+    a.shape = group_norm_shape(x, p);
+    (void)packed_shape_of(dy);
+    (void)packed_shape_of(dx);
+    if (x.numel() == 0) return;
+    a.type = dtype_of_v<T>;
+    a.x_channels_last = XF::channels_last;
+    a.dy_channels_last = DYF::channels_last;
+    a.dx_channels_last = DXF::channels_last;
+    a.x = x.data();
+    a.dy = dy.data();
+    a.dx = dx.data();
+    a.gamma = gamma;
+    a.saved_mean = saved_mean;
+    a.saved_invstd = saved_invstd;
+    a.dgamma = dgamma;
+    a.dbeta = dbeta;
+    a.workspace = group_norm_workspace(a.shape, XF::channels_last, a.type, true);
+    a.stream = stream_;
+    opts_->group_norm.backward(a);
   }
 
   // ------------------------------------------------------------ device memory (the executor's hooks)
@@ -806,6 +852,23 @@ class backend {
     execution_plan* p = require_plan(key, make_graph);
     execute(*p, ptrs);
     last_engine_ = p->engine_name;
+  }
+
+  void require_group_norm_kernels(const char* op) const {
+    if (!opts_->group_norm)
+      memfmt::detail::fail(errc::unsupported,
+                           std::string(op) + ": no cuDNN graph for group norm; memfmt's kernels run it when "
+                                             "backend_options::group_norm = cudnn::cuda_group_norm() is set "
+                                             "(cuda_group_norm.cuh, from a .cu file)");
+  }
+  template <class T, class F>
+  static gn::shape group_norm_shape(const tensor_view<T, F>& x, const group_norm_params& p) {
+    const packed_shape ps = packed_shape_of(x);
+    return gn::shape{ps.n, ps.c, ps.s, p.groups};
+  }
+  void* group_norm_workspace(const gn::shape& sh, bool x_channels_last, dtype type, bool backward) {
+    return workspace_.ensure(
+        static_cast<std::size_t>(group_norm_workspace_bytes(sh, x_channels_last, type, backward)));
   }
 
   // A packed view as (N, C, positions); throws unsupported for a padded or strided view.

@@ -10,7 +10,9 @@
 // softmax calls, softmax.hpp; not bfloat16) run in both formats. The backward passes the trainer
 // asks for (q.backward) are graphs of the same kinds as the forwards (backward.hpp) with the
 // forwards' limits, so they get the forwards' answers, except padding: it trains in constant mode
-// only (reflect / replicate backward needs sums). Group norm has no cuDNN graph here.
+// only (reflect / replicate backward needs sums). Group norm has no cuDNN graph: it runs memfmt's
+// own kernels (cuda_group_norm.cuh; float32, float64, float16, bfloat16, both formats), so it is
+// supported exactly when the backend was given them (group_norm_kernels).
 #pragma once
 
 #include <string>
@@ -21,18 +23,24 @@
 
 namespace memfmt::cudnn {
 
-inline op_support layer_support(const op_query& q) {
+inline op_support layer_support(const op_query& q, bool group_norm_kernels = false) {
   const std::string op = std::string(to_string(q.op)) + " on the cuDNN backend";
   if (q.rank != 4 && q.rank != 5)
     return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
                                                  " (the backends take rank 4 or 5)");
-  const bool conv_or_bn = q.op == op_kind::conv || q.op == op_kind::conv_transpose || q.op == op_kind::batch_norm;
+  if (q.op == op_kind::group_norm && !group_norm_kernels)
+    return op_support::no(errc::unsupported,
+                          op + ": no cuDNN graph for this layer; memfmt's kernels run it when "
+                               "backend_options::group_norm = cudnn::cuda_group_norm() is set (cuda_group_norm.cuh, "
+                               "from a .cu file)");
+  const bool takes_double = q.op == op_kind::conv || q.op == op_kind::conv_transpose ||
+                          q.op == op_kind::batch_norm || q.op == op_kind::group_norm;
   const bool typed = q.type == dtype::float32 || q.type == dtype::float16 || q.type == dtype::bfloat16 ||
-                     (conv_or_bn && q.type == dtype::float64);
+                     (takes_double && q.type == dtype::float64);
   if (!typed)
     return op_support::no(errc::unsupported_dtype,
                           op + ": element type " + std::string(to_string(q.type)) + " (" +
-                              (conv_or_bn ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") + ")");
+                              (takes_double ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") + ")");
   const bool pointwise = q.op == op_kind::activation || q.op == op_kind::binary || q.op == op_kind::batch_norm ||
                          q.op == op_kind::conv_transpose;
   if (pointwise && q.format == format_family::channels_first)
@@ -40,8 +48,6 @@ inline op_support layer_support(const op_query& q) {
                           op + ": its pointwise step needs channels-last tensors (cuDNN 9.19 ran no pointwise graph "
                                "over a channels-first tensor with several channels and positions)");
   switch (q.op) {
-    case op_kind::group_norm:
-      return op_support::no(errc::unsupported, op + ": no cuDNN graph for this layer in memfmt");
     case op_kind::pad:
       if (q.backward && q.padding != pad_mode::constant)
         return op_support::no(errc::unsupported,
