@@ -126,7 +126,9 @@ void for_rows(std::int64_t rows, std::int64_t elements, const Body& body) {
 // Copies run elements from src to dst (strided runs when the formats differ).
 template <class T>
 void copy_run(const T* src, T* dst, const row_geometry& g) noexcept {
-  if (g.src_run_stride == 1 && g.dst_run_stride == 1) {
+  if (g.run == 1) {  // channels-first rows: no call for one element
+    *dst = *src;
+  } else if (g.src_run_stride == 1 && g.dst_run_stride == 1) {
     std::memcpy(dst, src, static_cast<std::size_t>(g.run) * sizeof(T));
   } else {
     for (std::int64_t k = 0; k < g.run; ++k) dst[k * g.dst_run_stride] = src[k * g.src_run_stride];
@@ -224,7 +226,9 @@ void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx
         auto add_run = [&](std::int64_t w, std::int64_t s) {
           float* to = acc + s * g.run;
           const T* from = in + w * g.src_pos_stride;
-          for (std::int64_t k = 0; k < g.run; ++k) to[k] += widen(from[k * g.src_run_stride]);
+          if (g.run == 1) *to += widen(*from);
+          else
+            for (std::int64_t k = 0; k < g.run; ++k) to[k] += widen(from[k * g.src_run_stride]);
         };
         if (dense_src) {  // the interior: one contiguous sum
           const T* from = in + aw.lo * g.run;
@@ -236,6 +240,10 @@ void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx
         for (std::int64_t w = aw.hi; w < dy_ext.w; ++w) add_run(w, aw.src[static_cast<std::size_t>(w)]);
       }
     T* out = dx + i.n * dx_stride.n + i.c * dx_stride.c + i.d * dx_stride.d + i.h * dx_stride.h;
+    if (g.dst_run_stride == 1 && g.dst_pos_stride == g.run) {
+      for (std::int64_t k = 0; k < row_len; ++k) out[k] = narrow<T>(acc[k]);
+      return;
+    }
     for (std::int64_t w = 0; w < dx_ext.w; ++w)
       for (std::int64_t k = 0; k < g.run; ++k)
         out[w * g.dst_pos_stride + k * g.dst_run_stride] = narrow<T>(acc[w * g.run + k]);
