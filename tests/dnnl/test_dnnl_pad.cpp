@@ -86,7 +86,7 @@ pad_params make(pad_mode mode, spatial3 begin, spatial3 end, double value = 0.0)
 }
 
 // The cases of one rank: odd sizes, asymmetric pads, zero pads, pads past 1 (past the extent where
-// the mode allows it).
+// the mode allows it), no samples or no channels.
 template <class T, class XF, class YF>
 void check_all_modes(onednn::backend& b) {
   for (const pad_mode mode : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
@@ -94,6 +94,8 @@ void check_all_modes(onednn::backend& b) {
     if constexpr (XF::rank == 4) {
       check_pad<T, XF, YF>(b, {2, 3, 5, 7}, make(mode, {2, 1, 0}, {0, 3, 0}, -1.5));
       check_pad<T, XF, YF>(b, {1, 5, 3, 4}, make(mode, {0, 0, 0}, {0, 0, 0}));
+      check_pad<T, XF, YF>(b, {0, 3, 2, 2}, make(mode, {1, 1, 0}, {1, 0, 0}));  // no samples
+      check_pad<T, XF, YF>(b, {2, 0, 2, 2}, make(mode, {1, 1, 0}, {0, 1, 0}));  // no channels
       check_pad<T, XF, YF>(b, {2, 1, 4, 3}, make(mode, reflect ? spatial3{3, 2, 0} : spatial3{6, 0, 0},
                                                   reflect ? spatial3{1, 0, 0} : spatial3{2, 5, 0}, 0.1));
     } else {

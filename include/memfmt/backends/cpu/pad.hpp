@@ -145,6 +145,7 @@ void fill_run(T* dst, const row_geometry& g, T value) noexcept {
 template <class T, bool DstChannelsLast>
 void gather(const T* src, const dims5& src_stride, T* dst, const dims5& dst_ext, const dims5& dst_stride,
             const axis& ad, const axis& ah, const axis& aw, T fill) {
+  if (dst_ext.n * dst_ext.c == 0) return;  // no elements (and maybe null pointers)
   const row_geometry g = geometry<DstChannelsLast>(dst_ext, src_stride, dst_stride);
   const std::int64_t width = dst_ext.w;
   // The interior is one block when both rows are dense runs placed end to end.
@@ -201,6 +202,7 @@ inline inverse_axis invert(const std::vector<std::int64_t>& src, std::int64_t ex
 template <class T, bool DstChannelsLast>
 void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx, const dims5& dx_ext,
                  const dims5& dx_stride, const axis& ad, const axis& ah, const axis& aw) {
+  if (dx_ext.n * dx_ext.c == 0) return;  // no elements (and maybe null pointers)
   const row_geometry g = geometry<DstChannelsLast>(dx_ext, dy_stride, dx_stride);
   const inverse_axis id = invert(ad.src, dx_ext.d), ih = invert(ah.src, dx_ext.h);
   const std::int64_t row_len = dx_ext.w * g.run;
