@@ -1,9 +1,9 @@
 // memfmt/backends/cpu/pad.hpp - fast spatial padding on the CPU (constant, reflect, replicate).
 //
-// The reference backend's pad (reference/pad.hpp: same arguments, validation and index rule) for
-// float and bfloat16, written for speed: work goes row by row, an output row being the W
-// positions of one (n, d, h), each position a run of C contiguous channels in a channels-last
-// format or one element of a fixed channel in a channels-first one. The interior of a row is one
+// The reference backend's pad (reference/pad.hpp: same arguments, validation and index rule, whose
+// helpers it reuses) for float and bfloat16, written for speed: work goes row by row, an output row
+// being the W positions of one (n, d, h) in a channels-last format, each a run of C contiguous
+// channels, or of one (n, c, d, h) in a channels-first one, each a single element. The interior of a row is one
 // block copy (when both layouts are dense along the row), border positions copy their source run
 // or fill the constant. Inputs and outputs may differ in format (then elements are gathered one by
 // one). Rows are shared out with OpenMP when the target is built with it.
@@ -11,7 +11,7 @@
 // The backward of constant mode is a crop (each input position reads the output gradient at
 // position + begin). Reflect and replicate read some input positions several times, so their
 // backward sums: each input-gradient row gathers, in float, every output-gradient row whose source
-// it is (at most 3 per dim for reflect, begin + 1 or end + 1 at a replicated edge) and rounds once.
+// it is (per dim at most 3 for reflect, up to begin + end + 1 at a replicated edge) and rounds once.
 // A row is written by one thread only: deterministic, no atomics.
 #pragma once
 
