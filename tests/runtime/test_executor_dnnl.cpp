@@ -140,7 +140,8 @@ TEST(ExecutorOneDnnBf16, R3d18) { check_model<memfmt::bfloat16>("r3d_18", small(
 
 // The layers the models do not use, each alone between an input and an output, on oneDNN in both
 // formats against the reference: broadcasting in both operand orders, ceil-mode and padded pools,
-// upsampling by integer and other factors, softmax, slices and concat, a linear after a
+// upsampling by integer and other factors, spatial padding in each mode, softmax, slices and concat,
+// a linear after a
 // channels_last flatten.
 TEST(ExecutorOneDnn, OtherLayers) {
   network net;
@@ -165,6 +166,15 @@ TEST(ExecutorOneDnn, OtherLayers) {
   up.output = {9, 9, 0};
   h = net.upsample("up_linear", h, up);
   h = net.max_pool("max_ceil", h, 2, 2, 0, true);  // 9 -> 5
+  memfmt::pad_params pp;
+  pp.mode = memfmt::pad_mode::replicate;
+  pp.begin = {1, 0, 0};
+  pp.end = {2, 1, 0};
+  h = net.pad("pad_replicate", h, pp);  // 8 x 6
+  pp = {memfmt::pad_mode::constant, {0, 1, 0}, {1, 0, 0}, -0.25};
+  h = net.pad("pad_constant", h, pp);  // 9 x 7
+  pp = {memfmt::pad_mode::reflect, {2, 1, 0}, {1, 3, 0}, 0.0};
+  h = net.pad("pad_reflect", h, pp);  // 12 x 11
   const auto parts = net.split("split", h, {3, 5});
   h = net.concat("cat", {parts[1], parts[0], net.avg_pool("avg_excl", parts[0], 3, 1, 1, false, false)});
   h = net.softmax("softmax", h);
@@ -184,7 +194,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   }
 }
 
-// A layer oneDNN cannot run (pad, group norm) or an element type it does not compute in is an
+// A layer oneDNN cannot run (group norm) or an element type it does not compute in is an
 // error naming the node when the executor is built, before any primitive exists.
 TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
   const memfmt::graph::cost_model priors{};
@@ -201,15 +211,6 @@ TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
     }
     EXPECT_EQ(dnnl.cached_primitive_count(), 0u);
   };
-  {
-    network net;
-    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float32, family::channels_first);
-    memfmt::pad_params pp;
-    pp.begin = {1, 1, 0};
-    const auto c = net.conv("conv", net.pad("pad", x, pp), memfmt::graph::conv_spec(4, 3));
-    net.output("output", c, family::channels_first);
-    expect_refused(net, memfmt::errc::unsupported, "node 'pad' (pad): onednn pad: oneDNN 2.6 has no such primitive");
-  }
   {
     network net;
     const auto x = net.input("input", {1, 4, 6, 6}, dtype::float32, family::channels_first);
@@ -250,9 +251,9 @@ TEST(BackendSupport, OneDnn) {
   for (family f : {family::channels_first, family::channels_last}) {
     q.format = f;
     for (auto op : {memfmt::op_kind::conv, memfmt::op_kind::batch_norm, memfmt::op_kind::binary, memfmt::op_kind::pool,
-                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax})
+                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax, memfmt::op_kind::pad})
       EXPECT_TRUE(dnnl.support({op, dtype::float32, f}));
-    for (auto op : {memfmt::op_kind::pad, memfmt::op_kind::group_norm}) {
+    for (auto op : {memfmt::op_kind::group_norm}) {
       const auto s = dnnl.support({op, dtype::float32, f});
       EXPECT_FALSE(s);
       EXPECT_EQ(s.code, memfmt::errc::unsupported);

@@ -47,6 +47,7 @@
 #include "../../strided/descriptor.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../cpu/pad.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
 #include "../reference/linear.hpp"
@@ -462,7 +463,7 @@ class backend {
 
   // ---- capability ----
   // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
-  // every format of rank 4 or 5, and every operation below but pad, group / instance norm (no
+  // every format of rank 4 or 5, and every operation below but group / instance norm (no
   // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm). The
   // answer holds for training too: every operation it runs has its backward pass here.
   op_support support(const op_query& q) const {
@@ -472,7 +473,7 @@ class backend {
     if (q.rank != 4 && q.rank != 5)
       return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
                                                    " (the backends take rank 4 or 5)");
-    if (q.op == op_kind::pad || q.op == op_kind::group_norm)
+    if (q.op == op_kind::group_norm)
       return op_support::no(errc::unsupported, op + ": oneDNN 2.6 has no such primitive");
     if (q.op == op_kind::activation && !detail::eltwise_of(q.function))
       return op_support::no(errc::unsupported, op + ": " + detail::activation_name(q.function) +
@@ -566,18 +567,24 @@ class backend {
     backward_.channel_slice_backward(layers_, eng_, strm_, dy, c_begin, dx);
   }
 
-  // Unsupported here (support() says so): the executor and the trainer refuse these layers before
-  // any work.
+  // oneDNN 2.6 has no pad primitive: memfmt's own CPU kernels (cpu/pad.hpp) pad and crop. They only
+  // move elements, so bfloat16 needs no bfloat16 arithmetic from the CPU.
   template <class T, class XF, class YF>
-  void pad_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const pad_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::pad_forward: oneDNN 2.6 has no pad primitive");
+  void pad_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pad_params& p) {
+    validate_pad_forward(x, y, p);
+    if constexpr (cpu::is_pad_type_v<T>) cpu::pad_forward<T, XF, YF>(x, y, p);
+    else detail::data_type_of<T>("onednn::pad_forward");  // throws unsupported_dtype
   }
 
   template <class T, class DYF, class DXF>
-  void pad_backward(tensor_view<const T, DYF>, tensor_view<T, DXF>, const pad_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::pad_backward: oneDNN 2.6 has no pad primitive");
+  void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) {
+    validate_pad_backward(dy, dx, p);
+    if constexpr (cpu::is_pad_type_v<T>) cpu::pad_backward<T, DYF, DXF>(dy, dx, p);
+    else detail::data_type_of<T>("onednn::pad_backward");  // throws unsupported_dtype
   }
 
+  // Unsupported here (support() says so): the executor and the trainer refuse these layers before
+  // any work.
   template <class T, class XF, class YF>
   void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
                           param_t<T>*, param_t<T>*, const group_norm_params&) {
