@@ -1,12 +1,18 @@
 // bench_util.hpp - what the benchmark suites share: environment knobs and layout-independent data.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include <memfmt/format/layout.hpp>
 #include <memfmt/tensor/tensor_view.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace memfmt_bench {
 
@@ -17,6 +23,25 @@ inline std::int64_t env_int(const char* name, std::int64_t dflt) {
 inline double env_double(const char* name, double dflt) {
   const char* v = std::getenv(name);
   return v && *v ? std::atof(v) : dflt;
+}
+
+// memcpy split over `threads` threads in 64-byte-aligned slices: the copy bound a multi-threaded
+// kernel that moves the same bytes is compared with.
+inline void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, int threads) {
+#if defined(_OPENMP)
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    {
+      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t k = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t lo = n / k * t / 64 * 64, hi = t + 1 == k ? n : n / k * (t + 1) / 64 * 64;
+      std::memcpy(d + lo, s + lo, hi - lo);
+    }
+    return;
+  }
+#endif
+  (void)threads;
+  std::memcpy(d, s, n);
 }
 
 // A hash of the logical index (N, C, spatial order), in [-scale, scale): every layout of the same

@@ -50,6 +50,7 @@
 #endif
 
 #include "memfmt/convert/convert.hpp"
+#include "../common/bench_util.hpp"
 
 namespace {
 
@@ -153,23 +154,6 @@ double core_to_core_ns(int threads) {
 #endif
 }
 
-void parallel_memcpy(unsigned char* d, const unsigned char* s, std::size_t n, int threads) {
-#if defined(_OPENMP)
-  if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-    {
-      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::size_t k = static_cast<std::size_t>(omp_get_num_threads());
-      const std::size_t lo = n / k * t / 64 * 64, hi = t + 1 == k ? n : n / k * (t + 1) / 64 * 64;
-      std::memcpy(d + lo, s + lo, hi - lo);
-    }
-    return;
-  }
-#endif
-  (void)threads;
-  std::memcpy(d, s, n);
-}
-
 // The value of environment variable `name` among `values` (automatic when unset); anything else
 // stops the run (a typo would silently measure the automatic choice).
 template <class Enum>
@@ -221,7 +205,7 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
   double best_convert = 1e30, best_memcpy = 1e30;
   const double c2c_before = core_to_core_ns(threads);
   memfmt::convert(src, dst, opt);  // warm-up
-  parallel_memcpy(b.dst, b.src, bytes, threads);
+  memfmt_bench::parallel_memcpy(b.dst, b.src, bytes, threads);
   for (auto _ : state) {
     cache_flusher::maybe_flush(threads);
     auto t0 = clock_type::now();
@@ -229,7 +213,7 @@ void bm_convert(benchmark::State& state, std::array<std::int64_t, 4> e, int thre
     auto t1 = clock_type::now();
     cache_flusher::maybe_flush(threads);
     auto t2 = clock_type::now();
-    parallel_memcpy(b.dst, b.src, bytes, threads);
+    memfmt_bench::parallel_memcpy(b.dst, b.src, bytes, threads);
     auto t3 = clock_type::now();
     const double tc = std::chrono::duration<double>(t1 - t0).count();
     const double tm = std::chrono::duration<double>(t3 - t2).count();
