@@ -47,6 +47,7 @@
 #include "../../strided/descriptor.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
+#include "../cpu/group_norm.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
 #include "../reference/linear.hpp"
@@ -462,8 +463,8 @@ class backend {
 
   // ---- capability ----
   // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
-  // every format of rank 4 or 5, and every operation below but pad, group / instance norm (no
-  // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm). The
+  // every format of rank 4 or 5, and every operation below but pad (no oneDNN 2.6 primitive) and
+  // the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm). The
   // answer holds for training too: every operation it runs has its backward pass here.
   op_support support(const op_query& q) const {
     const std::string op = std::string("onednn ") + to_string(q.op);
@@ -472,7 +473,7 @@ class backend {
     if (q.rank != 4 && q.rank != 5)
       return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
                                                    " (the backends take rank 4 or 5)");
-    if (q.op == op_kind::pad || q.op == op_kind::group_norm)
+    if (q.op == op_kind::pad)
       return op_support::no(errc::unsupported, op + ": oneDNN 2.6 has no such primitive");
     if (q.op == op_kind::activation && !detail::eltwise_of(q.function))
       return op_support::no(errc::unsupported, op + ": " + detail::activation_name(q.function) +
@@ -578,16 +579,23 @@ class backend {
     memfmt::detail::fail(errc::unsupported, "onednn::pad_backward: oneDNN 2.6 has no pad primitive");
   }
 
+  // Group (and instance) norm: oneDNN 2.6 has no primitive, so memfmt's own CPU kernel runs it
+  // (backends/cpu/group_norm.hpp: the reference backend's semantics, either format, OpenMP threads).
   template <class T, class XF, class YF>
-  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
-                          param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_forward: oneDNN 2.6 has no group norm primitive");
+  void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const group_norm_params& p) {
+    detail::data_type_of<T>("onednn::group_norm_forward");  // the element types the rest of the backend takes
+    if constexpr (detail::supported_v<T>) cpu::group_norm_forward(x, y, gamma, beta, saved_mean, saved_invstd, p);
   }
 
   template <class T, class XF, class DYF, class DXF>
-  void group_norm_backward(tensor_view<const T, XF>, tensor_view<const T, DYF>, tensor_view<T, DXF>, const param_t<T>*,
-                           const param_t<T>*, const param_t<T>*, param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_backward: oneDNN 2.6 has no group norm primitive");
+  void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) {
+    detail::data_type_of<T>("onednn::group_norm_backward");
+    if constexpr (detail::supported_v<T>)
+      cpu::group_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order
