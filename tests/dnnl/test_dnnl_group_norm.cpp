@@ -8,8 +8,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <memfmt/backends/dnnl/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
@@ -99,8 +104,10 @@ void run_grid() {
   // Shapes whose samples split into several chunks (partial sums added across chunks).
   const layout<nchw>::extents_type big4{2, 12, 24, 40};
   const layout<ncdhw>::extents_type big5{1, 8, 6, 8, 16};
-  ASSERT_GT(cpu::group_norm_detail::make_chunking({2, 12, 1, 24, 40}).chunks_per_sample, 2);
-  ASSERT_GT(cpu::group_norm_detail::make_chunking({1, 8, 6, 8, 16}).chunks_per_sample, 1);
+  for (bool channels_last : {false, true}) {
+    ASSERT_GT(cpu::group_norm_detail::make_chunking({2, 12, 1, 24, 40}, channels_last).chunks_per_sample, 2);
+    ASSERT_GT(cpu::group_norm_detail::make_chunking({1, 8, 6, 8, 16}, channels_last).chunks_per_sample, 1);
+  }
   check_groups<T, nchw, nchw>(b, big4);
   check_groups<T, nhwc, nhwc>(b, big4);
   check_groups<T, ncdhw, ndhwc>(b, big5);
@@ -145,6 +152,47 @@ TEST(DnnlGroupNorm, LargeMean) {
   for (bool affine : {true, false}) {
     check_gn<float, nchw, nchw>(b, {2, 12, 24, 40}, {3, affine, 1e4f - 0.5f, 1e4f + 0.5f});
     check_gn<float, nhwc, nhwc>(b, {2, 12, 24, 40}, {12, affine, 1e4f - 0.5f, 1e4f + 0.5f});
+  }
+}
+
+// Chunks and their reduction order depend on the shape only: 1, 2 and 7 threads give the same bits.
+template <class F>
+std::vector<float> step_with_threads(int threads) {
+#if defined(_OPENMP)
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+  host_tensor<float, F> x({3, 12, 24, 40}), y({3, 12, 24, 40}), dx({3, 12, 24, 40});
+  fill(x, 61, 1e4f - 1.f, 1e4f + 1.f);
+  std::vector<float> g(12), b(12), m(9), s(9), dg(12), db(12);
+  fill(g.data(), 12, 62, 0.5f, 1.5f);
+  fill(b.data(), 12, 63);
+  group_norm_params p;
+  p.groups = 3;
+  cpu::group_norm_forward(x.const_view(), y.view(), g.data(), b.data(), m.data(), s.data(), p);
+  cpu::group_norm_backward(x.const_view(), y.const_view(), dx.view(), g.data(), m.data(), s.data(), dg.data(),
+                           db.data(), p);
+#if defined(_OPENMP)
+  omp_set_num_threads(before);
+#endif
+  std::vector<float> out(y.data(), y.data() + y.numel());
+  out.insert(out.end(), dx.data(), dx.data() + dx.numel());
+  for (const auto* v : {&m, &s, &dg, &db}) out.insert(out.end(), v->begin(), v->end());
+  return out;
+}
+
+TEST(DnnlGroupNorm, SameBitsForAnyThreadCount) {
+#if !defined(_OPENMP)
+  GTEST_SKIP() << "built without OpenMP: one thread only";
+#endif
+  const auto one = step_with_threads<nchw>(1), one_last = step_with_threads<nhwc>(1);
+  for (int threads : {2, 7}) {
+    const auto many = step_with_threads<nchw>(threads), many_last = step_with_threads<nhwc>(threads);
+    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << threads << " threads, nchw";
+    EXPECT_EQ(0, std::memcmp(one_last.data(), many_last.data(), one.size() * sizeof(float)))
+        << threads << " threads, nhwc";
   }
 }
 

@@ -7,9 +7,10 @@
 // channels-last views pixel by pixel over runs of channels, accumulating per-channel sums that are
 // folded into group sums afterwards.
 //
-// Work is cut into chunks (sample n, a block of D * H rows) whose size depends only on the shape;
-// each chunk keeps its own partial sums and the partials are added in a fixed order, so the result
-// is bitwise the same for any number of OpenMP threads. Sums and per-element arithmetic are in
+// Work is cut into chunks (sample n and a block of rows or of channels, whichever keeps a chunk's
+// memory contiguous) whose size depends only on the shape; each chunk keeps its own partial sums
+// and the partials are added in a fixed order, so the result is bitwise the same for any number of
+// OpenMP threads. Sums and per-element arithmetic are in
 // double with a two-pass variance (mean first, then squared deviations), so a large mean cannot
 // cancel the variance; outputs are rounded once, as in the reference.
 #pragma once
@@ -35,55 +36,73 @@ using reference::detail::dims5;
 // enough that a single sample still splits over threads.
 inline constexpr std::int64_t chunk_elements = 4096;
 
+// Chunks follow x's memory: a channels-last sample splits into blocks of D * H rows (W pixels of
+// all channels each), a channels-first one into blocks of whole channels (all D * H * W pixels).
 struct chunking {
-  std::int64_t rows_per_chunk;     // of the D * H rows of W pixels
-  std::int64_t chunks_per_sample;  // 0 when there are no pixels
+  bool channels_inner;             // x is channels-last: channels vary fastest
+  std::int64_t per_chunk;          // rows (channels-last) or channels (channels-first) per chunk
+  std::int64_t chunks_per_sample;  // 0 when there is nothing to split
   std::int64_t chunks;             // N * chunks_per_sample
 };
 
-inline chunking make_chunking(const dims5& e) noexcept {
-  const std::int64_t rows = e.d * e.h, row_elements = e.c * e.w;
-  const std::int64_t per = row_elements > 0 && row_elements < chunk_elements ? chunk_elements / row_elements : 1;
-  const std::int64_t cps = (rows + per - 1) / per;
-  return {per, cps, e.n * cps};
+inline chunking make_chunking(const dims5& e, bool channels_inner) noexcept {
+  const std::int64_t rows = e.d * e.h;
+  const std::int64_t unit = channels_inner ? e.c * e.w : rows * e.w;  // elements of one row / channel
+  const std::int64_t count = channels_inner ? rows : e.c;
+  const std::int64_t per = unit > 0 && unit < chunk_elements ? chunk_elements / unit : 1;
+  const std::int64_t cps = (count + per - 1) / per;
+  return {channels_inner, per, cps, e.n * cps};
 }
 
-// Calls fn(c, d, h, w) for every position of rows [r0, r1) of one sample: channels innermost for a
+// The positions of one chunk: sample n, channels [c0, c1), rows [r0, r1) of the D * H rows.
+struct chunk {
+  std::int64_t n, c0, c1, r0, r1;
+};
+
+inline chunk chunk_at(const dims5& e, const chunking& ch, std::int64_t i) noexcept {
+  const std::int64_t n = i / ch.chunks_per_sample, b = i % ch.chunks_per_sample;
+  const std::int64_t count = ch.channels_inner ? e.d * e.h : e.c;
+  const std::int64_t lo = b * ch.per_chunk, hi = lo + ch.per_chunk < count ? lo + ch.per_chunk : count;
+  return ch.channels_inner ? chunk{n, 0, e.c, lo, hi} : chunk{n, lo, hi, 0, e.d * e.h};
+}
+
+// Calls fn(c, d, h, w) for every position of chunk k in memory order: channels innermost for a
 // channels-last x, the W pixels of a row innermost otherwise.
 template <class Fn>
-void for_each_in_rows(const dims5& e, bool channels_inner, std::int64_t r0, std::int64_t r1, Fn&& fn) {
-  if (channels_inner) {
-    for (std::int64_t r = r0; r < r1; ++r)
+void for_each_in_chunk(const dims5& e, const chunking& ch, const chunk& k, Fn&& fn) {
+  if (ch.channels_inner) {
+    for (std::int64_t r = k.r0; r < k.r1; ++r) {
+      const std::int64_t d = r / e.h, h = r % e.h;
       for (std::int64_t w = 0; w < e.w; ++w)
-        for (std::int64_t c = 0; c < e.c; ++c) fn(c, r / e.h, r % e.h, w);
+        for (std::int64_t c = k.c0; c < k.c1; ++c) fn(c, d, h, w);
+    }
   } else {
-    for (std::int64_t c = 0; c < e.c; ++c)
-      for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t w = 0; w < e.w; ++w) fn(c, r / e.h, r % e.h, w);
+    for (std::int64_t c = k.c0; c < k.c1; ++c)
+      for (std::int64_t r = k.r0; r < k.r1; ++r) {
+        const std::int64_t d = r / e.h, h = r % e.h;
+        for (std::int64_t w = 0; w < e.w; ++w) fn(c, d, h, w);
+      }
   }
 }
 
-// Calls fn(n, r0, r1, chunk) for every chunk, in parallel when OpenMP is on; fn must not throw.
+// Calls fn(chunk, i) for every chunk i, in parallel when OpenMP is on; fn must not throw.
 template <class Fn>
 void for_each_chunk(const dims5& e, const chunking& ch, Fn&& fn) {
-  const std::int64_t rows = e.d * e.h;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) if (ch.chunks > 1)
 #endif
-  for (std::int64_t i = 0; i < ch.chunks; ++i) {
-    const std::int64_t n = i / ch.chunks_per_sample, b = i % ch.chunks_per_sample;
-    const std::int64_t r0 = b * ch.rows_per_chunk;
-    fn(n, r0, r0 + ch.rows_per_chunk < rows ? r0 + ch.rows_per_chunk : rows, i);
-  }
+  for (std::int64_t i = 0; i < ch.chunks; ++i) fn(chunk_at(e, ch, i), i);
 }
 
-// Per sample and channel totals (n * C + c) of per-chunk partials (chunk * C + c), chunks in order.
+// Per sample and channel totals (n * C + c) of per-chunk partials (chunk * C + c, only the
+// chunk's channels written), chunks in order.
 inline std::vector<double> channel_totals(const std::vector<double>& part, const dims5& e, const chunking& ch) {
   std::vector<double> total(static_cast<std::size_t>(e.n * e.c), 0.0);
-  for (std::int64_t n = 0; n < e.n; ++n)
-    for (std::int64_t b = 0; b < ch.chunks_per_sample; ++b)
-      for (std::int64_t c = 0; c < e.c; ++c)
-        total[static_cast<std::size_t>(n * e.c + c)] += part[static_cast<std::size_t>((n * ch.chunks_per_sample + b) * e.c + c)];
+  for (std::int64_t i = 0; i < ch.chunks; ++i) {
+    const chunk k = chunk_at(e, ch, i);
+    for (std::int64_t c = k.c0; c < k.c1; ++c)
+      total[static_cast<std::size_t>(k.n * e.c + c)] += part[static_cast<std::size_t>(i * e.c + c)];
+  }
   return total;
 }
 
@@ -135,18 +154,17 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   validate_group_norm_forward(x, y, saved_mean, saved_invstd, p);
   const auto e = rd::extents5(x);
   const auto xs = rd::strides5(x), ys = rd::strides5(y);
-  const auto ch = gd::make_chunking(e);
-  const bool channels_inner = gd::channels_innermost(x);
+  const auto ch = gd::make_chunking(e, gd::channels_innermost(x));
   const double m = static_cast<double>(e.c / p.groups * e.d * e.h * e.w);
   const T* xd = x.data();
   T* yd = y.data();
   const auto C = static_cast<std::size_t>(e.c);
 
   std::vector<double> part(static_cast<std::size_t>(ch.chunks) * C, 0.0);
-  gd::for_each_chunk(e, ch, [&](std::int64_t n, std::int64_t r0, std::int64_t r1, std::int64_t i) {
+  gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t i) {
     double* acc = part.data() + static_cast<std::size_t>(i) * C;
-    gd::for_each_in_rows(e, channels_inner, r0, r1, [&](auto c, auto d, auto h, auto w) {
-      acc[c] += rd::to_double(xd[rd::offset5(xs, n, c, d, h, w)]);
+    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+      acc[c] += rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]);
     });
   });
   std::vector<double> mean = gd::group_totals<P>(gd::channel_totals(part, e, ch), e, p.groups, nullptr);
@@ -154,11 +172,11 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   const std::vector<double> mean_c = gd::per_channel(mean, e, p.groups);
 
   std::fill(part.begin(), part.end(), 0.0);
-  gd::for_each_chunk(e, ch, [&](std::int64_t n, std::int64_t r0, std::int64_t r1, std::int64_t i) {
+  gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t i) {
     double* acc = part.data() + static_cast<std::size_t>(i) * C;
-    const double* mc = mean_c.data() + static_cast<std::size_t>(n) * C;
-    gd::for_each_in_rows(e, channels_inner, r0, r1, [&](auto c, auto d, auto h, auto w) {
-      const double v = rd::to_double(xd[rd::offset5(xs, n, c, d, h, w)]) - mc[c];
+    const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
+    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+      const double v = rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c];
       acc[c] = rd::mul_add(v, v, acc[c]);
     });
   });
@@ -170,13 +188,13 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   for (std::int64_t n = 0; n < e.n; ++n)
     for (std::int64_t c = 0; c < e.c; ++c)
       if (gamma) scale[static_cast<std::size_t>(n * e.c + c)] *= static_cast<double>(gamma[c]);
-  gd::for_each_chunk(e, ch, [&](std::int64_t n, std::int64_t r0, std::int64_t r1, std::int64_t) {
-    const double* mc = mean_c.data() + static_cast<std::size_t>(n) * C;
-    const double* sc = scale.data() + static_cast<std::size_t>(n) * C;
-    gd::for_each_in_rows(e, channels_inner, r0, r1, [&](auto c, auto d, auto h, auto w) {
-      const double v = (rd::to_double(xd[rd::offset5(xs, n, c, d, h, w)]) - mc[c]) * sc[c] +
+  gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t) {
+    const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
+    const double* sc = scale.data() + static_cast<std::size_t>(k.n) * C;
+    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+      const double v = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * sc[c] +
                        (beta ? static_cast<double>(beta[c]) : 0.0);
-      yd[rd::offset5(ys, n, c, d, h, w)] = rd::from_double<T>(v);
+      yd[rd::offset5(ys, k.n, c, d, h, w)] = rd::from_double<T>(v);
     });
   });
   if (saved_mean == nullptr || saved_invstd == nullptr) return;  // allowed for an empty x only
@@ -196,8 +214,7 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
   validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
   const auto e = rd::extents5(x);
   const auto xs = rd::strides5(x), dys = rd::strides5(dy), dxs = rd::strides5(dx);
-  const auto ch = gd::make_chunking(e);
-  const bool channels_inner = gd::channels_innermost(x);
+  const auto ch = gd::make_chunking(e, gd::channels_innermost(x));
   const double m = static_cast<double>(e.c / p.groups * e.d * e.h * e.w);
   const T *xd = x.data(), *dyd = dy.data();
   T* dxd = dx.data();
@@ -219,14 +236,14 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
 
   // Per chunk and channel: sum of dy and of dy * xhat.
   std::vector<double> part_dy(static_cast<std::size_t>(ch.chunks) * C, 0.0), part_dyx(part_dy.size(), 0.0);
-  gd::for_each_chunk(e, ch, [&](std::int64_t n, std::int64_t r0, std::int64_t r1, std::int64_t i) {
+  gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t i) {
     double* sdy = part_dy.data() + static_cast<std::size_t>(i) * C;
     double* sdyx = part_dyx.data() + static_cast<std::size_t>(i) * C;
-    const double* mc = mean_c.data() + static_cast<std::size_t>(n) * C;
-    const double* ic = invstd_c.data() + static_cast<std::size_t>(n) * C;
-    gd::for_each_in_rows(e, channels_inner, r0, r1, [&](auto c, auto d, auto h, auto w) {
-      const double g = rd::to_double(dyd[rd::offset5(dys, n, c, d, h, w)]);
-      const double xh = (rd::to_double(xd[rd::offset5(xs, n, c, d, h, w)]) - mc[c]) * ic[c];
+    const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
+    const double* ic = invstd_c.data() + static_cast<std::size_t>(k.n) * C;
+    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+      const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
+      const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
       sdy[c] += g;
       sdyx[c] = rd::mul_add(g, xh, sdyx[c]);
     });
@@ -255,14 +272,14 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
       k_xhat[i] *= invstd_c[i] / m;
       if (gamma) k_dy[i] *= static_cast<double>(gamma[c]);
     }
-  gd::for_each_chunk(e, ch, [&](std::int64_t n, std::int64_t r0, std::int64_t r1, std::int64_t) {
-    const auto at = static_cast<std::size_t>(n) * C;
+  gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t) {
+    const auto at = static_cast<std::size_t>(k.n) * C;
     const double *mc = mean_c.data() + at, *ic = invstd_c.data() + at;
     const double *kd = k_dy.data() + at, *k0 = k_0.data() + at, *kx = k_xhat.data() + at;
-    gd::for_each_in_rows(e, channels_inner, r0, r1, [&](auto c, auto d, auto h, auto w) {
-      const double g = rd::to_double(dyd[rd::offset5(dys, n, c, d, h, w)]);
-      const double xh = (rd::to_double(xd[rd::offset5(xs, n, c, d, h, w)]) - mc[c]) * ic[c];
-      dxd[rd::offset5(dxs, n, c, d, h, w)] = rd::from_double<T>(kd[c] * g - k0[c] - xh * kx[c]);
+    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+      const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
+      const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
+      dxd[rd::offset5(dxs, k.n, c, d, h, w)] = rd::from_double<T>(kd[c] * g - k0[c] - xh * kx[c]);
     });
   });
 }
