@@ -139,14 +139,15 @@ TEST(ExecutorOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", small(0.0
 TEST(ExecutorOneDnnBf16, R3d18) { check_model<memfmt::bfloat16>("r3d_18", small(0.0625, 16)); }
 
 // The layers the models do not use, each alone between an input and an output, on oneDNN in both
-// formats against the reference: broadcasting in both operand orders, ceil-mode and padded pools,
-// upsampling by integer and other factors, spatial padding in each mode, softmax, slices and concat,
-// a linear after a
+// formats against the reference: group and instance norm (memfmt's CPU kernel), broadcasting in
+// both operand orders, ceil-mode and padded pools, upsampling by integer and other factors, spatial
+// padding in each mode, softmax, slices and concat, a linear after a
 // channels_last flatten.
 TEST(ExecutorOneDnn, OtherLayers) {
   network net;
   const auto x = net.input("input", {2, 6, 8, 8}, dtype::float32, family::channels_first);
   auto h = net.conv("conv", x, memfmt::graph::conv_spec(8, 3, 1, 1));
+  h = net.instance_norm("in", net.group_norm("gn", h, 4), 1e-5, true);
   const auto pooled = net.global_pool("gap", h, memfmt::pool_kind::average);
   const auto gate = net.activation("sigmoid", pooled, memfmt::activation::sigmoid);
   h = net.binary("sub", gate, h, memfmt::binary_op::sub);  // the broadcast operand first, not commuting
@@ -194,7 +195,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   }
 }
 
-// A layer oneDNN cannot run (group norm) or an element type it does not compute in is an
+// A layer oneDNN cannot run (the hardsigmoid activation) or an element type it does not compute in is an
 // error naming the node when the executor is built, before any primitive exists.
 TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
   const memfmt::graph::cost_model priors{};
@@ -214,9 +215,11 @@ TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
   {
     network net;
     const auto x = net.input("input", {1, 4, 6, 6}, dtype::float32, family::channels_first);
-    net.output("output", net.group_norm("gn", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)), 2),
+    net.output("output",
+               net.activation("hsig", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)),
+                              memfmt::activation::hardsigmoid),
                family::channels_first);
-    expect_refused(net, memfmt::errc::unsupported, "node 'gn' (group_norm)");
+    expect_refused(net, memfmt::errc::unsupported, "node 'hsig' (activation): onednn activation: hardsigmoid");
   }
   {
     network net;
@@ -251,9 +254,10 @@ TEST(BackendSupport, OneDnn) {
   for (family f : {family::channels_first, family::channels_last}) {
     q.format = f;
     for (auto op : {memfmt::op_kind::conv, memfmt::op_kind::batch_norm, memfmt::op_kind::binary, memfmt::op_kind::pool,
-                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax, memfmt::op_kind::pad})
+                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax, memfmt::op_kind::pad,
+                    memfmt::op_kind::group_norm})
       EXPECT_TRUE(dnnl.support({op, dtype::float32, f}));
-    for (auto op : {memfmt::op_kind::group_norm}) {
+    for (auto op : {memfmt::op_kind::activation}) {
       const auto s = dnnl.support({op, dtype::float32, f});
       EXPECT_FALSE(s);
       EXPECT_EQ(s.code, memfmt::errc::unsupported);

@@ -48,6 +48,7 @@
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
 #include "../cpu/pad.hpp"
+#include "../cpu/group_norm.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
 #include "../reference/linear.hpp"
@@ -463,9 +464,9 @@ class backend {
 
   // ---- capability ----
   // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
-  // every format of rank 4 or 5, and every operation below but group / instance norm (no
-  // oneDNN 2.6 primitive) and the hardsigmoid activation (no oneDNN 2.6 eltwise algorithm). The
-  // answer holds for training too: every operation it runs has its backward pass here.
+  // every format of rank 4 or 5, and every operation below but the hardsigmoid activation (no
+  // oneDNN 2.6 eltwise algorithm). The answer holds for training too: every operation it runs has
+  // its backward pass here.
   op_support support(const op_query& q) const {
     const std::string op = std::string("onednn ") + to_string(q.op);
     if (const dtype_support d = support_for(q.type); !d.supported)
@@ -473,8 +474,6 @@ class backend {
     if (q.rank != 4 && q.rank != 5)
       return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
                                                    " (the backends take rank 4 or 5)");
-    if (q.op == op_kind::group_norm)
-      return op_support::no(errc::unsupported, op + ": oneDNN 2.6 has no such primitive");
     if (q.op == op_kind::activation && !detail::eltwise_of(q.function))
       return op_support::no(errc::unsupported, op + ": " + detail::activation_name(q.function) +
                                                    " has no oneDNN 2.6 eltwise algorithm");
@@ -583,18 +582,23 @@ class backend {
     else detail::data_type_of<T>("onednn::pad_backward");  // throws unsupported_dtype
   }
 
-  // Unsupported here (support() says so): the executor and the trainer refuse these layers before
-  // any work.
+  // Group (and instance) norm: oneDNN 2.6 has no primitive, so memfmt's own CPU kernel runs it
+  // (backends/cpu/group_norm.hpp: the reference backend's semantics, either format, OpenMP threads).
   template <class T, class XF, class YF>
-  void group_norm_forward(tensor_view<const T, XF>, tensor_view<T, YF>, const param_t<T>*, const param_t<T>*,
-                          param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_forward: oneDNN 2.6 has no group norm primitive");
+  void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const group_norm_params& p) {
+    detail::data_type_of<T>("onednn::group_norm_forward");  // the element types the rest of the backend takes
+    if constexpr (detail::supported_v<T>) cpu::group_norm_forward(x, y, gamma, beta, saved_mean, saved_invstd, p);
   }
 
   template <class T, class XF, class DYF, class DXF>
-  void group_norm_backward(tensor_view<const T, XF>, tensor_view<const T, DYF>, tensor_view<T, DXF>, const param_t<T>*,
-                           const param_t<T>*, const param_t<T>*, param_t<T>*, param_t<T>*, const group_norm_params&) {
-    memfmt::detail::fail(errc::unsupported, "onednn::group_norm_backward: oneDNN 2.6 has no group norm primitive");
+  void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) {
+    detail::data_type_of<T>("onednn::group_norm_backward");
+    if constexpr (detail::supported_v<T>)
+      cpu::group_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order
