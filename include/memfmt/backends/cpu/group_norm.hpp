@@ -10,20 +10,23 @@
 // Work is cut into chunks (sample n and a block of rows or of channels, whichever keeps a chunk's
 // memory contiguous) whose size depends only on the shape; each chunk keeps its own partial sums
 // and the partials are added in a fixed order, so the result is bitwise the same for any number of
-// OpenMP threads. Sums and per-element arithmetic are in
-// double with a two-pass variance (mean first, then squared deviations), so a large mean cannot
-// cancel the variance; outputs are rounded once, as in the reference.
+// OpenMP threads. Sums and per-element arithmetic are in double with a two-pass variance (mean
+// first, then squared deviations), so a large mean cannot cancel the variance. Where the views share
+// one layout, the passes walk contiguous runs (a row sum in eight interleaved partials) and 16-bit
+// outputs round through float; mixed layouts go element by element and round as the reference does.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
 #include "../layer_params.hpp"
+#include "../reference/numeric.hpp"
 #include "../reference/view_access.hpp"
 #include "../validate.hpp"
 
@@ -143,6 +146,88 @@ bool channels_innermost(const tensor_view<T, F>& x) noexcept {
   return s.c < s.w;
 }
 
+inline bool same_strides(const dims5& a, const dims5& b) noexcept {
+  return a.n == b.n && a.c == b.c && a.d == b.d && a.h == b.h && a.w == b.w;
+}
+
+// The output rounding of the passes over a shared layout, without branches so the loops vectorise:
+// float as the reference rounds it; 16-bit types through float (the extra rounding step at most
+// moves a tie by one unit). The reference's correctly rounded double -> 16-bit conversion costs a
+// library call per element.
+template <class T>
+T round_out(double v) noexcept {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    // An IEEE float's range is [-inf, inf], so every double converts, rounded to nearest even, past
+    // FLT_MAX + half an ulp to infinity: what the reference's double_to_float spells out.
+    static_assert(std::numeric_limits<float>::is_iec559, "IEEE float conversion");
+    const float f = static_cast<float>(v);
+    if constexpr (std::is_same_v<T, float>) return f;
+    else return T(f);
+  }
+}
+
+// The elementwise passes over one run, as plain loops over restrict pointers so they vectorise:
+// y = (x - mean) * scale + shift and dx = k_dy * dy - k_0 - (x - mean) * invstd * k_xhat, with the
+// per-channel factors indexed by the run's position (a pixel's run of channels) or fixed (a row of
+// one channel, index 0).
+template <bool PerElement, class T, class Step>
+void normalize_run(const T* __restrict xp, T* __restrict yp, std::int64_t len, Step step,
+                   const double* __restrict mean, const double* __restrict scale, const double* __restrict shift) {
+  for (std::int64_t j = 0; j < len; ++j) {
+    const std::int64_t c = PerElement ? j : 0;
+    yp[j * step] = round_out<T>((reference::detail::to_double(xp[j * step]) - mean[c]) * scale[c] + shift[c]);
+  }
+}
+
+template <bool PerElement, class T, class Step>
+void input_grad_run(const T* __restrict xp, const T* __restrict gp, T* __restrict out, std::int64_t len, Step step,
+                    const double* __restrict mean, const double* __restrict invstd, const double* __restrict k_dy,
+                    const double* __restrict k_0, const double* __restrict k_xhat) {
+  for (std::int64_t j = 0; j < len; ++j) {
+    const std::int64_t c = PerElement ? j : 0;
+    const double xh = (reference::detail::to_double(xp[j * step]) - mean[c]) * invstd[c];
+    out[j * step] = round_out<T>(k_dy[c] * reference::detail::to_double(gp[j * step]) - k_0[c] - xh * k_xhat[c]);
+  }
+}
+
+// Calls run(c, base, len, step) for every run of chunk k in a layout of strides s: channels-last
+// chunks are pixels (run over channels c0..c1, `c` the first), channels-first ones rows (run over
+// W of channel c). step is the run's stride; the fast passes specialise step == 1.
+template <class Run>
+void for_each_run_in_chunk(const dims5& e, const dims5& s, const chunking& ch, const chunk& k, Run&& run) {
+  if (ch.channels_inner) {
+    for (std::int64_t r = k.r0; r < k.r1; ++r) {
+      const std::int64_t row = k.n * s.n + (r / e.h) * s.d + (r % e.h) * s.h;
+      for (std::int64_t w = 0; w < e.w; ++w) run(k.c0, row + w * s.w + k.c0 * s.c, k.c1 - k.c0, s.c);
+    }
+  } else {
+    for (std::int64_t c = k.c0; c < k.c1; ++c)
+      for (std::int64_t r = k.r0; r < k.r1; ++r)
+        run(c, k.n * s.n + c * s.c + (r / e.h) * s.d + (r % e.h) * s.h, e.w, s.w);
+  }
+}
+
+// sum over i < len of f(i) in eight interleaved partial sums: a fixed order the compiler can
+// vectorise (a single running double sum is a chain of dependent adds).
+template <class F>
+double sum8(std::int64_t len, F&& f) {
+  double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int j = 0; j < 8; ++j) l[j] += f(i + j);
+  for (int j = 0; i < len; ++i, ++j) l[j] += f(i);
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+// Calls fn(step) with step a compile-time 1 where it is 1, so unit-stride runs vectorise.
+template <class Fn>
+void unit_or_strided(std::int64_t step, Fn&& fn) {
+  if (step == 1) fn(std::integral_constant<std::int64_t, 1>{});
+  else fn(step);
+}
+
 }  // namespace group_norm_detail
 
 template <class T, class P, class XF, class YF>
@@ -160,11 +245,18 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   T* yd = y.data();
   const auto C = static_cast<std::size_t>(e.c);
 
+  // The statistics read x alone: they walk x's runs (pixels of channels, or rows of a channel).
   std::vector<double> part(static_cast<std::size_t>(ch.chunks) * C, 0.0);
   gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t i) {
     double* acc = part.data() + static_cast<std::size_t>(i) * C;
-    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
-      acc[c] += rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]);
+    gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
+      gd::unit_or_strided(st, [&](auto step) {
+        const T* xp = xd + base;
+        if (ch.channels_inner)
+          for (std::int64_t j = 0; j < len; ++j) acc[c + j] += rd::to_double(xp[j * step]);
+        else
+          acc[c] += gd::sum8(len, [&](std::int64_t j) { return rd::to_double(xp[j * step]); });
+      });
     });
   });
   std::vector<double> mean = gd::group_totals<P>(gd::channel_totals(part, e, ch), e, p.groups, nullptr);
@@ -175,26 +267,49 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t i) {
     double* acc = part.data() + static_cast<std::size_t>(i) * C;
     const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
-    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
-      const double v = rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c];
-      acc[c] = rd::mul_add(v, v, acc[c]);
+    gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
+      gd::unit_or_strided(st, [&](auto step) {
+        const T* xp = xd + base;
+        if (ch.channels_inner) {
+          for (std::int64_t j = 0; j < len; ++j) {
+            const double v = rd::to_double(xp[j * step]) - mc[c + j];
+            acc[c + j] += v * v;
+          }
+        } else {
+          acc[c] += gd::sum8(len, [&](std::int64_t j) {
+            const double v = rd::to_double(xp[j * step]) - mc[c];
+            return v * v;
+          });
+        }
+      });
     });
   });
   std::vector<double> invstd = gd::group_totals<P>(gd::channel_totals(part, e, ch), e, p.groups, nullptr);
   for (auto& v : invstd) v = 1.0 / std::sqrt(v / m + p.epsilon);
 
   // y = (x - mean) * scale[c] + beta[c] with scale = invstd * gamma[c], per sample and channel.
-  std::vector<double> scale = gd::per_channel(invstd, e, p.groups);
+  std::vector<double> scale = gd::per_channel(invstd, e, p.groups), shift(C, 0.0);
   for (std::int64_t n = 0; n < e.n; ++n)
     for (std::int64_t c = 0; c < e.c; ++c)
       if (gamma) scale[static_cast<std::size_t>(n * e.c + c)] *= static_cast<double>(gamma[c]);
+  if (beta)
+    for (std::size_t c = 0; c < C; ++c) shift[c] = static_cast<double>(beta[c]);
   gd::for_each_chunk(e, ch, [&](const gd::chunk& k, std::int64_t) {
     const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
     const double* sc = scale.data() + static_cast<std::size_t>(k.n) * C;
-    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
-      const double v = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * sc[c] +
-                       (beta ? static_cast<double>(beta[c]) : 0.0);
-      yd[rd::offset5(ys, k.n, c, d, h, w)] = rd::from_double<T>(v);
+    const double* bc = shift.data();
+    if (!gd::same_strides(xs, ys)) {  // x and y in different layouts: element by element
+      gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+        const double v = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * sc[c] + bc[c];
+        yd[rd::offset5(ys, k.n, c, d, h, w)] = rd::from_double<T>(v);
+      });
+      return;
+    }
+    gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
+      gd::unit_or_strided(st, [&](auto step) {
+        if (ch.channels_inner) gd::normalize_run<true>(xd + base, yd + base, len, step, mc + c, sc + c, bc + c);
+        else gd::normalize_run<false>(xd + base, yd + base, len, step, mc + c, sc + c, bc + c);
+      });
     });
   });
   if (saved_mean == nullptr || saved_invstd == nullptr) return;  // allowed for an empty x only
@@ -241,11 +356,31 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
     double* sdyx = part_dyx.data() + static_cast<std::size_t>(i) * C;
     const double* mc = mean_c.data() + static_cast<std::size_t>(k.n) * C;
     const double* ic = invstd_c.data() + static_cast<std::size_t>(k.n) * C;
-    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
-      const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
-      const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
-      sdy[c] += g;
-      sdyx[c] = rd::mul_add(g, xh, sdyx[c]);
+    if (!gd::same_strides(xs, dys)) {  // x and dy in different layouts: element by element
+      gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+        const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
+        const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
+        sdy[c] += g;
+        sdyx[c] = rd::mul_add(g, xh, sdyx[c]);
+      });
+      return;
+    }
+    gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
+      gd::unit_or_strided(st, [&](auto step) {
+        const T *xp = xd + base, *gp = dyd + base;
+        if (ch.channels_inner) {
+          for (std::int64_t j = 0; j < len; ++j) {
+            const double g = rd::to_double(gp[j * step]);
+            sdy[c + j] += g;
+            sdyx[c + j] += g * ((rd::to_double(xp[j * step]) - mc[c + j]) * ic[c + j]);
+          }
+        } else {
+          sdy[c] += gd::sum8(len, [&](std::int64_t j) { return rd::to_double(gp[j * step]); });
+          sdyx[c] += gd::sum8(len, [&](std::int64_t j) {
+            return rd::to_double(gp[j * step]) * ((rd::to_double(xp[j * step]) - mc[c]) * ic[c]);
+          });
+        }
+      });
     });
   });
   const std::vector<double> total_dy = gd::channel_totals(part_dy, e, ch), total_dyx = gd::channel_totals(part_dyx, e, ch);
@@ -276,10 +411,21 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
     const auto at = static_cast<std::size_t>(k.n) * C;
     const double *mc = mean_c.data() + at, *ic = invstd_c.data() + at;
     const double *kd = k_dy.data() + at, *k0 = k_0.data() + at, *kx = k_xhat.data() + at;
-    gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
-      const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
-      const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
-      dxd[rd::offset5(dxs, k.n, c, d, h, w)] = rd::from_double<T>(kd[c] * g - k0[c] - xh * kx[c]);
+    if (!gd::same_strides(xs, dys) || !gd::same_strides(xs, dxs)) {  // mixed layouts: element by element
+      gd::for_each_in_chunk(e, ch, k, [&](auto c, auto d, auto h, auto w) {
+        const double g = rd::to_double(dyd[rd::offset5(dys, k.n, c, d, h, w)]);
+        const double xh = (rd::to_double(xd[rd::offset5(xs, k.n, c, d, h, w)]) - mc[c]) * ic[c];
+        dxd[rd::offset5(dxs, k.n, c, d, h, w)] = rd::from_double<T>(kd[c] * g - k0[c] - xh * kx[c]);
+      });
+      return;
+    }
+    gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
+      gd::unit_or_strided(st, [&](auto step) {
+        if (ch.channels_inner)
+          gd::input_grad_run<true>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c, kx + c);
+        else
+          gd::input_grad_run<false>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c, kx + c);
+      });
     });
   });
 }
