@@ -47,6 +47,12 @@ explain's text on models::bottleneck_chain networks; family 0 the default priors
 indifferent) gets a Planner table, only where such rows exist (JSON "planner"): family, nodes, CPU ms
 per solve + explain and ms per 1,000 nodes.
 
+The machine's load per stage (scripts/bench.sh's machine_load.json: seconds, the share of all
+cores' time other processes used, the share the hypervisor stole) gets its own table (JSON
+"machine_load"); a stage over BUSY_OTHERS or BUSY_STEAL is marked busy, and the goals whose ratios
+rest on a busy network or peer stage say so in their note (JSON "machine_busy"): such a ratio compares
+runs made under different loads.
+
 A benchmark that did not run (Google Benchmark's error_occurred) keeps its row: its numbers are
 empty and its "status" says why, e.g. "unsupported on this CPU (needs avx512_core)" where the
 backend refused an element type the CPU cannot compute in; rows that ran have status "ok".
@@ -77,6 +83,40 @@ def load(paths):
             b["_file"] = os.path.basename(p)
             rows.append(b)
     return rows
+
+
+# A stage is busy when other processes used more than this share of all cores' time, or the
+# hypervisor stole more than this share: its timings then measure the neighbours as well.
+BUSY_OTHERS = 0.10
+BUSY_STEAL = 0.05
+# The stages whose timings the goals' ratios compare (bench.sh's stage names).
+RATIO_STAGES = ("bench_network", "bench_peers", "bench_network onnx")
+
+
+def machine_load(paths):
+    """bench.sh's per-stage load rows (a file holding {"machine_load": [...]}), each marked busy or not."""
+    out = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for r in data.get("machine_load", []) if isinstance(data, dict) else []:
+            r = dict(r)
+            r["busy"] = r.get("others_cpu_share", 0) > BUSY_OTHERS or r.get("steal_share", 0) > BUSY_STEAL
+            out.append(r)
+    return out
+
+
+def busy_note(load):
+    """The note a ratio gets when a stage it rests on was busy; "" when none was."""
+    busy = [r for r in load if r["busy"] and r["stage"] in RATIO_STAGES]
+    if not busy:
+        return ""
+    return "machine busy during " + ", ".join(
+        f"{r['stage']} (others {r['others_cpu_share']:.0%}, steal {r['steal_share']:.0%})" for r in busy) + \
+        ": the ratio compares runs under different loads"
 
 
 def status(b):
@@ -509,7 +549,7 @@ GOAL_VS_ORT = 1.0
 PLANNED = (CALIBRATED, "optimal")  # the plan memfmt would run: calibrated where it ran, else the priors'
 
 
-def goals(vs):
+def goals(vs, busy=""):
     """Per goal model and batch: the planned memfmt row's ratio to PyTorch channels_last (goal
     GOAL_VS_PYTORCH_CL) and the ONNX import's planned row's ratio to ONNX Runtime (goal GOAL_VS_ORT).
     met is None where a side did not run; note says which."""
@@ -540,6 +580,9 @@ def goals(vs):
                     notes.append(f"no {memfmt_model} optimal run")
                 elif ratio is None:
                     notes.append(f"no {runner} run to compare")
+            if busy:
+                notes.append(busy)
+            row["machine_busy"] = bool(busy)
             row["note"] = "; ".join(notes)
             out.append(row)
     return out
@@ -734,7 +777,8 @@ def main():
         md.append("\nper model: " + "; ".join(
             f"{m} {verdict(v['holds'])}" + (f" (fails at {', '.join(v['failed'])})" if v["failed"] else "")
             for m, v in by_model.items()))
-    goal_rows = goals(vs) if nets else []
+    stages = machine_load(a.json)
+    goal_rows = goals(vs, busy_note(stages)) if nets else []
     if goal_rows:
         md.append("\n## Goals: memfmt >= %gx PyTorch channels_last, memfmt's ONNX import >= %gx ONNX Runtime "
                   "(float32 inference; memfmt runs %s where it ran, else optimal)\n"
@@ -768,6 +812,12 @@ def main():
         md.append(table(["family", "nodes", "solve+explain ms", "ms per 1,000 nodes"],
                         [[p["family"], p["nodes"], p["solve_explain_ms"] if p["status"] == "ok" else p["status"],
                           p["ms_per_1000_nodes"]] for p in planner]))
+    if stages:
+        md.append("\n## Machine during the run (share of all cores' time; busy: others > %g or steal > %g)\n"
+                  % (BUSY_OTHERS, BUSY_STEAL))
+        md.append(table(["stage", "seconds", "cores", "other processes", "stolen", "busy"],
+                        [[r["stage"], r["seconds"], r["cores"], r["others_cpu_share"], r["steal_share"],
+                          "busy" if r["busy"] else "quiet"] for r in stages]))
     text = "\n".join(md) if md else "no benchmark results found"
     print(text)
     if a.out:
@@ -777,7 +827,7 @@ def main():
         with open(os.path.join(a.out, "summary.json"), "w") as f:
             json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets,
                        "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
-                       "calibration_by_model": by_model, "goals": goal_rows,
+                       "calibration_by_model": by_model, "goals": goal_rows, "machine_load": stages,
                        **({"gpu_network": [{k: v for k, v in t.items() if k != "_group"} for t in gpu_table],
                            "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {}),
                        **({"planner": planner} if planner else {})},

@@ -116,7 +116,45 @@ stage=0
 # This script's earlier results (bench_network.json was the single-batch name) would join stale rows.
 rm -f "$out"/bench_network.json "$out"/bench_network_b*.json "$out"/bench_network_onnx_b*.json "$out"/peers.json \
       "$out"/bench_network_cudnn_b*.json
-progress() { stage=$((stage + 1)); echo "== [$stage/$stages $(date +%H:%M:%S)] $*"; }
+# The machine's load per stage: the share of all cores' time that other processes used (a build,
+# another job) and the share the hypervisor stole, from /proc/stat against this script's own
+# children. A busy stage makes its numbers, and ratios against stages run at another time, noise;
+# summarize.py flags the ratios that rest on such a stage. Written to machine_load.json.
+cpu_sample() {  # prints: busy_ticks total_ticks steal_ticks own_ticks
+  local own
+  own=$(cat "/proc/$$/stat")
+  own=${own##*) }  # fields from the 3rd on; the 2nd (the command name) may hold spaces
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  awk -v b=$((user + nice + system + irq + softirq)) -v i=$((idle + iowait)) -v st="${steal:-0}" \
+    '{ printf "%d %d %d %d\n", b, b + i + st, st, $12 + $13 + $14 + $15 }' <<<"$own"
+}
+load_rows=()
+stage_name= stage_start= stage_sample=
+stage_end() {
+  [ -n "$stage_name" ] || return 0
+  local now busy total steal own
+  now=$(date +%s.%N)
+  read -r busy total steal own < <(cpu_sample)
+  load_rows+=("$(awk -v name="$stage_name" -v t0="$stage_start" -v t1="$now" -v s0="$stage_sample" \
+    -v b="$busy" -v tot="$total" -v st="$steal" -v o="$own" -v cores="$(nproc)" 'BEGIN {
+      split(s0, a, " "); db = b - a[1]; dt = tot - a[2]; ds = st - a[3]; dob = o - a[4]
+      others = (dt > 0 ? (db - dob) / dt : 0); if (others < 0) others = 0
+      gsub(/"/, "", name)
+      printf "{\"stage\": \"%s\", \"seconds\": %.1f, \"cores\": %d, \"others_cpu_share\": %.3f, \"steal_share\": %.3f}",
+             name, t1 - t0, cores, others, (dt > 0 ? ds / dt : 0) }')")
+  stage_name=
+}
+write_machine_load() {
+  stage_end
+  local IFS=,
+  echo "{\"machine_load\": [${load_rows[*]}]}" >"$out/machine_load.json"
+}
+progress() {
+  stage_end
+  stage=$((stage + 1))
+  echo "== [$stage/$stages $(date +%H:%M:%S)] $*"
+  stage_name=${1%%:*} stage_start=$(date +%s.%N) stage_sample=$(cpu_sample)
+}
 
 progress "bench_conv: per-layer NCHW vs NHWC"
 run_bench bench_conv "$build/benchmarks/conv/bench_conv"
@@ -238,6 +276,7 @@ if [ "$gpu_suites" = 1 ]; then
     done
   fi
 fi
+write_machine_load
 "$py" benchmarks/summarize.py --out "$out" "$out"/*.json
 # The UNet's plans as pictures: PyTorch eager after model.to(channels_last) beside the solved plan.
 if "$build/examples/unet_plans" "$out" >"$out/unet_plans.txt"; then

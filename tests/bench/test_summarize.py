@@ -42,7 +42,7 @@ def main():
     src = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     fixtures = os.path.join(src, "tests", "bench", "fixtures")
     files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json",
-                                                 "planner.json")]
+                                                 "planner.json", "machine_load.json")]
     with tempfile.TemporaryDirectory() as out:
         r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files,
                            capture_output=True, text=True)
@@ -149,6 +149,20 @@ def main():
         check(r3d["ratio_vs_pytorch_channels_last"] is None and r3d["note"] == "no peer ran frames 8",
               "a peer with 16 frames does not join an 8-frame row")
         check(len(s["peers"]) == 11, "11 peer rows")
+
+        # The machine's load: bench_convert and bench_network over 10 % of the cores used by others,
+        # bench_peers over 5 % stolen; only the network and peer stages reach the goals' notes.
+        load = s["machine_load"]
+        check([(r["stage"], r["busy"]) for r in load] == [("bench_conv", False), ("bench_convert", True),
+                                                           ("bench_network", True), ("bench_peers", True)],
+              f"busy stages: {[(r['stage'], r['busy']) for r in load]}")
+        note = ("machine busy during bench_network (others 40%, steal 0%), bench_peers (others 3%, steal 6%): "
+                "the ratio compares runs under different loads")
+        check(all(r["machine_busy"] and r["note"].endswith(note) for r in s["goals"]),
+              f"every goal names the busy stages: {[r['note'] for r in s['goals']]}")
+        check("bench_convert" not in s["goals"][0]["note"], "a busy stage no ratio rests on stays out of the notes")
+        check(re.search(r"\| bench_network +\| 200 +\| 2 +\| 0\.4 +\| 0 +\| busy", md) is not None,
+              "machine load markdown row")
 
         # The GPU table: bench_network_cudnn's rows, none of them in the CPU table (still 18 rows above).
         gpu = {(t["model"], t["dtype"], t["pass"], t["batch"]): t for t in s["gpu_network"]}
