@@ -38,6 +38,15 @@
 #ifdef MEMFMT_CLI_HAVE_SAFETENSORS
 #include "memfmt/io/safetensors.hpp"
 #endif
+#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
+#include "memfmt/runtime/channels_last.hpp"
+#endif
+#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_DNNL)
+#include "memfmt/backends/dnnl/calibrate.hpp"
+#endif
+#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_CUDNN)
+#include "memfmt/backends/cudnn/calibrate.hpp"
+#endif
 #ifdef MEMFMT_CLI_HAVE_DNNL
 #include "memfmt/backends/dnnl/backend.hpp"
 #endif
@@ -193,8 +202,15 @@ run_command::run_command(CLI::App& app) {
   cmd_->add_option("--output", output_, "write the graph outputs (channels-first) to this safetensors file");
   cmd_->add_option("--backend", backend_, "reference, onednn or cudnn (default reference)")
       ->check(CLI::IsMember({"reference", "onednn", "cudnn"}));
-  cmd_->add_option("--policy", policy_, "the format plan: all_channels_first, all_channels_last, pytorch_eager, "
-                                        "greedy or optimal (default)");
+  auto* policy = cmd_->add_option("--policy", policy_, "the format plan: all_channels_first, all_channels_last, "
+                                                      "pytorch_eager, greedy or optimal (default)");
+  auto* calibrate = cmd_->add_flag("--calibrate", calibrate_, "plan for this machine: time the layers on --backend, "
+                                                               "then run the fastest of the calibrated plan, the "
+                                                               "priors' plan and all channels-last, each timed whole")
+                        ->excludes(policy);
+  cmd_->add_option("--cache", cache_, "timing cache file for --calibrate: loaded when present (it must be this "
+                                      "device's and backend's), updated with what is measured")
+      ->needs(calibrate);
   cmd_->add_option("--dtype", dtype_, "float32 (default), bfloat16 or float16: weights and inputs are rounded to it")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   batch_opt_ = cmd_->add_option("--batch", batch_, "batch size (an ONNX model's symbolic batch; default 1, a "
@@ -274,13 +290,43 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
 #endif
     memfmt::graph::cost_model model;
     memfmt::graph::plan plan;
+    std::string plan_name = to_string(which);
+    json calibration;  // with --calibrate: what was measured and which plan won
     std::function<void(const tensor_refs&, const tensor_refs&)> forward;
     std::function<memfmt::runtime::executor_report()> report;
     const auto build = [&](auto& backend) {
       using backend_type = std::remove_reference_t<decltype(backend)>;
-      model.set_support_query(memfmt::runtime::support_query_for(backend));
-      plan = memfmt::graph::plan_with(net, model, which);
-      auto ex = std::make_shared<memfmt::runtime::executor<backend_type>>(net, plan, backend, weights);
+      std::shared_ptr<memfmt::runtime::executor<backend_type>> ex;
+      if (calibrate_) {
+#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
+        err << "memfmt run: calibrating on " << backend_ << (cache_.empty() ? "" : " (timing cache " + cache_ + ")")
+            << ", then timing three plans\n";
+        memfmt::runtime::channels_last_options o;
+        o.timing_cache_path = cache_;
+        const auto t0 = std::chrono::steady_clock::now();
+        auto planned = memfmt::runtime::channels_last(net, backend, weights, o);
+        json candidates = json::array();
+        for (const auto& c : planned.candidates)
+          candidates.push_back({{"plan", c.name}, {"ms_per_batch", c.ms}, {"conversions", c.conversions},
+                                {"same_as", c.same_as}, {"error", c.error}});
+        calibration = {{"backend", backend_},
+                       {"cache", cache_},
+                       {"layer_signatures", planned.cache.layers().size()},
+                       {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+                       {"chosen", planned.chosen},
+                       {"candidates", std::move(candidates)}};
+        plan = std::move(planned.plan);
+        plan_name = planned.chosen;
+        ex = std::move(planned.run);
+#else
+        fail(memfmt::errc::unsupported, "--calibrate needs the memfmt::graph_io component (timing cache JSON), which "
+                                        "this build of memfmt lacks");
+#endif
+      } else {
+        model.set_support_query(memfmt::runtime::support_query_for(backend));
+        plan = memfmt::graph::plan_with(net, model, which);
+        ex = std::make_shared<memfmt::runtime::executor<backend_type>>(net, plan, backend, weights);
+      }
       forward = [ex](const tensor_refs& in, const tensor_refs& out) { ex->forward(in, out); };
       report = [ex] { return ex->report(); };
     };
@@ -383,7 +429,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         parameter logical{n.type, n.extents, relaid(planned, plan.format(id).value_or(family::channels_first), false)};
         out.insert(n.name, std::move(logical));
       }
-      out.metadata["memfmt.policy"] = to_string(which);
+      out.metadata["memfmt.policy"] = plan_name;
       memfmt::io::save_safetensors(out, output_);
 #else
       load_tensor_file(output_, "--output");  // says which component is missing
@@ -401,7 +447,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
              {"dtype", std::string(to_string(type))},
              {"backend", backend_},
              {"threads", threads_in_use()},
-             {"policy", to_string(which)},
+             {"policy", plan_name},
              {"weights", weights_from},
              {"plan", {{"conversions", plan.copies()}, {"relabels", plan.relabels()}, {"bytes_moved", bytes_moved},
                        {"estimated_ns", plan.total()}}},
@@ -415,6 +461,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
              {"fusions", rep.fusions},
              {"peak_activation_bytes", rep.arena_bytes},
              {"allocate_all_bytes", rep.allocate_all_bytes}};
+      if (calibrate_) j["calibration"] = calibration;
       if (!output_.empty()) j["output"] = output_;
       out << j.dump(1) << '\n';
       return 0;
@@ -422,7 +469,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     out << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images
               << ", " << to_string(type) << ", backend " << backend_ << ", " << threads_in_use() << " thread(s)\n"
               << "weights  " << weights_from << "; inputs " << (given ? input_ : std::string("random (seed 2)")) << '\n'
-              << "plan     " << to_string(which) << ": " << plan.copies() << " conversions + " << plan.relabels()
+              << "plan     " << plan_name << ": " << plan.copies() << " conversions + " << plan.relabels()
               << " relabels, " << bytes_moved << " bytes moved, estimated " << memfmt::graph::cost_string(plan.total())
               << '\n'
               << "time     " << median << " ms per batch (median of " << repeat_ << "; min " << sorted.front()
@@ -431,6 +478,18 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
               << rep.fusions.size() << " fusions\n"
               << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
               << " with one buffer per value)\n";
+    if (calibrate_) {
+      out << "chosen   by timing the whole network on " << backend_ << " (calibration "
+          << calibration.at("seconds").get<double>() << " s, " << calibration.at("layer_signatures").get<std::size_t>()
+          << " layer signatures measured):";
+      for (const auto& c : calibration.at("candidates")) {
+        out << ' ' << c.at("plan").get<std::string>() << ' ';
+        if (!c.at("error").get<std::string>().empty()) out << "(not run: " << c.at("error").get<std::string>() << ")";
+        else if (!c.at("same_as").get<std::string>().empty()) out << "(the " << c.at("same_as").get<std::string>() << " plan)";
+        else out << c.at("ms_per_batch").get<double>() << " ms";
+      }
+      out << '\n';
+    }
     for (const auto& f : rep.fusions) out << "  fused  " << f << '\n';
     if (!output_.empty()) out << "output   " << output_ << '\n';
     return 0;

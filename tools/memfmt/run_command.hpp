@@ -1,6 +1,9 @@
 // `memfmt run MODEL.onnx|NETWORK.json [--weights FILE] [--input FILE | --random] [--output FILE]
 //  [--backend reference|onednn|cudnn] [--policy NAME] [--dtype float32|bfloat16|float16] [--batch N]
-//  [--threads N] [--repeat N] [--json]`: runs a model in its planned formats and reports the time.
+//  [--threads N] [--repeat N] [--calibrate [--cache FILE]] [--json]`: runs a model in its planned
+//  formats and reports the time. --calibrate plans for this machine: runtime::channels_last times the
+//  layers on --backend and runs the fastest of the calibrated plan, the priors' plan and all
+//  channels-last, each timed as a whole network.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +28,9 @@ class run_command {
  private:
   CLI::App* cmd_ = nullptr;
   CLI::Option* batch_opt_ = nullptr;
-  std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32";
-  bool random_ = false, json_ = false;
+  std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32",
+      cache_;
+  bool random_ = false, json_ = false, calibrate_ = false;
   std::int64_t batch_ = 1;
   int threads_ = 0, repeat_ = 10;
 };

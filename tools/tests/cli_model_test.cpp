@@ -373,10 +373,19 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
     }
   ex.forward({{"input", memfmt::runtime::tensor_ref{in.type, in.extents, family::channels_first, x.data()}}}, outs);
 
-  for (const char* which : {"all_channels_first", "all_channels_last", "optimal"}) {
-    const std::string out = path(std::string(which) + ".safetensors");
-    const auto r = run_cli({"run", file, "--weights", path("weights.safetensors"), "--input",
-                            path("input.safetensors"), "--output", out, "--policy", which, "--repeat", "1"});
+  // The policies, and the plan --calibrate picks by timing on this machine (whichever it is).
+  const std::string cache = path("cache.json");
+  const std::vector<std::vector<std::string>> plans{{"--policy", "all_channels_first"},
+                                                    {"--policy", "all_channels_last"},
+                                                    {"--policy", "optimal"},
+                                                    {"--calibrate", "--cache", cache}};
+  for (const auto& plan_args : plans) {
+    const std::string which = plan_args.back() == cache ? "calibrated" : plan_args.back();
+    const std::string out = path(which + ".safetensors");
+    std::vector<std::string> args{"run", file, "--weights", path("weights.safetensors"), "--input",
+                                  path("input.safetensors"), "--output", out, "--repeat", "1"};
+    args.insert(args.end(), plan_args.begin(), plan_args.end());
+    const auto r = run_cli(args);
     ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
     const auto got = memfmt::io::load_safetensors(out);
     ASSERT_EQ(got.size(), want.size()) << which;
@@ -387,6 +396,49 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
         ASSERT_NEAR(g[i], w[i], 1e-4 + 1e-4 * std::fabs(w[i])) << which << " " << name << "[" << i << "]";
     }
   }
+}
+
+// --calibrate measures every layer signature of the network on --backend into the cache, times the
+// three candidate plans and runs the one it reports; a second run measures nothing again.
+TEST_F(CliModel, RunCalibrateMeasuresThenRunsTheFastestCandidate) {
+  const network net = memfmt::graph::models::resnet18(tiny());
+  const std::string file = save(net, "resnet18.json"), cache = path("cache.json");
+  std::map<std::string, std::string> first_timings;  // signature -> "channels-first ns/channels-last ns"
+  for (int round = 0; round < 2; ++round) {
+    const auto r = run_cli({"run", file, "--calibrate", "--cache", cache, "--repeat", "1", "--json"}, false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json j = parse_json(r);
+    const json& c = j.at("calibration");
+    EXPECT_EQ(c.at("backend"), "reference");
+    EXPECT_EQ(c.at("layer_signatures").get<std::size_t>(), layer_signatures(net).size());
+    std::set<std::string> names;
+    const json* chosen = nullptr;
+    for (const json& k : c.at("candidates")) {
+      names.insert(k.at("plan").get<std::string>());
+      EXPECT_EQ(k.at("error"), "") << k.dump();
+      if (k.at("plan") == c.at("chosen")) chosen = &k;
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"optimal_calibrated", "optimal_priors", "all_channels_last"}));
+    ASSERT_NE(chosen, nullptr) << c.dump();
+    EXPECT_EQ(j.at("policy"), c.at("chosen"));
+    EXPECT_EQ(j.at("conversions_run"), chosen->at("conversions")) << j.dump();
+    const memfmt::graph::timing_cache written =
+        memfmt::io::read_timing_cache_file(cache, calibration_key(memfmt::reference::backend{}));
+    std::map<std::string, std::string> timed;
+    for (const auto& [sig, t] : written.layers())
+      timed[sig] = std::to_string(t[0].value_or(-1)) + "/" + std::to_string(t[1].value_or(-1));
+    std::set<std::string> signatures;
+    for (const auto& [sig, t] : timed) signatures.insert(sig);
+    EXPECT_EQ(signatures, layer_signatures(net));
+    if (round == 0) first_timings = timed;
+    else EXPECT_EQ(timed, first_timings) << "the second run re-measured what the cache held";
+  }
+
+  // --cache belongs to --calibrate, and --calibrate chooses the plan itself.
+  EXPECT_EQ(run_cli({"run", file, "--cache", cache}).exit_code, 2);
+  const auto both = run_cli({"run", file, "--calibrate", "--policy", "optimal"});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--policy excludes --calibrate"), std::string::npos) << both.output;
 }
 
 TEST_F(CliModel, RunRefusesParametersThatDoNotFit) {
