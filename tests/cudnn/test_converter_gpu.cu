@@ -1,6 +1,7 @@
 // cudnn::backend::convert through cuda_converter() (memfmt::cuda::convert's kernels) against the
 // index arithmetic of the two formats, every element size, rank 4 and 5, both directions; group
-// norm through cuda_group_norm() against the reference backend (group_norm_check.hpp's cases);
+// norm through cuda_group_norm() against the reference backend (group_norm_check.hpp's cases) and on
+// an empty x;
 // and both handed to the executor tests (kernel_converter.hpp). Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -150,6 +151,45 @@ TEST(CudnnGroupNormKernels, AgainstTheReferenceEveryTypeAndFormat) {
   memfmt_test::group_norm::check_all_cases<double>(run);
   memfmt_test::group_norm::check_all_cases<memfmt::half>(run);
   memfmt_test::group_norm::check_all_cases<memfmt::bfloat16>(run);
+}
+
+// An x with no elements (no samples, or no positions) calls no kernel: the forward leaves the
+// statistics as they were; the backward reads none (null here) and sets dgamma and dbeta to zero,
+// sums over nothing.
+TEST(CudnnGroupNormKernels, EmptyXLaunchesNothingAndZeroesTheParameterGradients) {
+  if (cudnn::device_count() == 0) GTEST_SKIP() << "no CUDA device: the group norm kernels not run";
+  const cudnn::group_norm_kernels kernels = cudnn::cuda_group_norm();
+  int calls = 0;
+  cudnn::backend_options o;
+  o.group_norm.forward = [&](const cudnn::group_norm_forward_args& a) {
+    ++calls;
+    kernels.forward(a);
+  };
+  o.group_norm.backward = [&](const cudnn::group_norm_backward_args& a) {
+    ++calls;
+    kernels.backward(a);
+  };
+  cudnn::backend be(o);
+  const std::int64_t groups = 2;
+  for (const std::array<std::int64_t, 4>& e : {std::array<std::int64_t, 4>{0, 4, 3, 3}, {2, 4, 0, 3}}) {
+    const std::vector<float> stale_stats(static_cast<std::size_t>(e[0] * groups), 5.0f), stale_params(4, 7.0f);
+    device_copy<float> x(be, {}), y(be, {}), mean(be, stale_stats), invstd(be, stale_stats), dgamma(be, stale_params),
+        dbeta(be, stale_params);
+    be.group_norm_forward(tensor_view<const float, nhwc>(x.get(), e), tensor_view<float, nhwc>(y.get(), e), nullptr,
+                          nullptr, mean.get(), invstd.get(), group_norm_params{groups, 1e-5});
+    be.group_norm_backward(tensor_view<const float, nchw>(x.get(), e), tensor_view<const float, nchw>(y.get(), e),
+                           tensor_view<float, nchw>(y.get(), e), nullptr, nullptr, nullptr, dgamma.get(), dbeta.get(),
+                           group_norm_params{groups, 1e-5});
+    std::vector<float> got_stats(stale_stats.size()), got_dgamma(4), got_dbeta(4);
+    mean.copy_out(got_stats);
+    EXPECT_EQ(got_stats, stale_stats) << "N " << e[0];
+    dgamma.copy_out(got_dgamma);
+    dbeta.copy_out(got_dbeta);
+    EXPECT_EQ(got_dgamma, std::vector<float>(4, 0.0f)) << "N " << e[0];
+    EXPECT_EQ(got_dbeta, std::vector<float>(4, 0.0f)) << "N " << e[0];
+  }
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // Without the kernels the backend says so, and how to enable them, before any work.

@@ -4,7 +4,8 @@
 // concat, a channel slice, global average pooling, flatten, linear), planned by graph::solve with
 // the cuDNN backend's support query, and a ResNet-18 of the models header; and one training step
 // of each (trainer<cudnn::backend> against trainer<reference::backend>: output, every parameter
-// gradient, the running statistics). Skips without a GPU.
+// gradient, the running statistics), also of conv -> group norm -> relu through memfmt's group norm
+// kernels. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -63,10 +64,10 @@ void check_network(const graph::network& net) {
   memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
 }
 
-// One training step on cuDNN and on the reference backend, same plan (solved with the cuDNN
-// backend's answers for training), parameters, input and output gradient.
-void check_training(const graph::network& net) {
-  cudnn::backend gpu;
+// One training step on cuDNN (with options `o`) and on the reference backend, same plan (solved
+// with the cuDNN backend's answers for training), parameters, input and output gradient.
+void check_training(const graph::network& net, const cudnn::backend_options& o = {}) {
+  cudnn::backend gpu(o);
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu, /*training=*/true));
   const graph::plan plan = graph::solve(net, costs);
@@ -155,5 +156,20 @@ TEST_F(CudnnExecutorGpu, ConversionsThroughTheKernelConverterAgainstTheReference
 TEST_F(CudnnExecutorGpu, TrainingStepOfEveryLayerKindAgainstTheReference) { check_training(every_layer()); }
 
 TEST_F(CudnnExecutorGpu, TrainingStepOfResNet18AgainstTheReference) { check_training(small_resnet18()); }
+
+// conv -> group norm -> relu trained with memfmt's group norm kernels: the kernels' dx reaches the
+// conv's gradients, their dgamma and dbeta the group norm's.
+TEST_F(CudnnExecutorGpu, TrainingStepThroughTheGroupNormKernelsAgainstTheReference) {
+  cudnn::backend_options o;
+  o.group_norm = memfmt_test::kernel_group_norm();
+  for (family f : {family::channels_first, family::channels_last}) {
+    SCOPED_TRACE(to_string(f));
+    graph::network net;
+    const auto x = net.input("input", {2, 4, 6, 6}, dtype::float32, f);
+    const auto h = net.group_norm("gn", net.conv("conv", x, graph::conv_spec(8, 3, 1, 1, 1, true)), 4);
+    net.output("output", net.relu("relu", h), f);
+    check_training(net, o);
+  }
+}
 
 }  // namespace

@@ -5,10 +5,13 @@
 // match the reference backend in both formats, rank 4 and 5, float / double / float16 / bfloat16.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <memfmt/backends/cudnn/group_norm_hook.hpp>
 #include <memfmt/backends/cudnn/group_norm_index.hpp>
 
 #include "group_norm_check.hpp"
@@ -198,6 +201,41 @@ TEST(CudnnGroupNormIndex, PartitionCoversTheShapes) {
       const gn::position q = gn::position_at(cl, sh, j);
       EXPECT_EQ(gn::offset(cl, sh, q.n, q.c, q.s), j);
     }
+}
+
+// An x with no elements launches nothing and needs no workspace; its backward writes C zeros into
+// dgamma and dbeta over whatever they held, as the reference backend's backward does. A shape with
+// elements gives every kernel a grid of at least one block.
+TEST(CudnnGroupNormIndex, EmptyXLaunchesNothingAndZeroesTheParameterGradients) {
+  namespace gn = cudnn::gn;
+  namespace gnc = memfmt_test::group_norm;
+  const std::vector<std::vector<std::int64_t>> empties = {{0, 4, 3, 3}, {2, 4, 0, 3}, {2, 0, 3, 3}};
+  for (const std::vector<std::int64_t>& e : empties) {
+    const std::int64_t groups = 2;
+    const gn::shape sh = shape_of(e, groups);
+    const std::string what = "x " + memfmt::detail::dims_to_string(e);
+    EXPECT_FALSE(gn::launches(sh)) << what;
+    for (bool cl : {false, true})
+      for (bool backward : {false, true})
+        EXPECT_EQ(cudnn::group_norm_workspace_bytes(sh, cl, dtype::float32, backward), 0) << what;
+    const std::vector<float> none, stats(static_cast<std::size_t>(e[0] * groups), std::nanf(""));
+    std::vector<float> empty_dx, want_dgamma(static_cast<std::size_t>(e[1]), 7.0f), want_dbeta = want_dgamma;
+    reference::group_norm_backward(gnc::cview<float, nchw>(none, e), gnc::cview<float, nchw>(none, e),
+                                   gnc::view<float, nchw>(empty_dx, e), nullptr, stats.data(), stats.data(),
+                                   want_dgamma.data(), want_dbeta.data(), group_norm_params{groups, 1e-5});
+    std::vector<float> got(static_cast<std::size_t>(e[1]), 7.0f);  // what the backend's cudaMemsetAsync does
+    std::fill_n(got.begin(), gn::param_grad_zeros(sh), 0.0f);
+    EXPECT_EQ(got, want_dgamma) << what;
+    EXPECT_EQ(got, want_dbeta) << what;
+  }
+  for (const gn::shape& sh : {gn::shape{1, 1, 1, 1}, gn::shape{3, 40, 1, 8}, gn::shape{1, 8, 100000, 2}}) {
+    EXPECT_TRUE(gn::launches(sh));
+    EXPECT_EQ(gn::param_grad_zeros(sh), 0);
+    for (bool cl : {false, true}) EXPECT_GE(gn::blocks(gn::make_reduce_plan(sh, cl)), 1);
+    EXPECT_GE(gn::item_blocks(sh.n * sh.groups), 1);
+    EXPECT_GE(gn::item_blocks(sh.c), 1);
+    EXPECT_GE(gn::elementwise_blocks(gn::numel(sh)), 1);
+  }
 }
 
 TEST(CudnnGroupNormIndex, ReplayedKernelsMatchTheReferenceFloat) { check_all_cases<float>(replay{}); }

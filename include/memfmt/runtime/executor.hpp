@@ -50,6 +50,7 @@
 
 #include "../convert/convert.hpp"
 #include "../dtype.hpp"
+#include "../dtype_dispatch.hpp"
 #include "../error.hpp"
 #include "../format/dispatch.hpp"
 #include "../graph/network.hpp"
@@ -82,19 +83,7 @@ struct executor_report {
 
 namespace detail {
 
-// Calls fn(T{}) for the element types the reference kernels take.
-template <class Fn>
-decltype(auto) dispatch_float_dtype(memfmt::dtype t, const std::string& who, Fn&& fn) {
-  switch (t) {
-    case memfmt::dtype::float32: return fn(float{});
-    case memfmt::dtype::float64: return fn(double{});
-    case memfmt::dtype::float16: return fn(memfmt::half{});
-    case memfmt::dtype::bfloat16: return fn(memfmt::bfloat16{});
-    default: break;
-  }
-  memfmt::detail::fail(errc::unsupported_dtype, who + ": dtype " + std::string(to_string(t)) +
-                                                    " (the executor runs float32, float64, float16 and bfloat16)");
-}
+using memfmt::detail::dispatch_float_dtype;
 
 template <class F, class T>
 tensor_view<T, F> view_of(T* data, const std::vector<std::int64_t>& e) {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -617,29 +618,24 @@ class backend {
   }
 
   // Group norm through backend_options::group_norm (memfmt's kernels, group_norm_hook.hpp): packed
-  // tensors of either format. Without them support() refuses the layer before any work.
+  // tensors of either format. Without them support() refuses the layer before any work. An empty x
+  // launches nothing (gn::launches): the forward writes nothing, the backward zeroes dgamma, dbeta.
   template <class T, class XF, class YF>
   void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
                           const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
                           const group_norm_params& p) {
     require_group_norm_kernels("cudnn::group_norm_forward");
     validate_group_norm_forward(x, y, saved_mean, saved_invstd, p);
-    group_norm_forward_args a;
-    a.shape = group_norm_shape(x, p);
     (void)packed_shape_of(y);
-    if (x.numel() == 0) return;
-    a.type = dtype_of_v<T>;
-    a.x_channels_last = XF::channels_last;
+    group_norm_forward_args a;
+    fill_group_norm_args(a, x, gamma, p, /*backward=*/false);
+    if (!gn::launches(a.shape)) return;
     a.y_channels_last = YF::channels_last;
     a.epsilon = p.epsilon;
-    a.x = x.data();
     a.y = y.data();
-    a.gamma = gamma;
     a.beta = beta;
     a.saved_mean = saved_mean;
     a.saved_invstd = saved_invstd;
-    a.workspace = group_norm_workspace(a.shape, XF::channels_last, a.type, false);
-    a.stream = stream_;
     opts_->group_norm.forward(a);
   }
   template <class T, class XF, class DYF, class DXF>
@@ -648,25 +644,22 @@ class backend {
                            param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) {
     require_group_norm_kernels("cudnn::group_norm_backward");
     validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
-    group_norm_backward_args a;
-    a.shape = group_norm_shape(x, p);
     (void)packed_shape_of(dy);
     (void)packed_shape_of(dx);
-    if (x.numel() == 0) return;
-    a.type = dtype_of_v<T>;
-    a.x_channels_last = XF::channels_last;
+    group_norm_backward_args a;
+    fill_group_norm_args(a, x, gamma, p, /*backward=*/true);
+    const auto zero_bytes = static_cast<std::size_t>(gn::param_grad_zeros(a.shape)) * sizeof(param_t<T>);
+    for (param_t<T>* d : {dgamma, dbeta})
+      if (d && zero_bytes > 0) check_cuda(cudaMemsetAsync(d, 0, zero_bytes, stream_), "cudaMemsetAsync (dgamma, dbeta)");
+    if (!gn::launches(a.shape)) return;
     a.dy_channels_last = DYF::channels_last;
     a.dx_channels_last = DXF::channels_last;
-    a.x = x.data();
     a.dy = dy.data();
     a.dx = dx.data();
-    a.gamma = gamma;
     a.saved_mean = saved_mean;
     a.saved_invstd = saved_invstd;
     a.dgamma = dgamma;
     a.dbeta = dbeta;
-    a.workspace = group_norm_workspace(a.shape, XF::channels_last, a.type, true);
-    a.stream = stream_;
     opts_->group_norm.backward(a);
   }
 
@@ -861,14 +854,19 @@ class backend {
                                              "backend_options::group_norm = cudnn::cuda_group_norm() is set "
                                              "(cuda_group_norm.cuh, from a .cu file)");
   }
-  template <class T, class F>
-  static gn::shape group_norm_shape(const tensor_view<T, F>& x, const group_norm_params& p) {
+  // The fields both passes share (group_norm_common_args); the workspace sized for the pass.
+  template <class T, class XF>
+  void fill_group_norm_args(group_norm_common_args& a, const tensor_view<const T, XF>& x, const param_t<T>* gamma,
+                            const group_norm_params& p, bool backward) {
     const packed_shape ps = packed_shape_of(x);
-    return gn::shape{ps.n, ps.c, ps.s, p.groups};
-  }
-  void* group_norm_workspace(const gn::shape& sh, bool x_channels_last, dtype type, bool backward) {
-    return workspace_.ensure(
-        static_cast<std::size_t>(group_norm_workspace_bytes(sh, x_channels_last, type, backward)));
+    a.shape = gn::shape{ps.n, ps.c, ps.s, p.groups};
+    a.type = dtype_of_v<T>;
+    a.x_channels_last = XF::channels_last;
+    a.x = x.data();
+    a.gamma = gamma;
+    a.workspace = workspace_.ensure(
+        static_cast<std::size_t>(group_norm_workspace_bytes(a.shape, XF::channels_last, a.type, backward)));
+    a.stream = stream_;
   }
 
   // A packed view as (N, C, positions); throws unsupported for a padded or strided view.

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "../../dtype.hpp"
+#include "../../dtype_dispatch.hpp"
 #include "../../error.hpp"
 #include "backend.hpp"
 #include "group_norm_hook.hpp"
@@ -223,33 +224,26 @@ void gn_backward(const group_norm_backward_args& a) {
   gn_check_launch("input gradient kernel");
 }
 
+// Runs a pass's launcher for the arguments' element type: launch(T{}), T the element type.
+template <class Launch>
+void gn_run(const group_norm_common_args& a, const char* pass, Launch launch) {
+  const std::string who = std::string("cudnn::cuda_group_norm ") + pass;
+  if (!gn::launches(a.shape))  // a reduce plan divides by S; the backend finishes an empty x itself
+    memfmt::detail::fail(errc::invalid_argument, who + ": an empty x (N " + std::to_string(a.shape.n) + ", C " +
+                                                     std::to_string(a.shape.c) + ", positions " +
+                                                     std::to_string(a.shape.s) + ") launches no kernel");
+  memfmt::detail::dispatch_float_dtype(a.type, who, launch);
+}
+
 }  // namespace detail
 
 inline group_norm_kernels cuda_group_norm() {
   group_norm_kernels k;
   k.forward = [](const group_norm_forward_args& a) {
-    switch (a.type) {
-      case dtype::float32: return detail::gn_forward<float>(a);
-      case dtype::float64: return detail::gn_forward<double>(a);
-      case dtype::float16: return detail::gn_forward<memfmt::half>(a);
-      case dtype::bfloat16: return detail::gn_forward<memfmt::bfloat16>(a);
-      default:
-        memfmt::detail::fail(errc::unsupported_dtype, "cudnn::cuda_group_norm: element type " +
-                                                          std::string(to_string(a.type)) +
-                                                          " (float32, float64, float16, bfloat16)");
-    }
+    detail::gn_run(a, "forward", [&](auto t) { detail::gn_forward<decltype(t)>(a); });
   };
   k.backward = [](const group_norm_backward_args& a) {
-    switch (a.type) {
-      case dtype::float32: return detail::gn_backward<float>(a);
-      case dtype::float64: return detail::gn_backward<double>(a);
-      case dtype::float16: return detail::gn_backward<memfmt::half>(a);
-      case dtype::bfloat16: return detail::gn_backward<memfmt::bfloat16>(a);
-      default:
-        memfmt::detail::fail(errc::unsupported_dtype, "cudnn::cuda_group_norm: element type " +
-                                                          std::string(to_string(a.type)) +
-                                                          " (float32, float64, float16, bfloat16)");
-    }
+    detail::gn_run(a, "backward", [&](auto t) { detail::gn_backward<decltype(t)>(a); });
   };
   return k;
 }

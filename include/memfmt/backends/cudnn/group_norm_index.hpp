@@ -60,6 +60,13 @@ MEMFMT_HOST_DEVICE std::int64_t stat_index(const shape& p, std::int64_t n, std::
   return n * p.groups + c / per_group(p);
 }
 
+// An x with no elements (N, C or S zero) launches no kernel: a zero-size grid is a CUDA launch
+// error and a reduce plan needs n, c, s >= 1. Its forward writes nothing (no statistics: the
+// backward of an empty x reads none); its backward writes only dgamma and dbeta: C zeros each
+// (param_grad_zeros), every one a sum over no elements.
+MEMFMT_HOST_DEVICE bool launches(const shape& p) { return p.n > 0 && p.c > 0 && p.s > 0; }
+MEMFMT_HOST_DEVICE std::int64_t param_grad_zeros(const shape& p) { return launches(p) ? 0 : p.c; }
+
 // ------------------------------------------------------------------ the reduction partition
 
 inline constexpr int block_threads = 256;
@@ -99,7 +106,7 @@ inline constexpr std::int64_t min_rows_per_lane = 8;
 
 MEMFMT_HOST_DEVICE std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Needs n, c, s >= 1.
+// Needs n, c, s >= 1 (launches(sh)).
 MEMFMT_HOST_DEVICE reduce_plan make_reduce_plan(const shape& sh, bool channels_last) {
   const tiling t = tiling_for(channels_last);
   reduce_plan p;
