@@ -1,0 +1,2 @@
+// Each public header compiles on its own.
+#include "memfmt/dtype_dispatch.hpp"
