@@ -464,9 +464,9 @@ class backend {
 
   // ---- capability ----
   // What this backend runs: the element types oneDNN computes in on this CPU (cpu_support.hpp), in
-  // every format of rank 4 or 5, and every operation below but the hardsigmoid activation (no
-  // oneDNN 2.6 eltwise algorithm). The answer holds for training too: every operation it runs has
-  // its backward pass here.
+  // every format of rank 4 or 5, and every operation below (hardsigmoid, which has no oneDNN 2.6
+  // eltwise algorithm, as two: layers.hpp). The answer holds for training too: every operation it
+  // runs has its backward pass here.
   op_support support(const op_query& q) const {
     const std::string op = std::string("onednn ") + to_string(q.op);
     if (const dtype_support d = support_for(q.type); !d.supported)
@@ -474,9 +474,6 @@ class backend {
     if (q.rank != 4 && q.rank != 5)
       return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
                                                    " (the backends take rank 4 or 5)");
-    if (q.op == op_kind::activation && !detail::eltwise_of(q.function))
-      return op_support::no(errc::unsupported, op + ": " + detail::activation_name(q.function) +
-                                                   " has no oneDNN 2.6 eltwise algorithm");
     return op_support::yes();
   }
 

@@ -12,7 +12,8 @@
 // upsample by a non-integer factor), and for the binary gradients oneDNN 2.6 has no primitive
 // for: a broadcast operand's gradient is a reduction over the broadcast dimensions, and sub and
 // div need a negation or a quotient rule (models add and multiply; those run on oneDNN).
-// The clip (relu6) gradient uses eltwise_clip_v2, which is 0 at both bounds as PyTorch's is.
+// The clip (relu6) gradient uses eltwise_clip_v2, which is 0 at both bounds as PyTorch's is;
+// hardsigmoid's (1/6 strictly inside (-3, 3)) is clip_v2's over (-3, 3), then scaled by 1/6.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,20 @@
 
 namespace memfmt::onednn::detail {
 
+// An activation's gradient from its forward input: oneDNN's eltwise backward of `alg`, then
+// dx scaled by `scale` (not 1 for hardsigmoid only, which runs as two algorithms forward).
+struct eltwise_gradient {
+  eltwise_alg alg;
+  float scale = 1.f;
+};
+
+inline eltwise_gradient eltwise_gradient_of(activation k) noexcept {
+  if (k == activation::hardsigmoid) return {{dnnl::algorithm::eltwise_clip_v2, -3.f, 3.f}, 1.f / 6.f};
+  eltwise_alg a = eltwise_of(k).step[0];
+  if (a.alg == dnnl::algorithm::eltwise_clip) a.alg = dnnl::algorithm::eltwise_clip_v2;
+  return {a, 1.f};
+}
+
 // The backward passes; `lp` holds the primitive cache and the reorders.
 class layer_backward {
  public:
@@ -46,12 +61,9 @@ class layer_backward {
                            tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
     validate_activation_backward(x, dy, dx);
     const auto dt = data_type_of<T>("onednn::activation_backward");
-    auto a = eltwise_of(kind);
-    if (!a)
-      memfmt::detail::fail(errc::unsupported, std::string("onednn::activation_backward: ") + activation_name(kind) +
-                                                  " has no oneDNN 2.6 eltwise algorithm");
-    if (a->alg == dnnl::algorithm::eltwise_clip) a->alg = dnnl::algorithm::eltwise_clip_v2;
     if (empty(dx)) return;
+    const eltwise_gradient grad = eltwise_gradient_of(kind);
+    const eltwise_alg& a = grad.alg;
     const auto x_md = activation_md(x, dt), dy_md = activation_md(dy, dt), dx_md = activation_md(dx, dt);
     guarded("activation_backward", [&] {
       // oneDNN's eltwise backward takes dy and dx in one layout: a format change is a reorder of
@@ -67,13 +79,15 @@ class layer_backward {
       append_key(key, static_cast<std::int64_t>(kind));
       auto& p = lp.cached(key, [&] {
         dnnl::eltwise_forward::primitive_desc hint(
-            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a->alg, x_md, a->alpha, a->beta), eng);
-        dnnl::eltwise_backward::desc d(a->alg, dx_md, x_md, a->alpha, a->beta);
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a.alg, x_md, a.alpha, a.beta), eng);
+        dnnl::eltwise_backward::desc d(a.alg, dx_md, x_md, a.alpha, a.beta);
         return dnnl::primitive(dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(d, eng, hint)));
       });
       p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(x_md, eng, mut(x.data()))},
                     {DNNL_ARG_DIFF_DST, dnnl::memory(dx_md, eng, g)},
                     {DNNL_ARG_DIFF_SRC, dnnl::memory(dx_md, eng, dx.data())}});
+      if (grad.scale != 1.f)
+        lp.eltwise(eng, s, {dnnl::algorithm::eltwise_linear, grad.scale, 0.f}, dx_md, dx.data(), dx.data());
       s.wait();
     });
   }

@@ -10,11 +10,12 @@
 // commutes and the second is not (oneDNN broadcasts only its second source), an average pool counting padding whose
 // ceil-mode window runs past the end padding (oneDNN divides by the whole kernel), and a nearest
 // upsample by a non-integer factor (oneDNN rounds the source index, PyTorch floors it).
-// hardsigmoid has no oneDNN 2.6 eltwise algorithm: it is unsupported (backend::support says so).
+// hardsigmoid has no oneDNN 2.6 eltwise algorithm: it runs as two, x / 6 + 1/2 (eltwise_linear)
+// then a clip to [0, 1] in place (given the clip as a post-op, 2.6 runs its slow ref:any kernel).
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -39,33 +40,30 @@ struct eltwise_alg {
   float alpha, beta;
 };
 
-// oneDNN's algorithm for an activation; nullopt where 2.6 has none.
-inline std::optional<eltwise_alg> eltwise_of(activation k) noexcept {
+// The oneDNN 2.6 eltwise algorithms an activation runs as, applied in order: one for each but
+// hardsigmoid, which 2.6 has none for: x / 6 + 1/2, then clipped to [0, 1].
+struct eltwise_steps {
+  std::array<eltwise_alg, 2> step;
+  int count = 1;
+};
+
+inline eltwise_steps eltwise_of(activation k) noexcept {
+  const auto one = [](dnnl::algorithm alg, float alpha, float beta) {
+    return eltwise_steps{{eltwise_alg{alg, alpha, beta}, eltwise_alg{}}, 1};
+  };
   switch (k) {
-    case activation::identity: return eltwise_alg{dnnl::algorithm::eltwise_linear, 1.f, 0.f};
-    case activation::relu: return eltwise_alg{dnnl::algorithm::eltwise_relu, 0.f, 0.f};
-    case activation::relu6: return eltwise_alg{dnnl::algorithm::eltwise_clip, 0.f, 6.f};
-    case activation::silu: return eltwise_alg{dnnl::algorithm::eltwise_swish, 1.f, 0.f};
-    case activation::sigmoid: return eltwise_alg{dnnl::algorithm::eltwise_logistic, 0.f, 0.f};
-    case activation::hardswish: return eltwise_alg{dnnl::algorithm::eltwise_hardswish, 0.f, 0.f};
-    case activation::tanh: return eltwise_alg{dnnl::algorithm::eltwise_tanh, 0.f, 0.f};
+    case activation::identity: return one(dnnl::algorithm::eltwise_linear, 1.f, 0.f);
+    case activation::relu: return one(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    case activation::relu6: return one(dnnl::algorithm::eltwise_clip, 0.f, 6.f);
+    case activation::silu: return one(dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+    case activation::sigmoid: return one(dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+    case activation::hardswish: return one(dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
+    case activation::tanh: return one(dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
     case activation::hardsigmoid: break;
   }
-  return std::nullopt;
-}
-
-inline const char* activation_name(activation k) noexcept {
-  switch (k) {
-    case activation::identity: return "identity";
-    case activation::relu: return "relu";
-    case activation::relu6: return "relu6";
-    case activation::silu: return "silu";
-    case activation::sigmoid: return "sigmoid";
-    case activation::hardsigmoid: return "hardsigmoid";
-    case activation::hardswish: return "hardswish";
-    case activation::tanh: return "tanh";
-  }
-  return "?";
+  return eltwise_steps{{eltwise_alg{dnnl::algorithm::eltwise_linear, 1.f / 6.f, 0.5f},
+                        eltwise_alg{dnnl::algorithm::eltwise_clip, 0.f, 1.f}},
+                       2};
 }
 
 inline dnnl::algorithm binary_alg(binary_op k) noexcept {
@@ -123,11 +121,8 @@ class layer_primitives {
                           tensor_view<T, YF> y) {
     validate_activation_forward(x, y);
     const auto dt = data_type_of<T>("onednn::activation_forward");
-    const auto a = eltwise_of(kind);
-    if (!a)
-      memfmt::detail::fail(errc::unsupported, std::string("onednn::activation_forward: ") + activation_name(kind) +
-                                                  " has no oneDNN 2.6 eltwise algorithm");
     if (empty(y)) return;
+    const eltwise_steps steps = eltwise_of(kind);
     const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
     guarded("activation_forward", [&] {
       // oneDNN's eltwise keeps its source's layout: a format change is a reorder, then in place.
@@ -136,14 +131,8 @@ class layer_primitives {
         reorder(eng, s, x_md, src, y_md, y.data());
         src = y.data();
       }
-      std::string key("e");
-      append_key(key, y_md);
-      append_key(key, static_cast<std::int64_t>(kind));
-      auto& p = cached(key, [&] {
-        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, a->alg, y_md, a->alpha, a->beta);
-        return dnnl::primitive(dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, eng)));
-      });
-      p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(y_md, eng, src)}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}});
+      for (int i = 0; i < steps.count; ++i)
+        eltwise(eng, s, steps.step[static_cast<std::size_t>(i)], y_md, i == 0 ? src : y.data(), y.data());
       s.wait();
     });
   }
@@ -316,6 +305,21 @@ class layer_primitives {
       reorder(eng, s, part, mut(x.data()), y_md, y.data());
       s.wait();
     });
+  }
+
+  // dst = a(src), both in layout md (dst may be src): one eltwise primitive, not waited for.
+  void eltwise(const dnnl::engine& eng, dnnl::stream& s, const eltwise_alg& a, const dnnl::memory::desc& md, void* src,
+               void* dst) {
+    std::string key("e");
+    append_key(key, md);
+    append_key(key, static_cast<std::int64_t>(a.alg));
+    key.append(reinterpret_cast<const char*>(&a.alpha), sizeof a.alpha);
+    key.append(reinterpret_cast<const char*>(&a.beta), sizeof a.beta);
+    auto& p = cached(key, [&] {
+      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, a.alg, md, a.alpha, a.beta);
+      return dnnl::primitive(dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, eng)));
+    });
+    p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(md, eng, src)}, {DNNL_ARG_DST, dnnl::memory(md, eng, dst)}});
   }
 
   void reorder(const dnnl::engine& eng, dnnl::stream& s, const dnnl::memory::desc& from, void* src,
