@@ -68,16 +68,23 @@ CHANNELS_FIRST = {"nchw", "ncdhw"}
 CHANNELS_LAST = {"nhwc", "ndhwc"}
 
 
-def load(paths):
-    rows = []
+def read_json(paths):
+    """(path, parsed document) for each file; one that cannot be read or parsed is named and skipped."""
+    docs = []
     for p in paths:
         try:
             with open(p) as f:
-                data = json.load(f)
+                docs.append((p, json.load(f)))
         except (OSError, ValueError) as e:
             print(f"summarize: skipping {p}: {e}", file=sys.stderr)
-            continue
-        for b in data.get("benchmarks", []):
+    return docs
+
+
+def load(docs):
+    """The benchmark rows of the documents (aggregates other than the median left out)."""
+    rows = []
+    for p, data in docs:
+        for b in data.get("benchmarks", []) if isinstance(data, dict) else []:
             if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
                 continue
             b["_file"] = os.path.basename(p)
@@ -93,15 +100,10 @@ BUSY_STEAL = 0.05
 RATIO_STAGES = ("bench_network", "bench_peers", "bench_network onnx")
 
 
-def machine_load(paths):
-    """bench.sh's per-stage load rows (a file holding {"machine_load": [...]}), each marked busy or not."""
+def machine_load(docs):
+    """bench.sh's per-stage load rows (a document holding {"machine_load": [...]}), each marked busy or not."""
     out = []
-    for p in paths:
-        try:
-            with open(p) as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for _, data in docs:
         for r in data.get("machine_load", []) if isinstance(data, dict) else []:
             r = dict(r)
             r["busy"] = r.get("others_cpu_share", 0) > BUSY_OTHERS or r.get("steal_share", 0) > BUSY_STEAL
@@ -726,7 +728,8 @@ def main():
     ap.add_argument("--noise-margin", type=float, default=NOISE_MARGIN,
                     help="relative slack of the calibrated-plan check (default %(default)s: within 5%% is not slower)")
     a = ap.parse_args()
-    rows = load(a.json)
+    docs = read_json(a.json)
+    rows = load(docs)
     pairs = conv_pairs(rows)
     conv = convert_rows(rows)
     over = []
@@ -777,7 +780,7 @@ def main():
         md.append("\nper model: " + "; ".join(
             f"{m} {verdict(v['holds'])}" + (f" (fails at {', '.join(v['failed'])})" if v["failed"] else "")
             for m, v in by_model.items()))
-    stages = machine_load(a.json)
+    stages = machine_load(docs)
     goal_rows = goals(vs, busy_note(stages)) if nets else []
     if goal_rows:
         md.append("\n## Goals: memfmt >= %gx PyTorch channels_last, memfmt's ONNX import >= %gx ONNX Runtime "
