@@ -100,11 +100,17 @@ BUSY_STEAL = 0.05
 RATIO_STAGES = ("bench_network", "bench_peers", "bench_network onnx")
 
 
+MACHINE_LOAD_FORMAT = "memfmt.machine_load"
+
+
 def machine_load(docs):
-    """bench.sh's per-stage load rows (a document holding {"machine_load": [...]}), each marked busy or not."""
+    """bench.sh's per-stage load rows (its machine_load.json: {"format": MACHINE_LOAD_FORMAT,
+    "machine_load": [...]}; an earlier summary.json among the inputs is not one), each marked busy or not."""
     out = []
     for _, data in docs:
-        for r in data.get("machine_load", []) if isinstance(data, dict) else []:
+        if not isinstance(data, dict) or data.get("format") != MACHINE_LOAD_FORMAT:
+            continue
+        for r in data.get("machine_load", []):
             r = dict(r)
             r["busy"] = r.get("others_cpu_share", 0) > BUSY_OTHERS or r.get("steal_share", 0) > BUSY_STEAL
             out.append(r)

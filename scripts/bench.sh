@@ -147,7 +147,7 @@ stage_end() {
 write_machine_load() {
   stage_end
   local IFS=,
-  echo "{\"machine_load\": [${load_rows[*]}]}" >"$out/machine_load.json"
+  echo "{\"format\": \"memfmt.machine_load\", \"machine_load\": [${load_rows[*]}]}" >"$out/machine_load.json"
 }
 progress() {
   stage_end

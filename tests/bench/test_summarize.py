@@ -163,6 +163,12 @@ def main():
         check("bench_convert" not in s["goals"][0]["note"], "a busy stage no ratio rests on stays out of the notes")
         check(re.search(r"\| bench_network +\| 200 +\| 2 +\| 0\.4 +\| 0 +\| busy", md) is not None,
               "machine load markdown row")
+        # A rerun over the same folder reads its earlier summary.json too: its load rows do not repeat.
+        again = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files +
+                               [os.path.join(out, "summary.json")], capture_output=True, text=True)
+        with open(os.path.join(out, "summary.json")) as f:
+            check(again.returncode == 0 and len(json.load(f)["machine_load"]) == 4,
+                  "an earlier summary.json adds no machine load rows")
 
         # The GPU table: bench_network_cudnn's rows, none of them in the CPU table (still 18 rows above).
         gpu = {(t["model"], t["dtype"], t["pass"], t["batch"]): t for t in s["gpu_network"]}
