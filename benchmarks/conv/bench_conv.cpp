@@ -208,7 +208,7 @@ void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_
   host_tensor<T, F> x(e), y(e), dy(e), dx(e);
   fill_logical(x.view(), 6);
   fill_logical(dy.view(), 7);
-  using P = onednn::param_t<T>;
+  using P = param_t<T>;
   const std::size_t cs = static_cast<std::size_t>(c), stats = static_cast<std::size_t>(batch * groups);
   std::vector<P> gamma(cs, P(1.f)), beta(cs, P(0.f)), dg(cs), db(cs), mean(stats), invstd(stats);
   group_norm_params p;

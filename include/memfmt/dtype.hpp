@@ -159,4 +159,9 @@ template <class T> struct dtype_of<const T> : dtype_of<T> {};
 template <class T>
 inline constexpr dtype dtype_of_v = dtype_of<T>::value;
 
+// The parameter and statistics type of element type T (gamma, beta, running and saved statistics):
+// double for double data, float for float, half and bfloat16 data, as in PyTorch and cuDNN.
+template <class T>
+using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 }  // namespace memfmt

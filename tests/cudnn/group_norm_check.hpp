@@ -17,7 +17,7 @@
 
 namespace memfmt_test::group_norm {
 
-using memfmt::reference::param_t;
+using memfmt::param_t;
 
 // One problem run through a pass: inputs, then what the run wrote. x in format XF; y, dy and dx in
 // YF. The backward reads the reference forward's saved statistics (mean, invstd), so both sides

@@ -322,7 +322,7 @@ bool runs_as_expected(const bn_expectation& want, const std::string& what, Fn&& 
 
 template <class T, class F>
 void bn_case(cudnn::backend& be, std::array<std::int64_t, F::rank> e, bool residual, bool relu) {
-  using P = reference::param_t<T>;
+  using P = param_t<T>;
   SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)) + (residual ? " +res" : "") +
                (relu ? " +relu" : ""));
   const auto c = static_cast<std::size_t>(e[1]);

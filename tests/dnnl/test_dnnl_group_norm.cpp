@@ -196,6 +196,29 @@ TEST(DnnlGroupNorm, SameBitsForAnyThreadCount) {
   }
 }
 
+// An empty x (no samples, or a zero extent) has no statistics to read: null ones, or ones shorter
+// than N * groups, are never touched, and dgamma / dbeta (sums over nothing) come out zero.
+TEST(DnnlGroupNorm, BackwardOfEmptyInput) {
+  onednn::backend b;
+  group_norm_params p;
+  p.groups = 2;
+  std::vector<float> short_stats(1, 1.f);  // N * groups = 4 would be read for a non-empty x
+  for (const host_tensor<float, nhwc>::extents_type& e :
+       {host_tensor<float, nhwc>::extents_type{0, 4, 3, 3}, {2, 4, 0, 3}, {2, 4, 3, 0}}) {
+    const host_tensor<float, nhwc> x(e), dy(e);
+    host_tensor<float, nhwc> dx(e);
+    for (const float* stats : {static_cast<const float*>(nullptr), static_cast<const float*>(short_stats.data())}) {
+      std::vector<float> dg(4, 7.5f), db(4, -3.25f);  // garbage the backward must overwrite
+      EXPECT_NO_THROW(b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), nullptr, stats, stats,
+                                            dg.data(), db.data(), p));
+      for (std::size_t c = 0; c < dg.size(); ++c) {
+        EXPECT_EQ(dg[c], 0.f) << "dgamma[" << c << "]";
+        EXPECT_EQ(db[c], 0.f) << "dbeta[" << c << "]";
+      }
+    }
+  }
+}
+
 TEST(DnnlGroupNorm, Errors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 6, 2, 2}), y_bad({2, 6, 2, 1});

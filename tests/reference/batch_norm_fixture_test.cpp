@@ -44,7 +44,7 @@ void expect_params_close(const std::string& what, const std::vector<P>& got, con
 template <class T, class F>
 void check_train_case(const fixture_case& fc) {
   SCOPED_TRACE(fc.name + " " + F::name + " " + float_traits<T>::name);
-  using P = reference::param_t<T>;
+  using P = param_t<T>;
   batch_norm_params p;
   p.epsilon = fc.real("epsilon");
   p.momentum = fc.real("momentum");
@@ -140,7 +140,7 @@ void check_train_case(const fixture_case& fc) {
 template <class T, class F>
 void check_eval_case(const fixture_case& fc) {
   SCOPED_TRACE(fc.name + " " + F::name + " " + float_traits<T>::name);
-  using P = reference::param_t<T>;
+  using P = param_t<T>;
   batch_norm_params p;
   p.epsilon = fc.real("epsilon");
   p.fuse_relu = fc.integer("relu") != 0;

@@ -355,6 +355,33 @@ TEST(ReferenceLayerErrors, GroupNorm) {
   for (double v : mean) ASSERT_EQ(v, sentinel);
 }
 
+// An empty x (no samples, or a zero extent) has no statistics to read: null ones, or ones shorter
+// than N * groups, are never touched, and dgamma / dbeta (sums over nothing) come out zero.
+TEST(ReferenceLayerErrors, GroupNormBackwardOfEmptyInput) {
+  group_norm_params p;
+  p.groups = 3;
+  std::vector<double> short_stats(1, sentinel);  // N * groups = 6 would be read for a non-empty x
+  const auto check = [&](const host_tensor<double, nhwc>::extents_type& e) {
+    const auto x = filled<nhwc>(e, 1.0);
+    const auto dy = filled<nchw>(e, 1.0);
+    auto dx = filled<nchw>(e);
+    for (const double* stats : {static_cast<const double*>(nullptr), static_cast<const double*>(short_stats.data())}) {
+      std::vector<double> dg(6, sentinel), db(6, sentinel);
+      EXPECT_NO_THROW(layers.group_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), nullptr, stats,
+                                                         stats, dg.data(), db.data(), p));
+      for (std::size_t c = 0; c < dg.size(); ++c) {
+        EXPECT_EQ(dg[c], 0.0) << "dgamma[" << c << "]";
+        EXPECT_EQ(db[c], 0.0) << "dbeta[" << c << "]";
+      }
+      EXPECT_NO_THROW(layers.group_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), nullptr, stats,
+                                                         stats, nullptr, nullptr, p));
+    }
+  };
+  check({0, 6, 3, 3});
+  check({2, 6, 0, 3});
+  check({2, 6, 3, 0});
+}
+
 TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
   const auto y = filled<nchw>({2, 5, 3, 3}, 0.2);
   const auto dy = filled<nhwc>({2, 5, 3, 3}, 1.0);

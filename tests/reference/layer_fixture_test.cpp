@@ -58,7 +58,7 @@ std::array<std::int64_t, 3> spatial_of(const fixture_case& fc, const std::string
 template <class T, class XF, class YF>
 results run_case(const fixture_case& fc) {
   constexpr int rank = XF::rank, sr = rank - 2;
-  using P = reference::param_t<T>;
+  using P = param_t<T>;
   reference::backend be;
   results r;
   auto out_like = [&](const char* name) { return nan_tensor<T, YF>(to_extents<rank>(fc.tensor(name))); };
@@ -264,7 +264,7 @@ std::vector<double> softmax_backward_extra(const fixture_case& fc) {
 // and dgamma_c = sum dy xhat by sum |dy| e (doubled for the second-order terms).
 template <class T>
 std::map<std::string, std::vector<double>> group_norm_backward_extra(const fixture_case& fc) {
-  using P = reference::param_t<T>;
+  using P = param_t<T>;
   std::map<std::string, std::vector<double>> extra;
   const auto& x = fc.tensor("x");
   const auto& dy = fc.tensor("dy");
@@ -318,7 +318,7 @@ void check_against_fixture(const fixture_case& fc, const results& got, const std
         fc.name + " " + name + " (" + float_traits<T>::name + ", " + formats + ")",
         static_cast<std::int64_t>(values.size()), [&](std::int64_t i) { return values[static_cast<std::size_t>(i)]; },
         want.data, [&](std::int64_t i, double w) {
-          const double u = param ? ulp<reference::param_t<T>>(w) : ulp<T>(w);
+          const double u = param ? ulp<param_t<T>>(w) : ulp<T>(w);
           return u + slack * scale + (it == extra.end() ? 0.0 : it->second[static_cast<std::size_t>(i)]);
         });
   }

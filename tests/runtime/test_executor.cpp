@@ -110,7 +110,7 @@ memfmt::host_tensor<T, F> weight_of(const parameter_store& s, const std::string&
 
 template <class T, class F>
 direct<T, F> run_direct(const small_net& m, const parameter_store& s, const memfmt::host_tensor<T, F>& x) {
-  using P = memfmt::reference::param_t<T>;
+  using P = memfmt::param_t<T>;
   memfmt::reference::backend b;
   const auto& n = m.net;
   auto c1 = tensor_from<T, F>(n.at(m.c1).extents);

@@ -95,8 +95,8 @@ struct fake_device : memfmt::reference::backend {
   }
   template <class T, class F>
   void batch_norm_forward_inference(memfmt::tensor_view<const T, F> x, memfmt::tensor_view<T, F> y,
-                                    const memfmt::reference::param_t<T>* g, const memfmt::reference::param_t<T>* b,
-                                    const memfmt::reference::param_t<T>* m, const memfmt::reference::param_t<T>* v,
+                                    const memfmt::param_t<T>* g, const memfmt::param_t<T>* b,
+                                    const memfmt::param_t<T>* m, const memfmt::param_t<T>* v,
                                     const memfmt::batch_norm_params& p, memfmt::tensor_view<const T, F> residual = {}) {
     for (const void* q : {static_cast<const void*>(x.data()), static_cast<const void*>(y.data()),
                           static_cast<const void*>(g), static_cast<const void*>(b), static_cast<const void*>(m),

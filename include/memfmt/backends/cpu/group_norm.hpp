@@ -26,9 +26,11 @@
 
 #include "../../tensor/tensor_view.hpp"
 #include "../layer_params.hpp"
+#include "../reference/group_norm.hpp"
 #include "../reference/numeric.hpp"
 #include "../reference/view_access.hpp"
 #include "../validate.hpp"
+#include "float_io.hpp"
 
 namespace memfmt::cpu {
 namespace group_norm_detail {
@@ -162,9 +164,7 @@ T round_out(double v) noexcept {
     // An IEEE float's range is [-inf, inf], so every double converts, rounded to nearest even, past
     // FLT_MAX + half an ulp to infinity: what the reference's double_to_float spells out.
     static_assert(std::numeric_limits<float>::is_iec559, "IEEE float conversion");
-    const float f = static_cast<float>(v);
-    if constexpr (std::is_same_v<T, float>) return f;
-    else return T(f);
+    return from_float<T>(static_cast<float>(v));
   }
 }
 
@@ -327,6 +327,7 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
   namespace rd = reference::detail;
   gd::check_types<T, P>();
   validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
+  if (rd::group_norm_backward_if_empty(x, dgamma, dbeta)) return;
   const auto e = rd::extents5(x);
   const auto xs = rd::strides5(x), dys = rd::strides5(dy), dxs = rd::strides5(dx);
   const auto ch = gd::make_chunking(e, gd::channels_innermost(x));
@@ -334,13 +335,6 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
   const T *xd = x.data(), *dyd = dy.data();
   T* dxd = dx.data();
   const auto C = static_cast<std::size_t>(e.c);
-  if (x.numel() == 0) {  // the statistics may be null then; every gradient sum is empty
-    for (std::int64_t c = 0; c < e.c; ++c) {
-      if (dgamma) dgamma[c] = P(0);
-      if (dbeta) dbeta[c] = P(0);
-    }
-    return;
-  }
 
   std::vector<double> mean(static_cast<std::size_t>(e.n * p.groups)), invstd(mean.size());
   for (std::size_t i = 0; i < mean.size(); ++i) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -26,6 +27,7 @@
 #include "../layer_params.hpp"
 #include "../reference/pad.hpp"
 #include "../validate.hpp"
+#include "float_io.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -42,14 +44,6 @@ using reference::detail::dims5;
 
 // Rows shorter than this many elements in all are not worth a thread team.
 inline constexpr std::int64_t parallel_min_elements = std::int64_t{1} << 15;
-
-inline float widen(float v) noexcept { return v; }
-inline float widen(bfloat16 v) noexcept { return static_cast<float>(v); }
-template <class T>
-T narrow(float v) noexcept {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return T(v);
-}
 
 // One spatial dim of a row copy: the source index of each destination index (-1: the constant),
 // and the destination range [lo, hi) whose sources are consecutive, starting at `first`.
@@ -68,6 +62,36 @@ inline axis cropped_axis(std::int64_t in, std::int64_t begin) {
   axis a{std::vector<std::int64_t>(static_cast<std::size_t>(in)), 0, in, begin};
   for (std::int64_t i = 0; i < in; ++i) a.src[static_cast<std::size_t>(i)] = i + begin;
   return a;
+}
+
+// The three spatial dims of a row copy.
+struct axes {
+  axis d, h, w;
+};
+
+// What the forward and the backward start from: the extents and strides (element units) of the
+// unpadded tensor (x or dx) and of the padded one (y or dy), and the padding before D, H and W
+// (none before the D of a 2-D tensor).
+struct problem {
+  dims5 in, out, in_stride, out_stride;
+  std::array<std::int64_t, 3> begin;
+
+  // The padded dims: the forward's gather and the sources the reflect and replicate backward sums.
+  axes padded(pad_mode mode) const {
+    return {padded_axis(mode, in.d, begin[0], out.d), padded_axis(mode, in.h, begin[1], out.h),
+            padded_axis(mode, in.w, begin[2], out.w)};
+  }
+  // The cropped dims of the constant backward.
+  axes cropped() const {
+    return {cropped_axis(in.d, begin[0]), cropped_axis(in.h, begin[1]), cropped_axis(in.w, begin[2])};
+  }
+};
+
+template <class IT, class IF, class OT, class OF>
+problem problem_of(const tensor_view<IT, IF>& in, const tensor_view<OT, OF>& out, const pad_params& p) {
+  namespace rd = reference::detail;
+  return {rd::extents5(in), rd::extents5(out), rd::strides5(in), rd::strides5(out),
+          rd::params_dhw<IF::rank - 2>(p.begin, 0)};
 }
 
 // How rows are laid out: a row holds `positions` positions of `run` elements each. A channels-last
@@ -144,17 +168,18 @@ void fill_run(T* dst, const row_geometry& g, T value) noexcept {
 // of every mode and the backward of constant mode.
 template <class T, bool DstChannelsLast>
 void gather(const T* src, const dims5& src_stride, T* dst, const dims5& dst_ext, const dims5& dst_stride,
-            const axis& ad, const axis& ah, const axis& aw, T fill) {
+            const axes& ax, T fill) {
   if (dst_ext.n * dst_ext.c == 0) return;  // no elements (and maybe null pointers)
   const row_geometry g = geometry<DstChannelsLast>(dst_ext, src_stride, dst_stride);
   const std::int64_t width = dst_ext.w;
+  const axis& aw = ax.w;
   // The interior is one block when both rows are dense runs placed end to end.
   const bool block = g.src_run_stride == 1 && g.dst_run_stride == 1 && g.src_pos_stride == g.run &&
                      g.dst_pos_stride == g.run;
   for_rows(g.rows, dst_ext.n * dst_ext.c * dst_ext.d * dst_ext.h * width, [&](std::int64_t r) {
     const row_index i = row_of(g, dst_ext, r);
     T* out = dst + i.n * dst_stride.n + i.c * dst_stride.c + i.d * dst_stride.d + i.h * dst_stride.h;
-    const std::int64_t sd = ad.src[static_cast<std::size_t>(i.d)], sh = ah.src[static_cast<std::size_t>(i.h)];
+    const std::int64_t sd = ax.d.src[static_cast<std::size_t>(i.d)], sh = ax.h.src[static_cast<std::size_t>(i.h)];
     if (sd < 0 || sh < 0) {
       if (g.dst_run_stride == 1 && g.dst_pos_stride == g.run) std::fill_n(out, width * g.run, fill);
       else
@@ -201,10 +226,11 @@ inline inverse_axis invert(const std::vector<std::int64_t>& src, std::int64_t ex
 // of reflect and replicate. dx rows are the destination rows; each sums into a float row.
 template <class T, bool DstChannelsLast>
 void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx, const dims5& dx_ext,
-                 const dims5& dx_stride, const axis& ad, const axis& ah, const axis& aw) {
+                 const dims5& dx_stride, const axes& ax) {
   if (dx_ext.n * dx_ext.c == 0) return;  // no elements (and maybe null pointers)
   const row_geometry g = geometry<DstChannelsLast>(dx_ext, dy_stride, dx_stride);
-  const inverse_axis id = invert(ad.src, dx_ext.d), ih = invert(ah.src, dx_ext.h);
+  const inverse_axis id = invert(ax.d.src, dx_ext.d), ih = invert(ax.h.src, dx_ext.h);
+  const axis& aw = ax.w;
   const std::int64_t row_len = dx_ext.w * g.run;
   int threads = 1;
 #if defined(_OPENMP)
@@ -228,13 +254,13 @@ void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx
         auto add_run = [&](std::int64_t w, std::int64_t s) {
           float* to = acc + s * g.run;
           const T* from = in + w * g.src_pos_stride;
-          if (g.run == 1) *to += widen(*from);
+          if (g.run == 1) *to += to_float(*from);
           else
-            for (std::int64_t k = 0; k < g.run; ++k) to[k] += widen(from[k * g.src_run_stride]);
+            for (std::int64_t k = 0; k < g.run; ++k) to[k] += to_float(from[k * g.src_run_stride]);
         };
         if (dense_src) {  // the interior: one contiguous sum
           const T* from = in + aw.lo * g.run;
-          for (std::int64_t k = 0; k < row_len; ++k) acc[k] += widen(from[k]);
+          for (std::int64_t k = 0; k < row_len; ++k) acc[k] += to_float(from[k]);
         } else {
           for (std::int64_t w = aw.lo; w < aw.hi; ++w) add_run(w, w - aw.lo);
         }
@@ -243,12 +269,12 @@ void scatter_sum(const T* dy, const dims5& dy_ext, const dims5& dy_stride, T* dx
       }
     T* out = dx + i.n * dx_stride.n + i.c * dx_stride.c + i.d * dx_stride.d + i.h * dx_stride.h;
     if (g.dst_run_stride == 1 && g.dst_pos_stride == g.run) {
-      for (std::int64_t k = 0; k < row_len; ++k) out[k] = narrow<T>(acc[k]);
+      for (std::int64_t k = 0; k < row_len; ++k) out[k] = from_float<T>(acc[k]);
       return;
     }
     for (std::int64_t w = 0; w < dx_ext.w; ++w)
       for (std::int64_t k = 0; k < g.run; ++k)
-        out[w * g.dst_pos_stride + k * g.dst_run_stride] = narrow<T>(acc[w * g.run + k]);
+        out[w * g.dst_pos_stride + k * g.dst_run_stride] = from_float<T>(acc[w * g.run + k]);
   });
 }
 
@@ -260,14 +286,8 @@ template <class T, class XF, class YF>
 void pad_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pad_params& p) {
   static_assert(is_pad_type_v<T>, "memfmt::cpu::pad_forward: T must be float or bfloat16");
   validate_pad_forward(x, y, p);
-  using reference::detail::extents5;
-  using reference::detail::strides5;
-  const auto xe = extents5(x), ye = extents5(y);
-  const auto begin = reference::detail::params_dhw<XF::rank - 2>(p.begin, 0);
-  const pad_detail::axis ad = pad_detail::padded_axis(p.mode, xe.d, begin[0], ye.d),
-                         ah = pad_detail::padded_axis(p.mode, xe.h, begin[1], ye.h),
-                         aw = pad_detail::padded_axis(p.mode, xe.w, begin[2], ye.w);
-  pad_detail::gather<T, YF::channels_last>(x.data(), strides5(x), y.data(), ye, strides5(y), ad, ah, aw,
+  const pad_detail::problem q = pad_detail::problem_of(x, y, p);
+  pad_detail::gather<T, YF::channels_last>(x.data(), q.in_stride, y.data(), q.out, q.out_stride, q.padded(p.mode),
                                            reference::detail::from_double<T>(p.value));
 }
 
@@ -276,19 +296,12 @@ template <class T, class DYF, class DXF>
 void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) {
   static_assert(is_pad_type_v<T>, "memfmt::cpu::pad_backward: T must be float or bfloat16");
   validate_pad_backward(dy, dx, p);
-  using reference::detail::extents5;
-  using reference::detail::strides5;
-  const auto xe = extents5(dx), ye = extents5(dy);
-  const auto begin = reference::detail::params_dhw<DXF::rank - 2>(p.begin, 0);
-  if (p.mode == pad_mode::constant) {
-    pad_detail::gather<T, DXF::channels_last>(
-        dy.data(), strides5(dy), dx.data(), xe, strides5(dx), pad_detail::cropped_axis(xe.d, begin[0]),
-        pad_detail::cropped_axis(xe.h, begin[1]), pad_detail::cropped_axis(xe.w, begin[2]), T{});
-    return;
-  }
-  pad_detail::scatter_sum<T, DXF::channels_last>(
-      dy.data(), ye, strides5(dy), dx.data(), xe, strides5(dx), pad_detail::padded_axis(p.mode, xe.d, begin[0], ye.d),
-      pad_detail::padded_axis(p.mode, xe.h, begin[1], ye.h), pad_detail::padded_axis(p.mode, xe.w, begin[2], ye.w));
+  const pad_detail::problem q = pad_detail::problem_of(dx, dy, p);
+  if (p.mode == pad_mode::constant)
+    pad_detail::gather<T, DXF::channels_last>(dy.data(), q.out_stride, dx.data(), q.in, q.in_stride, q.cropped(), T{});
+  else
+    pad_detail::scatter_sum<T, DXF::channels_last>(dy.data(), q.out, q.out_stride, dx.data(), q.in, q.in_stride,
+                                                   q.padded(p.mode));
 }
 
 }  // namespace memfmt::cpu

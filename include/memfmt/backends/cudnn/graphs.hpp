@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../dtype.hpp"
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../conv_params.hpp"
@@ -45,9 +46,6 @@ class virtual_tensors {
   tensor_spec like_;
   std::int64_t next_ = uid::virtual_base;
 };
-
-template <class T>
-using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // ---------------------------------------------------------------- convolution
 

@@ -61,10 +61,6 @@
 
 namespace memfmt::onednn {
 
-// Parameter/statistics type, as in the reference backend: float for float and bfloat16 data.
-template <class T>
-using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // Epilogue fused into conv_forward: y = relu?(conv(x, w) + bias + residual). The residual is added
 // by oneDNN's `sum` post-op (in place when the residual view is y itself).
 struct conv_fusion {

@@ -40,6 +40,19 @@ double param_or(const P* p, std::int64_t c, double fallback) {
   return p ? static_cast<double>(p[c]) : fallback;
 }
 
+// The backward of an empty x (N or an extent 0) reads no statistics (they may be null or short
+// then) and every gradient sum is empty: zeroes dgamma and dbeta (each optional) and returns
+// true; returns false for any other x.
+template <class T, class F, class P>
+bool group_norm_backward_if_empty(const tensor_view<T, F>& x, P* dgamma, P* dbeta) noexcept {
+  if (!x.empty()) return false;
+  for (std::int64_t c = 0; c < x.channels(); ++c) {
+    if (dgamma) dgamma[c] = P(0);
+    if (dbeta) dbeta[c] = P(0);
+  }
+  return true;
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
@@ -83,6 +96,7 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
   detail::check_element_type<T>();
   using P = param_t<T>;
   validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
+  if (detail::group_norm_backward_if_empty(x, dgamma, dbeta)) return;
   const auto e = detail::extents5(x);
   const auto xs = detail::strides5(x), dys = detail::strides5(dy), dxs = detail::strides5(dx);
   const double m = static_cast<double>(e.c / p.groups * e.d * e.h * e.w);

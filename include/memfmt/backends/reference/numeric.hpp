@@ -17,11 +17,6 @@
 
 namespace memfmt::reference {
 
-// Parameter/statistics type (gamma, beta, running and saved statistics): double for double data,
-// float for float, half and bfloat16 data (as in PyTorch and cuDNN).
-template <class T>
-using param_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 // The element types the reference backend computes with.
 template <class T>
 inline constexpr bool is_reference_type_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||

@@ -1,0 +1,2 @@
+// Each public header compiles on its own.
+#include "memfmt/backends/cpu/float_io.hpp"
