@@ -14,19 +14,12 @@
 #include "memfmt/graph/explain.hpp"
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/graph/report.hpp"
+#include "calibration_headers.hpp"
 #include "model_file.hpp"
 
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 #include "memfmt/io/plan_json.hpp"
 #include "memfmt/io/priors_json.hpp"
-#include "memfmt/io/timing_cache_json.hpp"
-#include "memfmt/runtime/calibrate.hpp"
-#endif
-#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_DNNL)
-#include "memfmt/backends/dnnl/calibrate.hpp"
-#endif
-#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_CUDNN)
-#include "memfmt/backends/cudnn/calibrate.hpp"
 #endif
 
 namespace memfmt_cli {

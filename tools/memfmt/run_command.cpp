@@ -33,6 +33,7 @@
 #include "memfmt/runtime/parameter_store.hpp"
 #include "memfmt/runtime/precision.hpp"
 #include "memfmt/runtime/tensor_ref.hpp"
+#include "calibration_headers.hpp"
 #include "model_file.hpp"
 
 #ifdef MEMFMT_CLI_HAVE_SAFETENSORS
@@ -40,12 +41,6 @@
 #endif
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 #include "memfmt/runtime/channels_last.hpp"
-#endif
-#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_DNNL)
-#include "memfmt/backends/dnnl/calibrate.hpp"
-#endif
-#if defined(MEMFMT_CLI_HAVE_GRAPH_IO) && defined(MEMFMT_CLI_HAVE_CUDNN)
-#include "memfmt/backends/cudnn/calibrate.hpp"
 #endif
 #ifdef MEMFMT_CLI_HAVE_DNNL
 #include "memfmt/backends/dnnl/backend.hpp"

@@ -1,0 +1,14 @@
+// What --calibrate needs in this build of the CLI: runtime::calibrate, the timing cache file, and
+// the calibration key of each backend the CLI was built with (found by argument-dependent lookup).
+#pragma once
+
+#ifdef MEMFMT_CLI_HAVE_GRAPH_IO
+#include "memfmt/io/timing_cache_json.hpp"
+#include "memfmt/runtime/calibrate.hpp"
+#ifdef MEMFMT_CLI_HAVE_DNNL
+#include "memfmt/backends/dnnl/calibrate.hpp"
+#endif
+#ifdef MEMFMT_CLI_HAVE_CUDNN
+#include "memfmt/backends/cudnn/calibrate.hpp"
+#endif
+#endif
