@@ -219,6 +219,24 @@ TEST(DnnlGroupNorm, BackwardOfEmptyInput) {
   }
 }
 
+TEST(DnnlGroupNorm, ForwardOfEmptyInputSavesNoStatistics) {
+  onednn::backend b;
+  group_norm_params p;
+  p.groups = 2;
+  for (const host_tensor<float, nhwc>::extents_type& e :
+       {host_tensor<float, nhwc>::extents_type{0, 4, 3, 3}, {2, 4, 0, 3}, {2, 4, 3, 0}}) {
+    const host_tensor<float, nhwc> x(e);
+    host_tensor<float, nhwc> y(e);
+    EXPECT_NO_THROW(b.group_norm_forward(x.const_view(), y.view(), nullptr, nullptr, nullptr, nullptr, p));
+    std::vector<float> mean(4, 7.5f), invstd(4, -3.25f);
+    EXPECT_NO_THROW(b.group_norm_forward(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p));
+    for (std::size_t i = 0; i < mean.size(); ++i) {
+      EXPECT_EQ(mean[i], 7.5f) << "saved_mean[" << i << "]";
+      EXPECT_EQ(invstd[i], -3.25f) << "saved_invstd[" << i << "]";
+    }
+  }
+}
+
 TEST(DnnlGroupNorm, Errors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 6, 2, 2}), y_bad({2, 6, 2, 1});

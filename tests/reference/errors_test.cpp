@@ -382,6 +382,26 @@ TEST(ReferenceLayerErrors, GroupNormBackwardOfEmptyInput) {
   check({2, 6, 3, 0});
 }
 
+// The forward of an empty x saves no statistics: null ones are allowed then, and given ones are
+// left as they were.
+TEST(ReferenceLayerErrors, GroupNormForwardOfEmptyInput) {
+  group_norm_params p;
+  p.groups = 3;
+  for (const host_tensor<double, nhwc>::extents_type& e :
+       {host_tensor<double, nhwc>::extents_type{0, 6, 3, 3}, {2, 6, 0, 3}, {2, 6, 3, 0}}) {
+    const auto x = filled<nhwc>(e, 1.0);
+    auto y = filled<nchw>(e);
+    EXPECT_NO_THROW(layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, nullptr, nullptr, p));
+    std::vector<double> mean(6, sentinel), invstd(6, sentinel);
+    EXPECT_NO_THROW(
+        layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p));
+    for (std::size_t i = 0; i < mean.size(); ++i) {
+      EXPECT_EQ(mean[i], sentinel) << "saved_mean[" << i << "]";
+      EXPECT_EQ(invstd[i], sentinel) << "saved_invstd[" << i << "]";
+    }
+  }
+}
+
 TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
   const auto y = filled<nchw>({2, 5, 3, 3}, 0.2);
   const auto dy = filled<nhwc>({2, 5, 3, 3}, 1.0);

@@ -237,6 +237,7 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   namespace rd = reference::detail;
   gd::check_types<T, P>();
   validate_group_norm_forward(x, y, saved_mean, saved_invstd, p);
+  if (x.empty()) return;  // no statistics to save (they may be null), as in the reference
   const auto e = rd::extents5(x);
   const auto xs = rd::strides5(x), ys = rd::strides5(y);
   const auto ch = gd::make_chunking(e, gd::channels_innermost(x));
