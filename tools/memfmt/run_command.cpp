@@ -476,7 +476,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     if (calibrate_) {
       out << "chosen   by timing the whole network on " << backend_ << " (calibration "
           << calibration.at("seconds").get<double>() << " s, " << calibration.at("layer_signatures").get<std::size_t>()
-          << " layer signatures measured):";
+          << " layer signatures in the timing cache):";
       for (const auto& c : calibration.at("candidates")) {
         out << ' ' << c.at("plan").get<std::string>() << ' ';
         if (!c.at("error").get<std::string>().empty()) out << "(not run: " << c.at("error").get<std::string>() << ")";
