@@ -54,6 +54,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -75,6 +76,9 @@ onednn::backend& shared_backend() {
 // The oneDNN backend with every call timed: the time spent inside the backend during a pass.
 struct timed_backend {
   static constexpr const char* name = "onednn";
+  // The executor fuses and binds convs as it does on the oneDNN backend itself.
+  using conv_fusion = onednn::conv_fusion;
+  using conv_forward_call = std::function<void()>;
   onednn::backend& b;
   double seconds = 0;
 
@@ -86,6 +90,10 @@ struct timed_backend {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  template <class... A>
+  conv_forward_call bind_conv_forward(A&&... a) {
+    return [this, call = b.bind_conv_forward(std::forward<A>(a)...)]() mutable { timed(call); };
   }
   // clang-format off
   template <class... A> void conv_forward(A&&... a) { timed([&] { b.conv_forward(std::forward<A>(a)...); }); }

@@ -1,10 +1,11 @@
-// oneDNN convolution vs the reference backend: forward (bias, fused ReLU/residual), backward data,
+// oneDNN convolution vs the reference backend: forward (bias, fused residual and activation), backward data,
 // backward weights (+ bias), on a grid of shapes, both formats, fp32 and bf16, 2-D and 3-D.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <memfmt/backends/dnnl/backend.hpp>
@@ -161,47 +162,62 @@ TEST(DnnlConv, GridBfloat16) {
   run_grid<bfloat16>();
 }
 
-// y = relu(conv(x, w) + bias + residual): a separate residual view, and y itself as the residual.
+// The same values in double: the truth is computed without rounding between the layers.
+template <class T, class F>
+host_tensor<double, F> widened(const host_tensor<T, F>& t) {
+  host_tensor<double, F> d(t.extents());
+  for (std::int64_t i = 0; i < t.numel(); ++i) d.data()[i] = to_d(t.data()[i]);
+  return d;
+}
+
+// y = activation(conv(x, w) + bias + residual) for every activation, with a separate residual
+// view, with y itself as the residual, and without a residual. The residual spans [-8, 8], so the
+// sums cross every activation's kinks (0 and 6, -3 and 3) and saturated ranges.
 template <class T, class F>
 void check_fusion() {
   SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
   onednn::backend b;
   const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
-  host_tensor<T, F> x({2, 6, 5, 7}), y({2, 9, 5, 7}), y_inplace({2, 9, 5, 7}), r({2, 9, 5, 7}), conv_ref({2, 9, 5, 7}),
-      want({2, 9, 5, 7});
+  host_tensor<T, F> x({2, 6, 5, 7}), y({2, 9, 5, 7}), y_inplace({2, 9, 5, 7}), r({2, 9, 5, 7}), want({2, 9, 5, 7});
   host_tensor<T, F> w({9, 6, 3, 3});
   std::vector<T> bias(9);
   fill(x, 11);
   fill(w, 12);
-  fill(r, 13);
+  fill(r, 13, -8.f, 8.f);
   fill(bias.data(), 9, 14);
-  reference::conv_forward<T, F, F, F>(x.view(), w.view(), bias.data(), conv_ref.view(), p);
-  for (std::int64_t i = 0; i < want.numel(); ++i) {
-    const double v = to_d(conv_ref.data()[i]) + to_d(r.data()[i]);
-    want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(v > 0 ? v : 0));
+  host_tensor<double, F> conv_ref({2, 9, 5, 7});
+  std::vector<double> bias_d(bias.size());
+  for (std::size_t i = 0; i < bias.size(); ++i) bias_d[i] = to_d(bias[i]);
+  reference::conv_forward<double, F, F, F>(widened(x).view(), widened(w).view(), bias_d.data(), conv_ref.view(), p);
+  const auto expect = [&](activation kind, bool residual) {
+    for (std::int64_t i = 0; i < want.numel(); ++i)
+      want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(reference::detail::activation_value(
+          kind, conv_ref.data()[i] + (residual ? to_d(r.data()[i]) : 0.0))));
+  };
+  for (const activation kind : {activation::identity, activation::relu, activation::relu6, activation::silu,
+                                activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh}) {
+    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(kind)));
+    onednn::conv_fusion fusion;
+    fusion.activation = kind;
+    expect(kind, true);
+    // The residual's 8 weighs in the tolerance: oneDNN sums it in float.
+    b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, fusion, r.const_view());
+    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 2, 8.0)) << "separate residual";
+    std::copy(r.data(), r.data() + r.numel(), y_inplace.data());
+    b.conv_forward(x.view(), w.view(), bias.data(), y_inplace.view(), p, fusion, y_inplace.const_view());
+    EXPECT_TRUE(all_close<T>(y_inplace.const_view(), want.const_view(), 6 * 9 + 2, 8.0)) << "residual == y";
+    expect(kind, false);
+    b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, fusion);
+    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 1)) << "no residual";
   }
-  onednn::conv_fusion relu;
-  relu.relu = true;
-  b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, relu, r.const_view());
-  EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 2)) << "separate residual";
-  std::copy(r.data(), r.data() + r.numel(), y_inplace.data());
-  b.conv_forward(x.view(), w.view(), bias.data(), y_inplace.view(), p, relu, y_inplace.const_view());
-  EXPECT_TRUE(all_close<T>(y_inplace.const_view(), want.const_view(), 6 * 9 + 2)) << "residual == y";
-  // ReLU alone.
-  b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, relu);
-  for (std::int64_t i = 0; i < want.numel(); ++i) {
-    const double v = to_d(conv_ref.data()[i]);
-    want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(v > 0 ? v : 0));
-  }
-  EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 1)) << "relu only";
 }
 
-TEST(DnnlConv, FusedReluAndResidualFloat) {
+TEST(DnnlConv, FusedActivationAndResidualFloat) {
   check_fusion<float, nchw>();
   check_fusion<float, nhwc>();
 }
 
-TEST(DnnlConv, FusedReluAndResidualBfloat16) {
+TEST(DnnlConv, FusedActivationAndResidualBfloat16) {
   const std::string unsupported = conv_refused_on_this_cpu<bfloat16>();
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   check_fusion<bfloat16, nchw>();
@@ -231,6 +247,41 @@ TEST(DnnlConv, PaddedViews) {
       for (std::int64_t h = 0; h < 6; ++h)
         for (std::int64_t col = 7; col < 9; ++col)
           EXPECT_EQ(ybuf[static_cast<std::size_t>(((n * 4 + k) * 6 + h) * 9 + col)], -7.f);
+}
+
+// A bound call reads x and the residual on every run, and its weights as the cache contract says:
+// resolved when bound with caching on, reordered on every run with caching off.
+TEST(DnnlConv, BoundCallRereadsActivationsAndHonoursTheWeightCache) {
+  const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
+  host_tensor<float, nhwc> x({1, 16, 6, 6}), r({1, 16, 6, 6}), y({1, 16, 6, 6}), conv_ref({1, 16, 6, 6}),
+      want({1, 16, 6, 6});
+  host_tensor<float, nhwc> w({16, 16, 3, 3});
+  std::vector<float> w_bound(static_cast<std::size_t>(w.numel()));
+  const auto expect_conv_plus_residual = [&](const char* what) {
+    reference::conv_forward<float, nhwc, nhwc, nhwc>(x.view(), w.view(), nullptr, conv_ref.view(), p);
+    for (std::int64_t i = 0; i < want.numel(); ++i) want.data()[i] = conv_ref.data()[i] + r.data()[i];
+    EXPECT_TRUE(all_close<float>(y.const_view(), want.const_view(), 16 * 9 + 1)) << what;
+  };
+  for (const bool caching : {true, false}) {
+    SCOPED_TRACE(caching ? "weight caching on" : "weight caching off");
+    onednn::backend b;
+    b.set_weight_caching(caching);
+    fill(x, 41);
+    fill(r, 42);
+    fill(w, 43);
+    auto call = b.bind_conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), p, {}, r.const_view());
+    call();
+    expect_conv_plus_residual("first run");
+    fill(x, 44);
+    fill(r, 45);
+    call();
+    expect_conv_plus_residual("new x and residual");
+    std::copy(w.data(), w.data() + w.numel(), w_bound.begin());
+    fill(w, 46);  // new weights in the same buffer
+    call();
+    if (caching) std::copy(w_bound.begin(), w_bound.end(), w.data());  // the bound call kept the old ones
+    expect_conv_plus_residual("new weights");
+  }
 }
 
 // The weight cache: reordered weights are reused until invalidated (the documented contract).

@@ -202,6 +202,23 @@ TEST(Executor, ReportsConversionsAndReuse) {
   EXPECT_LE(ex.report().arena_bytes, ex.report().allocate_all_bytes);
 }
 
+// An input that only its conversion reads is converted from the caller's tensor on entry and
+// takes no bytes of the arena (EveryPlanMatchesTheLayersRunOneByOne checks the values); one that a
+// layer reads in its own format is copied in.
+TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
+  const small_net m(memfmt::dtype::float32);
+  memfmt::reference::backend b;
+  const auto bytes_of_x = [&](std::optional<family> f) {
+    memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, f), b, make_params<float>(m.net, 1));
+    for (const auto& v : ex.memory().values)
+      if (v.name == "x") return v.bytes;
+    ADD_FAILURE() << "no value 'x' in the memory plan";
+    return std::int64_t{-1};
+  };
+  EXPECT_EQ(bytes_of_x(family::channels_last), 0);
+  EXPECT_EQ(bytes_of_x(family::channels_first), 2 * 4 * 7 * 6 * 4);
+}
+
 // A channels_first flatten is the conv's own buffer read as [N, C * H * W]; a channels_last one
 // would order the features (H, W, C), which only a permuted linear may read.
 TEST(Executor, FlattenAliasesItsInput) {

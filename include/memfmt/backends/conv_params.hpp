@@ -45,20 +45,21 @@ template <class Extents>
 Extents conv_output_extents(const Extents& x, const Extents& w, const conv_params& p) {
   constexpr int rank = static_cast<int>(std::tuple_size<Extents>::value);
   static_assert(rank == 4 || rank == 5, "conv: 2-D (rank 4) or 3-D (rank 5) tensors");
-  const std::string where = "conv: input " + detail::dims_to_string(x) + ", weight " + detail::dims_to_string(w);
+  // The message prefix is built only on failure: every backend's conv validates with this per call.
+  const auto where = [&] { return "conv: input " + detail::dims_to_string(x) + ", weight " + detail::dims_to_string(w); };
   for (int d = 0; d < rank; ++d) {
-    if (x[d] <= 0) detail::fail(errc::invalid_argument, where + ": input sizes must be positive");
-    if (w[d] <= 0) detail::fail(errc::invalid_argument, where + ": weight sizes must be positive");
+    if (x[d] <= 0) detail::fail(errc::invalid_argument, where() + ": input sizes must be positive");
+    if (w[d] <= 0) detail::fail(errc::invalid_argument, where() + ": weight sizes must be positive");
   }
-  if (p.groups < 1) detail::fail(errc::invalid_argument, where + ": groups = " + std::to_string(p.groups) + " < 1");
+  if (p.groups < 1) detail::fail(errc::invalid_argument, where() + ": groups = " + std::to_string(p.groups) + " < 1");
   if (x[1] % p.groups != 0)
-    detail::fail(errc::invalid_argument, where + ": groups = " + std::to_string(p.groups) +
+    detail::fail(errc::invalid_argument, where() + ": groups = " + std::to_string(p.groups) +
                                              " does not divide input channels C = " + std::to_string(x[1]));
   if (w[0] % p.groups != 0)
-    detail::fail(errc::invalid_argument, where + ": groups = " + std::to_string(p.groups) +
+    detail::fail(errc::invalid_argument, where() + ": groups = " + std::to_string(p.groups) +
                                              " does not divide output channels K = " + std::to_string(w[0]));
   if (w[1] * p.groups != x[1])
-    detail::fail(errc::shape_mismatch, where + ": weight has " + std::to_string(w[1]) + " input channels per group, " +
+    detail::fail(errc::shape_mismatch, where() + ": weight has " + std::to_string(w[1]) + " input channels per group, " +
                                            "expected C / groups = " + std::to_string(x[1]) + " / " +
                                            std::to_string(p.groups));
   Extents y{};
@@ -67,19 +68,22 @@ Extents conv_output_extents(const Extents& x, const Extents& w, const conv_param
   for (int i = 0; i < rank - 2; ++i) {
     const std::int64_t pad_end = p.end_padding(i);
     if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || pad_end < 0)
-      detail::fail(errc::invalid_argument, where + ": stride " + std::to_string(p.stride[i]) + ", dilation " +
+      detail::fail(errc::invalid_argument, where() + ": stride " + std::to_string(p.stride[i]) + ", dilation " +
                                                std::to_string(p.dilation[i]) + ", padding " +
                                                std::to_string(p.padding[i]) + " (end " + std::to_string(pad_end) +
                                                ") in spatial dim " + std::to_string(i) +
                                                " (need stride >= 1, dilation >= 1, padding >= 0)");
-    const std::int64_t eff =
-        detail::checked_add(detail::checked_mul(p.dilation[i], w[2 + i] - 1, where + ": dilated kernel"), 1,
-                            where + ": dilated kernel");
-    const std::int64_t padded =
-        detail::checked_add(detail::checked_add(x[2 + i], p.padding[i], where + ": padded input"), pad_end,
-                            where + ": padded input");
+    std::int64_t eff = 0, padded = 0;
+    if (detail::mul_overflows(p.dilation[i], w[2 + i] - 1, &eff) || detail::add_overflows(eff, 1, &eff))
+      detail::fail(errc::overflow, where() + ": dilated kernel, dilation " + std::to_string(p.dilation[i]) + " * (" +
+                                       std::to_string(w[2 + i]) + " - 1) + 1 in spatial dim " + std::to_string(i) +
+                                       ", overflows 64 bits");
+    if (detail::add_overflows(x[2 + i], p.padding[i], &padded) || detail::add_overflows(padded, pad_end, &padded))
+      detail::fail(errc::overflow, where() + ": padded input " + std::to_string(x[2 + i]) + " + " +
+                                       std::to_string(p.padding[i]) + " + " + std::to_string(pad_end) +
+                                       " in spatial dim " + std::to_string(i) + " overflows 64 bits");
     if (padded < eff)
-      detail::fail(errc::invalid_argument, where + ": output size <= 0 in spatial dim " + std::to_string(i) +
+      detail::fail(errc::invalid_argument, where() + ": output size <= 0 in spatial dim " + std::to_string(i) +
                                                " (padded input " + std::to_string(padded) + " < dilated kernel " +
                                                std::to_string(eff) + ")");
     y[2 + i] = (padded - eff) / p.stride[i] + 1;

@@ -12,7 +12,7 @@
 // Layers that only rename bytes (output, flatten, dropout in inference) alias what they read.
 // Inference fusions (executor_options::fuse), where the plan keeps the layers in one format and the
 // intermediate value has no other reader: a batch norm folds into the preceding conv's weights and
-// bias, and a residual add (whose other operand exists by then) and a relu after it run on the
+// bias, and a residual add (whose other operand exists by then) and an activation after it run on the
 // conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
 // post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
 // (user_op.hpp).
@@ -21,7 +21,8 @@
 // outlive it; the parameter store need not.
 //
 // forward() checks every input and output against the network (name, dtype, extents, format)
-// before it writes anything, copies the inputs in, runs the steps and copies the outputs out.
+// before it writes anything, copies the inputs in, runs the steps and copies the outputs out. An
+// input read only through its conversion is converted from the caller's tensor on entry instead.
 // In poison mode every value's bytes are overwritten with NaN when its liveness ends, so a reader
 // scheduled after the end of a value's liveness reads garbage and the results change.
 //
@@ -32,6 +33,7 @@
 // host pointers and is refused there. Other backends get the host arena, memcpy and memfmt::convert.
 #pragma once
 
+#include <algorithm>
 #include <any>
 #include <cmath>
 #include <cstddef>
@@ -69,7 +71,7 @@ namespace memfmt::runtime {
 
 struct executor_options {
   bool poison = false;  // overwrite each value with NaN when its liveness ends
-  bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + residual add + relu
+  bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + residual add + activation
 };
 
 // What a build decided and a forward pass ran.
@@ -78,7 +80,7 @@ struct executor_report {
   std::int64_t allocate_all_bytes = 0;     // one buffer per value
   std::int64_t conversions = 0;            // copies per forward pass (plan.conversions less relabels)
   std::int64_t relabels = 0;               // conversions that share bytes
-  std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <relu>" per fused group
+  std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <activation>" per fused group
 };
 
 namespace detail {
@@ -167,12 +169,19 @@ struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
 
-// Backends whose conv_forward runs the epilogue relu?(conv + bias + residual) in one call: they
-// name its options type Backend::conv_fusion (a struct with a bool relu).
+// Backends whose conv_forward runs the epilogue activation(conv + bias + residual) in one call: they
+// name its options type Backend::conv_fusion (a struct with a memfmt::activation `activation`).
 template <class Backend, class = void>
 struct fuses_conv_epilogue : std::false_type {};
 template <class Backend>
 struct fuses_conv_epilogue<Backend, std::void_t<typename Backend::conv_fusion>> : std::true_type {};
+
+// Backends whose bind_conv_forward(conv_forward's arguments) resolves a conv once and returns a
+// callable Backend::conv_forward_call that only executes: the executor binds its conv steps so.
+template <class Backend, class = void>
+struct binds_conv_forward : std::false_type {};
+template <class Backend>
+struct binds_conv_forward<Backend, std::void_t<typename Backend::conv_forward_call>> : std::true_type {};
 
 // Backends that keep a network's tensors in their own memory name these members:
 //   void* allocate(std::size_t bytes);                         the arena and each parameter
@@ -297,7 +306,8 @@ class executor {
     check_io(outputs, graph::node_kind::output, "output");
     for (const auto& [name, t] : inputs) {
       const graph::node_id id = *net_.find(name);
-      if (t.bytes()) copy_in(buffer(id), t.data, t.bytes());
+      if (const auto entry = converted_on_entry_.find(id); entry != converted_on_entry_.end()) entry->second(t.data);
+      else if (t.bytes()) copy_in(buffer(id), t.data, t.bytes());
     }
     for (std::size_t s = 0; s < steps_.size(); ++s) {
       for (auto& step : steps_[s]) step();
@@ -370,11 +380,30 @@ class executor {
     return net_.read_format(consumer.id, format_of(consumer.id));
   }
 
+  // Whether `consumer` reads value v's own bytes rather than a converted copy.
+  bool reads_own_bytes(const graph::node& consumer, graph::node_id v) const {
+    return !net_.at(v).spatial() || format_of(v) == read_format(consumer);
+  }
+
+  // An input that the plan converts and that nothing reads in its own format: forward converts
+  // the caller's tensor straight into the converted copy, skipping the copy into the arena. Host
+  // backends only (a backend's own memory needs the copy in first).
+  bool converted_on_entry(const graph::node& n) const {
+    if (detail::owns_memory<Backend>::value || n.kind != graph::node_kind::input || n.numel() == 0) return false;
+    const graph::conversion* c = conversion_to(n.id, format_of(n.id) == graph::family::channels_first
+                                                        ? graph::family::channels_last
+                                                        : graph::family::channels_first);
+    if (!c || c->relabel) return false;
+    const auto& readers = net_.consumers(n.id);
+    return std::none_of(readers.begin(), readers.end(),
+                        [&](graph::node_id r) { return reads_own_bytes(net_.at(r), n.id); });
+  }
+
   // The storage `consumer` reads value v from.
   std::size_t read_slot(const graph::node& consumer, graph::node_id v) const {
     const graph::node& x = net_.at(v);
     const graph::family f = read_format(consumer);
-    if (!x.spatial() || format_of(v) == f) return slot_[v];
+    if (reads_own_bytes(consumer, v)) return slot_[v];
     const graph::conversion* c = conversion_to(v, f);
     if (!c)
       memfmt::detail::fail(errc::invalid_argument, who(consumer) + " reads '" + x.name + "' in " +
@@ -414,8 +443,8 @@ class executor {
 
   // Inference fusions where the plan keeps the layers in one format: a batch norm that is the only
   // reader of a conv folds into the conv's weights and bias; a residual add that is the only reader
-  // of the result (residual_add) and a relu that is the only reader after that run on the conv's
-  // output in the conv's step.
+  // of the result (residual_add) and an activation that is the only reader after that run on the
+  // conv's output in the conv's step.
   void find_fusions() {
     if (!options_.fuse) return;
     for (const graph::node& n : net_.nodes()) {
@@ -434,10 +463,9 @@ class executor {
         group += " + " + net_.at(*add).name;
         last = *add;
       }
-      if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation &&
-                                              net_.at(*r).template get<memfmt::activation>() == memfmt::activation::relu) {
+      if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation) {
         fused_into_[*r] = n.id;
-        fused_relu_[n.id] = *r;
+        fused_activation_[n.id] = net_.at(*r).template get<memfmt::activation>();
         group += " + " + net_.at(*r).name;
         last = *r;
       }
@@ -453,11 +481,12 @@ class executor {
         slot_[n.id] = read_slot(n, aliased_input(n));
       } else {
         slot_[n.id] = storage_.size();
-        // Inputs are copied in before the first step, so their bytes are live from step 0.
+        // Inputs are copied in (or converted on entry) before the first step, so their bytes are
+        // live from step 0; an input converted on entry keeps no bytes of its own.
         const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
-        storage_.push_back({n.name, static_cast<std::int64_t>(memfmt::detail::checked_bytes(
-                                        n.numel(), size_of(n.type), n.name.c_str())),
-                            first, step});
+        const auto bytes = static_cast<std::int64_t>(
+            memfmt::detail::checked_bytes(n.numel(), size_of(n.type), n.name.c_str()));
+        storage_.push_back({n.name, converted_on_entry(n) ? 0 : bytes, first, step});
       }
       for (const auto& c : plan_.conversions) {
         if (c.value != n.id) continue;
@@ -466,7 +495,11 @@ class executor {
           ++report_.relabels;
         } else {
           converted_slot_[n.id] = storage_.size();
-          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")", storage_[slot_[n.id]].bytes, step, step});
+          const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
+          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")",
+                              static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type),
+                                                                                       n.name.c_str())),
+                              first, step});
           ++report_.conversions;
         }
       }
@@ -547,10 +580,15 @@ class executor {
           // The other format of the same rank (nchw <-> nhwc, ncdhw <-> ndhwc).
           using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
           const auto d = detail::view_of<To>(reinterpret_cast<T*>(dst), n.extents);
-          if constexpr (detail::owns_memory<Backend>::value)
+          if constexpr (detail::owns_memory<Backend>::value) {
             step.push_back([&b = backend_, s, d] { b.convert(s, d); });
-          else
+          } else if (converted_on_entry(n)) {
+            converted_on_entry_[n.id] = [m = s.mapping(), d](const void* given) {
+              memfmt::convert(tensor_view<const T, From>(static_cast<const T*>(given), m), d);
+            };
+          } else {
             step.push_back([s, d] { memfmt::convert(s, d); });
+          }
         });
       });
     }
@@ -576,7 +614,8 @@ class executor {
     std::vector<T> bias = a.bias ? params.at(n.name + ".bias").template values<T>(n.name + ".bias") : std::vector<T>{};
     if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
     const T* bd = bias.empty() ? nullptr : param(std::move(bias));
-    const bool relu = fused_relu_.count(n.id) > 0;
+    const auto fused = fused_activation_.find(n.id);
+    const memfmt::activation act = fused == fused_activation_.end() ? memfmt::activation::identity : fused->second;
     const auto res = residual_.find(n.id);
     const T* rd = res == residual_.end() ? nullptr
                                          : reinterpret_cast<const T*>(slot_data(read_slot(
@@ -589,17 +628,23 @@ class executor {
       const tensor_view<const T, F> rv = rd ? detail::view_of<F>(rd, n.extents) : tensor_view<const T, F>{};
       const conv_params p = a.params;
       Backend& b = backend_;
-      step.push_back([&b, xv, wv, bd, yv, p, relu, rv] {
-        if constexpr (detail::fuses_conv_epilogue<Backend>::value) {  // y = relu?(conv + bias + residual)
-          typename Backend::conv_fusion e;
-          e.relu = relu;
-          b.conv_forward(xv, wv, bd, yv, p, e, rv);
-        } else {
-          b.conv_forward(xv, wv, bd, yv, p);
-          if (rv.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), rv, yv);
-          if (relu) b.activation_forward(memfmt::activation::relu, tensor_view<const T, F>(yv), yv);
-        }
-      });
+      if constexpr (detail::binds_conv_forward<Backend>::value) {  // y = act(conv + bias + residual)
+        typename Backend::conv_fusion e;
+        e.activation = act;
+        step.push_back(b.bind_conv_forward(xv, wv, bd, yv, p, e, rv));
+      } else {
+        step.push_back([&b, xv, wv, bd, yv, p, act, rv] {
+          if constexpr (detail::fuses_conv_epilogue<Backend>::value) {
+            typename Backend::conv_fusion e;
+            e.activation = act;
+            b.conv_forward(xv, wv, bd, yv, p, e, rv);
+          } else {
+            b.conv_forward(xv, wv, bd, yv, p);
+            if (rv.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), rv, yv);
+            if (act != memfmt::activation::identity) b.activation_forward(act, tensor_view<const T, F>(yv), yv);
+          }
+        });
+      }
     });
   }
 
@@ -831,11 +876,12 @@ class executor {
   std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
   std::byte* base_ = nullptr;                             // the arena, host or the backend's memory
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
+  std::map<graph::node_id, std::function<void(const void*)>> converted_on_entry_;  // input -> its conversion
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of
-  std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / relu -> the conv whose step runs it
+  std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
-  std::map<graph::node_id, graph::node_id> fused_relu_;  // conv -> the relu run on its output
+  std::map<graph::node_id, memfmt::activation> fused_activation_;  // conv -> the activation run on its output
   std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
   std::map<graph::node_id, graph::node_id> chain_input_;  // fused add -> the chain value it shares the bytes of
 };

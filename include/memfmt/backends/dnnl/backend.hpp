@@ -16,6 +16,8 @@
 // cache off with set_weight_caching(false) (then weights are reordered on every call, e.g. for a
 // training loop that updates weights in place every step). Freeing a weight buffer and allocating
 // a new one at the same address with the same shape is the same situation: invalidate.
+// A bound call (bind_conv_forward) resolves its weights when it is bound: with caching on, weights
+// written afterwards are not seen by it (bind again); with caching off it reorders on every run.
 //
 // Data types: float and bfloat16 (fp32 accumulation); bias is T; batch-norm parameters and
 // statistics are float (param_t<T>). Other types throw memfmt::error(unsupported_dtype), as does
@@ -61,10 +63,43 @@
 
 namespace memfmt::onednn {
 
-// Epilogue fused into conv_forward: y = relu?(conv(x, w) + bias + residual). The residual is added
-// by oneDNN's `sum` post-op (in place when the residual view is y itself).
+// Epilogue fused into conv_forward: y = activation(conv(x, w) + bias + residual), identity for none.
+// The residual is added by oneDNN's `sum` post-op (in place when the residual view is y itself), the
+// activation by its eltwise post-ops (layers.hpp's eltwise_of), on the accumulator before rounding.
 struct conv_fusion {
-  bool relu = false;
+  memfmt::activation activation = memfmt::activation::identity;
+};
+
+class backend;
+
+// One conv_forward resolved for fixed views (backend::bind_conv_forward): validation, the
+// primitive, its memory objects and the weights in the primitive's layout are settled when it is
+// bound, so a run only executes. For callers that repeat one call with the same views, such as
+// the executor's steps; a run costs the primitive's own time and no per-call set-up. It refers to
+// the backend, which must outlive it.
+class conv_forward_call {
+ public:
+  void operator()() {
+    detail::guarded("conv_forward", [&] {
+      if (refresh_weights_) refresh_weights_.execute(*strm_, weights_src_, args_.at(DNNL_ARG_WEIGHTS));
+      if (copy_residual_) copy_residual_.execute(*strm_, residual_src_, args_.at(DNNL_ARG_DST));
+      prim_.execute(*strm_, args_);
+      strm_->wait();
+      *last_impl_ = impl_;
+    });
+  }
+
+ private:
+  friend class backend;
+  dnnl::stream* strm_ = nullptr;
+  dnnl::primitive prim_;
+  std::unordered_map<int, dnnl::memory> args_;
+  dnnl::reorder refresh_weights_;  // weight caching off: the caller's weights into the scratch, per run
+  dnnl::memory weights_src_;
+  dnnl::reorder copy_residual_;    // a residual other than y: copied into y, then summed by the post-op
+  dnnl::memory residual_src_;
+  const std::string* impl_ = nullptr;
+  const std::string** last_impl_ = nullptr;
 };
 
 enum class conv_op { forward, backward_data, backward_weights };
@@ -118,6 +153,7 @@ class backend {
  public:
   static constexpr const char* name = "onednn";
   using conv_fusion = onednn::conv_fusion;  // conv_forward's epilogue (the executor fuses with it)
+  using conv_forward_call = onednn::conv_forward_call;  // bind_conv_forward's result (the executor's steps)
 
   backend() : backend(dnnl::engine(dnnl::engine::kind::cpu, 0)) {}
   explicit backend(const dnnl::engine& eng)
@@ -128,7 +164,10 @@ class backend {
 
   // oneDNN's implementation name (e.g. "brgconv:avx512_core") of the last convolution or batch
   // norm primitive this backend ran. Empty before the first call.
-  const std::string& last_impl_name() const noexcept { return last_impl_; }
+  const std::string& last_impl_name() const noexcept {
+    static const std::string none;
+    return last_impl_ ? *last_impl_ : none;
+  }
 
   // ---- weight cache (see the contract at the top of this file) ----
   void invalidate_weights(const void* data) { weights_.erase(data); }
@@ -175,12 +214,21 @@ class backend {
   }
 
   // ---- convolution ----
-  // y = relu?(conv(x, w) + bias [+ residual]). x, w may be views of T or const T; bias: K values
-  // or nullptr. `residual` (same extents as y; may be y itself) is added before the ReLU.
+  // y = activation(conv(x, w) + bias [+ residual]) (conv_fusion). x, w may be views of T or const T;
+  // bias: K values or nullptr. `residual` (same extents as y; may be y itself) is added before the
+  // activation.
   template <class XT, class XF, class WT, class WF, class T, class YF>
   void conv_forward(tensor_view<XT, XF> x, tensor_view<WT, WF> w, const detail::identity_t<T>* bias,
                     tensor_view<T, YF> y, const conv_params& p, const conv_fusion& fusion = {},
                     tensor_view<const detail::identity_t<T>, detail::identity_t<YF>> residual = {}) {
+    bind_conv_forward(x, w, bias, y, p, fusion, residual)();
+  }
+
+  // conv_forward with these arguments, resolved now and run by calling the result (conv_forward_call).
+  template <class XT, class XF, class WT, class WF, class T, class YF>
+  conv_forward_call bind_conv_forward(tensor_view<XT, XF> x, tensor_view<WT, WF> w, const detail::identity_t<T>* bias,
+                                      tensor_view<T, YF> y, const conv_params& p, const conv_fusion& fusion = {},
+                                      tensor_view<const detail::identity_t<T>, detail::identity_t<YF>> residual = {}) {
     static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<WT>, T>,
                   "onednn::conv_forward: x, w and y must have the same element type");
     static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
@@ -201,19 +249,26 @@ class backend {
     const auto w_md = detail::weights_md(w.mapping(), p.groups, dt);
     const auto y_md = detail::activation_md(y, dt);
     const auto g = detail::geometry_of(x.extents(), w.extents(), ye, p);
-    detail::guarded("conv_forward", [&] {
+    return detail::guarded("conv_forward", [&] {
       auto& e = conv_fwd_entry(x_md, w_md, w.extents(), bias != nullptr, y_md, p, g, fusion, has_residual);
-      dnnl::memory wm = weights_for(detail::mut(w.data()), w_md, e.pd.weights_desc(), e.w_scratch);
-      if (has_residual && residual.data() != y.data())
-        run_reorder(detail::activation_md(residual, dt), detail::mut(residual.data()), y_md, y.data());
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
-          {DNNL_ARG_WEIGHTS, wm},
-          {DNNL_ARG_DST, dnnl::memory(y_md, eng_, y.data())}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e.pd.bias_desc(), eng_, detail::mut(bias)));
-      e.prim.execute(strm_, args);
-      strm_.wait();
-      last_impl_ = e.impl;
+      conv_forward_call call;
+      call.strm_ = &strm_;
+      call.prim_ = e.prim;
+      call.impl_ = &e.impl;
+      call.last_impl_ = &last_impl_;
+      const bound_weights bw = bind_weights(detail::mut(w.data()), w_md, e.pd.weights_desc(), e.w_scratch);
+      call.refresh_weights_ = bw.refresh;
+      call.weights_src_ = bw.src;
+      call.args_ = {{DNNL_ARG_SRC, dnnl::memory(x_md, eng_, detail::mut(x.data()))},
+                    {DNNL_ARG_WEIGHTS, bw.weights},
+                    {DNNL_ARG_DST, dnnl::memory(y_md, eng_, y.data())}};
+      if (bias) call.args_.emplace(DNNL_ARG_BIAS, dnnl::memory(e.pd.bias_desc(), eng_, detail::mut(bias)));
+      if (has_residual && residual.data() != y.data()) {
+        const auto r_md = detail::activation_md(residual, dt);
+        call.copy_residual_ = reorder_for(r_md, y_md);
+        call.residual_src_ = dnnl::memory(r_md, eng_, detail::mut(residual.data()));
+      }
+      return call;
     });
   }
 
@@ -239,7 +294,7 @@ class backend {
                              {DNNL_ARG_WEIGHTS, wm},
                              {DNNL_ARG_DIFF_SRC, dnnl::memory(dx_md, eng_, dx.data())}});
       strm_.wait();
-      last_impl_ = e.impl;
+      last_impl_ = &e.impl;
     });
   }
 
@@ -301,7 +356,7 @@ class backend {
       e.prim.execute(strm_, args);
       if (!direct) reorder_for(e.pd.diff_weights_desc(), dw_md).execute(strm_, e.dw_scratch, user_dw);
       strm_.wait();
-      last_impl_ = e.impl;
+      last_impl_ = &e.impl;
     });
   }
 
@@ -345,7 +400,7 @@ class backend {
       if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
                              p.fuse_relu);
       strm_.wait();
-      last_impl_ = e.impl;
+      last_impl_ = &e.impl;
       const double m = p.momentum;
       const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
       for (std::int64_t i = 0; i < c; ++i) {
@@ -379,7 +434,7 @@ class backend {
       if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
                              p.fuse_relu);
       strm_.wait();
-      last_impl_ = e.impl;
+      last_impl_ = &e.impl;
     });
   }
 
@@ -454,7 +509,7 @@ class backend {
       if (by_workspace) args.emplace(DNNL_ARG_WORKSPACE, mask->second);
       e.prim.execute(strm_, args);
       strm_.wait();
-      last_impl_ = e.impl;
+      last_impl_ = &e.impl;
     });
   }
 
@@ -804,7 +859,7 @@ class backend {
                                   const conv_params& p, const detail::conv_geometry& g, const conv_fusion& f,
                                   bool residual) {
     std::string key = conv_key('f', x_md, w_md, w_ext, bias, y_md, p);
-    detail::append_key(key, static_cast<std::int64_t>(f.relu) * 2 + static_cast<std::int64_t>(residual));
+    detail::append_key(key, static_cast<std::int64_t>(f.activation) * 2 + static_cast<std::int64_t>(residual));
     auto it = conv_fwd_.find(key);
     if (it != conv_fwd_.end()) return it->second;
     const auto dt = x_md.data_type();
@@ -814,7 +869,11 @@ class backend {
                                       g.dilates, g.pad_l, g.pad_r);
     dnnl::post_ops po;
     if (residual) po.append_sum(1.f);
-    if (f.relu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (f.activation != memfmt::activation::identity) {
+      const detail::eltwise_steps steps = detail::eltwise_of(f.activation);
+      for (int i = 0; i < steps.count; ++i)
+        po.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha, steps.step[i].beta);
+    }
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
@@ -883,25 +942,38 @@ class backend {
   }
 
   // The caller's weights in the layout `want`: the caller's memory itself when the layouts agree,
-  // else a reordered copy (cached per pointer unless caching is off, then `scratch`).
-  dnnl::memory weights_for(void* data, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                           dnnl::memory& scratch) {
+  // else a reordered copy, cached per pointer, or with caching off `scratch`, which `refresh`
+  // (from `src`) fills before each use.
+  struct bound_weights {
+    dnnl::memory weights;
+    dnnl::reorder refresh;
+    dnnl::memory src;
+  };
+  bound_weights bind_weights(void* data, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                             dnnl::memory& scratch) {
     dnnl::memory src(user, eng_, data);
-    if (user == want) return src;
+    if (user == want) return {src, {}, {}};
     if (!cache_weights_) {
       if (!scratch) scratch = dnnl::memory(want, eng_);
-      reorder_for(user, want).execute(strm_, src, scratch);
-      return scratch;
+      return {scratch, reorder_for(user, want), src};
     }
     std::string key;
     detail::append_key(key, user);
     detail::append_key(key, want);
     auto& per_ptr = weights_[data];
     auto it = per_ptr.find(key);
-    if (it != per_ptr.end()) return it->second;
+    if (it != per_ptr.end()) return {it->second, {}, {}};
     dnnl::memory dst(want, eng_);
     reorder_for(user, want).execute(strm_, src, dst);
-    return per_ptr.emplace(std::move(key), dst).first->second;
+    return {per_ptr.emplace(std::move(key), dst).first->second, {}, {}};
+  }
+
+  // bind_weights for a call made now.
+  dnnl::memory weights_for(void* data, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                           dnnl::memory& scratch) {
+    bound_weights b = bind_weights(data, user, want, scratch);
+    if (b.refresh) b.refresh.execute(strm_, b.src, b.weights);
+    return b.weights;
   }
 
   // ---- batch-norm helpers ----
@@ -1017,7 +1089,7 @@ class backend {
 
   dnnl::engine eng_;
   dnnl::stream strm_;
-  std::string last_impl_;
+  const std::string* last_impl_ = nullptr;  // a cached primitive's name: entries never move
   bool cache_weights_ = true;
   std::unordered_map<std::string, conv_fwd_cached> conv_fwd_;
   std::unordered_map<std::string, conv_bwd_data_cached> conv_bwd_data_;

@@ -14,12 +14,13 @@
 
 namespace memfmt::onednn::detail {
 
+// `what` is a string literal: no string is built per call, only for the message.
 template <class Fn>
-decltype(auto) guarded(const std::string& what, Fn&& fn) {
+decltype(auto) guarded(const char* what, Fn&& fn) {
   try {
     return std::forward<Fn>(fn)();
   } catch (const dnnl::error& e) {
-    memfmt::detail::fail(errc::backend_failure, "oneDNN " + what + ": status " +
+    memfmt::detail::fail(errc::backend_failure, std::string("oneDNN ") + what + ": status " +
                                                     std::string(dnnl_status2str(e.status)) + ": " + e.what());
   }
 }
