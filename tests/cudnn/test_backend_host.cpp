@@ -340,6 +340,11 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   EXPECT_FALSE(cudnn::layer_support(up));
   up.resample = resample_mode::nearest;
   EXPECT_TRUE(cudnn::layer_support(up));
+  // ONNX Resize's coordinate modes are not cuDNN's.
+  up.coordinates = resample_coordinates::align_corners;
+  const op_support onnx = cudnn::layer_support(up);
+  EXPECT_FALSE(onnx);
+  EXPECT_NE(onnx.reason.find("ONNX coordinate modes"), std::string::npos) << onnx.reason;
   EXPECT_FALSE(cudnn::layer_support(query(op_kind::conv, dtype::float32, cl, 3)));
 }
 

@@ -139,6 +139,36 @@ TEST(GraphIo, JsonReportCarriesThePlan) {
   }
 }
 
+// An upsample with ONNX coordinates keeps mode, rounding and scales through JSON; a bad one is
+// named by its key or node.
+TEST(GraphIo, UpsampleCoordinatesRoundTrip) {
+  network n;
+  const node_id x = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  memfmt::upsample_params up;
+  up.output = {6, 3, 1};
+  up.coordinates = memfmt::resample_coordinates::tf_half_pixel_for_nn;
+  up.rounding = memfmt::nearest_rounding::ceil;
+  up.scale = {1.5, 0.6, 0.0};
+  n.output("y", n.upsample("up", x, up), family::channels_first);
+  const std::string text = memfmt::io::save_network(n);
+  const network back = memfmt::io::load_network(text);
+  const auto& u = back.at(*back.find("up")).get<memfmt::upsample_params>();
+  EXPECT_EQ(u.coordinates, up.coordinates);
+  EXPECT_EQ(u.rounding, up.rounding);
+  EXPECT_EQ(u.scale, up.scale);
+  EXPECT_EQ(memfmt::io::save_network(back), text);
+  json j = memfmt::io::network_to_json(n);
+  j["nodes"][1]["attrs"]["scale"] = json::array({1.5, -2.0, 0.0});
+  const std::string bad = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(bad.find("node 'up': upsample: scale -2"), std::string::npos) << bad;
+  j["nodes"][1]["attrs"]["scale"] = json::array({1.5, 2.0});
+  const std::string short_scale = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(short_scale.find("key 'scale' must be an array of 3 numbers"), std::string::npos) << short_scale;
+  j["nodes"][1]["attrs"]["coordinates"] = "corners";
+  const std::string mode = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(mode.find("key 'coordinates' is 'corners'"), std::string::npos) << mode;
+}
+
 TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   const network net = models::resnet18(zoo::sized(memfmt::dtype::float32, 1, 64));
   const json good = memfmt::io::network_to_json(net);

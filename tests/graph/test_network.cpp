@@ -68,7 +68,9 @@ TEST(GraphNetwork, PoolPadUpsampleShapes) {
   // MaxPool2d(3, 2, padding=1, ceil_mode=True) on 6: ceil(5 / 2) + 1 = 4, last window starts at 5: kept.
   EXPECT_EQ(net.at(net.max_pool("ceil2", x, 3, 2, 1, true)).extents, (dims{1, 4, 4, 4}));
   EXPECT_EQ(net.at(net.max_pool("floor", x, 3, 2, 1)).extents, (dims{1, 4, 3, 3}));
-  expect_error([&] { net.max_pool("half", x, 2, 2, 2); }, errc::invalid_argument, {"'half'", "padding 2/2", "kernel / 2"});
+  expect_error([&] { net.max_pool("half", x, 2, 2, 2); }, errc::invalid_argument, {"'half'", "padding 2/2", "padding < kernel"});
+  // ONNX pads up to kernel - 1: (6 + 2 + 2 - 3) / 2 + 1 = 4.
+  EXPECT_EQ(net.at(net.max_pool("wide", x, 3, 2, 2)).extents, (dims{1, 4, 4, 4}));
   memfmt::pad_params pad;
   pad.mode = memfmt::pad_mode::reflect;
   pad.begin = {1, 2, 0};

@@ -6,11 +6,15 @@
 // is a failure. RunEverySupportedTest runs every test that imports runnable through the executor
 // in three plans, on the reference backend, oneDNN where built and cuDNN where a GPU is present, and
 // compares with the expected outputs at ONNX's tolerances.
+//
+// MEMFMT_ONNX_LIST_UNSUPPORTED=1 makes RunEverySupportedTest print every unsupported case whose ops
+// are all ones the importer maps, with its full reason (an import refusal or a backend's support()).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -43,6 +47,12 @@ const std::set<std::string>& mapped_ops() {
   return ops;
 }
 
+bool all_ops_mapped(const ::onnx::ModelProto& model) {
+  bool mapped = true;
+  for (const auto& n : model.graph().node()) mapped = mapped && n.domain().empty() && mapped_ops().count(n.op_type());
+  return mapped;
+}
+
 class OnnxBackendTests : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(OnnxBackendTests, ImportEveryTest) {
@@ -66,8 +76,7 @@ TEST_P(OnnxBackendTests, ImportEveryTest) {
       failures.push_back(dir + ": loading: " + e.what());
       continue;
     }
-    bool mapped = true;
-    for (const auto& n : c.model.graph().node()) mapped = mapped && n.domain().empty() && mapped_ops().count(n.op_type());
+    const bool mapped = all_ops_mapped(c.model);
     all_mapped += mapped;
     try {
       const auto imported = memfmt::onnx::import_backend_test(c);
@@ -209,16 +218,20 @@ template <class Backend>
 run_counts run_suite(const std::string& suite, const plan_kind& p, Backend& backend,
                      std::vector<std::string>& failures) {
   run_counts n;
+  const char* list_env = std::getenv("MEMFMT_ONNX_LIST_UNSUPPORTED");
+  const bool list_unsupported = list_env && std::string(list_env) != "0";
   const std::string where = std::string(Backend::name) + " " + p.name + " " + suite + "/";
   for (const std::string& dir : memfmt::onnx::list_backend_tests(memfmt::onnx::backend_test_root() + "/" + suite)) {
     const std::string name = std::filesystem::path(dir).filename().string();
     const known_failure* known = find_known(suite, name);
+    memfmt::onnx::backend_test_case c;
     const auto unsupported = [&](const std::string& why) {
       ++n.unsupported;
+      if (list_unsupported && c.model.has_graph() && all_ops_mapped(c.model))
+        std::printf("  unsupported %s%s: %s\n", where.c_str(), name.c_str(), why.c_str());
       ++n.unsupported_by_reason[reason_key(why)];
       if (known) failures.push_back(where + name + " is a known failure but is not run (" + why + ")");
     };
-    memfmt::onnx::backend_test_case c;
     memfmt::onnx::backend_import imported;
     try {
       c = memfmt::onnx::load_backend_test(dir);
@@ -233,7 +246,8 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, Backend& back
       continue;
     }
     if (!imported.model.runnable()) {
-      unsupported("unsupported op " + imported.model.unsupported.front().op + " ");
+      unsupported("unsupported op " + imported.model.unsupported.front().op + " (" +
+                  imported.model.unsupported.front().reason + ")");
       continue;
     }
     std::int64_t elements = 0;

@@ -3,6 +3,7 @@
 // the values of the initializers the models carry.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,25 @@ TEST(OnnxImport, ConvTransposeOutputPaddingAndOutputShape) {
   EXPECT_EQ(output_of(m, "y").extents, (dims{1, 3, 10, 9}));
   EXPECT_EQ(output_of(m, "z").extents, (dims{1, 3, 10, 10}));
   EXPECT_EQ(m.parameters.at("up.weight").shape, (dims{4, 3, 3, 3}));
+}
+
+// output_shape past the full output (4 * 2 + 3 = 11) adds output_padding at the end; one that would
+// need rows before the start (ONNX splits -2 as -1 / -1) has no conv_transpose.
+TEST(OnnxImport, ConvTransposeOutputShapePastTheFullOutput) {
+  onnx_builder b;
+  b.input("x", {1, 4, 5, 5}).floats("w", {4, 3, 3, 3}).output("y").output("z");
+  b.node("ConvTranspose", {"x", "w"}, {"y"}, "up").attr("strides", dims{2, 2}).attr("output_shape", dims{12, 11});
+  b.node("ConvTranspose", {"x", "w"}, {"z"}, "up2").attr("strides", dims{2, 2}).attr("output_shape", dims{13, 11});
+  const imported_model m = import_model(b.model());
+  const node& y = output_of(m, "y");
+  EXPECT_EQ(y.extents, (dims{1, 3, 12, 11}));
+  const auto& a = y.get<memfmt::graph::conv_transpose_attrs>();
+  EXPECT_EQ(a.output_padding[0], 1);
+  EXPECT_EQ(a.output_padding[1], 0);
+  EXPECT_EQ(a.params.padding[0], 0);
+  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_NE(m.unsupported[0].reason.find("before its start"), std::string::npos) << m.unsupported[0].reason;
 }
 
 TEST(OnnxImport, BatchNormKeptSeparateWithPyTorchMomentumAndNames) {
@@ -261,10 +281,18 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
   EXPECT_EQ(output_of(m, "y").kind, node_kind::upsample);
   EXPECT_EQ(output_of(m, "y").extents, (dims{1, 2, 8, 10}));
   EXPECT_EQ(output_of(m, "z").get<memfmt::upsample_params>().mode, memfmt::resample_mode::linear);
+  EXPECT_EQ(output_of(m, "y").get<memfmt::upsample_params>().coordinates, memfmt::resample_coordinates::pytorch);
+  EXPECT_EQ(output_of(m, "z").get<memfmt::upsample_params>().coordinates, memfmt::resample_coordinates::pytorch);
   EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
-  EXPECT_EQ(output_of(m, "v").kind, node_kind::opaque);
-  EXPECT_EQ(output_of(m, "v").extents, (dims{1, 2, 12, 15}));
-  EXPECT_EQ(m.unsupported.size(), 2u);
+  // v keeps ONNX's coordinates, rounding and scales (H, W).
+  const node& v = output_of(m, "v");
+  EXPECT_EQ(v.kind, node_kind::upsample);
+  EXPECT_EQ(v.extents, (dims{1, 2, 12, 15}));
+  const auto& vp = v.get<memfmt::upsample_params>();
+  EXPECT_EQ(vp.coordinates, memfmt::resample_coordinates::asymmetric);
+  EXPECT_EQ(vp.rounding, memfmt::nearest_rounding::round_prefer_floor);
+  EXPECT_EQ(vp.scale, (std::array<double, 3>{3.0, 3.0, 0.0}));
+  EXPECT_EQ(m.unsupported.size(), 1u);
 }
 
 TEST(OnnxImport, PoolingCeilModeAndCountIncludePad) {
@@ -284,6 +312,22 @@ TEST(OnnxImport, PoolingCeilModeAndCountIncludePad) {
   EXPECT_TRUE(z.count_include_pad);
   EXPECT_EQ(z.padding_end[1], 1);
   EXPECT_EQ(output_of(m, "z").extents, (dims{1, 2, 6, 7}));
+}
+
+// ONNX pads a window up to kernel - 1 (PyTorch only to kernel / 2); a whole window of padding has
+// no pool.
+TEST(OnnxImport, PoolingPadsUpToKernelLessOne) {
+  onnx_builder b;
+  b.input("x", {1, 2, 5, 5}).output("y").output("z");
+  b.node("MaxPool", {"x"}, {"y"}).attr("kernel_shape", dims{3, 3}).attr("pads", dims{2, 2, 2, 2});
+  b.node("AveragePool", {"x"}, {"z"}).attr("kernel_shape", dims{2, 2}).attr("pads", dims{0, 2, 0, 0});
+  const imported_model m = import_model(b.model());
+  const node& y = output_of(m, "y");
+  EXPECT_EQ(y.extents, (dims{1, 2, 7, 7}));
+  EXPECT_EQ(y.get<memfmt::pool_params>().padding[0], 2);
+  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_NE(m.unsupported[0].reason.find("whole window"), std::string::npos) << m.unsupported[0].reason;
 }
 
 TEST(OnnxImport, ReduceMeanOverSpatialAxesIsGlobalPooling) {
@@ -342,6 +386,21 @@ TEST(OnnxImport, FlattenReshapeSoftmaxDropoutIdentity) {
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 12}));
   EXPECT_EQ(output_of(m, "s").kind, node_kind::softmax);
   EXPECT_TRUE(m.runnable());
+}
+
+// Flatten at axis 3 of [2, 1, 1, 3, 2] is [2, 6], the [N, features] flatten; at -2 of [2, 3, 2, 2] it
+// would be [12, 2], not a view the network has: no layer.
+TEST(OnnxImport, FlattenAtALaterAxisAfterUnitDims) {
+  onnx_builder b;
+  b.input("x", {2, 1, 1, 3, 2}).input("w", {2, 3, 2, 2}).output("y").output("z");
+  b.node("Flatten", {"x"}, {"y"}).attr("axis", std::int64_t{3});
+  b.node("Flatten", {"w"}, {"z"}, "fz").attr("axis", std::int64_t{-2});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "y").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "y").extents, (dims{2, 6}));
+  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_NE(m.unsupported[0].reason.find("axis 2 of [2, 3, 2, 2]"), std::string::npos) << m.unsupported[0].reason;
 }
 
 TEST(OnnxImport, SqueezeExcitationBroadcastMul) {

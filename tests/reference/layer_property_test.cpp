@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/expect_error.hpp"
 #include "fixtures.hpp"
 #include "memfmt/backends/reference/backend.hpp"
 
@@ -119,9 +120,14 @@ template <class XF, class YF>
 void upsample_adjoint() {
   constexpr int sr = XF::rank - 2;
   for (int mode = 0; mode < 2; ++mode)
-    for (int trial = 0; trial < 4; ++trial) {
+    for (int trial = 0; trial < 6; ++trial) {
       upsample_params p;
       p.mode = static_cast<resample_mode>(mode);
+      if (trial >= 4) {  // ONNX coordinates, a given scale in the first spatial dim
+        p.coordinates = trial == 4 ? resample_coordinates::align_corners : resample_coordinates::half_pixel;
+        p.rounding = nearest_rounding::ceil;
+        p.scale[0] = 1.25;
+      }
       const auto xe = random_extents<XF>(pick(1, 2), pick(1, 3), 1, 5);
       for (int i = 0; i < sr; ++i) p.output[static_cast<std::size_t>(i)] = pick(1, 9);
       SCOPED_TRACE("upsample mode " + std::to_string(mode) + " x " + memfmt::detail::dims_to_string(xe) + " out " +
@@ -595,6 +601,42 @@ TEST(ReferenceLayerStrided, PaddedViewsMatchDense) {
   strided_matches_dense<nchw>();
   strided_matches_dense<nhwc>();
   strided_matches_dense<ndhwc>();
+}
+
+// ONNX Resize by hand, W 4 -> 8 (scale 2) and 4 -> 3: nearest half_pixel + ceil reads
+// ceil((o + 1/2) / 2 - 1/2) = 0 1 1 2 2 3 3 3 (the last clamped); linear align_corners at
+// o * 3 / 2 = 0, 1.5, 3 gives x0, (x1 + x2) / 2, x3; asymmetric with the given scale 0.6 at o / 0.6
+// = 0, 1.67, 3.33 gives x0, x1 + 2/3 (x2 - x1), x3 (clamped).
+TEST(ReferenceUpsample, OnnxCoordinatesByHand) {
+  tensor<nchw> x(ext<nchw>{1, 1, 1, 4});  // C = 1: data() is W in either format
+  const std::vector<double> v = {1.0, 10.0, 100.0, 1000.0};
+  for (int i = 0; i < 4; ++i) x.data()[i] = v[static_cast<std::size_t>(i)];
+  upsample_params p;
+  p.output = {1, 8, 1};
+  p.coordinates = resample_coordinates::half_pixel;
+  p.rounding = nearest_rounding::ceil;
+  tensor<nhwc> y(ext<nhwc>{1, 1, 1, 8});
+  reference::upsample_forward<double>(x.const_view(), y.view(), p);
+  const int picks[] = {0, 1, 1, 2, 2, 3, 3, 3};
+  for (int o = 0; o < 8; ++o) EXPECT_EQ(y.data()[o], v[static_cast<std::size_t>(picks[o])]) << o;
+  p.mode = resample_mode::linear;
+  p.output = {1, 3, 1};
+  p.coordinates = resample_coordinates::align_corners;
+  tensor<nchw> z(ext<nchw>{1, 1, 1, 3});
+  reference::upsample_forward<double>(x.const_view(), z.view(), p);
+  EXPECT_DOUBLE_EQ(z.data()[0], 1.0);
+  EXPECT_DOUBLE_EQ(z.data()[1], 55.0);
+  EXPECT_DOUBLE_EQ(z.data()[2], 1000.0);
+  p.coordinates = resample_coordinates::asymmetric;
+  p.scale = {0.0, 0.6, 0.0};
+  reference::upsample_forward<double>(x.const_view(), z.view(), p);
+  EXPECT_DOUBLE_EQ(z.data()[0], 1.0);
+  EXPECT_NEAR(z.data()[1], 10.0 + 90.0 * (1.0 / 0.6 - 1.0), 1e-9);
+  EXPECT_DOUBLE_EQ(z.data()[2], 1000.0);
+  // A scale with PyTorch's coordinates is refused, naming the value.
+  p.coordinates = resample_coordinates::pytorch;
+  const std::string e = memfmt_test::error_text([&] { reference::upsample_forward<double>(x.const_view(), z.view(), p); });
+  EXPECT_NE(e.find("scale 0.6"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -46,14 +47,80 @@ struct pool_params {
 
 enum class resample_mode : std::uint8_t { nearest, linear };
 
-// Upsampling to explicit output extents (a scale s gives floor(in * s)). nearest: source index
-// floor(out * in / out_size) (PyTorch's 'nearest', ONNX Resize nearest + asymmetric + floor).
-// linear: bilinear (trilinear in 3-D) with align_corners = false, half-pixel centres clamped at 0
-// (PyTorch's default; ONNX Resize linear + half_pixel).
+// Where output index o of a spatial dim (input size in, output size out, scale s: out / in unless
+// given, L = in s: ONNX's unrounded length_resized) samples the input, ONNX Resize's
+// coordinate_transformation_mode: half_pixel (o + 1/2) / s - 1/2; pytorch_half_pixel the same, 0
+// where L <= 1; align_corners o (in - 1) / (L - 1), 0 where L <= 1; asymmetric o / s;
+// tf_half_pixel_for_nn (o + 1/2) / s.
+// pytorch is PyTorch's own rule of each mode (upsample_params), which backends run natively.
+enum class resample_coordinates : std::uint8_t {
+  pytorch, half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn
+};
+// How nearest rounds that coordinate to an input index (ONNX's nearest_mode), then clamped to
+// [0, in - 1].
+enum class nearest_rounding : std::uint8_t { round_prefer_floor, round_prefer_ceil, floor, ceil };
+
+// Upsampling to explicit output extents (a scale s gives floor(in * s)). With pytorch coordinates,
+// nearest: source index floor(out * in / out_size) (PyTorch's 'nearest', ONNX Resize nearest +
+// asymmetric + floor); linear: bilinear (trilinear in 3-D) with align_corners = false, half-pixel
+// centres clamped at 0 (PyTorch's default; ONNX Resize linear + half_pixel). With the other
+// coordinates, ONNX Resize's: nearest reads the rounded index, linear interpolates at the
+// coordinate clamped to [0, in - 1], with the per-dim scale where given (ONNX's scales input,
+// which need not be out / in).
 struct upsample_params {
   resample_mode mode = resample_mode::nearest;
   spatial3 output{1, 1, 1};
+  resample_coordinates coordinates = resample_coordinates::pytorch;
+  nearest_rounding rounding = nearest_rounding::round_prefer_floor;  // nearest, coordinates other than pytorch
+  std::array<double, 3> scale{0.0, 0.0, 0.0};  // per spatial dim, > 0, or 0 for out / in; not with pytorch
 };
+
+// The input coordinate output index o samples (resample_coordinates); not for pytorch.
+inline double resample_source(resample_coordinates c, std::int64_t o, std::int64_t in, std::int64_t out,
+                              double scale) {
+  const double od = static_cast<double>(o);
+  const double s = scale > 0.0 ? scale : static_cast<double>(out) / static_cast<double>(in);
+  const double length = scale > 0.0 ? static_cast<double>(in) * scale : static_cast<double>(out);
+  switch (c) {
+    case resample_coordinates::pytorch_half_pixel: return length > 1.0 ? (od + 0.5) / s - 0.5 : 0.0;
+    case resample_coordinates::align_corners:
+      return length > 1.0 ? od * static_cast<double>(in - 1) / (length - 1.0) : 0.0;
+    case resample_coordinates::asymmetric: return od / s;
+    case resample_coordinates::tf_half_pixel_for_nn: return (od + 0.5) / s;
+    default: return (od + 0.5) / s - 0.5;  // half_pixel
+  }
+}
+
+// The input index nearest resampling reads at coordinate x, clamped to [0, in - 1].
+inline std::int64_t nearest_source(nearest_rounding r, double x, std::int64_t in) {
+  double i = 0.0;
+  switch (r) {
+    case nearest_rounding::floor: i = std::floor(x); break;
+    case nearest_rounding::ceil: i = std::ceil(x); break;
+    case nearest_rounding::round_prefer_ceil: i = std::floor(x + 0.5); break;
+    default: i = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x); break;
+  }
+  if (!(i > 0.0)) return 0;
+  return i >= static_cast<double>(in - 1) ? in - 1 : static_cast<std::int64_t>(i);
+}
+
+// The coordinate mode, rounding and scales of an upsample are in range, and scales only come with
+// ONNX coordinates; `where` names the layer in the error.
+inline void require_upsample_rules(const upsample_params& p, const std::string& where) {
+  if (static_cast<int>(p.coordinates) > static_cast<int>(resample_coordinates::tf_half_pixel_for_nn) ||
+      static_cast<int>(p.rounding) > static_cast<int>(nearest_rounding::ceil))
+    detail::fail(errc::invalid_argument, where + ": coordinate mode " + std::to_string(static_cast<int>(p.coordinates)) +
+                                             " / nearest rounding " + std::to_string(static_cast<int>(p.rounding)) +
+                                             " out of range");
+  for (int i = 0; i < 3; ++i) {
+    const double s = p.scale[static_cast<std::size_t>(i)];
+    if (!(s == 0.0 || (s > 0.0 && std::isfinite(s))) ||
+        (s != 0.0 && p.coordinates == resample_coordinates::pytorch))
+      detail::fail(errc::invalid_argument, where + ": scale " + std::to_string(s) + " in spatial dim " +
+                                               std::to_string(i) +
+                                               " (need 0 for out / in, or a finite positive scale with ONNX coordinates)");
+  }
+}
 
 enum class pad_mode : std::uint8_t { constant, reflect, replicate };
 
@@ -155,6 +222,7 @@ Extents upsample_output_extents(const Extents& x, const upsample_params& p) {
   constexpr int sr = layer_detail::spatial_rank<Extents>();
   const std::string where = "upsample: input " + detail::dims_to_string(x);
   layer_detail::require_input_sizes(where, x);
+  require_upsample_rules(p, where);
   Extents y = x;
   for (int i = 0; i < sr; ++i) {
     if (p.output[i] < 1)

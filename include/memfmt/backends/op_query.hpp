@@ -53,6 +53,7 @@ struct op_query {
   activation function = activation::identity;            // op_kind::activation
   pool_kind pool = pool_kind::max;                        // op_kind::pool
   resample_mode resample = resample_mode::nearest;        // op_kind::upsample
+  resample_coordinates coordinates = resample_coordinates::pytorch;  // op_kind::upsample
   pad_mode padding = pad_mode::constant;                  // op_kind::pad
   bool backward = false;  // the training step's backward pass as well (runtime::trainer asks so)
 };

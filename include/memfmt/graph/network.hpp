@@ -429,13 +429,14 @@ class network {
     const node& x = require_spatial(n, in);
     n.extents = x.extents;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
-      // PyTorch's limit: a window never sees only padding.
+      // A window never sees only padding: padding < kernel (PyTorch asks kernel / 2; ONNX models
+      // pad more, the layers compute it alike).
       if (p.kernel[d] <= 0 || p.stride[d] <= 0 || p.padding[d] < 0 || p.padding_end[d] < 0 ||
-          p.padding[d] > p.kernel[d] / 2 || p.padding_end[d] > p.kernel[d] / 2)
+          p.padding[d] >= p.kernel[d] || p.padding_end[d] >= p.kernel[d])
         fail_node(n.name, "pool kernel " + std::to_string(p.kernel[d]) + ", stride " + std::to_string(p.stride[d]) +
                               ", padding " + std::to_string(p.padding[d]) + "/" + std::to_string(p.padding_end[d]) +
                               " in spatial dim " + std::to_string(d) +
-                              " (need kernel, stride >= 1 and 0 <= padding <= kernel / 2)");
+                              " (need kernel, stride >= 1 and 0 <= padding < kernel)");
       n.extents[d + 2] = window_extent(n.name, "pool", d, x.extents[d + 2], p.kernel[d], p.stride[d], p.padding[d],
                                        p.padding_end[d], 1, p.ceil_mode);
     }
@@ -792,6 +793,7 @@ class network {
   }
 
   node_id finish_upsample(node n, const node& x, const memfmt::upsample_params& p) {
+    memfmt::require_upsample_rules(p, "node '" + n.name + "': upsample");
     n.extents = x.extents;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
       if (p.output[d] <= 0)

@@ -114,9 +114,15 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     case node_kind::global_pool:
       s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind));
       break;
-    case node_kind::upsample:
-      s += " mode " + std::to_string(static_cast<int>(n.get<memfmt::upsample_params>().mode));
+    case node_kind::upsample: {
+      const auto& u = n.get<memfmt::upsample_params>();
+      s += " mode " + std::to_string(static_cast<int>(u.mode));
+      if (u.coordinates != memfmt::resample_coordinates::pytorch)
+        s += " coordinates " + std::to_string(static_cast<int>(u.coordinates)) + " rounding " +
+             std::to_string(static_cast<int>(u.rounding)) + " scale " + std::to_string(u.scale[0]) + " " +
+             std::to_string(u.scale[1]) + " " + std::to_string(u.scale[2]);
       break;
+    }
     case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
     case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
     case node_kind::concat: break;

@@ -47,6 +47,10 @@ inline constexpr enum_names<memfmt::activation, 8> activation_names{
 inline constexpr enum_names<memfmt::binary_op, 4> binary_names{{"add", "sub", "mul", "div"}};
 inline constexpr enum_names<memfmt::pool_kind, 2> pool_names{{"max", "average"}};
 inline constexpr enum_names<memfmt::resample_mode, 2> resample_names{{"nearest", "linear"}};
+inline constexpr enum_names<memfmt::resample_coordinates, 6> coordinate_names{
+    {"pytorch", "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"}};
+inline constexpr enum_names<memfmt::nearest_rounding, 4> rounding_names{
+    {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}};
 inline constexpr enum_names<memfmt::pad_mode, 3> pad_names{{"constant", "reflect", "replicate"}};
 inline constexpr enum_names<family, 2> family_names{{"channels_first", "channels_last"}};
 inline constexpr enum_names<memfmt::dtype, 10> dtype_names{
@@ -178,6 +182,12 @@ inline json attrs_json(const graph::node& n) {
     case node_kind::upsample: {
       const auto& u = n.get<memfmt::upsample_params>();
       a = {{"mode", resample_names(u.mode)}, {"output", triple_json(u.output)}};
+      // ONNX's coordinates only where set: PyTorch's upsamples keep their JSON.
+      if (u.coordinates != memfmt::resample_coordinates::pytorch) {
+        a["coordinates"] = coordinate_names(u.coordinates);
+        a["rounding"] = rounding_names(u.rounding);
+        a["scale"] = json::array({u.scale[0], u.scale[1], u.scale[2]});
+      }
       break;
     }
     case node_kind::slice: a = {{"begin", n.get<graph::slice_attrs>().begin}, {"end", n.get<graph::slice_attrs>().end}}; break;
@@ -282,6 +292,14 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       memfmt::upsample_params u;
       u.mode = named(resample_names, a, "mode", at);
       u.output = triple(a, "output", at);
+      if (a.contains("coordinates")) {
+        u.coordinates = named(coordinate_names, a, "coordinates", at);
+        u.rounding = named(rounding_names, a, "rounding", at);
+        const json& s = member(a, "scale", at);
+        if (!s.is_array() || s.size() != 3 || !s[0].is_number() || !s[1].is_number() || !s[2].is_number())
+          bad(at, "key 'scale' must be an array of 3 numbers (D, H, W order; 2-D uses the first 2), got " + s.dump());
+        for (std::size_t i = 0; i < 3; ++i) u.scale[i] = s[i].get<double>();
+      }
       return net.upsample(name, in[0], u);
     }
     case node_kind::concat: return net.concat(name, in);

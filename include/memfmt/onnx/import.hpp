@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -745,13 +746,25 @@ class importer {
     win.end.assign(n, 0);
     if (!out_shape.empty()) {
       // ONNX: total padding = stride * (in - 1) + output_padding + dilated kernel - output_shape,
-      // split with the odd one at the end for SAME_UPPER and at the start otherwise.
+      // split (rounding down) with the odd one at the end for SAME_UPPER and at the start otherwise.
+      // A negative end pad (output_shape past the full output) is more output_padding: rows no
+      // input reaches, the bias alone.
       for (std::size_t d = 0; d < n; ++d) {
         const std::int64_t total = win.stride[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * win.dilation[d] + 1 -
                                    out_shape[d];
-        if (total < 0) throw not_expressible{"output_shape larger than the transposed conv's full output"};
-        win.begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        const std::int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2)
+        win.begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
         win.end[d] = total - win.begin[d];
+        if (win.begin[d] < 0)
+          throw not_expressible{"output_shape " + memfmt::detail::dims_to_string(out_shape) +
+                                " extends the transposed conv's output before its start"};
+        if (win.end[d] < 0) {
+          out_pad[d] -= win.end[d];
+          win.end[d] = 0;
+          if (out_pad[d] >= win.stride[d] && out_pad[d] >= win.dilation[d])
+            throw not_expressible{"output_shape " + memfmt::detail::dims_to_string(out_shape) +
+                                  " past the full output by stride and dilation or more"};
+        }
       }
     } else if (auto_pad == "NOTSET") {
       resolve_pads(r, win, in);
@@ -881,8 +894,8 @@ class importer {
     for (std::int64_t d : w.dilation)
       if (d != 1) throw not_expressible{"pooling with dilations " + memfmt::detail::dims_to_string(w.dilation)};
     for (std::size_t d = 0; d < kernel.size(); ++d)
-      if (w.begin[d] > kernel[d] / 2 || w.end[d] > kernel[d] / 2)
-        throw not_expressible{"padding beyond half the window (PyTorch's pooling limit)"};
+      if (w.begin[d] >= kernel[d] || w.end[d] >= kernel[d])
+        throw not_expressible{"padding of a whole window (a window would see only padding)"};
     if (r.get_int("storage_order", 0) != 0) throw not_expressible{"storage_order 1"};
     const bool lifted = x.lifted();
     memfmt::pool_params p;
@@ -992,24 +1005,6 @@ class importer {
     set_tensor(r, net().slice(layer_name(r, nullptr), *x.node, begin, end), x.lifted());
   }
 
-  // The source index ONNX Resize reads for output index o along one dim, nearest mode.
-  static std::int64_t onnx_nearest_source(const std::string& coord, const std::string& rounding, std::int64_t o,
-                                          std::int64_t in, std::int64_t out, double scale) {
-    const double od = static_cast<double>(o);
-    double x = 0.0;
-    if (coord == "half_pixel") x = (od + 0.5) / scale - 0.5;
-    else if (coord == "pytorch_half_pixel") x = out > 1 ? (od + 0.5) / scale - 0.5 : 0.0;
-    else if (coord == "align_corners") x = out == 1 ? 0.0 : od * static_cast<double>(in - 1) / static_cast<double>(out - 1);
-    else if (coord == "tf_half_pixel_for_nn") x = (od + 0.5) / scale;
-    else x = od / scale;  // asymmetric
-    double i = 0.0;
-    if (rounding == "floor") i = std::floor(x);
-    else if (rounding == "ceil") i = std::ceil(x);
-    else if (rounding == "round_prefer_ceil") i = std::floor(x + 0.5);
-    else i = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x);  // round_prefer_floor
-    return std::clamp<std::int64_t>(static_cast<std::int64_t>(i), 0, in - 1);
-  }
-
   void resize(const node_reader& r) {
     const value& x = tensor_input(r, 0);
     require_spatial_input(x);
@@ -1051,26 +1046,47 @@ class importer {
     if (mode == "cubic") throw not_expressible{"cubic resizing"};
     if (coord == "tf_crop_and_resize") throw not_expressible{"tf_crop_and_resize"};
     if (r.get_int("exclude_outside", 0) != 0) throw not_expressible{"exclude_outside 1"};
+    static const std::map<std::string, memfmt::resample_coordinates> coordinates = {
+        {"half_pixel", memfmt::resample_coordinates::half_pixel},
+        {"pytorch_half_pixel", memfmt::resample_coordinates::pytorch_half_pixel},
+        {"align_corners", memfmt::resample_coordinates::align_corners},
+        {"asymmetric", memfmt::resample_coordinates::asymmetric},
+        {"tf_half_pixel_for_nn", memfmt::resample_coordinates::tf_half_pixel_for_nn}};
+    static const std::map<std::string, memfmt::nearest_rounding> roundings = {
+        {"round_prefer_floor", memfmt::nearest_rounding::round_prefer_floor},
+        {"round_prefer_ceil", memfmt::nearest_rounding::round_prefer_ceil},
+        {"floor", memfmt::nearest_rounding::floor},
+        {"ceil", memfmt::nearest_rounding::ceil}};
+    const memfmt::resample_coordinates c = coordinates.at(coord);
+    const memfmt::nearest_rounding round = roundings.at(rounding);
     memfmt::upsample_params p;
     p.mode = mode == "nearest" ? memfmt::resample_mode::nearest : memfmt::resample_mode::linear;
+    const bool lifted = x.lifted();
+    // PyTorch's rule where it samples where ONNX's does (backends run it natively), else ONNX's
+    // coordinates with the scales as given.
+    bool pytorch_rule = true;
+    std::array<double, 3> given{0.0, 0.0, 0.0};
     for (std::size_t d = 2; d < rank; ++d) {
       const std::int64_t in = x.shape[d], out = sizes[d];
       if (out <= 0) r.fail(errc::invalid_argument, "output size " + memfmt::detail::dims_to_string(sizes) + " is not positive");
-      const double scale = scales.empty() ? static_cast<double>(out) / static_cast<double>(in) : scales[d];
-      if (p.mode == memfmt::resample_mode::nearest) {
-        // memfmt reads floor(o * in / out); ONNX's rule must give the same index everywhere.
-        for (std::int64_t o = 0; o < out; ++o)
-          if (onnx_nearest_source(coord, rounding, o, in, out, scale) != o * in / out)
-            throw not_expressible{"nearest resizing with " + coord + " / " + rounding + " picks other pixels than "
-                                  "floor(o * in / out) in dim " + std::to_string(d)};
-      } else if (in != out) {
-        const bool half_pixel = coord == "half_pixel" || (coord == "pytorch_half_pixel" && out > 1);
-        if (!half_pixel || static_cast<double>(in) * scale != static_cast<double>(out))
-          throw not_expressible{"linear resizing with " + coord + " coordinates and scale " + std::to_string(scale) +
-                                " (memfmt's is half-pixel with scale out / in)"};
+      const double scale = scales.empty() ? 0.0 : scales[d];
+      given[d - 2 + (lifted ? 1 : 0)] = scale;
+      const double last = static_cast<double>(in - 1);
+      for (std::int64_t o = 0; o < out && pytorch_rule; ++o) {
+        const double at = memfmt::resample_source(c, o, in, out, scale);
+        if (p.mode == memfmt::resample_mode::nearest) {
+          pytorch_rule = memfmt::nearest_source(round, at, in) == o * in / out;
+        } else {
+          const double torch = (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
+          pytorch_rule = std::fabs(std::clamp(at, 0.0, last) - std::clamp(torch, 0.0, last)) <= 1e-12 * static_cast<double>(in);
+        }
       }
     }
-    const bool lifted = x.lifted();
+    if (!pytorch_rule) {
+      p.coordinates = c;
+      p.rounding = round;
+      p.scale = given;
+    }
     p.output = to_spatial(spatial_of(sizes), lifted, 1);
     set_tensor(r, net().upsample(layer_name(r, nullptr), *x.node, p), lifted);
   }
@@ -1113,10 +1129,16 @@ class importer {
     set_tensor(r, r.proto().output(0), id, net().at(id).extents);
   }
 
+  // Flatten at any axis whose leading dims multiply to N (the dims between N and it are 1) is the
+  // [N, features] flatten at axis 1.
   void flatten(const node_reader& r) {
     const value& x = tensor_input(r, 0);
-    if (normalize_axis(r, r.get_int("axis", 1), x.shape.size(), true) != 1)
-      throw not_expressible{"Flatten at an axis other than 1"};
+    const std::int64_t axis = normalize_axis(r, r.get_int("axis", 1), x.shape.size(), true);
+    std::int64_t outer = 1;
+    for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape[static_cast<std::size_t>(d)];
+    if (outer != x.shape[0])
+      throw not_expressible{"Flatten at axis " + std::to_string(axis) + " of " + memfmt::detail::dims_to_string(x.shape) +
+                            " (the leading dims are not [N, 1...])"};
     flatten_to_matrix(r, x);
   }
 

@@ -51,6 +51,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
     case graph::node_kind::upsample:
       q.op = op_kind::upsample;
       q.resample = n.get<memfmt::upsample_params>().mode;
+      q.coordinates = n.get<memfmt::upsample_params>().coordinates;
       break;
     case graph::node_kind::concat: q.op = op_kind::concat; break;
     case graph::node_kind::slice: q.op = op_kind::channel_slice; break;

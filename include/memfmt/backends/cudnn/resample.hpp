@@ -85,6 +85,8 @@ resample_spec pool_spec(const E& xe, const E& ye, const pool_params& p, const st
 // The resample spec of up-sampling x (extents xe) into y (extents ye).
 template <class E>
 resample_spec upsample_spec(const E& xe, const E& ye, const upsample_params& p, const std::string& op) {
+  if (p.coordinates != resample_coordinates::pytorch)
+    memfmt::detail::fail(errc::unsupported, op + ": ONNX coordinate modes (cuDNN resamples with PyTorch's only)");
   if (p.mode == resample_mode::linear && xe.size() != 4)
     memfmt::detail::fail(errc::unsupported, op + ": input " + memfmt::detail::dims_to_string(xe) +
                                                 ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");

@@ -62,6 +62,8 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
     case op_kind::upsample:
       if (q.resample == resample_mode::linear && q.rank != 4)
         return op_support::no(errc::unsupported, op + ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
+      if (q.coordinates != resample_coordinates::pytorch)
+        return op_support::no(errc::unsupported, op + ": ONNX coordinate modes (cuDNN resamples with PyTorch's only)");
       break;
     default: break;
   }

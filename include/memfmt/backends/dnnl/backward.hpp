@@ -9,7 +9,7 @@
 //
 // The reference kernel runs instead (same result, no speed) where the forward does (layers.hpp:
 // an average pool counting padding whose ceil-mode window runs past the end padding, a nearest
-// upsample by a non-integer factor), and for the binary gradients oneDNN 2.6 has no primitive
+// upsample by a non-integer factor, an upsample with ONNX coordinates), and for the binary gradients oneDNN 2.6 has no primitive
 // for: a broadcast operand's gradient is a reduction over the broadcast dimensions, and sub and
 // div need a negation or a quotient rule (models add and multiply; those run on oneDNN).
 // The clip (relu6) gradient uses eltwise_clip_v2, which is 0 at both bounds as PyTorch's is;
@@ -178,7 +178,7 @@ class layer_backward {
     validate_upsample_backward(dy, dx, p);
     const auto dt = data_type_of<T>("onednn::upsample_backward");
     if (empty(dx)) return;
-    bool by_reference = empty(dy);
+    bool by_reference = empty(dy) || p.coordinates != resample_coordinates::pytorch;
     if (p.mode == resample_mode::nearest)
       for (int d = 2; d < DXF::rank; ++d) by_reference = by_reference || dy.extent(d) % dx.extent(d) != 0;
     if (by_reference) {

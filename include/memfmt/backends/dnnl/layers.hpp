@@ -8,8 +8,9 @@
 // Where oneDNN 2.6 computes something else than PyTorch, the call runs the reference kernel
 // instead (same result, no speed): a binary op whose first operand is broadcast, unless the op
 // commutes and the second is not (oneDNN broadcasts only its second source), an average pool counting padding whose
-// ceil-mode window runs past the end padding (oneDNN divides by the whole kernel), and a nearest
-// upsample by a non-integer factor (oneDNN rounds the source index, PyTorch floors it).
+// ceil-mode window runs past the end padding (oneDNN divides by the whole kernel), a nearest
+// upsample by a non-integer factor (oneDNN rounds the source index, PyTorch floors it) and an
+// upsample with ONNX coordinates (oneDNN has PyTorch's only).
 // hardsigmoid has no oneDNN 2.6 eltwise algorithm: it runs as two, x / 6 + 1/2 (eltwise_linear)
 // then a clip to [0, 1] in place (given the clip as a post-op, 2.6 runs its slow ref:any kernel).
 #pragma once
@@ -215,12 +216,13 @@ class layer_primitives {
     validate_upsample_forward(x, y, p);
     const auto dt = data_type_of<T>("onednn::upsample_forward");
     if (empty(y)) return;
+    bool by_reference = p.coordinates != resample_coordinates::pytorch;
     if (p.mode == resample_mode::nearest)
-      for (int d = 2; d < XF::rank; ++d)
-        if (y.extent(d) % x.extent(d) != 0) {
-          if constexpr (supported_v<T>) reference::upsample_forward<T, XF, YF>(x, y, p);
-          return;
-        }
+      for (int d = 2; d < XF::rank; ++d) by_reference = by_reference || y.extent(d) % x.extent(d) != 0;
+    if (by_reference) {
+      if constexpr (supported_v<T>) reference::upsample_forward<T, XF, YF>(x, y, p);
+      return;
+    }
     const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
     guarded("upsample_forward", [&] {
       std::string key("u");

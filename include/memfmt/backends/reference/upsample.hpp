@@ -6,6 +6,8 @@
 //   in / out in float, which agrees for the sizes networks use);
 // - linear (align_corners = false): source s = max((o + 1/2) * in / out - 1/2, 0), interpolating
 //   between floor(s) and the next index (clamped at in - 1) with weights 1 - frac, frac.
+// With ONNX coordinates (upsample_params::coordinates), the source is resample_source's, rounded
+// by nearest_source or clamped to [0, in - 1] and interpolated alike.
 // The backward scatters dy with the same weights. Sums in double, rounded once to T; inputs and
 // outputs may have different formats of one rank and must not overlap.
 #pragma once
@@ -32,13 +34,28 @@ struct resample_taps {
   int count;  // 1 for nearest, 2 for linear
 };
 
-inline resample_taps make_taps(resample_mode mode, std::int64_t in, std::int64_t out) {
+// Spatial dim `dim` (0 is the first of p's spatial3) of input size in and output size out.
+inline resample_taps make_taps(const upsample_params& p, int dim, std::int64_t in, std::int64_t out) {
+  const resample_mode mode = p.mode;
   resample_taps t{std::vector<std::array<std::pair<std::int64_t, double>, 2>>(static_cast<std::size_t>(out)),
                   mode == resample_mode::nearest ? 1 : 2};
   const double scale = static_cast<double>(in) / static_cast<double>(out);
+  const double given = dim >= 0 ? p.scale[static_cast<std::size_t>(dim)] : 0.0;
   for (std::int64_t o = 0; o < out; ++o) {
     auto& tap = t.taps[static_cast<std::size_t>(o)];
-    if (mode == resample_mode::nearest) {
+    if (p.coordinates != resample_coordinates::pytorch) {
+      const double x = resample_source(p.coordinates, o, in, out, given);
+      if (mode == resample_mode::nearest) {
+        tap[0] = {nearest_source(p.rounding, x, in), 1.0};
+        tap[1] = {0, 0.0};
+      } else {
+        const double s = std::clamp(x, 0.0, static_cast<double>(in - 1));
+        const auto i0 = static_cast<std::int64_t>(s);
+        const std::int64_t i1 = i0 < in - 1 ? i0 + 1 : i0;
+        tap[0] = {i0, 1.0 - (s - static_cast<double>(i0))};
+        tap[1] = {i1, s - static_cast<double>(i0)};
+      }
+    } else if (mode == resample_mode::nearest) {
       const std::int64_t src = memfmt::detail::checked_mul(o, in, "upsample: source index") / out;
       tap[0] = {std::min(src, in - 1), 1.0};
       tap[1] = {0, 0.0};
@@ -56,11 +73,13 @@ inline resample_taps make_taps(resample_mode mode, std::int64_t in, std::int64_t
 }
 
 // Calls fn(n, c, od, oh, ow, id, ih, iw, weight) for every output position and each of its taps
-// of non-zero weight (an unused neighbour, even an infinite one, then adds nothing).
+// of non-zero weight (an unused neighbour, even an infinite one, then adds nothing). spatial_rank
+// 2 or 3 says which of D, H, W are p's spatial dims.
 template <class Fn>
-void for_each_tap(resample_mode mode, const dims5& in, const dims5& out, Fn&& fn) {
-  const resample_taps td = make_taps(mode, in.d, out.d), th = make_taps(mode, in.h, out.h),
-                      tw = make_taps(mode, in.w, out.w);
+void for_each_tap(const upsample_params& p, int spatial_rank, const dims5& in, const dims5& out, Fn&& fn) {
+  const int first = 3 - spatial_rank;  // D is no spatial dim of a 2-D value
+  const resample_taps td = make_taps(p, 0 - first, in.d, out.d), th = make_taps(p, 1 - first, in.h, out.h),
+                      tw = make_taps(p, 2 - first, in.w, out.w);
   for_each5(out, [&](auto n, auto c, auto od, auto oh, auto ow) {
     const auto& a = td.taps[static_cast<std::size_t>(od)];
     const auto& b = th.taps[static_cast<std::size_t>(oh)];
@@ -83,7 +102,7 @@ void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const up
   const auto ye = detail::extents5(y);
   const auto xs = detail::strides5(x);
   std::vector<double> acc(static_cast<std::size_t>(detail::numel5(ye)), 0.0);
-  detail::for_each_tap(p.mode, detail::extents5(x), ye, [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
+  detail::for_each_tap(p, XF::rank - 2, detail::extents5(x), ye, [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
                                                              auto ih, auto iw, double weight) {
     auto& a = acc[static_cast<std::size_t>(detail::index5(ye, n, c, od, oh, ow))];
     a = detail::mul_add(weight, detail::to_double(x.data()[detail::offset5(xs, n, c, id, ih, iw)]), a);
@@ -99,7 +118,7 @@ void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, con
   const auto xe = detail::extents5(dx);
   const auto dys = detail::strides5(dy);
   std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
-  detail::for_each_tap(p.mode, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
+  detail::for_each_tap(p, DXF::rank - 2, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
                                                               auto ih, auto iw, double weight) {
     auto& a = acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))];
     a = detail::mul_add(weight, detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]), a);
