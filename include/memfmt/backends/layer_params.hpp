@@ -105,18 +105,19 @@ inline std::int64_t nearest_source(nearest_rounding r, double x, std::int64_t in
 }
 
 // The coordinate mode, rounding and scales of an upsample are in range, and scales only come with
-// ONNX coordinates; `where` names the layer in the error.
-inline void require_upsample_rules(const upsample_params& p, const std::string& where) {
+// ONNX coordinates; `where()` names the layer in the error (built only on failure).
+template <class Where>
+void require_upsample_rules(const upsample_params& p, const Where& where) {
   if (static_cast<int>(p.coordinates) > static_cast<int>(resample_coordinates::tf_half_pixel_for_nn) ||
       static_cast<int>(p.rounding) > static_cast<int>(nearest_rounding::ceil))
-    detail::fail(errc::invalid_argument, where + ": coordinate mode " + std::to_string(static_cast<int>(p.coordinates)) +
+    detail::fail(errc::invalid_argument, where() + ": coordinate mode " + std::to_string(static_cast<int>(p.coordinates)) +
                                              " / nearest rounding " + std::to_string(static_cast<int>(p.rounding)) +
                                              " out of range");
   for (int i = 0; i < 3; ++i) {
     const double s = p.scale[static_cast<std::size_t>(i)];
     if (!(s == 0.0 || (s > 0.0 && std::isfinite(s))) ||
         (s != 0.0 && p.coordinates == resample_coordinates::pytorch))
-      detail::fail(errc::invalid_argument, where + ": scale " + std::to_string(s) + " in spatial dim " +
+      detail::fail(errc::invalid_argument, where() + ": scale " + std::to_string(s) + " in spatial dim " +
                                                std::to_string(i) +
                                                " (need 0 for out / in, or a finite positive scale with ONNX coordinates)");
   }
@@ -161,12 +162,13 @@ constexpr int spatial_rank() {
   return rank - 2;
 }
 
-// N and C may be 0 (an empty batch); spatial sizes must be positive.
-template <class Extents>
-void require_input_sizes(const std::string& where, const Extents& x) {
+// N and C may be 0 (an empty batch); spatial sizes must be positive. `where()` names the layer
+// and input: these checks run on every backend call, so messages are built only on failure.
+template <class Where, class Extents>
+void require_input_sizes(const Where& where, const Extents& x) {
   for (std::size_t d = 0; d < x.size(); ++d)
     if (x[d] < 0 || (d >= 2 && x[d] == 0))
-      detail::fail(errc::invalid_argument, where + ": sizes must be >= 0 and spatial sizes > 0");
+      detail::fail(errc::invalid_argument, where() + ": sizes must be >= 0 and spatial sizes > 0");
 }
 
 inline std::string dim_name(int i) { return "spatial dim " + std::to_string(i); }
@@ -180,20 +182,21 @@ inline std::string dim_name(int i) { return "spatial dim " + std::to_string(i); 
 template <class Extents>
 Extents pool_output_extents(const Extents& x, const pool_params& p) {
   constexpr int sr = layer_detail::spatial_rank<Extents>();
-  const std::string where = std::string(p.kind == pool_kind::max ? "max_pool" : "average_pool") + ": input " +
-                            detail::dims_to_string(x);
+  const auto where = [&] {
+    return std::string(p.kind == pool_kind::max ? "max_pool" : "average_pool") + ": input " + detail::dims_to_string(x);
+  };
   layer_detail::require_input_sizes(where, x);
   Extents y = x;
   for (int i = 0; i < sr; ++i) {
     const std::int64_t k = p.kernel[i], s = p.stride[i], pb = p.padding[i], pe = p.padding_end[i];
     if (k < 1 || s < 1 || pb < 0 || pe < 0 || pb >= k || pe >= k)
-      detail::fail(errc::invalid_argument, where + ": kernel " + std::to_string(k) + ", stride " + std::to_string(s) +
+      detail::fail(errc::invalid_argument, where() + ": kernel " + std::to_string(k) + ", stride " + std::to_string(s) +
                                                ", padding " + std::to_string(pb) + " / " + std::to_string(pe) +
                                                " (begin / end) in " + layer_detail::dim_name(i) +
                                                " (need kernel >= 1, stride >= 1, 0 <= padding < kernel)");
     const std::int64_t padded = detail::checked_add(detail::checked_add(x[2 + i], pb, where), pe, where);
     if (padded < k)
-      detail::fail(errc::invalid_argument, where + ": padded input " + std::to_string(padded) + " < kernel " +
+      detail::fail(errc::invalid_argument, where() + ": padded input " + std::to_string(padded) + " < kernel " +
                                                std::to_string(k) + " in " + layer_detail::dim_name(i));
     const std::int64_t span = padded - k;
     std::int64_t out = span / s + 1;
@@ -210,7 +213,7 @@ Extents pool_output_extents(const Extents& x, const pool_params& p) {
 template <class Extents>
 Extents global_pool_output_extents(const Extents& x) {
   constexpr int sr = layer_detail::spatial_rank<Extents>();
-  layer_detail::require_input_sizes("global_average_pool: input " + detail::dims_to_string(x), x);
+  layer_detail::require_input_sizes([&] { return "global_average_pool: input " + detail::dims_to_string(x); }, x);
   Extents y = x;
   for (int i = 0; i < sr; ++i) y[2 + i] = 1;
   return y;
@@ -220,13 +223,13 @@ Extents global_pool_output_extents(const Extents& x) {
 template <class Extents>
 Extents upsample_output_extents(const Extents& x, const upsample_params& p) {
   constexpr int sr = layer_detail::spatial_rank<Extents>();
-  const std::string where = "upsample: input " + detail::dims_to_string(x);
+  const auto where = [&] { return "upsample: input " + detail::dims_to_string(x); };
   layer_detail::require_input_sizes(where, x);
   require_upsample_rules(p, where);
   Extents y = x;
   for (int i = 0; i < sr; ++i) {
     if (p.output[i] < 1)
-      detail::fail(errc::invalid_argument, where + ": output size " + std::to_string(p.output[i]) + " in " +
+      detail::fail(errc::invalid_argument, where() + ": output size " + std::to_string(p.output[i]) + " in " +
                                                layer_detail::dim_name(i) + " (need >= 1)");
     y[2 + i] = p.output[i];
   }
@@ -237,16 +240,16 @@ Extents upsample_output_extents(const Extents& x, const upsample_params& p) {
 template <class Extents>
 Extents pad_output_extents(const Extents& x, const pad_params& p) {
   constexpr int sr = layer_detail::spatial_rank<Extents>();
-  const std::string where = "pad: input " + detail::dims_to_string(x);
+  const auto where = [&] { return "pad: input " + detail::dims_to_string(x); };
   layer_detail::require_input_sizes(where, x);
   Extents y = x;
   for (int i = 0; i < sr; ++i) {
     const std::int64_t b = p.begin[i], e = p.end[i];
     if (b < 0 || e < 0)
-      detail::fail(errc::invalid_argument, where + ": padding " + std::to_string(b) + " / " + std::to_string(e) +
+      detail::fail(errc::invalid_argument, where() + ": padding " + std::to_string(b) + " / " + std::to_string(e) +
                                                " (begin / end) in " + layer_detail::dim_name(i) + " (need >= 0)");
     if (p.mode == pad_mode::reflect && (b >= x[2 + i] || e >= x[2 + i]))
-      detail::fail(errc::invalid_argument, where + ": reflect padding " + std::to_string(b) + " / " +
+      detail::fail(errc::invalid_argument, where() + ": reflect padding " + std::to_string(b) + " / " +
                                                std::to_string(e) + " (begin / end) in " + layer_detail::dim_name(i) +
                                                " must be < the input size " + std::to_string(x[2 + i]));
     y[2 + i] = detail::checked_add(detail::checked_add(x[2 + i], b, where), e, where);

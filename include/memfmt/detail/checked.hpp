@@ -11,6 +11,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "../error.hpp"
 
@@ -63,6 +64,15 @@ inline std::int64_t checked_sub(std::int64_t a, std::int64_t b, const std::strin
   std::int64_t r = 0;
   if (sub_overflows(a, b, &r))
     fail(errc::overflow, what + ": " + std::to_string(a) + " - " + std::to_string(b) + " overflows 64 bits");
+  return r;
+}
+
+// The same with a context built only on failure (`what()` returns it): for validation that runs
+// on every call of a layer.
+template <class What, class = std::enable_if_t<std::is_invocable_r_v<std::string, What>>>
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const What& what) {
+  std::int64_t r = 0;
+  if (add_overflows(a, b, &r)) checked_add(a, b, what());
   return r;
 }
 

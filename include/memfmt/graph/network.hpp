@@ -793,7 +793,7 @@ class network {
   }
 
   node_id finish_upsample(node n, const node& x, const memfmt::upsample_params& p) {
-    memfmt::require_upsample_rules(p, "node '" + n.name + "': upsample");
+    memfmt::require_upsample_rules(p, [&] { return "node '" + n.name + "': upsample"; });
     n.extents = x.extents;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
       if (p.output[d] <= 0)
