@@ -1,4 +1,4 @@
-// Shared by the executor model tests: random parameters for a network, uniform format
+// Shared by the executor model tests: random parameters and input for a network, uniform format
 // assignments, the longest reduction behind an output (for tolerances), the models' small sizes.
 #pragma once
 
@@ -20,6 +20,15 @@ namespace memfmt_test {
 
 inline memfmt::runtime::parameter_store make_params(const memfmt::graph::network& net, std::uint32_t seed) {
   return memfmt::runtime::random_parameters(net, seed);
+}
+
+// The network's "input" tensor, uniform in [-1, 1).
+inline std::vector<float> random_input(const memfmt::graph::network& net, std::uint32_t seed) {
+  std::vector<float> x(static_cast<std::size_t>(net.at(*net.find("input")).numel()));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& e : x) e = d(rng);
+  return x;
 }
 
 inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net, memfmt::graph::family f) {

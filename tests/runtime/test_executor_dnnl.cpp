@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,17 +30,10 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
 namespace models = memfmt::graph::models;
-
-std::vector<float> random_input(const network& net) {
-  std::vector<float> x(static_cast<std::size_t>(net.at(*net.find("input")).numel()));
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& e : x) e = d(rng);
-  return x;
-}
 
 // One forward pass of `net` (element type T) with `plan`; input and output in float, channels_first.
 template <class T, class Backend>
@@ -79,7 +71,7 @@ void check_model(const std::string& name, models::options o) {
   const network ref_net = build(dtype::float32);
   const network net = build(bf16 ? dtype::bfloat16 : dtype::float32);
   const parameter_store ref_params = make_params(ref_net, 11), params = make_params(net, 11);
-  const std::vector<float> x = random_input(net);
+  const std::vector<float> x = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
   const auto truth = run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
@@ -183,7 +175,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
 
   const parameter_store params = make_params(net, 3);
-  const std::vector<float> in = random_input(net);
+  const std::vector<float> in = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
   const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),

@@ -10,7 +10,6 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
 namespace models = memfmt::graph::models;
@@ -56,11 +56,7 @@ run_result run(const network& net, const memfmt::graph::plan& plan, const parame
 void check_model(const std::string& name, const network& net, std::size_t expected_fusions_at_least) {
   SCOPED_TRACE(name);
   const parameter_store params = make_params(net, 11);
-  const auto& in = net.at(*net.find("input"));
-  std::vector<float> x(static_cast<std::size_t>(in.numel()));
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& e : x) e = d(rng);
+  const std::vector<float> x = random_input(net, 5);
   const memfmt::graph::cost_model model{};
   const auto truth = run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
   EXPECT_TRUE(truth.report.fusions.empty());
