@@ -30,6 +30,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::plans;
 using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
@@ -87,16 +88,12 @@ void check_model(const std::string& name, models::options o) {
   memfmt::onednn::backend dnnl;
   memfmt::graph::cost_model with_dnnl{};
   with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  const std::pair<const char*, memfmt::graph::plan> plans[] = {
-      {"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
-      {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
-      {"solved", memfmt::graph::solve(net, with_dnnl)}};
-  for (const auto& [plan_name, plan] : plans) {
+  for (const auto& [plan_name, plan] : plans(net, with_dnnl)) {
     memfmt::runtime::executor_report report;
     const auto got = run<T>(dnnl, net, plan, params, x, true, &report);
     EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;
     // A ResNet's identity blocks end in conv + batch norm + add + relu, one oneDNN call each.
-    if (name.rfind("res", 0) == 0 && std::string(plan_name) != "solved") {
+    if (name.rfind("res", 0) == 0 && plan_name != "solved") {
       EXPECT_TRUE(std::any_of(report.fusions.begin(), report.fusions.end(),
                               [](const std::string& g) { return g.find(".add + ") != std::string::npos; }))
           << plan_name;
@@ -110,7 +107,7 @@ void check_model(const std::string& name, models::options o) {
         ADD_FAILURE() << plan_name << ": output element " << i << " is " << got[i] << ", expected " << truth[i]
                       << " (tolerance " << tol << ")";
     }
-    ::testing::Test::RecordProperty(std::string(plan_name) + "_max_error", std::to_string(worst / tol));
+    ::testing::Test::RecordProperty(plan_name + "_max_error", std::to_string(worst / tol));
   }
 }
 

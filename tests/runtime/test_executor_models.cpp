@@ -28,6 +28,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::plans;
 using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
@@ -69,14 +70,10 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   // each output once): a few float32 ulps per weight, through every layer's longest sum.
   const double tol = 16.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(longest_reduction(net))) *
                      std::max(1.0, scale);
-  const std::pair<const char*, memfmt::graph::plan> plans[] = {
-      {"channels_first fused", memfmt::graph::make_plan(net, model, uniform(net, family::channels_first))},
-      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
-      {"solved", memfmt::graph::solve(net, model)}};
-  for (const auto& [plan_name, plan] : plans) {
-    const auto got = run(net, plan, params, x, true);
+  for (const auto& [plan_name, plan] : plans(net)) {
+    const auto got = run(net, plan, params, x, true);  // fused
     // A solved plan may convert between a conv and its batch norm, which then stay apart.
-    if (std::string(plan_name) != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;
+    if (plan_name != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;
     else EXPECT_TRUE(expected_fusions_at_least == 0 || !got.report.fusions.empty());
     EXPECT_LE(got.report.arena_bytes, got.report.allocate_all_bytes) << plan_name;
     int bad = 0;
