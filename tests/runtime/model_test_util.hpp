@@ -1,5 +1,6 @@
-// Shared by the executor model tests: random parameters for a network, uniform format
-// assignments, the longest reduction behind an output (for tolerances), the models' small sizes.
+// Shared by the executor model tests: random parameters and input for a network, uniform format
+// assignments and the three plans the tests run, the longest reduction behind an output (for
+// tolerances), the models' small sizes.
 #pragma once
 
 #include <algorithm>
@@ -8,11 +9,14 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memfmt/dtype.hpp"
 #include "memfmt/graph/models.hpp"
 #include "memfmt/graph/network.hpp"
+#include "memfmt/graph/plan.hpp"
+#include "memfmt/graph/solve.hpp"
 #include "memfmt/runtime/parameter_store.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
 
@@ -20,6 +24,15 @@ namespace memfmt_test {
 
 inline memfmt::runtime::parameter_store make_params(const memfmt::graph::network& net, std::uint32_t seed) {
   return memfmt::runtime::random_parameters(net, seed);
+}
+
+// The network's "input" tensor, uniform in [-1, 1).
+inline std::vector<float> random_input(const memfmt::graph::network& net, std::uint32_t seed) {
+  std::vector<float> x(static_cast<std::size_t>(net.at(*net.find("input")).numel()));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (auto& e : x) e = d(rng);
+  return x;
 }
 
 inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net, memfmt::graph::family f) {
@@ -30,6 +43,17 @@ inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::g
     a[n.id] = p && p->mandatory ? p->format : f;
   }
   return a;
+}
+
+// All channels_first, all channels_last (where a layer has a choice) and the plan solve() picks
+// with `model` (a backend's support query in it keeps to the formats that backend runs).
+inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans(
+    const memfmt::graph::network& net, const memfmt::graph::cost_model& model = memfmt::graph::cost_model{}) {
+  using memfmt::graph::family;
+  const memfmt::graph::cost_model priors{};
+  return {{"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
+          {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
+          {"solved", memfmt::graph::solve(net, model)}};
 }
 
 // The longest sum behind one output element of a layer: C/groups * kernel for convs, features for

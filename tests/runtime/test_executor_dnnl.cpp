@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,17 +30,11 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::plans;
+using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
 namespace models = memfmt::graph::models;
-
-std::vector<float> random_input(const network& net) {
-  std::vector<float> x(static_cast<std::size_t>(net.at(*net.find("input")).numel()));
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& e : x) e = d(rng);
-  return x;
-}
 
 // One forward pass of `net` (element type T) with `plan`; input and output in float, channels_first.
 template <class T, class Backend>
@@ -79,7 +72,7 @@ void check_model(const std::string& name, models::options o) {
   const network ref_net = build(dtype::float32);
   const network net = build(bf16 ? dtype::bfloat16 : dtype::float32);
   const parameter_store ref_params = make_params(ref_net, 11), params = make_params(net, 11);
-  const std::vector<float> x = random_input(net);
+  const std::vector<float> x = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
   const auto truth = run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
@@ -95,16 +88,12 @@ void check_model(const std::string& name, models::options o) {
   memfmt::onednn::backend dnnl;
   memfmt::graph::cost_model with_dnnl{};
   with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  const std::pair<const char*, memfmt::graph::plan> plans[] = {
-      {"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
-      {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
-      {"solved", memfmt::graph::solve(net, with_dnnl)}};
-  for (const auto& [plan_name, plan] : plans) {
+  for (const auto& [plan_name, plan] : plans(net, with_dnnl)) {
     memfmt::runtime::executor_report report;
     const auto got = run<T>(dnnl, net, plan, params, x, true, &report);
     EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;
     // A ResNet's identity blocks end in conv + batch norm + add + relu, one oneDNN call each.
-    if (name.rfind("res", 0) == 0 && std::string(plan_name) != "solved") {
+    if (name.rfind("res", 0) == 0 && plan_name != "solved") {
       EXPECT_TRUE(std::any_of(report.fusions.begin(), report.fusions.end(),
                               [](const std::string& g) { return g.find(".add + ") != std::string::npos; }))
           << plan_name;
@@ -124,7 +113,7 @@ void check_model(const std::string& name, models::options o) {
         ADD_FAILURE() << plan_name << ": output element " << i << " is " << got[i] << ", expected " << truth[i]
                       << " (tolerance " << tol << ")";
     }
-    ::testing::Test::RecordProperty(std::string(plan_name) + "_max_error", std::to_string(worst / tol));
+    ::testing::Test::RecordProperty(plan_name + "_max_error", std::to_string(worst / tol));
   }
 }
 
@@ -189,7 +178,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
 
   const parameter_store params = make_params(net, 3);
-  const std::vector<float> in = random_input(net);
+  const std::vector<float> in = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
   const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),

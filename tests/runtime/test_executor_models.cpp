@@ -10,7 +10,6 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,8 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
+using memfmt_test::plans;
+using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
 namespace models = memfmt::graph::models;
@@ -56,11 +57,7 @@ run_result run(const network& net, const memfmt::graph::plan& plan, const parame
 void check_model(const std::string& name, const network& net, std::size_t expected_fusions_at_least) {
   SCOPED_TRACE(name);
   const parameter_store params = make_params(net, 11);
-  const auto& in = net.at(*net.find("input"));
-  std::vector<float> x(static_cast<std::size_t>(in.numel()));
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& e : x) e = d(rng);
+  const std::vector<float> x = random_input(net, 5);
   const memfmt::graph::cost_model model{};
   const auto truth = run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
   EXPECT_TRUE(truth.report.fusions.empty());
@@ -73,14 +70,10 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   // each output once): a few float32 ulps per weight, through every layer's longest sum.
   const double tol = 16.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(longest_reduction(net))) *
                      std::max(1.0, scale);
-  const std::pair<const char*, memfmt::graph::plan> plans[] = {
-      {"channels_first fused", memfmt::graph::make_plan(net, model, uniform(net, family::channels_first))},
-      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
-      {"solved", memfmt::graph::solve(net, model)}};
-  for (const auto& [plan_name, plan] : plans) {
-    const auto got = run(net, plan, params, x, true);
+  for (const auto& [plan_name, plan] : plans(net)) {
+    const auto got = run(net, plan, params, x, true);  // fused
     // A solved plan may convert between a conv and its batch norm, which then stay apart.
-    if (std::string(plan_name) != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;
+    if (plan_name != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;
     else EXPECT_TRUE(expected_fusions_at_least == 0 || !got.report.fusions.empty());
     EXPECT_LE(got.report.arena_bytes, got.report.allocate_all_bytes) << plan_name;
     int bad = 0;

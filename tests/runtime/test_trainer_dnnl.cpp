@@ -145,11 +145,7 @@ void check_model(const std::string& name, bool fuse) {
   memfmt::onednn::backend dnnl;
   memfmt::graph::cost_model with_dnnl{};
   with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  const std::pair<const char*, memfmt::graph::plan> all[] = {
-      {"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
-      {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
-      {"solved", memfmt::graph::solve(net, with_dnnl)}};
-  for (const auto& [plan_name, plan] : all) {
+  for (const auto& [plan_name, plan] : plans(net, with_dnnl)) {
     SCOPED_TRACE(plan_name);
     std::vector<std::string> fusions;
     const step_result got = train_on<T>(dnnl, net, plan, params, x, r, {fuse}, &fusions);
@@ -158,7 +154,7 @@ void check_model(const std::string& name, bool fuse) {
       EXPECT_TRUE(fusions.empty());
     }
     // Every batch norm of a ResNet is followed by a relu or by the residual add and its relu.
-    if (fuse && name == "resnet18" && std::string(plan_name) != "solved") {
+    if (fuse && name == "resnet18" && plan_name != "solved") {
       EXPECT_TRUE(std::any_of(fusions.begin(), fusions.end(), [](const std::string& g) {
         return std::count(g.begin(), g.end(), '+') == 2;
       })) << "no batch norm + add + relu";

@@ -26,6 +26,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
 
+using memfmt_test::plans;
 using memfmt_test::uniform;
 
 inline std::vector<double> random_values(std::size_t n, std::uint32_t seed) {
@@ -132,14 +133,6 @@ inline void expect_close_in_norm(const std::vector<double>& got, const std::vect
   const double relative = std::sqrt(diff) / scale;
   EXPECT_LE(relative, tol) << what << ": ||got - want|| / max(||want||, floor) = " << relative << ", tolerance " << tol;
   ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(relative / tol));
-}
-
-// All channels_first, all channels_last (where a layer has a choice) and the solved plan.
-inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans(const network& net) {
-  const memfmt::graph::cost_model model{};
-  return {{"channels_first", memfmt::graph::make_plan(net, model, uniform(net, family::channels_first))},
-          {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
-          {"solved", memfmt::graph::solve(net, model)}};
 }
 
 }  // namespace memfmt::training_test

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/expect_error.hpp"
 #include "memfmt/strided/classify.hpp"
 #include "memfmt/strided/format_requests.hpp"
 
@@ -14,20 +15,10 @@ namespace {
 
 using memfmt::memory_format;
 using memfmt::strided_desc;
+using memfmt_test::error_text;
 using dims = std::vector<std::int64_t>;
 
 strided_desc T(dims sizes, dims strides) { return strided_desc{std::move(sizes), std::move(strides)}; }
-
-
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const memfmt::error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(classify, dense_nchw_and_nhwc) {
   const auto nchw = T({2, 3, 4, 5}, {60, 20, 5, 1});
@@ -165,13 +156,13 @@ TEST(classify, exact_match_rejects_size_one_stride_freedom) {
 
 TEST(format_requests, errors_carry_pytorch_text) {
   const auto t3 = T({2, 3, 4}, {12, 4, 1});
-  EXPECT_EQ(thrown_message([&] { memfmt::to_format(t3, memory_format::channels_last); }),
+  EXPECT_EQ(error_text([&] { memfmt::to_format(t3, memory_format::channels_last); }),
             "required rank 4 tensor to use channels_last format");
-  EXPECT_EQ(thrown_message([&] { memfmt::contiguous_format(t3, memory_format::channels_last_3d); }),
+  EXPECT_EQ(error_text([&] { memfmt::contiguous_format(t3, memory_format::channels_last_3d); }),
             "required rank 5 tensor to use channels_last_3d format");
-  EXPECT_EQ(thrown_message([&] { memfmt::contiguous_format(T({2, 3, 4}, {1, 2, 6}), memory_format::preserve); }),
+  EXPECT_EQ(error_text([&] { memfmt::contiguous_format(T({2, 3, 4}, {1, 2, 6}), memory_format::preserve); }),
             "preserve memory format is unsupported by the contiguous operator");
-  EXPECT_EQ(thrown_message([&] { memfmt::dense_strides({2}, memory_format::preserve); }),
+  EXPECT_EQ(error_text([&] { memfmt::dense_strides({2}, memory_format::preserve); }),
             "unsupported memory format Preserve");
   // Preserve is fine for an already-contiguous tensor, and .to(preserve) always aliases.
   EXPECT_TRUE(memfmt::contiguous_format(t3, memory_format::preserve).alias);
@@ -179,16 +170,16 @@ TEST(format_requests, errors_carry_pytorch_text) {
 }
 
 TEST(format_requests, bad_descriptors_throw_naming_values) {
-  const auto msg = thrown_message([] { memfmt::is_contiguous(T({2, 3}, {1})); });
+  const auto msg = error_text([] { memfmt::is_contiguous(T({2, 3}, {1})); });
   EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[1]"), std::string::npos) << msg;
-  const auto neg = thrown_message([] { memfmt::suggest_memory_format(T({2, -3, 1, 1}, {1, 1, 1, 1})); });
+  const auto neg = error_text([] { memfmt::suggest_memory_format(T({2, -3, 1, 1}, {1, 1, 1, 1})); });
   EXPECT_NE(neg.find("[2, -3, 1, 1]"), std::string::npos) << neg;
-  EXPECT_NE(thrown_message([] { memfmt::dense_strides({-1}, memory_format::contiguous); }), "<no error>");
+  EXPECT_NE(error_text([] { memfmt::dense_strides({-1}, memory_format::contiguous); }), "<no error>");
   const auto big = std::int64_t{1} << 40;
-  EXPECT_NE(thrown_message([&] { memfmt::dense_strides({big, big, big}, memory_format::contiguous); }).find("overflow"),
+  EXPECT_NE(error_text([&] { memfmt::dense_strides({big, big, big}, memory_format::contiguous); }).find("overflow"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { memfmt::dense_strides({2, big, big, big}, memory_format::channels_last); })
+  EXPECT_NE(error_text([&] { memfmt::dense_strides({2, big, big, big}, memory_format::channels_last); })
                 .find("overflow"),
             std::string::npos);
   // Sizes whose product overflows are not mistaken for empty, and an expected stride past 2^63

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "memfmt/runtime/calibrate.hpp"
 #include "memfmt/runtime/executor.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
+#include "model_test_util.hpp"
 #include "run_cli.hpp"
 #ifdef MEMFMT_CLI_TEST_HAVE_CUDNN
 #include "memfmt/backends/cudnn/status.hpp"
@@ -38,6 +38,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using memfmt::graph::family;
 using memfmt::graph::network;
+using memfmt_test::expect_usage_errors;
+using memfmt_test::random_input;
 using memfmt_test::run_cli;
 
 // A directory of this test process's own, removed at the end.
@@ -194,13 +196,7 @@ TEST_F(CliModel, BadArgumentsExit2WithUsage) {
       {"run", file, "--backend", "tpu"},
       {"run", file, "--policy", "fastest"},
   };
-  for (const auto& args : bad) {
-    std::string line;
-    for (const auto& a : args) line += " " + a;
-    const auto r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << "memfmt" << line << "\n" << r.output;
-    EXPECT_NE(r.output.find("Usage"), std::string::npos) << "memfmt" << line << "\n" << r.output;
-  }
+  expect_usage_errors(bad);
 }
 
 // Signatures a network's timing cache must hold after calibrating on a backend that runs them all.
@@ -351,10 +347,7 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   const auto params = memfmt::runtime::random_parameters(net, 7);
   memfmt::io::save_safetensors(params, path("weights.safetensors"));
   const auto& in = net.at(*net.find("input"));
-  std::vector<float> x(static_cast<std::size_t>(in.numel()));
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& e : x) e = d(rng);
+  std::vector<float> x = random_input(net, 3);  // forward takes it mutable
   memfmt::runtime::parameter_store inputs;
   inputs.insert<float>("input", in.extents, x);
   memfmt::io::save_safetensors(inputs, path("input.safetensors"));

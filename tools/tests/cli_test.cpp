@@ -20,6 +20,7 @@ namespace {
 
 using json = nlohmann::json;
 using dims = std::vector<std::int64_t>;
+using memfmt_test::expect_usage_errors;
 using memfmt_test::run_cli;
 
 std::string join(const dims& v) {
@@ -198,13 +199,7 @@ TEST(memfmt_cli, bad_arguments_exit_2_with_usage) {
       {"explain", "batch_norm", "--input", "2,3@1"},
       {"explain", "--sizes", "2", "--strides", "1", "batch_norm", "--input", "2,3@3,1"},
   };
-  for (const auto& args : bad) {
-    std::string line;
-    for (const auto& a : args) line += " " + a;
-    const auto r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << "memfmt" << line << "\n" << r.output;
-    EXPECT_NE(r.output.find("Usage"), std::string::npos) << "memfmt" << line << "\n" << r.output;
-  }
+  expect_usage_errors(bad);
   // An operation PyTorch itself rejects is an answer, not a usage error.
   const auto rejected = run_cli({"explain", "batch_norm", "--input", "3@1", "--json"}, false);
   EXPECT_EQ(rejected.exit_code, 1) << rejected.output;

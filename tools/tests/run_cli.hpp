@@ -1,6 +1,8 @@
-// Runs the memfmt binary (MEMFMT_CLI_PATH) with arguments and collects its exit code and output.
+// Runs the memfmt binary (MEMFMT_CLI_PATH) with arguments and collects its exit code and output;
+// expect_usage_errors checks that each of a list of argument lists is refused with the usage text.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -37,6 +39,17 @@ inline run_result run_cli(const std::vector<std::string>& args, bool with_stderr
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Each argument list is a usage error: exit code 2 and the usage text.
+inline void expect_usage_errors(const std::vector<std::vector<std::string>>& bad) {
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << "memfmt" << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << "memfmt" << line << "\n" << r.output;
+  }
 }
 
 }  // namespace memfmt_test

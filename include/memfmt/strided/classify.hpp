@@ -18,6 +18,7 @@
 #include "../error.hpp"
 #include "../format/memory_format.hpp"
 #include "descriptor.hpp"
+#include "detail/reorder_dimensions.hpp"
 
 namespace memfmt {
 namespace detail {
@@ -239,28 +240,7 @@ inline std::vector<std::int64_t> infer_dense_strides(const strided_desc& t) {
   const auto n = t.sizes.size();
   if (n == 0) return {};
   if (n == 1) return {1};
-  std::vector<std::size_t> perm(n);  // innermost first; starts as n-1, ..., 0
-  for (std::size_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
-  auto compare = [&](std::size_t d0, std::size_t d1) -> int {
-    const auto s0 = t.strides[d0], s1 = t.strides[d1];
-    if (s0 == 0 || s1 == 0) return 0;
-    if (s0 < s1) return -1;
-    if (s0 > s1) return 1;
-    return t.sizes[d0] > t.sizes[d1] ? 1 : 0;
-  };
-  for (std::size_t i = 1; i < n; ++i) {
-    std::size_t d1 = i;
-    for (std::size_t j = 1; j <= i; ++j) {
-      const std::size_t d0 = i - j;
-      const int c = compare(perm[d0], perm[d1]);
-      if (c > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  const std::vector<std::size_t> perm = detail::reorder_dimensions(t.sizes, {t.strides});  // innermost first
   std::vector<std::int64_t> out(n);
   std::int64_t stride = 1;
   for (auto d : perm) {

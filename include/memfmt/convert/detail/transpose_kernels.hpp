@@ -20,6 +20,7 @@
 
 #include "element_bits.hpp"
 #include "group_shuffle.hpp"
+#include "lane_unpack.hpp"
 #include "prefetch.hpp"
 #include "transpose_scalar.hpp"
 
@@ -65,13 +66,8 @@ struct lane_tile {
   static constexpr int n = static_cast<int>(16 / E);  // elements of one 128-bit lane
   static constexpr int tile_rows = n;                 // destination rows per tile
   static constexpr int tile_cols = 2 * n;             // destination columns per tile (32 bytes)
-  static constexpr int stages = n == 16 ? 4 : n == 8 ? 3 : n == 4 ? 2 : 1;
 
-  static constexpr int bit_reverse(int j) noexcept {
-    int r = 0;
-    for (int b = 0; b < stages; ++b) r |= ((j >> b) & 1) << (stages - 1 - b);
-    return r;
-  }
+  static constexpr int bit_reverse(int j) noexcept { return lane_unpack_row<E>(j); }
   template <int W>
   static __m256i lo(__m256i a, __m256i b) noexcept {
     if constexpr (W == 1) return _mm256_unpacklo_epi8(a, b);

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "element_bits.hpp"
+#include "lane_unpack.hpp"
 #include "prefetch.hpp"
 #include "stream_copy.hpp"
 #include "transpose_scalar.hpp"
@@ -44,13 +45,8 @@ struct zmm_tile {
   static constexpr int n = static_cast<int>(16 / E);  // elements of one 128-bit lane
   static constexpr int rows = n;                      // destination rows per tile
   static constexpr int cols = 4 * n;                  // destination columns per tile: 64 bytes
-  static constexpr int stages = n == 16 ? 4 : n == 8 ? 3 : n == 4 ? 2 : 1;
 
-  static constexpr int bit_reverse(int j) noexcept {
-    int r = 0;
-    for (int b = 0; b < stages; ++b) r |= ((j >> b) & 1) << (stages - 1 - b);
-    return r;
-  }
+  static constexpr int bit_reverse(int j) noexcept { return lane_unpack_row<E>(j); }
   template <int W>
   static __m512i lo(__m512i a, __m512i b) noexcept {
     if constexpr (W == 1) return _mm512_unpacklo_epi8(a, b);

@@ -18,6 +18,7 @@
 #include "../../format/memory_format.hpp"
 #include "../classify.hpp"
 #include "../descriptor.hpp"
+#include "reorder_dimensions.hpp"
 
 namespace memfmt {
 namespace detail {
@@ -111,35 +112,8 @@ inline void tensor_iterator_output(std::vector<strided_desc> inputs, dtype commo
     op_strides.push_back(std::move(s));
   }
 
-  // reorder_dimensions: perm[0] is the fastest-moving dimension; start from C order.
-  std::vector<std::size_t> perm(ndim);
-  for (std::size_t i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;
-  // 1: dim0 goes after dim1, -1: before, 0: no operand has an opinion.
-  auto should_swap = [&](std::size_t dim0, std::size_t dim1) -> int {
-    for (const auto& s : op_strides) {
-      const auto s0 = s[dim0], s1 = s[dim1];
-      if (s0 == 0 || s1 == 0) continue;  // broadcast in one of them: ask the next operand
-      if (s0 < s1) return -1;
-      if (s0 > s1) return 1;
-      if (shape[dim0] > shape[dim1]) return 1;  // equal strides: the smaller size goes first
-    }
-    return 0;
-  };
-  if (ndim > 1) {
-    for (std::size_t i = 1; i < ndim; ++i) {
-      std::size_t dim1 = i;
-      for (std::size_t k = 1; k <= i; ++k) {
-        const std::size_t dim0 = i - k;
-        const int c = should_swap(perm[dim0], perm[dim1]);
-        if (c > 0) {
-          std::swap(perm[dim0], perm[dim1]);
-          dim1 = dim0;
-        } else if (c < 0) {
-          break;
-        }
-      }
-    }
-  }
+  // reorder_dimensions: perm[0] is the fastest-moving dimension.
+  const std::vector<std::size_t> perm = reorder_dimensions(shape, op_strides);
 
   // allocate_or_resize_outputs: C order gives at::empty's strides, any other order the
   // "compatible" strides, which do not clamp size-0 dimensions.
