@@ -1134,9 +1134,10 @@ class importer {
   void flatten(const node_reader& r) {
     const value& x = tensor_input(r, 0);
     const std::int64_t axis = normalize_axis(r, r.get_int("axis", 1), x.shape.size(), true);
-    std::int64_t outer = 1;
-    for (std::int64_t d = 0; d < axis; ++d) outer *= x.shape[static_cast<std::size_t>(d)];
-    if (outer != x.shape[0])
+    // Axis 0 of a batch of 1, or the dims between N and the axis all 1.
+    bool same = axis > 0 || x.shape[0] == 1;
+    for (std::int64_t d = 1; d < axis; ++d) same = same && x.shape[static_cast<std::size_t>(d)] == 1;
+    if (!same)
       throw not_expressible{"Flatten at axis " + std::to_string(axis) + " of " + memfmt::detail::dims_to_string(x.shape) +
                             " (the leading dims are not [N, 1...])"};
     flatten_to_matrix(r, x);
