@@ -40,7 +40,10 @@ the tables above and get their own, only where such rows exist (JSON "gpu_networ
 policy, NHWC/NCHW (all_channels_last / all_channels_first images/s) and the fastest policy per run;
 per model and batch the training steps' NHWC/NCHW per dtype ("gpu_training_speedup"); and the
 headline, ResNet-50 training at the largest batch, channels-last against channels-first per dtype
-("gpu_headline"), with the reason where a side did not run.
+("gpu_headline"), with the reason where a side did not run. PyTorch on the same GPU
+(bench_peers.py --device cuda: runners pytorch_cuda_nchw, pytorch_cuda_channels_last) joins each
+run of the same model, dtype, pass, batch and resolution: its images/s ("pytorch") and
+ratio_vs_<runner> = memfmt's planned row (optimal_calibrated where it ran, else optimal) / the peer's.
 
 The planner's own time (bench_planner's BM_solve_explain/<blocks>/<family> rows: graph::solve and
 explain's text on models::bottleneck_chain networks; family 0 the default priors, 1 batch norm
@@ -214,6 +217,7 @@ PASS_NAMES = {"fwd": "inference", "forward": "inference", "inference": "inferenc
 DTYPE_NAMES = {"f32": "float32", "fp32": "float32", "float32": "float32", "bf16": "bfloat16",
                "bfloat16": "bfloat16", "f16": "float16", "fp16": "float16", "float16": "float16"}
 PEERS = ("pytorch_nchw", "pytorch_channels_last", "onnxruntime")
+GPU_PEERS = ("pytorch_cuda_nchw", "pytorch_cuda_channels_last")
 
 
 def is_peer(b):
@@ -353,9 +357,10 @@ def why_not(group, policies):
     return "; ".join(notes)
 
 
-def gpu_network(gpu_nets):
+def gpu_network(gpu_nets, peers=()):
     """Per GPU network run (model, dtype, pass, batch, resolution): images/s per policy, the
-    all_channels_last / all_channels_first ratio (None where a side did not run) and the fastest policy."""
+    all_channels_last / all_channels_first ratio (None where a side did not run), the fastest policy,
+    and PyTorch on the GPU (GPU_PEERS rows of peers): its images/s and the planned row / its images/s."""
     groups, order = {}, []
     for n in gpu_nets:
         key = (n["model"], n["dtype"], n["pass"], n["batch"], n["resolution"])
@@ -369,10 +374,21 @@ def gpu_network(gpu_nets):
         ran = {p: r["images_per_s"] for p, r in g.items() if r["status"] == "ok" and r["images_per_s"]}
         best = max(ran, key=ran.get) if ran else None
         cf = ran.get("all_channels_first")
+        planned = next((p for p in (CALIBRATED, "optimal") if p in ran), None)
+        torch_ips, ratios = {}, {}
+        for runner in GPU_PEERS:
+            match = [p for p in peers if p["runner"] == runner and p["model"] == base_model(key[0])
+                     and p["dtype"] == key[1] and p["pass"] == key[2] and p["batch"] == key[3]
+                     and (key[4] is None or p["resolution"] == key[4]) and p["status"] == "ok"]
+            if match:
+                torch_ips[runner] = match[-1]["images_per_s"]
+                ratios["ratio_vs_" + runner] = ran[planned] / torch_ips[runner] if planned and torch_ips[runner] else None
         out.append({"model": key[0], "dtype": key[1], "pass": key[2], "batch": key[3], "resolution": key[4],
                     "images_per_s": {p: ran.get(p) for p in GPU_POLICIES if p in g},
                     "nhwc_over_nchw": cl_over_cf(g), "best_policy": best,
                     "best_over_nchw": ran[best] / cf if best and cf else None,
+                    "planned_policy": planned, "pytorch": torch_ips,
+                    **{"ratio_vs_" + r: ratios.get("ratio_vs_" + r) for r in GPU_PEERS},
                     "note": why_not(g, [p for p in GPU_POLICIES if p in g]),
                     "_group": g})
     return out
@@ -432,6 +448,16 @@ def gpu_markdown(runs, speedup, headline):
     md.append(table(["network", "dtype", "pass", "batch"] + list(GPU_POLICIES) + ["NHWC/NCHW", "best", "note"],
                     [[t["model"], t["dtype"], t["pass"], t["batch"]] + [t["images_per_s"].get(p) for p in GPU_POLICIES]
                      + [t["nhwc_over_nchw"], t["best_policy"], short(t["note"])] for t in runs]))
+    with_torch = [t for t in runs if t["pytorch"]]
+    if with_torch:
+        md.append("\n## GPU: memfmt vs PyTorch on the same GPU (memfmt's planned row images/s / PyTorch's: "
+                  "> 1 is memfmt faster)\n")
+        md.append(table(["network", "dtype", "pass", "batch", "memfmt plan", "memfmt images/s", "PyTorch NCHW images/s",
+                         "PyTorch channels_last images/s", "vs PyTorch NCHW", "vs PyTorch channels_last"],
+                        [[t["model"], t["dtype"], t["pass"], t["batch"], t["planned_policy"],
+                          t["images_per_s"].get(t["planned_policy"]) if t["planned_policy"] else None]
+                         + [t["pytorch"].get(r) for r in GPU_PEERS] + [t["ratio_vs_" + r] for r in GPU_PEERS]
+                         for t in with_torch]))
     if speedup:
         md.append("\n## GPU training: channels-last speedup (all_channels_last / all_channels_first images/s)\n")
         md.append(table(["network", "batch"] + list(GPU_DTYPES) + ["note"],
@@ -757,12 +783,12 @@ def main():
                           n["conversion_ms"], mebibytes(n["arena_bytes"]), n["calibration_s"],
                           n["speed_vs_nchw"] if n["status"] == "ok" else n["status"]]
                          for n in nets]))
-    gpu_table = gpu_network(network_rows(rows, gpu=True))
+    peers = peer_rows(rows)
+    gpu_table = gpu_network(network_rows(rows, gpu=True), peers)
     gpu_speedup = gpu_training_speedup(gpu_table)
     headline = gpu_headline(gpu_table)
     if gpu_table:
         md += gpu_markdown(gpu_table, gpu_speedup, headline)
-    peers = peer_rows(rows)
     vs = network_vs_peers(nets, peers)
     if vs:
         md.append("\n## memfmt vs peers (memfmt images/s / the peer's: > 1 is memfmt faster)\n")

@@ -17,6 +17,16 @@
 #    calibrated; 224x224), bench_conv_cudnn, bench_convert_cuda, bench_network_cudnn_b1 (ResNet-50);
 # 5. summarizes the JSON with benchmarks/summarize.py (summary.md, summary.json).
 # GPU_CHECK_CUDA_ARCH overrides native (e.g. 90; a dry run on a machine without a GPU needs it).
+# GPU_CHECK_PREBUILT=1 skips steps 1's installs and 2: the build folder already holds those targets,
+# built on another x86-64 machine for this GPU (configure as in step 2 with the GPU's architecture
+# and -DMEMFMT_NATIVE=OFF). The tests then run as executables, since ctest needs the build tree at
+# the path it was configured in; libraries the machine lacks can sit in GPU_CHECK_LIBS (a folder
+# put on LD_LIBRARY_PATH), and cuDNN is looked for there, under /usr and /usr/local/cuda, and in
+# Python's nvidia-cudnn wheel. MEMFMT_ONNX_BACKEND_TESTS names the ONNX backend test data.
+# GPU_CHECK_STEPS picks steps by name (default all): tests onnx bench_network_cudnn_b32
+# bench_peers_cuda (PyTorch on the same GPU, bench_peers.py --device cuda, the b32 cases of the
+# models in GPU_CHECK_PEER_MODELS, default resnet50,mobilenet_v2)
+# bench_conv_cudnn bench_convert_cuda bench_network_cudnn_b1.
 # Every step has a time cap inside one overall budget (GPU_CHECK_SECONDS, default 480 s), so the
 # run ends, with what it has, inside a 10-minute command limit; OUTDIR/steps.txt lists each step's
 # exit status (124: stopped at its cap) and seconds. A killed benchmark leaves its console log.
@@ -53,6 +63,21 @@ step() {
   return $rc
 }
 
+prebuilt=${GPU_CHECK_PREBUILT:-0}
+ld_path_before=${LD_LIBRARY_PATH:-}
+steps=" ${GPU_CHECK_STEPS:-tests onnx bench_network_cudnn_b32 bench_peers_cuda bench_conv_cudnn bench_convert_cuda bench_network_cudnn_b1} "
+wants() { [[ "$steps" == *" $1 "* ]]; }
+if [ -n "${GPU_CHECK_LIBS:-}" ]; then
+  export LD_LIBRARY_PATH="$(cd "$GPU_CHECK_LIBS" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+if [ "$prebuilt" = 1 ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9' &&
+   [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
+  # PyTorch's cuDNN wheel (nvidia-cudnn-cu*), where the machine has no system cuDNN.
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$wheel" ] && [ -d "$wheel" ] && export LD_LIBRARY_PATH="$wheel:${LD_LIBRARY_PATH:-}"
+fi
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
+
 {
   date -u
   nvidia-smi || echo "nvidia-smi failed"
@@ -61,52 +86,83 @@ step() {
   g++ --version | head -n 1
   cmake --version | head -n 1
   nproc
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  [ "$prebuilt" = 1 ] && ldd "$build/tests/cudnn/cudnn_gpu_tests" 2>&1 | grep -E 'cudnn|not found'
 } >"$out/env.txt" 2>&1
 : >"$out/steps.txt"
 
 have() {  # a header under the usual include folders
   [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]
 }
-if ! have gtest/gtest.h || ! have benchmark/benchmark.h || ! have nlohmann/json.hpp; then
-  if [ "$(id -u)" = 0 ]; then
-    step deps 120 bash -c 'source scripts/deps.sh && memfmt_ensure_deps'
+tests=ON benches=ON onnx_tests=0
+if [ "$prebuilt" = 1 ]; then
+  [ -x "$build/tests/cudnn/cudnn_gpu_tests" ] || tests=OFF
+  [ -x "$build/benchmarks/network/bench_network_cudnn" ] || benches=OFF
+  [ -x "$build/tests/onnx/test_onnx_backend" ] && onnx_tests=1
+else
+  if ! have gtest/gtest.h || ! have benchmark/benchmark.h || ! have nlohmann/json.hpp; then
+    if [ "$(id -u)" = 0 ]; then
+      step deps 120 bash -c 'source scripts/deps.sh && memfmt_ensure_deps'
+    fi
+  fi
+  if ! have gtest/gtest.h; then tests=OFF; echo "no gtest (libgtest-dev): the GPU tests are not built" | tee -a "$out/steps.txt"; fi
+  if ! have benchmark/benchmark.h; then benches=OFF; echo "no Google Benchmark (libbenchmark-dev): no benchmarks" | tee -a "$out/steps.txt"; fi
+  targets=()
+  [ "$tests" = ON ] && targets+=(cudnn_gpu_tests test_cuda_convert)
+  [ "$benches" = ON ] && targets+=(bench_network_cudnn bench_conv_cudnn bench_convert_cuda)
+  # ONNX's backend tests need libonnx-dev and libonnx-testdata
+  if [ "$tests" = ON ] && have onnx/onnx_pb.h && [ -d /usr/share/libonnx-testdata/data/node ]; then
+    onnx_tests=1
+    targets+=(test_onnx_backend)
+  fi
+  if ! step configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-native}" \
+       -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=$tests \
+       -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF; then
+    echo "gpu_check: configure failed; see $out/configure.log"
+    exit 1
+  fi
+  [ ${#targets[@]} -gt 0 ] || exit 1
+  # -k: a target that fails leaves the others built and run.
+  step build 270 cmake --build "$build" -j 16 --target "${targets[@]}" -- -k || failed=1
+fi
+[ "$onnx_tests" = 1 ] || echo "no libonnx-dev or libonnx-testdata: the ONNX backend tests on cuDNN are not run" | tee -a "$out/steps.txt"
+
+# gtest NAME CAP BINARY [args...]: one test executable, its results in OUTDIR/NAME.xml.
+gtest() {
+  local name=$1 cap=$2 bin=$3
+  shift 3
+  step "$name" "$cap" "$bin" --gtest_output="xml:$out/$name.xml" "$@"
+}
+if [ "$tests" = ON ] && wants tests; then
+  if [ "$prebuilt" = 1 ]; then
+    gtest cudnn_gpu_tests 150 "$build/tests/cudnn/cudnn_gpu_tests" || failed=1
+    gtest test_cuda_convert 60 "$build/tests/cuda/test_cuda_convert" || failed=1
+  else
+    step ctest 150 ctest --test-dir "$build" -L cuda -R '^(cudnn_gpu_tests|test_cuda_convert)\.' \
+      --output-on-failure --output-junit "$out/ctest_junit.xml" -j 4 || failed=1
   fi
 fi
-tests=ON benches=ON
-if ! have gtest/gtest.h; then tests=OFF; echo "no gtest (libgtest-dev): the GPU tests are not built" | tee -a "$out/steps.txt"; fi
-if ! have benchmark/benchmark.h; then benches=OFF; echo "no Google Benchmark (libbenchmark-dev): no benchmarks" | tee -a "$out/steps.txt"; fi
-
-targets=()
-[ "$tests" = ON ] && targets+=(cudnn_gpu_tests test_cuda_convert)
-[ "$benches" = ON ] && targets+=(bench_network_cudnn bench_conv_cudnn bench_convert_cuda)
-onnx_tests=0  # ONNX's backend tests need libonnx-dev and libonnx-testdata
-if [ "$tests" = ON ] && have onnx/onnx_pb.h && [ -d /usr/share/libonnx-testdata/data/node ]; then
-  onnx_tests=1
-  targets+=(test_onnx_backend)
-else
-  echo "no libonnx-dev or libonnx-testdata: the ONNX backend tests on cuDNN are not run" | tee -a "$out/steps.txt"
-fi
-if ! step configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-native}" \
-     -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=$tests \
-     -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF; then
-  echo "gpu_check: configure failed; see $out/configure.log"
-  exit 1
-fi
-[ ${#targets[@]} -gt 0 ] || exit 1
-# -k: a target that fails leaves the others built and run.
-step build 270 cmake --build "$build" -j 16 --target "${targets[@]}" -- -k || failed=1
-
-if [ "$tests" = ON ]; then
-  step ctest 100 ctest --test-dir "$build" -L cuda -R '^(cudnn_gpu_tests|test_cuda_convert)\.' \
-    --output-on-failure --output-junit "$out/ctest_junit.xml" -j 4 || failed=1
-  # ONNX's tolerances are float32's: TF32 off (cuDNN and cuBLAS read NVIDIA_TF32_OVERRIDE).
-  [ "$onnx_tests" = 1 ] && { NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 90 ctest --test-dir "$build" \
-    -R '^test_onnx_backend\..*RunEverySupportedTest' --output-on-failure -j 12 || failed=1; }
+# ONNX's tolerances are float32's: TF32 off (cuDNN and cuBLAS read NVIDIA_TF32_OVERRIDE).
+if [ "$onnx_tests" = 1 ] && wants onnx; then
+  if [ "$prebuilt" = 1 ]; then
+    # Its 12 suite-and-plan cases in 12 processes (gtest shards), as ctest -j 12 would run them.
+    NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 90 bash -c 'pids=()
+      for i in $(seq 0 11); do
+        GTEST_TOTAL_SHARDS=12 GTEST_SHARD_INDEX=$i "$1" --gtest_filter="*RunEverySupportedTest*" \
+          --gtest_output="xml:$2/onnx_conformance_$i.xml" >"$2/onnx_conformance_$i.log" 2>&1 & pids+=($!)
+      done
+      rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done
+      cat "$2"/onnx_conformance_*.log; exit $rc' _ "$build/tests/onnx/test_onnx_backend" "$out" || failed=1
+  else
+    NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 90 ctest --test-dir "$build" \
+      -R '^test_onnx_backend\..*RunEverySupportedTest' --output-on-failure -j 12 || failed=1
+  fi
 fi
 
 bench() {  # NAME CAP BINARY [args...]: JSON into OUTDIR/NAME.json, console into OUTDIR/NAME.log
   local name=$1 cap=$2 bin=$build/benchmarks/$3
   shift 3
+  wants "$name" || return 0
   if [ ! -x "$bin" ]; then
     echo "$name: $bin not built" | tee -a "$out/steps.txt"
     return 0
@@ -116,8 +172,16 @@ bench() {  # NAME CAP BINARY [args...]: JSON into OUTDIR/NAME.json, console into
 if [ "$benches" = ON ]; then
   export MEMFMT_BENCH_MIN_TIME=0.1 MEMFMT_BENCH_RESOLUTION=224 MEMFMT_BENCH_TRAIN=all
   MEMFMT_BENCH_BATCH=32 MEMFMT_BENCH_CALIBRATED=resnet50 MEMFMT_BENCH_TIMING_CACHE="$out/timing_cache_cudnn.json" \
-    bench bench_network_cudnn_b32 150 network/bench_network_cudnn \
-    --benchmark_filter='^BM_network_cudnn/(resnet50|mobilenet_v2)/'
+    bench bench_network_cudnn_b32 240 network/bench_network_cudnn \
+    --benchmark_filter="${GPU_CHECK_B32_FILTER:-^BM_network_cudnn/(resnet50|mobilenet_v2)/}"
+  # PyTorch on the same GPU, the same cases (model, dtype, pass, batch) as the rows above.
+  if wants bench_peers_cuda && [ -s "$out/bench_network_cudnn_b32.json" ]; then
+    # Without GPU_CHECK_LIBS' libraries: PyTorch loads its own CUDA and cuDNN.
+    step bench_peers_cuda 120 env LD_LIBRARY_PATH="$ld_path_before" python3 benchmarks/peers/bench_peers.py --device cuda \
+      --match "$out/bench_network_cudnn_b32.json" --dtypes float32,float16,bfloat16 \
+      --models "${GPU_CHECK_PEER_MODELS:-resnet50,mobilenet_v2}" \
+      --warmup 3 --reps 20 --case-seconds 1 --time-limit 100 --out "$out/bench_peers_cuda.json" || true
+  fi
   MEMFMT_BENCH_MIN_TIME=0.02 bench bench_conv_cudnn 50 cudnn/bench_conv_cudnn
   bench bench_convert_cuda 30 cuda/bench_convert_cuda
   MEMFMT_BENCH_BATCH=1 MEMFMT_BENCH_CALIBRATED=none \

@@ -34,6 +34,7 @@
 namespace memfmt_bench {
 memfmt::cudnn::format_converter kernel_converter();  // kernel_converter.cu
 memfmt::cudnn::group_norm_kernels kernel_group_norm();  // kernel_converter.cu
+memfmt::cudnn::layer_kernel_set kernel_layer_kernels();     // kernel_converter.cu
 }  // namespace memfmt_bench
 
 namespace {
@@ -50,6 +51,7 @@ struct cudnn_binding {
       cudnn::backend_options o;
       o.converter = memfmt_bench::kernel_converter();  // the plans' conversions as kernels, not 2-D copies
       o.group_norm = memfmt_bench::kernel_group_norm();  // group norm: memfmt's kernels (no cuDNN graph)
+      o.layer_kernels = memfmt_bench::kernel_layer_kernels();  // global pooling, pool backward, broadcast sums
       return cudnn::backend(o);
     }();
     return b;

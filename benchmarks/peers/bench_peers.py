@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Peers of memfmt's network benchmark: PyTorch (NCHW and channels_last) and ONNX Runtime (CPU).
+"""Peers of memfmt's network benchmarks: PyTorch (NCHW and channels_last; on the CPU and on a CUDA GPU)
+and ONNX Runtime (CPU).
 
   bench_peers.py --models resnet50,mobilenet_v2 --batches 1,8 --threads 2 --out peers.json
   bench_peers.py --match out/bench/bench_network.json --out peers.json   # the cases memfmt ran
+  bench_peers.py --device cuda --match gpu/bench_network_cudnn_b32.json --dtypes float32,float16,bfloat16
 
 Models are the ones include/memfmt/graph/models.hpp builds: torchvision's resnet50, mobilenet_v2,
 resnext50_32x4d, vgg16_bn, video.r3d_18, and the UNet defined below (same channels, max pooling,
@@ -14,6 +16,13 @@ Runners:
   pytorch_channels_last  model and input in torch.channels_last (channels_last_3d for r3d_18)
   onnxruntime            onnxruntime.InferenceSession, CPUExecutionProvider, on the ONNX file that
                          tools/export_onnx.py writes (batch-norm folded, batch dimension symbolic)
+  pytorch_cuda_nchw, pytorch_cuda_channels_last
+                         the same two on the first CUDA device (--device cuda makes them the default
+                         runners), torch.backends.cudnn.benchmark on, parameters in the case's dtype
+                         (model.half() / model.bfloat16(), as bench_network_cudnn's f16/bf16 rows).
+                         Each pass copies its input in from host memory, and an inference pass its
+                         output back, as bench_network_cudnn's passes do; the time ends after
+                         torch.cuda.synchronize().
 Passes:
   inference  model.eval() under torch.no_grad()
   training   model.train(); forward, mean of the output as the loss, backward, and (--optimizer sgd,
@@ -29,7 +38,8 @@ Timing: --warmup untimed passes, then timed passes until --reps are done or --ca
 passed (at least 3); ms per batch is the median, images/s = batch / median. --time-limit bounds the
 whole run: cases left when it is spent are recorded as skipped, not run.
 
---match reads memfmt's Google Benchmark JSON (names BM_network/<model>/<dtype>/<pass>/<policy>) and
+--match reads memfmt's Google Benchmark JSON (names BM_network/<model>/<dtype>/<pass>/<policy>, and
+BM_network_cudnn/... for the CUDA runners) and
 runs the same (model, dtype, pass, batch) cases that --models, --dtypes and --passes admit: the batch
 comes from a "batch" counter, a "batch:N" name component or "batch N" in the label, else --batches;
 the resolution from a "resolution" counter or "RxR" ("FxRxR" with frames) in the label, else
@@ -60,6 +70,7 @@ import time
 
 MODELS = ["resnet50", "mobilenet_v2", "unet", "resnext50_32x4d", "vgg16_bn", "r3d_18"]
 RUNNERS = ["pytorch_nchw", "pytorch_channels_last", "onnxruntime"]
+CUDA_RUNNERS = ["pytorch_cuda_nchw", "pytorch_cuda_channels_last"]
 PASSES = ["inference", "training"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORTER = os.path.join(HERE, "..", "..", "tools", "export_onnx.py")
@@ -185,18 +196,22 @@ def torch_dtype(name):
 
 def pytorch_case(base, case, runner, a):
     dt = torch_dtype(case["dtype"])
-    m = copy.deepcopy(base).to(dt)
+    cuda = runner in CUDA_RUNNERS
+    dev = torch.device("cuda" if cuda else "cpu")
+    m = copy.deepcopy(base).to(device=dev, dtype=dt)
     x = torch.randn(*input_shape(case["model"], case["batch"], case["resolution"], case["frames"])).to(dt)
-    if runner == "pytorch_channels_last":
+    if runner.endswith("channels_last"):
         fmt = torch.channels_last_3d if x.dim() == 5 else torch.channels_last
         m = m.to(memory_format=fmt)
         x = x.contiguous(memory_format=fmt)
+    # On the GPU the input comes from host memory every pass (a no-op on the CPU).
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     if case["pass"] == "inference":
         m.eval()
 
         def step():
             with torch.no_grad():
-                m(x)
+                m(x.to(dev)).cpu()
     else:
         m.train()
         opt = torch.optim.SGD(m.parameters(), lr=1e-4) if a.optimizer == "sgd" else None
@@ -204,9 +219,10 @@ def pytorch_case(base, case, runner, a):
         def step():
             for p in m.parameters():
                 p.grad = None
-            m(x).float().mean().backward()
+            m(x.to(dev)).float().mean().backward()
             if opt is not None:
                 opt.step()
+            sync()
     return time_passes(step, a.warmup, a.reps, a.case_seconds)
 
 
@@ -249,10 +265,14 @@ def ort_case(case, a, notes):
 def matched_cases(path, a):
     """(model, dtype, pass, batch, resolution, frames) of every BM_network row of memfmt's JSON file."""
     with open(path) as f:
-        data = json.load(f)
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"bench_peers: --match {path} is not complete JSON ({e}); was the benchmark stopped "
+                             "before it finished writing?")
     cases = []
     for b in data.get("benchmarks", []):
-        if not b.get("name", "").startswith("BM_network/"):
+        if not b.get("name", "").startswith(("BM_network/", "BM_network_cudnn/")):
             continue
         c = summarize.network_case(b)
         if c is None:
@@ -312,7 +332,10 @@ def csv(kind):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=csv(str), default=list(MODELS), help="comma-separated; default all")
-    ap.add_argument("--runners", type=csv(str), default=list(RUNNERS))
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: the runners default to " + ", ".join(CUDA_RUNNERS))
+    ap.add_argument("--runners", type=csv(str), default=None,
+                    help="default: " + ", ".join(RUNNERS) + " (--device cuda: " + ", ".join(CUDA_RUNNERS) + ")")
     ap.add_argument("--passes", type=csv(str), default=list(PASSES))
     ap.add_argument("--dtypes", type=csv(str), default=["float32"],
                     help="float32 (default), bfloat16, float16 (the last two PyTorch only)")
@@ -332,10 +355,12 @@ def main():
                     help="only write the ONNX files of the float32 inference cases (for bench_network's ONNX rows)")
     ap.add_argument("--out", help="JSON file to write")
     a = ap.parse_args()
+    if a.runners is None:
+        a.runners = list(CUDA_RUNNERS if a.device == "cuda" else RUNNERS)
     if a.threads < 1 or a.resolution < 1 or a.frames < 1 or a.reps < 1 or a.warmup < 0:
         ap.error(f"--threads {a.threads}, --resolution {a.resolution}, --frames {a.frames}, --reps {a.reps} "
                  f"must be positive and --warmup {a.warmup} not negative")
-    for name, got, known in (("--models", a.models, MODELS), ("--runners", a.runners, RUNNERS),
+    for name, got, known in (("--models", a.models, MODELS), ("--runners", a.runners, RUNNERS + CUDA_RUNNERS),
                              ("--passes", a.passes, PASSES), ("--dtypes", a.dtypes, ["float32", "bfloat16", "float16"])):
         bad = [v for v in got if v not in known]
         if bad:
@@ -347,6 +372,15 @@ def main():
 
     torch.set_num_threads(a.threads)
     import torchvision
+
+    gpu = None
+    if any(r in CUDA_RUNNERS for r in a.runners):
+        if not torch.cuda.is_available():
+            print(f"bench_peers: {', '.join(r for r in a.runners if r in CUDA_RUNNERS)} need a CUDA device, and "
+                  f"torch {torch.__version__} sees none", file=sys.stderr)
+            return 3
+        torch.backends.cudnn.benchmark = True  # PyTorch's fastest cuDNN algorithms, as its users run
+        gpu = torch.cuda.get_device_name(0)
 
     if a.export_only:
         return export_only(a)
@@ -408,6 +442,7 @@ def main():
     out = {"context": {"date": datetime.datetime.now().isoformat(timespec="seconds"), "host_name": socket.gethostname(),
                        "executable": "bench_peers.py", "num_cpus": os.cpu_count(), "threads": a.threads,
                        "torch": torch.__version__, "torchvision": torchvision.__version__, "onnxruntime": ort_version,
+                       "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None,
                        "notes": notes},
            "benchmarks": rows}
     for n in notes:

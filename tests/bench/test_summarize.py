@@ -3,17 +3,18 @@
 
   test_summarize.py SOURCE_DIR
 
-Runs summarize.py on fixtures/{conv,network,peers,gpu_network,planner}.json and checks summary.json against ratios
+Runs summarize.py on fixtures/{conv,network,peers,gpu_network,gpu_peers,planner}.json and checks summary.json against ratios
 computed by hand from the fixtures' numbers: NHWC/NCHW per layer, speed against the network's
 channels-first run (old names BM_network/resnet50/f32/fwd/nchw and new ones .../inference/optimal in
 one group), memfmt / peer images/s (the ONNX import's rows against ONNX Runtime, train rows'
 ms_per_step), the calibrated plan's check against the priors' plan and all channels_last with the
 noise margin, the goal table, and that a skipped peer or memfmt row gives no ratio but a reason;
 the GPU network table (bench_network_cudnn's rows, kept out of the CPU one): images/s per policy,
-NHWC/NCHW, the training speedup per dtype and the ResNet-50 training headline, absent without GPU rows;
+NHWC/NCHW, the training speedup per dtype, the ResNet-50 training headline and PyTorch on the same GPU
+(the planned row against it; a CPU peer or a failed GPU peer gives no ratio), absent without GPU rows;
 the Planner table (bench_planner's solve + explain CPU ms and ms per 1,000 nodes, recomputed here from
 the fixture's raw times and units), absent without its rows. It also checks bench_peers.py's --match
-reading of the same network fixture. The PNG
+reading of the same network fixture and of the GPU one. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
 """
 import importlib.util
@@ -41,7 +42,7 @@ def near(a, b):
 def main():
     src = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     fixtures = os.path.join(src, "tests", "bench", "fixtures")
-    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json",
+    files = [os.path.join(fixtures, f) for f in ("conv.json", "network.json", "peers.json", "gpu_network.json", "gpu_peers.json",
                                                  "planner.json", "machine_load.json")]
     with tempfile.TemporaryDirectory() as out:
         r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out] + files,
@@ -148,7 +149,7 @@ def main():
               "FxRxR label: 8 frames, 112px")
         check(r3d["ratio_vs_pytorch_channels_last"] is None and r3d["note"] == "no peer ran frames 8",
               "a peer with 16 frames does not join an 8-frame row")
-        check(len(s["peers"]) == 11, "11 peer rows")
+        check(len(s["peers"]) == 15, "15 peer rows (11 CPU, 4 GPU)")
 
         # The machine's load: bench_convert and bench_network over 10 % of the cores used by others,
         # bench_peers over 5 % stolen; only the network and peer stages reach the goals' notes.
@@ -194,6 +195,18 @@ def main():
         check("**Headline: ResNet-50 training on the GPU, batch 32, float16**: channels-last 2000 images/s vs "
               "channels-first 800: 2.5x" in md, "headline line in summary.md")
         check(re.search(r"\| resnet50 +\| 32 +\| - +\| 2\.5 +\| - +\|", md) is not None, "speedup table row")
+        # PyTorch on the same GPU: the planned row (optimal_calibrated 1650, else optimal) over its images/s.
+        check(f32["planned_policy"] == "optimal_calibrated" and near(f32["pytorch"]["pytorch_cuda_nchw"], 1100)
+              and near(f32["ratio_vs_pytorch_cuda_nchw"], 1650 / 1100)
+              and near(f32["ratio_vs_pytorch_cuda_channels_last"], 1650 / 1320), f"GPU vs PyTorch: {f32}")
+        f16t = gpu[("resnet50", "float16", "training", 32)]
+        check(f16t["planned_policy"] == "optimal" and near(f16t["ratio_vs_pytorch_cuda_channels_last"], 2100 / 1400)
+              and f16t["ratio_vs_pytorch_cuda_nchw"] is None and "pytorch_cuda_nchw" not in f16t["pytorch"],
+              f"GPU vs PyTorch, training; a failed peer gives no ratio: {f16t}")
+        check(gpu[("mobilenet_v2", "float16", "inference", 1)]["pytorch"] == {}, "no GPU peer ran: none joined")
+        check("## GPU: memfmt vs PyTorch on the same GPU" in md
+              and re.search(r"\| resnet50 +\| float32 +\| inference +\| 32 +\| optimal_calibrated +\| 1650 +\| 1100 +\| 1320 +\| 1\.5 +\| 1\.25 +\|", md)
+              is not None, "GPU vs PyTorch table row")
 
         # The Planner table: only BM_solve_explain rows, CPU time in ms whatever the row's unit, by
         # family (default priors first) then size.
@@ -248,6 +261,11 @@ def main():
                    ("r3d_18", "float32", "inference", 2, 112, 8), ("mobilenet_v2", "float32", "inference", 8, 224, 16),
                    ("resnet50", "float32", "training", 8, 224, 16)})
     check(cases == want, f"--match cases {cases} != {want}")
+    # The GPU rows (BM_network_cudnn/...) are matched too: the cases bench_peers --device cuda runs.
+    gpu_cases = set(bench_peers.matched_cases(os.path.join(fixtures, "gpu_network.json"), Args))
+    check(("resnet50", "float16", "training", 32, 224, 16) in gpu_cases
+          and ("mobilenet_v2", "float16", "inference", 1, 224, 16) in gpu_cases and len(gpu_cases) == 6,
+          f"--match GPU cases: {sorted(gpu_cases)}")
 
     print(f"test_summarize: {'FAILED ' + str(len(failures)) if failures else 'all'} checks"
           f"{'' if failures else ' passed'}")

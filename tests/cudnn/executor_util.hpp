@@ -17,7 +17,8 @@
 
 namespace memfmt_test {
 
-// The network's "output" for the channels-first host tensor x at its "input".
+// The network's "output" for the host tensor x at its "input", each in the format the network pins
+// it to (channels-first where it pins none).
 template <class Backend>
 std::vector<float> run_executor(Backend& b, const memfmt::graph::network& net, const memfmt::graph::plan& plan,
                                 const memfmt::runtime::parameter_store& params, std::vector<float> x) {
@@ -25,9 +26,13 @@ std::vector<float> run_executor(Backend& b, const memfmt::graph::network& net, c
   memfmt::runtime::executor<Backend> ex(net, plan, b, params);
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));
+  const auto pinned = [](const memfmt::graph::node& n) {
+    const memfmt::graph::pin* p = n.binding_pin();
+    return p ? p->format : family::channels_first;
+  };
   std::vector<float> y(static_cast<std::size_t>(out.numel()), std::nanf(""));
-  ex.forward({{"input", memfmt::runtime::tensor_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()}}},
-             {{"output", memfmt::runtime::tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, y.data()}}});
+  ex.forward({{"input", memfmt::runtime::tensor_ref{memfmt::dtype::float32, in.extents, pinned(in), x.data()}}},
+             {{"output", memfmt::runtime::tensor_ref{memfmt::dtype::float32, out.extents, pinned(out), y.data()}}});
   return y;
 }
 

@@ -284,11 +284,21 @@ op_query query(op_kind op, dtype t, format_family f, int rank = 4) {
 
 TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   const auto cl = format_family::channels_last, cf = format_family::channels_first;
-  for (op_kind op : {op_kind::conv, op_kind::pool, op_kind::global_average_pool, op_kind::upsample, op_kind::linear,
-                     op_kind::concat, op_kind::channel_slice})
+  for (op_kind op : {op_kind::conv, op_kind::pool, op_kind::linear, op_kind::concat, op_kind::channel_slice})
     for (format_family f : {cl, cf})
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
         EXPECT_TRUE(cudnn::layer_support(query(op, t, f))) << to_string(op) << " " << to_string(f);
+  // Global average pooling and pooling backward: memfmt's layer kernels (cuda_layer_kernels()).
+  for (format_family f : {cl, cf}) {
+    const op_support g = cudnn::layer_support(query(op_kind::global_average_pool, dtype::float16, f));
+    EXPECT_FALSE(g);
+    EXPECT_NE(g.reason.find("cuda_layer_kernels()"), std::string::npos) << g.reason;
+    EXPECT_TRUE(cudnn::layer_support(query(op_kind::global_average_pool, dtype::float16, f), false, true));
+    op_query pb = query(op_kind::pool, dtype::float32, f);
+    pb.backward = true;
+    EXPECT_FALSE(cudnn::layer_support(pb));
+    EXPECT_TRUE(cudnn::layer_support(pb, false, true));
+  }
   for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::batch_norm, op_kind::conv_transpose}) {
     EXPECT_TRUE(cudnn::layer_support(query(op, dtype::float16, cl))) << to_string(op);
     const op_support s = cudnn::layer_support(query(op, dtype::float16, cf));
@@ -334,22 +344,20 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   EXPECT_EQ(d.code, errc::unsupported_dtype);
   EXPECT_NE(d.reason.find("float64"), std::string::npos) << d.reason;
   EXPECT_EQ(cudnn::layer_support(query(op_kind::conv, dtype::int32, cl)).code, errc::unsupported_dtype);
-  // Bilinear in 2-D, nearest in 2-D and 3-D.
-  op_query up = query(op_kind::upsample, dtype::float32, cl, 5);
-  up.resample = resample_mode::linear;
-  EXPECT_FALSE(cudnn::layer_support(up));
-  up.resample = resample_mode::nearest;
-  EXPECT_TRUE(cudnn::layer_support(up));
-  // ONNX Resize's coordinate modes are not cuDNN's.
-  up.coordinates = resample_coordinates::align_corners;
-  const op_support onnx = cudnn::layer_support(up);
-  EXPECT_FALSE(onnx);
-  EXPECT_NE(onnx.reason.find("ONNX coordinate modes"), std::string::npos) << onnx.reason;
+  // Up-sampling: no cuDNN engine, whatever the mode, with or without the layer kernels.
+  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
+    op_query up = query(op_kind::upsample, dtype::float32, cl);
+    up.resample = m;
+    const op_support u = cudnn::layer_support(up, true, true);
+    EXPECT_FALSE(u);
+    EXPECT_NE(u.reason.find("up-sampling"), std::string::npos) << u.reason;
+  }
   EXPECT_FALSE(cudnn::layer_support(query(op_kind::conv, dtype::float32, cl, 3)));
 }
 
 // The trainer asks with `backward` set: every layer whose forward runs has its backward graphs
-// (backward.hpp), so the answers are the forward's, refusals and reasons included.
+// (backward.hpp) or kernels (with the layer kernels), so the answers are the forward's, refusals
+// and reasons included.
 TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
   int asked = 0;
   for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::pool, op_kind::global_average_pool,
@@ -362,9 +370,9 @@ TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
             q.function = static_cast<activation>(variant);
             q.pool = variant % 2 ? pool_kind::average : pool_kind::max;
             q.resample = variant % 2 ? resample_mode::linear : resample_mode::nearest;
-            const op_support fwd = cudnn::layer_support(q);
+            const op_support fwd = cudnn::layer_support(q, false, true);
             q.backward = true;
-            const op_support bwd = cudnn::layer_support(q);
+            const op_support bwd = cudnn::layer_support(q, false, true);
             EXPECT_EQ(bwd.supported, fwd.supported) << to_string(op) << " " << to_string(f) << " " << to_string(t);
             EXPECT_EQ(bwd.code, fwd.code);
             EXPECT_EQ(bwd.reason, fwd.reason);
@@ -384,7 +392,7 @@ TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
 // The planner with the cuDNN backend's answers (no backend object: that needs a GPU) keeps every
 // layer with a pointwise step channels-last, as executor<cudnn::backend> requires.
 struct cudnn_answers {
-  op_support support(const op_query& q) const { return cudnn::layer_support(q); }
+  op_support support(const op_query& q) const { return cudnn::layer_support(q, false, true); }
 };
 
 TEST(CudnnSupport, PlannerKeepsPointwiseLayersChannelsLast) {
@@ -404,7 +412,7 @@ TEST(CudnnSupport, PlannerKeepsPointwiseLayersChannelsLast) {
     if (!f) continue;
     const auto q = runtime::op_query_of(n, *f);
     if (!q) continue;
-    EXPECT_TRUE(cudnn::layer_support(*q)) << n.name << " planned " << graph::to_string(*f);
+    EXPECT_TRUE(cudnn::layer_support(*q, false, true)) << n.name << " planned " << graph::to_string(*f);
     if (q->op == op_kind::activation || q->op == op_kind::binary || q->op == op_kind::batch_norm) {
       EXPECT_EQ(*f, format_family::channels_last) << n.name;
       ++checked;

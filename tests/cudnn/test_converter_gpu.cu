@@ -12,6 +12,7 @@
 #include <memfmt/backends/cudnn/backend.hpp>
 #include <memfmt/backends/cudnn/cuda_converter.cuh>
 #include <memfmt/backends/cudnn/cuda_group_norm.cuh>
+#include <memfmt/backends/cudnn/cuda_layer_kernels.cuh>
 
 #include "../common/expect_error.hpp"
 #include "group_norm_check.hpp"
@@ -21,6 +22,7 @@
 namespace memfmt_test {
 memfmt::cudnn::format_converter kernel_converter() { return memfmt::cudnn::cuda_converter(); }
 memfmt::cudnn::group_norm_kernels kernel_group_norm() { return memfmt::cudnn::cuda_group_norm(); }
+memfmt::cudnn::layer_kernel_set kernel_layer_kernels() { return memfmt::cudnn::cuda_layer_kernels(); }
 }  // namespace memfmt_test
 
 namespace {

@@ -40,7 +40,9 @@ class CudnnExecutorGpu : public ::testing::Test {
   }
 };
 
-graph::network every_layer() {
+// Every layer kind the cuDNN backend runs (up-sampling has no cuDNN engine: a transposed conv
+// restores the extents instead; UpsamplingIsRefusedBeforeAnyWork covers it).
+graph::network every_layer(bool upsample = false) {
   graph::network net;
   const auto x = net.input("input", {2, 8, 8, 8}, dtype::float32, family::channels_first);
   const auto r = net.relu("r", net.batch_norm("bn", net.conv("c1", x, graph::conv_spec(16, 3, 1, 1, 1, true))));
@@ -48,8 +50,10 @@ graph::network every_layer() {
   const auto a = net.add("res", net.conv("c2", s, graph::conv_spec(16, 1)), r);
   const auto m = net.max_pool("max", a, 2, 2);
   const auto av = net.avg_pool("avg", m, 3, 1, 1, false, false);
-  const auto u = net.upsample("up", av, 2, resample_mode::nearest);
-  const auto ub = net.upsample("up_bilinear", net.avg_pool("avg2", u, 2, 2), 2, resample_mode::linear);
+  const auto u = upsample ? net.upsample("up", av, 2, resample_mode::nearest)
+                          : net.conv_transpose("up", av, graph::conv_transpose_spec(16, 2, 2));
+  const auto ub = upsample ? net.upsample("up_bilinear", net.avg_pool("avg2", u, 2, 2), 2, resample_mode::linear)
+                           : net.conv_transpose("up_2", net.avg_pool("avg2", u, 2, 2), graph::conv_transpose_spec(16, 2, 2));
   const auto sl = net.slice("slice", net.concat("cat", {ub, r}), 8, 24);
   const auto gate = net.activation("gate", net.global_pool("squeeze", sl), activation::sigmoid);
   const auto e = net.mul("excite", sl, gate);
@@ -58,7 +62,7 @@ graph::network every_layer() {
 }
 
 void check_network(const graph::network& net) {
-  cudnn::backend gpu;
+  cudnn::backend gpu(memfmt_test::with_layer_kernels());
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu));
   memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
@@ -66,7 +70,7 @@ void check_network(const graph::network& net) {
 
 // One training step on cuDNN (with options `o`) and on the reference backend, same plan (solved
 // with the cuDNN backend's answers for training), parameters, input and output gradient.
-void check_training(const graph::network& net, const cudnn::backend_options& o = {}) {
+void check_training(const graph::network& net, const cudnn::backend_options& o = memfmt_test::with_layer_kernels()) {
   cudnn::backend gpu(o);
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu, /*training=*/true));
@@ -119,12 +123,35 @@ graph::network small_resnet18() {
 
 TEST_F(CudnnExecutorGpu, EveryLayerKindAgainstTheReference) { check_network(every_layer()); }
 
+// The backend's capability query refuses up-sampling, so building the executor fails naming the
+// layer, before any work.
+TEST_F(CudnnExecutorGpu, UpsamplingIsRefusedBeforeAnyWork) {
+  cudnn::backend gpu(memfmt_test::with_layer_kernels());
+  const graph::network net = every_layer(true);
+  graph::plan plan;
+  try {
+    graph::cost_model costs;
+    costs.set_support_query(runtime::support_query_for(gpu));
+    plan = graph::solve(net, costs);
+  } catch (const memfmt::error& e) {  // the planner may already find no family for it
+    EXPECT_NE(std::string(e.what()).find("up"), std::string::npos) << e.what();
+    return;
+  }
+  try {
+    runtime::executor<cudnn::backend> ex(net, plan, gpu, runtime::random_parameters(net, 7));
+    ADD_FAILURE() << "the executor was built with an up-sampling layer on cuDNN";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), errc::unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("up-sampling"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(CudnnExecutorGpu, ResNet18AgainstTheReference) { check_network(small_resnet18()); }
 
 // A channels-last UNet block (conv, group norm, SiLU, conv, instance norm, residual) with
 // memfmt's group norm kernels (backend_options::group_norm): the planner may keep it channels-last.
 TEST_F(CudnnExecutorGpu, GroupNormThroughTheKernelsAgainstTheReference) {
-  cudnn::backend_options o;
+  cudnn::backend_options o = memfmt_test::with_layer_kernels();
   o.converter = memfmt_test::kernel_converter();
   o.group_norm = memfmt_test::kernel_group_norm();
   cudnn::backend gpu(o);
@@ -142,7 +169,7 @@ TEST_F(CudnnExecutorGpu, GroupNormThroughTheKernelsAgainstTheReference) {
 // The plan's conversions through memfmt::cuda::convert's kernels (backend_options::converter)
 // instead of the backend's 2-D copies: same outputs.
 TEST_F(CudnnExecutorGpu, ConversionsThroughTheKernelConverterAgainstTheReference) {
-  cudnn::backend_options o;
+  cudnn::backend_options o = memfmt_test::with_layer_kernels();
   o.converter = memfmt_test::kernel_converter();
   cudnn::backend gpu(o);
   const graph::network net = every_layer();
@@ -160,7 +187,7 @@ TEST_F(CudnnExecutorGpu, TrainingStepOfResNet18AgainstTheReference) { check_trai
 // conv -> group norm -> relu trained with memfmt's group norm kernels: the kernels' dx reaches the
 // conv's gradients, their dgamma and dbeta the group norm's.
 TEST_F(CudnnExecutorGpu, TrainingStepThroughTheGroupNormKernelsAgainstTheReference) {
-  cudnn::backend_options o;
+  cudnn::backend_options o = memfmt_test::with_layer_kernels();
   o.group_norm = memfmt_test::kernel_group_norm();
   for (family f : {family::channels_first, family::channels_last}) {
     SCOPED_TRACE(to_string(f));

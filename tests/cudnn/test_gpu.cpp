@@ -250,6 +250,7 @@ struct bn_expectation {
   bn_op op;
   bool epilogue;                      // residual and/or relu
   std::vector<std::string> refusal;  // words the refusal names; empty: the call must run
+  bool may_run = false;               // the refusal depends on the shape: running is right too
 };
 
 const std::vector<bn_expectation>& bn_expectations() {
@@ -263,9 +264,12 @@ const std::vector<bn_expectation>& bn_expectations() {
       {false, false, bn_op::inference, true, runs},
       {false, false, bn_op::backward, false, runs},
       {false, false, bn_op::backward, true, runs},
-      // Channels-first: the norm itself runs; every pointwise step is refused before anything runs.
+      // Channels-first: the norm itself runs; the pointwise steps are refused before anything runs
+      // (training's fused epilogue for some shapes only).
       {false, true, bn_op::training, false, runs},
-      {false, true, bn_op::training, true, {"batch_norm_forward (residual / relu)", "channels-first"}},
+      // Training's fused residual / relu epilogue: cuDNN 9.19 on an H100 ran it for [2, 8, 5, 7] and
+      // found no engine for [3, 24, 9, 11].
+      {false, true, bn_op::training, true, {"batch_norm_forward (residual / relu)", "channels-first"}, true},
       {false, true, bn_op::inference, false, {"batch_norm_forward_inference", "channels-first"}},
       {false, true, bn_op::inference, true, {"batch_norm_forward_inference", "channels-first"}},
       {false, true, bn_op::backward, false, runs},
@@ -314,7 +318,7 @@ bool runs_as_expected(const bn_expectation& want, const std::string& what, Fn&& 
       EXPECT_NE(msg.find(word), std::string::npos) << what << ": the refusal should name '" << word << "': " << msg;
     return false;
   }
-  if (!want.refusal.empty())
+  if (!want.refusal.empty() && !want.may_run)
     ADD_FAILURE() << what << " ran, but cuDNN 9.19 on an H100 refused it (" << want.refusal.front()
                   << "): update the expectation table and the README's limitations";
   return true;

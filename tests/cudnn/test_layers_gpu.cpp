@@ -21,6 +21,8 @@
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
+#include "kernel_converter.hpp"
+
 namespace {
 
 using namespace memfmt;
@@ -30,7 +32,7 @@ class CudnnLayersGpu : public ::testing::Test {
   void SetUp() override {
     if (cudnn::device_count() == 0)
       GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none or fails): cuDNN layer GPU tests skipped";
-    be_ = std::make_unique<cudnn::backend>();
+    be_ = std::make_unique<cudnn::backend>(memfmt_test::with_layer_kernels());
   }
   std::unique_ptr<cudnn::backend> be_;
 };
@@ -71,6 +73,7 @@ void expect_close(const host_tensor<T, F>& got, const host_tensor<T, F>& want, d
   int bad = 0;
   for (std::int64_t i = 0; i < got.view().numel(); ++i) {
     const double a = static_cast<float>(g[i]), b = static_cast<float>(w[i]);
+    if (a == b || (std::isnan(a) && std::isnan(b))) continue;  // equal infinities (a quotient by 0) too
     if (!(std::fabs(a - b) <= tol * std::max(1.0, std::fabs(b))) && bad++ < 5)
       ADD_FAILURE() << "element " << i << ": " << a << ", reference " << b;
   }
@@ -159,19 +162,26 @@ TEST_F(CudnnLayersGpu, PoolingPaddingCeilAndAverageRules) {
   });
 }
 
-TEST_F(CudnnLayersGpu, NearestAndBilinearUpsampling) {
-  reference::backend ref;
-  mirrored<float, nhwc> x(*be_, {2, 8, 4, 3}, 8);
+// cuDNN 9.19 on an H100 finds no engine for an up-sampling resample graph: a clear refusal (the
+// capability query says so before any work; support.hpp).
+TEST_F(CudnnLayersGpu, UpsamplingHasNoEngine) {
+  mirrored<float, nhwc> x(*be_, {2, 8, 4, 3}, 8), dy(*be_, {2, 8, 8, 9}, 34);
   upsample_params p;
   p.output = {8, 9, 1};
   for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
     p.mode = m;
     SCOPED_TRACE(m == resample_mode::nearest ? "nearest" : "bilinear");
-    mirrored<float, nhwc> y(*be_, {2, 8, 8, 9}, 9);
-    host_tensor<float, nhwc> want({2, 8, 8, 9});
-    ref.upsample_forward(x.host.const_view(), want.view(), p);
-    be_->upsample_forward(x.dev(), y.dev_out(), p);
-    expect_close(y.fetch(), want, tolerance<float>());
+    mirrored<float, nhwc> y(*be_, {2, 8, 8, 9}, 9), dx(*be_, {2, 8, 4, 3}, 35);
+    for (int pass = 0; pass < 2; ++pass) {
+      try {
+        if (pass == 0) be_->upsample_forward(x.dev(), y.dev_out(), p);
+        else be_->upsample_backward(dy.dev(), dx.dev_out(), p);
+        ADD_FAILURE() << "an up-sampling resample ran (pass " << pass
+                      << "): cuDNN now has an engine; lift the refusal in support.hpp";
+      } catch (const memfmt::error& e) {
+        EXPECT_EQ(e.code(), errc::unsupported) << e.what();
+      }
+    }
   }
 }
 
@@ -299,28 +309,17 @@ TEST_F(CudnnLayersGpu, PoolBackwardNhwc) { pool_backwards<nhwc>(*be_); }
 TEST_F(CudnnLayersGpu, PoolBackwardNchw) { pool_backwards<nchw>(*be_); }
 
 template <class F>
-void resample_backwards(cudnn::backend& be) {
+void global_pool_backward(cudnn::backend& be) {
   SCOPED_TRACE(F::name);
   reference::backend ref;
-  upsample_params p;
-  p.output = {8, 9, 1};
-  for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
-    p.mode = m;
-    SCOPED_TRACE(m == resample_mode::nearest ? "nearest" : "bilinear");
-    mirrored<float, F> dy(be, {2, 8, 8, 9}, 34), dx(be, {2, 8, 4, 3}, 35);
-    host_tensor<float, F> want({2, 8, 4, 3});
-    ref.upsample_backward(dy.host.const_view(), want.view(), p);
-    be.upsample_backward(dy.dev(), dx.dev_out(), p);
-    expect_close(dx.fetch(), want, tolerance<float>());
-  }
   mirrored<float, F> gdy(be, {2, 8, 1, 1}, 36), gdx(be, {2, 8, 5, 3}, 37);
   host_tensor<float, F> want_g({2, 8, 5, 3});
   ref.global_average_pool_backward(gdy.host.const_view(), want_g.view());
   be.global_average_pool_backward(gdy.dev(), gdx.dev_out());
   expect_close(gdx.fetch(), want_g, tolerance<float>());
 }
-TEST_F(CudnnLayersGpu, UpsampleAndGlobalPoolBackwardNhwc) { resample_backwards<nhwc>(*be_); }
-TEST_F(CudnnLayersGpu, UpsampleAndGlobalPoolBackwardNchw) { resample_backwards<nchw>(*be_); }
+TEST_F(CudnnLayersGpu, GlobalPoolBackwardNhwc) { global_pool_backward<nhwc>(*be_); }
+TEST_F(CudnnLayersGpu, GlobalPoolBackwardNchw) { global_pool_backward<nchw>(*be_); }
 
 TEST_F(CudnnLayersGpu, LinearBackward) {
   reference::backend ref;

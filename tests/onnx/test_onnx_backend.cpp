@@ -268,7 +268,9 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, Backend& back
       n.channels_last += any_last;
       r = memfmt::onnx::run_backend_test(c, imported, [&](const memfmt::onnx::imported_model& m, const auto& feeds) {
         memfmt::runtime::executor_options eo;
-        eo.poison = true;  // a value read after its liveness ends reads NaN and fails the comparison
+        // A value read after its liveness ends reads NaN and fails the comparison (host arenas only:
+        // the executor refuses to poison a backend's device memory).
+        eo.poison = !memfmt::runtime::detail::owns_memory<Backend>::value;
         return memfmt::onnx::run_model(m, plan, backend, feeds, eo);
       });
     } catch (const memfmt::error& e) {
@@ -305,7 +307,9 @@ TEST_P(OnnxBackendRun, RunEverySupportedTest) {
   const plan_kind& p = plans[std::get<1>(GetParam())];
   std::vector<std::string> failures;
   // One line per backend; a layer a backend refuses (its capability query) counts as unsupported there.
-  const auto report = [&](const run_counts& n) {
+  // A host backend must pass some of every suite (else the runner is broken); cuDNN may refuse all
+  // of a suite (simple/ holds one model).
+  const auto report = [&](const run_counts& n, bool must_pass = true) {
     std::printf("  unsupported, most common first:");
     std::vector<std::pair<std::size_t, std::string>> reasons;
     for (const auto& [why, count] : n.unsupported_by_reason) reasons.emplace_back(count, why);
@@ -313,7 +317,9 @@ TEST_P(OnnxBackendRun, RunEverySupportedTest) {
     for (std::size_t i = 0; i < reasons.size() && i < 12; ++i)
       std::printf("%s %s x%zu", i ? "," : "", reasons[i].second.c_str(), reasons[i].first);
     std::printf("\n");
-    EXPECT_GT(n.passed, 0u);
+    if (must_pass) {
+      EXPECT_GT(n.passed, 0u);
+    }
   };
   memfmt::reference::backend reference;
   report(run_suite(suite, p, reference, failures));
@@ -326,7 +332,7 @@ TEST_P(OnnxBackendRun, RunEverySupportedTest) {
   // (scripts/gpu_check.sh does), or cuDNN may convolve with 10-bit mantissas.
   if (memfmt::cudnn::device_count() > 0) {
     memfmt::cudnn::backend cudnn;
-    report(run_suite(suite, p, cudnn, failures));
+    report(run_suite(suite, p, cudnn, failures), false);
   } else {
     std::printf("  cuDNN backend: no CUDA device, not run\n");
   }

@@ -475,18 +475,21 @@ class executor {
 
   void assign_storage() {
     slot_.assign(net_.size(), 0);
+    enters_converted_.assign(net_.size(), false);
     for (const graph::node& n : net_.nodes()) {
       const auto step = static_cast<std::int64_t>(n.id);
+      // Inputs are copied in (or converted on entry) before the first step, so their bytes (and
+      // those of their conversions) are live from step 0.
+      const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
+      const auto bytes =
+          static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), n.name.c_str()));
       if (aliases_input(n)) {
         slot_[n.id] = read_slot(n, aliased_input(n));
       } else {
         slot_[n.id] = storage_.size();
-        // Inputs are copied in (or converted on entry) before the first step, so their bytes are
-        // live from step 0; an input converted on entry keeps no bytes of its own.
-        const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
-        const auto bytes = static_cast<std::int64_t>(
-            memfmt::detail::checked_bytes(n.numel(), size_of(n.type), n.name.c_str()));
-        storage_.push_back({n.name, converted_on_entry(n) ? 0 : bytes, first, step});
+        // An input converted on entry keeps no bytes of its own.
+        enters_converted_[n.id] = converted_on_entry(n);
+        storage_.push_back({n.name, enters_converted_[n.id] ? 0 : bytes, first, step});
       }
       for (const auto& c : plan_.conversions) {
         if (c.value != n.id) continue;
@@ -495,11 +498,7 @@ class executor {
           ++report_.relabels;
         } else {
           converted_slot_[n.id] = storage_.size();
-          const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
-          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")",
-                              static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type),
-                                                                                       n.name.c_str())),
-                              first, step});
+          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")", bytes, first, step});
           ++report_.conversions;
         }
       }
@@ -582,7 +581,7 @@ class executor {
           const auto d = detail::view_of<To>(reinterpret_cast<T*>(dst), n.extents);
           if constexpr (detail::owns_memory<Backend>::value) {
             step.push_back([&b = backend_, s, d] { b.convert(s, d); });
-          } else if (converted_on_entry(n)) {
+          } else if (enters_converted_[n.id]) {
             converted_on_entry_[n.id] = [m = s.mapping(), d](const void* given) {
               memfmt::convert(tensor_view<const T, From>(static_cast<const T*>(given), m), d);
             };
@@ -877,6 +876,7 @@ class executor {
   std::byte* base_ = nullptr;                             // the arena, host or the backend's memory
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
   std::map<graph::node_id, std::function<void(const void*)>> converted_on_entry_;  // input -> its conversion
+  std::vector<bool> enters_converted_;  // per node: an input converted on entry (assign_storage decides)
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it

@@ -34,6 +34,7 @@
 #include "channel_padding.hpp"
 #include "graphs.hpp"
 #include "group_norm_hook.hpp"
+#include "layer_kernels_hook.hpp"
 #include "matmul.hpp"
 #include "plan.hpp"
 #include "pointwise.hpp"
@@ -71,6 +72,11 @@ struct backend_options {
   // Group norm (and instance norm): no cuDNN graph computes it, so it runs memfmt's own kernels,
   // set by cuda_group_norm() (cuda_group_norm.cuh, compiled by nvcc). Empty: unsupported.
   group_norm_kernels group_norm;
+  // Global average pooling (forward and backward), the sums of a broadcast operand's gradient and
+  // pooling backward through memfmt's kernels, set by cuda_layer_kernels() (cuda_layer_kernels.cuh,
+  // compiled by nvcc): cuDNN 9.19 on an H100 ran no engine for the first two and crashed in the
+  // last. Empty: cuDNN graphs, where the loaded library has an engine.
+  layer_kernel_set layer_kernels;
 };
 
 namespace detail {
@@ -377,7 +383,9 @@ class backend {
   // slices are 2-D copies of packed tensors on the stream (strided_copy.hpp).
 
   // What this backend runs (support.hpp); the executor and the planner ask before any work.
-  op_support support(const op_query& q) const { return layer_support(q, static_cast<bool>(opts_->group_norm)); }
+  op_support support(const op_query& q) const {
+    return layer_support(q, static_cast<bool>(opts_->group_norm), static_cast<bool>(opts_->layer_kernels));
+  }
 
   template <class T, class XF, class YF>
   void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
@@ -390,6 +398,12 @@ class backend {
   void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
     const pointwise_problem pr = make_binary_problem(kind, a, b, y);
     if (y.numel() == 0) return;
+    const lk::view5 av = view5_of(a), bv = view5_of(b), yv = view5_of(y);
+    if (opts_->layer_kernels && !(lk::same_extents(av, yv) && lk::same_extents(bv, yv))) {
+      // A broadcast operand: memfmt's kernel (cuDNN 9.19 on an H100 refused [N > 1, C, 1, 1] ones).
+      run_binary_kernel(kind, false, false, dtype_of_v<T>, av, bv, yv, yv, a.data(), b.data(), nullptr, y.data());
+      return;
+    }
     run_pointwise("cuDNN binary_forward", pr,
                   {{uid::x, const_cast<T*>(a.data())}, {uid::bias, const_cast<T*>(b.data())}, {uid::y, y.data()}});
   }
@@ -412,6 +426,11 @@ class backend {
   void global_average_pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y) {
     const global_pool_problem pr = make_global_average_pool_problem(x, y);
     if (y.numel() == 0) return;
+    if (opts_->layer_kernels) {
+      run_reduce(opts_->layer_kernels.reduce_sum, dtype_of_v<T>, view5_of(x), view5_of(y), x.data(), y.data(),
+                 1.0 / static_cast<double>(pr.positions), "memfmt global_average_pool kernel");
+      return;
+    }
     const auto constants = pr.constants();  // by value: read when the plan is launched
     std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}};
     for (const graph_constant& c : constants) ptrs.push_back({c.uid, const_cast<float*>(&c.value)});
@@ -475,6 +494,25 @@ class backend {
       if (db.data() && db.numel() > 0) zero_packed(db, "cuDNN binary_backward (db)");
       return;
     }
+    const lk::view5 av = view5_of(a), bv = view5_of(b), dyv = view5_of(dy);
+    if (opts_->layer_kernels && !(lk::same_extents(av, dyv) && lk::same_extents(bv, dyv))) {
+      // A broadcast operand: memfmt's kernels compute each gradient at dy's extents (into scratch,
+      // packed in dy's format, where the operand is broadcast) and sum it over the broadcast dims.
+      const lk::view5 full = view5_of(tensor_view<const T, DYF>(nullptr, layout<DYF>::packed(dy.extents())));
+      const auto grad_of = [&](bool of_b, const lk::view5& gv, T* g) {
+        if (lk::same_extents(gv, dyv)) {
+          run_binary_kernel(kind, true, of_b, dtype_of_v<T>, av, bv, dyv, gv, a.data(), b.data(), dy.data(), g);
+          return;
+        }
+        void* scratch = scratch_.ensure(static_cast<std::size_t>(dy.numel()) * sizeof(T));
+        run_binary_kernel(kind, true, of_b, dtype_of_v<T>, av, bv, dyv, full, a.data(), b.data(), dy.data(), scratch);
+        run_reduce(opts_->layer_kernels.reduce_sum, dtype_of_v<T>, full, gv, scratch, g, 1.0,
+                   "memfmt broadcast gradient sum kernel");
+      };
+      if (da.data()) grad_of(false, view5_of(da), da.data());
+      if (db.data()) grad_of(true, view5_of(db), db.data());
+      return;
+    }
     struct step {
       execution_plan* pointwise = nullptr;
       execution_plan* reduction = nullptr;
@@ -487,7 +525,7 @@ class backend {
       if (pr.pointwise)
         s.pointwise = require_pointwise_plan("cuDNN binary_backward", pr.dy, pr.key("pw"),
                                              [&] { return binary_grad_pointwise_graph(pr); });
-      if (pr.reduce)
+      if (pr.reduce && !opts_->layer_kernels)
         s.reduction = require_plan(pr.key("sum"), [&] { return binary_grad_reduction_graph(pr); });
       steps.push_back(s);
     }
@@ -504,7 +542,12 @@ class backend {
                                                                 {uid::dx, steps[i].grad}};
       if (steps[i].pointwise) execute(*steps[i].pointwise, ptrs);
       if (steps[i].reduction) execute(*steps[i].reduction, ptrs);
-      last_engine_ = (steps[i].reduction ? steps[i].reduction : steps[i].pointwise)->engine_name;
+      if (steps[i].pointwise) last_engine_ = steps[i].pointwise->engine_name;
+      if (steps[i].reduction) last_engine_ = steps[i].reduction->engine_name;
+      if (pr.reduce && !steps[i].reduction)  // the sum over the broadcast dims through memfmt's kernel
+        run_reduce(opts_->layer_kernels.reduce_sum, dtype_of_v<T>, lk::make_view5(pr.full.dims, pr.full.strides),
+                   lk::make_view5(pr.grad.dims, pr.grad.strides), full, steps[i].grad, 1.0,
+                   "memfmt broadcast gradient sum kernel");
     }
   }
 
@@ -517,6 +560,21 @@ class backend {
     if (dx.numel() == 0) return;
     if (dy.numel() == 0) {
       zero_packed(dx, "cuDNN pool_backward");
+      return;
+    }
+    if (opts_->layer_kernels) {
+      pool_backward_args a;
+      a.type = dtype_of_v<T>;
+      a.x = view5_of(x);
+      a.dy = view5_of(dy);
+      a.dx = view5_of(dx);
+      a.geometry = pool_geometry_of(a.dx, a.dy, DXF::rank - 2, p);
+      a.x_data = x.data();
+      a.dy_data = dy.data();
+      a.dx_data = dx.data();
+      a.stream = stream_;
+      opts_->layer_kernels.pool_backward(a);
+      last_engine_ = "memfmt pool_backward kernel";
       return;
     }
     run_resample_backward(pr, x.data(), dy.data(), dx.data(), sizeof(T));
@@ -533,6 +591,13 @@ class backend {
   void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
     const resample_backward_problem pr = make_global_average_pool_backward_problem(dy, dx);
     if (dx.numel() == 0) return;
+    if (opts_->layer_kernels) {
+      std::int64_t positions = 1;
+      for (int d = 2; d < DXF::rank; ++d) positions *= dx.extent(d);
+      run_reduce(opts_->layer_kernels.expand, dtype_of_v<T>, view5_of(dy), view5_of(dx), dy.data(), dx.data(),
+                 1.0 / static_cast<double>(positions), "memfmt global_average_pool_backward kernel");
+      return;
+    }
     run_resample_backward(pr, nullptr, dy.data(), dx.data(), sizeof(T));
   }
 
@@ -560,8 +625,12 @@ class backend {
       return;
     }
     execution_plan* mp = k * f > 0 ? require_plan(pr.key(), [&] { return matmul_graph(pr); }) : nullptr;
-    execution_plan* bp = dbias && k > 0 ? require_plan("linear_dbias|" + pr.key(), [&] { return linear_dbias_graph(pr); })
-                                        : nullptr;
+    // dbias through memfmt's reduce kernel where the backend has it: cuDNN 9.19 on an H100 found no
+    // engine for the reduction graph.
+    const bool dbias_kernel = dbias && k > 0 && static_cast<bool>(opts_->layer_kernels);
+    execution_plan* bp = dbias && k > 0 && !dbias_kernel
+                             ? require_plan("linear_dbias|" + pr.key(), [&] { return linear_dbias_graph(pr); })
+                             : nullptr;
     const std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())},
                                                               {uid::dy, const_cast<T*>(dy.data())},
                                                               {uid::w, dw},
@@ -571,6 +640,14 @@ class backend {
       last_engine_ = mp->engine_name;
     }
     if (bp) execute(*bp, ptrs);
+    if (dbias_kernel) {
+      lk::view5 bias_view;  // [1, K]: the sum of dy over the samples
+      bias_view.ext[1] = static_cast<std::int64_t>(k);
+      bias_view.str[1] = 1;
+      run_reduce(opts_->layer_kernels.reduce_sum, dtype_of_v<T>, view5_of(dy), bias_view, dy.data(), dbias, 1.0,
+                 "memfmt linear dbias kernel");
+      if (mp) last_engine_ = mp->engine_name;
+    }
   }
 
   template <class T, class DYF, class DXF>
@@ -759,6 +836,43 @@ class backend {
 
   // RESAMPLE_BWD of `pr`; for max pooling first the forward from x into scratch (y). Both plans are
   // found before anything runs.
+  // memfmt's binary kernel (layer_kernels_hook.hpp) on the backend's stream.
+  void run_binary_kernel(binary_op op, bool grad, bool of_b, dtype type, const lk::view5& av, const lk::view5& bv,
+                         const lk::view5& dyv, const lk::view5& outv, const void* a, const void* b, const void* dy,
+                         void* out) {
+    binary_args k;
+    k.type = type;
+    k.op = op;
+    k.grad = grad;
+    k.of_b = of_b;
+    k.a = av;
+    k.b = bv;
+    k.dy = dyv;
+    k.out = outv;
+    k.a_data = a;
+    k.b_data = b;
+    k.dy_data = dy;
+    k.out_data = out;
+    k.stream = stream_;
+    opts_->layer_kernels.binary(k);
+    last_engine_ = grad ? "memfmt binary gradient kernel" : "memfmt binary kernel";
+  }
+
+  // One of memfmt's reduce / expand kernels (layer_kernels_hook.hpp) on the backend's stream.
+  void run_reduce(const std::function<void(const reduce_args&)>& kernel, dtype type, const lk::view5& src,
+                  const lk::view5& dst, const void* src_data, void* dst_data, double scale, const char* engine) {
+    reduce_args a;
+    a.type = type;
+    a.src = src;
+    a.dst = dst;
+    a.src_data = src_data;
+    a.dst_data = dst_data;
+    a.scale = scale;
+    a.stream = stream_;
+    kernel(a);
+    last_engine_ = engine;
+  }
+
   void run_resample_backward(const resample_backward_problem& pr, const void* x, const void* dy, void* dx,
                              std::size_t element_bytes) {
     execution_plan* fp = pr.forward ? require_plan(pr.forward->key(), [&] { return resample_graph(*pr.forward); })

@@ -167,13 +167,14 @@ inline unsigned gn_grid(std::int64_t blocks, const char* kernel) {
   return static_cast<unsigned>(blocks);
 }
 
-inline void gn_check_launch(const char* what) {
+// A launch's error, named by who launched what (memfmt::error backend_failure).
+inline void check_kernel_launch(const char* who, const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    memfmt::detail::fail(errc::backend_failure, std::string("cudnn::cuda_group_norm: ") + what +
-                                                    " launch failed: " + cudaGetErrorName(e) + ": " +
-                                                    cudaGetErrorString(e));
+    memfmt::detail::fail(errc::backend_failure, std::string(who) + ": " + what + " launch failed: " +
+                                                    cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
+inline void gn_check_launch(const char* what) { check_kernel_launch("cudnn::cuda_group_norm", what); }
 
 template <class T>
 void gn_forward(const group_norm_forward_args& a) {

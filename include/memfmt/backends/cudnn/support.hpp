@@ -12,7 +12,11 @@
 // forwards' limits, so they get the forwards' answers, except padding: it trains in constant mode
 // only (reflect / replicate backward needs sums). Group norm has no cuDNN graph: it runs memfmt's
 // own kernels (cuda_group_norm.cuh; float32, float64, float16, bfloat16, both formats), so it is
-// supported exactly when the backend was given them (group_norm_kernels).
+// supported exactly when the backend was given them (group_norm_kernels). Likewise global average
+// pooling and pooling backward run memfmt's layer kernels (cuda_layer_kernels.cuh): cuDNN 9.19 on
+// an H100 found no engine for the reduction graph and crashed in the resample backward graph, so
+// both need the kernels (layer_kernels). Up-sampling is refused: cuDNN 9.19 on an H100 found no
+// engine for an up-sampling resample graph, nearest or bilinear.
 #pragma once
 
 #include <string>
@@ -23,7 +27,7 @@
 
 namespace memfmt::cudnn {
 
-inline op_support layer_support(const op_query& q, bool group_norm_kernels = false) {
+inline op_support layer_support(const op_query& q, bool group_norm_kernels = false, bool layer_kernels = false) {
   const std::string op = std::string(to_string(q.op)) + " on the cuDNN backend";
   if (q.rank != 4 && q.rank != 5)
     return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
@@ -33,6 +37,20 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
                           op + ": no cuDNN graph for this layer; memfmt's kernels run it when "
                                "backend_options::group_norm = cudnn::cuda_group_norm() is set (cuda_group_norm.cuh, "
                                "from a .cu file)");
+  const char* const needs_layer_kernels =
+      "; memfmt's kernels run it when backend_options::layer_kernels = cudnn::cuda_layer_kernels() is set "
+      "(cuda_layer_kernels.cuh, from a .cu file)";
+  if (q.op == op_kind::global_average_pool && !layer_kernels)
+    return op_support::no(errc::unsupported,
+                          op + ": cuDNN 9.19 on an H100 found no engine for its reduction graph" + needs_layer_kernels);
+  if (q.op == op_kind::pool && q.backward && !layer_kernels)
+    return op_support::no(errc::unsupported,
+                          op + " (backward): cuDNN 9.19 on an H100 crashed in the resample backward graph" +
+                              needs_layer_kernels);
+  if (q.op == op_kind::upsample)
+    return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
+                                                  "resample graph (nearest or bilinear); the reference and oneDNN "
+                                                  "backends run it");
   const bool takes_double = q.op == op_kind::conv || q.op == op_kind::conv_transpose ||
                           q.op == op_kind::batch_norm || q.op == op_kind::group_norm;
   const bool typed = q.type == dtype::float32 || q.type == dtype::float16 || q.type == dtype::bfloat16 ||
@@ -58,12 +76,6 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
       if (q.type == dtype::bfloat16)
         return op_support::no(errc::unsupported_dtype,
                               op + ": element type bfloat16 (cuDNN's legacy softmax is run for float32, float16)");
-      break;
-    case op_kind::upsample:
-      if (q.resample == resample_mode::linear && q.rank != 4)
-        return op_support::no(errc::unsupported, op + ": cuDNN resamples bilinearly in 2-D only (no trilinear mode)");
-      if (q.coordinates != resample_coordinates::pytorch)
-        return op_support::no(errc::unsupported, op + ": ONNX coordinate modes (cuDNN resamples with PyTorch's only)");
       break;
     default: break;
   }
