@@ -525,7 +525,7 @@ class backend {
       if (pr.pointwise)
         s.pointwise = require_pointwise_plan("cuDNN binary_backward", pr.dy, pr.key("pw"),
                                              [&] { return binary_grad_pointwise_graph(pr); });
-      if (pr.reduce && !opts_->layer_kernels)
+      if (pr.reduce)
         s.reduction = require_plan(pr.key("sum"), [&] { return binary_grad_reduction_graph(pr); });
       steps.push_back(s);
     }
@@ -542,12 +542,7 @@ class backend {
                                                                 {uid::dx, steps[i].grad}};
       if (steps[i].pointwise) execute(*steps[i].pointwise, ptrs);
       if (steps[i].reduction) execute(*steps[i].reduction, ptrs);
-      if (steps[i].pointwise) last_engine_ = steps[i].pointwise->engine_name;
-      if (steps[i].reduction) last_engine_ = steps[i].reduction->engine_name;
-      if (pr.reduce && !steps[i].reduction)  // the sum over the broadcast dims through memfmt's kernel
-        run_reduce(opts_->layer_kernels.reduce_sum, dtype_of_v<T>, lk::make_view5(pr.full.dims, pr.full.strides),
-                   lk::make_view5(pr.grad.dims, pr.grad.strides), full, steps[i].grad, 1.0,
-                   "memfmt broadcast gradient sum kernel");
+      last_engine_ = (steps[i].reduction ? steps[i].reduction : steps[i].pointwise)->engine_name;
     }
   }
 
