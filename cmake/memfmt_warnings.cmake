@@ -22,8 +22,30 @@ if(MEMFMT_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
 endif()
+# MEMFMT_TEST_SET=unsanitized builds and registers only the tests that a sanitizer build leaves
+# out (labels dnnl, cuda and large; scripts/test.sh runs every other test under the sanitizers, so
+# the CPU tests are compiled once). The others stay defined, out of `all` and out of ctest.
+set(MEMFMT_TEST_SET all CACHE STRING "Tests to build: all, or unsanitized (only those labelled dnnl, cuda or large)")
+set_property(CACHE MEMFMT_TEST_SET PROPERTY STRINGS all unsanitized)
+if(NOT MEMFMT_TEST_SET MATCHES "^(all|unsanitized)$")
+  message(FATAL_ERROR "memfmt: MEMFMT_TEST_SET is '${MEMFMT_TEST_SET}'; expected all or unsanitized")
+endif()
 function(memfmt_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS;PROPERTIES" ${ARGN})
+  set(wanted TRUE)
+  if(MEMFMT_TEST_SET STREQUAL "unsanitized")
+    set(wanted FALSE)
+    foreach(label IN ITEMS dnnl cuda large)
+      if(label IN_LIST T_LABELS)
+        set(wanted TRUE)
+      endif()
+    endforeach()
+  endif()
+  if(NOT wanted)
+    add_executable(${name} EXCLUDE_FROM_ALL ${T_SOURCES})  # later target_* calls still apply
+    target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
+    return()
+  endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
   gtest_discover_tests(${name} TEST_PREFIX "${name}." EXTRA_ARGS --gtest_brief=1 DISCOVERY_MODE PRE_TEST
@@ -43,4 +65,44 @@ function(memfmt_add_test name)
   set(file "${CMAKE_CURRENT_BINARY_DIR}/${name}_properties.cmake")
   file(WRITE "${file}" "if(${name}_TESTS)\n${script}endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
+endfunction()
+
+# memfmt_self_contained_headers(target HEADERS memfmt/a.hpp ... [LIBS x y] [OPTIONS -f...])
+# Every public header compiles on its own: an object library with one translation unit per header,
+# which includes it twice (so a broken include guard fails too). Headers are named as users include
+# them; LIBS bring the headers of the component's dependencies.
+function(memfmt_self_contained_headers target)
+  cmake_parse_arguments(S "" "" "HEADERS;LIBS;OPTIONS" ${ARGN})
+  set(sources "")
+  foreach(h IN LISTS S_HEADERS)
+    string(MAKE_C_IDENTIFIER "${h}" id)
+    set(f "${CMAKE_CURRENT_BINARY_DIR}/${target}/${id}.cpp")
+    file(CONFIGURE OUTPUT "${f}" CONTENT "#include <${h}>\n#include <${h}>  // and include guards work\n")
+    list(APPEND sources "${f}")
+  endforeach()
+  add_library(${target} OBJECT ${sources})
+  target_link_libraries(${target} PRIVATE memfmt::memfmt memfmt_project_flags ${S_LIBS})
+  target_compile_options(${target} PRIVATE ${S_OPTIONS})
+endfunction()
+
+# memfmt_public_headers(out_var GLOB...): the headers under include/ matching the globs, named as
+# users include them (memfmt/...).
+function(memfmt_public_headers out)
+  set(globs "")
+  foreach(g IN LISTS ARGN)
+    list(APPEND globs "${PROJECT_SOURCE_DIR}/include/${g}")
+  endforeach()
+  file(GLOB_RECURSE found RELATIVE "${PROJECT_SOURCE_DIR}/include" CONFIGURE_DEPENDS ${globs})
+  list(SORT found)
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+# memfmt_use_instances(target backend...): the target takes the executor and trainer of each named
+# backend (reference, onednn, cudnn) from tests/common/instances where that backend is built.
+function(memfmt_use_instances target)
+  foreach(backend IN LISTS ARGN)
+    if(TARGET memfmt_instances_${backend})
+      target_link_libraries(${target} PRIVATE memfmt_instances_${backend})
+    endif()
+  endforeach()
 endfunction()

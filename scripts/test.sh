@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the regular build (with the CUDA/cuDNN/oneDNN parts that are
-# found), the oneDNN tests again as on an AVX2-only CPU, the CPU tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then the conversion tests built for AVX-512, AVX2 and baseline x86-64
-# (the kernels' other paths). Each ctest run ends with the tests that did not run and why.
+# found, and their tests), the oneDNN tests again as on an AVX2-only CPU, the CPU tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, then the conversion tests built for AVX-512, AVX2
+# and baseline x86-64 (the kernels' other paths). Each ctest run ends with the tests that did not
+# run and why. With --no-sanitize, the regular build compiles and runs the CPU tests instead.
 #   scripts/test.sh [--no-sanitize]
 # Environment: MEMFMT_BUILD_DIR (default build), MEMFMT_ASAN_BUILD_DIR (default build-asan).
 set -euo pipefail
@@ -24,9 +25,14 @@ jobs=$(memfmt_jobs)
 build=${MEMFMT_BUILD_DIR:-build}
 asan=${MEMFMT_ASAN_BUILD_DIR:-build-asan}
 
-stage "build ($build)"
+# With the sanitizer stage below, the regular build compiles only the tests it cannot run (those
+# of oneDNN and CUDA/cuDNN, which it leaves out, and the >2^31-element one, too slow there): each
+# CPU test is compiled once, instrumented (MEMFMT_TEST_SET in cmake/memfmt_warnings.cmake).
+test_set=all
+if [ "$sanitize" = 1 ]; then test_set=unsanitized; fi
+stage "build ($build, tests: $test_set)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=ON \
-      -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON
+      -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON -DMEMFMT_TEST_SET="$test_set"
 cmake --build "$build" -j "$jobs"
 # The tests a ctest run in build dir $1 skipped, each with the reason its output gave (a GTEST_SKIP
 # message, or the last line a skipping script printed).
@@ -71,7 +77,7 @@ if [ "$sanitize" = 1 ]; then
   # -O1 with line tables only (file:line in the sanitizers' reports, no variable info): compiling
   # the heaviest test at -O2 -g under the sanitizers takes twice as long (test_executor.cpp).
   cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-        -DMEMFMT_SANITIZE=ON -DMEMFMT_BUILD_TESTS=ON \
+        -DMEMFMT_SANITIZE=ON -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_TEST_SET=all \
         -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=ON -DMEMFMT_ENABLE_DNNL=OFF
   cmake --build "$asan" -j "$jobs"
   # The >2^31-element test ran in the regular build; under ASan it would only repeat it slowly.

@@ -529,8 +529,10 @@ class executor {
     steps_.resize(net_.size());
   }
 
-  // `bytes` of the backend's memory, given back with this executor.
-  void* backend_memory(std::size_t bytes) { return detail::backend_allocate(backend_, owned_, bytes); }
+  // `bytes` of the backend's memory, given back with this executor (backends with owns_memory only:
+  // a template, so that an explicit instantiation for a host backend leaves it out).
+  template <class B = Backend>
+  void* backend_memory(std::size_t bytes) { return detail::backend_allocate<B>(backend_, owned_, bytes); }
   void copy_in(void* dst, const void* src, std::size_t bytes) { detail::copy_in(backend_, dst, src, bytes); }
   void copy_out(void* dst, const void* src, std::size_t bytes) { detail::copy_out(backend_, dst, src, bytes); }
 

@@ -1,2 +1,0 @@
-// zmm_transpose.hpp compiles on its own (first include of its translation unit).
-#include "memfmt/convert/detail/zmm_transpose.hpp"
