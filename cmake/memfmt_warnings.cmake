@@ -41,13 +41,16 @@ function(memfmt_add_test name)
       endif()
     endforeach()
   endif()
+  # A test left out stays defined (later target_* calls still apply), out of `all` and of ctest.
+  set(exclude "")
   if(NOT wanted)
-    add_executable(${name} EXCLUDE_FROM_ALL ${T_SOURCES})  # later target_* calls still apply
-    target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
+    set(exclude EXCLUDE_FROM_ALL)
+  endif()
+  add_executable(${name} ${exclude} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
+  if(NOT wanted)
     return()
   endif()
-  add_executable(${name} ${T_SOURCES})
-  target_link_libraries(${name} PRIVATE memfmt::memfmt memfmt_project_flags GTest::gtest GTest::gtest_main ${T_LIBS})
   gtest_discover_tests(${name} TEST_PREFIX "${name}." EXTRA_ARGS --gtest_brief=1 DISCOVERY_MODE PRE_TEST
                        DISCOVERY_TIMEOUT 60 TEST_LIST ${name}_TESTS)
   # Properties are set by a script ctest reads after the discovered tests: gtest_discover_tests'
