@@ -99,13 +99,3 @@ function(memfmt_public_headers out)
   list(SORT found)
   set(${out} ${found} PARENT_SCOPE)
 endfunction()
-
-# memfmt_use_instances(target backend...): the target takes the executor and trainer of each named
-# backend (reference, onednn, cudnn) from tests/common/instances where that backend is built.
-function(memfmt_use_instances target)
-  foreach(backend IN LISTS ARGN)
-    if(TARGET memfmt_instances_${backend})
-      target_link_libraries(${target} PRIVATE memfmt_instances_${backend})
-    endif()
-  endforeach()
-endfunction()

@@ -266,23 +266,9 @@ tensor_view<const T, F> backend_weight(Backend& b, std::vector<std::shared_ptr<v
 template <class Backend>
 class executor {
  public:
+  // Checks everything and binds every step (defined below the class, not inline: see there).
   executor(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
-           executor_options options = {})
-      : net_(net), plan_(plan), backend_(backend), options_(options) {
-    if (plan.nodes.size() != net.size())
-      memfmt::detail::fail(errc::shape_mismatch, "executor: the plan has " + std::to_string(plan.nodes.size()) +
-                                                     " nodes, the network " + std::to_string(net.size()));
-    if (detail::owns_memory<Backend>::value && options.poison)
-      memfmt::detail::fail(errc::invalid_argument, std::string("executor (") + Backend::name +
-                                                       " backend): poison mode writes NaN through host pointers, "
-                                                       "and this backend keeps the arena in its own memory");
-    for (const graph::node& n : net.nodes()) check_supported(n);
-    check_parameters(net, params);
-    find_fusions();
-    assign_storage();
-    plan_arena();
-    for (const graph::node& n : net.nodes()) bind(n, params);
-  }
+           executor_options options = {});
 
   // The backend's copies of this executor's weights die with them: another executor's weights may
   // later sit at the same addresses.
@@ -887,5 +873,27 @@ class executor {
   std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
   std::map<graph::node_id, graph::node_id> chain_input_;  // fused add -> the chain value it shares the bytes of
 };
+
+// Out of the class body, so not implicitly inline: where `extern template class executor<B>;` is
+// declared, a translation unit that builds an executor calls the explicit instantiation and does not
+// instantiate the binding of every layer kind and dtype again.
+template <class Backend>
+executor<Backend>::executor(const graph::network& net, const graph::plan& plan, Backend& backend,
+                            const parameter_store& params, executor_options options)
+    : net_(net), plan_(plan), backend_(backend), options_(options) {
+  if (plan.nodes.size() != net.size())
+    memfmt::detail::fail(errc::shape_mismatch, "executor: the plan has " + std::to_string(plan.nodes.size()) +
+                                                   " nodes, the network " + std::to_string(net.size()));
+  if (detail::owns_memory<Backend>::value && options.poison)
+    memfmt::detail::fail(errc::invalid_argument, std::string("executor (") + Backend::name +
+                                                     " backend): poison mode writes NaN through host pointers, "
+                                                     "and this backend keeps the arena in its own memory");
+  for (const graph::node& n : net.nodes()) check_supported(n);
+  check_parameters(net, params);
+  find_fusions();
+  assign_storage();
+  plan_arena();
+  for (const graph::node& n : net.nodes()) bind(n, params);
+}
 
 }  // namespace memfmt::runtime

@@ -64,21 +64,10 @@ struct trainer_options {
 template <class Backend>
 class trainer {
  public:
+  // Checks everything and binds the forward and backward steps (defined below the class, not
+  // inline: see there).
   trainer(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
-          trainer_options options = {})
-      : net_(net), plan_(plan), backend_(backend), options_(options) {
-    if (plan.nodes.size() != net.size())
-      memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
-                                                     " nodes, the network " + std::to_string(net.size()));
-    for (const graph::node& n : net.nodes()) check_supported(n);
-    find_fusions();
-    check_parameters(net, params);
-    steps_.resize(2 * net.size());
-    slot_.assign(net.size(), 0);
-    for (const graph::node& n : net.nodes()) bind_forward(n, params);
-    for (std::size_t i = net.size(); i-- > 0;) bind_backward(net.at(i));
-    plan_arena();
-  }
+          trainer_options options = {});
 
   // The backend's copies of this trainer's weights die with them: another trainer's or executor's
   // weights may later sit at the same addresses.
@@ -853,5 +842,25 @@ class trainer {
   std::int64_t batches_ = 0;
   std::vector<const void*> output_grads_;
 };
+
+// Out of the class body, so not implicitly inline: where `extern template class trainer<B>;` is
+// declared, a translation unit that builds a trainer calls the explicit instantiation and does not
+// instantiate the binding of every layer's forward and backward again.
+template <class Backend>
+trainer<Backend>::trainer(const graph::network& net, const graph::plan& plan, Backend& backend,
+                          const parameter_store& params, trainer_options options)
+    : net_(net), plan_(plan), backend_(backend), options_(options) {
+  if (plan.nodes.size() != net.size())
+    memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
+                                                   " nodes, the network " + std::to_string(net.size()));
+  for (const graph::node& n : net.nodes()) check_supported(n);
+  find_fusions();
+  check_parameters(net, params);
+  steps_.resize(2 * net.size());
+  slot_.assign(net.size(), 0);
+  for (const graph::node& n : net.nodes()) bind_forward(n, params);
+  for (std::size_t i = net.size(); i-- > 0;) bind_backward(net.at(i));
+  plan_arena();
+}
 
 }  // namespace memfmt::runtime
