@@ -2,8 +2,10 @@
 // reference (tensor_view::operator(), i.e. the core layout math), plus round trips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -21,45 +23,59 @@ struct case_options {
   std::int64_t src_pad = 0, src_offset = 0, dst_pad = 0, dst_offset = 0;
 };
 
-// Converts src into dst, a view into buffer[0, size) whose elements already hold a pattern, and
-// checks every element of the buffer: the converted ones against the index-by-index reference
-// (tensor_view::operator(), i.e. the core layout math), the others (padding, between rows)
-// unchanged.
-template <class T, class From, class To>
-void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, T* buffer, std::int64_t size,
-                const convert_options& opt) {
-  std::vector<T> expected(buffer, buffer + size);
-  const tensor_view<T, To> expected_view(expected.data() + (dst.data() - buffer), dst.mapping());
-  convert_test::for_each_index(dst.extents(), [&](const auto& i) { expected_view(i) = src(i); });
-  convert(src, dst, opt);
+// The index of the first element of `got` whose bits differ from `want`'s, and how many differ.
+template <class T>
+std::pair<std::int64_t, std::int64_t> first_difference(const T* got, const T* want, std::int64_t size) {
+  if (size == 0 || std::memcmp(got, want, static_cast<std::size_t>(size) * sizeof(T)) == 0) return {-1, 0};
   std::int64_t bad = 0, first = -1;
   for (std::int64_t k = 0; k < size; ++k)
-    if (!convert_test::same_bits(buffer[k], expected[static_cast<std::size_t>(k)]) && bad++ == 0) first = k;
-  ASSERT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
+    if (!convert_test::same_bits(got[k], want[k]) && bad++ == 0) first = k;
+  return {first, bad};
+}
+
+// Converts src into dst, a view into buffer[0, size) whose elements already hold a pattern, once
+// per option, and checks every element of the buffer: the converted ones against the
+// index-by-index reference (tensor_view::operator(), i.e. the core layout math), the others
+// (padding, between rows) unchanged. The reference is computed once for all the options, and the
+// buffer holds its pattern again before each conversion.
+template <class T, class From, class To>
+void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, T* buffer, std::int64_t size,
+                const std::vector<convert_options>& opts) {
+  const std::vector<T> before(buffer, buffer + size);
+  std::vector<T> expected = before;
+  const tensor_view<T, To> expected_view(expected.data() + (dst.data() - buffer), dst.mapping());
+  convert_test::for_each_index(dst.extents(), [&](const auto& i) { expected_view(i) = src(i); });
+  for (const convert_options& opt : opts) {
+    std::copy(before.begin(), before.end(), buffer);
+    convert(src, dst, opt);
+    const auto [first, bad] = first_difference(buffer, expected.data(), size);
+    ASSERT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
                     << detail::dims_to_string(dst.extents()) << " src strides "
                     << detail::dims_to_string(src.mapping().strides()) << " dst strides "
                     << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
                     << " streaming " << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage " << to_string(opt.stage)
                     << " first wrong buffer index " << first;
+  }
 }
 // The same into the whole of a tensor's buffer, filled with a pattern first.
 template <class T, class From, class To, class BufferFormat>
 void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, host_tensor<T, BufferFormat>& buffer,
-                const convert_options& opt) {
+                const std::vector<convert_options>& opts) {
   for (std::int64_t k = 0; k < buffer.numel(); ++k)
     buffer.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 6);
-  check_into(src, dst, buffer.data(), buffer.numel(), opt);
+  check_into(src, dst, buffer.data(), buffer.numel(), opts);
 }
 
 // Converts a patterned From tensor into To (padded views, offset into their buffers) and checks
 // every element of the destination buffer, and that the source is unchanged.
 template <class T, class From, class To>
-void check_convert(const std::array<std::int64_t, From::rank>& e, const case_options& c, const convert_options& opt) {
+void check_convert(const std::array<std::int64_t, From::rank>& e, const case_options& c,
+                   const std::vector<convert_options>& opts) {
   padded_tensor<T, From> src(e, c.src_pad, c.src_offset);
   padded_tensor<T, To> dst(e, c.dst_pad, c.dst_offset);
   convert_test::fill(src.view, 7);
   const std::vector<T> src_before = src.buffer;
-  check_into(src.view, dst.view, dst.buffer.data(), static_cast<std::int64_t>(dst.buffer.size()), opt);
+  check_into(src.view, dst.view, dst.buffer.data(), static_cast<std::int64_t>(dst.buffer.size()), opts);
   for (std::size_t k = 0; k < src_before.size(); ++k)
     ASSERT_TRUE(convert_test::same_bits(src.buffer[k], src_before[k])) << "source modified at " << k;
 }
@@ -85,16 +101,15 @@ const std::vector<case_options>& layouts() {
 
 template <class T, class From, class To>
 void check_all_4d_or_5d() {
+  std::vector<convert_options> opts;
   for (int threads : {1, 2})
-    for (bool streaming : {true, false}) {
-      const convert_options opt{threads, streaming};
-      if constexpr (From::rank == 4)
-        for (const auto& e : shapes_4d())
-          for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opt);
-      else
-        for (const auto& e : shapes_5d())
-          for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opt);
-    }
+    for (bool streaming : {true, false}) opts.push_back({threads, streaming});
+  if constexpr (From::rank == 4)
+    for (const auto& e : shapes_4d())
+      for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opts);
+  else
+    for (const auto& e : shapes_5d())
+      for (const auto& c : layouts()) check_convert<T, From, To>(e, c, opts);
 }
 
 template <class T>
@@ -133,14 +148,13 @@ TYPED_TEST(ConvertTyped, RoundTripIsIdentity) {
 template <class T>
 void check_large() {
   const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96}, {1, 3, 700, 701}, {2, 1000, 7, 7}};
+  const std::vector<convert_options> opts = {{1, true}, {2, true}};
   for (const auto& e : shapes)
-    for (int threads : {1, 2})
-      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{1, 2, 3, 4}}) {
-        const convert_options opt{threads, true};
-        check_convert<T, nchw, nhwc>(e, c, opt);
-        check_convert<T, nhwc, nchw>(e, c, opt);
-        check_convert<T, nchw, nchw>(e, c, opt);
-      }
+    for (const auto& c : {case_options{0, 0, 0, 0}, case_options{1, 2, 3, 4}}) {
+      check_convert<T, nchw, nhwc>(e, c, opts);
+      check_convert<T, nhwc, nchw>(e, c, opts);
+      check_convert<T, nchw, nchw>(e, c, opts);
+    }
 }
 TEST(ConvertLargeStreaming, Float) { check_large<float>(); }
 TEST(ConvertLargeStreaming, Bfloat16) { check_large<bfloat16>(); }
@@ -152,23 +166,23 @@ TEST(ConvertLargeStreaming, Int8) { check_large<std::int8_t>(); }
 // scalar edges. Every element is checked against the index-by-index view reference; the
 // destination starts as a different pattern, so an element never written is caught.
 template <class T, class From, class To>
-void check_aligned(const std::array<std::int64_t, 4>& e, const convert_options& opt) {
+void check_aligned(const std::array<std::int64_t, 4>& e, const std::vector<convert_options>& opts) {
   host_tensor<T, From> a(e);
-  host_tensor<T, To> b(e);
+  host_tensor<T, To> expected(e);
   for (std::int64_t k = 0; k < a.numel(); ++k) a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 11);
-  for (std::int64_t k = 0; k < b.numel(); ++k) b.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 12);
-  convert(a.view(), b.view(), opt);
   const auto av = a.view();
-  const auto bv = b.view();
-  std::int64_t bad = 0;
-  std::array<std::int64_t, 4> first{};
-  convert_test::for_each_index(e, [&](const auto& i) {
-    if (!convert_test::same_bits(bv(i), av(i)) && bad++ == 0) first = {i[0], i[1], i[2], i[3]};
-  });
-  EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
-                    << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
-                    << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage " << to_string(opt.stage) << " first wrong index "
-                    << detail::dims_to_string(first);
+  const auto ev = expected.view();
+  convert_test::for_each_index(e, [&](const auto& i) { ev(i) = av(i); });
+  host_tensor<T, To> b(e);
+  for (const convert_options& opt : opts) {
+    for (std::int64_t k = 0; k < b.numel(); ++k) b.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 12);
+    convert(a.view(), b.view(), opt);
+    const auto [first, bad] = first_difference(b.data(), expected.data(), b.numel());
+    EXPECT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
+                      << detail::dims_to_string(e) << " threads " << opt.num_threads << " streaming "
+                      << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage "
+                      << to_string(opt.stage) << " first wrong element (in memory order) " << first;
+  }
 }
 // To NHWC, H*W = 49 and 50 leave one and two destination rows past the last whole tile (gathered),
 // 83 x 85 and 97 x 99 three or more for 1- to 4-byte elements (an overlapping tile).
@@ -190,13 +204,13 @@ void check_aligned_large() {
                                                 {2, 3, 512, 704}, {5, 4, 7, 9836}, {3, 256, 14, 14},
                                                 {2, 256, 7, 14}, {457, 1024, 3, 3}, {165, 1024, 5, 5},
                                                 {61, 1216, 5, 7}};
-  for (const auto& e : shapes)
-    for (int threads : {1, 2})
-      for (bool streaming : {true, false}) {
-        const convert_options opt{threads, streaming};
-        check_aligned<T, nchw, nhwc>(e, opt);
-        check_aligned<T, nhwc, nchw>(e, opt);
-      }
+  std::vector<convert_options> opts;
+  for (int threads : {1, 2})
+    for (bool streaming : {true, false}) opts.push_back({threads, streaming});
+  for (const auto& e : shapes) {
+    check_aligned<T, nchw, nhwc>(e, opts);
+    check_aligned<T, nhwc, nchw>(e, opts);
+  }
 }
 // NHWC->NCHW with destination rows that are not whole lines (H*W = 49, 25, 81, 196, 289) past the
 // streaming threshold goes through pipelined panels of up to four source lines of channels (two for
@@ -221,6 +235,13 @@ constexpr std::pair<far_prefetch, stage_stream> every_tuning[] = {{far_prefetch:
                                                                   {far_prefetch::l1, stage_stream::slices},
                                                                   {far_prefetch::l2, stage_stream::burst},
                                                                   {far_prefetch::l2, stage_stream::slices}};
+// Streaming options of every tuning, each with either thread count.
+std::vector<convert_options> every_tuning_with(int threads_a, int threads_b) {
+  std::vector<convert_options> opts;
+  for (int threads : {threads_a, threads_b})
+    for (const auto& [prefetch, stage] : every_tuning) opts.push_back({threads, true, prefetch, stage});
+  return opts;
+}
 
 template <class T>
 void check_short_rows() {
@@ -231,22 +252,14 @@ void check_short_rows() {
     const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
     const std::array<std::int64_t, 4> e = {n | 1, pl[0], pl[1], pl[2]};
-    for (int threads : {1, 2})
-      for (const auto& [prefetch, stage] : every_tuning) {
-        const convert_options opt{threads, true, prefetch, stage};
-        check_aligned<T, nhwc, nchw>(e, opt);
-        check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
-      }
+    check_aligned<T, nhwc, nchw>(e, every_tuning_with(1, 2));
+    check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, every_tuning_with(1, 2));
   }
   for (const std::int64_t n : {1, 3}) {
     const std::int64_t c = (std::int64_t{4} << 20) / (n * 81 * static_cast<std::int64_t>(sizeof(T))) + 37;
     const std::array<std::int64_t, 4> e = {n, c, 9, 9};
-    for (int threads : {2, 3})
-      for (const auto& [prefetch, stage] : every_tuning) {
-        const convert_options opt{threads, true, prefetch, stage};
-        check_aligned<T, nhwc, nchw>(e, opt);
-        check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, opt);
-      }
+    check_aligned<T, nhwc, nchw>(e, every_tuning_with(2, 3));
+    check_convert<T, nhwc, nchw>(e, case_options{5, 0, 0, 3}, every_tuning_with(2, 3));
   }
 }
 // Destination rows 1 KiB apart (a multiple of 512 bytes, wider than the rows), few of them per
@@ -267,7 +280,7 @@ void check_pitched(std::int64_t n, const convert_options& opt) {
       to_nchw ? std::array<std::int64_t, 4>{64 * pitch, pitch, 10, 1} : std::array<std::int64_t, 4>{64 * pitch, 1, 8 * pitch, pitch};
   host_tensor<T, From> src(e);
   convert_test::fill(src.view(), 5);
-  check_into(src.view(), tensor_view<T, To>(buffer.data(), layout<To>::strided(e, strides)), buffer, opt);
+  check_into(src.view(), tensor_view<T, To>(buffer.data(), layout<To>::strided(e, strides)), buffer, {opt});
 }
 template <class T>
 void check_pitched_rows() {
@@ -299,16 +312,16 @@ void check_staged_blocks() {
   for (int threads : {1, 2}) {
     const convert_options opt{threads, false};
     for (const V& e : {V{2, 2048, 7, 7}, V{1, 1024, 7, 9}})
-      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nchw, nhwc>(e, c, opt);
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nchw, nhwc>(e, c, {opt});
     for (const V& e : {V{2, 64, 32, 32}, V{3, 40, 16, 32}})
-      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nhwc, nchw>(e, c, opt);
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nhwc, nchw>(e, c, {opt});
     constexpr std::int64_t pitch = 2048 / static_cast<std::int64_t>(sizeof(T));
     const V e{2, 1024, 10, 13};
     host_tensor<T, nchw> src_buffer(V{2, 1024, 1, pitch});
     convert_test::fill(src_buffer.view(), 8);
     const tensor_view<T, nchw> src(src_buffer.data(), layout<nchw>::strided(e, V{1024 * pitch, pitch, 13, 1}));
     host_tensor<T, nhwc> dst(e);
-    check_into(src, dst.view(), dst, opt);
+    check_into(src, dst.view(), dst, {opt});
   }
 }
 TEST(ConvertStagedBlocks, Float) { check_staged_blocks<float>(); }
