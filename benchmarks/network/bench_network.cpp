@@ -79,6 +79,7 @@ struct timed_backend {
   // The executor fuses and binds convs as it does on the oneDNN backend itself.
   using conv_fusion = onednn::conv_fusion;
   using conv_forward_call = std::function<void()>;
+  using element_types = onednn::backend::element_types;
   onednn::backend& b;
   double seconds = 0;
 

@@ -48,6 +48,7 @@ struct block {
 
 // The reference backend, counting conv_forward calls per output layout; refuses NHWC convs when asked.
 struct counting_backend : memfmt::reference::backend {
+  using element_types = memfmt::element_types<float>;  // all the tests run; compiled for no other
   mutable std::map<std::string, int> conv_calls;
   bool refuse_channels_last = false;
   template <class T, class XF, class WF, class YF>
@@ -197,6 +198,7 @@ TEST(Calibrate, OtherDtypesRunInTheirOwnType) {
 // it is asked for, and how often it is synchronised.
 struct device_like_backend {
   static constexpr const char* name = "device_like";
+  using element_types = memfmt::element_types<float>;
   std::map<const std::byte*, std::size_t> live;  // allocations not given back yet
   int allocations = 0, bad_frees = 0, foreign_pointers = 0, runs = 0, converts = 0, synchronizes = 0;
 

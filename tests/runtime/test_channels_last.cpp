@@ -165,6 +165,7 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
 // whole-network time then depends on its formats by far more than the machine's noise). One type
 // for both, as each backend type instantiates the executor and calibration anew.
 struct altered_channels_last_activation : memfmt::reference::backend {
+  using element_types = memfmt::element_types<float>;  // all the tests run; compiled for no other
   bool refuse = false, slow = false;
   memfmt::op_support support(const memfmt::op_query& q) const {
     if (refuse && q.op == memfmt::op_kind::activation && q.format == memfmt::format_family::channels_last)

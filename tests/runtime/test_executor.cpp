@@ -373,7 +373,7 @@ TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
   const node_id i8 = ints.input("x", {1, 2, 4, 4}, memfmt::dtype::int8, family::channels_first);
   ints.output("y", ints.conv("c", i8, memfmt::graph::conv_spec(2, 1)), family::channels_first);
   expect_error([&] { ex_t(ints, plan_for(ints, family::channels_first), b, parameter_store{}); },
-               errc::unsupported_dtype, {"node 'x'", "int8"});
+               errc::unsupported_dtype, {"node 'c' (conv)", "int8"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../common/expect_error.hpp"
@@ -34,6 +35,7 @@ using memfmt::runtime::tensor_ref;
 // The reference kernels behind device-memory hooks that count their calls.
 struct fake_device : memfmt::reference::backend {
   static constexpr const char* name = "fake_device";
+  using element_types = memfmt::element_types<float>;  // all the tests run; compiled for no other
 
   std::map<const std::byte*, std::size_t> blocks;  // live allocations
   int allocations = 0, deallocations = 0, converts = 0, layer_calls = 0;
@@ -140,6 +142,10 @@ struct fake_device : memfmt::reference::backend {
 };
 
 static_assert(memfmt::runtime::detail::owns_memory<fake_device>::value, "the fake device names every hook");
+static_assert(std::is_same_v<memfmt::detail::backend_element_types_t<fake_device>, memfmt::element_types<float>>);
+static_assert(std::is_same_v<memfmt::detail::backend_element_types_t<memfmt::reference::backend>,
+                             memfmt::float_element_types>,
+              "a backend that names no element types is compiled for every floating type");
 static_assert(!memfmt::runtime::detail::owns_memory<memfmt::reference::backend>::value, "host backends do not");
 
 // conv (bias) -> batch norm -> relu -> 1x1 conv -> + relu -> global average pool -> flatten ->
@@ -206,6 +212,23 @@ TEST(ExecutorDeviceMemory, HooksCarryEveryByteAndResultsEqualTheHostRun) {
     EXPECT_GT(report.conversions, 0);
     EXPECT_GT(dev.layer_calls, 0);
   }
+}
+
+// A float64 network passes the reference kernels' support() but is outside the element types the
+// fake device names, for which no layer was compiled: refused when built, nothing allocated.
+TEST(ExecutorDeviceMemory, ElementTypesTheBackendDoesNotNameAreRefused) {
+  network net;
+  const auto x = net.input("input", {1, 2, 3, 3}, memfmt::dtype::float64, family::channels_first);
+  net.output("output", net.conv("c", x, memfmt::graph::conv_spec(2, 1)), family::channels_first);
+  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_first));
+  const auto params = memfmt_test::make_params(net, 3);
+  fake_device dev;
+  memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params); },
+                            errc::unsupported_dtype, {"fake_device backend", "node 'input'", "float64", "supported: float32)"});
+  memfmt_test::expect_error([&] { memfmt::runtime::trainer<fake_device> tr(net, plan, dev, params); },
+                            errc::unsupported_dtype, {"trainer (fake_device backend)", "float64", "supported: float32)"});
+  EXPECT_EQ(dev.allocations, 0);
+  EXPECT_EQ(dev.layer_calls, 0);
 }
 
 TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {

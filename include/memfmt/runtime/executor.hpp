@@ -308,6 +308,8 @@ class executor {
 
  private:
   using step_list = std::vector<std::function<void()>>;
+  // The element types each layer is compiled for (Backend::element_types, dtype_dispatch.hpp).
+  using computed_types = memfmt::detail::backend_element_types_t<Backend>;
 
   // Where a value's bytes live: a storage slot of the arena, shared by aliases.
   struct storage {
@@ -328,7 +330,6 @@ class executor {
   }
 
   void check_supported(const graph::node& n) const {
-    detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
     if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
@@ -538,7 +539,7 @@ class executor {
   void bind(const graph::node& n, const parameter_store& params) {
     auto& step = steps_[n.id];
     if (!aliases_input(n)) {
-      detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
+      detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         switch (n.kind) {
           case graph::node_kind::conv: bind_conv<T>(n, params, step); break;
@@ -559,7 +560,7 @@ class executor {
       const int rank = static_cast<int>(n.extents.size());
       std::byte* src = buffer(n.id);
       std::byte* dst = slot_data(converted_slot_.at(n.id));
-      detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
+      detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         dispatch_format(c.from, rank, [&](auto from) {
           using From = decltype(from);
@@ -889,6 +890,8 @@ executor<Backend>::executor(const graph::network& net, const graph::plan& plan, 
                                                      " backend): poison mode writes NaN through host pointers, "
                                                      "and this backend keeps the arena in its own memory");
   for (const graph::node& n : net.nodes()) check_supported(n);
+  // After the backend's own answers, which say more: the element types the layers are compiled for.
+  for (const graph::node& n : net.nodes()) detail::dispatch_float_dtype<computed_types>(n.type, who(n), [](auto) {});
   check_parameters(net, params);
   find_fusions();
   assign_storage();

@@ -119,6 +119,7 @@ class trainer {
 
  private:
   using step_list = std::vector<std::function<void()>>;
+  using computed_types = memfmt::detail::backend_element_types_t<Backend>;  // as the executor's
   static constexpr std::int64_t unused = std::numeric_limits<std::int64_t>::max();
 
   // A buffer of the arena: a forward value, a converted copy, a gradient or a scratch value.
@@ -141,7 +142,6 @@ class trainer {
   std::int64_t backward_step(graph::node_id id) const { return static_cast<std::int64_t>(2 * net_.size() - 1 - id); }
 
   void check_supported(const graph::node& n) const {
-    detail::dispatch_float_dtype(n.type, who(n), [](auto) {});
     if (net_.has_format(n.id) && !plan_.format(n.id))
       memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
     if (n.kind == graph::node_kind::opaque)
@@ -281,7 +281,7 @@ class trainer {
 
   void finish(std::size_t g, std::size_t dst, step_list& step) {
     if (g == dst) return;
-    detail::dispatch_float_dtype(storages_[g].type, storages_[g].name, [&](auto tag) {
+    detail::dispatch_float_dtype<computed_types>(storages_[g].type, storages_[g].name, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (detail::owns_memory<Backend>::value) {
         // The backend's add, in place: a float sum rounded once, as the host loop's double sum is.
@@ -399,7 +399,7 @@ class trainer {
     auto& step = steps_[n.id];
     for (graph::node_id i : n.inputs) use(read_slot(n, i), t);
     if (!alias && n.kind != graph::node_kind::input) {
-      detail::dispatch_float_dtype(n.type, who(n), [&](auto tag) {
+      detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         switch (n.kind) {
           case graph::node_kind::conv: bind_conv<T>(n, params, false); break;
@@ -433,7 +433,7 @@ class trainer {
   // dst = src in dst's format (the two formats of one rank).
   void bind_convert(std::size_t src, std::size_t dst, step_list& step) {
     const storage& s = storages_[src];
-    detail::dispatch_float_dtype(s.type, s.name, [&](auto tag) {
+    detail::dispatch_float_dtype<computed_types>(s.type, s.name, [&](auto tag) {
       using T = decltype(tag);
       dispatch_format(s.format, static_cast<int>(s.extents.size()), [&](auto from) {
         using From = decltype(from);
@@ -854,6 +854,8 @@ trainer<Backend>::trainer(const graph::network& net, const graph::plan& plan, Ba
     memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
                                                    " nodes, the network " + std::to_string(net.size()));
   for (const graph::node& n : net.nodes()) check_supported(n);
+  // After the backend's own answers, which say more: the element types the layers are compiled for.
+  for (const graph::node& n : net.nodes()) detail::dispatch_float_dtype<computed_types>(n.type, who(n), [](auto) {});
   find_fusions();
   check_parameters(net, params);
   steps_.resize(2 * net.size());

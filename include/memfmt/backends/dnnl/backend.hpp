@@ -44,6 +44,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "../../dtype.hpp"
+#include "../../dtype_dispatch.hpp"
 #include "../../error.hpp"
 #include "../../convert/convert.hpp"
 #include "../../strided/descriptor.hpp"
@@ -152,6 +153,9 @@ inline void append_params(std::string& key, const conv_params& p, int spatial_ra
 class backend {
  public:
   static constexpr const char* name = "onednn";
+  // The types this backend computes in (bfloat16 where the CPU has it: cpu_support.hpp); the
+  // executor, trainer and calibration compile no float64 or float16 layer for it.
+  using element_types = memfmt::element_types<float, bfloat16>;
   using conv_fusion = onednn::conv_fusion;  // conv_forward's epilogue (the executor fuses with it)
   using conv_forward_call = onednn::conv_forward_call;  // bind_conv_forward's result (the executor's steps)
 
