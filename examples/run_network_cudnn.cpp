@@ -19,6 +19,9 @@
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
 
+// memfmt's kernels for what cuDNN has no engine for (run_network_cudnn_kernels.cu).
+memfmt::cudnn::backend_options gpu_options();
+
 int main() {
   using namespace memfmt;
   if (cudnn::device_count() == 0) {
@@ -32,7 +35,7 @@ int main() {
   o.classes = 10;
   const graph::network net = graph::models::resnet18(o);
 
-  cudnn::backend gpu;  // must outlive the executor
+  cudnn::backend gpu(gpu_options());  // must outlive the executor
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu));
   const graph::plan plan = graph::solve(net, costs);

@@ -1,7 +1,7 @@
 // bench_network_cudnn - bench_network's whole networks on the GPU: graph/models.hpp through the
 // library's executor (and trainer) on memfmt::cudnn::backend, one plan per policy, with the
 // activations, parameters and conversions in device memory (runtime/executor.hpp, "device memory");
-// conversions run memfmt::cuda::convert's kernels (kernel_converter.cu).
+// conversions run memfmt::cuda::convert's kernels (cuda_kernels.cu).
 //
 // Benchmark names: BM_network_cudnn/<model>/<f32|f16|bf16>/<fwd|train>/<policy>, policies and
 //   counters as bench_network's (network_cases.hpp, shared with it), optimal_calibrated planned with
@@ -32,9 +32,9 @@
 #include "network_cases.hpp"
 
 namespace memfmt_bench {
-memfmt::cudnn::format_converter kernel_converter();  // kernel_converter.cu
-memfmt::cudnn::group_norm_kernels kernel_group_norm();  // kernel_converter.cu
-memfmt::cudnn::layer_kernel_set kernel_layer_kernels();     // kernel_converter.cu
+// The plans' conversions, group norms, global pooling, pool backward and broadcast sums through
+// memfmt's kernels (cuda_kernels.cu).
+memfmt::cudnn::backend_options kernel_options();
 }  // namespace memfmt_bench
 
 namespace {
@@ -47,13 +47,8 @@ struct cudnn_binding {
   using backend_type = cudnn::backend;
   static constexpr const char* prefix = "BM_network_cudnn";
   static backend_type& backend() {
-    static cudnn::backend b = [] {  // a throw (no device, no cuDNN) leaves it to be tried again
-      cudnn::backend_options o;
-      o.converter = memfmt_bench::kernel_converter();  // the plans' conversions as kernels, not 2-D copies
-      o.group_norm = memfmt_bench::kernel_group_norm();  // group norm: memfmt's kernels (no cuDNN graph)
-      o.layer_kernels = memfmt_bench::kernel_layer_kernels();  // global pooling, pool backward, broadcast sums
-      return cudnn::backend(o);
-    }();
+    // A throw (no device, no cuDNN) leaves it to be tried again.
+    static cudnn::backend b(memfmt_bench::kernel_options());
     return b;
   }
   static std::string refuses(dtype t) {

@@ -10,5 +10,6 @@
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
 #include "memfmt/backends/cudnn/calibrate.hpp"
+#include "cudnn_kernels.hpp"  // calibration times the layers as `memfmt run` runs them
 #endif
 #endif

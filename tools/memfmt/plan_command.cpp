@@ -96,7 +96,7 @@ memfmt::graph::timing_cache calibrate_on(const std::string& backend, const memfm
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
   if (backend == "cudnn") {
-    memfmt::cudnn::backend b;
+    memfmt::cudnn::backend b(cudnn_options());
     return memfmt::runtime::calibrate(net, b, o);
   }
 #endif

@@ -47,6 +47,7 @@
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
 #include "memfmt/backends/cudnn/backend.hpp"
+#include "cudnn_kernels.hpp"
 #endif
 
 namespace memfmt_cli {
@@ -281,7 +282,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     // Its executor keeps the tensors in device memory; inputs and outputs stay host tensors, copied
     // in and out by the executor around each pass.
     std::optional<memfmt::cudnn::backend> cudnn;
-    if (backend_ == "cudnn") cudnn.emplace();
+    if (backend_ == "cudnn") cudnn.emplace(memfmt_cli::cudnn_options());
 #endif
     memfmt::graph::cost_model model;
     memfmt::graph::plan plan;
