@@ -46,6 +46,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 memfmt_ensure_deps
+memfmt_prefer_ninja
 
 mode=quick
 out=out/bench

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 memfmt_ensure_deps
+memfmt_prefer_ninja
 
 seconds=${1:-600}
 case "$seconds" in --ctest) ;; ''|*[!0-9]*) echo "usage: scripts/fuzz.sh [seconds per target | --ctest]" >&2; exit 2 ;; esac

@@ -122,8 +122,10 @@ else
     exit 1
   fi
   [ ${#targets[@]} -gt 0 ] || exit 1
-  # -k: a target that fails leaves the others built and run.
-  step build 270 cmake --build "$build" -j 16 --target "${targets[@]}" -- -k || failed=1
+  # Keep going: a target that fails leaves the others built and run (make -k; ninja -k 0).
+  keep_going=(-k)
+  [ -f "$build/build.ninja" ] && keep_going=(-k 0)
+  step build 270 cmake --build "$build" -j 16 --target "${targets[@]}" -- "${keep_going[@]}" || failed=1
 fi
 [ "$onnx_tests" = 1 ] || echo "no libonnx-dev or libonnx-testdata: the ONNX backend tests on cuDNN are not run" | tee -a "$out/steps.txt"
 
