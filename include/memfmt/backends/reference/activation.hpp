@@ -57,17 +57,32 @@ inline double activation_derivative(activation kind, double x) noexcept {
   return 1.0;
 }
 
+template <class T>
+void activation_forward(activation kind, const view5<const T>& x, const view5<T>& y) {
+  const auto xs = strides5(x), ys = strides5(y);
+  for_each5(extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double v = to_double(x.data()[offset5(xs, n, c, d, h, w)]);
+    y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(activation_value(kind, v));
+  });
+}
+
+template <class T>
+void activation_backward(activation kind, const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx) {
+  const auto xs = strides5(x), dys = strides5(dy), dxs = strides5(dx);
+  for_each5(extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double v = to_double(x.data()[offset5(xs, n, c, d, h, w)]);
+    const double g = to_double(dy.data()[offset5(dys, n, c, d, h, w)]);
+    dx.data()[offset5(dxs, n, c, d, h, w)] = from_double<T>(g * activation_derivative(kind, v));
+  });
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
 void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
   detail::check_element_type<T>();
   validate_activation_forward(x, y);
-  const auto xs = detail::strides5(x), ys = detail::strides5(y);
-  detail::for_each5(detail::extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
-    const double v = detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
-    y.data()[detail::offset5(ys, n, c, d, h, w)] = detail::from_double<T>(detail::activation_value(kind, v));
-  });
+  detail::activation_forward<T>(kind, detail::view5_of(x), detail::view5_of(y));
 }
 
 template <class T, class XF, class DYF, class DXF>
@@ -75,13 +90,7 @@ void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_vie
                          tensor_view<T, DXF> dx) {
   detail::check_element_type<T>();
   validate_activation_backward(x, dy, dx);
-  const auto xs = detail::strides5(x), dys = detail::strides5(dy), dxs = detail::strides5(dx);
-  detail::for_each5(detail::extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
-    const double v = detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
-    const double g = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
-    dx.data()[detail::offset5(dxs, n, c, d, h, w)] =
-        detail::from_double<T>(g * detail::activation_derivative(kind, v));
-  });
+  detail::activation_backward<T>(kind, detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx));
 }
 
 }  // namespace memfmt::reference

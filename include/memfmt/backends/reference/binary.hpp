@@ -47,47 +47,41 @@ inline double binary_value(binary_op kind, double a, double b) noexcept {
   return a + b;
 }
 
-}  // namespace detail
-
-template <class T, class AF, class BF, class YF>
-void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
-  detail::check_element_type<T>();
-  validate_binary_forward(a, b, y);
-  const auto as = detail::broadcast_strides(detail::extents5(a), detail::strides5(a));
-  const auto bs = detail::broadcast_strides(detail::extents5(b), detail::strides5(b));
-  const auto ys = detail::strides5(y);
-  detail::for_each5(detail::extents5(y), [&](auto n, auto c, auto d, auto h, auto w) {
-    const double av = detail::to_double(a.data()[detail::offset5(as, n, c, d, h, w)]);
-    const double bv = detail::to_double(b.data()[detail::offset5(bs, n, c, d, h, w)]);
-    y.data()[detail::offset5(ys, n, c, d, h, w)] = detail::from_double<T>(detail::binary_value(kind, av, bv));
+template <class T>
+void binary_forward(binary_op kind, const view5<const T>& a, const view5<const T>& b, const view5<T>& y) {
+  const auto as = broadcast_strides(extents5(a), strides5(a));
+  const auto bs = broadcast_strides(extents5(b), strides5(b));
+  const auto ys = strides5(y);
+  for_each5(extents5(y), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double av = to_double(a.data()[offset5(as, n, c, d, h, w)]);
+    const double bv = to_double(b.data()[offset5(bs, n, c, d, h, w)]);
+    y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(binary_value(kind, av, bv));
   });
 }
 
-template <class T, class AF, class BF, class DYF, class DAF, class DBF>
-void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
-                     tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
-  detail::check_element_type<T>();
-  validate_binary_backward(kind, a, b, dy, da, db);
+template <class T>
+void binary_backward(binary_op kind, const view5<const T>& a, const view5<const T>& b, const view5<const T>& dy,
+                     const view5<T>& da, const view5<T>& db) {
   const bool want_a = da.data() != nullptr, want_b = db.data() != nullptr;
-  const auto ae = detail::extents5(a), be = detail::extents5(b);
-  const auto as = detail::broadcast_strides(ae, detail::strides5(a));
-  const auto bs = detail::broadcast_strides(be, detail::strides5(b));
-  const auto ai = detail::broadcast_dense_strides(ae), bi = detail::broadcast_dense_strides(be);
-  const auto dys = detail::strides5(dy);
-  std::vector<double> ga(want_a ? static_cast<std::size_t>(detail::numel5(ae)) : 0, 0.0);
-  std::vector<double> gb(want_b ? static_cast<std::size_t>(detail::numel5(be)) : 0, 0.0);
-  detail::for_each5(detail::extents5(dy), [&](auto n, auto c, auto d, auto h, auto w) {
-    const double g = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
-    auto a_at = [&] { return detail::to_double(a.data()[detail::offset5(as, n, c, d, h, w)]); };
-    auto b_at = [&] { return detail::to_double(b.data()[detail::offset5(bs, n, c, d, h, w)]); };
+  const auto ae = extents5(a), be = extents5(b);
+  const auto as = broadcast_strides(ae, strides5(a));
+  const auto bs = broadcast_strides(be, strides5(b));
+  const auto ai = broadcast_dense_strides(ae), bi = broadcast_dense_strides(be);
+  const auto dys = strides5(dy);
+  std::vector<double> ga(want_a ? static_cast<std::size_t>(numel5(ae)) : 0, 0.0);
+  std::vector<double> gb(want_b ? static_cast<std::size_t>(numel5(be)) : 0, 0.0);
+  for_each5(extents5(dy), [&](auto n, auto c, auto d, auto h, auto w) {
+    const double g = to_double(dy.data()[offset5(dys, n, c, d, h, w)]);
+    auto a_at = [&] { return to_double(a.data()[offset5(as, n, c, d, h, w)]); };
+    auto b_at = [&] { return to_double(b.data()[offset5(bs, n, c, d, h, w)]); };
     if (want_a) {
-      auto& acc = ga[static_cast<std::size_t>(detail::offset5(ai, n, c, d, h, w))];
-      if (kind == binary_op::mul) acc = detail::mul_add(g, b_at(), acc);
+      auto& acc = ga[static_cast<std::size_t>(offset5(ai, n, c, d, h, w))];
+      if (kind == binary_op::mul) acc = mul_add(g, b_at(), acc);
       else acc += kind == binary_op::div ? g / b_at() : g;
     }
     if (want_b) {
-      auto& acc = gb[static_cast<std::size_t>(detail::offset5(bi, n, c, d, h, w))];
-      if (kind == binary_op::mul) acc = detail::mul_add(g, a_at(), acc);
+      auto& acc = gb[static_cast<std::size_t>(offset5(bi, n, c, d, h, w))];
+      if (kind == binary_op::mul) acc = mul_add(g, a_at(), acc);
       else if (kind == binary_op::div) {
         const double bv = b_at();
         acc -= g * a_at() / (bv * bv);
@@ -96,8 +90,26 @@ void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<con
       }
     }
   });
-  if (want_a) detail::store_dense(ga, da);
-  if (want_b) detail::store_dense(gb, db);
+  if (want_a) store_dense(ga, da);
+  if (want_b) store_dense(gb, db);
+}
+
+}  // namespace detail
+
+template <class T, class AF, class BF, class YF>
+void binary_forward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b, tensor_view<T, YF> y) {
+  detail::check_element_type<T>();
+  validate_binary_forward(a, b, y);
+  detail::binary_forward<T>(kind, detail::view5_of(a), detail::view5_of(b), detail::view5_of(y));
+}
+
+template <class T, class AF, class BF, class DYF, class DAF, class DBF>
+void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<const T, BF> b,
+                     tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
+  detail::check_element_type<T>();
+  validate_binary_backward(kind, a, b, dy, da, db);
+  detail::binary_backward<T>(kind, detail::view5_of(a), detail::view5_of(b), detail::view5_of(dy),
+                             detail::view5_of(da), detail::view5_of(db));
 }
 
 }  // namespace memfmt::reference

@@ -56,26 +56,18 @@ conv_geometry make_geometry(const std::array<std::int64_t, Rank>& x, const std::
   return g;
 }
 
-}  // namespace detail
-
-// y = conv(x, w) + bias. bias: K values or nullptr.
-template <class T, class XF, class WF, class YF>
-void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const T* bias, tensor_view<T, YF> y,
-                  const conv_params& p) {
-  detail::check_element_type<T>();
-  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
-                "conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
-  const auto ye = validate_conv_forward(x, w, y, p);
-
-  const auto g = detail::make_geometry<XF::rank>(x.extents(), w.extents(), ye, p);
-  const auto xs = detail::strides5(x), ws = detail::strides5(w), ys = detail::strides5(y);
+// The loops of the operations below, on views of any format (their strides).
+template <class T>
+void conv_forward(const conv_geometry& g, const view5<const T>& x, const view5<const T>& w, const T* bias,
+                  const view5<T>& y) {
+  const auto xs = strides5(x), ws = strides5(w), ys = strides5(y);
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t k = 0; k < g.k; ++k) {
       const std::int64_t c0 = (k / g.k_per_group) * g.c_per_group;
       for (std::int64_t od = 0; od < g.out[0]; ++od)
         for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
           for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
-            double acc = bias ? detail::to_double(bias[k]) : 0.0;
+            double acc = bias ? to_double(bias[k]) : 0.0;
             for (std::int64_t cc = 0; cc < g.c_per_group; ++cc)
               for (std::int64_t kd = 0; kd < g.ker[0]; ++kd) {
                 const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
@@ -86,28 +78,20 @@ void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const 
                   for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
-                    acc = detail::mul_add(detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]),
-                                          detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]), acc);
+                    acc = mul_add(to_double(x.data()[offset5(xs, n, c0 + cc, id, ih, iw)]),
+                                          to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
-            y.data()[detail::offset5(ys, n, k, od, oh, ow)] = detail::from_double<T>(acc);
+            y.data()[offset5(ys, n, k, od, oh, ow)] = from_double<T>(acc);
           }
     }
 }
 
-// dx = the gradient of conv_forward w.r.t. its input: the adjoint of x -> conv(x, w).
-// dx's extents pick the input size (several input sizes give the same output size when stride > 1).
-template <class T, class YF, class WF, class XF>
-void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w, tensor_view<T, XF> dx,
-                        const conv_params& p) {
-  detail::check_element_type<T>();
-  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
-                "conv_backward_data: dy, w and dx must have the same rank (all 2-D or all 3-D formats)");
-  const auto ye = validate_conv_backward_data(dy, w, dx, p);
-
-  const auto g = detail::make_geometry<XF::rank>(dx.extents(), w.extents(), ye, p);
-  const auto ys = detail::strides5(dy), ws = detail::strides5(w), xs = detail::strides5(dx);
+template <class T>
+void conv_backward_data(const conv_geometry& g, const view5<const T>& dy, const view5<const T>& w,
+                        const view5<T>& dx) {
+  const auto ys = strides5(dy), ws = strides5(w), xs = strides5(dx);
   // Output position o sees input position i = o * stride - pad + r * dil; gather, for each i,
   // every (o, r) pair that reaches it.
   for (std::int64_t n = 0; n < g.n; ++n)
@@ -127,30 +111,22 @@ void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w,
                   for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
                     const std::int64_t tw = iw + g.pad[2] - kw * g.dil[2];
                     if (tw < 0 || tw % g.stride[2] != 0 || tw / g.stride[2] >= g.out[2]) continue;
-                    acc = detail::mul_add(detail::to_double(dy.data()[detail::offset5(ys, n, k, td / g.stride[0],
+                    acc = mul_add(to_double(dy.data()[offset5(ys, n, k, td / g.stride[0],
                                                                                       th / g.stride[1],
                                                                                       tw / g.stride[2])]),
-                                          detail::to_double(w.data()[detail::offset5(ws, k, cc, kd, kh, kw)]), acc);
+                                          to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
-            dx.data()[detail::offset5(xs, n, c, id, ih, iw)] = detail::from_double<T>(acc);
+            dx.data()[offset5(xs, n, c, id, ih, iw)] = from_double<T>(acc);
           }
     }
 }
 
-// dw = the gradient of conv_forward w.r.t. its weight; dbias (K values, or nullptr) = sum of dy
-// over N and the output positions.
-template <class T, class XF, class YF, class WF>
-void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
-                           T* dbias, const conv_params& p) {
-  detail::check_element_type<T>();
-  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
-                "conv_backward_weights: x, dy and dw must have the same rank (all 2-D or all 3-D formats)");
-  const auto ye = validate_conv_backward_weights(x, dy, dw, p);
-
-  const auto g = detail::make_geometry<XF::rank>(x.extents(), dw.extents(), ye, p);
-  const auto xs = detail::strides5(x), ys = detail::strides5(dy), ws = detail::strides5(dw);
+template <class T>
+void conv_backward_weights(const conv_geometry& g, const view5<const T>& x, const view5<const T>& dy,
+                           const view5<T>& dw, T* dbias) {
+  const auto xs = strides5(x), ys = strides5(dy), ws = strides5(dw);
   for (std::int64_t k = 0; k < g.k; ++k) {
     const std::int64_t c0 = (k / g.k_per_group) * g.c_per_group;
     for (std::int64_t cc = 0; cc < g.c_per_group; ++cc)
@@ -168,12 +144,12 @@ void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> 
                   for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
-                    acc = detail::mul_add(detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]),
-                                          detail::to_double(x.data()[detail::offset5(xs, n, c0 + cc, id, ih, iw)]), acc);
+                    acc = mul_add(to_double(dy.data()[offset5(ys, n, k, od, oh, ow)]),
+                                          to_double(x.data()[offset5(xs, n, c0 + cc, id, ih, iw)]), acc);
                   }
                 }
               }
-            dw.data()[detail::offset5(ws, k, cc, kd, kh, kw)] = detail::from_double<T>(acc);
+            dw.data()[offset5(ws, k, cc, kd, kh, kw)] = from_double<T>(acc);
           }
     if (dbias) {
       double acc = 0.0;
@@ -181,10 +157,50 @@ void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> 
         for (std::int64_t od = 0; od < g.out[0]; ++od)
           for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
             for (std::int64_t ow = 0; ow < g.out[2]; ++ow)
-              acc += detail::to_double(dy.data()[detail::offset5(ys, n, k, od, oh, ow)]);
-      dbias[k] = detail::from_double<T>(acc);
+              acc += to_double(dy.data()[offset5(ys, n, k, od, oh, ow)]);
+      dbias[k] = from_double<T>(acc);
     }
   }
+}
+
+}  // namespace detail
+
+// y = conv(x, w) + bias. bias: K values or nullptr.
+template <class T, class XF, class WF, class YF>
+void conv_forward(tensor_view<const T, XF> x, tensor_view<const T, WF> w, const T* bias, tensor_view<T, YF> y,
+                  const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
+  const auto ye = validate_conv_forward(x, w, y, p);
+  const auto g = detail::make_geometry<XF::rank>(x.extents(), w.extents(), ye, p);
+  detail::conv_forward<T>(g, detail::view5_of(x), detail::view5_of(w), bias, detail::view5_of(y));
+}
+
+// dx = the gradient of conv_forward w.r.t. its input: the adjoint of x -> conv(x, w).
+// dx's extents pick the input size (several input sizes give the same output size when stride > 1).
+template <class T, class YF, class WF, class XF>
+void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w, tensor_view<T, XF> dx,
+                        const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_backward_data: dy, w and dx must have the same rank (all 2-D or all 3-D formats)");
+  const auto ye = validate_conv_backward_data(dy, w, dx, p);
+  const auto g = detail::make_geometry<XF::rank>(dx.extents(), w.extents(), ye, p);
+  detail::conv_backward_data<T>(g, detail::view5_of(dy), detail::view5_of(w), detail::view5_of(dx));
+}
+
+// dw = the gradient of conv_forward w.r.t. its weight; dbias (K values, or nullptr) = sum of dy
+// over N and the output positions.
+template <class T, class XF, class YF, class WF>
+void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
+                           T* dbias, const conv_params& p) {
+  detail::check_element_type<T>();
+  static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
+                "conv_backward_weights: x, dy and dw must have the same rank (all 2-D or all 3-D formats)");
+  const auto ye = validate_conv_backward_weights(x, dy, dw, p);
+  const auto g = detail::make_geometry<XF::rank>(x.extents(), dw.extents(), ye, p);
+  detail::conv_backward_weights<T>(g, detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dw), dbias);
 }
 
 }  // namespace memfmt::reference

@@ -20,8 +20,8 @@ namespace memfmt::reference {
 namespace detail {
 
 // The storage offset of every feature f of sample 0, in flatten order (add n * stride(N)).
-template <class T, class F>
-std::vector<std::int64_t> feature_offsets(const tensor_view<T, F>& v) {
+template <class T>
+std::vector<std::int64_t> feature_offsets(const view5<T>& v) {
   const auto e = extents5(v);
   const auto s = strides5(v);
   std::vector<std::int64_t> off;
@@ -33,36 +33,66 @@ std::vector<std::int64_t> feature_offsets(const tensor_view<T, F>& v) {
   return off;
 }
 
+template <class T>
+void linear_forward(const view5<const T>& x, const T* w, const T* bias, const view5<T>& y, std::int64_t features) {
+  const auto xoff = feature_offsets(x);
+  for (std::int64_t n = 0; n < x.batch(); ++n)
+    for (std::int64_t k = 0; k < y.channels(); ++k) {
+      double acc = bias ? to_double(bias[k]) : 0.0;
+      for (std::int64_t f = 0; f < features; ++f)
+        acc = mul_add(to_double(x.data()[n * x.str.n + xoff[static_cast<std::size_t>(f)]]),
+                      to_double(w[k * features + f]), acc);
+      y.data()[n * y.str.n + k * y.str.c] = from_double<T>(acc);
+    }
+}
+
+template <class T>
+void linear_backward_data(const view5<const T>& dy, const T* w, const view5<T>& dx, std::int64_t features) {
+  const auto xoff = feature_offsets(dx);
+  for (std::int64_t n = 0; n < dx.batch(); ++n)
+    for (std::int64_t f = 0; f < features; ++f) {
+      double acc = 0.0;
+      for (std::int64_t k = 0; k < dy.channels(); ++k)
+        acc = mul_add(to_double(dy.data()[n * dy.str.n + k * dy.str.c]), to_double(w[k * features + f]), acc);
+      dx.data()[n * dx.str.n + xoff[static_cast<std::size_t>(f)]] = from_double<T>(acc);
+    }
+}
+
+template <class T>
+void linear_backward_weights(const view5<const T>& x, const view5<const T>& dy, T* dw, T* dbias,
+                             std::int64_t features) {
+  const auto xoff = feature_offsets(x);
+  for (std::int64_t k = 0; k < dy.channels(); ++k) {
+    for (std::int64_t f = 0; f < features; ++f) {
+      double acc = 0.0;
+      for (std::int64_t n = 0; n < x.batch(); ++n)
+        acc = mul_add(to_double(dy.data()[n * dy.str.n + k * dy.str.c]),
+                      to_double(x.data()[n * x.str.n + xoff[static_cast<std::size_t>(f)]]), acc);
+      dw[k * features + f] = from_double<T>(acc);
+    }
+    if (dbias) {
+      double acc = 0.0;
+      for (std::int64_t n = 0; n < x.batch(); ++n)
+        acc += to_double(dy.data()[n * dy.str.n + k * dy.str.c]);
+      dbias[k] = from_double<T>(acc);
+    }
+  }
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
 void linear_forward(tensor_view<const T, XF> x, const T* w, const T* bias, tensor_view<T, YF> y) {
   detail::check_element_type<T>();
   const std::int64_t features = validate_linear_forward(x, w, y);
-  const auto xoff = detail::feature_offsets(x);
-  for (std::int64_t n = 0; n < x.batch(); ++n)
-    for (std::int64_t k = 0; k < y.channels(); ++k) {
-      double acc = bias ? detail::to_double(bias[k]) : 0.0;
-      for (std::int64_t f = 0; f < features; ++f)
-        acc = detail::mul_add(detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]),
-                              detail::to_double(w[k * features + f]), acc);
-      y.data()[n * y.stride(0) + k * y.stride(1)] = detail::from_double<T>(acc);
-    }
+  detail::linear_forward<T>(detail::view5_of(x), w, bias, detail::view5_of(y), features);
 }
 
 template <class T, class DYF, class DXF>
 void linear_backward_data(tensor_view<const T, DYF> dy, const T* w, tensor_view<T, DXF> dx) {
   detail::check_element_type<T>();
   const std::int64_t features = validate_linear_backward_data(dy, w, dx);
-  const auto xoff = detail::feature_offsets(dx);
-  for (std::int64_t n = 0; n < dx.batch(); ++n)
-    for (std::int64_t f = 0; f < features; ++f) {
-      double acc = 0.0;
-      for (std::int64_t k = 0; k < dy.channels(); ++k)
-        acc = detail::mul_add(detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]),
-                              detail::to_double(w[k * features + f]), acc);
-      dx.data()[n * dx.stride(0) + xoff[static_cast<std::size_t>(f)]] = detail::from_double<T>(acc);
-    }
+  detail::linear_backward_data<T>(detail::view5_of(dy), w, detail::view5_of(dx), features);
 }
 
 // dw: K x F row-major; dbias: K values or null.
@@ -70,22 +100,7 @@ template <class T, class XF, class DYF>
 void linear_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, T* dw, T* dbias) {
   detail::check_element_type<T>();
   const std::int64_t features = validate_linear_backward_weights(x, dy, dw);
-  const auto xoff = detail::feature_offsets(x);
-  for (std::int64_t k = 0; k < dy.channels(); ++k) {
-    for (std::int64_t f = 0; f < features; ++f) {
-      double acc = 0.0;
-      for (std::int64_t n = 0; n < x.batch(); ++n)
-        acc = detail::mul_add(detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]),
-                              detail::to_double(x.data()[n * x.stride(0) + xoff[static_cast<std::size_t>(f)]]), acc);
-      dw[k * features + f] = detail::from_double<T>(acc);
-    }
-    if (dbias) {
-      double acc = 0.0;
-      for (std::int64_t n = 0; n < x.batch(); ++n)
-        acc += detail::to_double(dy.data()[n * dy.stride(0) + k * dy.stride(1)]);
-      dbias[k] = detail::from_double<T>(acc);
-    }
-  }
+  detail::linear_backward_weights<T>(detail::view5_of(x), detail::view5_of(dy), dw, dbias, features);
 }
 
 }  // namespace memfmt::reference

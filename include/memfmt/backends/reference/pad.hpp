@@ -37,9 +37,10 @@ inline std::vector<std::int64_t> pad_sources(pad_mode mode, std::int64_t in, std
 
 // Calls fn(n, c, od, oh, ow, id, ih, iw, inside) for every output position; id, ih, iw are the
 // source when `inside`.
-template <int SpatialRank, class Fn>
-void for_each_pad_source(const pad_params& p, const dims5& in, const dims5& out, Fn&& fn) {
-  const auto begin = params_dhw<SpatialRank>(p.begin, 0);
+// `begin` is the padding before each of (D, H, W).
+template <class Fn>
+void for_each_pad_source(const pad_params& p, const std::array<std::int64_t, 3>& begin, const dims5& in,
+                         const dims5& out, Fn&& fn) {
   const auto sd = pad_sources(p.mode, in.d, begin[0], out.d), sh = pad_sources(p.mode, in.h, begin[1], out.h),
              sw = pad_sources(p.mode, in.w, begin[2], out.w);
   for_each5(out, [&](auto n, auto c, auto od, auto oh, auto ow) {
@@ -49,20 +50,41 @@ void for_each_pad_source(const pad_params& p, const dims5& in, const dims5& out,
   });
 }
 
+template <class T>
+void pad_forward(const view5<const T>& x, const view5<T>& y, const pad_params& p,
+                 const std::array<std::int64_t, 3>& begin) {
+  const T fill = from_double<T>(p.value);
+  const auto xs = strides5(x), ys = strides5(y);
+  for_each_pad_source(
+      p, begin, extents5(x), extents5(y),
+      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
+        y.data()[offset5(ys, n, c, od, oh, ow)] =
+            inside ? x.data()[offset5(xs, n, c, id, ih, iw)] : fill;
+      });
+}
+
+template <class T>
+void pad_backward(const view5<const T>& dy, const view5<T>& dx, const pad_params& p,
+                  const std::array<std::int64_t, 3>& begin) {
+  const auto xe = extents5(dx);
+  const auto dys = strides5(dy);
+  std::vector<double> acc(static_cast<std::size_t>(numel5(xe)), 0.0);
+  for_each_pad_source(
+      p, begin, xe, extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
+        if (inside)
+          acc[static_cast<std::size_t>(index5(xe, n, c, id, ih, iw))] +=
+              to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]);
+      });
+  store_dense(acc, dx);
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
 void pad_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pad_params& p) {
   detail::check_element_type<T>();
   validate_pad_forward(x, y, p);
-  const T fill = detail::from_double<T>(p.value);
-  const auto xs = detail::strides5(x), ys = detail::strides5(y);
-  detail::for_each_pad_source<XF::rank - 2>(
-      p, detail::extents5(x), detail::extents5(y),
-      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
-        y.data()[detail::offset5(ys, n, c, od, oh, ow)] =
-            inside ? x.data()[detail::offset5(xs, n, c, id, ih, iw)] : fill;
-      });
+  detail::pad_forward<T>(detail::view5_of(x), detail::view5_of(y), p, detail::params_dhw<XF::rank - 2>(p.begin, 0));
 }
 
 // dx (its extents are the input's) = the gradient of pad_forward.
@@ -70,16 +92,8 @@ template <class T, class DYF, class DXF>
 void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) {
   detail::check_element_type<T>();
   validate_pad_backward(dy, dx, p);
-  const auto xe = detail::extents5(dx);
-  const auto dys = detail::strides5(dy);
-  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
-  detail::for_each_pad_source<DXF::rank - 2>(
-      p, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
-        if (inside)
-          acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))] +=
-              detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]);
-      });
-  detail::store_dense(acc, dx);
+  detail::pad_backward<T>(detail::view5_of(dy), detail::view5_of(dx), p,
+                          detail::params_dhw<DXF::rank - 2>(p.begin, 0));
 }
 
 }  // namespace memfmt::reference

@@ -64,8 +64,8 @@ pool_geometry make_pool_geometry(const dims5& in, const pool_params& p) {
 }
 
 // The input position of the window's maximum (see the file comment for the tie rule).
-template <class T, class F>
-std::array<std::int64_t, 3> window_argmax(const tensor_view<const T, F>& x, const dims5& xs, std::int64_t n,
+template <class T>
+std::array<std::int64_t, 3> window_argmax(const view5<const T>& x, const dims5& xs, std::int64_t n,
                                           std::int64_t c, const pool_window& win) {
   std::array<std::int64_t, 3> best = win.lo;
   double best_v = 0.0;
@@ -83,29 +83,83 @@ std::array<std::int64_t, 3> window_argmax(const tensor_view<const T, F>& x, cons
   return best;
 }
 
+template <class T>
+void pool_forward(const view5<const T>& x, const view5<T>& y, const pool_params& p, const pool_geometry& g) {
+  const auto xs = strides5(x), ys = strides5(y);
+  for_each5(extents5(y), [&](auto n, auto c, auto od, auto oh, auto ow) {
+    const auto win = g.window(od, oh, ow);
+    double v = 0.0;
+    if (p.kind == pool_kind::max) {
+      const auto at = window_argmax(x, xs, n, c, win);
+      v = to_double(x.data()[offset5(xs, n, c, at[0], at[1], at[2])]);
+    } else {
+      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w)
+            v += to_double(x.data()[offset5(xs, n, c, d, h, w)]);
+      v /= win.divisor;
+    }
+    y.data()[offset5(ys, n, c, od, oh, ow)] = from_double<T>(v);
+  });
+}
+
+template <class T>
+void pool_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx, const pool_params& p,
+                   const pool_geometry& g) {
+  const auto xe = extents5(dx);
+  const auto xs = strides5(x), dys = strides5(dy);
+  std::vector<double> acc(static_cast<std::size_t>(numel5(xe)), 0.0);
+  for_each5(extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow) {
+    const auto win = g.window(od, oh, ow);
+    const double gv = to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]);
+    if (p.kind == pool_kind::max) {
+      const auto at = window_argmax(x, xs, n, c, win);
+      acc[static_cast<std::size_t>(index5(xe, n, c, at[0], at[1], at[2]))] += gv;
+      return;
+    }
+    const double share = gv / win.divisor;
+    for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
+      for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
+        for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w)
+          acc[static_cast<std::size_t>(index5(xe, n, c, d, h, w))] += share;
+  });
+  store_dense(acc, dx);
+}
+
+template <class T>
+void global_average_pool_forward(const view5<const T>& x, const view5<T>& y) {
+  const auto xe = extents5(x);
+  const auto xs = strides5(x), ys = strides5(y);
+  const double count = static_cast<double>(xe.d * xe.h * xe.w);
+  for (std::int64_t n = 0; n < xe.n; ++n)
+    for (std::int64_t c = 0; c < xe.c; ++c) {
+      double sum = 0.0;
+      for (std::int64_t d = 0; d < xe.d; ++d)
+        for (std::int64_t h = 0; h < xe.h; ++h)
+          for (std::int64_t w = 0; w < xe.w; ++w) sum += to_double(x.data()[offset5(xs, n, c, d, h, w)]);
+      y.data()[offset5(ys, n, c, 0, 0, 0)] = from_double<T>(sum / count);
+    }
+}
+
+template <class T>
+void global_average_pool_backward(const view5<const T>& dy, const view5<T>& dx) {
+  const auto xe = extents5(dx);
+  const auto dys = strides5(dy), dxs = strides5(dx);
+  const double count = static_cast<double>(xe.d * xe.h * xe.w);
+  for_each5(xe, [&](auto n, auto c, auto d, auto h, auto w) {
+    dx.data()[offset5(dxs, n, c, d, h, w)] =
+        from_double<T>(to_double(dy.data()[offset5(dys, n, c, 0, 0, 0)]) / count);
+  });
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
 void pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const pool_params& p) {
   detail::check_element_type<T>();
   validate_pool_forward(x, y, p);
-  const auto g = detail::make_pool_geometry<XF::rank - 2>(detail::extents5(x), p);
-  const auto xs = detail::strides5(x), ys = detail::strides5(y);
-  detail::for_each5(detail::extents5(y), [&](auto n, auto c, auto od, auto oh, auto ow) {
-    const auto win = g.window(od, oh, ow);
-    double v = 0.0;
-    if (p.kind == pool_kind::max) {
-      const auto at = detail::window_argmax(x, xs, n, c, win);
-      v = detail::to_double(x.data()[detail::offset5(xs, n, c, at[0], at[1], at[2])]);
-    } else {
-      for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
-        for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
-          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w)
-            v += detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
-      v /= win.divisor;
-    }
-    y.data()[detail::offset5(ys, n, c, od, oh, ow)] = detail::from_double<T>(v);
-  });
+  detail::pool_forward<T>(detail::view5_of(x), detail::view5_of(y), p,
+                          detail::make_pool_geometry<XF::rank - 2>(detail::extents5(x), p));
 }
 
 // dx (its extents are the input's) = the gradient of pool_forward. x is read by max pooling only;
@@ -115,25 +169,8 @@ void pool_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, ten
                    const pool_params& p) {
   detail::check_element_type<T>();
   validate_pool_backward(x, dy, dx, p);
-  const auto xe = detail::extents5(dx);
-  const auto g = detail::make_pool_geometry<DXF::rank - 2>(xe, p);
-  const auto xs = detail::strides5(x), dys = detail::strides5(dy);
-  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
-  detail::for_each5(detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow) {
-    const auto win = g.window(od, oh, ow);
-    const double gv = detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]);
-    if (p.kind == pool_kind::max) {
-      const auto at = detail::window_argmax(x, xs, n, c, win);
-      acc[static_cast<std::size_t>(detail::index5(xe, n, c, at[0], at[1], at[2]))] += gv;
-      return;
-    }
-    const double share = gv / win.divisor;
-    for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
-      for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
-        for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w)
-          acc[static_cast<std::size_t>(detail::index5(xe, n, c, d, h, w))] += share;
-  });
-  detail::store_dense(acc, dx);
+  detail::pool_backward<T>(detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx), p,
+                           detail::make_pool_geometry<DXF::rank - 2>(detail::extents5(dx), p));
 }
 
 // y[n, c] = the mean of x[n, c] over the spatial dims (adaptive_avg_pool to 1 x 1).
@@ -141,30 +178,14 @@ template <class T, class XF, class YF>
 void global_average_pool_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y) {
   detail::check_element_type<T>();
   validate_global_pool_forward(x, y);
-  const auto xe = detail::extents5(x);
-  const auto xs = detail::strides5(x), ys = detail::strides5(y);
-  const double count = static_cast<double>(xe.d * xe.h * xe.w);
-  for (std::int64_t n = 0; n < xe.n; ++n)
-    for (std::int64_t c = 0; c < xe.c; ++c) {
-      double sum = 0.0;
-      for (std::int64_t d = 0; d < xe.d; ++d)
-        for (std::int64_t h = 0; h < xe.h; ++h)
-          for (std::int64_t w = 0; w < xe.w; ++w) sum += detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
-      y.data()[detail::offset5(ys, n, c, 0, 0, 0)] = detail::from_double<T>(sum / count);
-    }
+  detail::global_average_pool_forward<T>(detail::view5_of(x), detail::view5_of(y));
 }
 
 template <class T, class DYF, class DXF>
 void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
   detail::check_element_type<T>();
   validate_global_pool_backward(dy, dx);
-  const auto xe = detail::extents5(dx);
-  const auto dys = detail::strides5(dy), dxs = detail::strides5(dx);
-  const double count = static_cast<double>(xe.d * xe.h * xe.w);
-  detail::for_each5(xe, [&](auto n, auto c, auto d, auto h, auto w) {
-    dx.data()[detail::offset5(dxs, n, c, d, h, w)] =
-        detail::from_double<T>(detail::to_double(dy.data()[detail::offset5(dys, n, c, 0, 0, 0)]) / count);
-  });
+  detail::global_average_pool_backward<T>(detail::view5_of(dy), detail::view5_of(dx));
 }
 
 }  // namespace memfmt::reference

@@ -32,19 +32,15 @@ void for_each_channel_vector(const dims5& e, Fn&& fn) {
         for (std::int64_t w = 0; w < e.w; ++w) fn(n, d, h, w);
 }
 
-}  // namespace detail
-
-template <class T, class XF, class YF>
-void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
-  detail::check_element_type<T>();
-  validate_softmax_forward(x, y);
-  const auto e = detail::extents5(x);
-  const auto xs = detail::strides5(x), ys = detail::strides5(y);
+template <class T>
+void softmax_forward(const view5<const T>& x, const view5<T>& y, const softmax_params& p) {
+  const auto e = extents5(x);
+  const auto xs = strides5(x), ys = strides5(y);
   std::vector<double> v(static_cast<std::size_t>(e.c));
-  detail::for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
+  for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
     double top = -std::numeric_limits<double>::infinity();
     for (std::int64_t c = 0; c < e.c; ++c) {
-      v[static_cast<std::size_t>(c)] = detail::to_double(x.data()[detail::offset5(xs, n, c, d, h, w)]);
+      v[static_cast<std::size_t>(c)] = to_double(x.data()[offset5(xs, n, c, d, h, w)]);
       top = std::max(top, v[static_cast<std::size_t>(c)]);
     }
     double sum = 0.0;
@@ -52,10 +48,40 @@ void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const sof
     const double log_sum = std::log(sum);
     for (std::int64_t c = 0; c < e.c; ++c) {
       const double shifted = v[static_cast<std::size_t>(c)] - top;
-      y.data()[detail::offset5(ys, n, c, d, h, w)] =
-          detail::from_double<T>(p.log ? shifted - log_sum : std::exp(shifted) / sum);
+      y.data()[offset5(ys, n, c, d, h, w)] =
+          from_double<T>(p.log ? shifted - log_sum : std::exp(shifted) / sum);
     }
   });
+}
+
+template <class T>
+void softmax_backward(const view5<const T>& y, const view5<const T>& dy, const view5<T>& dx, const softmax_params& p) {
+  const auto e = extents5(y);
+  const auto ys = strides5(y), dys = strides5(dy), dxs = strides5(dx);
+  std::vector<double> yv(static_cast<std::size_t>(e.c)), gv(static_cast<std::size_t>(e.c));
+  for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
+    double dot = 0.0;
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      yv[i] = to_double(y.data()[offset5(ys, n, c, d, h, w)]);
+      gv[i] = to_double(dy.data()[offset5(dys, n, c, d, h, w)]);
+      dot = p.log ? dot + gv[i] : mul_add(gv[i], yv[i], dot);
+    }
+    for (std::int64_t c = 0; c < e.c; ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const double g = p.log ? gv[i] - std::exp(yv[i]) * dot : yv[i] * (gv[i] - dot);
+      dx.data()[offset5(dxs, n, c, d, h, w)] = from_double<T>(g);
+    }
+  });
+}
+
+}  // namespace detail
+
+template <class T, class XF, class YF>
+void softmax_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
+  detail::check_element_type<T>();
+  validate_softmax_forward(x, y);
+  detail::softmax_forward<T>(detail::view5_of(x), detail::view5_of(y), p);
 }
 
 template <class T, class YF, class DYF, class DXF>
@@ -63,23 +89,7 @@ void softmax_backward(tensor_view<const T, YF> y, tensor_view<const T, DYF> dy, 
                       const softmax_params& p) {
   detail::check_element_type<T>();
   validate_softmax_backward(y, dy, dx);
-  const auto e = detail::extents5(y);
-  const auto ys = detail::strides5(y), dys = detail::strides5(dy), dxs = detail::strides5(dx);
-  std::vector<double> yv(static_cast<std::size_t>(e.c)), gv(static_cast<std::size_t>(e.c));
-  detail::for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
-    double dot = 0.0;
-    for (std::int64_t c = 0; c < e.c; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      yv[i] = detail::to_double(y.data()[detail::offset5(ys, n, c, d, h, w)]);
-      gv[i] = detail::to_double(dy.data()[detail::offset5(dys, n, c, d, h, w)]);
-      dot = p.log ? dot + gv[i] : detail::mul_add(gv[i], yv[i], dot);
-    }
-    for (std::int64_t c = 0; c < e.c; ++c) {
-      const auto i = static_cast<std::size_t>(c);
-      const double g = p.log ? gv[i] - std::exp(yv[i]) * dot : yv[i] * (gv[i] - dot);
-      dx.data()[detail::offset5(dxs, n, c, d, h, w)] = detail::from_double<T>(g);
-    }
-  });
+  detail::softmax_backward<T>(detail::view5_of(y), detail::view5_of(dy), detail::view5_of(dx), p);
 }
 
 }  // namespace memfmt::reference

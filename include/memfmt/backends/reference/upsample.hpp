@@ -93,21 +93,39 @@ void for_each_tap(const upsample_params& p, int spatial_rank, const dims5& in, c
   });
 }
 
+template <class T>
+void upsample_forward(const view5<const T>& x, const view5<T>& y, const upsample_params& p, int spatial_rank) {
+  const auto ye = extents5(y);
+  const auto xs = strides5(x);
+  std::vector<double> acc(static_cast<std::size_t>(numel5(ye)), 0.0);
+  for_each_tap(p, spatial_rank, extents5(x), ye,
+               [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, double weight) {
+                 auto& a = acc[static_cast<std::size_t>(index5(ye, n, c, od, oh, ow))];
+                 a = mul_add(weight, to_double(x.data()[offset5(xs, n, c, id, ih, iw)]), a);
+               });
+  store_dense(acc, y);
+}
+
+template <class T>
+void upsample_backward(const view5<const T>& dy, const view5<T>& dx, const upsample_params& p, int spatial_rank) {
+  const auto xe = extents5(dx);
+  const auto dys = strides5(dy);
+  std::vector<double> acc(static_cast<std::size_t>(numel5(xe)), 0.0);
+  for_each_tap(p, spatial_rank, xe, extents5(dy),
+               [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, double weight) {
+                 auto& a = acc[static_cast<std::size_t>(index5(xe, n, c, id, ih, iw))];
+                 a = mul_add(weight, to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]), a);
+               });
+  store_dense(acc, dx);
+}
+
 }  // namespace detail
 
 template <class T, class XF, class YF>
 void upsample_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const upsample_params& p) {
   detail::check_element_type<T>();
   validate_upsample_forward(x, y, p);
-  const auto ye = detail::extents5(y);
-  const auto xs = detail::strides5(x);
-  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(ye)), 0.0);
-  detail::for_each_tap(p, XF::rank - 2, detail::extents5(x), ye, [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
-                                                             auto ih, auto iw, double weight) {
-    auto& a = acc[static_cast<std::size_t>(detail::index5(ye, n, c, od, oh, ow))];
-    a = detail::mul_add(weight, detail::to_double(x.data()[detail::offset5(xs, n, c, id, ih, iw)]), a);
-  });
-  detail::store_dense(acc, y);
+  detail::upsample_forward<T>(detail::view5_of(x), detail::view5_of(y), p, XF::rank - 2);
 }
 
 // dx (its extents are the input's) = the gradient of upsample_forward.
@@ -115,15 +133,7 @@ template <class T, class DYF, class DXF>
 void upsample_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const upsample_params& p) {
   detail::check_element_type<T>();
   validate_upsample_backward(dy, dx, p);
-  const auto xe = detail::extents5(dx);
-  const auto dys = detail::strides5(dy);
-  std::vector<double> acc(static_cast<std::size_t>(detail::numel5(xe)), 0.0);
-  detail::for_each_tap(p, DXF::rank - 2, xe, detail::extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id,
-                                                              auto ih, auto iw, double weight) {
-    auto& a = acc[static_cast<std::size_t>(detail::index5(xe, n, c, id, ih, iw))];
-    a = detail::mul_add(weight, detail::to_double(dy.data()[detail::offset5(dys, n, c, od, oh, ow)]), a);
-  });
-  detail::store_dense(acc, dx);
+  detail::upsample_backward<T>(detail::view5_of(dy), detail::view5_of(dx), p, DXF::rank - 2);
 }
 
 }  // namespace memfmt::reference

@@ -55,6 +55,35 @@ inline std::int64_t index5(const dims5& e, std::int64_t n, std::int64_t c, std::
 }
 inline std::int64_t numel5(const dims5& e) noexcept { return e.n * e.c * e.d * e.h * e.w; }
 
+// A view as the reference loops read it: its data, and its extents and strides as N, C, D, H, W.
+// The loops take these instead of typed views, so each is compiled once per element type and not
+// once more for every combination of formats and ranks its views may have: the format is in the
+// strides either way, read at run time.
+template <class T>
+struct view5 {
+  T* ptr = nullptr;
+  dims5 ext{}, str{};
+
+  T* data() const noexcept { return ptr; }
+  std::int64_t batch() const noexcept { return ext.n; }
+  std::int64_t channels() const noexcept { return ext.c; }
+  std::int64_t numel() const noexcept { return ext.n * ext.c * ext.d * ext.h * ext.w; }
+  bool empty() const noexcept { return numel() == 0; }
+};
+
+template <class T, class F>
+view5<T> view5_of(const tensor_view<T, F>& v) noexcept {
+  return {v.data(), extents5(v), strides5(v)};
+}
+template <class T>
+dims5 extents5(const view5<T>& v) noexcept {
+  return v.ext;
+}
+template <class T>
+dims5 strides5(const view5<T>& v) noexcept {
+  return v.str;
+}
+
 // The spatial sizes as (D, H, W).
 inline std::array<std::int64_t, 3> spatial_dhw(const dims5& e) noexcept { return {e.d, e.h, e.w}; }
 
@@ -69,8 +98,8 @@ std::array<std::int64_t, 3> params_dhw(const std::array<std::int64_t, 3>& p, std
 
 // Writes a double scratch buffer of dense N, C, D, H, W order (index5) into a view, rounding
 // each value once: the scatter-style backward passes accumulate there first.
-template <class T, class F>
-void store_dense(const std::vector<double>& acc, tensor_view<T, F> out) {
+template <class T>
+void store_dense(const std::vector<double>& acc, const view5<T>& out) {
   const auto e = extents5(out);
   const auto s = strides5(out);
   for_each5(e, [&](auto n, auto c, auto d, auto h, auto w) {
