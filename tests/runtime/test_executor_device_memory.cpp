@@ -220,13 +220,16 @@ TEST(ExecutorDeviceMemory, ElementTypesTheBackendDoesNotNameAreRefused) {
   network net;
   const auto x = net.input("input", {1, 2, 3, 3}, memfmt::dtype::float64, family::channels_first);
   net.output("output", net.conv("c", x, memfmt::graph::conv_spec(2, 1)), family::channels_first);
-  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_first));
+  const auto plan =
+      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_first));
   const auto params = memfmt_test::make_params(net, 3);
   fake_device dev;
   memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params); },
-                            errc::unsupported_dtype, {"fake_device backend", "node 'input'", "float64", "supported: float32)"});
+                            errc::unsupported_dtype,
+                            {"fake_device backend", "node 'input'", "float64", "supported: float32)"});
   memfmt_test::expect_error([&] { memfmt::runtime::trainer<fake_device> tr(net, plan, dev, params); },
-                            errc::unsupported_dtype, {"trainer (fake_device backend)", "float64", "supported: float32)"});
+                            errc::unsupported_dtype,
+                            {"trainer (fake_device backend)", "float64", "supported: float32)"});
   EXPECT_EQ(dev.allocations, 0);
   EXPECT_EQ(dev.layer_calls, 0);
 }

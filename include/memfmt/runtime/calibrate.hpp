@@ -369,7 +369,8 @@ template <class Backend>
 std::optional<graph::cost_t> time_in(const graph::network& net, const graph::node& n, graph::family f, Backend& b,
                                      filler& fill, const calibrate_options& o) {
   try {
-    return dispatch_float_dtype<memfmt::detail::backend_element_types_t<Backend>>(n.type, "calibrate: node '" + n.name + "'", [&](auto tag) {
+    using types = memfmt::detail::backend_element_types_t<Backend>;  // what the backend's layers compile for
+    return dispatch_float_dtype<types>(n.type, "calibrate: node '" + n.name + "'", [&](auto tag) {
       using T = decltype(tag);
       return dispatch_format(f, static_cast<int>(n.extents.size()),
                              [&](auto ftag) { return time_layer<T, decltype(ftag)>(net, n, b, fill, o); });

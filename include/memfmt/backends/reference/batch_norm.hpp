@@ -148,8 +148,8 @@ void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y,
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   validate_batch_norm_forward_training(x, y, gamma, beta, running_mean, running_var, saved_mean, saved_invstd, p,
                                        residual);
-  detail::batch_norm_forward_training<T>(detail::view5_of(x), detail::view5_of(y), gamma, beta, running_mean, running_var,
-                                          saved_mean, saved_invstd, p, detail::view5_of(residual));
+  detail::batch_norm_forward_training<T>(detail::view5_of(x), detail::view5_of(y), gamma, beta, running_mean,
+                                         running_var, saved_mean, saved_invstd, p, detail::view5_of(residual));
 }
 
 template <class T, class F>
@@ -159,8 +159,8 @@ void batch_norm_forward_inference(tensor_view<const T, F> x, tensor_view<T, F> y
                                   tensor_view<const T, F> residual = {}) {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   validate_batch_norm_forward_inference(x, y, gamma, beta, running_mean, running_var, p, residual);
-  detail::batch_norm_forward_inference<T>(detail::view5_of(x), detail::view5_of(y), gamma, beta, running_mean, running_var,
-                                           p, detail::view5_of(residual));
+  detail::batch_norm_forward_inference<T>(detail::view5_of(x), detail::view5_of(y), gamma, beta, running_mean,
+                                          running_var, p, detail::view5_of(residual));
 }
 
 // Backward of batch_norm_forward_training, from the saved statistics:
@@ -175,7 +175,7 @@ void batch_norm_backward(tensor_view<const T, F> x, tensor_view<const T, F> dy, 
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   validate_batch_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
   detail::batch_norm_backward<T>(detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx), gamma, saved_mean,
-                                  saved_invstd, dgamma, dbeta, p, detail::view5_of(y), detail::view5_of(dresidual));
+                                 saved_invstd, dgamma, dbeta, p, detail::view5_of(y), detail::view5_of(dresidual));
 }
 
 }  // namespace memfmt::reference

@@ -146,7 +146,7 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
   detail::check_element_type<T>();
   validate_group_norm_backward(x, dy, dx, saved_mean, saved_invstd, p);
   detail::group_norm_backward<T>(detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx), gamma, saved_mean,
-                                  saved_invstd, dgamma, dbeta, p);
+                                 saved_invstd, dgamma, dbeta, p);
 }
 
 }  // namespace memfmt::reference

@@ -70,7 +70,8 @@ void pad_backward(const view5<const T>& dy, const view5<T>& dx, const pad_params
   const auto dys = strides5(dy);
   std::vector<double> acc(static_cast<std::size_t>(numel5(xe)), 0.0);
   for_each_pad_source(
-      p, begin, xe, extents5(dy), [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
+      p, begin, xe, extents5(dy),
+      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
         if (inside)
           acc[static_cast<std::size_t>(index5(xe, n, c, id, ih, iw))] +=
               to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]);
