@@ -8,8 +8,11 @@
 #    what it can, saying what it left out;
 # 2. configures build-gpu/ (Release, CMAKE_CUDA_ARCHITECTURES=native, cuDNN and CUDA required, no
 #    oneDNN) and builds only the GPU targets with -j16: cudnn_gpu_tests, test_cuda_convert,
+#    memfmt_cli_streams_test (where CLI11 is installed), the run_network_cudnn example,
 #    bench_network_cudnn, bench_conv_cudnn, bench_convert_cuda (build.log);
-# 3. runs the GPU tests (ctest -L cuda, those two executables: ctest.log, ctest_junit.xml), and
+# 3. runs the GPU tests (ctest -L cuda, those executables: ctest.log, ctest_junit.xml; of the CLI
+#    test, `memfmt plan --calibrate cudnn` and `memfmt run --backend cudnn` with memfmt's kernels),
+#    the example (the executor on cuDNN against the reference backend), and
 #    where libonnx-dev and libonnx-testdata are installed ONNX's backend tests on the reference and
 #    cuDNN backends with TF32 off (test_onnx_backend, onnx_conformance.log);
 # 4. runs the GPU benchmarks in quick settings, each with its JSON and console log:
@@ -94,7 +97,7 @@ export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
 have() {  # a header under the usual include folders
   [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]
 }
-tests=ON benches=ON onnx_tests=0
+tests=ON benches=ON onnx_tests=0 tools=OFF
 if [ "$prebuilt" = 1 ]; then
   [ -x "$build/tests/cudnn/cudnn_gpu_tests" ] || tests=OFF
   [ -x "$build/benchmarks/network/bench_network_cudnn" ] || benches=OFF
@@ -108,7 +111,12 @@ else
   if ! have gtest/gtest.h; then tests=OFF; echo "no gtest (libgtest-dev): the GPU tests are not built" | tee -a "$out/steps.txt"; fi
   if ! have benchmark/benchmark.h; then benches=OFF; echo "no Google Benchmark (libbenchmark-dev): no benchmarks" | tee -a "$out/steps.txt"; fi
   targets=()
-  [ "$tests" = ON ] && targets+=(cudnn_gpu_tests test_cuda_convert)
+  [ "$tests" = ON ] && targets+=(cudnn_gpu_tests test_cuda_convert run_network_cudnn)
+  # The command line's GPU paths, where its libraries are installed (CLI11, nlohmann-json).
+  if [ "$tests" = ON ] && have CLI/CLI.hpp && have nlohmann/json.hpp; then
+    tools=ON
+    targets+=(memfmt_cli_streams_test)
+  fi
   [ "$benches" = ON ] && targets+=(bench_network_cudnn bench_conv_cudnn bench_convert_cuda)
   # ONNX's backend tests need libonnx-dev and libonnx-testdata
   if [ "$tests" = ON ] && have onnx/onnx_pb.h && [ -d /usr/share/libonnx-testdata/data/node ]; then
@@ -117,7 +125,7 @@ else
   fi
   if ! step configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-native}" \
        -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=$tests \
-       -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF; then
+       -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=$tests -DMEMFMT_BUILD_TOOLS=$tools; then
     echo "gpu_check: configure failed; see $out/configure.log"
     exit 1
   fi
@@ -139,8 +147,15 @@ if [ "$tests" = ON ] && wants tests; then
   if [ "$prebuilt" = 1 ]; then
     gtest cudnn_gpu_tests 150 "$build/tests/cudnn/cudnn_gpu_tests" || failed=1
     gtest test_cuda_convert 60 "$build/tests/cuda/test_cuda_convert" || failed=1
+    if [ -x "$build/tools/memfmt_cli_streams_test" ]; then
+      gtest cli_cudnn 60 "$build/tools/memfmt_cli_streams_test" --gtest_filter='*Cudnn*' || failed=1
+    fi
+    if [ -x "$build/examples/run_network_cudnn" ]; then
+      step example_run_network_cudnn 60 "$build/examples/run_network_cudnn" || failed=1
+    fi
   else
-    step ctest 150 ctest --test-dir "$build" -L cuda -R '^(cudnn_gpu_tests|test_cuda_convert)\.' \
+    step ctest 150 ctest --test-dir "$build" -L cuda \
+      -R '^(cudnn_gpu_tests\.|test_cuda_convert\.|memfmt_cli_streams_test\..*Cudnn|example_run_network_cudnn$)' \
       --output-on-failure --output-junit "$out/ctest_junit.xml" -j 4 || failed=1
   fi
 fi
