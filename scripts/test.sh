@@ -111,13 +111,16 @@ if [ "$(uname -m)" = x86_64 ]; then
     cmake --build "$dir" -j 1 --target test_convert >"$dir/variant-build.log" 2>&1 &
     pids+=($!)
   done
+  # Every build is waited for before a failure stops the command, so none is left running.
+  failed=()
   for i in "${!dirs[@]}"; do
-    if ! wait "${pids[$i]}"; then
-      cat "${dirs[$i]}/variant-build.log"
-      echo "memfmt: building the conversion tests in ${dirs[$i]} failed" >&2
-      exit 1
-    fi
+    wait "${pids[$i]}" || failed+=("${dirs[$i]}")
   done
+  for dir in "${failed[@]}"; do
+    cat "$dir/variant-build.log"
+    echo "memfmt: building the conversion tests in $dir failed" >&2
+  done
+  [ ${#failed[@]} = 0 ] || exit 1
   for i in "${!variants[@]}"; do
     v=${variants[$i]}
     flags=${v%%:*}
