@@ -1,13 +1,14 @@
 // Fuzz target: the network builder (graph/network.hpp) and the planner (graph/solve.hpp) on small
 // random networks, extents and attributes drawn from the input, huge values included. Properties,
 // besides "no crash, no sanitizer report, only memfmt::error": every value a builder accepts has
-// non-negative extents whose element count fits; solve()'s plan passes verify(); and its total is
-// the minimum over every assignment priced by make_plan() (brute force, the independent truth),
-// which no other policy beats.
+// non-negative extents whose element count fits, and every activation it accepts valid parameters;
+// solve()'s plan passes verify(); and its total is the minimum over every assignment priced by
+// make_plan() (brute force, the independent truth), which no other policy beats.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,7 +49,20 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
                                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
     case 1: net.batch_norm(name, a); break;
-    case 2: net.relu(name, a); break;
+    case 2: {  // any function (one past the last too) with parameters that may be NaN, infinite or crossed
+      const double values[] = {0.0, 0.01, -1.0, 6.0, 1e308, -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+      const memfmt::activation_params f(
+          static_cast<memfmt::activation>(in.ConsumeIntegralInRange<int>(0, memfmt::activation_count)),
+          in.PickValueInArray(values), in.PickValueInArray(values));
+      const node_id id = net.activation(name, a, f);
+      try {
+        memfmt::validate_activation(net.at(id).get<memfmt::activation_params>(), name);
+      } catch (const memfmt::error& e) {
+        memfmt_fuzz::property_failed("node '" + name + "' was accepted with " + e.what());
+      }
+      break;
+    }
     case 3: net.add(name, a, b); break;
     case 4: net.max_pool(name, a, pick(in, 1, 3), pick(in, 1, 2)); break;
     case 5: net.global_pool(name, a); break;

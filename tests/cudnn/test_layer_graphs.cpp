@@ -6,7 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memfmt/backends/cudnn/backward.hpp>
@@ -66,11 +69,20 @@ void expect_packed_tensor(const cudnn::graph_builder& g, std::int64_t id, const 
   EXPECT_EQ(r.type, expected_cudnn_type(dtype_of_v<T>));
 }
 
-// The pointwise modes the graph of an activation kind runs, in order.
+// The pointwise modes the graph of an activation runs, in order.
 struct activation_modes {
-  activation kind;
+  activation_params function;
   std::vector<cudnnPointwiseMode_t> modes;
 };
+
+// The functions with parameters beyond their defaults, with infinite clip bounds.
+const activation_params onnx_hardsigmoid = activation_params::hardsigmoid(0.2, 0.5);
+const activation_params leaky = activation_params::leaky_relu(0.125);
+const activation_params elu = activation_params::elu(1.5);
+const activation_params clip_both = activation_params::clip(-1.0, 2.0);
+const activation_params clip_below = activation_params::clip(-1.0, std::numeric_limits<double>::infinity());
+const activation_params clip_above = activation_params::clip(-std::numeric_limits<double>::infinity(), 2.0);
+const activation_params clip_none = activation_params(activation::clip);
 
 // For every row of `table`: the graph of the problem `problem_of(kind)` gives, finalized, runs the
 // row's modes; `check(kind, problem, graph)` checks the rest.
@@ -78,13 +90,13 @@ template <class ProblemOf, class GraphOf, class Check>
 void for_each_activation(const std::vector<activation_modes>& table, ProblemOf problem_of, GraphOf graph_of,
                          Check check) {
   for (const activation_modes& ex : table) {
-    SCOPED_TRACE("activation " + std::to_string(static_cast<int>(ex.kind)));
-    const auto pr = problem_of(ex.kind);
+    SCOPED_TRACE("activation " + to_string(ex.function));
+    const auto pr = problem_of(ex.function);
     cudnn::graph_builder g = graph_of(pr);
     finalized(g);
     EXPECT_EQ(modes_of(g), ex.modes);
     EXPECT_EQ(g.operations().size(), ex.modes.size());
-    check(ex.kind, pr, g);
+    check(ex.function, pr, g);
   }
 }
 
@@ -108,26 +120,37 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       {activation::sigmoid, {CUDNN_POINTWISE_SIGMOID_FWD}},
       {activation::tanh, {CUDNN_POINTWISE_TANH_FWD}},
       {activation::silu, {CUDNN_POINTWISE_SWISH_FWD}},
-      {activation::hardsigmoid, {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_MUL}},
+      {activation::hardsigmoid, {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD}},
+      {onnx_hardsigmoid, {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD}},
       {activation::hardswish,
        {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
+      {leaky, {CUDNN_POINTWISE_RELU_FWD}},
+      {elu, {CUDNN_POINTWISE_ELU_FWD}},
+      {clip_both, {CUDNN_POINTWISE_MAX, CUDNN_POINTWISE_MIN}},
+      {clip_below, {CUDNN_POINTWISE_MAX}},
+      {clip_above, {CUDNN_POINTWISE_MIN}},
+      {clip_none, {CUDNN_POINTWISE_IDENTITY}},
   };
-  const auto problem_of = [&](activation kind) { return cudnn::make_activation_problem(kind, x, y); };
-  const auto check = [&](activation kind, const cudnn::pointwise_problem& pr, const cudnn::graph_builder& g) {
+  const auto problem_of = [&](const activation_params& f) { return cudnn::make_activation_problem(f, x, y); };
+  const auto check = [&](const activation_params& f, const cudnn::pointwise_problem& pr,
+                         const cudnn::graph_builder& g) {
     expect_packed_tensor<T>(g, cudnn::uid::x, d, order);
     expect_packed_tensor<T>(g, cudnn::uid::y, d, order);
-    const bool clipped = kind == activation::relu6 || kind == activation::hardsigmoid || kind == activation::hardswish;
-    bool saw_clip = false;
+    // relu6 and hardswish clip relu at 6, hardsigmoid at 1; only leaky_relu sets a slope, elu an alpha.
+    std::optional<double> clip, slope, elu_alpha;
     for (const op_record& r : g.log()) {
-      if (r.options.relu_upper_clip) {
-        EXPECT_EQ(*r.options.relu_upper_clip, 6.0);
-        saw_clip = true;
-      }
+      if (r.options.relu_upper_clip) clip = r.options.relu_upper_clip;
+      if (r.options.relu_lower_clip_slope) slope = r.options.relu_lower_clip_slope;
+      if (r.options.elu_alpha) elu_alpha = r.options.elu_alpha;
       if (r.mode == CUDNN_POINTWISE_SWISH_FWD) {
         EXPECT_EQ(r.options.swish_beta.value_or(-1.0), 1.0);
       }
     }
-    EXPECT_EQ(saw_clip, clipped);
+    const bool six = f.kind == activation::relu6 || f.kind == activation::hardswish;
+    EXPECT_EQ(clip, six ? std::optional<double>(6.0)
+                        : f.kind == activation::hardsigmoid ? std::optional<double>(1.0) : std::nullopt);
+    EXPECT_EQ(slope, f.kind == activation::leaky_relu ? std::optional<double>(0.125) : std::nullopt);
+    EXPECT_EQ(elu_alpha, f.kind == activation::elu ? std::optional<double>(1.5) : std::nullopt);
     // The by-value constants are tensors of the graph with the values the variant pack will pass.
     const auto constants = pr.constants();
     for (const cudnn::graph_constant& c : constants) {
@@ -135,12 +158,28 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       EXPECT_TRUE(rc.by_value);
       EXPECT_EQ(rc.type, CUDNN_DATA_FLOAT);
     }
-    if (kind == activation::hardswish) {
-      ASSERT_EQ(constants.size(), 2u);
-      EXPECT_EQ(constants[0].value, 3.0f);
-      EXPECT_FLOAT_EQ(constants[1].value, 1.0f / 6.0f);
+    std::vector<std::pair<std::int64_t, float>> expected;
+    const std::int64_t c0 = cudnn::uid::constant_base;
+    if (f.kind == activation::hardswish) expected = {{c0, 3.0f}, {c0 + 1, 1.0f / 6.0f}};
+    if (f.kind == activation::hardsigmoid)
+      expected = {{c0, static_cast<float>(f.alpha)}, {c0 + 1, static_cast<float>(f.beta)}};
+    if (f == clip_both) expected = {{c0, -1.0f}, {c0 + 1, 2.0f}};
+    if (f == clip_below) expected = {{c0, -1.0f}};
+    if (f == clip_above) expected = {{c0 + 1, 2.0f}};
+    ASSERT_EQ(constants.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(constants[i].uid, expected[i].first);
+      EXPECT_EQ(constants[i].value, expected[i].second);
+    }
+    if (f.kind == activation::hardswish) {
       // x * relu6(x + 3): the third operation multiplies by x itself.
       EXPECT_EQ(g.log()[2].b, cudnn::uid::x);
+    }
+    if (f.kind == activation::hardsigmoid) {
+      // alpha x, + beta, then relu clipped at 1 into y.
+      EXPECT_EQ(g.log()[0].b, c0);
+      EXPECT_EQ(g.log()[1].b, c0 + 1);
+      EXPECT_EQ(g.log()[2].y, cudnn::uid::y);
     }
   };
   for_each_activation(table, problem_of, cudnn::pointwise_graph, check);
@@ -484,46 +523,77 @@ void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::
       {activation::sigmoid, {CUDNN_POINTWISE_SIGMOID_BWD}},
       {activation::tanh, {CUDNN_POINTWISE_TANH_BWD}},
       {activation::silu, {CUDNN_POINTWISE_SWISH_BWD}},
-      {activation::hardsigmoid, {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_MUL}},
+      {activation::hardsigmoid,
+       {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_MUL}},
+      {onnx_hardsigmoid, {CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_MUL}},
       {activation::hardswish,
        {CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_FWD, CUDNN_POINTWISE_RELU_BWD, CUDNN_POINTWISE_ADD,
         CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_MUL}},
+      {leaky, {CUDNN_POINTWISE_RELU_BWD}},
+      {elu, {CUDNN_POINTWISE_ELU_BWD}},
+      {clip_both, {CUDNN_POINTWISE_SUB, CUDNN_POINTWISE_RELU_BWD}},
+      {clip_below, {CUDNN_POINTWISE_SUB, CUDNN_POINTWISE_RELU_BWD}},
+      {clip_above, {CUDNN_POINTWISE_NEG, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD}},
+      {clip_none, {CUDNN_POINTWISE_IDENTITY}},
   };
-  const auto problem_of = [&](activation kind) { return cudnn::make_activation_backward_problem(kind, x, dy, dx); };
-  const auto check = [&](activation kind, const cudnn::activation_backward_problem& pr,
+  const auto problem_of = [&](const activation_params& f) {
+    return cudnn::make_activation_backward_problem(f, x, dy, dx);
+  };
+  const auto check = [&](const activation_params& f, const cudnn::activation_backward_problem& pr,
                          const cudnn::graph_builder& g) {
+    const bool reads_x = f.kind != activation::identity && f != clip_none;  // dx = dy reads no x
     for (std::int64_t id : {cudnn::uid::x, cudnn::uid::dy, cudnn::uid::dx}) {
-      if (kind == activation::identity && id == cudnn::uid::x) continue;  // dx = dy reads no x
+      if (!reads_x && id == cudnn::uid::x) continue;
       expect_packed_tensor<T>(g, id, d, order);
     }
     const op_record& first = g.log().front();
-    if (g.log().size() == 1 && kind != activation::identity) {
+    const op_record& last = g.log().back();
+    EXPECT_EQ(last.y, cudnn::uid::dx);
+    if (g.log().size() == 1 && reads_x) {
       // dy is cuDNN's DYDESC, x its XDESC (the forward input), dx its DXDESC.
       EXPECT_EQ(first.x, cudnn::uid::dy);
       EXPECT_EQ(first.b, cudnn::uid::x);
-      EXPECT_EQ(first.y, cudnn::uid::dx);
     }
-    if (kind == activation::relu6) {
+    EXPECT_EQ(first.options.relu_upper_clip.has_value(), f.kind == activation::relu6);
+    if (f.kind == activation::relu6) {
       EXPECT_EQ(first.options.relu_upper_clip.value_or(-1.0), 6.0);
     }
-    if (kind == activation::relu) {
-      EXPECT_FALSE(first.options.relu_upper_clip.has_value());
-    }
-    if (kind == activation::silu) {
+    if (f.kind == activation::silu) {
       EXPECT_EQ(first.options.swish_beta.value_or(-1.0), 1.0);
     }
-    if (kind == activation::hardsigmoid || kind == activation::hardswish) {
+    EXPECT_EQ(first.options.relu_lower_clip_slope,
+              f.kind == activation::leaky_relu ? std::optional<double>(0.125) : std::nullopt);
+    EXPECT_EQ(first.options.elu_alpha, f.kind == activation::elu ? std::optional<double>(1.5) : std::nullopt);
+    const std::int64_t c0 = cudnn::uid::constant_base;
+    if (f.kind == activation::hardswish) {
       ASSERT_EQ(pr.constants().size(), 2u);
       EXPECT_EQ(pr.constants()[0].value, 3.0f);
       EXPECT_FLOAT_EQ(pr.constants()[1].value, 1.0f / 6.0f);
-      EXPECT_TRUE(read_tensor(g.tensor_by_uid(cudnn::uid::constant_base)).by_value);
+      EXPECT_TRUE(read_tensor(g.tensor_by_uid(c0)).by_value);
       // The window of the derivative is relu6's backward (clip 6) at x + 3.
-      const op_record& window = g.log()[kind == activation::hardsigmoid ? 1 : 2];
+      const op_record& window = g.log()[2];
       EXPECT_EQ(window.mode, CUDNN_POINTWISE_RELU_BWD);
       EXPECT_EQ(window.b, g.log()[0].y);
       EXPECT_EQ(window.options.relu_upper_clip.value_or(-1.0), 6.0);
-      EXPECT_EQ(window.x, kind == activation::hardsigmoid ? cudnn::uid::dy : cudnn::uid::x);
-      EXPECT_EQ(g.log().back().y, cudnn::uid::dx);
+      EXPECT_EQ(window.x, cudnn::uid::x);
+    } else if (f.kind == activation::hardsigmoid) {
+      ASSERT_EQ(pr.constants().size(), 2u);
+      EXPECT_EQ(pr.constants()[0].value, static_cast<float>(f.alpha));
+      EXPECT_EQ(pr.constants()[1].value, static_cast<float>(f.beta));
+      // The window is relu's backward clipped at 1 on alpha x + beta, then dy scaled by alpha.
+      const op_record& window = g.log()[2];
+      EXPECT_EQ(window.x, cudnn::uid::dy);
+      EXPECT_EQ(window.b, g.log()[1].y);
+      EXPECT_EQ(window.options.relu_upper_clip.value_or(-1.0), 1.0);
+      EXPECT_EQ(last.b, c0);
+    } else if (f.kind == activation::clip && f != clip_none) {
+      // RELU_BWD's window on x - lo (clipped at hi - lo), or on hi - x.
+      const op_record& window = g.log().back();
+      EXPECT_EQ(window.mode, CUDNN_POINTWISE_RELU_BWD);
+      EXPECT_EQ(window.x, cudnn::uid::dy);
+      EXPECT_EQ(window.b, g.log()[g.log().size() - 2].y);
+      EXPECT_EQ(window.options.relu_upper_clip, f == clip_both ? std::optional<double>(3.0) : std::nullopt);
+      EXPECT_EQ(pr.constants().size(), f == clip_both ? 2u : 1u);
     } else {
       EXPECT_TRUE(pr.constants().empty());
     }

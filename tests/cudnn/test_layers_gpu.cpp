@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -54,6 +55,12 @@ struct mirrored {
     b.copy_in(device, p, bytes());
   }
   ~mirrored() { be->deallocate(device, bytes()); }
+  // Adds d to every value, on the host and the device.
+  void offset(float d) {
+    T* p = host.view().data();
+    for (std::int64_t i = 0; i < host.view().numel(); ++i) p[i] = static_cast<T>(static_cast<float>(p[i]) + d);
+    be->copy_in(device, p, bytes());
+  }
   mirrored(const mirrored&) = delete;
   std::size_t bytes() const { return static_cast<std::size_t>(host.view().numel()) * sizeof(T); }
   tensor_view<const T, F> dev() const { return tensor_view<const T, F>(device, host.view().mapping()); }
@@ -84,13 +91,25 @@ double tolerance() {
   return std::is_same_v<T, float> ? 2e-3 : 2e-2;  // TF32 / fp16 storage
 }
 
+// Every function at its defaults, then with other parameters; the clip bounds and the kinks of the
+// shifted input in activation_backwards lie off the inputs' grid of sixteenths.
+std::vector<activation_params> gpu_activations() {
+  std::vector<activation_params> f;
+  for (int k = 0; k < activation_count; ++k) f.push_back(static_cast<activation>(k));
+  for (const activation_params& p :
+       {activation_params::hardsigmoid(0.2, 0.5), activation_params::leaky_relu(0.1), activation_params::elu(0.5),
+        activation_params::clip(-0.53, 0.47), activation_params::clip(-std::numeric_limits<double>::infinity(), 0.47),
+        activation_params::clip(-0.53, std::numeric_limits<double>::infinity())})
+    f.push_back(p);
+  return f;
+}
+
 template <class T>
 void activations(cudnn::backend& be) {
   reference::backend ref;
   mirrored<T, nhwc> x(be, {2, 8, 5, 3}, 1);
-  for (activation k : {activation::identity, activation::relu, activation::relu6, activation::silu, activation::sigmoid,
-                       activation::hardsigmoid, activation::hardswish, activation::tanh}) {
-    SCOPED_TRACE(static_cast<int>(k));
+  for (const activation_params& k : gpu_activations()) {
+    SCOPED_TRACE(to_string(k));
     mirrored<T, nhwc> y(be, {2, 8, 5, 3}, 2);
     host_tensor<T, nhwc> want({2, 8, 5, 3});
     ref.activation_forward(k, x.host.const_view(), want.view());
@@ -241,13 +260,17 @@ void activation_backwards(cudnn::backend& be) {
   const std::array<std::int64_t, 4> e{2, 8, 5, 3};
   mirrored<T, nhwc> x(be, e, 21), dy(be, e, 22);
   // x spans [-1, 1] in steps of 1/16: 0 is relu's kink, where both sides take the derivative 0.
-  for (activation k : {activation::identity, activation::relu, activation::relu6, activation::silu, activation::sigmoid,
-                       activation::hardsigmoid, activation::hardswish, activation::tanh}) {
-    SCOPED_TRACE(static_cast<int>(k));
+  // leaky_relu and elu, whose derivative at 0 a convention decides, see x shifted by 1/32.
+  mirrored<T, nhwc> shifted(be, e, 21);
+  shifted.offset(1.0f / 32.0f);
+  for (const activation_params& k : gpu_activations()) {
+    SCOPED_TRACE(to_string(k));
+    const bool off_grid = k.kind == activation::leaky_relu || k.kind == activation::elu;
+    const mirrored<T, nhwc>& in = off_grid ? shifted : x;
     mirrored<T, nhwc> dx(be, e, 23);
     host_tensor<T, nhwc> want(e);
-    ref.activation_backward(k, x.host.const_view(), dy.host.const_view(), want.view());
-    be.activation_backward(k, x.dev(), dy.dev(), dx.dev_out());
+    ref.activation_backward(k, in.host.const_view(), dy.host.const_view(), want.view());
+    be.activation_backward(k, in.dev(), dy.dev(), dx.dev_out());
     expect_close(dx.fetch(), want, tolerance<T>());
   }
 }

@@ -2,12 +2,14 @@
 // reference backend, forward and backward, float32 and bfloat16, in every pair of formats, dense
 // and as padded (strided) views. Each call must round as the reference does within a few units of
 // T, write nothing outside its output view, and give PyTorch's derivative at the kinks (relu at 0,
-// relu6 at 0 and 6, hardsigmoid at -3 and 3, hardswish at 3).
+// relu6 at 0 and 6, hardsigmoid at -3 and 3 and ONNX's at -2.5 and 2.5, hardswish at 3, leaky_relu
+// and elu at 0, clip at its bounds).
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,12 +25,26 @@ namespace {
 using namespace memfmt;
 using dnnl_test::all_close;
 
-constexpr activation all_activations[] = {activation::identity, activation::relu,        activation::relu6,
-                                          activation::silu,     activation::sigmoid,     activation::hardsigmoid,
-                                          activation::hardswish, activation::tanh};
+constexpr double inf = std::numeric_limits<double>::infinity();
+const activation_params all_activations[] = {
+    activation::identity,  activation::relu,
+    activation::relu6,     activation::silu,
+    activation::sigmoid,   activation::hardsigmoid,
+    activation::hardswish, activation::tanh,
+    activation::elu,       activation::leaky_relu,
+    activation_params::hardsigmoid(0.2, 0.5),  // ONNX's default
+    activation_params::hardsigmoid(-0.25, 0.25),
+    activation_params::leaky_relu(0.2),
+    activation_params::leaky_relu(-0.5),
+    activation_params::elu(0.5),
+    activation_params::clip(-3.0, 3.0),
+    activation_params::clip(-inf, 3.0),
+    activation_params::clip(0.0, inf),
+    activation_params::clip(-inf, inf),
+};
 
 // The inputs every activation sees first, in logical order: the kinks and values just outside them.
-constexpr float kinks[] = {-3.f, 3.f, 0.f, 6.f, -6.f, -3.5f, 3.5f, 6.5f, -2.9375f, 2.9375f};
+constexpr float kinks[] = {-3.f, 3.f, 0.f, 6.f, -6.f, -3.5f, 3.5f, 6.5f, -2.9375f, 2.9375f, -2.5f, 2.5f, -1.f, 1.f};
 
 // A tensor of format F over a buffer `pad` elements wider at every level (padded_layout; 0: dense).
 template <class T, class F>
@@ -58,9 +74,10 @@ template <class T, class F>
 
 // y = f(x) and dx = dy * f'(x) with x and dx in XF, y and dy in YF, each padded by `pad`.
 template <class T, class XF, class YF>
-void check(onednn::backend& b, activation kind, const typename layout<XF>::extents_type& e, std::int64_t pad) {
+void check(onednn::backend& b, const activation_params& kind, const typename layout<XF>::extents_type& e,
+           std::int64_t pad) {
   SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " " + std::string(to_string(dtype_of_v<T>)) +
-               " activation " + std::to_string(static_cast<int>(kind)) + " pad " + std::to_string(pad));
+               " activation " + to_string(kind) + " pad " + std::to_string(pad));
   strided_tensor<T, XF> x(e, pad, 31, -7.f, 7.f), dx(e, pad, 32, -1.f, 1.f);
   strided_tensor<T, YF> y(e, pad, 33, -1.f, 1.f), dy(e, pad, 34, -1.f, 1.f);
   std::int64_t i = 0;
@@ -68,7 +85,7 @@ void check(onednn::backend& b, activation kind, const typename layout<XF>::exten
     T& v = x.buffer[static_cast<std::size_t>(x.map(c))];
     if (i < static_cast<std::int64_t>(std::size(kinks))) v = dnnl_test::from_f<T>(kinks[i++]);
     // oneDNN's hardswish' at exactly -3 is 0, PyTorch's (the reference's) -1/2: that kink is left out.
-    if (kind == activation::hardswish && dnnl_test::to_d(v) == -3.0) v = dnnl_test::from_f<T>(-3.25f);
+    if (kind.kind == activation::hardswish && dnnl_test::to_d(v) == -3.0) v = dnnl_test::from_f<T>(-3.25f);
   });
   host_tensor<T, YF> y_ref(e);
   host_tensor<T, XF> dx_ref(e);
@@ -87,7 +104,7 @@ void check(onednn::backend& b, activation kind, const typename layout<XF>::exten
 template <class T>
 void check_type() {
   onednn::backend b;
-  for (const activation kind : all_activations)
+  for (const activation_params& kind : all_activations)
     for (const std::int64_t pad : {0, 2}) {
       check<T, nchw, nchw>(b, kind, {2, 5, 3, 4}, pad);
       check<T, nchw, nhwc>(b, kind, {2, 5, 3, 4}, pad);
@@ -130,11 +147,11 @@ TEST(DnnlActivation, SupportAnswersYesForEveryFunction) {
   const onednn::backend b;
   op_query q;
   q.op = op_kind::activation;
-  for (const activation kind : all_activations)
+  for (const activation_params& kind : all_activations)
     for (const bool backward : {false, true}) {
       q.function = kind;
       q.backward = backward;
-      EXPECT_TRUE(b.support(q)) << static_cast<int>(kind) << " " << b.support(q).reason;
+      EXPECT_TRUE(b.support(q)) << to_string(kind) << " " << b.support(q).reason;
     }
 }
 

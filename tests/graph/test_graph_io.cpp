@@ -2,6 +2,8 @@
 // plans for another network refused, malformed documents named by key (and line).
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,39 @@ TEST(GraphIo, UpsampleCoordinatesRoundTrip) {
   j["nodes"][1]["attrs"]["coordinates"] = "corners";
   const std::string mode = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
   EXPECT_NE(mode.find("key 'coordinates' is 'corners'"), std::string::npos) << mode;
+}
+
+// Activations keep their parameters through JSON (an infinite clip bound is left out and reads back
+// infinite); parameters a function does not take, or out of range, are named.
+TEST(GraphIo, ActivationParametersRoundTrip) {
+  network n;
+  node_id h = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<memfmt::activation_params> functions = {
+      memfmt::activation::relu6, memfmt::activation_params::leaky_relu(0.2), memfmt::activation_params::elu(0.75),
+      memfmt::activation_params::hardsigmoid(0.2, 0.5), memfmt::activation_params::clip(-1.5, 2.0),
+      memfmt::activation_params::clip(-inf, 2.0), memfmt::activation_params::clip(0.5, inf)};
+  for (std::size_t i = 0; i < functions.size(); ++i) h = n.activation("f" + std::to_string(i), h, functions[i]);
+  n.output("y", h, family::channels_first);
+  const std::string text = memfmt::io::save_network(n);
+  const network back = memfmt::io::load_network(text);
+  for (std::size_t i = 0; i < functions.size(); ++i)
+    EXPECT_EQ(back.at(*back.find("f" + std::to_string(i))).get<memfmt::activation_params>(), functions[i])
+        << memfmt::to_string(functions[i]);
+  EXPECT_EQ(memfmt::io::save_network(back), text);
+
+  json j = memfmt::io::network_to_json(n);
+  j["nodes"][1]["attrs"]["alpha"] = 0.5;  // relu6 takes none
+  std::string e = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(e.find("node 'f0': activation relu6(alpha=0.5, beta=0) (takes no parameters"), std::string::npos) << e;
+  j = memfmt::io::network_to_json(n);
+  j["nodes"][5]["attrs"]["alpha"] = 3.0;  // above the upper bound 2
+  e = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(e.find("node 'f4': activation clip(alpha=3, beta=2) (needs bounds alpha <= beta)"), std::string::npos) << e;
+  j = memfmt::io::network_to_json(n);
+  j["nodes"][2]["attrs"]["alpha"] = "steep";
+  e = memfmt_test::error_text([&] { memfmt::io::network_from_json(j); });
+  EXPECT_NE(e.find("key 'alpha' must be a number"), std::string::npos) << e;
 }
 
 TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {

@@ -86,6 +86,18 @@ TEST(TimingCache, AttributesTheExtentsDoNotShowSplitSignatures) {
   memfmt::batch_norm_params relu;
   relu.fuse_relu = true;
   EXPECT_NE(*layer_signature(net, bn), *layer_signature(net, net.batch_norm("bn_relu", x, relu)));
+
+  // An activation's parameters are in its key; a function without any keeps the key it always had.
+  const auto act = [&](const char* name, const memfmt::activation_params& f) {
+    return *layer_signature(net, net.activation(name, x, f));
+  };
+  EXPECT_NE(act("leaky_a", memfmt::activation_params::leaky_relu(0.1)),
+            act("leaky_b", memfmt::activation_params::leaky_relu(0.2)));
+  EXPECT_EQ(act("leaky_c", memfmt::activation_params::leaky_relu(0.1)),
+            act("leaky_d", memfmt::activation_params::leaky_relu(0.1)));
+  EXPECT_NE(act("clip_a", memfmt::activation_params::clip(0.0, 6.0)), act("relu6", memfmt::activation::relu6));
+  const std::string relu_key = act("relu", memfmt::activation::relu);
+  EXPECT_NE(relu_key.find("activation 1 in "), std::string::npos) << relu_key;  // the function's number, as before
 }
 
 TEST(TimingCache, MeasuredCostsReplacePriorsAndFlipThePlan) {

@@ -67,7 +67,8 @@ TEST_P(OnnxModels, ShapesAndParametersMatchTheOnnxFile) {
   std::size_t relu6 = 0;
   for (const auto& n : m.network.nodes()) {
     ++kinds[memfmt::graph::to_string(n.kind)];
-    if (n.kind == node_kind::activation && n.get<memfmt::activation>() == memfmt::activation::relu6) ++relu6;
+    if (n.kind == node_kind::activation && n.get<memfmt::activation_params>().kind == memfmt::activation::relu6)
+      ++relu6;
   }
   EXPECT_EQ(kinds["conv"], c.convs);
   EXPECT_EQ(kinds["batch_norm"], c.batch_norms);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -174,16 +175,60 @@ TEST(OnnxImport, ClipFromConstantInputsAndAttributes) {
   b.node("Clip", {"x", "lo"}, {"z"});
   b.node("Clip", {"x", "neg", "hi"}, {"u"}, "clip_other");
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "y").get<memfmt::activation>(), memfmt::activation::relu6);
-  EXPECT_EQ(output_of(m, "z").get<memfmt::activation>(), memfmt::activation::relu);
-  ASSERT_EQ(m.unsupported.size(), 1u);  // Clip(-1, 6) is no memfmt activation
-  EXPECT_EQ(m.unsupported[0].op, "Clip");
-  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "y").get<memfmt::activation_params>().kind, memfmt::activation::relu6);
+  EXPECT_EQ(output_of(m, "z").get<memfmt::activation_params>().kind, memfmt::activation::relu);
+  EXPECT_EQ(output_of(m, "u").get<memfmt::activation_params>(), memfmt::activation_params::clip(-1.0, 6.0));
+  EXPECT_TRUE(m.unsupported.empty());
 
   onnx_builder old(10);
   old.input("x", {1, 2, 3, 3}).output("y");
   old.node("Clip", {"x"}, {"y"}).attr_f("min", 0.f).attr_f("max", 6.f);
-  EXPECT_EQ(output_of(import_model(old.model()), "y").get<memfmt::activation>(), memfmt::activation::relu6);
+  EXPECT_EQ(output_of(import_model(old.model()), "y").get<memfmt::activation_params>().kind, memfmt::activation::relu6);
+}
+
+// Activations with parameters keep them, with ONNX's defaults where an attribute is absent
+// (HardSigmoid's 0.2 and 0.5 are not PyTorch's 1/6 and 1/2).
+TEST(OnnxImport, ActivationParametersAndDefaults) {
+  onnx_builder b;
+  b.input("x", {1, 2, 3, 3}).output("a").output("b").output("c").output("d").output("e").output("f");
+  b.node("LeakyRelu", {"x"}, {"a"});
+  b.node("LeakyRelu", {"x"}, {"b"}).attr_f("alpha", 0.25f);
+  b.node("Elu", {"x"}, {"c"});
+  b.node("Elu", {"x"}, {"d"}).attr_f("alpha", 0.5f);
+  b.node("HardSigmoid", {"x"}, {"e"});
+  b.node("HardSigmoid", {"x"}, {"f"}).attr_f("alpha", 0.125f).attr_f("beta", 0.25f);
+  const imported_model m = import_model(b.model());
+  EXPECT_TRUE(m.unsupported.empty());
+  const auto f = [&](const char* out) { return output_of(m, out).get<memfmt::activation_params>(); };
+  EXPECT_EQ(f("a"), memfmt::activation_params::leaky_relu(static_cast<double>(0.01f)));
+  EXPECT_EQ(f("b"), memfmt::activation_params::leaky_relu(0.25));
+  EXPECT_EQ(f("c"), memfmt::activation_params::elu(1.0));
+  EXPECT_EQ(f("d"), memfmt::activation_params::elu(0.5));
+  EXPECT_EQ(f("e"), memfmt::activation_params::hardsigmoid(static_cast<double>(0.2f), 0.5));
+  EXPECT_EQ(f("f"), memfmt::activation_params::hardsigmoid(0.125, 0.25));
+
+  // A Clip whose bounds cross is planned around as a barrier, with the reason.
+  onnx_builder crossed;
+  crossed.input("x", {1, 2, 3, 3}).output("y");
+  crossed.scalar("lo", 2.f).scalar("hi", 1.f);
+  crossed.node("Clip", {"x", "lo", "hi"}, {"y"}, "crossed");
+  const imported_model mc = import_model(crossed.model());
+  ASSERT_EQ(mc.unsupported.size(), 1u);
+  EXPECT_EQ(mc.unsupported[0].node, "crossed");
+  EXPECT_NE(mc.unsupported[0].reason.find("min <= max"), std::string::npos) << mc.unsupported[0].reason;
+
+  // An infinite LeakyRelu slope is a malformed model: an error naming the node and the value.
+  onnx_builder steep;
+  steep.input("x", {1, 2, 3, 3}).output("y");
+  steep.node("LeakyRelu", {"x"}, {"y"}, "steep").attr_f("alpha", std::numeric_limits<float>::infinity());
+  try {
+    (void)import_model(steep.model());
+    ADD_FAILURE() << "an infinite LeakyRelu slope imported";
+  } catch (const memfmt::error& e) {
+    EXPECT_EQ(e.code(), memfmt::errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("steep"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("alpha=inf"), std::string::npos) << e.what();
+  }
 }
 
 // torch.onnx's F.pad and F.interpolate compute pads and scales at run time from Shape, Gather,
@@ -417,13 +462,13 @@ TEST(OnnxImport, SqueezeExcitationBroadcastMul) {
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");
-  b.node("LeakyRelu", {"x"}, {"l"}, "leaky");
+  b.node("LRN", {"x"}, {"l"}, "lrn").attr("size", std::int64_t{3});
   b.node("Relu", {"l"}, {"y"});
   const imported_model m = import_model(b.model());
   ASSERT_EQ(m.unsupported.size(), 1u);
-  EXPECT_EQ(m.unsupported[0].op, "LeakyRelu");
-  EXPECT_EQ(m.unsupported[0].node, "leaky");
-  const node& o = m.network.at(*m.network.find("leaky"));
+  EXPECT_EQ(m.unsupported[0].op, "LRN");
+  EXPECT_EQ(m.unsupported[0].node, "lrn");
+  const node& o = m.network.at(*m.network.find("lrn"));
   EXPECT_EQ(o.kind, node_kind::opaque);
   EXPECT_EQ(o.extents, (dims{1, 2, 3, 3}));
   EXPECT_FALSE(m.runnable());

@@ -104,18 +104,18 @@ TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
   expect_error({{"x", ramp({1, 3, 4, 5}, 0.f, 1.f)}, {"z", ramp({2, 2}, 0.f, 1.f)}}, memfmt::errc::invalid_argument,
                "'z' float32 [2, 2] is no graph input");
 
-  onnx_builder leaky;
-  leaky.input("x", {1, 2, 3, 3});
-  leaky.node("LeakyRelu", {"x"}, {"y"}, "leaky");
-  leaky.output("y");
-  const auto opaque = memfmt::onnx::import_model(leaky.model());
+  onnx_builder lrn;
+  lrn.input("x", {1, 2, 3, 3});
+  lrn.node("LRN", {"x"}, {"y"}, "lrn").attr("size", std::int64_t{3});
+  lrn.output("y");
+  const auto opaque = memfmt::onnx::import_model(lrn.model());
   try {
     memfmt::onnx::run_model(opaque, memfmt_test::plan_of(opaque, memfmt_test::plans[0]), backend,
                             {{"x", ramp({1, 2, 3, 3}, 0.f, 1.f)}});
-    ADD_FAILURE() << "an opaque LeakyRelu ran";
+    ADD_FAILURE() << "an opaque LRN ran";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::unsupported);
-    EXPECT_NE(std::string(e.what()).find("op LeakyRelu (ONNX node 'leaky')"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("op LRN (ONNX node 'lrn')"), std::string::npos) << e.what();
   }
 }
 

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memfmt/backends/reference/backend.hpp"
+#include "memfmt/graph/network.hpp"
 #include "memfmt/tensor/host_tensor.hpp"
 
 #include "../common/expect_error.hpp"
@@ -236,6 +238,33 @@ TEST(ReferenceLayerErrors, Activation) {
       [&] { layers.activation_backward<double>(activation::silu, x.const_view(), tensor_view<const double, nchw>(nullptr, x.extents()), dx.view()); },
       errc::null_pointer, {"activation_backward", "output gradient dy", "null data pointer"});
   expect_untouched(dx, "dx");
+}
+
+// Parameters out of range are named before any element is written; a network node with them is
+// refused when it is built.
+TEST(ReferenceLayerErrors, ActivationParameters) {
+  const auto x = filled<nchw>({2, 3, 4, 4}, 1.0);
+  auto y = filled<nhwc>({2, 3, 4, 4});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::pair<activation_params, const char*>> bad = {
+      {activation_params(activation::relu, 0.5, 0.0), "relu(alpha=0.5, beta=0) (takes no parameters"},
+      {activation_params::clip(2.0, 1.0), "clip(alpha=2, beta=1) (needs bounds alpha <= beta)"},
+      {activation_params::clip(nan, 1.0), "clip(alpha=nan, beta=1)"},
+      {activation_params::leaky_relu(std::numeric_limits<double>::infinity()), "leaky_relu(alpha=inf, beta=0)"},
+      {activation_params(activation::elu, 1.0, 2.0), "elu(alpha=1, beta=2) (needs a finite alpha and beta 0)"},
+      {activation_params::hardsigmoid(nan, 0.5), "hardsigmoid(alpha=nan, beta=0.5)"},
+      {activation_params(static_cast<activation>(200)), "unknown function"}};
+  for (const auto& [f, message] : bad) {
+    expect_error([&] { layers.activation_forward<double>(f, x.const_view(), y.view()); }, errc::invalid_argument,
+                 {"activation_forward", message});
+    expect_untouched(y, "y");
+    expect_error([&] { layers.activation_backward<double>(f, x.const_view(), x.const_view(), y.view()); },
+                 errc::invalid_argument, {"activation_backward", message});
+    expect_untouched(y, "y");
+    graph::network net;
+    const auto in = net.input("x", {2, 3, 4, 4}, dtype::float64, graph::family::channels_first);
+    expect_error([&] { net.activation("act", in, f); }, errc::invalid_argument, {"node 'act'", message});
+  }
 }
 
 TEST(ReferenceLayerErrors, BinaryBroadcasting) {

@@ -194,7 +194,8 @@ def bn_cases():
 
 # ---------------------------------------------------------------- layers other than conv and batch norm
 # Enum values as in include/memfmt/backends/layer_params.hpp.
-ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh"]
+ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip",
+               "elu"]
 BINARY = ["add", "sub", "mul", "div"]
 
 
@@ -208,7 +209,7 @@ def spatial_ints(prefix, values):
 
 def activation_cases():
     cases = []
-    for kind, name in enumerate(ACTIVATIONS):
+    for kind, name in enumerate(ACTIVATIONS[:8]):
         x = grid((2, 3, 4, 5), 2, sigma=3.0)
         # The kinks, where PyTorch's derivative convention matters.
         x.view(-1)[:8] = torch.tensor([-3.0, 0.0, 3.0, 6.0, -6.0, 0.25, -0.25, 2.75])
@@ -226,6 +227,38 @@ def activation_cases():
             assert torch.allclose(dx, exact, rtol=1e-7, atol=0)
             dx = exact
         cases.append(case(name, "activation", {"kind": kind}, {}, {"x": x, "y": y, "dy": dy, "dx": dx}))
+    return cases
+
+
+def parameterized_activation_cases():
+    """Activations with parameters (alpha, beta as in activation_params); generated after every other
+    case, so that the random draws of the earlier cases stay as they were."""
+    def hardsigmoid(alpha, beta):
+        return lambda t: torch.clamp(alpha * t + beta, 0.0, 1.0)
+    rows = [("leaky_relu", 0.2, 0.0, lambda t: F.leaky_relu(t, 0.2)),
+            ("leaky_relu", 0.01, 0.0, F.leaky_relu),
+            ("elu", 0.7, 0.0, lambda t: F.elu(t, alpha=0.7)),
+            ("clip", -2.0, 1.5, lambda t: F.hardtanh(t, -2.0, 1.5)),
+            ("hardsigmoid", 0.2, 0.5, hardsigmoid(0.2, 0.5))]
+    cases = []
+    for name, alpha, beta, f in rows:
+        x = grid((2, 3, 4, 5), 2, sigma=3.0)
+        x.view(-1)[:8] = torch.tensor([-2.5, 0.0, 2.5, -2.0, 1.5, 0.25, -0.25, 2.75])  # the kinks
+        x.requires_grad_()
+        y = f(x)
+        dy = grid(tuple(y.shape), 4)
+        y.backward(dy)
+        dx = x.grad
+        if name == "hardsigmoid":
+            # torch.clamp passes the gradient on its bounds too; memfmt's hardsigmoid, as PyTorch's own,
+            # does not. Record the strict window after checking PyTorch agrees off the bounds.
+            t = (alpha * x + beta).detach()
+            exact = torch.where((t > 0) & (t < 1), dy * alpha, torch.zeros_like(dy))
+            off_bounds = (t != 0) & (t != 1)
+            assert torch.allclose(dx[off_bounds], exact[off_bounds], rtol=1e-12, atol=0)
+            dx = exact
+        cases.append(case("%s(%g, %g)" % (name, alpha, beta), "activation", {"kind": ACTIVATIONS.index(name)},
+                          {"alpha": alpha, "beta": beta}, {"x": x, "y": y, "dy": dy, "dx": dx}))
     return cases
 
 
@@ -474,7 +507,8 @@ def conv_asym_cases():
 
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
-            group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases())
+            group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
+            parameterized_activation_cases())
 
 
 def main():

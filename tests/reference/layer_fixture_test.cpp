@@ -65,7 +65,8 @@ results run_case(const fixture_case& fc) {
   auto in_like = [&](const char* name) { return nan_tensor<T, XF>(to_extents<rank>(fc.tensor(name))); };
 
   if (fc.op == "activation") {
-    const auto kind = static_cast<activation>(fc.integer("kind"));
+    activation_params kind(static_cast<activation>(fc.integer("kind")));
+    if (fc.reals.count("alpha")) kind = {kind.kind, fc.real("alpha"), fc.real("beta")};
     const auto x = to_tensor<T, XF>(fc.tensor("x"));
     const auto dy = to_tensor<T, YF>(fc.tensor("dy"));
     auto y = out_like("y");
@@ -367,7 +368,7 @@ TYPED_TEST(ReferenceLayerFixtures, EveryOpEveryFormatPair) {
   for (const char* op : {"activation", "binary", "pool", "global_avg_pool", "upsample", "pad", "group_norm", "softmax",
                          "linear", "conv_asym"})
     EXPECT_GE(per_op[op], 1) << op;
-  EXPECT_EQ(per_op["activation"], 8);
+  EXPECT_EQ(per_op["activation"], 13);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -369,8 +370,15 @@ void expect_fd(double numeric, std::pair<double, double> analytic, const std::st
 
 template <class XF, class YF>
 void activation_fd() {
-  for (int k = 0; k < 8; ++k) {
-    const auto kind = static_cast<activation>(k);
+  std::vector<activation_params> functions;
+  for (int k = 0; k < activation_count; ++k) functions.push_back(static_cast<activation>(k));  // defaults
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const activation_params& f :
+       {activation_params::hardsigmoid(0.2, 0.5), activation_params::hardsigmoid(-0.3, 0.1),
+        activation_params::leaky_relu(0.3), activation_params::leaky_relu(-1.5), activation_params::elu(0.7),
+        activation_params::clip(-2.0, 1.5), activation_params::clip(-inf, 0.5), activation_params::clip(-0.5, inf)})
+    functions.push_back(f);
+  for (const activation_params& kind : functions) {
     const auto xe = random_extents<XF>(2, 3, 2, 4);
     const auto x = random_tensor<XF>(xe, -7.0, 7.0), v = random_tensor<XF>(xe);
     const auto dy = random_tensor<YF>(xe);
@@ -379,7 +387,7 @@ void activation_fd() {
     const double num = directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) {
       reference::activation_forward<double>(kind, in.const_view(), out.view());
     });
-    expect_fd(num, dot(dx, v), "activation " + std::to_string(k));
+    expect_fd(num, dot(dx, v), "activation " + to_string(kind));
   }
 }
 

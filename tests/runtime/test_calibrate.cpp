@@ -257,7 +257,8 @@ struct device_like_backend {
     memfmt::reference::conv_forward(x, w, bias, y, p);
   }
   template <class T, class XF, class YF>
-  void activation_forward(memfmt::activation kind, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) {
+  void activation_forward(const memfmt::activation_params& kind, memfmt::tensor_view<const T, XF> x,
+                          memfmt::tensor_view<T, YF> y) {
     check(x);
     check(y);
     ++runs;

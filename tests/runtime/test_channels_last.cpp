@@ -173,7 +173,8 @@ struct altered_channels_last_activation : memfmt::reference::backend {
     return memfmt::reference::backend::support(q);
   }
   template <class T, class XF, class YF>
-  void activation_forward(memfmt::activation kind, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) const {
+  void activation_forward(const memfmt::activation_params& kind, memfmt::tensor_view<const T, XF> x,
+                          memfmt::tensor_view<T, YF> y) const {
     if (slow && memfmt::family_v<YF> == memfmt::format_family::channels_last)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     memfmt::reference::backend::activation_forward(kind, x, y);

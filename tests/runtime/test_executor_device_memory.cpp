@@ -108,7 +108,8 @@ struct fake_device : memfmt::reference::backend {
     memfmt::reference::backend::batch_norm_forward_inference(x, y, g, b, m, v, p, residual);
   }
   template <class T, class XF, class YF>
-  void activation_forward(memfmt::activation k, memfmt::tensor_view<const T, XF> x, memfmt::tensor_view<T, YF> y) {
+  void activation_forward(const memfmt::activation_params& k, memfmt::tensor_view<const T, XF> x,
+                          memfmt::tensor_view<T, YF> y) {
     require_device(x.data(), 1);
     require_device(y.data(), 1);
     ++layer_calls;

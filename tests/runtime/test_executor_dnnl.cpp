@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -133,6 +134,33 @@ TEST(ExecutorOneDnnBf16, Vgg16Bn) { check_model<memfmt::bfloat16>("vgg16_bn", sm
 TEST(ExecutorOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", small(0.0625, 16)); }
 TEST(ExecutorOneDnnBf16, R3d18) { check_model<memfmt::bfloat16>("r3d_18", small(0.0625, 16)); }
 
+// The network on oneDNN, fused, all channels-first and all channels-last, against the reference
+// backend's channels-first run (parameters and input from the seeds); the two runs' reports.
+std::vector<memfmt::runtime::executor_report> expect_onednn_matches_reference(const network& net,
+                                                                              std::uint32_t param_seed,
+                                                                              std::uint32_t input_seed) {
+  const parameter_store params = make_params(net, param_seed);
+  const std::vector<float> in = random_input(net, input_seed);
+  memfmt::reference::backend ref;
+  const memfmt::graph::cost_model priors{};
+  const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),
+                                params, in, false);
+  memfmt::onednn::backend dnnl;
+  std::vector<memfmt::runtime::executor_report> reports;
+  for (family f : {family::channels_first, family::channels_last}) {
+    reports.emplace_back();
+    const auto plan = memfmt::graph::make_plan(net, priors, uniform(net, f));
+    const auto got = run<float>(dnnl, net, plan, params, in, true, &reports.back());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!(std::fabs(got[i] - truth[i]) <= 1e-5)) {
+        ADD_FAILURE() << memfmt::to_string(f) << " output element " << i << ": " << got[i] << ", the reference "
+                      << truth[i];
+        break;
+      }
+  }
+  return reports;
+}
+
 // The layers the models do not use, each alone between an input and an output, on oneDNN in both
 // formats against the reference: group and instance norm (memfmt's CPU kernel), broadcasting in
 // both operand orders, ceil-mode and padded pools, upsampling by integer and other factors, spatial
@@ -177,18 +205,30 @@ TEST(ExecutorOneDnn, OtherLayers) {
   h = net.softmax("softmax", h);
   net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
 
-  const parameter_store params = make_params(net, 3);
-  const std::vector<float> in = random_input(net, 5);
-  memfmt::reference::backend ref;
-  const memfmt::graph::cost_model priors{};
-  const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),
-                                params, in, false);
-  memfmt::onednn::backend dnnl;
-  for (family f : {family::channels_first, family::channels_last}) {
-    const auto got = run<float>(dnnl, net, memfmt::graph::make_plan(net, priors, uniform(net, f)), params, in, true);
-    for (std::size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], truth[i], 1e-5) << memfmt::to_string(f) << " output element " << i;
+  expect_onednn_matches_reference(net, 3, 5);
+}
+
+// Activations with parameters after convs run as the convs' eltwise post-ops (a bias and ONNX's
+// hardsigmoid among them), and alone, in both formats, against the reference.
+TEST(ExecutorOneDnn, ActivationParametersFusedIntoConvs) {
+  network net;
+  const auto x = net.input("input", {2, 5, 7, 6}, dtype::float32, family::channels_first);
+  const double inf = std::numeric_limits<double>::infinity();
+  const memfmt::activation_params functions[] = {
+      memfmt::activation_params::leaky_relu(0.1), memfmt::activation_params::clip(-0.5, 0.75),
+      memfmt::activation_params::elu(0.7), memfmt::activation_params::hardsigmoid(0.2, 0.5),
+      memfmt::activation_params::clip(-inf, 0.25)};
+  auto h = x;
+  int i = 0;
+  for (const auto& f : functions) {
+    const std::string k = std::to_string(i++);
+    h = net.activation("act" + k, net.conv("conv" + k, h, memfmt::graph::conv_spec(6, 3, 1, 1, 1, true)), f);
   }
+  h = net.activation("leaky_alone", net.add("add", h, h), memfmt::activation_params::leaky_relu(-0.25));
+  net.output("output", h, family::channels_first);
+
+  for (const auto& report : expect_onednn_matches_reference(net, 11, 12))
+    EXPECT_EQ(report.fusions.size(), std::size(functions));
 }
 
 // A layer in an element type oneDNN does not compute in (a float16 activation, a float64 conv) is an

@@ -35,12 +35,12 @@ namespace models = memfmt::graph::models;
 // nonlinearity or preceded by one, so no gradient is a cancellation), a split (channel slices),
 // concat, max and average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of
 // two values of one shape), squeeze-and-excitation (global max pool, hardsigmoid, broadcast mul), tanh,
-// silu, hardswish, relu6, softmax, spatial padding in each mode.
+// silu, hardswish, relu6, elu, leaky relu, clip, softmax, spatial padding in each mode.
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
   const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
-  auto h = net.conv("conv1", x, conv_spec(6, 3, 1, 1));
+  auto h = net.activation("elu", net.conv("conv1", x, conv_spec(6, 3, 1, 1)), memfmt::activation_params::elu(0.7));
   h = net.group_norm("gn", h, 3);
   const auto parts = net.split("split", h, {2, 4});
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
@@ -48,7 +48,8 @@ network other_layers(dtype type) {
   h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
   h = net.pad("pad.reflect", h, {memfmt::pad_mode::reflect, {2, 0, 0}, {0, 2, 0}, 0.0});  // [2, 6, 10, 10]
   const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
-  h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 10, 10]
+  h = net.activation("leaky", net.conv("down", h, conv_spec(6, 2, 2)), memfmt::activation_params::leaky_relu(0.1));
+  h = net.conv_transpose("convt", h, ct);  // [2, 4, 10, 10]
   h = net.instance_norm("in", net.activation("hswish", h, memfmt::activation::hardswish), 1e-5, true);
   h = net.mul("gate", h, net.activation("gate.sigmoid", h, memfmt::activation::sigmoid));
   const auto se = net.activation("se.hardsigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
@@ -57,6 +58,7 @@ network other_layers(dtype type) {
   h = net.pad("pad.replicate", h, {memfmt::pad_mode::replicate, {1, 2, 0}, {2, 0, 0}, 0.0});  // [2, 4, 13, 12]
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 4, 14, 12]
   h = net.activation("relu6", net.avg_pool("avg2", h, 2, 2), memfmt::activation::relu6);      // [2, 4, 7, 6]
+  h = net.activation("clip", h, memfmt::activation_params::clip(0.25, 0.75));
   h = net.pad("pad.constant", h, {memfmt::pad_mode::constant, {0, 1, 0}, {1, 0, 0}, 0.5});  // [2, 4, 8, 7]
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
   net.output("output", net.softmax("softmax", h), family::channels_first);

@@ -520,14 +520,14 @@ TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
     EXPECT_NE(r.output.find("garbage.onnx"), std::string::npos) << cmd << ": " << r.output;
   }
   // An op without a memfmt layer: planned around, refused for running, naming the op and node.
-  const std::string leaky = std::string(MEMFMT_CLI_TEST_DATA) + "/leaky_relu.onnx";
-  const auto plan = run_cli({"plan", leaky});
+  const std::string lrn = std::string(MEMFMT_CLI_TEST_DATA) + "/lrn.onnx";
+  const auto plan = run_cli({"plan", lrn});
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
-  EXPECT_NE(plan.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << plan.output;
-  const auto run = run_cli({"run", leaky});
+  EXPECT_NE(plan.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << plan.output;
+  const auto run = run_cli({"run", lrn});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("cannot run 1 ONNX node"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("op 'LeakyRelu' (ONNX node 'leaky')"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << run.output;
 
   // A fixed batch cannot be changed.
   const auto r = run_cli({"run", onnx_file("small_mobilenet_v2.onnx"), "--batch", "2"});

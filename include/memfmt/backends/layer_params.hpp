@@ -9,6 +9,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -21,9 +24,121 @@ using spatial3 = std::array<std::int64_t, 3>;
 
 // Elementwise activations. y = f(x):
 //   relu max(0, x); relu6 min(max(0, x), 6); silu x * sigmoid(x); sigmoid 1 / (1 + e^-x);
-//   hardsigmoid clamp(x / 6 + 1 / 2, 0, 1) (PyTorch's; ONNX HardSigmoid with alpha 1/6, beta 1/2);
-//   hardswish x * hardsigmoid(x); tanh; identity (dropout in inference).
-enum class activation : std::uint8_t { identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh };
+//   hardsigmoid clamp(alpha x + beta, 0, 1); hardswish x * clamp(x / 6 + 1 / 2, 0, 1); tanh;
+//   leaky_relu x for x > 0, alpha x otherwise; clip min(max(x, alpha), beta); elu x for x > 0,
+//   alpha (e^x - 1) otherwise; identity (dropout in inference).
+enum class activation : std::uint8_t {
+  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu
+};
+inline constexpr int activation_count = 11;
+
+// The functions' names in enum order (the network JSON's "function" values).
+inline constexpr std::array<const char*, activation_count> activation_names{
+    "identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip", "elu"};
+
+constexpr const char* to_string(activation f) noexcept {
+  return static_cast<int>(f) < activation_count ? activation_names[static_cast<std::size_t>(f)] : "?";
+}
+
+// Whether f reads alpha and beta (activation_params).
+constexpr bool has_parameters(activation f) noexcept {
+  return f == activation::hardsigmoid || f == activation::leaky_relu || f == activation::clip || f == activation::elu;
+}
+
+// An activation with its parameters, as the network description stores it and every backend takes
+// it. alpha and beta mean, per function (defaults in brackets):
+//   hardsigmoid: slope alpha, offset beta [1/6, 1/2: PyTorch's; ONNX HardSigmoid's are 0.2, 0.5];
+//   leaky_relu:  negative slope alpha [0.01: PyTorch's and ONNX's]; beta unused;
+//   clip:        bounds alpha <= beta, either may be infinite [-inf, inf: ONNX Clip's];
+//   elu:         alpha [1]; beta unused.
+// The other functions read neither (both 0). A function converts implicitly, with its defaults.
+struct activation_params {
+  activation kind = activation::identity;
+  double alpha = 0.0, beta = 0.0;
+
+  constexpr activation_params() noexcept = default;
+  constexpr activation_params(activation f) noexcept  // NOLINT(google-explicit-constructor): always valid
+      : kind(f), alpha(default_alpha(f)), beta(default_beta(f)) {}
+  constexpr activation_params(activation f, double a, double b) noexcept : kind(f), alpha(a), beta(b) {}
+
+  static constexpr activation_params hardsigmoid(double slope, double offset) noexcept {
+    return {activation::hardsigmoid, slope, offset};
+  }
+  static constexpr activation_params leaky_relu(double negative_slope) noexcept {
+    return {activation::leaky_relu, negative_slope, 0.0};
+  }
+  static constexpr activation_params clip(double lo, double hi) noexcept { return {activation::clip, lo, hi}; }
+  static constexpr activation_params elu(double a) noexcept { return {activation::elu, a, 0.0}; }
+
+  static constexpr double default_alpha(activation f) noexcept {
+    switch (f) {
+      case activation::hardsigmoid: return 1.0 / 6.0;
+      case activation::leaky_relu: return 0.01;
+      case activation::clip: return -std::numeric_limits<double>::infinity();
+      case activation::elu: return 1.0;
+      default: return 0.0;
+    }
+  }
+  static constexpr double default_beta(activation f) noexcept {
+    if (f == activation::hardsigmoid) return 0.5;
+    if (f == activation::clip) return std::numeric_limits<double>::infinity();
+    return 0.0;
+  }
+
+  friend constexpr bool operator==(const activation_params& a, const activation_params& b) noexcept {
+    return a.kind == b.kind && a.alpha == b.alpha && a.beta == b.beta;
+  }
+  friend constexpr bool operator!=(const activation_params& a, const activation_params& b) noexcept {
+    return !(a == b);
+  }
+};
+
+namespace layer_detail {
+// The fewest significant digits (15 to 17) that read back as v: 0.2 prints as 0.2, and different
+// values print differently.
+inline std::string exact_number(double v) {
+  char buf[32];
+  for (int digits = 15; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace layer_detail
+
+// "relu", "leaky_relu(alpha=0.2, beta=0)", "clip(alpha=-1, beta=inf)": for messages and keys
+// (different parameters give different names).
+inline std::string to_string(const activation_params& f) {
+  std::string s = to_string(f.kind);
+  if (!has_parameters(f.kind) && f.alpha == 0.0 && f.beta == 0.0) return s;
+  return s + "(alpha=" + layer_detail::exact_number(f.alpha) + ", beta=" + layer_detail::exact_number(f.beta) + ")";
+}
+
+// Throws invalid_argument naming the function and its values unless they are in range: alpha and
+// beta 0 for a function without parameters, finite for hardsigmoid, leaky_relu and elu (beta 0 for
+// the last two), and for clip not NaN, with alpha <= beta.
+inline void validate_activation(const activation_params& f, const std::string& where) {
+  const auto bad = [&](const char* need) {
+    detail::fail(errc::invalid_argument, where + ": activation " + to_string(f) + " (" + need + ")");
+  };
+  if (static_cast<int>(f.kind) >= activation_count) bad("unknown function");
+  const bool finite = std::isfinite(f.alpha) && std::isfinite(f.beta);
+  switch (f.kind) {
+    case activation::hardsigmoid:
+      if (!finite) bad("needs finite alpha and beta");
+      break;
+    case activation::leaky_relu:
+    case activation::elu:
+      if (!finite || f.beta != 0.0) bad("needs a finite alpha and beta 0");
+      break;
+    case activation::clip:
+      if (std::isnan(f.alpha) || std::isnan(f.beta) || f.alpha > f.beta) bad("needs bounds alpha <= beta");
+      break;
+    default:
+      if (f.alpha != 0.0 || f.beta != 0.0) bad("takes no parameters: alpha and beta must be 0");
+  }
+}
 
 // Binary elementwise ops with PyTorch broadcasting over logical dims (a size-1 dim repeats).
 enum class binary_op : std::uint8_t { add, sub, mul, div };

@@ -50,7 +50,7 @@ struct op_query {
   dtype type = dtype::float32;
   format_family format = format_family::channels_first;
   int rank = 4;                                           // of the activations: 4 (2-D) or 5 (3-D)
-  activation function = activation::identity;            // op_kind::activation
+  activation_params function = activation::identity;     // op_kind::activation
   pool_kind pool = pool_kind::max;                        // op_kind::pool
   resample_mode resample = resample_mode::nearest;        // op_kind::upsample
   resample_coordinates coordinates = resample_coordinates::pytorch;  // op_kind::upsample

@@ -237,17 +237,20 @@ void validate_batch_norm_backward(const tensor_view<XT, F>& x, const tensor_view
 
 // Elementwise activation: y (dx) has the sizes of x.
 template <class XT, class XF, class YT, class YF>
-void validate_activation_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y) {
+void validate_activation_forward(const activation_params& f, const tensor_view<XT, XF>& x,
+                                 const tensor_view<YT, YF>& y) {
   constexpr const char* op = "activation_forward";
+  validate_activation(f, op);
   backend_detail::require_same_sizes(op, "input x", x, "output y", y);
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output y", y);
 }
 
 template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
-void validate_activation_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
-                                  const tensor_view<DXT, DXF>& dx) {
+void validate_activation_backward(const activation_params& f, const tensor_view<XT, XF>& x,
+                                  const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx) {
   constexpr const char* op = "activation_backward";
+  validate_activation(f, op);
   backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
   backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
   backend_detail::require_data(op, "input x", x);

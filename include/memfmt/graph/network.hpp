@@ -200,7 +200,7 @@ struct opaque_attrs {
 // Per-kind attributes; input, output, concat and flatten have none (monostate). instance_norm and
 // group_norm both hold norm_attrs; node::kind tells them apart.
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
-                                memfmt::pad_params, memfmt::activation, memfmt::binary_op, memfmt::pool_params,
+                                memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs>;
 
@@ -376,8 +376,9 @@ class network {
   }
 
   // ---- elementwise ----
-  node_id activation(std::string name, node_id in, memfmt::activation f) {
+  node_id activation(std::string name, node_id in, const memfmt::activation_params& f) {
     node n = make(std::move(name), node_kind::activation, {in});
+    memfmt::validate_activation(f, "node '" + n.name + "'");
     n.extents = require_value(n, in).extents;
     n.attrs = f;
     return append(std::move(n));

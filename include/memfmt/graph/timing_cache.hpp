@@ -103,7 +103,13 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
            detail::spatial_text(p.end, dims);
       break;
     }
-    case node_kind::activation: s += " " + std::to_string(static_cast<int>(n.get<memfmt::activation>())); break;
+    case node_kind::activation: {
+      // The function's number, then its parameters where it has any (keys of the others unchanged).
+      const memfmt::activation_params& f = n.get<memfmt::activation_params>();
+      s += " " + std::to_string(static_cast<int>(f.kind));
+      if (memfmt::has_parameters(f.kind)) s += " " + memfmt::to_string(f);
+      break;
+    }
     case node_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
     case node_kind::pool: {
       const memfmt::pool_params& p = n.get<memfmt::pool_params>();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
@@ -42,8 +43,7 @@ inline constexpr enum_names<graph::node_kind, 20> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
      "opaque"}};
-inline constexpr enum_names<memfmt::activation, 8> activation_names{
-    {"identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh"}};
+inline constexpr enum_names<memfmt::activation, memfmt::activation_count> activation_names{memfmt::activation_names};
 inline constexpr enum_names<memfmt::binary_op, 4> binary_names{{"add", "sub", "mul", "div"}};
 inline constexpr enum_names<memfmt::pool_kind, 2> pool_names{{"max", "average"}};
 inline constexpr enum_names<memfmt::resample_mode, 2> resample_names{{"nearest", "linear"}};
@@ -169,7 +169,17 @@ inline json attrs_json(const graph::node& n) {
       a = {{"mode", pad_names(p.mode)}, {"begin", triple_json(p.begin)}, {"end", triple_json(p.end)}, {"value", p.value}};
       break;
     }
-    case node_kind::activation: a["function"] = activation_names(n.get<memfmt::activation>()); break;
+    case node_kind::activation: {
+      // alpha and beta for the functions that have them; an infinite clip bound (JSON has no
+      // infinity) is left out and reads back as the default.
+      const auto& f = n.get<memfmt::activation_params>();
+      a["function"] = activation_names(f.kind);
+      if (memfmt::has_parameters(f.kind)) {
+        if (std::isfinite(f.alpha)) a["alpha"] = f.alpha;
+        if (std::isfinite(f.beta)) a["beta"] = f.beta;
+      }
+      break;
+    }
     case node_kind::binary: a["op"] = binary_names(n.get<memfmt::binary_op>()); break;
     case node_kind::pool: {
       const auto& p = n.get<memfmt::pool_params>();
@@ -272,7 +282,13 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       p.value = number(a, "value", at);
       return net.pad(name, in[0], p);
     }
-    case node_kind::activation: arity(1); return net.activation(name, in[0], named(activation_names, a, "function", at));
+    case node_kind::activation: {
+      arity(1);
+      memfmt::activation_params f(named(activation_names, a, "function", at));
+      if (a.contains("alpha")) f.alpha = number(a, "alpha", at);
+      if (a.contains("beta")) f.beta = number(a, "beta", at);
+      return net.activation(name, in[0], f);
+    }
     case node_kind::binary: arity(2); return net.binary(name, in[0], in[1], named(binary_names, a, "op", at));
     case node_kind::pool: {
       arity(1);

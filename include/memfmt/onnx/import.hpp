@@ -328,7 +328,10 @@ class importer {
     if (op == "Sigmoid") return activation(r, memfmt::activation::sigmoid);
     if (op == "Tanh") return activation(r, memfmt::activation::tanh);
     if (op == "HardSwish") return activation(r, memfmt::activation::hardswish);
-    if (op == "HardSigmoid") return hard_sigmoid(r);
+    if (op == "HardSigmoid")
+      return activation(r, activation_params::hardsigmoid(r.get_float("alpha", 0.2f), r.get_float("beta", 0.5f)));
+    if (op == "LeakyRelu") return activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f)));
+    if (op == "Elu") return activation(r, activation_params::elu(r.get_float("alpha", 1.0f)));
     if (op == "Clip") return clip(r);
     if (op == "Add") return binary(r, memfmt::binary_op::add);
     if (op == "Sub") return binary(r, memfmt::binary_op::sub);
@@ -843,21 +846,13 @@ class importer {
     set_tensor(r, id, x.lifted());
   }
 
-  void activation(const node_reader& r, memfmt::activation f) {
+  void activation(const node_reader& r, const activation_params& f) {
     const value& x = tensor_input(r, 0);
     set_tensor(r, net().activation(layer_name(r, nullptr), *x.node, f), x.lifted());
   }
 
-  // ONNX HardSigmoid is max(0, min(1, alpha x + beta)); memfmt's is PyTorch's (alpha 1/6, beta 1/2).
-  void hard_sigmoid(const node_reader& r) {
-    const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
-    if (std::fabs(alpha - 1.0 / 6.0) > 1e-6 || beta != 0.5)
-      throw not_expressible{"HardSigmoid alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
-                            " (memfmt's is alpha 1/6, beta 1/2)"};
-    activation(r, memfmt::activation::hardsigmoid);
-  }
-
-  // Clip(0, 6) is relu6 and Clip(0, inf) relu; bounds from attributes before opset 11, inputs after.
+  // Clip(0, 6) is relu6, Clip(0, inf) relu, any other a clip; bounds from attributes before opset
+  // 11, inputs after.
   void clip(const node_reader& r) {
     const double inf = std::numeric_limits<double>::infinity();
     double lo = -inf, hi = inf;
@@ -871,7 +866,9 @@ class importer {
     if (lo == 0.0 && hi == 6.0) return activation(r, memfmt::activation::relu6);
     if (lo == 0.0 && hi >= static_cast<double>(std::numeric_limits<float>::max()))
       return activation(r, memfmt::activation::relu);
-    throw not_expressible{"Clip to [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (relu and relu6 only)"};
+    if (std::isnan(lo) || std::isnan(hi) || lo > hi)
+      throw not_expressible{"Clip to [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (needs min <= max)"};
+    activation(r, activation_params::clip(lo, hi));
   }
 
   void binary(const node_reader& r, memfmt::binary_op op) {

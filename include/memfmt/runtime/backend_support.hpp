@@ -33,7 +33,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
       break;
     case graph::node_kind::activation:
       q.op = op_kind::activation;
-      q.function = n.get<memfmt::activation>();
+      q.function = n.get<memfmt::activation_params>();
       break;
     case graph::node_kind::binary: q.op = op_kind::binary; break;
     case graph::node_kind::pool:

@@ -335,7 +335,7 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   }
   if constexpr (has_v<activation_op, Backend>)
     if (n.kind == k::activation)
-      return median_ns(o, b, [&] { b.activation_forward(n.get<activation>(), ins[0], y); });
+      return median_ns(o, b, [&] { b.activation_forward(n.get<activation_params>(), ins[0], y); });
   if constexpr (has_v<binary_op_t, Backend>)
     if (n.kind == k::binary) return median_ns(o, b, [&] { b.binary_forward(n.get<binary_op>(), ins[0], ins[1], y); });
   if constexpr (has_v<pool_op, Backend>)

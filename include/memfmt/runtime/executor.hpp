@@ -170,7 +170,7 @@ struct free_bytes {
 };
 
 // Backends whose conv_forward runs the epilogue activation(conv + bias + residual) in one call: they
-// name its options type Backend::conv_fusion (a struct with a memfmt::activation `activation`).
+// name its options type Backend::conv_fusion (a struct with a memfmt::activation_params `activation`).
 template <class Backend, class = void>
 struct fuses_conv_epilogue : std::false_type {};
 template <class Backend>
@@ -452,7 +452,7 @@ class executor {
       }
       if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation) {
         fused_into_[*r] = n.id;
-        fused_activation_[n.id] = net_.at(*r).template get<memfmt::activation>();
+        fused_activation_[n.id] = net_.at(*r).template get<memfmt::activation_params>();
         group += " + " + net_.at(*r).name;
         last = *r;
       }
@@ -603,7 +603,8 @@ class executor {
     if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
     const T* bd = bias.empty() ? nullptr : param(std::move(bias));
     const auto fused = fused_activation_.find(n.id);
-    const memfmt::activation act = fused == fused_activation_.end() ? memfmt::activation::identity : fused->second;
+    const memfmt::activation_params act =
+        fused == fused_activation_.end() ? memfmt::activation_params{} : fused->second;
     const auto res = residual_.find(n.id);
     const T* rd = res == residual_.end() ? nullptr
                                          : reinterpret_cast<const T*>(slot_data(read_slot(
@@ -629,7 +630,7 @@ class executor {
           } else {
             b.conv_forward(xv, wv, bd, yv, p);
             if (rv.data()) b.binary_forward(memfmt::binary_op::add, tensor_view<const T, F>(yv), rv, yv);
-            if (act != memfmt::activation::identity) b.activation_forward(act, tensor_view<const T, F>(yv), yv);
+            if (act.kind != memfmt::activation::identity) b.activation_forward(act, tensor_view<const T, F>(yv), yv);
           }
         });
       }
@@ -790,7 +791,7 @@ class executor {
       Backend& b = backend_;
       switch (n.kind) {
         case graph::node_kind::activation:
-          step.push_back([&b, x, y, k = n.get<memfmt::activation>()] { b.activation_forward(k, x, y); });
+          step.push_back([&b, x, y, k = n.get<memfmt::activation_params>()] { b.activation_forward(k, x, y); });
           break;
         case graph::node_kind::binary:
           step.push_back([&b, x, x2 = in(1), y, k = n.get<memfmt::binary_op>()] { b.binary_forward(k, x, x2, y); });
@@ -870,7 +871,7 @@ class executor {
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
-  std::map<graph::node_id, memfmt::activation> fused_activation_;  // conv -> the activation run on its output
+  std::map<graph::node_id, memfmt::activation_params> fused_activation_;  // conv -> the activation run on its output
   std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
   std::map<graph::node_id, graph::node_id> chain_input_;  // fused add -> the chain value it shares the bytes of
 };

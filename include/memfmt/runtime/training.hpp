@@ -165,7 +165,7 @@ class trainer {
 
   bool is_relu(std::optional<graph::node_id> id) const {
     return id && net_.at(*id).kind == graph::node_kind::activation &&
-           net_.at(*id).template get<memfmt::activation>() == memfmt::activation::relu;
+           net_.at(*id).template get<memfmt::activation_params>().kind == memfmt::activation::relu;
   }
 
   // Training fusions where the plan keeps the layers in one format: a batch norm whose only reader
@@ -687,7 +687,7 @@ class trainer {
       };
       switch (n.kind) {
         case graph::node_kind::activation: {
-          const auto k = n.get<memfmt::activation>();
+          const auto k = n.get<memfmt::activation_params>();
           use(x, tb);
           step.push_back([this, x, y, k] { backend_.activation_forward(k, in<T, F>(x), out<T, F>(y)); });
           backward_dx([this, x, k](tensor_view<const T, F> dy, tensor_view<T, F> dx) {

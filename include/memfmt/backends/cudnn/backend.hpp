@@ -388,8 +388,8 @@ class backend {
   }
 
   template <class T, class XF, class YF>
-  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
-    const pointwise_problem pr = make_activation_problem(kind, x, y);
+  void activation_forward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    const pointwise_problem pr = make_activation_problem(f, x, y);
     if (y.numel() == 0) return;
     run_pointwise("cuDNN activation_forward", pr, {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}});
   }
@@ -468,9 +468,9 @@ class backend {
   // The reference backend's arguments and results (backward.hpp builds the graphs).
 
   template <class T, class XF, class DYF, class DXF>
-  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+  void activation_backward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
                            tensor_view<T, DXF> dx) {
-    const activation_backward_problem pr = make_activation_backward_problem(kind, x, dy, dx);
+    const activation_backward_problem pr = make_activation_backward_problem(f, x, dy, dx);
     if (dx.numel() == 0) return;
     execution_plan* p = require_pointwise_plan("cuDNN activation_backward", pr.dx, pr.key(),
                                                [&] { return activation_backward_graph(pr); });

@@ -3,8 +3,8 @@
 // Built like the forwards (pointwise.hpp, resample.hpp, reduction.hpp, matmul.hpp): each call is
 // validated into a problem (the checks every backend shares, then the element type) before any
 // cuDNN call, then turned into graphs.
-//   - activations: cuDNN's backward pointwise modes on (dy, x); hardsigmoid and hardswish, which
-//     have none, from RELU_BWD with a clip of 6 on x + 3 (the derivative's window) and a few muls.
+//   - activations: cuDNN's backward pointwise modes on (dy, x); hardsigmoid, hardswish and clip,
+//     which have none, from RELU_BWD on a shifted x (its window is the derivative's) and a few muls.
 //   - binary ops: each operand's gradient at dy's extents as a pointwise graph, summed over the
 //     dimensions the operand is broadcast along by a reduction graph.
 //   - pooling, up-sampling, global average pooling: RESAMPLE_BWD with the forward's spec (global
@@ -17,6 +17,7 @@
 
 #include <cudnn.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,26 +39,25 @@ namespace memfmt::cudnn {
 // ---------------------------------------------------------------- activations
 
 struct activation_backward_problem {
-  activation function = activation::identity;
+  activation_params function = activation::identity;
   tensor_spec x, dy, dx;
   int rank = 4;
 
-  // hardsigmoid and hardswish read the forward's constants by value.
-  std::vector<graph_constant> constants() const { return detail::hard_activation_constants(function); }
+  // The by-value scalars (detail::activation_constants; clip's backward reads its bounds too).
+  std::vector<graph_constant> constants() const { return detail::activation_constants(function); }
   std::string key() const {
-    return "activation_bwd" + std::to_string(static_cast<int>(function)) + "|" + x.key() + "|" + dy.key() + "|" +
-           dx.key();
+    return "activation_bwd " + to_string(function) + "|" + x.key() + "|" + dy.key() + "|" + dx.key();
   }
 };
 
 template <class T, class XF, class DYF, class DXF>
-activation_backward_problem make_activation_backward_problem(activation kind, tensor_view<const T, XF> x,
+activation_backward_problem make_activation_backward_problem(const activation_params& f, tensor_view<const T, XF> x,
                                                              tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
   detail::static_check_pointwise_ranks<XF, DXF>();
-  validate_activation_backward(x, dy, dx);
+  validate_activation_backward(f, x, dy, dx);
   require_layer_dtype(dtype_of_v<T>, "cuDNN activation_backward");
   activation_backward_problem pr;
-  pr.function = kind;
+  pr.function = f;
   pr.rank = XF::rank;
   pr.x = one_position_as_channels_last(spec_of(x, uid::x));
   pr.dy = one_position_as_channels_last(spec_of(dy, uid::dy));
@@ -71,7 +71,8 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
   virtual_tensors tmp(pr.dx);
   pointwise_options clip6;
   clip6.relu_upper_clip = 6.0;
-  switch (pr.function) {
+  const activation_params& f = pr.function;
+  switch (f.kind) {
     case activation::identity: g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.dy, nullptr, pr.dx, math); break;
     case activation::relu: g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &pr.x, pr.dx, math); break;
     case activation::relu6: g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &pr.x, pr.dx, math, clip6); break;
@@ -83,25 +84,63 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
       g.pointwise(CUDNN_POINTWISE_SWISH_BWD, pr.dy, &pr.x, pr.dx, math, o);
       break;
     }
-    case activation::hardsigmoid:
+    case activation::leaky_relu: {
+      pointwise_options o;
+      o.relu_lower_clip_slope = f.alpha;
+      g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &pr.x, pr.dx, math, o);
+      break;
+    }
+    case activation::elu: {
+      pointwise_options o;
+      o.elu_alpha = f.alpha;
+      g.pointwise(CUDNN_POINTWISE_ELU_BWD, pr.dy, &pr.x, pr.dx, math, o);
+      break;
+    }
+    case activation::clip: {
+      // dx = dy * [lo < x < hi]: RELU_BWD's window (0, hi - lo) on x - lo, or (0, inf) on x - lo
+      // or hi - x where one bound is infinite.
+      const auto [lo, hi] = detail::activation_scalar_specs(pr.rank);
+      const bool has_lo = std::isfinite(f.alpha), has_hi = std::isfinite(f.beta);
+      if (!has_lo && !has_hi) {
+        g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.dy, nullptr, pr.dx, math);
+        break;
+      }
+      const tensor_spec shifted = tmp();
+      pointwise_options window;
+      if (has_lo) {
+        g.pointwise(CUDNN_POINTWISE_SUB, pr.x, &lo, shifted, math);
+        if (has_hi) window.relu_upper_clip = f.beta - f.alpha;
+      } else {
+        const tensor_spec negated = tmp();
+        g.pointwise(CUDNN_POINTWISE_NEG, pr.x, nullptr, negated, math);
+        g.pointwise(CUDNN_POINTWISE_ADD, negated, &hi, shifted, math);
+      }
+      g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &shifted, pr.dx, math, window);
+      break;
+    }
+    case activation::hardsigmoid: {
+      // dx = dy * alpha * [0 < alpha x + beta < 1]: relu's backward clipped at 1 is the window.
+      const auto [alpha, beta] = detail::activation_scalar_specs(pr.rank);
+      pointwise_options clip1;
+      clip1.relu_upper_clip = 1.0;
+      const tensor_spec scaled = tmp(), shifted = tmp(), windowed = tmp();
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.x, &alpha, scaled, math);
+      g.pointwise(CUDNN_POINTWISE_ADD, scaled, &beta, shifted, math);
+      g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &shifted, windowed, math, clip1);
+      g.pointwise(CUDNN_POINTWISE_MUL, windowed, &alpha, pr.dx, math);
+      break;
+    }
     case activation::hardswish: {
-      const auto [three, sixth] = detail::hard_activation_scalar_specs(pr.rank);
+      // hardswish(x) = x * relu6(x + 3) / 6, so f'(x) = (relu6(x + 3) + x * [-3 < x < 3]) / 6.
+      const auto [three, sixth] = detail::activation_scalar_specs(pr.rank);
       const tensor_spec shifted = tmp();
       g.pointwise(CUDNN_POINTWISE_ADD, pr.x, &three, shifted, math);
-      if (pr.function == activation::hardsigmoid) {
-        // dx = dy * [-3 < x < 3] / 6: relu6's backward on x + 3 is the window.
-        const tensor_spec windowed = tmp();
-        g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &shifted, windowed, math, clip6);
-        g.pointwise(CUDNN_POINTWISE_MUL, windowed, &sixth, pr.dx, math);
-      } else {
-        // hardswish(x) = x * relu6(x + 3) / 6, so f'(x) = (relu6(x + 3) + x * [-3 < x < 3]) / 6.
-        const tensor_spec clipped = tmp(), x_windowed = tmp(), sum = tmp(), slope = tmp();
-        g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, clipped, math, clip6);
-        g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.x, &shifted, x_windowed, math, clip6);
-        g.pointwise(CUDNN_POINTWISE_ADD, clipped, &x_windowed, sum, math);
-        g.pointwise(CUDNN_POINTWISE_MUL, sum, &sixth, slope, math);
-        g.pointwise(CUDNN_POINTWISE_MUL, pr.dy, &slope, pr.dx, math);
-      }
+      const tensor_spec clipped = tmp(), x_windowed = tmp(), sum = tmp(), slope = tmp();
+      g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, clipped, math, clip6);
+      g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.x, &shifted, x_windowed, math, clip6);
+      g.pointwise(CUDNN_POINTWISE_ADD, clipped, &x_windowed, sum, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, sum, &sixth, slope, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.dy, &slope, pr.dx, math);
       break;
     }
   }

@@ -26,7 +26,9 @@ enum class conv_direction { forward, backward_data, backward_weights };
 // Attributes of a pointwise operation beyond its mode: relu with an upper clip (relu6), swish's beta.
 struct pointwise_options {
   std::optional<double> relu_upper_clip;
+  std::optional<double> relu_lower_clip_slope;  // RELU_FWD / RELU_BWD below the (zero) lower clip
   std::optional<double> swish_beta;
+  std::optional<double> elu_alpha;
 };
 
 // A resample (pooling or up-sampling) operation: per spatial dimension window, strides and
@@ -129,27 +131,24 @@ class graph_builder {
     descriptor pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "set CUDNN_ATTR_POINTWISE_MODE");
     pw.set_data_type(CUDNN_ATTR_POINTWISE_MATH_PREC, math, "set CUDNN_ATTR_POINTWISE_MATH_PREC");
-    if (o.relu_upper_clip) {
-      // cuDNN takes the clip in the math precision's own type (double only for double math).
+    // cuDNN takes these in the math precision's own type (double only for double math).
+    const auto set_scalar = [&](cudnnBackendAttributeName_t name, double v, const char* what) {
       if (math == CUDNN_DATA_DOUBLE) {
-        const double lo = 0.0, up = *o.relu_upper_clip;
-        pw.set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo, "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP");
-        pw.set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &up, "set CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP");
+        pw.set(name, CUDNN_TYPE_DOUBLE, 1, &v, what);
       } else {
-        const float lo = 0.0f, up = static_cast<float>(*o.relu_upper_clip);
-        pw.set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lo, "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP");
-        pw.set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &up, "set CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP");
+        const float f = static_cast<float>(v);
+        pw.set(name, CUDNN_TYPE_FLOAT, 1, &f, what);
       }
-    }
-    if (o.swish_beta) {
-      if (math == CUDNN_DATA_DOUBLE) {
-        const double beta = *o.swish_beta;
-        pw.set(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
-      } else {
-        const float beta = static_cast<float>(*o.swish_beta);
-        pw.set(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
-      }
-    }
+    };
+    if (o.relu_upper_clip || o.relu_lower_clip_slope)
+      set_scalar(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, 0.0, "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP");
+    if (o.relu_upper_clip)
+      set_scalar(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, *o.relu_upper_clip, "set CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP");
+    if (o.relu_lower_clip_slope)
+      set_scalar(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, *o.relu_lower_clip_slope,
+                 "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE");
+    if (o.swish_beta) set_scalar(CUDNN_ATTR_POINTWISE_SWISH_BETA, *o.swish_beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
+    if (o.elu_alpha) set_scalar(CUDNN_ATTR_POINTWISE_ELU_ALPHA, *o.elu_alpha, "set CUDNN_ATTR_POINTWISE_ELU_ALPHA");
     pw.finalize("finalize pointwise descriptor");
     log_.push_back({op_record::kind::pointwise, mode, o, x.uid, b ? b->uid : -1, y.uid});
     keep_.push_back(std::move(pw));

@@ -3,14 +3,16 @@
 // make_activation_problem / make_binary_problem validate the views (the checks every backend
 // shares, validate.hpp, then the element type) before any cuDNN call and keep them as tensor specs;
 // pointwise_graph builds the operations. Activations cuDNN has no mode for are short chains:
-// hardsigmoid is relu6(x + 3) / 6 and hardswish x * relu6(x + 3) / 6, with the constants passed by
-// value (pointwise_problem::constants gives the variant-pack entries). A broadcast first operand
-// of sub and div is handled by rewriting (a - b = -(b - a), a / b = a * (1 / b)), since cuDNN
-// broadcasts the second operand only.
+// hardsigmoid is min(relu(alpha x + beta), 1), hardswish x * relu6(x + 3) / 6 and clip
+// min(max(x, alpha), beta), with the constants passed by value (pointwise_problem::constants gives
+// the variant-pack entries); leaky_relu is RELU with a lower-clip slope, elu ELU with its alpha.
+// A broadcast first operand of sub and div is handled by rewriting (a - b = -(b - a),
+// a / b = a * (1 / b)), since cuDNN broadcasts the second operand only.
 #pragma once
 
 #include <cudnn.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -34,17 +36,16 @@ struct graph_constant {
 
 struct pointwise_problem {
   bool is_binary = false;
-  activation function = activation::identity;  // activations
-  binary_op op = binary_op::add;               // binary ops
-  tensor_spec a, b, y;                         // a is x for activations; b is unused there
+  activation_params function = activation::identity;  // activations
+  binary_op op = binary_op::add;                       // binary ops
+  tensor_spec a, b, y;  // a is x for activations; b is unused there
   int rank = 4;
 
-  // The scalars the graph reads by value (hardsigmoid's and hardswish's).
+  // The scalars the graph reads by value (hardsigmoid's, hardswish's and clip's).
   std::vector<graph_constant> constants() const;
   std::string key() const {
-    const int which = is_binary ? static_cast<int>(op) : static_cast<int>(function);
-    return std::string(is_binary ? "binary" : "activation") + std::to_string(which) + "|" + a.key() +
-           (is_binary ? "|" + b.key() : std::string()) + "|" + y.key();
+    const std::string which = is_binary ? "binary" + std::to_string(static_cast<int>(op)) : to_string(function);
+    return which + "|" + a.key() + (is_binary ? "|" + b.key() : std::string()) + "|" + y.key();
   }
 };
 
@@ -58,33 +59,48 @@ constexpr void static_check_pointwise_ranks() {
 // Whether `t` has the extents `full` (it is not broadcast).
 inline bool has_extents(const tensor_spec& t, const tensor_spec& full) { return t.dims == full.dims; }
 
-// hardsigmoid and hardswish (forward and backward) read 3 and 1/6 by value: cuDNN has no mode for
-// them, and a by-value scalar needs no buffer. The variant-pack entries, then their graph tensors.
-inline std::vector<graph_constant> hard_activation_constants(activation f) {
-  if (f == activation::hardsigmoid || f == activation::hardswish)
-    return {{uid::constant_base, 3.0f}, {uid::constant_base + 1, 1.0f / 6.0f}};
-  return {};
+// The by-value scalars of an activation's graphs (forward and backward), cuDNN having no mode
+// for these functions, and a by-value scalar needing no buffer: hardswish reads 3 and 1/6,
+// hardsigmoid alpha and beta, clip its bounds (an infinite one is not read). The variant-pack
+// entries, then their graph tensors.
+inline std::vector<graph_constant> activation_constants(const activation_params& f) {
+  const auto two = [](double a, double b) {
+    return std::vector<graph_constant>{{uid::constant_base, static_cast<float>(a)},
+                                       {uid::constant_base + 1, static_cast<float>(b)}};
+  };
+  switch (f.kind) {
+    case activation::hardswish: return two(3.0, 1.0 / 6.0);
+    case activation::hardsigmoid: return two(f.alpha, f.beta);
+    case activation::clip: {
+      std::vector<graph_constant> c;
+      if (std::isfinite(f.alpha)) c.push_back({uid::constant_base, static_cast<float>(f.alpha)});
+      if (std::isfinite(f.beta)) c.push_back({uid::constant_base + 1, static_cast<float>(f.beta)});
+      return c;
+    }
+    default: return {};
+  }
 }
-struct hard_activation_scalars {
-  tensor_spec three, sixth;
+struct activation_scalars {
+  tensor_spec first, second;  // uid::constant_base, uid::constant_base + 1
 };
-inline hard_activation_scalars hard_activation_scalar_specs(int rank) {
+inline activation_scalars activation_scalar_specs(int rank) {
   return {scalar_spec(rank, dtype::float32, uid::constant_base), scalar_spec(rank, dtype::float32, uid::constant_base + 1)};
 }
 
 }  // namespace detail
 
 inline std::vector<graph_constant> pointwise_problem::constants() const {
-  return is_binary ? std::vector<graph_constant>{} : detail::hard_activation_constants(function);
+  return is_binary ? std::vector<graph_constant>{} : detail::activation_constants(function);
 }
 
 template <class T, class XF, class YF>
-pointwise_problem make_activation_problem(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+pointwise_problem make_activation_problem(const activation_params& f, tensor_view<const T, XF> x,
+                                          tensor_view<T, YF> y) {
   detail::static_check_pointwise_ranks<XF, YF>();
-  validate_activation_forward(x, y);
+  validate_activation_forward(f, x, y);
   require_layer_dtype(dtype_of_v<T>, "cuDNN activation_forward");
   pointwise_problem pr;
-  pr.function = kind;
+  pr.function = f;
   pr.rank = XF::rank;
   pr.a = one_position_as_channels_last(spec_of(x, uid::x));
   pr.y = one_position_as_channels_last(spec_of(y, uid::y));
@@ -142,7 +158,8 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
     }
     return g;
   }
-  switch (pr.function) {
+  const activation_params& f = pr.function;
+  switch (f.kind) {
     case activation::identity: g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.a, nullptr, pr.y, math); break;
     case activation::relu: g.pointwise(CUDNN_POINTWISE_RELU_FWD, pr.a, nullptr, pr.y, math); break;
     case activation::relu6: {
@@ -159,21 +176,55 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
       g.pointwise(CUDNN_POINTWISE_SWISH_FWD, pr.a, nullptr, pr.y, math, o);
       break;
     }
-    case activation::hardsigmoid:
+    case activation::leaky_relu: {
+      pointwise_options o;
+      o.relu_lower_clip_slope = f.alpha;
+      g.pointwise(CUDNN_POINTWISE_RELU_FWD, pr.a, nullptr, pr.y, math, o);
+      break;
+    }
+    case activation::elu: {
+      pointwise_options o;
+      o.elu_alpha = f.alpha;
+      g.pointwise(CUDNN_POINTWISE_ELU_FWD, pr.a, nullptr, pr.y, math, o);
+      break;
+    }
+    case activation::clip: {
+      // max with the lower bound, then min with the upper; an infinite bound is no operation.
+      const auto [lo, hi] = detail::activation_scalar_specs(pr.rank);
+      const bool has_lo = std::isfinite(f.alpha), has_hi = std::isfinite(f.beta);
+      if (!has_lo && !has_hi) {
+        g.pointwise(CUDNN_POINTWISE_IDENTITY, pr.a, nullptr, pr.y, math);
+      } else if (has_lo && has_hi) {
+        const tensor_spec raised = tmp();
+        g.pointwise(CUDNN_POINTWISE_MAX, pr.a, &lo, raised, math);
+        g.pointwise(CUDNN_POINTWISE_MIN, raised, &hi, pr.y, math);
+      } else if (has_lo) {
+        g.pointwise(CUDNN_POINTWISE_MAX, pr.a, &lo, pr.y, math);
+      } else {
+        g.pointwise(CUDNN_POINTWISE_MIN, pr.a, &hi, pr.y, math);
+      }
+      break;
+    }
+    case activation::hardsigmoid: {
+      // min(relu(alpha x + beta), 1): relu clipped at 1.
+      const auto [alpha, beta] = detail::activation_scalar_specs(pr.rank);
+      pointwise_options clip1;
+      clip1.relu_upper_clip = 1.0;
+      const tensor_spec scaled = tmp(), shifted = tmp();
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.a, &alpha, scaled, math);
+      g.pointwise(CUDNN_POINTWISE_ADD, scaled, &beta, shifted, math);
+      g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, pr.y, math, clip1);
+      break;
+    }
     case activation::hardswish: {
-      const auto [three, sixth] = detail::hard_activation_scalar_specs(pr.rank);
+      const auto [three, sixth] = detail::activation_scalar_specs(pr.rank);
       pointwise_options clip6;
       clip6.relu_upper_clip = 6.0;
-      const tensor_spec shifted = tmp(), clipped = tmp();
+      const tensor_spec shifted = tmp(), clipped = tmp(), gated = tmp();
       g.pointwise(CUDNN_POINTWISE_ADD, pr.a, &three, shifted, math);
       g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, clipped, math, clip6);
-      if (pr.function == activation::hardsigmoid) {
-        g.pointwise(CUDNN_POINTWISE_MUL, clipped, &sixth, pr.y, math);
-      } else {
-        const tensor_spec gated = tmp();
-        g.pointwise(CUDNN_POINTWISE_MUL, clipped, &pr.a, gated, math);
-        g.pointwise(CUDNN_POINTWISE_MUL, gated, &sixth, pr.y, math);
-      }
+      g.pointwise(CUDNN_POINTWISE_MUL, clipped, &pr.a, gated, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, gated, &sixth, pr.y, math);
       break;
     }
   }

@@ -68,7 +68,7 @@ namespace memfmt::onednn {
 // The residual is added by oneDNN's `sum` post-op (in place when the residual view is y itself), the
 // activation by its eltwise post-ops (layers.hpp's eltwise_of), on the accumulator before rounding.
 struct conv_fusion {
-  memfmt::activation activation = memfmt::activation::identity;
+  activation_params activation = memfmt::activation::identity;
 };
 
 class backend;
@@ -239,6 +239,7 @@ class backend {
                   "onednn::conv_forward: x, w and y must have the same rank (all 2-D or all 3-D formats)");
     const auto ye = validate_conv_forward(x, w, y, p);
     constexpr const char* op = "onednn::conv_forward";
+    validate_activation(fusion.activation, op);
     const auto dt = detail::data_type_of<T>(op);
     const bool has_residual = residual.data() != nullptr;
     if (has_residual) {  // the residual fusion is this backend's own
@@ -534,8 +535,8 @@ class backend {
 
   // ---- layers other than conv and batch norm (layers.hpp; the reference backend's arguments) ----
   template <class T, class XF, class YF>
-  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
-    layers_.activation_forward(eng_, strm_, kind, x, y);
+  void activation_forward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    layers_.activation_forward(eng_, strm_, f, x, y);
   }
 
   template <class T, class AF, class BF, class YF>
@@ -575,9 +576,9 @@ class backend {
 
   // ---- their backward passes (backward.hpp; the reference backend's arguments) ----
   template <class T, class XF, class DYF, class DXF>
-  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+  void activation_backward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
                            tensor_view<T, DXF> dx) {
-    backward_.activation_backward(layers_, eng_, strm_, kind, x, dy, dx);
+    backward_.activation_backward(layers_, eng_, strm_, f, x, dy, dx);
   }
 
   template <class T, class AF, class BF, class DYF, class DAF, class DBF>
@@ -863,7 +864,8 @@ class backend {
                                   const conv_params& p, const detail::conv_geometry& g, const conv_fusion& f,
                                   bool residual) {
     std::string key = conv_key('f', x_md, w_md, w_ext, bias, y_md, p);
-    detail::append_key(key, static_cast<std::int64_t>(f.activation) * 2 + static_cast<std::int64_t>(residual));
+    detail::append_key(key, static_cast<std::int64_t>(residual));
+    key += to_string(f.activation);
     auto it = conv_fwd_.find(key);
     if (it != conv_fwd_.end()) return it->second;
     const auto dt = x_md.data_type();
@@ -873,7 +875,7 @@ class backend {
                                       g.dilates, g.pad_l, g.pad_r);
     dnnl::post_ops po;
     if (residual) po.append_sum(1.f);
-    if (f.activation != memfmt::activation::identity) {
+    if (f.activation.kind != memfmt::activation::identity) {
       const detail::eltwise_steps steps = detail::eltwise_of(f.activation);
       for (int i = 0; i < steps.count; ++i)
         po.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha, steps.step[i].beta);

@@ -46,9 +46,19 @@ struct eltwise_gradient {
   float scale = 1.f;
 };
 
-inline eltwise_gradient eltwise_gradient_of(activation k) noexcept {
-  if (k == activation::hardsigmoid) return {{dnnl::algorithm::eltwise_clip_v2, -3.f, 3.f}, 1.f / 6.f};
-  eltwise_alg a = eltwise_of(k).step[0];
+inline eltwise_gradient eltwise_gradient_of(const activation_params& f) noexcept {
+  if (f.kind == activation::hardsigmoid) {
+    // alpha where 0 < alpha x + beta < 1: clip_v2's window (strict at both ends) on x, scaled.
+    double lo = 0.0, hi = 0.0;  // alpha 0: an empty window
+    if (f.alpha != 0.0) {
+      lo = -f.beta / f.alpha;
+      hi = (1.0 - f.beta) / f.alpha;
+      if (lo > hi) std::swap(lo, hi);
+    }
+    return {{dnnl::algorithm::eltwise_clip_v2, static_cast<float>(lo), static_cast<float>(hi)},
+            static_cast<float>(f.alpha)};
+  }
+  eltwise_alg a = eltwise_of(f).step[0];
   if (a.alg == dnnl::algorithm::eltwise_clip) a.alg = dnnl::algorithm::eltwise_clip_v2;
   return {a, 1.f};
 }
@@ -57,12 +67,13 @@ inline eltwise_gradient eltwise_gradient_of(activation k) noexcept {
 class layer_backward {
  public:
   template <class T, class XF, class DYF, class DXF>
-  void activation_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s, activation kind,
-                           tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
-    validate_activation_backward(x, dy, dx);
+  void activation_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s,
+                           const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+                           tensor_view<T, DXF> dx) {
+    validate_activation_backward(f, x, dy, dx);
     const auto dt = data_type_of<T>("onednn::activation_backward");
     if (empty(dx)) return;
-    const eltwise_gradient grad = eltwise_gradient_of(kind);
+    const eltwise_gradient grad = eltwise_gradient_of(f);
     const eltwise_alg& a = grad.alg;
     const auto x_md = activation_md(x, dt), dy_md = activation_md(dy, dt), dx_md = activation_md(dx, dt);
     guarded("activation_backward", [&] {
@@ -76,7 +87,9 @@ class layer_backward {
       std::string key("E");
       append_key(key, x_md);
       append_key(key, dx_md);
-      append_key(key, static_cast<std::int64_t>(kind));
+      append_key(key, static_cast<std::int64_t>(a.alg));
+      key.append(reinterpret_cast<const char*>(&a.alpha), sizeof a.alpha);
+      key.append(reinterpret_cast<const char*>(&a.beta), sizeof a.beta);
       auto& p = lp.cached(key, [&] {
         dnnl::eltwise_forward::primitive_desc hint(
             dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a.alg, x_md, a.alpha, a.beta), eng);

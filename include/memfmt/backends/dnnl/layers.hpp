@@ -42,29 +42,31 @@ struct eltwise_alg {
 };
 
 // The oneDNN 2.6 eltwise algorithms an activation runs as, applied in order: one for each but
-// hardsigmoid, which 2.6 has none for: x / 6 + 1/2, then clipped to [0, 1].
+// hardsigmoid, which 2.6 has none for: alpha x + beta, then clipped to [0, 1].
 struct eltwise_steps {
   std::array<eltwise_alg, 2> step;
   int count = 1;
 };
 
-inline eltwise_steps eltwise_of(activation k) noexcept {
-  const auto one = [](dnnl::algorithm alg, float alpha, float beta) {
-    return eltwise_steps{{eltwise_alg{alg, alpha, beta}, eltwise_alg{}}, 1};
+inline eltwise_steps eltwise_of(const activation_params& f) noexcept {
+  const auto one = [](dnnl::algorithm alg, double alpha, double beta) {
+    return eltwise_steps{{eltwise_alg{alg, static_cast<float>(alpha), static_cast<float>(beta)}, eltwise_alg{}}, 1};
   };
-  switch (k) {
-    case activation::identity: return one(dnnl::algorithm::eltwise_linear, 1.f, 0.f);
-    case activation::relu: return one(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    case activation::relu6: return one(dnnl::algorithm::eltwise_clip, 0.f, 6.f);
-    case activation::silu: return one(dnnl::algorithm::eltwise_swish, 1.f, 0.f);
-    case activation::sigmoid: return one(dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
-    case activation::hardswish: return one(dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
-    case activation::tanh: return one(dnnl::algorithm::eltwise_tanh, 0.f, 0.f);
+  switch (f.kind) {
+    case activation::identity: return one(dnnl::algorithm::eltwise_linear, 1.0, 0.0);
+    case activation::relu: return one(dnnl::algorithm::eltwise_relu, 0.0, 0.0);
+    case activation::relu6: return one(dnnl::algorithm::eltwise_clip, 0.0, 6.0);
+    case activation::silu: return one(dnnl::algorithm::eltwise_swish, 1.0, 0.0);
+    case activation::sigmoid: return one(dnnl::algorithm::eltwise_logistic, 0.0, 0.0);
+    case activation::hardswish: return one(dnnl::algorithm::eltwise_hardswish, 0.0, 0.0);
+    case activation::tanh: return one(dnnl::algorithm::eltwise_tanh, 0.0, 0.0);
+    case activation::leaky_relu: return one(dnnl::algorithm::eltwise_relu, f.alpha, 0.0);  // alpha: negative slope
+    case activation::clip: return one(dnnl::algorithm::eltwise_clip, f.alpha, f.beta);
+    case activation::elu: return one(dnnl::algorithm::eltwise_elu, f.alpha, 0.0);
     case activation::hardsigmoid: break;
   }
-  return eltwise_steps{{eltwise_alg{dnnl::algorithm::eltwise_linear, 1.f / 6.f, 0.5f},
-                        eltwise_alg{dnnl::algorithm::eltwise_clip, 0.f, 1.f}},
-                       2};
+  const eltwise_alg affine{dnnl::algorithm::eltwise_linear, static_cast<float>(f.alpha), static_cast<float>(f.beta)};
+  return eltwise_steps{{affine, eltwise_alg{dnnl::algorithm::eltwise_clip, 0.f, 1.f}}, 2};
 }
 
 inline dnnl::algorithm binary_alg(binary_op k) noexcept {
@@ -118,12 +120,12 @@ class layer_primitives {
   std::size_t size() const noexcept { return prims_.size(); }
 
   template <class T, class XF, class YF>
-  void activation_forward(const dnnl::engine& eng, dnnl::stream& s, activation kind, tensor_view<const T, XF> x,
-                          tensor_view<T, YF> y) {
-    validate_activation_forward(x, y);
+  void activation_forward(const dnnl::engine& eng, dnnl::stream& s, const activation_params& f,
+                          tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+    validate_activation_forward(f, x, y);
     const auto dt = data_type_of<T>("onednn::activation_forward");
     if (empty(y)) return;
-    const eltwise_steps steps = eltwise_of(kind);
+    const eltwise_steps steps = eltwise_of(f);
     const auto x_md = activation_md(x, dt), y_md = activation_md(y, dt);
     guarded("activation_forward", [&] {
       // oneDNN's eltwise keeps its source's layout: a format change is a reorder, then in place.

@@ -2,9 +2,11 @@
 //
 // y = f(x) and dx = dy * f'(x), computed in double and rounded once to T. The backward reads the
 // forward input x. At the kinks the derivative is PyTorch's: relu' (0) = 0, relu6' is 0 at 0 and 6,
-// hardsigmoid' is 1/6 strictly inside (-3, 3) and 0 elsewhere, hardswish' is x / 3 + 1/2 on
-// [-3, 3), 0 below and 1 from 3 on. x, y, dy and dx may have different formats of one rank; y may be
-// x (and dx may be x or dy) when they share a format: each element is read before it is written.
+// hardsigmoid' is alpha where 0 < alpha x + beta < 1 and 0 elsewhere, hardswish' is x / 3 + 1/2 on
+// [-3, 3), 0 below and 1 from 3 on, leaky_relu' (0) = alpha, elu' (0) = alpha; clip' is 1 strictly
+// between the bounds and 0 on them (hardtanh's, which relu6 is, not torch.clamp's closed window).
+// x, y, dy and dx may have different formats of one rank; y may be x (and dx may be x or dy) when
+// they share a format: each element is read before it is written.
 #pragma once
 
 #include <cmath>
@@ -20,22 +22,38 @@ namespace detail {
 
 inline double sigmoid(double x) noexcept { return 1.0 / (1.0 + std::exp(-x)); }
 
-inline double activation_value(activation kind, double x) noexcept {
-  switch (kind) {
+// hardsigmoid's alpha x + beta. PyTorch's own (the default slope 1/6, offset 1/2) as PyTorch
+// computes it, x / 6 + 1/2: 1/6 has no exact double, and (1/6) * -3 + 1/2 is not 0, which would move
+// the kinks at -3 and 3 off the inputs they are at.
+inline double hardsigmoid_argument(const activation_params& f, double x) noexcept {
+  const activation_params pytorch(activation::hardsigmoid);
+  return f.alpha == pytorch.alpha && f.beta == pytorch.beta ? x / 6.0 + 0.5 : f.alpha * x + f.beta;
+}
+
+inline double activation_value(const activation_params& f, double x) noexcept {
+  const double a = f.alpha, b = f.beta;
+  switch (f.kind) {
     case activation::identity: return x;
     case activation::relu: return x <= 0.0 ? 0.0 : x;  // NaN stays NaN, as in torch.relu
     case activation::relu6: return x <= 0.0 ? 0.0 : (x >= 6.0 ? 6.0 : x);
     case activation::silu: return x * sigmoid(x);
     case activation::sigmoid: return sigmoid(x);
-    case activation::hardsigmoid: return x <= -3.0 ? 0.0 : (x >= 3.0 ? 1.0 : x / 6.0 + 0.5);
+    case activation::hardsigmoid: {
+      const double t = hardsigmoid_argument(f, x);
+      return t <= 0.0 ? 0.0 : (t >= 1.0 ? 1.0 : t);
+    }
     case activation::hardswish: return x <= -3.0 ? 0.0 : (x >= 3.0 ? x : x * (x / 6.0 + 0.5));
     case activation::tanh: return std::tanh(x);
+    case activation::leaky_relu: return x > 0.0 ? x : a * x;
+    case activation::clip: return x <= a ? a : (x >= b ? b : x);
+    case activation::elu: return x > 0.0 ? x : a * std::expm1(x);
   }
   return x;
 }
 
-inline double activation_derivative(activation kind, double x) noexcept {
-  switch (kind) {
+inline double activation_derivative(const activation_params& f, double x) noexcept {
+  const double a = f.alpha, b = f.beta;
+  switch (f.kind) {
     case activation::identity: return 1.0;
     case activation::relu: return x <= 0.0 ? 0.0 : 1.0;
     case activation::relu6: return (x <= 0.0 || x >= 6.0) ? 0.0 : 1.0;
@@ -47,50 +65,57 @@ inline double activation_derivative(activation kind, double x) noexcept {
       const double s = sigmoid(x);
       return s * (1.0 - s);
     }
-    case activation::hardsigmoid: return (x > -3.0 && x < 3.0) ? 1.0 / 6.0 : 0.0;
+    case activation::hardsigmoid: {
+      const double t = hardsigmoid_argument(f, x);
+      return (t > 0.0 && t < 1.0) ? a : 0.0;
+    }
     case activation::hardswish: return x < -3.0 ? 0.0 : (x < 3.0 ? x / 3.0 + 0.5 : 1.0);
     case activation::tanh: {
       const double t = std::tanh(x);
       return 1.0 - t * t;
     }
+    case activation::leaky_relu: return x > 0.0 ? 1.0 : a;
+    case activation::clip: return (x > a && x < b) ? 1.0 : 0.0;
+    case activation::elu: return x > 0.0 ? 1.0 : a * std::exp(x);
   }
   return 1.0;
 }
 
 template <class T>
-void activation_forward(activation kind, const view5<const T>& x, const view5<T>& y) {
+void activation_forward(const activation_params& f, const view5<const T>& x, const view5<T>& y) {
   const auto xs = strides5(x), ys = strides5(y);
   for_each5(extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
     const double v = to_double(x.data()[offset5(xs, n, c, d, h, w)]);
-    y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(activation_value(kind, v));
+    y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(activation_value(f, v));
   });
 }
 
 template <class T>
-void activation_backward(activation kind, const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx) {
+void activation_backward(const activation_params& f, const view5<const T>& x, const view5<const T>& dy,
+                         const view5<T>& dx) {
   const auto xs = strides5(x), dys = strides5(dy), dxs = strides5(dx);
   for_each5(extents5(x), [&](auto n, auto c, auto d, auto h, auto w) {
     const double v = to_double(x.data()[offset5(xs, n, c, d, h, w)]);
     const double g = to_double(dy.data()[offset5(dys, n, c, d, h, w)]);
-    dx.data()[offset5(dxs, n, c, d, h, w)] = from_double<T>(g * activation_derivative(kind, v));
+    dx.data()[offset5(dxs, n, c, d, h, w)] = from_double<T>(g * activation_derivative(f, v));
   });
 }
 
 }  // namespace detail
 
 template <class T, class XF, class YF>
-void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
+void activation_forward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<T, YF> y) {
   detail::check_element_type<T>();
-  validate_activation_forward(x, y);
-  detail::activation_forward<T>(kind, detail::view5_of(x), detail::view5_of(y));
+  validate_activation_forward(f, x, y);
+  detail::activation_forward<T>(f, detail::view5_of(x), detail::view5_of(y));
 }
 
 template <class T, class XF, class DYF, class DXF>
-void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+void activation_backward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
                          tensor_view<T, DXF> dx) {
   detail::check_element_type<T>();
-  validate_activation_backward(x, dy, dx);
-  detail::activation_backward<T>(kind, detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx));
+  validate_activation_backward(f, x, dy, dx);
+  detail::activation_backward<T>(f, detail::view5_of(x), detail::view5_of(dy), detail::view5_of(dx));
 }
 
 }  // namespace memfmt::reference

@@ -91,14 +91,14 @@ struct backend {
   // ---- layers other than conv and batch norm (activation.hpp ... concat.hpp)
 
   template <class T, class XF, class YF>
-  void activation_forward(activation kind, tensor_view<const T, XF> x, tensor_view<T, YF> y) const {
-    reference::activation_forward<T, XF, YF>(kind, x, y);
+  void activation_forward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<T, YF> y) const {
+    reference::activation_forward<T, XF, YF>(f, x, y);
   }
 
   template <class T, class XF, class DYF, class DXF>
-  void activation_backward(activation kind, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
+  void activation_backward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
                            tensor_view<T, DXF> dx) const {
-    reference::activation_backward<T, XF, DYF, DXF>(kind, x, dy, dx);
+    reference::activation_backward<T, XF, DYF, DXF>(f, x, dy, dx);
   }
 
   template <class T, class AF, class BF, class YF>
