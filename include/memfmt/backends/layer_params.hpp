@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "../detail/checked.hpp"
@@ -117,10 +118,11 @@ inline std::string to_string(const activation_params& f) {
 
 // Throws invalid_argument naming the function and its values unless they are in range: alpha and
 // beta 0 for a function without parameters, finite for hardsigmoid, leaky_relu and elu (beta 0 for
-// the last two), and for clip not NaN, with alpha <= beta.
-inline void validate_activation(const activation_params& f, const std::string& where) {
+// the last two), and for clip not NaN, with alpha <= beta. Backends check on every call, so the
+// message is built only on failure.
+inline void validate_activation(const activation_params& f, std::string_view where) {
   const auto bad = [&](const char* need) {
-    detail::fail(errc::invalid_argument, where + ": activation " + to_string(f) + " (" + need + ")");
+    detail::fail(errc::invalid_argument, std::string(where) + ": activation " + to_string(f) + " (" + need + ")");
   };
   if (static_cast<int>(f.kind) >= activation_count) bad("unknown function");
   const bool finite = std::isfinite(f.alpha) && std::isfinite(f.beta);

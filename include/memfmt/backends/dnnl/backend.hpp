@@ -863,9 +863,12 @@ class backend {
                                   const Extents& w_ext, bool bias, const dnnl::memory::desc& y_md,
                                   const conv_params& p, const detail::conv_geometry& g, const conv_fusion& f,
                                   bool residual) {
+    // The epilogue's post-ops: the residual's sum, then the activation's eltwise steps.
+    const bool activates = f.activation.kind != memfmt::activation::identity;
+    const detail::eltwise_steps steps = detail::eltwise_of(f.activation);
     std::string key = conv_key('f', x_md, w_md, w_ext, bias, y_md, p);
     detail::append_key(key, static_cast<std::int64_t>(residual));
-    key += to_string(f.activation);
+    for (int i = 0; activates && i < steps.count; ++i) detail::append_key(key, steps.step[i]);
     auto it = conv_fwd_.find(key);
     if (it != conv_fwd_.end()) return it->second;
     const auto dt = x_md.data_type();
@@ -875,11 +878,8 @@ class backend {
                                       g.dilates, g.pad_l, g.pad_r);
     dnnl::post_ops po;
     if (residual) po.append_sum(1.f);
-    if (f.activation.kind != memfmt::activation::identity) {
-      const detail::eltwise_steps steps = detail::eltwise_of(f.activation);
-      for (int i = 0; i < steps.count; ++i)
-        po.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha, steps.step[i].beta);
-    }
+    for (int i = 0; activates && i < steps.count; ++i)
+      po.append_eltwise(1.f, steps.step[i].alg, steps.step[i].alpha, steps.step[i].beta);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);

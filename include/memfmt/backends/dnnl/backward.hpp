@@ -87,9 +87,7 @@ class layer_backward {
       std::string key("E");
       append_key(key, x_md);
       append_key(key, dx_md);
-      append_key(key, static_cast<std::int64_t>(a.alg));
-      key.append(reinterpret_cast<const char*>(&a.alpha), sizeof a.alpha);
-      key.append(reinterpret_cast<const char*>(&a.beta), sizeof a.beta);
+      append_key(key, a);
       auto& p = lp.cached(key, [&] {
         dnnl::eltwise_forward::primitive_desc hint(
             dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a.alg, x_md, a.alpha, a.beta), eng);

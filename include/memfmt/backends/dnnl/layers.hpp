@@ -41,6 +41,13 @@ struct eltwise_alg {
   float alpha, beta;
 };
 
+// Appends an eltwise algorithm with its alpha and beta to a cache key.
+inline void append_key(std::string& key, const eltwise_alg& a) {
+  append_key(key, static_cast<std::int64_t>(a.alg));
+  key.append(reinterpret_cast<const char*>(&a.alpha), sizeof a.alpha);
+  key.append(reinterpret_cast<const char*>(&a.beta), sizeof a.beta);
+}
+
 // The oneDNN 2.6 eltwise algorithms an activation runs as, applied in order: one for each but
 // hardsigmoid, which 2.6 has none for: alpha x + beta, then clipped to [0, 1].
 struct eltwise_steps {
@@ -316,9 +323,7 @@ class layer_primitives {
                void* dst) {
     std::string key("e");
     append_key(key, md);
-    append_key(key, static_cast<std::int64_t>(a.alg));
-    key.append(reinterpret_cast<const char*>(&a.alpha), sizeof a.alpha);
-    key.append(reinterpret_cast<const char*>(&a.beta), sizeof a.beta);
+    append_key(key, a);
     auto& p = cached(key, [&] {
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, a.alg, md, a.alpha, a.beta);
       return dnnl::primitive(dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, eng)));
