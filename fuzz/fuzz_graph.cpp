@@ -44,7 +44,7 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
   const std::string name = "l" + std::to_string(i);
   const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
-  switch (in.ConsumeIntegralInRange<int>(0, 11)) {
+  switch (in.ConsumeIntegralInRange<int>(0, 12)) {
     case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
                                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
@@ -72,6 +72,13 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     case 9: net.linear(name, a, pick(in, 1, 8)); break;
     case 10: net.opaque(name, {a}, {pick(in, 0, 3), pick(in, 0, 8), pick(in, 1, 6), pick(in, 1, 6)}, pick_family(in));
       break;
+    case 11: {  // a constant operand, of any extents (zero and huge ones too), on either side
+      const node_id c = net.constant(name + ".c", {pick(in, 0, 2), pick(in, 0, 8), pick(in, 0, 6), pick(in, 0, 6)},
+                                     memfmt::dtype::float32);
+      if (in.ConsumeBool()) net.binary(name, c, a, memfmt::binary_op::sub);
+      else net.binary(name, a, c, memfmt::binary_op::div);
+      break;
+    }
     default: net.mul(name, a, b); break;
   }
 }

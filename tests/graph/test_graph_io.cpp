@@ -27,7 +27,7 @@ std::vector<network> every_kind_of_network() {
                             models::unet(zoo::sized(dtype::float32, 1, 64)),
                             models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
   // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
-  // a preferred pin, a barrier reading one format and writing the other.
+  // a preferred pin, a barrier reading one format and writing the other, constants.
   network n;
   const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
@@ -45,12 +45,14 @@ std::vector<network> every_kind_of_network() {
   memfmt::softmax_params log_softmax;
   log_softmax.log = true;
   const node_id d = n.dropout("drop", parts[1], 0.25);
-  const node_id s = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
-                                                     family::channels_first), memfmt::binary_op::sub);
+  const node_id s0 = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
+                                                      family::channels_first), memfmt::binary_op::sub);
+  const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32), s0, memfmt::binary_op::div);
   const node_id u = n.upsample("up", n.softmax("logsm", s, log_softmax), up);
   n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
   n.output("y", n.pool("pool", u, pool), family::channels_first);
-  n.output("logits", n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false),
+  const node_id logits = n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false);
+  n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
            family::channels_first);
   nets.push_back(std::move(n));
   return nets;

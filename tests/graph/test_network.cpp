@@ -1,6 +1,6 @@
 // The network description: shape inference of every layer kind against PyTorch's formulas (cases
 // worked out by hand from torch.nn's documented output sizes), parameters() in PyTorch's names and
-// shapes, broadcasting, opaque layers that read one format and write another, the support query,
+// shapes, broadcasting, constants, opaque layers that read one format and write another, the support query,
 // and hostile extents refused with errors naming the node and the values.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "memfmt/graph/explain.hpp"
+#include "memfmt/graph/policy.hpp"
 #include "memfmt/graph/solve.hpp"
 #include "memfmt/graph/verify.hpp"
 
@@ -128,6 +129,58 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   const cost_model model;
   const plan p = solve(net, model);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+}
+
+// A constant is a buffer named "<node>.value" of its extents; it costs nothing in either format,
+// so the solver lays it out as its readers run and no conversion of it is planned. PyTorch's eager
+// rules keep a 4-D buffer channels_last after model.to(channels_last), other ranks contiguous.
+TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
+  network net;
+  const node_id x = net.input("x", {2, 3, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id mean = net.constant("mean", {1, 3, 1, 1}, memfmt::dtype::float32);
+  const node_id pos = net.constant("pos", {1, 8, 6, 6}, memfmt::dtype::float32);
+  const node_id h = net.conv("conv", net.binary("norm", x, mean, memfmt::binary_op::sub), conv_spec(8, 3, 1, 1));
+  const node_id y = net.add("embed", pos, h);
+  const node_id scale = net.constant("scale", {1, 4}, memfmt::dtype::float32);
+  const node_id z = net.mul("scaled", net.linear("fc", net.flatten("flat", net.global_pool("gap", y)), 4), scale);
+  net.output("y", y, family::channels_last);
+  net.output("z", z, family::channels_first);
+  EXPECT_EQ(net.at(net.find("embed").value()).extents, (dims{2, 8, 6, 6}));
+  const auto pp = net.parameters(pos);
+  ASSERT_EQ(pp.size(), 1u);
+  EXPECT_EQ(pp[0].name, "pos.value");
+  EXPECT_EQ(pp[0].extents, (dims{1, 8, 6, 6}));
+  EXPECT_EQ(pp[0].type, memfmt::dtype::float32);
+  EXPECT_FALSE(pp[0].trainable);
+  EXPECT_EQ(net.parameters(scale)[0].extents, (dims{1, 4}));
+  EXPECT_EQ(net.parameter_count(), 8 * 3 * 9 + 4 * 8 + 4);  // conv and fc weights and fc bias only
+
+  const cost_model model;
+  const format_costs c = model.node_costs(net, pos);
+  EXPECT_EQ(c.by_family[0], cost_t{0});
+  EXPECT_EQ(c.by_family[1], cost_t{0});
+  const plan p = solve(net, model);
+  EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+  EXPECT_EQ(p.format(pos), p.format(y));
+  EXPECT_EQ(p.format(pos), family::channels_last);  // the pinned output decides the add
+  for (const conversion& cv : p.conversions) {
+    EXPECT_NE(cv.value, pos);
+    EXPECT_TRUE(cv.value != mean || cv.relabel);  // [1, 3, 1, 1]: both formats at once
+  }
+  EXPECT_FALSE(p.format(scale).has_value());  // rank 2: no layout
+
+  const plan eager = plan_with(net, model, policy::pytorch_eager);
+  EXPECT_EQ(eager.format(pos), family::channels_last);
+  EXPECT_NE(eager.nodes[pos].reason.find("4-D buffers"), std::string::npos) << eager.nodes[pos].reason;
+
+  expect_error([&] { net.constant("flat3", {1, 3, 4}, memfmt::dtype::float32); }, errc::invalid_argument,
+               {"'flat3'", "[1, 3, 4]", "rank 2, 4 or 5"});
+  expect_error([&] { net.constant("empty", {1, 0, 2, 2}, memfmt::dtype::float32); }, errc::invalid_argument,
+               {"'empty'", "[1, 0, 2, 2]", ">= 1"});
+  expect_error([&] { net.constant("ints", {1, 3, 1, 1}, memfmt::dtype::int64); }, errc::invalid_argument,
+               {"'ints'", "int64", "floating-point"});
+  expect_error([&] { net.constant("huge", {two62, 4, 1, 1}, memfmt::dtype::float32); }, errc::overflow, {"'huge'"});
+  expect_error([&] { net.add("wrong", x, pos); }, errc::invalid_argument, {"'wrong'", "'pos' [1, 8, 6, 6]"});
 }
 
 // An opaque layer that reads channels_first and writes channels_last (the op that "loses" the format

@@ -459,6 +459,47 @@ TEST(OnnxImport, SqueezeExcitationBroadcastMul) {
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 4, 5, 5}));
 }
 
+// A constant operand of Add/Sub/Mul/Div becomes a constant node, its shape aligned to the other
+// operand's rank as numpy broadcasting aligns it (and lifted for a 1-D net), its values the
+// initializer's; one node per constant and shape however many ops read it. A constant of higher
+// rank than its operand, or of another dtype, stays a barrier with the reason.
+TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
+  onnx_builder b;
+  b.input("x", {2, 3, 4, 5}).input("t", {2, 3, 7}).input("v", {2, 3}).output("y").output("z").output("w");
+  b.floats("mean", {3, 1, 1}, -1.f, 0.5f).floats("row", {3, 1}, 2.f, 1.f).floats("big", {1, 1, 2, 3}, 0.f, 1.f);
+  b.scalar("two", 2.f);
+  b.node("Sub", {"x", "mean"}, {"a"}, "center");
+  b.node("Div", {"two", "a"}, {"r"}, "reciprocal");
+  b.node("Add", {"r", "mean"}, {"y"});
+  b.node("Mul", {"t", "row"}, {"z"});
+  b.node("Add", {"v", "big"}, {"w"}, "too_high");
+  const imported_model m = import_model(b.model());
+  std::vector<const node*> constants;
+  for (const node& n : m.network.nodes())
+    if (n.kind == node_kind::constant) constants.push_back(&n);
+  ASSERT_EQ(constants.size(), 3u);  // mean (read twice), two, row
+  EXPECT_EQ(constants[0]->name, "mean");
+  EXPECT_EQ(constants[0]->extents, (dims{1, 3, 1, 1}));
+  EXPECT_EQ(constants[1]->extents, (dims{1, 1, 1, 1}));
+  EXPECT_EQ(constants[2]->name, "row");
+  EXPECT_EQ(constants[2]->extents, (dims{1, 3, 1, 1}));  // [3, 1] aligned to [1, 3, 1] and lifted
+  const node& recip = m.network.at(*m.network.find("reciprocal"));
+  EXPECT_EQ(recip.get<memfmt::binary_op>(), memfmt::binary_op::div);
+  EXPECT_EQ(recip.inputs[0], constants[1]->id);  // the constant stays the dividend
+  EXPECT_EQ(output_of(m, "y").inputs[1], constants[0]->id);
+  EXPECT_EQ(output_of(m, "z").extents, (dims{2, 3, 1, 7}));
+  const auto& mean = m.parameters.at("mean.value");
+  EXPECT_EQ(mean.shape, (dims{1, 3, 1, 1}));
+  EXPECT_EQ(mean.values<float>(), (std::vector<float>{-1.f, -0.5f, 0.f}));
+  EXPECT_EQ(m.source.at("mean.value"), "mean");
+  EXPECT_EQ(m.parameters.at("two.value").values<float>(), std::vector<float>{2.f});
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_EQ(m.unsupported[0].onnx_node, "too_high");
+  EXPECT_NE(m.unsupported[0].reason.find("constant 'big' [1, 1, 2, 3] has a higher rank than [2, 3]"), std::string::npos)
+      << m.unsupported[0].reason;
+  memfmt::runtime::check_parameters(m.network, m.parameters);
+}
+
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -80,6 +81,91 @@ TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
       ASSERT_EQ(static_cast<std::size_t>(y.numel()), truth.size());
       for (std::size_t i = 0; i < truth.size(); ++i)
         ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), truth[i], 1e-4) << p.name << " rank " << shape.size() << " element " << i;
+    }
+  }
+}
+
+// Exported preprocessing and scaling: (x - mean) / std per channel, a scalar Constant on the left of
+// a Mul, a whole-map initializer on the left of a Sub, then a conv and a per-channel scale after it.
+// The constants broadcast as ONNX's numpy rules align them (right-aligned, [C, 1, 1] and [C, 1]
+// for a 1-D net); the truth is that arithmetic and the convolution written out in logical order.
+TEST(OnnxRun, ConstantOperandsInEveryPlan) {
+  memfmt::reference::backend backend;
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
+    const bool two_d = shape.size() == 4;
+    const std::vector<std::int64_t> per_channel = two_d ? std::vector<std::int64_t>{3, 1, 1} : std::vector<std::int64_t>{3, 1};
+    const std::vector<std::int64_t> per_output = two_d ? std::vector<std::int64_t>{4, 1, 1} : std::vector<std::int64_t>{4, 1};
+    const std::vector<std::int64_t> map(shape.begin() + 1, shape.end());
+    const std::size_t spatial = static_cast<std::size_t>(two_d ? shape[2] * shape[3] : shape[2]);
+    std::vector<std::int64_t> wshape{4, 3, 3};
+    if (two_d) wshape.push_back(3);
+    onnx_builder b;
+    b.input("x", shape).floats("W", wshape, -0.2f, 0.01f).floats("B", {4}, 0.f, 0.5f);
+    b.floats("mean", per_channel, -0.5f, 0.25f).floats("std", per_channel, 0.5f, 0.75f);
+    b.floats("pos", map, -1.f, 0.0625f).floats("k_scale", per_output, 1.f, 0.5f).scalar("half", 0.5f);
+    b.node("Sub", {"x", "mean"}, {"a"});
+    b.node("Div", {"a", "std"}, {"b"});
+    b.node("Mul", {"half", "b"}, {"c"});
+    b.node("Sub", {"pos", "c"}, {"d"});
+    b.node("Conv", {"d", "W", "B"}, {"e"}, "conv").attr("pads", std::vector<std::int64_t>(2 * (shape.size() - 2), 1));
+    b.node("Mul", {"e", "k_scale"}, {"y"});
+    b.output("y");
+
+    const parameter x = ramp(shape, -1.f, 0.037f);
+    parameter d = memfmt::onnx::make_parameter(memfmt::dtype::float32, shape, "d");
+    for (std::size_t i = 0; i < static_cast<std::size_t>(d.numel()); ++i) {
+      const std::size_t c = (i / spatial) % 3, at = i % spatial;
+      const double mean = -0.5 + 0.25 * static_cast<double>(c), stdev = 0.5 + 0.75 * static_cast<double>(c);
+      const double pos = -1.0 + 0.0625 * static_cast<double>(c * spatial + at);
+      memfmt::onnx::store_element(d, i, pos - 0.5 * (memfmt::onnx::element_as_double(x, i) - mean) / stdev, 0);
+    }
+    std::vector<double> truth = conv_by_definition(d, 4, 3, 1);
+    for (std::size_t i = 0; i < truth.size(); ++i) truth[i] *= 1.0 + 0.5 * static_cast<double>((i / spatial) % 4);
+
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(p.name) + " rank " + std::to_string(shape.size()));
+      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+      ASSERT_TRUE(m.runnable()) << m.unsupported.front().op << ": " << m.unsupported.front().reason;
+      const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
+      const parameter& y = out.at("y");
+      std::vector<std::int64_t> expected_shape = shape;
+      expected_shape[1] = 4;
+      ASSERT_EQ(y.shape, expected_shape);
+      ASSERT_EQ(static_cast<std::size_t>(y.numel()), truth.size());
+      for (std::size_t i = 0; i < truth.size(); ++i)
+        ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), truth[i], 1e-4) << "element " << i;
+    }
+  }
+}
+
+// PRelu with a per-channel slope, and with one slope for all, gives slope * x below 0 and x above,
+// exactly, infinities included (the composition adds an exact 0), in every plan; before opset 7 a
+// slope of C values is per channel.
+TEST(OnnxRun, PReluPerChannelAndSharedSlope) {
+  memfmt::reference::backend backend;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> specials{inf, -inf, 0.f, -0.f, 1e-30f, -1e-30f};
+  for (const std::vector<std::int64_t>& slope_shape :
+       {std::vector<std::int64_t>{3, 1, 1}, std::vector<std::int64_t>{1}, std::vector<std::int64_t>{3}}) {
+    onnx_builder b(slope_shape == std::vector<std::int64_t>{3} ? 6 : 13);
+    b.input("x", {2, 3, 4, 5}).floats("slope", slope_shape, 0.25f, -0.5f);
+    b.node("PRelu", {"x", "slope"}, {"y"}, "prelu");
+    b.output("y");
+    parameter x = ramp({2, 3, 4, 5}, -3.f, 0.05f);
+    for (std::size_t i = 0; i < specials.size(); ++i) memfmt::onnx::store_element(x, 7 * i + 3, specials[i], 0);
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(p.name) + " slope of " + std::to_string(slope_shape[0]) + ", rank " +
+                   std::to_string(slope_shape.size()));
+      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+      ASSERT_TRUE(m.runnable());
+      const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
+      for (std::size_t i = 0; i < 120; ++i) {
+        const float v = static_cast<float>(memfmt::onnx::element_as_double(x, i));
+        const float slope = slope_shape[0] == 1 ? 0.25f : 0.25f - 0.5f * static_cast<float>((i / 20) % 3);
+        const float want = v < 0 ? slope * v : v;
+        const float got = static_cast<float>(memfmt::onnx::element_as_double(y, i));
+        ASSERT_EQ(got, want) << "element " << i << " x " << v;
+      }
     }
   }
 }

@@ -62,7 +62,8 @@ inline std::int64_t longest_reduction(const memfmt::graph::network& net) {
   std::int64_t r = 1;
   for (const auto& n : net.nodes())
     for (const auto& p : net.parameters(n.id))
-      if (p.extents.size() >= 2) r = std::max(r, memfmt::detail::checked_numel(p.extents, "test") / p.extents[0]);
+      if (p.trainable && p.extents.size() >= 2)  // weights, not a constant's map
+        r = std::max(r, memfmt::detail::checked_numel(p.extents, "test") / p.extents[0]);
   return r;
 }
 

@@ -1,6 +1,6 @@
 // The executor on the reference backend: every plan (all channels-first, all channels-last, mixed)
-// gives the outputs of the layers called one by one on NCHW tensors; poisoning every value when its
-// liveness ends changes nothing; bad inputs, outputs, parameters and unsupported layers are errors
+// gives the outputs of the layers called one by one on NCHW tensors (networks with constants: their
+// arithmetic written out); poisoning every value when its liveness ends changes nothing; bad inputs, outputs, parameters and unsupported layers are errors
 // before any work, naming the node or tensor.
 #include <gtest/gtest.h>
 
@@ -311,6 +311,85 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
     ex.forward({{"x", memfmt::runtime::ref(in.const_view())}}, {{"y", memfmt::runtime::ref(got.view())}});
     for (std::int64_t i = 0; i < want.numel(); ++i)
       ASSERT_NEAR(got.data()[i], want.data()[i], 1e-6) << memfmt::to_string(f) << " element " << i;
+  }
+}
+
+// Constants in every operand position and shape (per channel, one scalar, a whole [1, C, H, W]
+// map broadcast over the batch, a rank-2 row), each laid out once at build time in its plan's
+// format or converted for a reader that runs in the other. The truth is the arithmetic written out
+// in logical order; two passes with poisoning on show that nothing overwrites a constant.
+TEST(Executor, ConstantsInEveryPlan) {
+  network net;
+  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id mean = net.constant("mean", {1, 3, 1, 1}, memfmt::dtype::float32);
+  const node_id stdev = net.constant("std", {1, 3, 1, 1}, memfmt::dtype::float32);
+  const node_id half = net.constant("half", {1, 1, 1, 1}, memfmt::dtype::float32);
+  const node_id pos = net.constant("pos", {1, 3, 4, 5}, memfmt::dtype::float32);
+  const node_id bias = net.constant("bias", {1, 3}, memfmt::dtype::float32);
+  const node_id a = net.binary("normalize", net.binary("center", x, mean, memfmt::binary_op::sub), stdev,
+                               memfmt::binary_op::div);
+  const node_id d = net.binary("embed", pos, net.mul("halve", half, a), memfmt::binary_op::sub);
+  net.output("y", d, family::channels_first);
+  net.output("z", net.add("shift", net.flatten("flat", net.global_pool("gap", d)), bias), family::channels_first);
+
+  parameter_store s;
+  const auto ramp = [](std::size_t n, float start, float step) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+    return v;
+  };
+  const auto mv = ramp(3, -0.5f, 0.25f), sv = ramp(3, 0.5f, 0.75f), pv = ramp(60, -1.f, 0.0625f), bv = ramp(3, 2.f, -1.5f);
+  s.insert<float>("mean.value", {1, 3, 1, 1}, mv);
+  s.insert<float>("std.value", {1, 3, 1, 1}, sv);
+  s.insert<float>("half.value", {1, 1, 1, 1}, {0.5f});
+  s.insert<float>("pos.value", {1, 3, 4, 5}, pv);
+  s.insert<float>("bias.value", {1, 3}, bv);
+
+  memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5});
+  const auto xv = random_values<float>(static_cast<std::size_t>(in.numel()), 9, -2.f, 2.f);
+  std::copy(xv.begin(), xv.end(), in.data());
+  std::vector<double> y_truth(120), z_truth(6, 0.0);
+  for (std::size_t n = 0; n < 2; ++n)
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t i = 0; i < 20; ++i) {
+        const std::size_t e = (n * 3 + c) * 20 + i;
+        const double v = pv[c * 20 + i] - 0.5 * ((xv[e] - static_cast<double>(mv[c])) / sv[c]);
+        y_truth[e] = v;
+        z_truth[n * 3 + c] += v / 20.0;
+      }
+  for (std::size_t k = 0; k < 6; ++k) z_truth[k] += bv[k % 3];
+
+  auto constants_first_readers_last = assignment(net, family::channels_last);
+  for (node_id c : {mean, stdev, half, pos}) constants_first_readers_last[c] = family::channels_first;
+  const std::vector<std::pair<std::string, memfmt::graph::plan>> plans{
+      {"channels_first", plan_for(net, family::channels_first)},
+      {"channels_last", plan_for(net, family::channels_last)},
+      {"alternating", plan_for(net, std::nullopt)},
+      {"constants channels_first, readers channels_last",
+       memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, constants_first_readers_last)}};
+  for (const auto& [name, plan] : plans) {
+    SCOPED_TRACE(name);
+    memfmt::reference::backend b;
+    memfmt::runtime::executor_options o;
+    o.poison = true;
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, b, s, o);
+    for (int pass = 0; pass < 2; ++pass) {
+      memfmt::host_tensor<float, memfmt::nchw> y({2, 3, 4, 5});
+      std::vector<float> z(6, -7.f);
+      ex.forward({{"x", memfmt::runtime::ref(in.const_view())}},
+                 {{"y", memfmt::runtime::ref(y.view())}, {"z", memfmt::runtime::ref_matrix(z.data(), 2, 3)}});
+      for (std::size_t e = 0; e < y_truth.size(); ++e)
+        ASSERT_NEAR(y.data()[e], y_truth[e], 1e-5) << "pass " << pass << " y element " << e;
+      for (std::size_t k = 0; k < z_truth.size(); ++k) ASSERT_NEAR(z[k], z_truth[k], 1e-5) << "pass " << pass << " z " << k;
+    }
+  }
+  // The constants' bytes live outside the arena.
+  memfmt::reference::backend b;
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, family::channels_first), b, s);
+  for (const auto& v : ex.memory().values) {
+    if (v.name == "mean" || v.name == "std" || v.name == "half" || v.name == "pos" || v.name == "bias") {
+      EXPECT_EQ(v.bytes, 0) << v.name;
+    }
   }
 }
 

@@ -208,6 +208,27 @@ TEST(ExecutorOneDnn, OtherLayers) {
   expect_onednn_matches_reference(net, 3, 5);
 }
 
+// Constants of every broadcast shape in both operand positions, one of them a conv's residual (run
+// as its sum post-op), rank 2 after the classifier: oneDNN in both formats against the reference.
+TEST(ExecutorOneDnn, Constants) {
+  network net;
+  const auto x = net.input("input", {2, 4, 6, 6}, dtype::float32, family::channels_first);
+  auto h = net.binary("center", x, net.constant("mean", {1, 4, 1, 1}, dtype::float32), memfmt::binary_op::sub);
+  const auto one = net.constant("one", {1, 1, 1, 1}, dtype::float32);
+  h = net.binary("rdiv", one, net.activation("pos", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
+  const auto skip = net.constant("skip", {2, 8, 6, 6}, dtype::float32);  // before the conv: fusable
+  h = net.conv("conv", h, memfmt::graph::conv_spec(8, 3, 1, 1, 1, true));
+  h = net.relu("relu", net.add("residual", h, skip));
+  h = net.binary("embed", net.constant("pos_embed", {1, 8, 6, 6}, dtype::float32), h, memfmt::binary_op::sub);
+  h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
+  net.output("output", net.mul("temperature", net.constant("tau", {1, 5}, dtype::float32), h), family::channels_first);
+  const auto reports = expect_onednn_matches_reference(net, 4, 6);
+  for (const auto& r : reports) {
+    ASSERT_EQ(r.fusions.size(), 1u);
+    EXPECT_EQ(r.fusions[0], "conv + bias + residual + relu");
+  }
+}
+
 // Activations with parameters after convs run as the convs' eltwise post-ops (a bias and ONNX's
 // hardsigmoid among them), and alone, in both formats, against the reference.
 TEST(ExecutorOneDnn, ActivationParametersFusedIntoConvs) {

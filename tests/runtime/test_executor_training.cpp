@@ -50,7 +50,7 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
         continue;
       }
       double lo = -0.1, hi = 0.1;
-      if (ends_with(p.name, "running_var")) lo = 0.5, hi = 1.5;
+      if (ends_with(p.name, "running_var") || ends_with(p.name, ".value")) lo = 0.5, hi = 1.5;  // constants divide
       else if (ends_with(p.name, "weight") && p.extents.size() == 1) lo = 0.5, hi = 1.5;
       else if (ends_with(p.name, "weight")) {
         hi = std::sqrt(3.0 / static_cast<double>(count / static_cast<std::size_t>(p.extents[0])));
@@ -68,12 +68,19 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
 // a residual add (fan-out), max pool, nearest and linear upsampling, concat, transposed conv,
 // reflect pad, group and instance norm, a split, squeeze-and-excitation (global max pool,
-// sigmoid, broadcast mul), average pool, flatten, linear and softmax.
+// sigmoid, broadcast mul), average pool, flatten, linear and softmax; and constants (no gradient of
+// their own) in both operand positions of sub, div and mul, per channel, whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
-  const auto x = net.input("input", {2, 3, 6, 6}, type, family::channels_first);
+  const auto x0 = net.input("input", {2, 3, 6, 6}, type, family::channels_first);
+  const auto x = net.binary("normalize", net.binary("center", x0, net.constant("mean", {1, 3, 1, 1}, type),
+                                                    memfmt::binary_op::sub),
+                            net.constant("std", {1, 3, 1, 1}, type), memfmt::binary_op::div);
   auto h = net.relu("relu1", net.batch_norm("bn1", net.conv("conv1", x, conv_spec(4, 3, 1, 1))));
+  // Over sigmoid(relu) >= 1/2: a smooth denominator away from 0.
+  h = net.binary("rdiv", net.constant("numerator", {1, 4, 6, 6}, type),
+                 net.activation("positive", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
   const auto y = net.batch_norm("bn2", net.conv("conv2", h, conv_spec(4, 3, 1, 1, 2, true)));
   h = net.relu("relu2", net.add("add", y, h));                              // [2, 4, 6, 6]
   auto d = net.max_pool("pool", h, 2, 2);                                   // [2, 4, 3, 3]
@@ -94,6 +101,7 @@ network every_layer(memfmt::dtype type) {
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 4, 8, 8]
   h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 4, 4, 4]
   h = net.linear("fc", net.flatten("flatten", h), 5);
+  h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type), h);
   net.output("output", net.softmax("softmax", h), family::channels_first);
   return net;
 }

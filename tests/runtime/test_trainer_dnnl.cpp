@@ -35,12 +35,15 @@ namespace models = memfmt::graph::models;
 // nonlinearity or preceded by one, so no gradient is a cancellation), a split (channel slices),
 // concat, max and average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of
 // two values of one shape), squeeze-and-excitation (global max pool, hardsigmoid, broadcast mul), tanh,
-// silu, hardswish, relu6, elu, leaky relu, clip, softmax, spatial padding in each mode.
+// silu, hardswish, relu6, elu, leaky relu, clip, softmax, spatial padding in each mode; constants
+// (per channel, a whole map, rank 2) in both operand positions.
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
-  const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  const auto x0 = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  const auto x = net.binary("normalize", net.constant("mean", {1, 3, 1, 1}, type), x0, memfmt::binary_op::sub);
   auto h = net.activation("elu", net.conv("conv1", x, conv_spec(6, 3, 1, 1)), memfmt::activation_params::elu(0.7));
+  h = net.binary("scale", h, net.constant("layer_scale", {1, 6, 8, 8}, type), memfmt::binary_op::mul);
   h = net.group_norm("gn", h, 3);
   const auto parts = net.split("split", h, {2, 4});
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
@@ -61,6 +64,7 @@ network other_layers(dtype type) {
   h = net.activation("clip", h, memfmt::activation_params::clip(0.25, 0.75));
   h = net.pad("pad.constant", h, {memfmt::pad_mode::constant, {0, 1, 0}, {1, 0, 0}, 0.5});  // [2, 4, 8, 7]
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
+  h = net.binary("temperature", h, net.constant("tau", {1, 5}, type), memfmt::binary_op::div);
   net.output("output", net.softmax("softmax", h), family::channels_first);
   return net;
 }

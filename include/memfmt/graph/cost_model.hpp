@@ -302,6 +302,8 @@ class cost_model {
     switch (n.kind) {
       case node_kind::input:
       case node_kind::output: return same(0, "graph boundary", "none: graph boundary");
+      case node_kind::constant:
+        return same(0, "constant: laid out once, when the network is built", "none: a constant");
       case node_kind::conv: {
         // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
         // slower: depthwise is memory-bound), the slower format the prior ratio behind it.

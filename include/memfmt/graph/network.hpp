@@ -47,7 +47,7 @@ constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>
 
 enum class node_kind : std::uint8_t {
   input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
-  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque,
+  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -72,6 +72,7 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::softmax: return "softmax";
     case node_kind::dropout: return "dropout";
     case node_kind::opaque: return "opaque";
+    case node_kind::constant: return "constant";
   }
   return "?";
 }
@@ -197,7 +198,7 @@ struct opaque_attrs {
   std::any callback;
 };
 
-// Per-kind attributes; input, output, concat and flatten have none (monostate). instance_norm and
+// Per-kind attributes; input, output, constant, concat and flatten have none (monostate). instance_norm and
 // group_norm both hold norm_attrs; node::kind tells them apart.
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
@@ -274,6 +275,24 @@ class network {
     n.extents = std::move(extents);
     n.type = type;
     return append_pinned(std::move(n), format, "graph input");
+  }
+
+  // A tensor the network holds (an ONNX initializer as an operand, a registered buffer): parameter
+  // "<name>.value" of these extents, in logical order like every parameter. It has no format of its
+  // own to keep: the runners lay it out once, when they are built, in the format the plan gives it,
+  // so it costs nothing in either and the solver gives it its readers' format. Not trained: the
+  // training step returns no gradient for it (a buffer, as running statistics are).
+  node_id constant(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type) {
+    node n = make(std::move(name), node_kind::constant, {});
+    if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
+      fail_node(n.name, "constant extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
+    for (std::int64_t e : extents)
+      if (e < 1) fail_node(n.name, "constant extents " + memfmt::detail::dims_to_string(extents) + " must all be >= 1");
+    if (!memfmt::is_floating(type))
+      fail_node(n.name, "constant of dtype " + std::string(memfmt::to_string(type)) + " (a floating-point dtype is needed)");
+    n.extents = std::move(extents);
+    n.type = type;
+    return append(std::move(n));
   }
 
   // Rank-2 values have no layout; `format` applies to spatial ones.
@@ -866,6 +885,7 @@ class network {
         if (a.bias) add("bias", {a.out_features});
         break;
       }
+      case node_kind::constant: add("value", n.extents, false); break;
       default: break;
     }
     return p;

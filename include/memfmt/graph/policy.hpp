@@ -79,6 +79,7 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 // - a 2-D conv writes channels_last whatever its input: its weight is channels_last and ATen's
 //   conv takes the output format from the input or the weight (1x1 and depthwise too);
 //   module.to(channels_last) rejects 5-D weights and Conv3d returns contiguous;
+// - a 4-D buffer the model holds is channels_last after module.to(channels_last), others stay;
 // - ConvTranspose2d, InstanceNorm, reflection and replication padding and softmax have no
 //   channels_last kernel and return contiguous; flatten reshapes into the logical order;
 // - batch norm, group norm, activations, dropout, pooling, upsampling, zero padding and channel
@@ -102,6 +103,9 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
     case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
     case node_kind::softmax: return contiguous("softmax over channels returns contiguous");
     case node_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
+    case node_kind::constant:
+      if (n.extents.size() == 4) return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
+      return contiguous("model.to(channels_last) leaves buffers of other ranks contiguous");
     case node_kind::pad:
       if (n.get<memfmt::pad_params>().mode != memfmt::pad_mode::constant)
         return contiguous("reflection / replication padding returns contiguous");

@@ -132,7 +132,7 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
     case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
     case node_kind::concat: break;
-    default: return std::nullopt;  // input, output, flatten, dropout, linear, opaque
+    default: return std::nullopt;  // input, output, constant, flatten, dropout, linear, opaque
   }
   s += " in";
   for (node_id i : n.inputs) s += " " + detail::dims_text(net.at(i).extents);

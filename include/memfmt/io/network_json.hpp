@@ -39,10 +39,10 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-inline constexpr enum_names<graph::node_kind, 20> kind_names{
+inline constexpr enum_names<graph::node_kind, 21> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque"}};
+     "opaque", "constant"}};
 inline constexpr enum_names<memfmt::activation, memfmt::activation_count> activation_names{memfmt::activation_names};
 inline constexpr enum_names<memfmt::binary_op, 4> binary_names{{"add", "sub", "mul", "div"}};
 inline constexpr enum_names<memfmt::pool_kind, 2> pool_names{{"max", "average"}};
@@ -214,7 +214,8 @@ inline json attrs_json(const graph::node& n) {
       break;
     }
     case node_kind::concat:
-    case node_kind::flatten: break;
+    case node_kind::flatten:
+    case node_kind::constant: break;
   }
   return a;
 }
@@ -246,6 +247,9 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       return net.input(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where),
                        named(family_names, a, "format", at));
     case node_kind::output: arity(1); return net.output(name, in[0], named(family_names, a, "format", at));
+    case node_kind::constant:
+      arity(0);
+      return net.constant(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where));
     case node_kind::conv: {
       arity(1);
       graph::conv_attrs c;

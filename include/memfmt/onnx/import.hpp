@@ -8,7 +8,8 @@
 // shapes (Shape -> Gather -> Concat -> Pad's pads) are evaluated here (detail/fold.hpp).
 //
 // Layers the network describes become its nodes; a 1-D conv net's [N, C, L] values become
-// [N, C, 1, L] (the same bytes in either layout). Any other op becomes an opaque node that reads and
+// [N, C, 1, L] (the same bytes in either layout); an initializer that an elementwise op reads
+// becomes a constant node. Any other op becomes an opaque node that reads and
 // writes channels-first, with the output shape ONNX's own shape inference gives: the network can
 // be planned, and imported_model::unsupported names the op and node for an executor to refuse.
 // A malformed model (bad protobuf, missing initializer, wrong ranks, unknown attribute values, a
@@ -332,6 +333,7 @@ class importer {
       return activation(r, activation_params::hardsigmoid(r.get_float("alpha", 0.2f), r.get_float("beta", 0.5f)));
     if (op == "LeakyRelu") return activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f)));
     if (op == "Elu") return activation(r, activation_params::elu(r.get_float("alpha", 1.0f)));
+    if (op == "PRelu") return prelu(r);
     if (op == "Clip") return clip(r);
     if (op == "Add") return binary(r, memfmt::binary_op::add);
     if (op == "Sub") return binary(r, memfmt::binary_op::sub);
@@ -851,6 +853,26 @@ class importer {
     set_tensor(r, net().activation(layer_name(r, nullptr), *x.node, f), x.lifted());
   }
 
+  // PRelu with a constant slope (per channel or one): max(x, 0) + slope * min(x, 0), the min a clip
+  // to [-inf, 0]. One branch is an exact 0, so each output is PRelu's single rounding of slope * x,
+  // infinities included; four memory-bound passes where one would do. Before opset 7 (no numpy
+  // broadcasting yet) a slope of C values is per channel, as PyTorch's exporter wrote PReLU(C).
+  void prelu(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    value s = *constant_input(r, 1, true);
+    if (result_.opset < 7 && s.shape.size() == 1 && x.shape.size() >= 2 && s.shape[0] == x.shape[1]) {
+      s.shape.resize(x.shape.size() - 1, 1);
+      s.constant->shape = s.shape;
+    }
+    const graph::node_id slope = constant_node(r, r.input(1), s, x);
+    const std::string name = layer_name(r, nullptr);
+    const graph::node_id pos = net().relu(unique_name(name + ".positive"), *x.node);
+    const graph::node_id neg = net().activation(unique_name(name + ".negative"), *x.node,
+                                                activation_params::clip(-std::numeric_limits<double>::infinity(), 0.0));
+    const graph::node_id scaled = net().mul(unique_name(name + ".scaled"), neg, slope);
+    set_tensor(r, net().add(name, pos, scaled), x.lifted());
+  }
+
   // Clip(0, 6) is relu6, Clip(0, inf) relu, any other a clip; bounds from attributes before opset
   // 11, inputs after.
   void clip(const node_reader& r) {
@@ -871,14 +893,43 @@ class importer {
     activation(r, activation_params::clip(lo, hi));
   }
 
+  // Two network values of one rank, or a network value and a constant (x * 0.5, (x - mean) / std):
+  // the constant becomes a constant node.
   void binary(const node_reader& r, memfmt::binary_op op) {
-    const value& a = tensor_input(r, 0);
-    const value& b = tensor_input(r, 1);
-    if (a.shape.size() != b.shape.size())
+    for (int i : {0, 1})
+      if (r.input(i).empty()) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
+    const value& a = values_.at(r.input(0));
+    const value& b = values_.at(r.input(1));
+    if (!a.node && !b.node) throw not_expressible{"both operands are constants"};
+    const value& x = a.node ? a : b;
+    if (a.node && b.node && a.shape.size() != b.shape.size())
       throw not_expressible{"operands of ranks " + std::to_string(a.shape.size()) + " and " +
                             std::to_string(b.shape.size())};
-    const graph::node_id id = net().binary(layer_name(r, nullptr), *a.node, *b.node, op);
-    set_tensor(r, id, a.lifted());
+    const graph::node_id ia = a.node ? *a.node : constant_node(r, r.input(0), a, x);
+    const graph::node_id ib = b.node ? *b.node : constant_node(r, r.input(1), b, x);
+    const graph::node_id id = net().binary(layer_name(r, nullptr), ia, ib, op);
+    set_tensor(r, id, x.lifted());
+  }
+
+  // Constant c, an operand of an elementwise op whose other operand is network value x, as a
+  // constant node of x's rank: c's shape right-aligned with leading 1s (ONNX's numpy broadcasting)
+  // and lifted as x is. One node per constant and shape, however many ops read it.
+  graph::node_id constant_node(const node_reader& r, const std::string& name, const value& c, const value& x) {
+    if (c.shape.size() > x.shape.size())
+      throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " has a higher rank than " +
+                            memfmt::detail::dims_to_string(x.shape)};
+    if (c.type != x.type || !memfmt::is_floating(c.type))
+      throw not_expressible{"constant '" + name + "' is " + std::string(memfmt::to_string(c.type)) + ", its operand " +
+                            std::string(memfmt::to_string(x.type))};
+    shape_t s(x.shape.size() - c.shape.size(), 1);
+    s.insert(s.end(), c.shape.begin(), c.shape.end());
+    if (x.lifted()) s = lift(s);
+    const auto key = std::make_pair(name, s);
+    if (const auto it = constant_nodes_.find(key); it != constant_nodes_.end()) return it->second;
+    const graph::node_id id = net().constant(unique_name(name), s, c.type);
+    bind_parameters(r, id, {named(c)});
+    constant_nodes_.emplace(key, id);
+    return id;
   }
 
   void pool(const node_reader& r, memfmt::pool_kind kind) {
@@ -1229,6 +1280,7 @@ class importer {
   const import_options& options_;
   imported_model result_;
   std::map<std::string, value> values_;
+  std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
   std::map<std::string, shape_t> onnx_shapes_;
   std::set<std::string> reserved_;
   std::string current_onnx_name_;

@@ -1,10 +1,10 @@
 // memfmt/runtime/backend_support.hpp - a network layer as a backend capability query.
 //
 // op_query_of(node, format) is the operation a layer runs on a backend in a format (nullopt
-// for layers that run none: inputs, outputs, renamings, user ops). The executor asks the backend
-// about each layer when it is built; support_query_for(backend) hands the same question to the
-// planner (graph::cost_model::set_support_query), so a format a backend cannot run a layer in is
-// unsupported for that layer and the plan avoids it.
+// for layers that run none: inputs, constants, outputs, renamings, user ops). The executor asks
+// the backend about each layer when it is built; support_query_for(backend) hands the same
+// question to the planner (graph::cost_model::set_support_query), so a format a backend cannot run
+// a layer in is unsupported for that layer and the plan avoids it.
 #pragma once
 
 #include <optional>
@@ -60,6 +60,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
     case graph::node_kind::dropout:  // renamings in inference
     case graph::node_kind::flatten:
     case graph::node_kind::input:
+    case graph::node_kind::constant:
     case graph::node_kind::output:
     case graph::node_kind::opaque: return std::nullopt;
   }

@@ -261,6 +261,22 @@ tensor_view<const T, F> backend_weight(Backend& b, std::vector<std::shared_ptr<v
   return v;
 }
 
+// Constant node n's values (parameter "<name>.value") laid out once in format f where the backend
+// reads them, kept alive by `owned`: the bytes the executor and the trainer point its value at.
+template <class T, class Backend>
+std::byte* backend_constant(Backend& b, std::vector<std::shared_ptr<void>>& owned, const graph::node& n,
+                            graph::family f, const parameter_store& params) {
+  const std::string name = n.name + ".value";
+  const std::vector<T> v = params.at(name).template values<T>(name);
+  const void* p = nullptr;
+  if (n.spatial())
+    dispatch_format(f, static_cast<int>(n.extents.size()),
+                    [&](auto tag) { p = backend_weight<T, decltype(tag)>(b, owned, v, n.extents).data(); });
+  else
+    p = backend_param(b, owned, v);
+  return static_cast<std::byte*>(const_cast<void*>(p));  // never written: no step has it as output
+}
+
 }  // namespace detail
 
 template <class Backend>
@@ -472,6 +488,10 @@ class executor {
           static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), n.name.c_str()));
       if (aliases_input(n)) {
         slot_[n.id] = read_slot(n, aliased_input(n));
+      } else if (n.kind == graph::node_kind::constant) {
+        slot_[n.id] = storage_.size();  // laid out when bound, outside the arena
+        constants_[slot_[n.id]] = nullptr;
+        storage_.push_back({n.name, bytes, step, step});
       } else {
         slot_[n.id] = storage_.size();
         // An input converted on entry keeps no bytes of its own.
@@ -499,7 +519,10 @@ class executor {
 
   void plan_arena() {
     std::vector<value_lifetime> v;
-    for (const storage& s : storage_) v.push_back({s.name, s.bytes, s.first, s.last});
+    for (std::size_t i = 0; i < storage_.size(); ++i) {
+      const storage& s = storage_[i];
+      v.push_back({s.name, constants_.count(i) ? 0 : s.bytes, s.first, s.last});
+    }
     memory_ = plan_memory(std::move(v), 64);
     report_.arena_bytes = memory_.arena_bytes;
     report_.allocate_all_bytes = memory_.total_bytes;
@@ -530,7 +553,10 @@ class executor {
     return detail::backend_param(backend_, owned_, std::move(v));
   }
 
-  std::byte* slot_data(std::size_t s) { return base_ + memory_.offsets[s]; }
+  std::byte* slot_data(std::size_t s) {
+    if (const auto c = constants_.find(s); c != constants_.end()) return c->second;
+    return base_ + memory_.offsets[s];
+  }
   std::byte* buffer(graph::node_id id) { return slot_data(slot_[id]); }
 
   static int kernel_rank(const std::vector<std::int64_t>& e) { return e.size() == 2 ? 4 : static_cast<int>(e.size()); }
@@ -550,6 +576,9 @@ class executor {
           case graph::node_kind::linear: bind_linear<T>(n, params, step); break;
           case graph::node_kind::concat: bind_concat<T>(n, step); break;
           case graph::node_kind::opaque: bind_opaque(n, step); break;
+          case graph::node_kind::constant:  // laid out once, outside the arena; no step
+            constants_[slot_[n.id]] = detail::backend_constant<T>(backend_, owned_, n, format_of(n.id), params);
+            break;
           case graph::node_kind::input: break;
           default: bind_elementwise<T>(n, step); break;
         }
@@ -861,6 +890,7 @@ class executor {
   std::vector<storage> storage_;
   std::vector<std::size_t> slot_;                      // per node: its value's storage
   std::map<graph::node_id, std::size_t> converted_slot_;  // per converted value: the copy's storage
+  std::map<std::size_t, std::byte*> constants_;           // constant storages: their bytes, outside the arena
   memory_plan memory_;
   std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
   std::byte* base_ = nullptr;                             // the arena, host or the backend's memory

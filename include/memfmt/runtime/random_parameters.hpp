@@ -21,8 +21,9 @@ namespace memfmt::runtime {
 
 // Every parameter of `net` (network::parameters()) drawn from a generator seeded with `seed`:
 // weights of rank >= 2 uniform in +-sqrt(3 / fan_in) (unit variance through each layer, so deep
-// nets neither vanish nor blow up), norm scales and running variances in [0.5, 1.5], biases and
-// running means in +-0.1, integer tensors (batch counts) 0. float32, float64 and bfloat16
+// nets neither vanish nor blow up), norm scales, running variances and constants in [0.5, 1.5]
+// (a constant may scale or divide), biases and running means in +-0.1, integer tensors (batch
+// counts) 0. float32, float64 and bfloat16
 // parameters get the float draws rounded to their type; float16 ones are an error.
 inline parameter_store random_parameters(const graph::network& net, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -39,7 +40,7 @@ inline parameter_store random_parameters(const graph::network& net, std::uint32_
         const std::string t(suffix);
         return p.name.size() >= t.size() && p.name.compare(p.name.size() - t.size(), t.size(), t) == 0;
       };
-      if (ends("running_var")) lo = 0.5f, hi = 1.5f;
+      if (ends("running_var") || n.kind == graph::node_kind::constant) lo = 0.5f, hi = 1.5f;
       else if (ends("weight") && p.extents.size() == 1) lo = 0.5f, hi = 1.5f;
       else if (ends("weight")) {
         const float fan_in = static_cast<float>(count / static_cast<std::size_t>(p.extents[0]));

@@ -130,7 +130,7 @@ class trainer {
     graph::family format;
     std::int64_t bytes = 0;
     std::int64_t first = unused, last = -1;
-    std::optional<graph::node_id> producer;  // none: a graph input or its copy (no gradient)
+    std::optional<graph::node_id> producer;  // none: a graph input, a constant or a copy of one (no gradient)
     std::size_t contributions = 0;           // gradients: contributions bound so far
   };
 
@@ -226,7 +226,7 @@ class trainer {
 
   template <class T>
   T* data(std::size_t s) {
-    return reinterpret_cast<T*>(base_ + memory_.offsets[s]);
+    return reinterpret_cast<T*>(address_[s]);
   }
   template <class T, class F>
   tensor_view<T, F> out(std::size_t s) {
@@ -311,8 +311,10 @@ class trainer {
 
   void plan_arena() {
     std::vector<value_lifetime> v;
-    for (const storage& s : storages_)
-      v.push_back({s.name, s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
+    for (std::size_t i = 0; i < storages_.size(); ++i) {
+      const storage& s = storages_[i];
+      v.push_back({s.name, constants_.count(i) ? 0 : s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
+    }
     memory_ = plan_memory(std::move(v), 64);
     report_.arena_bytes = memory_.arena_bytes;
     report_.allocate_all_bytes = memory_.total_bytes;
@@ -325,6 +327,11 @@ class trainer {
         arena_.reset(static_cast<std::byte*>(p));
         base_ = arena_.get();
       }
+    }
+    address_.resize(storages_.size());
+    for (std::size_t i = 0; i < storages_.size(); ++i) {
+      const auto c = constants_.find(i);
+      address_[i] = c != constants_.end() ? c->second : base_ + memory_.offsets[i];
     }
   }
 
@@ -390,9 +397,11 @@ class trainer {
     } else if (alias) {
       slot_[n.id] = read_slot(n, n.inputs[0]);
     } else {
+      // Graph inputs (copied in before step 0) and constants have no gradient.
       const bool input = n.kind == graph::node_kind::input;
+      const bool source = input || n.kind == graph::node_kind::constant;
       slot_[n.id] = add_storage(n.name, n.type, n.extents, format_of(n.id),
-                                input ? std::nullopt : std::optional<graph::node_id>(n.id));
+                                source ? std::nullopt : std::optional<graph::node_id>(n.id));
       use(slot_[n.id], input ? 0 : t);
     }
     if (n.kind == graph::node_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
@@ -409,6 +418,9 @@ class trainer {
           case graph::node_kind::group_norm: bind_group_norm<T>(n, params); break;
           case graph::node_kind::linear: bind_linear<T>(n, params); break;
           case graph::node_kind::concat: bind_concat<T>(n); break;
+          case graph::node_kind::constant:  // laid out once, outside the arena; no step
+            constants_[slot_[n.id]] = detail::backend_constant<T>(backend_, owned_, n, format_of(n.id), params);
+            break;
           default: bind_elementwise<T>(n); break;
         }
       });
@@ -829,6 +841,8 @@ class trainer {
   std::vector<std::size_t> slot_;                          // per node: its value's storage
   std::map<graph::node_id, std::size_t> converted_;        // per converted value: the copy's storage
   std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
+  std::map<std::size_t, std::byte*> constants_;            // constant storages: their bytes, outside the arena
+  std::vector<std::byte*> address_;                        // per storage: where its bytes are
   std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
   memory_plan memory_;
   std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
