@@ -74,7 +74,7 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       break;
     case 11: {  // a constant operand, of any extents (zero and huge ones too), on either side
       const node_id c = net.constant(name + ".c", {pick(in, 0, 2), pick(in, 0, 8), pick(in, 0, 6), pick(in, 0, 6)},
-                                     memfmt::dtype::float32);
+                                     memfmt::dtype::float32, in.ConsumeBool());
       if (in.ConsumeBool()) net.binary(name, c, a, memfmt::binary_op::sub);
       else net.binary(name, a, c, memfmt::binary_op::div);
       break;

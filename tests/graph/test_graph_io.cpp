@@ -47,7 +47,7 @@ std::vector<network> every_kind_of_network() {
   const node_id d = n.dropout("drop", parts[1], 0.25);
   const node_id s0 = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
                                                       family::channels_first), memfmt::binary_op::sub);
-  const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32), s0, memfmt::binary_op::div);
+  const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);
   const node_id u = n.upsample("up", n.softmax("logsm", s, log_softmax), up);
   n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
   n.output("y", n.pool("pool", u, pool), family::channels_first);

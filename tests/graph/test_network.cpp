@@ -131,7 +131,7 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
 }
 
-// A constant is a buffer named "<node>.value" of its extents; it costs nothing in either format,
+// A constant is a buffer (or, trainable, a parameter) named "<node>.value" of its extents; it costs nothing in either format,
 // so the solver lays it out as its readers run and no conversion of it is planned. PyTorch's eager
 // rules keep a 4-D buffer channels_last after model.to(channels_last), other ranks contiguous.
 TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
@@ -154,6 +154,9 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   EXPECT_FALSE(pp[0].trainable);
   EXPECT_EQ(net.parameters(scale)[0].extents, (dims{1, 4}));
   EXPECT_EQ(net.parameter_count(), 8 * 3 * 9 + 4 * 8 + 4);  // conv and fc weights and fc bias only
+  const node_id learned = net.constant("layer_scale", {1, 8, 1, 1}, memfmt::dtype::float32, true);
+  EXPECT_TRUE(net.parameters(learned)[0].trainable);
+  EXPECT_EQ(net.parameter_count(), 8 * 3 * 9 + 4 * 8 + 4 + 8);
 
   const cost_model model;
   const format_costs c = model.node_costs(net, pos);

@@ -70,6 +70,7 @@ built build(const recipe& r, const std::vector<std::size_t>& order) {
       case node_kind::batch_norm: net.batch_norm(o.name, in[0]); break;
       case node_kind::activation: net.relu(o.name, in[0]); break;
       case node_kind::binary: net.add(o.name, in[0], in[1]); break;
+      case node_kind::constant: net.constant(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32); break;
       case node_kind::pool: net.max_pool(o.name, in[0], 1, 1); break;
       case node_kind::global_pool: net.global_pool(o.name, in[0]); break;
       case node_kind::concat: net.concat(o.name, in); break;
@@ -91,8 +92,8 @@ std::vector<std::size_t> identity(std::size_t n) {
   return order;
 }
 
-// Random DAGs of at most 13 nodes: fan-out, joins (add, concat), ambiguous values (C == 1, global
-// pool), flatten -> linear, opaque barriers reading one format and writing either; random costs
+// Random DAGs of at most 13 nodes: fan-out, joins (add, concat), constants, ambiguous values (C ==
+// 1, global pool), flatten -> linear, opaque barriers reading one format and writing either; random costs
 // (some families unsupported), conversion costs and pins.
 recipe random_recipe(std::mt19937& rng, bool random_costs) {
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
@@ -130,6 +131,11 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         std::vector<std::string> same;
         for (const value& v : values)
           if (v.spatial && !v.pooled && v.channels == in.channels) same.push_back(v.name);
+        if (pick(3) == 0) {  // a constant operand, which later layers may read too
+          r.ops.push_back({node_kind::constant, name + "k", {}, in.channels});
+          values.push_back({name + "k", in.channels, true, false});
+          same = {name + "k"};
+        }
         r.ops.push_back({node_kind::binary, name, {in.name, same[pick(same.size())]}});
         values.push_back({name, in.channels, true, false});
         break;
@@ -191,10 +197,15 @@ using score = std::pair<cost_t, std::size_t>;
 constexpr score infeasible{-1, 0};
 
 // Written from the task's definition, not from network::producer / inherits_format: the layers
-// that cost the same in both formats, and the first input of each that has a layout.
+// that cost the same in both formats, and the first input of each that has a layout; and each
+// layer reading a spatial constant, once per constant.
 std::size_t count_inherit_breaks(const network& net, const std::vector<std::optional<family>>& f) {
   std::size_t breaks = 0;
   for (const node& n : net.nodes()) {
+    std::set<node_id> constants;
+    for (node_id i : n.inputs)
+      if (net.at(i).kind == node_kind::constant && net.at(i).extents.size() >= 4) constants.insert(i);
+    for (node_id c : constants) breaks += f[c] != f[n.id];
     switch (n.kind) {
       case node_kind::batch_norm: case node_kind::instance_norm: case node_kind::group_norm: case node_kind::pad:
       case node_kind::activation: case node_kind::binary: case node_kind::pool: case node_kind::global_pool:

@@ -2,6 +2,8 @@
 
 Built from torchvision's own blocks at reduced width so the files stay small; the layer structure
 (stem, max pooling, residual blocks, depthwise inverted residuals with ReLU6, classifier) is theirs.
+A third, small_normalized_prelu_net, holds what exporters leave as constants (normalisation buffers,
+PReLU slopes, a scaled residual, a temperature).
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
 
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_resnet18 \
@@ -10,6 +12,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_mobilenet_v2 \
       data/small_mobilenet_v2.onnx --input-shape 1,3,32,32 --keep-batchnorm \
       --output-fixture data/small_mobilenet_v2.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_normalized_prelu_net \
+      data/small_normalized_prelu_net.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_normalized_prelu_net.safetensors
 
 (python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
 """
@@ -51,3 +56,29 @@ def small_mobilenet_v2(num_classes=10):
                                                               activation_layer=torch.nn.ReLU6)
     model.classifier[1] = torch.nn.Linear(128, num_classes)
     return model
+
+
+class SmallNormalizedPReLUNet(torch.nn.Module):
+    """An exported model's constants: ImageNet normalisation kept as buffers ((x - mean) / std),
+    PReLU per channel and shared, an EDSR-style scaled residual (0.1 * h) and a temperature."""
+
+    def __init__(self, num_classes=10, width=8):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1))
+        self.stem = torch.nn.Conv2d(3, width, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(width)
+        self.act1 = torch.nn.PReLU(width)
+        self.conv = torch.nn.Conv2d(width, width, 3, padding=1)
+        self.act2 = torch.nn.PReLU()
+        self.fc = torch.nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        h = self.act1(self.bn(self.stem((x - self.mean) / self.std)))
+        h = h + 0.1 * self.act2(self.conv(h))
+        h = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(h, 1), 1)
+        return self.fc(h) / 2.0
+
+
+def small_normalized_prelu_net(num_classes=10):
+    return SmallNormalizedPReLUNet(num_classes)

@@ -1,8 +1,9 @@
 // Outside truth at the network level: PyTorch's own outputs for models it exported to ONNX, through
 // import and runtime::executor on the reference backend in every plan.
-//  - The committed small ResNet-18 (BN folded by the exporter) and MobileNetV2 (BN kept), whose
-//    .safetensors hold the input and PyTorch's output recorded by tools/export_onnx.py: no torch
-//    needed.
+//  - The committed small ResNet-18 (BN folded by the exporter), MobileNetV2 (BN kept) and a net of
+//    constants (normalisation buffers, PReLU per channel and shared, a scaled residual, a
+//    temperature), whose .safetensors hold the input and PyTorch's output recorded by
+//    tools/export_onnx.py: no torch needed.
 //  - torchvision's ResNet-50 and MobileNetV2 themselves (random weights, fixed seed, 64x64 input),
 //    exported and recorded at test time where /usr/bin/python3 has torch and torchvision; skipped
 //    with the reason otherwise.
@@ -50,7 +51,7 @@ void expect_pytorchs_output_in_every_plan(const std::string& model, const std::s
 }
 
 TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
-  for (const char* name : {"small_resnet18", "small_mobilenet_v2"}) {
+  for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }

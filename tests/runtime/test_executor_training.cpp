@@ -68,8 +68,8 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
 // a residual add (fan-out), max pool, nearest and linear upsampling, concat, transposed conv,
 // reflect pad, group and instance norm, a split, squeeze-and-excitation (global max pool,
-// sigmoid, broadcast mul), average pool, flatten, linear and softmax; and constants (no gradient of
-// their own) in both operand positions of sub, div and mul, per channel, whole-map and rank 2.
+// sigmoid, broadcast mul), average pool, flatten, linear and softmax; and constants in both operand
+// positions of sub, div and mul: buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
@@ -79,7 +79,7 @@ network every_layer(memfmt::dtype type) {
                             net.constant("std", {1, 3, 1, 1}, type), memfmt::binary_op::div);
   auto h = net.relu("relu1", net.batch_norm("bn1", net.conv("conv1", x, conv_spec(4, 3, 1, 1))));
   // Over sigmoid(relu) >= 1/2: a smooth denominator away from 0.
-  h = net.binary("rdiv", net.constant("numerator", {1, 4, 6, 6}, type),
+  h = net.binary("rdiv", net.constant("numerator", {1, 4, 6, 6}, type, true),
                  net.activation("positive", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
   const auto y = net.batch_norm("bn2", net.conv("conv2", h, conv_spec(4, 3, 1, 1, 2, true)));
   h = net.relu("relu2", net.add("add", y, h));                              // [2, 4, 6, 6]
@@ -101,7 +101,7 @@ network every_layer(memfmt::dtype type) {
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 4, 8, 8]
   h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 4, 4, 4]
   h = net.linear("fc", net.flatten("flatten", h), 5);
-  h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type), h);
+  h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type, true), h);
   net.output("output", net.softmax("softmax", h), family::channels_first);
   return net;
 }

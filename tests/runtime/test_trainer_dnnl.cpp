@@ -36,14 +36,14 @@ namespace models = memfmt::graph::models;
 // concat, max and average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of
 // two values of one shape), squeeze-and-excitation (global max pool, hardsigmoid, broadcast mul), tanh,
 // silu, hardswish, relu6, elu, leaky relu, clip, softmax, spatial padding in each mode; constants
-// (per channel, a whole map, rank 2) in both operand positions.
+// (per channel, a trainable whole map, rank 2) in both operand positions.
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
   const auto x0 = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
   const auto x = net.binary("normalize", net.constant("mean", {1, 3, 1, 1}, type), x0, memfmt::binary_op::sub);
   auto h = net.activation("elu", net.conv("conv1", x, conv_spec(6, 3, 1, 1)), memfmt::activation_params::elu(0.7));
-  h = net.binary("scale", h, net.constant("layer_scale", {1, 6, 8, 8}, type), memfmt::binary_op::mul);
+  h = net.binary("scale", h, net.constant("layer_scale", {1, 6, 8, 8}, type, true), memfmt::binary_op::mul);
   h = net.group_norm("gn", h, 3);
   const auto parts = net.split("split", h, {2, 4});
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),

@@ -184,6 +184,12 @@ struct linear_attrs {
   bool bias = true;
 };
 
+// A tensor the network holds. trainable: a parameter the training step returns a gradient for (a
+// learned scale or positional map); otherwise a buffer (an exported model's normalisation).
+struct constant_attrs {
+  bool trainable = false;
+};
+
 // Identity in inference; p is kept for training.
 struct dropout_attrs {
   double p = 0.5;
@@ -198,12 +204,12 @@ struct opaque_attrs {
   std::any callback;
 };
 
-// Per-kind attributes; input, output, constant, concat and flatten have none (monostate). instance_norm and
+// Per-kind attributes; input, output, concat and flatten have none (monostate). instance_norm and
 // group_norm both hold norm_attrs; node::kind tells them apart.
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
-                                memfmt::softmax_params, dropout_attrs, opaque_attrs>;
+                                memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs>;
 
 struct node {
   node_id id = 0;
@@ -277,12 +283,12 @@ class network {
     return append_pinned(std::move(n), format, "graph input");
   }
 
-  // A tensor the network holds (an ONNX initializer as an operand, a registered buffer): parameter
-  // "<name>.value" of these extents, in logical order like every parameter. It has no format of its
-  // own to keep: the runners lay it out once, when they are built, in the format the plan gives it,
-  // so it costs nothing in either and the solver gives it its readers' format. Not trained: the
-  // training step returns no gradient for it (a buffer, as running statistics are).
-  node_id constant(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type) {
+  // A tensor the network holds (an ONNX initializer as an operand, a registered buffer, a learned
+  // scale): parameter "<name>.value" of these extents, in logical order like every parameter. It
+  // has no format of its own to keep: the runners lay it out once, when they are built, in the
+  // format the plan gives it, so it costs nothing in either and the solver gives it its readers'
+  // format. Trainable or a buffer (constant_attrs).
+  node_id constant(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type, bool trainable = false) {
     node n = make(std::move(name), node_kind::constant, {});
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "constant extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
@@ -292,6 +298,7 @@ class network {
       fail_node(n.name, "constant of dtype " + std::string(memfmt::to_string(type)) + " (a floating-point dtype is needed)");
     n.extents = std::move(extents);
     n.type = type;
+    n.attrs = constant_attrs{trainable};
     return append(std::move(n));
   }
 
@@ -657,6 +664,21 @@ class network {
     return std::nullopt;
   }
 
+  // The nodes whose format this one takes when costs tie (solve's second criterion): a memory-bound
+  // layer's producer; every reader of a spatial constant (each once, in id order).
+  std::vector<node_id> inherits_from(node_id id) const {
+    const node& n = at(id);
+    if (inherits_format(n.kind)) {
+      if (const auto p = producer(id)) return {*p};
+      return {};
+    }
+    if (n.kind != node_kind::constant || !n.spatial()) return {};
+    std::vector<node_id> readers = consumers_[id];
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+    return readers;
+  }
+
   // A node has a layout decision when it reads or writes a spatial value.
   bool has_format(node_id id) const {
     const node& n = at(id);
@@ -885,7 +907,7 @@ class network {
         if (a.bias) add("bias", {a.out_features});
         break;
       }
-      case node_kind::constant: add("value", n.extents, false); break;
+      case node_kind::constant: add("value", n.extents, std::get<constant_attrs>(n.attrs).trainable); break;
       default: break;
     }
     return p;

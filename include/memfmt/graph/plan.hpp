@@ -57,8 +57,9 @@ struct plan {
   cost_t node_cost = 0;
   cost_t conversion_cost = 0;
   cost_t pin_penalty = 0;
-  // Memory-bound layers (inherits_format) whose format differs from their producer's
-  // (network::producer): solve()'s second criterion, among plans of equal total().
+  // Memory-bound layers whose format differs from their producer's, and (constant, reader) pairs in
+  // different formats (network::inherits_from): solve()'s second criterion, among plans of equal
+  // total().
   std::size_t inherit_breaks = 0;
 
   cost_t total() const noexcept { return node_cost + conversion_cost + pin_penalty; }
@@ -102,8 +103,7 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
     p.pin_penalty += d.pin_penalty;
   }
   for (const node& n : net.nodes())
-    if (inherits_format(n.kind))
-      if (const std::optional<node_id> from = net.producer(n.id)) p.inherit_breaks += formats[*from] != formats[n.id];
+    for (node_id from : net.inherits_from(n.id)) p.inherit_breaks += formats[from] != formats[n.id];
   for (const node& n : net.nodes()) {
     if (!n.spatial()) continue;
     conversion c;

@@ -14,17 +14,17 @@
 //     layers (inherits_format: batch_norm, pointwise, add, pool, global_pool, upsample, concat;
 //     not opaque, which declares its format) whose format differs from their producer's, the
 //     first input with a layout (network::producer: the add's first operand, the concat's first
-//     part). Memory-bound layers inherit their producer's format unless that costs
-//     something (the oneDNN / cudnn-frontend rule: compute layers choose, memory-bound layers
-//     inherit), so a tied conversion sits right before the layer that needs the other format
+//     part), and (constant, reader) pairs in different formats (network::inherits_from). Memory-bound layers inherit their producer's format unless that
+//     costs something (the oneDNN / cudnn-frontend rule: compute layers choose, memory-bound
+//     layers inherit), so a tied conversion sits right before the layer that needs the other format
 //     (after conv -> bn -> relu, not between the conv and its bn, which would break fusion);
 //  3. what is still tied goes to channels_last: the cut taken is the inclusion-minimal source side,
 //     which every maximum flow yields, so a layer is channels_first only when it is channels_first
 //     in every plan optimal for 1 and 2, and the plan does not depend on node insertion order or
 //     edge order.
 // Criterion 2 lives in the same cut: every primary capacity is scaled by M = (number of inherit
-// terms) + 1, more than any sum of them, and each (memory-bound layer, producer) pair adds a Potts
-// term, capacity 1 both ways between the two variables (submodular). The cut value is then
+// terms) + 1, more than any sum of them, and each inherit pair (layer and producer, constant and
+// reader) adds a Potts term, capacity 1 both ways between the two variables (submodular). The cut value is then
 // M * primary + breaks with breaks < M; dividing by M recovers both. Costs so large that the
 // scaled capacities would overflow int64 are an error. flip_delta and saves stay in primary units.
 #pragma once
@@ -95,11 +95,11 @@ inline cost_t add_cost(cost_t a, cost_t b, const char* what) {
 class format_cut {
  public:
   format_cut(const network& net, const assignment_terms& t) : net_(net), t_(t), graph_(2 + 3 * net.size()) {
-    // Secondary terms: (memory-bound layer, producer) pairs; the scale M exceeds their count.
+    // Secondary terms: (memory-bound layer, producer) and (constant, each reader) pairs; the scale
+    // M exceeds their count.
     std::vector<std::pair<node_id, node_id>> inherit;
     for (const node& n : net.nodes())
-      if (inherits_format(n.kind))
-        if (const std::optional<node_id> from = net.producer(n.id)) inherit.emplace_back(n.id, *from);
+      for (node_id from : net.inherits_from(n.id)) inherit.emplace_back(n.id, from);
     scale_ = static_cast<cost_t>(inherit.size()) + 1;
     // "Infinite" = more than any finite primary cut; a feasible assignment always has a finite cut.
     cost_t infinite = 1;
@@ -219,7 +219,15 @@ inline std::string describe(const network& net, const cost_model& model, const p
             "), the conversions it avoids cost more";
   } else {
     const std::optional<node_id> producer = net.producer(id);
-    if (producer && p.nodes[*producer].format == f)
+    std::size_t readers_in_f = 0;
+    for (node_id u : net.consumers(id)) readers_in_f += p.nodes[u].format == f;
+    if (n.kind == node_kind::constant && readers_in_f > 0)
+      why = (readers_in_f == net.consumers(id).size()
+                 ? std::string("laid out as its readers run")
+                 : "laid out as " + std::to_string(readers_in_f) + " of its " +
+                       std::to_string(net.consumers(id).size()) + " readers run") +
+            " (" + costs.basis + ")";
+    else if (producer && p.nodes[*producer].format == f)
       why = "inherits from '" + net.at(*producer).name + "' (" + costs.basis + ")";
     else
       why = "follows its consumers (" + costs.basis + ")";
@@ -228,6 +236,9 @@ inline std::string describe(const network& net, const cost_model& model, const p
     why += "; overrides preferred pin '" + binding->origin + "' (+" + cost_string(d.pin_penalty) + ")";
   if (!d.flip_delta)
     why += "; " + std::string(to_string(other(f))) + " not allowed";
+  else if (*d.flip_delta == 0 && d.flip_breaks > 0 && n.kind == node_kind::constant)
+    why += "; tie in cost with " + std::string(to_string(other(f))) + ", unlike " + std::to_string(d.flip_breaks) +
+           " more of its readers";
   else if (*d.flip_delta == 0 && d.flip_breaks > 0)
     why += "; tie in cost with " + std::string(to_string(other(f))) + ", which would take " +
            std::to_string(d.flip_breaks) + " more memory-bound layer" + (d.flip_breaks == 1 ? "" : "s") +

@@ -213,9 +213,9 @@ inline json attrs_json(const graph::node& n) {
       a = {{"input_format", family_names(o.input_format)}, {"output_format", family_names(o.output_format)}};
       break;
     }
+    case node_kind::constant: a["trainable"] = n.get<graph::constant_attrs>().trainable; break;
     case node_kind::concat:
-    case node_kind::flatten:
-    case node_kind::constant: break;
+    case node_kind::flatten: break;
   }
   return a;
 }
@@ -249,7 +249,8 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
     case node_kind::output: arity(1); return net.output(name, in[0], named(family_names, a, "format", at));
     case node_kind::constant:
       arity(0);
-      return net.constant(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where));
+      return net.constant(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where),
+                          boolean(a, "trainable", at));
     case node_kind::conv: {
       arity(1);
       graph::conv_attrs c;

@@ -130,7 +130,7 @@ class trainer {
     graph::family format;
     std::int64_t bytes = 0;
     std::int64_t first = unused, last = -1;
-    std::optional<graph::node_id> producer;  // none: a graph input, a constant or a copy of one (no gradient)
+    std::optional<graph::node_id> producer;  // none: a graph input, a buffer constant or a copy (no gradient)
     std::size_t contributions = 0;           // gradients: contributions bound so far
   };
 
@@ -257,7 +257,24 @@ class trainer {
     if (const auto it = grad_.find(s); it != grad_.end()) return it->second;
     const std::size_t g = like(s, "grad " + storages_[s].name);
     grad_[s] = g;
+    if (const auto c = trainable_constants_.find(s); c != trainable_constants_.end()) constant_gradient(g, net_.at(c->second));
     return g;
+  }
+
+  // A trainable constant's gradient g lives outside the arena, in the buffer the step reports as
+  // "<name>.value" (in logical order): its readers' backward kernels write it there.
+  void constant_gradient(std::size_t g, const graph::node& n) {
+    detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
+      using T = decltype(tag);
+      const std::string name = n.name + ".value";
+      if (!n.spatial()) {
+        constants_[g] = reinterpret_cast<std::byte*>(gradient<T, T>(name, n.extents));
+        return;
+      }
+      in_format(n, [&](auto f) {
+        constants_[g] = reinterpret_cast<std::byte*>(weight_gradient<T, decltype(f)>(name, n.extents).data());
+      });
+    });
   }
 
   // Where a backward kernel at `step` writes its contribution to gradient g: g itself the first
@@ -397,12 +414,17 @@ class trainer {
     } else if (alias) {
       slot_[n.id] = read_slot(n, n.inputs[0]);
     } else {
-      // Graph inputs (copied in before step 0) and constants have no gradient.
+      // Graph inputs (copied in before step 0) and buffer constants have no gradient.
       const bool input = n.kind == graph::node_kind::input;
-      const bool source = input || n.kind == graph::node_kind::constant;
+      const bool trainable = n.kind == graph::node_kind::constant && n.get<graph::constant_attrs>().trainable;
+      const bool source = input || (n.kind == graph::node_kind::constant && !trainable);
       slot_[n.id] = add_storage(n.name, n.type, n.extents, format_of(n.id),
                                 source ? std::nullopt : std::optional<graph::node_id>(n.id));
       use(slot_[n.id], input ? 0 : t);
+      if (trainable) {
+        trainable_constants_[slot_[n.id]] = n.id;
+        backward_.emplace(n.id, [](std::size_t, step_list&) {});  // its readers wrote the gradient in place
+      }
     }
     if (n.kind == graph::node_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
     auto& step = steps_[n.id];
@@ -841,7 +863,8 @@ class trainer {
   std::vector<std::size_t> slot_;                          // per node: its value's storage
   std::map<graph::node_id, std::size_t> converted_;        // per converted value: the copy's storage
   std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
-  std::map<std::size_t, std::byte*> constants_;            // constant storages: their bytes, outside the arena
+  std::map<std::size_t, std::byte*> constants_;            // constants and their gradients: bytes outside the arena
+  std::map<std::size_t, graph::node_id> trainable_constants_;  // storage -> its trainable constant node
   std::vector<std::byte*> address_;                        // per storage: where its bytes are
   std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
   memory_plan memory_;
