@@ -462,10 +462,11 @@ TEST(OnnxImport, SqueezeExcitationBroadcastMul) {
 // A constant operand of Add/Sub/Mul/Div becomes a constant node, its shape aligned to the other
 // operand's rank as numpy broadcasting aligns it (and lifted for a 1-D net), its values the
 // initializer's; one node per constant and shape however many ops read it. A constant of higher
-// rank than its operand, or of another dtype, stays a barrier with the reason.
+// rank than its operand, empty, or of another dtype, stays a barrier with the reason.
 TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   onnx_builder b;
-  b.input("x", {2, 3, 4, 5}).input("t", {2, 3, 7}).input("v", {2, 3}).output("y").output("z").output("w");
+  b.input("x", {2, 3, 4, 5}).input("t", {2, 3, 7}).input("v", {2, 3}).input("u", {2, 1});
+  b.output("y").output("z").output("w").output("e");
   b.floats("mean", {3, 1, 1}, -1.f, 0.5f).floats("row", {3, 1}, 2.f, 1.f).floats("big", {1, 1, 2, 3}, 0.f, 1.f);
   b.scalar("two", 2.f);
   b.node("Sub", {"x", "mean"}, {"a"}, "center");
@@ -473,6 +474,8 @@ TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   b.node("Add", {"r", "mean"}, {"y"});
   b.node("Mul", {"t", "row"}, {"z"});
   b.node("Add", {"v", "big"}, {"w"}, "too_high");
+  b.floats("nothing", {0});
+  b.node("Mul", {"u", "nothing"}, {"e"}, "empty");
   const imported_model m = import_model(b.model());
   std::vector<const node*> constants;
   for (const node& n : m.network.nodes())
@@ -493,10 +496,12 @@ TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   EXPECT_EQ(mean.values<float>(), (std::vector<float>{-1.f, -0.5f, 0.f}));
   EXPECT_EQ(m.source.at("mean.value"), "mean");
   EXPECT_EQ(m.parameters.at("two.value").values<float>(), std::vector<float>{2.f});
-  ASSERT_EQ(m.unsupported.size(), 1u);
+  ASSERT_EQ(m.unsupported.size(), 2u);
   EXPECT_EQ(m.unsupported[0].onnx_node, "too_high");
   EXPECT_NE(m.unsupported[0].reason.find("constant 'big' [1, 1, 2, 3] has a higher rank than [2, 3]"), std::string::npos)
       << m.unsupported[0].reason;
+  EXPECT_EQ(m.unsupported[1].onnx_node, "empty");
+  EXPECT_NE(m.unsupported[1].reason.find("constant 'nothing' [0] is empty"), std::string::npos) << m.unsupported[1].reason;
   memfmt::runtime::check_parameters(m.network, m.parameters);
 }
 

@@ -918,6 +918,8 @@ class importer {
     if (c.shape.size() > x.shape.size())
       throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " has a higher rank than " +
                             memfmt::detail::dims_to_string(x.shape)};
+    if (std::find(c.shape.begin(), c.shape.end(), 0) != c.shape.end())
+      throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " is empty"};
     if (c.type != x.type || !memfmt::is_floating(c.type))
       throw not_expressible{"constant '" + name + "' is " + std::string(memfmt::to_string(c.type)) + ", its operand " +
                             std::string(memfmt::to_string(x.type))};
