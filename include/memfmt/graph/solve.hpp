@@ -14,10 +14,11 @@
 //     layers (inherits_format: batch_norm, pointwise, add, pool, global_pool, upsample, concat;
 //     not opaque, which declares its format) whose format differs from their producer's, the
 //     first input with a layout (network::producer: the add's first operand, the concat's first
-//     part), and (constant, reader) pairs in different formats (network::inherits_from). Memory-bound layers inherit their producer's format unless that
-//     costs something (the oneDNN / cudnn-frontend rule: compute layers choose, memory-bound
-//     layers inherit), so a tied conversion sits right before the layer that needs the other format
-//     (after conv -> bn -> relu, not between the conv and its bn, which would break fusion);
+//     part), and (constant, reader) pairs in different formats (network::inherits_from).
+//     Memory-bound layers inherit their producer's format unless that costs something (the
+//     oneDNN / cudnn-frontend rule: compute layers choose, memory-bound layers inherit), so a
+//     tied conversion sits right before the layer that needs the other format (after conv -> bn
+//     -> relu, not between the conv and its bn, which would break fusion);
 //  3. what is still tied goes to channels_last: the cut taken is the inclusion-minimal source side,
 //     which every maximum flow yields, so a layer is channels_first only when it is channels_first
 //     in every plan optimal for 1 and 2, and the plan does not depend on node insertion order or

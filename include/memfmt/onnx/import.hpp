@@ -381,12 +381,16 @@ class importer {
   }
   void alias(const std::string& name, const value& v) { values_[name] = v; }
 
-  // Input i as a network value; a constant there means the network has nothing to run it on.
-  const value& tensor_input(const node_reader& r, int i) const {
+  // Input i, a network value or a constant; a missing input is an error.
+  const value& input_value(const node_reader& r, int i) const {
     const std::string name = r.input(i);
     if (name.empty()) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
-    const value& v = values_.at(name);
-    if (!v.node) throw not_expressible{"input " + std::to_string(i) + " '" + name + "' is a constant"};
+    return values_.at(name);
+  }
+  // Input i as a network value; a constant there means the network has nothing to run it on.
+  const value& tensor_input(const node_reader& r, int i) const {
+    const value& v = input_value(r, i);
+    if (!v.node) throw not_expressible{"input " + std::to_string(i) + " '" + r.input(i) + "' is a constant"};
     return v;
   }
   // Input i as a constant; nullptr when optional and absent.
@@ -896,10 +900,8 @@ class importer {
   // Two network values of one rank, or a network value and a constant (x * 0.5, (x - mean) / std):
   // the constant becomes a constant node.
   void binary(const node_reader& r, memfmt::binary_op op) {
-    for (int i : {0, 1})
-      if (r.input(i).empty()) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
-    const value& a = values_.at(r.input(0));
-    const value& b = values_.at(r.input(1));
+    const value& a = input_value(r, 0);
+    const value& b = input_value(r, 1);
     if (!a.node && !b.node) throw not_expressible{"both operands are constants"};
     const value& x = a.node ? a : b;
     if (a.node && b.node && a.shape.size() != b.shape.size())

@@ -23,8 +23,8 @@ namespace memfmt::runtime {
 // weights of rank >= 2 uniform in +-sqrt(3 / fan_in) (unit variance through each layer, so deep
 // nets neither vanish nor blow up), norm scales, running variances and constants in [0.5, 1.5]
 // (a constant may scale or divide), biases and running means in +-0.1, integer tensors (batch
-// counts) 0. float32, float64 and bfloat16
-// parameters get the float draws rounded to their type; float16 ones are an error.
+// counts) 0. float32, float64 and bfloat16 parameters get the float draws rounded to their type;
+// float16 ones are an error.
 inline parameter_store random_parameters(const graph::network& net, std::uint32_t seed) {
   std::mt19937 rng(seed);
   parameter_store s;
