@@ -44,7 +44,7 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
   const std::string name = "l" + std::to_string(i);
   const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
-  switch (in.ConsumeIntegralInRange<int>(0, 12)) {
+  switch (in.ConsumeIntegralInRange<int>(0, 13)) {
     case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
                                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
@@ -79,6 +79,14 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       else net.binary(name, a, c, memfmt::binary_op::div);
       break;
     }
+    case 12: {  // any rearrangement kind and order (one past the last too), any factor
+      const auto kind = static_cast<memfmt::rearrange_kind>(in.ConsumeIntegralInRange<int>(0, 3));
+      const std::int64_t factor = pick(in, -1, 9);
+      const auto order = static_cast<memfmt::block_order>(in.ConsumeIntegralInRange<int>(0, 2));
+      const memfmt::rearrange_params r{kind, factor, order};
+      net.rearrange(name, a, r);
+      break;
+    }
     default: net.mul(name, a, b); break;
   }
 }
@@ -108,6 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const memfmt::error&) {
       memfmt_fuzz::property_failed("node '" + n.name + "' was accepted with an element count past 64 bits");
     }
+    if (n.kind == node_kind::rearrange)  // moves each element once
+      require(n.numel() == net.at(n.inputs[0]).numel(), "rearrangement '" + n.name + "' changes the element count");
   }
   try {
     net.output("y", net.size() - 1, pick_family(in));

@@ -1,8 +1,8 @@
 // The parts of the cuDNN backend's executor service that need no GPU: which layers it says it
-// runs (support.hpp), the 2-D copy plans of concatenation, channel slices, format conversion
-// (strided_copy.hpp) and padding (spatial_pad.hpp), replayed on host memory with the semantics of
-// cudaMemcpy2D and compared with the reference backend and memfmt::convert, and the legacy tensor
-// descriptors of softmax (legacy_tensor.hpp) read back through cuDNN.
+// runs (support.hpp), the 2-D copy plans of concatenation, channel slices, rearrangements, format
+// conversion (strided_copy.hpp) and padding (spatial_pad.hpp), replayed on host memory with the
+// semantics of cudaMemcpy2D and compared with the reference backend and memfmt::convert, and the
+// legacy tensor descriptors of softmax (legacy_tensor.hpp) read back through cuDNN.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include <memfmt/backends/cudnn/support.hpp>
 #include <memfmt/backends/reference/concat.hpp>
 #include <memfmt/backends/reference/pad.hpp>
+#include <memfmt/backends/reference/rearrange.hpp>
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/graph/models.hpp>
 #include <memfmt/graph/solve.hpp>
@@ -118,6 +119,52 @@ TEST(CudnnStridedCopy, FormatConversionEqualsConvert) {
   check_conversion<nhwc, nchw>({2, 40, 2, 3});
   check_conversion<ncdhw, ndhwc>({1, 3, 2, 3, 2});
   check_conversion<ndhwc, ncdhw>({1, 7, 1, 2, 2});
+}
+
+// ------------------------------------------------------------------ rearrangements
+
+// The 2-D copies of a rearrangement (forward, and backward from the same map reversed) against the
+// reference backend, for x and y in formats X and Y.
+template <class X, class Y>
+void check_rearrange(const std::array<std::int64_t, X::rank>& xe, const rearrange_params& p,
+                     std::size_t expected_copies) {
+  SCOPED_TRACE(std::string(X::name) + " -> " + Y::name + " " + to_string(p.kind) + " " + std::to_string(p.factor) +
+               " " + to_string(p.order));
+  host_tensor<float, X> x(xe);
+  fill_counting(x, 1);
+  const auto ye = rearrange_output_extents(xe, p);
+  host_tensor<float, Y> want(ye), got(ye);
+  reference::rearrange_forward(x.const_view(), p, want.view());
+  const auto m = rearrange_copy("test", p, x.const_view(), got.const_view());
+  const auto copies = cudnn::permuted_copies(m, sizeof(float));
+  if (expected_copies != 0) {
+    EXPECT_EQ(copies.size(), expected_copies);
+  }
+  for (const auto& k : copies) replay(k, got.view().data(), x.view().data());
+  EXPECT_TRUE(same_bytes(got, want));
+  host_tensor<float, X> back(xe), back_want(xe);
+  reference::rearrange_backward(want.const_view(), p, back_want.view());
+  for (const auto& k : cudnn::permuted_copies(m.reversed(), sizeof(float)))
+    replay(k, back.view().data(), want.view().data());
+  EXPECT_TRUE(same_bytes(back, back_want));
+  EXPECT_TRUE(same_bytes(back, x));  // a permutation: backward undoes forward
+}
+
+TEST(CudnnStridedCopy, RearrangementsEqualTheReference) {
+  using K = rearrange_kind;
+  using O = block_order;
+  // Channels-first shuffle: one copy of H * W elements per sample and group (rows: the channels of
+  // a group); channels-last: one column of single elements per channel.
+  check_rearrange<nchw, nchw>({2, 6, 3, 4}, {K::channel_shuffle, 2, O::crd}, 2 * 2);
+  check_rearrange<nhwc, nhwc>({2, 6, 3, 4}, {K::channel_shuffle, 2, O::crd}, 6);
+  check_rearrange<ncdhw, ndhwc>({1, 6, 2, 2, 3}, {K::channel_shuffle, 3, O::crd}, 0);
+  for (const O order : {O::crd, O::dcr}) {
+    check_rearrange<nchw, nchw>({2, 8, 3, 2}, {K::depth_to_space, 2, order}, 0);
+    check_rearrange<nhwc, nhwc>({2, 8, 3, 2}, {K::depth_to_space, 2, order}, 0);
+    check_rearrange<nhwc, nchw>({1, 9, 2, 2}, {K::depth_to_space, 3, order}, 0);
+    check_rearrange<nchw, nhwc>({2, 3, 4, 6}, {K::space_to_depth, 2, order}, 0);
+    check_rearrange<nhwc, nhwc>({2, 3, 4, 6}, {K::space_to_depth, 2, order}, 0);
+  }
 }
 
 // ------------------------------------------------------------------ padding

@@ -393,6 +393,32 @@ void concat_slice_backwards(cudnn::backend& be) {
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNhwc) { concat_slice_backwards<nhwc>(*be_); }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNchw) { concat_slice_backwards<nchw>(*be_); }
 
+// Channel shuffle, depth to space and space to depth as the backend's 2-D copies, both passes.
+template <class F>
+void rearrange_against_reference(cudnn::backend& be, const std::array<std::int64_t, F::rank>& xe,
+                                 const rearrange_params& p) {
+  SCOPED_TRACE(std::string(F::name) + " " + to_string(p.kind) + " " + to_string(p.order));
+  reference::backend ref;
+  const auto ye = rearrange_output_extents(xe, p);
+  mirrored<float, F> x(be, xe, 51), y(be, ye, 52), dy(be, ye, 53), dx(be, xe, 54);
+  host_tensor<float, F> want(ye), want_dx(xe);
+  ref.rearrange_forward(x.host.const_view(), p, want.view());
+  be.rearrange_forward(x.dev(), p, y.dev_out());
+  expect_close(y.fetch(), want, 0.0);
+  ref.rearrange_backward(dy.host.const_view(), p, want_dx.view());
+  be.rearrange_backward(dy.dev(), p, dx.dev_out());
+  expect_close(dx.fetch(), want_dx, 0.0);
+}
+TEST_F(CudnnLayersGpu, RearrangementsBothFormats) {
+  for (const block_order order : {block_order::crd, block_order::dcr}) {
+    rearrange_against_reference<nhwc>(*be_, {2, 12, 3, 4}, {rearrange_kind::depth_to_space, 2, order});
+    rearrange_against_reference<nchw>(*be_, {2, 12, 3, 4}, {rearrange_kind::depth_to_space, 2, order});
+    rearrange_against_reference<nhwc>(*be_, {2, 3, 4, 6}, {rearrange_kind::space_to_depth, 2, order});
+  }
+  rearrange_against_reference<nhwc>(*be_, {2, 12, 3, 4}, {rearrange_kind::channel_shuffle, 3, block_order::crd});
+  rearrange_against_reference<nchw>(*be_, {2, 12, 3, 4}, {rearrange_kind::channel_shuffle, 2, block_order::crd});
+}
+
 template <class F>
 void pad_against_reference(cudnn::backend& be, const std::array<std::int64_t, F::rank>& xe, pad_params p) {
   SCOPED_TRACE(F::name);

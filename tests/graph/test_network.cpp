@@ -186,6 +186,51 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   expect_error([&] { net.add("wrong", x, pos); }, errc::invalid_argument, {"'wrong'", "'pos' [1, 8, 6, 6]"});
 }
 
+// Channel shuffle, depth to space and space to depth: shapes as PyTorch's and ONNX's, memory-bound
+// (same cost in both formats, inheriting), pytorch_eager as PyTorch 1.13 (torchvision's shuffle
+// returns contiguous, pixel shuffles keep channels_last); bad factors name the node and values.
+TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
+  network net;
+  const node_id x = net.input("x", {2, 12, 4, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id c = net.conv("conv", x, conv_spec(12, 3, 1, 1));
+  const node_id s = net.channel_shuffle("shuffle", c, 3);
+  const node_id d = net.depth_to_space("d2s", s, 2);
+  const node_id u = net.space_to_depth("s2d", d, 2, memfmt::block_order::dcr);
+  const node_id v = net.channel_shuffle("shuffle3d", net.input("v", {1, 4, 2, 3, 2}, memfmt::dtype::float32,
+                                                                 family::channels_first), 2);
+  net.output("y", net.conv("conv2", u, conv_spec(4, 1)), family::channels_first);
+  net.output("w", v, family::channels_first);
+  EXPECT_EQ(net.at(s).extents, (dims{2, 12, 4, 6}));
+  EXPECT_EQ(net.at(d).extents, (dims{2, 3, 8, 12}));
+  EXPECT_EQ(net.at(u).extents, (dims{2, 12, 4, 6}));
+  EXPECT_EQ(net.at(v).extents, (dims{1, 4, 2, 3, 2}));
+  EXPECT_TRUE(net.parameters(s).empty());
+  const cost_model model;
+  const format_costs costs = model.node_costs(net, d);
+  EXPECT_EQ(costs.by_family[0], costs.by_family[1]);
+  EXPECT_GT(costs.by_family[0], 0);
+  EXPECT_EQ(net.inherits_from(d), std::vector<node_id>{s});
+  const plan eager = plan_with(net, model, policy::pytorch_eager);
+  EXPECT_EQ(eager.format(c), family::channels_last);
+  EXPECT_EQ(eager.format(s), family::channels_first);
+  EXPECT_NE(eager.nodes[s].reason.find("torchvision's channel_shuffle"), std::string::npos) << eager.nodes[s].reason;
+  EXPECT_EQ(eager.format(d), family::channels_first);  // keeps its input's
+  const plan p = solve(net, model);
+  EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
+  EXPECT_EQ(p.format(s), p.format(c));  // a memory-bound layer takes its producer's format
+
+  expect_error([&] { net.channel_shuffle("g5", x, 5); }, errc::invalid_argument,
+               {"'g5'", "5 groups must divide channels 12"});
+  expect_error([&] { net.channel_shuffle("g0", x, 0); }, errc::invalid_argument, {"'g0'", "factor must be >= 1"});
+  expect_error([&] { net.depth_to_space("b3", x, 3); }, errc::invalid_argument,
+               {"'b3'", "depth_to_space by 3", "[2, 12, 4, 6]", "multiple of the block size squared"});
+  expect_error([&] { net.space_to_depth("b4", x, 4); }, errc::invalid_argument,
+               {"'b4'", "space_to_depth by 4", "must divide the spatial sizes"});
+  expect_error([&] { net.depth_to_space("big", x, two62); }, errc::invalid_argument, {"'big'", "block size squared"});
+  const node_id cube = net.input("cube", {1, 8, 2, 2, 2}, memfmt::dtype::float32, family::channels_first);
+  expect_error([&] { net.depth_to_space("d3", cube, 2); }, errc::invalid_argument, {"'d3'", "needs rank 4"});
+}
+
 // An opaque layer that reads channels_first and writes channels_last (the op that "loses" the format
 // on the way in): its input is converted once, its output needs none for channels_last consumers.
 TEST(GraphNetwork, OpaqueReadsItsDeclaredFormat) {

@@ -3,7 +3,9 @@
 Built from torchvision's own blocks at reduced width so the files stay small; the layer structure
 (stem, max pooling, residual blocks, depthwise inverted residuals with ReLU6, classifier) is theirs.
 A third, small_normalized_prelu_net, holds what exporters leave as constants (normalisation buffers,
-PReLU slopes, a scaled residual, a temperature).
+PReLU slopes, a scaled residual, a temperature); small_shufflenet_v2 (torchvision's ShuffleNetV2)
+and small_super_resolution (PixelUnshuffle, PixelShuffle) the channel rearrangements exporters
+write as Reshape -> Transpose -> Reshape chains and DepthToSpace.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
 
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_resnet18 \
@@ -15,6 +17,12 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_normalized_prelu_net \
       data/small_normalized_prelu_net.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_normalized_prelu_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_shufflenet_v2 \
+      data/small_shufflenet_v2.onnx --input-shape 1,3,32,32 \
+      --output-fixture data/small_shufflenet_v2.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallSuperResolution \
+      data/small_super_resolution.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_super_resolution.safetensors
 
 (python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
 """
@@ -82,3 +90,24 @@ class SmallNormalizedPReLUNet(torch.nn.Module):
 
 def small_normalized_prelu_net(num_classes=10):
     return SmallNormalizedPReLUNet(num_classes)
+
+
+def small_shufflenet_v2(num_classes=10):
+    """torchvision's ShuffleNetV2 (channel split, channel shuffle of 2 groups) with one block per
+    stage and widths 8-16-32-64, last conv 128."""
+    return torchvision.models.ShuffleNetV2([1, 1, 1], [8, 16, 32, 64, 128], num_classes=num_classes)
+
+
+class SmallSuperResolution(torch.nn.Module):
+    """ESPCN-shaped: PixelUnshuffle(2) in (a 6-D Reshape -> Transpose -> Reshape in the export), two
+    convs, PixelShuffle(6) out (DepthToSpace, CRD)."""
+
+    def __init__(self, upscale=3, width=8):
+        super().__init__()
+        self.unshuffle = torch.nn.PixelUnshuffle(2)
+        self.conv1 = torch.nn.Conv2d(12, width, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(width, 3 * (2 * upscale) ** 2, 3, padding=1)
+        self.shuffle = torch.nn.PixelShuffle(2 * upscale)
+
+    def forward(self, x):
+        return self.shuffle(self.conv2(torch.tanh(self.conv1(self.unshuffle(x)))))

@@ -505,6 +505,29 @@ TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   memfmt::runtime::check_parameters(m.network, m.parameters);
 }
 
+TEST(OnnxImport, DepthToSpaceAndSpaceToDepthWithTheirModes) {
+  onnx_builder b;
+  b.input("x", {1, 8, 2, 3}).output("dcr").output("crd").output("s2d");
+  b.node("DepthToSpace", {"x"}, {"dcr"}, "d2s_dcr").attr("blocksize", std::int64_t{2});
+  b.node("DepthToSpace", {"x"}, {"crd"}, "d2s_crd").attr("blocksize", std::int64_t{2}).attr("mode", std::string("CRD"));
+  b.node("SpaceToDepth", {"dcr"}, {"s2d"}, "s2d").attr("blocksize", std::int64_t{2});
+  const imported_model m = import_model(b.model());
+  const auto params = [&](const char* name) { return output_of(m, name).get<memfmt::rearrange_params>(); };
+  EXPECT_EQ(params("dcr").kind, memfmt::rearrange_kind::depth_to_space);
+  EXPECT_EQ(params("dcr").order, memfmt::block_order::dcr);
+  EXPECT_EQ(params("crd").order, memfmt::block_order::crd);
+  EXPECT_EQ(params("s2d").kind, memfmt::rearrange_kind::space_to_depth);
+  EXPECT_EQ(params("s2d").factor, 2);
+  EXPECT_EQ(output_of(m, "crd").extents, (dims{1, 2, 4, 6}));
+  EXPECT_EQ(output_of(m, "s2d").extents, (dims{1, 8, 2, 3}));
+  EXPECT_TRUE(m.runnable());
+  onnx_builder bad;
+  bad.input("x", {1, 8, 2, 3}).output("y");
+  bad.node("DepthToSpace", {"x"}, {"y"}, "d2s").attr("blocksize", std::int64_t{2}).attr("mode", std::string("RCD"));
+  memfmt_test::expect_error([&] { import_model(bad.model()); }, memfmt::errc::invalid_argument,
+                            {"'d2s'", "mode 'RCD'"});
+}
+
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");

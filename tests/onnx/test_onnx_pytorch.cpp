@@ -51,7 +51,8 @@ void expect_pytorchs_output_in_every_plan(const std::string& model, const std::s
 }
 
 TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
-  for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net"}) {
+  for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net", "small_shufflenet_v2",
+                           "small_super_resolution"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }
@@ -67,7 +68,8 @@ std::string torchvision_missing() {
 
 struct torchvision_case {
   const char* model;
-  const char* flags;  // ResNet-50 with BN folded into the convs (the exporter's default), MobileNetV2 with BN kept
+  const char* flags;  // ResNet-50 and ShuffleNetV2 with BN folded into the convs (the exporter's default),
+                      // MobileNetV2 with BN kept
 };
 
 // gtest and CTest name the case by its model.
@@ -91,7 +93,8 @@ TEST_P(OnnxTorchvision, ExportedModelGivesPyTorchsOutputsInEveryPlan) {
 
 INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
                          ::testing::Values(torchvision_case{"resnet50", ""},
-                                           torchvision_case{"mobilenet_v2", "--keep-batchnorm"}),
+                                           torchvision_case{"mobilenet_v2", "--keep-batchnorm"},
+                                           torchvision_case{"shufflenet_v2_x0_5", ""}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 }  // namespace

@@ -4,6 +4,7 @@
 // elements and fails. Bad feeds are errors naming the values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -166,6 +167,81 @@ TEST(OnnxRun, PReluPerChannelAndSharedSlope) {
         const float got = static_cast<float>(memfmt::onnx::element_as_double(y, i));
         ASSERT_EQ(got, want) << "element " << i << " x " << v;
       }
+    }
+  }
+}
+
+// Reshape -> Transpose -> Reshape as exporters write channel shuffles (torchvision's ShuffleNet) and
+// pixel (un)shuffles: each runs as one layer in every plan and moves every element as ONNX's
+// Reshape and Transpose define it (computed here index by index); a chain that is none of them
+// stays a barrier reading the chain's input.
+TEST(OnnxRun, ReshapeTransposeReshapeChainsRunAsTheirRearrangement) {
+  using dims = std::vector<std::int64_t>;
+  struct chain_case {
+    const char* what;
+    dims x, split, perm, y;
+    const char* layer;  // the rearrangement it imports as, or nullptr for a barrier
+  };
+  const std::vector<chain_case> cases{
+      {"channel shuffle, 2 groups", {2, 6, 3, 4}, {2, 2, 3, 3, 4}, {0, 2, 1, 3, 4}, {2, 6, 3, 4}, "channel_shuffle"},
+      {"channel shuffle, 3 groups", {1, 12, 2, 2}, {1, 3, 4, 2, 2}, {0, 2, 1, 3, 4}, {1, 12, 2, 2}, "channel_shuffle"},
+      {"channel shuffle of a 1-D value", {2, 6, 5}, {2, 3, 2, 5}, {0, 2, 1, 3}, {2, 6, 5}, "channel_shuffle"},
+      {"channel shuffle of a 3-D value", {1, 4, 2, 2, 3}, {1, 2, 2, 2, 2, 3}, {0, 2, 1, 3, 4, 5}, {1, 4, 2, 2, 3},
+       "channel_shuffle"},
+      {"pixel unshuffle (crd)", {2, 3, 4, 6}, {2, 3, 2, 2, 3, 2}, {0, 1, 3, 5, 2, 4}, {2, 12, 2, 3}, "space_to_depth"},
+      {"space to depth (dcr)", {1, 2, 4, 4}, {1, 2, 2, 2, 2, 2}, {0, 3, 5, 1, 2, 4}, {1, 8, 2, 2}, "space_to_depth"},
+      {"depth to space (dcr)", {2, 8, 2, 3}, {2, 2, 2, 2, 2, 3}, {0, 3, 4, 1, 5, 2}, {2, 2, 4, 6}, "depth_to_space"},
+      {"pixel shuffle (crd)", {1, 18, 2, 2}, {1, 2, 3, 3, 2, 2}, {0, 1, 4, 2, 5, 3}, {1, 2, 6, 6}, "depth_to_space"},
+      {"a transpose of each group's map", {1, 6, 3, 4}, {1, 2, 3, 3, 4}, {0, 1, 2, 4, 3}, {1, 6, 3, 4}, nullptr},
+      {"a shuffle across samples", {2, 4, 2, 2}, {2, 2, 2, 2, 2}, {1, 0, 2, 3, 4}, {2, 4, 2, 2}, nullptr},
+  };
+  memfmt::reference::backend backend;
+  for (const chain_case& c : cases) {
+    onnx_builder b;
+    b.input("x", c.x).ints("split", c.split).ints("merge", c.y);
+    b.node("Reshape", {"x", "split"}, {"s"}, "split");
+    b.node("Transpose", {"s"}, {"t"}, "transpose").attr("perm", c.perm);
+    b.node("Reshape", {"t", "merge"}, {"r"}, "merge");
+    b.node("Relu", {"r"}, {"y"});
+    b.output("y");
+    // ONNX's definitions: Transpose output index o reads input index i with i[perm[k]] = o[k];
+    // both Reshapes keep the row-major order.
+    const parameter x = ramp(c.x, -2.f, 0.125f);
+    dims moved(c.split.size());
+    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] = c.split[static_cast<std::size_t>(c.perm[k])];
+    std::vector<double> truth(static_cast<std::size_t>(x.numel()));
+    for (std::size_t out = 0; out < truth.size(); ++out) {
+      std::size_t rest = out, in = 0;
+      dims o(moved.size()), i(moved.size());
+      for (std::size_t k = moved.size(); k-- > 0;) {
+        o[k] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(moved[k]));
+        rest /= static_cast<std::size_t>(moved[k]);
+      }
+      for (std::size_t k = 0; k < moved.size(); ++k) i[static_cast<std::size_t>(c.perm[k])] = o[k];
+      for (std::size_t k = 0; k < moved.size(); ++k) in = in * static_cast<std::size_t>(c.split[k]) + static_cast<std::size_t>(i[k]);
+      truth[out] = std::max(0.0, memfmt::onnx::element_as_double(x, in));
+    }
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(c.what) + " in plan " + p.name);
+      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+      const auto& relu = m.network.at(*m.network.find("y")).inputs.at(0);
+      const auto& layer = m.network.at(m.network.at(relu).inputs.at(0));
+      EXPECT_EQ(layer.inputs, std::vector<memfmt::graph::node_id>{*m.network.find("x")});
+      if (!c.layer) {
+        EXPECT_EQ(layer.kind, memfmt::graph::node_kind::opaque);
+        ASSERT_EQ(m.unsupported.size(), 1u);
+        EXPECT_NE(m.unsupported[0].reason.find("is not a channel shuffle, depth to space or space to depth"),
+                  std::string::npos)
+            << m.unsupported[0].reason;
+        continue;
+      }
+      ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+      ASSERT_EQ(layer.kind, memfmt::graph::node_kind::rearrange);
+      EXPECT_STREQ(memfmt::to_string(layer.get<memfmt::rearrange_params>().kind), c.layer);
+      const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
+      ASSERT_EQ(y.shape, c.y);
+      for (std::size_t k = 0; k < truth.size(); ++k)
+        ASSERT_EQ(memfmt::onnx::element_as_double(y, k), truth[k]) << "element " << k;
     }
   }
 }

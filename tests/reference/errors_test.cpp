@@ -466,6 +466,31 @@ TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
   expect_untouched(part, "slice y");
 }
 
+TEST(ReferenceLayerErrors, Rearrange) {
+  const auto x = filled<nhwc>({2, 8, 3, 3}, 1.0);
+  auto y = filled<nchw>({2, 8, 6, 6});
+  const rearrange_params d2s{rearrange_kind::depth_to_space, 2, block_order::crd};
+  expect_error([&] { layers.rearrange_forward<double>(x.const_view(), d2s, y.view()); }, errc::shape_mismatch,
+               {"rearrange_forward", "output y has sizes [2, 8, 6, 6]", "expected [2, 2, 6, 6]", "depth_to_space"});
+  const rearrange_params shuffle{rearrange_kind::channel_shuffle, 3, block_order::crd};
+  auto same = filled<nchw>({2, 8, 3, 3});
+  expect_error([&] { layers.rearrange_forward<double>(x.const_view(), shuffle, same.view()); }, errc::invalid_argument,
+               {"channel_shuffle by 3", "[2, 8, 3, 3]", "3 groups must divide channels 8"});
+  auto dx = filled<nchw>({2, 8, 3, 3});
+  const auto dy = filled<nhwc>({2, 2, 6, 5}, 1.0);
+  expect_error([&] { layers.rearrange_backward<double>(dy.const_view(), d2s, dx.view()); }, errc::shape_mismatch,
+               {"rearrange_backward", "output gradient dy has sizes [2, 2, 6, 5]", "expected [2, 2, 6, 6]"});
+  const tensor_view<const double, nhwc> null_x(nullptr, x.const_view().mapping());
+  expect_error([&] { layers.rearrange_forward<double>(null_x, shuffle, same.view()); }, errc::invalid_argument,
+               {"3 groups must divide"});
+  const rearrange_params halves{rearrange_kind::channel_shuffle, 2, block_order::crd};
+  expect_error([&] { layers.rearrange_forward<double>(null_x, halves, same.view()); }, errc::null_pointer,
+               {"rearrange_forward", "input x", "null data pointer"});
+  expect_untouched(y, "rearrange y");
+  expect_untouched(same, "rearrange y");
+  expect_untouched(dx, "rearrange dx");
+}
+
 TEST(ReferenceLayerErrors, ConvEndPadding) {
   const auto x = filled<nchw>({1, 2, 5, 5}, 1.0);
   const auto w = filled<nchw>({3, 2, 3, 3}, 1.0);

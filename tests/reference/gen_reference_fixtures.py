@@ -505,10 +505,60 @@ def conv_asym_cases():
     ]
 
 
+# rearrange_kind and block_order as in layer_params.hpp.
+REARRANGE = ["channel_shuffle", "depth_to_space", "space_to_depth"]
+ORDERS = ["crd", "dcr"]
+
+
+def onnx_depth_to_space_dcr(x, b):
+    """ONNX DepthToSpace in its default DCR mode, as the operator's specification writes it."""
+    n, c, h, w = x.shape
+    t = x.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
+    return t.reshape(n, c // (b * b), h * b, w * b)
+
+
+def onnx_space_to_depth(x, b):
+    """ONNX SpaceToDepth (its only order, DCR), as the operator's specification writes it."""
+    n, c, h, w = x.shape
+    t = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+    return t.reshape(n, c * b * b, h // b, w // b)
+
+
+def rearrange_case(name, kind, factor, order, shape):
+    x = grid(shape, 4).requires_grad_()
+    if kind == "channel_shuffle":
+        # torchvision's ShuffleNet formula (F.channel_shuffle has no derivative in torch 1.13), which
+        # must agree with F.channel_shuffle.
+        n, c = shape[:2]
+        y = x.reshape((n, factor, c // factor) + shape[2:]).transpose(1, 2).reshape(shape)
+        assert torch.equal(y, F.channel_shuffle(x.detach(), factor)), name
+    elif kind == "depth_to_space":
+        y = F.pixel_shuffle(x, factor) if order == "crd" else onnx_depth_to_space_dcr(x, factor)
+    else:
+        y = F.pixel_unshuffle(x, factor) if order == "crd" else onnx_space_to_depth(x, factor)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"kind": REARRANGE.index(kind), "factor": factor, "order": ORDERS.index(order)}
+    return case(name, "rearrange", ints, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def rearrange_cases():
+    return [
+        rearrange_case("channel_shuffle_2", "channel_shuffle", 2, "crd", (2, 6, 3, 4)),
+        rearrange_case("channel_shuffle_3", "channel_shuffle", 3, "crd", (1, 12, 2, 3)),
+        rearrange_case("channel_shuffle_3d", "channel_shuffle", 2, "crd", (2, 4, 2, 3, 2)),
+        rearrange_case("pixel_shuffle_2", "depth_to_space", 2, "crd", (2, 12, 3, 2)),
+        rearrange_case("pixel_shuffle_3", "depth_to_space", 3, "crd", (1, 9, 2, 2)),
+        rearrange_case("depth_to_space_dcr", "depth_to_space", 2, "dcr", (2, 8, 2, 3)),
+        rearrange_case("pixel_unshuffle_2", "space_to_depth", 2, "crd", (2, 3, 4, 6)),
+        rearrange_case("space_to_depth_dcr", "space_to_depth", 2, "dcr", (1, 2, 6, 4)),
+    ]
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
-            parameterized_activation_cases())
+            parameterized_activation_cases() + rearrange_cases())
 
 
 def main():

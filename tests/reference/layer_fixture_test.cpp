@@ -129,6 +129,20 @@ results run_case(const fixture_case& fc) {
     be.upsample_backward<T>(dy.const_view(), dx.view(), p);
     r["y"] = logical(y);
     r["dx"] = logical(dx);
+  } else if (fc.op == "rearrange") {
+    rearrange_params p;
+    p.kind = static_cast<rearrange_kind>(fc.integer("kind"));
+    p.factor = fc.integer("factor");
+    p.order = static_cast<block_order>(fc.integer("order"));
+    const auto x = to_tensor<T, XF>(fc.tensor("x"));
+    const auto dy = to_tensor<T, YF>(fc.tensor("dy"));
+    EXPECT_EQ(rearrange_output_extents(x.extents(), p), dy.extents());
+    auto y = out_like("y");
+    auto dx = in_like("dx");
+    be.rearrange_forward<T>(x.const_view(), p, y.view());
+    be.rearrange_backward<T>(dy.const_view(), p, dx.view());
+    r["y"] = logical(y);
+    r["dx"] = logical(dx);
   } else if (fc.op == "pad") {
     pad_params p;
     p.mode = static_cast<pad_mode>(fc.integer("mode"));
@@ -366,9 +380,10 @@ TYPED_TEST(ReferenceLayerFixtures, EveryOpEveryFormatPair) {
   }
   // Every op the fixtures promise is there (a generator that lost one fails here).
   for (const char* op : {"activation", "binary", "pool", "global_avg_pool", "upsample", "pad", "group_norm", "softmax",
-                         "linear", "conv_asym"})
+                         "linear", "conv_asym", "rearrange"})
     EXPECT_GE(per_op[op], 1) << op;
   EXPECT_EQ(per_op["activation"], 13);
+  EXPECT_EQ(per_op["rearrange"], 8);
 }
 
 }  // namespace

@@ -66,10 +66,11 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 
 
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
-// a residual add (fan-out), max pool, nearest and linear upsampling, concat, transposed conv,
-// reflect pad, group and instance norm, a split, squeeze-and-excitation (global max pool,
-// sigmoid, broadcast mul), average pool, flatten, linear and softmax; and constants in both operand
-// positions of sub, div and mul: buffers per channel, trainable ones whole-map and rank 2.
+// a residual add (fan-out), max pool, nearest and linear upsampling, concat, a channel shuffle,
+// space to depth and depth to space (the other block order), transposed conv, reflect pad, group
+// and instance norm, a split, squeeze-and-excitation (global max pool, sigmoid, broadcast mul),
+// average pool, flatten, linear and softmax; and constants in both operand positions of sub, div
+// and mul: buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
@@ -86,6 +87,8 @@ network every_layer(memfmt::dtype type) {
   auto d = net.max_pool("pool", h, 2, 2);                                   // [2, 4, 3, 3]
   d = net.upsample("up", d, 2);                                             // [2, 4, 6, 6]
   h = net.concat("cat", {h, d});                                            // [2, 8, 6, 6]
+  h = net.channel_shuffle("shuffle", h, 4);
+  h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2), 2, memfmt::block_order::dcr);  // [2, 8, 6, 6]
   const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 6, 6]
   memfmt::pad_params pp;

@@ -36,7 +36,8 @@ namespace models = memfmt::graph::models;
 // concat, max and average pooling, nearest and linear upsampling, a transposed conv, a gate (mul of
 // two values of one shape), squeeze-and-excitation (global max pool, hardsigmoid, broadcast mul), tanh,
 // silu, hardswish, relu6, elu, leaky relu, clip, softmax, spatial padding in each mode; constants
-// (per channel, a trainable whole map, rank 2) in both operand positions.
+// (per channel, a trainable whole map, rank 2) in both operand positions; a channel shuffle, space
+// to depth and depth to space.
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
@@ -48,7 +49,9 @@ network other_layers(dtype type) {
   const auto parts = net.split("split", h, {2, 4});
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
                          net.activation("silu", parts[0], memfmt::activation::silu)});
+  h = net.channel_shuffle("shuffle", h, 3);
   h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
+  h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2, memfmt::block_order::dcr), 2);  // [2, 6, 8, 8]
   h = net.pad("pad.reflect", h, {memfmt::pad_mode::reflect, {2, 0, 0}, {0, 2, 0}, 0.0});  // [2, 6, 10, 10]
   const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.activation("leaky", net.conv("down", h, conv_spec(6, 2, 2)), memfmt::activation_params::leaky_relu(0.1));

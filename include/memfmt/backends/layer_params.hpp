@@ -264,6 +264,33 @@ struct softmax_params {
   bool log = false;  // log-softmax
 };
 
+// Rearrangements that move elements between the channel dim and others, with no arithmetic:
+//   channel_shuffle (factor g groups; torch.nn.ChannelShuffle, ShuffleNet): output channel
+//     j * g + i is input channel i * (C / g) + j; any rank 4 or 5.
+//   depth_to_space (factor b; rank 4): [N, C b^2, H, W] -> [N, C, H b, W b], output (c, h b + i,
+//     w b + j) reading input channel c b^2 + i b + j in crd order (torch.nn.PixelShuffle, ONNX
+//     DepthToSpace mode CRD) or (i b + j) C + c in dcr order (ONNX's default DCR).
+//   space_to_depth (factor b; rank 4): its inverse, [N, C, H, W] -> [N, C b^2, H / b, W / b]; crd
+//     is torch.nn.PixelUnshuffle, dcr ONNX SpaceToDepth.
+enum class rearrange_kind : std::uint8_t { channel_shuffle, depth_to_space, space_to_depth };
+enum class block_order : std::uint8_t { crd, dcr };
+
+constexpr const char* to_string(rearrange_kind k) noexcept {
+  switch (k) {
+    case rearrange_kind::channel_shuffle: return "channel_shuffle";
+    case rearrange_kind::depth_to_space: return "depth_to_space";
+    case rearrange_kind::space_to_depth: return "space_to_depth";
+  }
+  return "?";
+}
+constexpr const char* to_string(block_order o) noexcept { return o == block_order::crd ? "crd" : "dcr"; }
+
+struct rearrange_params {
+  rearrange_kind kind = rearrange_kind::channel_shuffle;
+  std::int64_t factor = 1;                 // groups (channel_shuffle) or block size
+  block_order order = block_order::crd;    // depth_to_space and space_to_depth
+};
+
 // ---------------------------------------------------------------- shape inference
 // The output extents of each layer, validated: the network description infers its shapes with
 // these and every backend validates its arguments through them (validate.hpp), so a shape that
@@ -385,6 +412,51 @@ Extents broadcast_extents(const Extents& a, const Extents& b) {
                                              detail::dims_to_string(b) + " do not broadcast in dim " +
                                              std::to_string(d) + " (sizes must be equal or one of them 1)");
     y[d] = a[d] == 1 ? b[d] : a[d];
+  }
+  return y;
+}
+
+// A rearrangement's output extents (rearrange_params), for extents of any container (the network's
+// vectors, the views' arrays); errors name the input and the factor.
+template <class Extents>
+Extents rearrange_output_extents(const Extents& x, const rearrange_params& p) {
+  const auto where = [&] {
+    return std::string(to_string(p.kind)) + " by " + std::to_string(p.factor) + ": input " + detail::dims_to_string(x);
+  };
+  const std::size_t rank = x.size();
+  if (rank != 4 && (rank != 5 || p.kind != rearrange_kind::channel_shuffle))
+    detail::fail(errc::invalid_argument, where() + ": needs rank 4" +
+                                             std::string(p.kind == rearrange_kind::channel_shuffle ? " or 5" : ""));
+  layer_detail::require_input_sizes(where, x);
+  if (static_cast<int>(p.kind) > static_cast<int>(rearrange_kind::space_to_depth) ||
+      static_cast<int>(p.order) > static_cast<int>(block_order::dcr))
+    detail::fail(errc::invalid_argument, where() + ": kind " + std::to_string(static_cast<int>(p.kind)) + " / order " +
+                                             std::to_string(static_cast<int>(p.order)) + " out of range");
+  if (p.factor < 1) detail::fail(errc::invalid_argument, where() + ": the factor must be >= 1");
+  Extents y = x;
+  switch (p.kind) {
+    case rearrange_kind::channel_shuffle:
+      if (x[1] % p.factor != 0)
+        detail::fail(errc::invalid_argument, where() + ": " + std::to_string(p.factor) + " groups must divide channels " +
+                                                 std::to_string(x[1]));
+      break;
+    case rearrange_kind::depth_to_space: {
+      std::int64_t block = 0;
+      if (detail::mul_overflows(p.factor, p.factor, &block) || x[1] % block != 0)
+        detail::fail(errc::invalid_argument, where() + ": channels " + std::to_string(x[1]) +
+                                                 " must be a multiple of the block size squared");
+      y[1] = x[1] / block;
+      y[2] = detail::checked_mul(x[2], p.factor, where);
+      y[3] = detail::checked_mul(x[3], p.factor, where);
+      break;
+    }
+    case rearrange_kind::space_to_depth:
+      if (x[2] % p.factor != 0 || x[3] % p.factor != 0)
+        detail::fail(errc::invalid_argument, where() + ": the block size must divide the spatial sizes");
+      y[1] = detail::checked_mul(detail::checked_mul(x[1], p.factor, where), p.factor, where);
+      y[2] = x[2] / p.factor;
+      y[3] = x[3] / p.factor;
+      break;
   }
   return y;
 }

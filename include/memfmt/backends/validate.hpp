@@ -515,4 +515,15 @@ void validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& par
                                            std::to_string(whole.channels()));
 }
 
+// Rearrangement (rearrange_params): y has the sizes rearrange_output_extents gives for x.
+template <class XT, class XF, class YT, class YF>
+void validate_rearrange(const char* op, const char* x_name, const tensor_view<XT, XF>& x, const char* y_name,
+                        const tensor_view<YT, YF>& y, const rearrange_params& p) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  backend_detail::require_extents(op, y_name, y.extents(), rearrange_output_extents(x.extents(), p),
+                                  (std::string("(") + to_string(p.kind) + " of " + x_name + ")").c_str());
+  backend_detail::require_data(op, x_name, x);
+  backend_detail::require_data(op, y_name, y);
+}
+
 }  // namespace memfmt

@@ -75,6 +75,12 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, const What& what) {
   if (add_overflows(a, b, &r)) checked_add(a, b, what());
   return r;
 }
+template <class What, class = std::enable_if_t<std::is_invocable_r_v<std::string, What>>>
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const What& what) {
+  std::int64_t r = 0;
+  if (mul_overflows(a, b, &r)) checked_mul(a, b, what());
+  return r;
+}
 
 // Product of sizes; throws invalid_argument for a negative size and overflow past int64. A zero
 // size makes the product 0 whatever the others are (an empty tensor of huge extents is valid).

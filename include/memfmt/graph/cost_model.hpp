@@ -370,6 +370,7 @@ class cost_model {
       case node_kind::upsample:
       case node_kind::concat:
       case node_kind::slice:
+      case node_kind::rearrange:
       case node_kind::softmax:
       case node_kind::dropout:
       case node_kind::opaque: {

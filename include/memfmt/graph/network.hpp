@@ -47,7 +47,7 @@ constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>
 
 enum class node_kind : std::uint8_t {
   input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
-  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant,
+  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant, rearrange,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -73,6 +73,7 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::dropout: return "dropout";
     case node_kind::opaque: return "opaque";
     case node_kind::constant: return "constant";
+    case node_kind::rearrange: return "rearrange";
   }
   return "?";
 }
@@ -95,6 +96,7 @@ constexpr bool inherits_format(node_kind k) noexcept {
     case node_kind::concat:
     case node_kind::slice:
     case node_kind::softmax:
+    case node_kind::rearrange:
     case node_kind::dropout: return true;
     default: return false;
   }
@@ -209,7 +211,8 @@ struct opaque_attrs {
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
-                                memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs>;
+                                memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
+                                memfmt::rearrange_params>;
 
 struct node {
   node_id id = 0;
@@ -581,6 +584,34 @@ class network {
       begin += sizes[i];
     }
     return parts;
+  }
+
+  // Channel shuffle, depth to space or space to depth (memfmt::rearrange_params); the shorthands
+  // below are PyTorch's and ONNX's modules.
+  node_id rearrange(std::string name, node_id in, memfmt::rearrange_params p) {
+    node n = make(std::move(name), node_kind::rearrange, {in});
+    const node& x = require_spatial(n, in);
+    try {
+      n.extents = memfmt::rearrange_output_extents(x.extents, p);
+    } catch (const memfmt::error& e) {
+      memfmt::detail::fail(e.code(), "node '" + n.name + "': " + e.what());
+    }
+    n.attrs = p;
+    return append(std::move(n));
+  }
+  // torch.nn.ChannelShuffle(groups) / ShuffleNet's channel_shuffle.
+  node_id channel_shuffle(std::string name, node_id in, std::int64_t groups) {
+    return rearrange(std::move(name), in, {memfmt::rearrange_kind::channel_shuffle, groups, memfmt::block_order::crd});
+  }
+  // torch.nn.PixelShuffle(block) is crd order; ONNX DepthToSpace's default is dcr.
+  node_id depth_to_space(std::string name, node_id in, std::int64_t block,
+                         memfmt::block_order order = memfmt::block_order::crd) {
+    return rearrange(std::move(name), in, {memfmt::rearrange_kind::depth_to_space, block, order});
+  }
+  // torch.nn.PixelUnshuffle(block) is crd order; ONNX SpaceToDepth is dcr.
+  node_id space_to_depth(std::string name, node_id in, std::int64_t block,
+                         memfmt::block_order order = memfmt::block_order::crd) {
+    return rearrange(std::move(name), in, {memfmt::rearrange_kind::space_to_depth, block, order});
   }
 
   // [N, C, spatial...] -> [N, C * prod(spatial)]; in channels_last the element order is N, spatial, C.

@@ -103,6 +103,10 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
     case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
     case node_kind::softmax: return contiguous("softmax over channels returns contiguous");
     case node_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
+    case node_kind::rearrange:
+      if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::channel_shuffle)
+        return contiguous("torchvision's channel_shuffle (view, transpose, contiguous) returns contiguous");
+      return first_spatial();
     case node_kind::constant:
       if (n.extents.size() == 4) return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
       return contiguous("model.to(channels_last) leaves buffers of other ranks contiguous");

@@ -39,10 +39,13 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-inline constexpr enum_names<graph::node_kind, 21> kind_names{
+inline constexpr enum_names<graph::node_kind, 22> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque", "constant"}};
+     "opaque", "constant", "rearrange"}};
+inline constexpr enum_names<memfmt::rearrange_kind, 3> rearrange_names{
+    {"channel_shuffle", "depth_to_space", "space_to_depth"}};
+inline constexpr enum_names<memfmt::block_order, 2> block_order_names{{"crd", "dcr"}};
 inline constexpr enum_names<memfmt::activation, memfmt::activation_count> activation_names{memfmt::activation_names};
 inline constexpr enum_names<memfmt::binary_op, 4> binary_names{{"add", "sub", "mul", "div"}};
 inline constexpr enum_names<memfmt::pool_kind, 2> pool_names{{"max", "average"}};
@@ -214,6 +217,12 @@ inline json attrs_json(const graph::node& n) {
       break;
     }
     case node_kind::constant: a["trainable"] = n.get<graph::constant_attrs>().trainable; break;
+    case node_kind::rearrange: {
+      const auto& r = n.get<memfmt::rearrange_params>();
+      a = {{"op", rearrange_names(r.kind)}, {"factor", r.factor}};
+      if (r.kind != memfmt::rearrange_kind::channel_shuffle) a["order"] = block_order_names(r.order);
+      break;
+    }
     case node_kind::concat:
     case node_kind::flatten: break;
   }
@@ -334,6 +343,14 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       return net.softmax(name, in[0], p);
     }
     case node_kind::dropout: arity(1); return net.dropout(name, in[0], number(a, "p", at));
+    case node_kind::rearrange: {
+      arity(1);
+      memfmt::rearrange_params r;
+      r.kind = named(rearrange_names, a, "op", at);
+      r.factor = integer(a, "factor", at);
+      if (r.kind != memfmt::rearrange_kind::channel_shuffle) r.order = named(block_order_names, a, "order", at);
+      return net.rearrange(name, in[0], r);
+    }
     case node_kind::opaque:
       return net.opaque(name, in, integers(j, "extents", where), named(family_names, a, "output_format", at),
                         named(family_names, a, "input_format", at));

@@ -35,6 +35,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "../backends/rearrange.hpp"
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../graph/network.hpp"
@@ -126,10 +127,21 @@ namespace detail {
 
 using shape_t = std::vector<std::int64_t>;
 
-// A value during import: a network value (node) or a constant.
+// A Reshape that splits a network value, then a Transpose of that (perm set): the first stages of
+// a Reshape -> Transpose -> Reshape chain, which exporters write for channel shuffles and pixel
+// shuffles and the chain's last Reshape resolves into one layer.
+struct reshape_chain {
+  graph::node_id source = 0;
+  shape_t source_shape;  // ONNX shapes
+  shape_t split;
+  std::vector<std::int64_t> perm;  // empty until the Transpose
+};
+
+// A value during import: a network value (node), a constant, or a stage of a reshape chain.
 struct value {
   std::optional<graph::node_id> node;
   std::optional<parameter> constant;
+  std::optional<reshape_chain> chain;
   std::string initializer;  // the ONNX tensor a constant came from, when it was one
   shape_t shape;            // as ONNX sees it
   memfmt::dtype type = memfmt::dtype::float32;
@@ -358,6 +370,8 @@ class importer {
     if (op == "LogSoftmax") return softmax(r, true);
     if (op == "Dropout") return dropout(r);
     if (op == "Identity") return alias(r.proto().output(0), tensor_input(r, 0));
+    if (op == "DepthToSpace" || op == "SpaceToDepth") return depth_space(r, op == "DepthToSpace");
+    if (op == "Transpose") return transpose(r);
     throw not_expressible{"no memfmt layer for this op"};
   }
 
@@ -512,7 +526,8 @@ class importer {
     for (int i = 0; i < r.inputs(); ++i) {
       if (r.input(i).empty()) continue;
       const value& v = values_.at(r.input(i));
-      if (v.node && std::find(inputs.begin(), inputs.end(), *v.node) == inputs.end()) inputs.push_back(*v.node);
+      const std::optional<graph::node_id> from = v.chain ? std::optional<graph::node_id>(v.chain->source) : v.node;
+      if (from && std::find(inputs.begin(), inputs.end(), *from) == inputs.end()) inputs.push_back(*from);
     }
     const std::string base = r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name();
     const int outputs = r.proto().output_size();
@@ -1197,13 +1212,116 @@ class importer {
 
   // Reshape to [N, rest] is flatten; to the same shape, nothing.
   void reshape(const node_reader& r) {
-    const value& x = tensor_input(r, 0);
-    const shape_t target = reshape_target(r, x.shape, int64_values(*constant_input(r, 1, true)->constant),
+    const value& in = input_value(r, 0);
+    const shape_t target = reshape_target(r, in.shape, int64_values(*constant_input(r, 1, true)->constant),
                                           r.get_int("allowzero", 0) != 0);
+    if (in.chain) return finish_chain(r, *in.chain, target);
+    const value& x = tensor_input(r, 0);
     if (target == x.shape) return alias(r.proto().output(0), x);
     if (target.size() == 2 && target[0] == x.shape[0]) return flatten_to_matrix(r, x);
+    if (target.size() > x.shape.size() && target.size() <= 6 && chain_follows(r.proto().output(0))) {
+      value v;
+      v.chain = reshape_chain{*x.node, x.shape, target, {}};
+      v.shape = target;
+      v.type = x.type;
+      values_[r.proto().output(0)] = std::move(v);
+      return;
+    }
     throw not_expressible{"reshape " + memfmt::detail::dims_to_string(x.shape) + " -> " +
                           memfmt::detail::dims_to_string(target)};
+  }
+
+  // The only reader of `name` is a Transpose whose only reader is a Reshape, and neither value is a
+  // graph output: a chain finish_chain may turn into one layer.
+  bool chain_follows(const std::string& name) const {
+    const auto only_reader = [&](const std::string& v) -> const ::onnx::NodeProto* {
+      const ::onnx::NodeProto* found = nullptr;
+      for (const auto& n : model_.graph().node())
+        for (const auto& i : n.input())
+          if (i == v) {
+            if (found && found != &n) return nullptr;
+            found = &n;
+          }
+      for (const auto& out : model_.graph().output())
+        if (out.name() == v) return nullptr;
+      return found;
+    };
+    const ::onnx::NodeProto* t = only_reader(name);
+    if (!t || t->op_type() != "Transpose" || t->output_size() != 1) return false;
+    const ::onnx::NodeProto* s = only_reader(t->output(0));
+    return s && s->op_type() == "Reshape";
+  }
+
+  // A Transpose of a network value is a barrier; of a split reshape, the middle of a chain.
+  void transpose(const node_reader& r) {
+    const value& in = input_value(r, 0);
+    if (!in.chain || !in.chain->perm.empty()) throw not_expressible{"a transpose of a network value"};
+    value v = in;
+    v.chain->perm = transpose_perm(r, in.shape.size());
+    for (std::size_t d = 0; d < in.shape.size(); ++d) v.shape[d] = in.shape[static_cast<std::size_t>(v.chain->perm[d])];
+    values_[r.proto().output(0)] = std::move(v);
+  }
+
+  // The chain's last Reshape: the layer that moves every element as the chain does (a channel
+  // shuffle, depth to space or space to depth, in either block order), or a barrier.
+  void finish_chain(const node_reader& r, const reshape_chain& c, const shape_t& target) {
+    const auto barrier = [&] {
+      throw not_expressible{"reshape " + memfmt::detail::dims_to_string(c.source_shape) + " -> " +
+                            memfmt::detail::dims_to_string(c.split) + ", transpose " +
+                            memfmt::detail::dims_to_string(c.perm) + ", reshape -> " +
+                            memfmt::detail::dims_to_string(target) +
+                            " is not a channel shuffle, depth to space or space to depth"};
+    };
+    if (c.perm.empty() || target.size() != c.source_shape.size()) barrier();
+    // The chain as a permuted copy of the logical (row-major) tensors: over the transposed dims, the
+    // source's strides permuted and the destination's own.
+    permuted_copy chain;
+    chain.rank = static_cast<int>(c.split.size());
+    const shape_t split_strides = row_major_strides(c.split);
+    shape_t moved(c.split.size());
+    for (std::size_t d = 0; d < c.split.size(); ++d) moved[d] = c.split[static_cast<std::size_t>(c.perm[d])];
+    const shape_t moved_strides = row_major_strides(moved);
+    for (std::size_t d = 0; d < c.split.size(); ++d) {
+      chain.extents[d] = moved[d];
+      chain.from[d] = split_strides[static_cast<std::size_t>(c.perm[d])];
+      chain.to[d] = moved_strides[d];
+    }
+    const shape_t x = lift(c.source_shape), y = lift(target);
+    std::vector<memfmt::rearrange_params> candidates;
+    if (x == y)
+      for (std::size_t d = 1; d < c.split.size(); ++d)
+        candidates.push_back({memfmt::rearrange_kind::channel_shuffle, c.split[d], memfmt::block_order::crd});
+    if (x.size() == 4 && y.size() == 4 && x[2] > 0 && y[2] > 0)
+      for (const auto order : {memfmt::block_order::crd, memfmt::block_order::dcr}) {
+        if (y[2] % x[2] == 0) candidates.push_back({memfmt::rearrange_kind::depth_to_space, y[2] / x[2], order});
+        if (x[2] % y[2] == 0) candidates.push_back({memfmt::rearrange_kind::space_to_depth, x[2] / y[2], order});
+      }
+    for (const memfmt::rearrange_params& p : candidates) {
+      if (p.factor < 2) continue;
+      try {
+        if (memfmt::rearrange_output_extents(x, p) != y) continue;
+      } catch (const memfmt::error&) {
+        continue;
+      }
+      if (!same_copy(rearrange_copy(p, x, row_major_strides(x), y, row_major_strides(y)), chain)) continue;
+      const graph::node_id id = net().rearrange(layer_name(r, nullptr), c.source, p);
+      return set_tensor(r, r.proto().output(0), id, target);
+    }
+    barrier();
+  }
+
+  // DepthToSpace (mode DCR, the default, or CRD) and SpaceToDepth (DCR).
+  void depth_space(const node_reader& r, bool to_space) {
+    const value& x = tensor_input(r, 0);
+    if (x.shape.size() != 4)
+      throw not_expressible{"an input of rank " + std::to_string(x.shape.size()) + " (rank 4 only)"};
+    if (!r.has("blocksize")) r.fail(errc::invalid_argument, "has no blocksize");
+    const std::string mode = to_space ? r.get_string("mode", "DCR") : "DCR";
+    if (mode != "DCR" && mode != "CRD") r.fail(errc::invalid_argument, "mode '" + mode + "' (DCR or CRD)");
+    const memfmt::rearrange_params p{to_space ? memfmt::rearrange_kind::depth_to_space : memfmt::rearrange_kind::space_to_depth,
+                                     r.get_int("blocksize", 0),
+                                     mode == "CRD" ? memfmt::block_order::crd : memfmt::block_order::dcr};
+    set_tensor(r, net().rearrange(layer_name(r, nullptr), *x.node, p), false);
   }
 
   // A linear layer from a [in, out] or [out, in] constant, alpha folded into the weight and beta

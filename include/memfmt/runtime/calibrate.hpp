@@ -152,6 +152,8 @@ using softmax_op = decltype(std::declval<B&>().softmax_forward(cview<float>(), m
 template <class B>
 using slice_op = decltype(std::declval<B&>().channel_slice_forward(cview<float>(), std::int64_t{}, mview<float>()));
 template <class B>
+using rearrange_op = decltype(std::declval<B&>().rearrange_forward(cview<float>(), rearrange_params{}, mview<float>()));
+template <class B>
 using concat_op =
     decltype(std::declval<B&>().concat_forward(std::vector<cview<float>>{}, mview<float>()));
 
@@ -173,6 +175,7 @@ bool runs_kind(graph::node_kind kind) {
     case k::pad: return has_v<pad_op, B>;
     case k::softmax: return has_v<softmax_op, B>;
     case k::slice: return has_v<slice_op, B>;
+    case k::rearrange: return has_v<rearrange_op, B>;
     case k::concat: return has_v<concat_op, B>;
     default: return false;
   }
@@ -358,6 +361,8 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   if constexpr (has_v<slice_op, Backend>)
     if (n.kind == k::slice)
       return median_ns(o, b, [&] { b.channel_slice_forward(ins[0], n.get<graph::slice_attrs>().begin, y); });
+  if constexpr (has_v<rearrange_op, Backend>)
+    if (n.kind == k::rearrange) return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
   if constexpr (has_v<concat_op, Backend>)
     if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y); });
   memfmt::detail::fail(errc::unsupported, "calibrate: no " + std::string(Backend::name) + " method runs node '" +

@@ -849,6 +849,9 @@ class executor {
         case graph::node_kind::slice:
           step.push_back([&b, x, y, c0 = n.get<graph::slice_attrs>().begin] { b.channel_slice_forward(x, c0, y); });
           break;
+        case graph::node_kind::rearrange:
+          step.push_back([&b, x, y, p = n.get<memfmt::rearrange_params>()] { b.rearrange_forward(x, p, y); });
+          break;
         default:
           memfmt::detail::fail(errc::unsupported, who(n) + ": no implementation of this layer kind on the " +
                                                       std::string(Backend::name) + " backend");

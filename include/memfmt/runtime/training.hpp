@@ -793,6 +793,12 @@ class trainer {
           backward_dx([this, c0](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.channel_slice_backward(dy, c0, dx); });
           break;
         }
+        case graph::node_kind::rearrange: {
+          const auto p = n.get<memfmt::rearrange_params>();
+          step.push_back([this, x, y, p] { backend_.rearrange_forward(in<T, F>(x), p, out<T, F>(y)); });
+          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.rearrange_backward(dy, p, dx); });
+          break;
+        }
         default:
           memfmt::detail::fail(errc::unsupported, who(n) + ": no training implementation of this layer kind on the " +
                                                       std::string(Backend::name) + " backend");

@@ -464,6 +464,14 @@ class backend {
     run_copy(channel_block_copy(packed_shape_of(x), y.channels(), c_begin, false), y.data(), x.data(), stream_);
   }
 
+  // Channel shuffle, depth to space, space to depth: 2-D copies of the permuted copy
+  // (strided_copy.hpp); a fallback where the rows are single elements (channels-last shuffles).
+  template <class T, class XF, class YF>
+  void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, tensor_view<T, YF> y) {
+    for (const copy_2d& k : permuted_copies(rearrange_copy("cuDNN rearrange_forward", p, x, y), sizeof(T)))
+      run_copy(k, y.data(), x.data(), stream_);
+  }
+
   // ------------------------------------------------------------ their backward passes (the trainer's)
   // The reference backend's arguments and results (backward.hpp builds the graphs).
 
@@ -663,6 +671,13 @@ class backend {
     require_same_packed_format("cuDNN channel_slice_backward", dy, dx);
     zero_packed(dx, "cuDNN channel_slice_backward");
     run_copy(channel_block_copy(packed_shape_of(dx), dy.channels(), c_begin, true), dx.data(), dy.data(), stream_);
+  }
+
+  template <class T, class DYF, class DXF>
+  void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
+    const permuted_copy m = rearrange_copy("cuDNN rearrange_backward", p, tensor_view<const T, DXF>(dx), dy,
+                                           "input gradient dx", "output gradient dy");
+    for (const copy_2d& k : permuted_copies(m.reversed(), sizeof(T))) run_copy(k, dx.data(), dy.data(), stream_);
   }
 
   // Padding: 2-D copies of packed tensors of one format (spatial_pad.hpp); the backward of

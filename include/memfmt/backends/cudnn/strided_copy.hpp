@@ -12,10 +12,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "../rearrange.hpp"
 #include "status.hpp"
 
 namespace memfmt::cudnn {
@@ -106,6 +108,49 @@ inline std::vector<copy_2d> format_conversion_copies(const packed_shape& from) {
     }
   }
   return out;
+}
+
+// The 2-D copies of a permuted copy (a rearrangement, backends/rearrange.hpp) of elements of
+// `element_bytes`: rows of the dims contiguous in both tensors (or single elements), along the
+// largest remaining dim, one copy per index of the others.
+inline std::vector<copy_2d> permuted_copies(const permuted_copy& m, std::size_t element_bytes) {
+  const permuted_copy c = m.compacted();
+  std::vector<copy_2d> out;
+  if (c.numel() == 0) return out;
+  const auto es = element_bytes;
+  const auto bytes = [es](std::int64_t v) { return static_cast<std::size_t>(v) * es; };
+  const auto at = [](const std::array<std::int64_t, 6>& a, int d) { return a[static_cast<std::size_t>(d)]; };
+  const int last = c.rank - 1;
+  const int inner = last >= 0 && at(c.from, last) == 1 && at(c.to, last) == 1 ? last : -1;  // contiguous in both
+  int rows = -1;
+  for (int d = 0; d < c.rank; ++d)
+    if (d != inner && (rows < 0 || at(c.extents, d) > at(c.extents, rows))) rows = d;
+  copy_2d k;
+  k.width = inner >= 0 ? bytes(at(c.extents, inner)) : es;
+  k.height = rows >= 0 ? static_cast<std::size_t>(at(c.extents, rows)) : 1;
+  k.src_pitch = rows >= 0 ? bytes(at(c.from, rows)) : k.width;
+  k.dst_pitch = rows >= 0 ? bytes(at(c.to, rows)) : k.width;
+  // Every index of the other dims, last fastest.
+  std::array<std::int64_t, 6> i{};
+  for (;;) {
+    std::int64_t src = 0, dst = 0;
+    for (int d = 0; d < c.rank; ++d) {
+      const auto u = static_cast<std::size_t>(d);
+      src += i[u] * c.from[u];
+      dst += i[u] * c.to[u];
+    }
+    k.src_offset = bytes(src);
+    k.dst_offset = bytes(dst);
+    out.push_back(k);
+    int d = c.rank - 1;
+    for (; d >= 0; --d) {
+      const auto u = static_cast<std::size_t>(d);
+      if (d == inner || d == rows) continue;
+      if (++i[u] < c.extents[u]) break;
+      i[u] = 0;
+    }
+    if (d < 0) return out;
+  }
 }
 
 // Queues the copy on `stream` (device to device).

@@ -574,6 +574,11 @@ class backend {
     layers_.channel_slice_forward(eng_, strm_, x, c_begin, y);
   }
 
+  template <class T, class XF, class YF>
+  void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, tensor_view<T, YF> y) {
+    layers_.rearrange_forward(eng_, strm_, x, p, y);
+  }
+
   // ---- their backward passes (backward.hpp; the reference backend's arguments) ----
   template <class T, class XF, class DYF, class DXF>
   void activation_backward(const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
@@ -617,6 +622,11 @@ class backend {
   template <class T, class DYF, class DXF>
   void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
     backward_.channel_slice_backward(layers_, eng_, strm_, dy, c_begin, dx);
+  }
+
+  template <class T, class DYF, class DXF>
+  void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
+    layers_.rearrange_backward(eng_, strm_, dy, p, dx);
   }
 
   // oneDNN 2.6 has no pad primitive: memfmt's own CPU kernels (cpu/pad.hpp) pad and crop. They only

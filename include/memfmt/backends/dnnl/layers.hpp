@@ -27,6 +27,7 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../layer_params.hpp"
+#include "../rearrange.hpp"
 #include "../reference/binary.hpp"
 #include "../reference/pooling.hpp"
 #include "../reference/upsample.hpp"
@@ -314,6 +315,41 @@ class layer_primitives {
       offsets[1] = c_begin;
       const auto part = activation_md(x, dt).submemory_desc(y_md.dims(), offsets);
       reorder(eng, s, part, mut(x.data()), y_md, y.data());
+      s.wait();
+    });
+  }
+
+  // A rearrangement is one reorder between x and y seen through its permuted index space
+  // (rearrange.hpp); its backward pass is the same reorder the other way.
+  template <class T, class XF, class YF>
+  void rearrange_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x,
+                         const rearrange_params& p, tensor_view<T, YF> y) {
+    const permuted_copy m = rearrange_copy("onednn::rearrange_forward", p, x, y);
+    permuted_reorder(eng, s, m, data_type_of<T>("onednn::rearrange_forward"), x.data(), y.data());
+  }
+
+  template <class T, class DYF, class DXF>
+  void rearrange_backward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, DYF> dy,
+                          const rearrange_params& p, tensor_view<T, DXF> dx) {
+    const permuted_copy m = rearrange_copy("onednn::rearrange_backward", p, tensor_view<const T, DXF>(dx), dy,
+                                           "input gradient dx", "output gradient dy");
+    permuted_reorder(eng, s, m.reversed(), data_type_of<T>("onednn::rearrange_backward"), dy.data(), dx.data());
+  }
+
+  void permuted_reorder(const dnnl::engine& eng, dnnl::stream& s, const permuted_copy& m, dnnl_dt dt, const void* from,
+                        void* to) {
+    const permuted_copy c = m.compacted();
+    if (c.numel() == 0) return;
+    dnnl::memory::dims dims{1}, from_strides{1}, to_strides{1};  // one element when every dim had size 1
+    if (c.rank > 0) {
+      const auto r = static_cast<std::ptrdiff_t>(c.rank);
+      dims.assign(c.extents.begin(), c.extents.begin() + r);
+      from_strides.assign(c.from.begin(), c.from.begin() + r);
+      to_strides.assign(c.to.begin(), c.to.begin() + r);
+    }
+    guarded("rearrange", [&] {
+      reorder(eng, s, dnnl::memory::desc(dims, dt, from_strides), mut(from), dnnl::memory::desc(dims, dt, to_strides),
+              to);
       s.wait();
     });
   }

@@ -23,6 +23,7 @@
 #include "numeric.hpp"
 #include "pad.hpp"
 #include "pooling.hpp"
+#include "rearrange.hpp"
 #include "softmax.hpp"
 #include "upsample.hpp"
 
@@ -202,6 +203,16 @@ struct backend {
   template <class T, class DYF, class DXF>
   void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) const {
     reference::concat_backward<T, DYF, DXF>(dy, dxs);
+  }
+
+  template <class T, class XF, class YF>
+  void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, tensor_view<T, YF> y) const {
+    reference::rearrange_forward<T, XF, YF>(x, p, y);
+  }
+
+  template <class T, class DYF, class DXF>
+  void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) const {
+    reference::rearrange_backward<T, DYF, DXF>(dy, p, dx);
   }
 
   template <class T, class XF, class YF>

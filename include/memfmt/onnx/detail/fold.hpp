@@ -123,6 +123,21 @@ inline parameter reshaped(parameter p, shape_t shape) {
 }
 
 // ONNX Reshape's target: 0 copies the input dim (unless allowzero), one -1 is inferred.
+// A Transpose's perm for an input of rank `rank` (reversed dims when absent), checked to be a
+// permutation.
+inline std::vector<std::int64_t> transpose_perm(const node_reader& r, std::size_t rank) {
+  std::vector<std::int64_t> perm = r.get_ints("perm");
+  if (perm.empty())
+    for (std::size_t d = rank; d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
+  std::vector<std::int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t d = 0; d < sorted.size(); ++d)
+    if (sorted.size() != rank || sorted[d] != static_cast<std::int64_t>(d))
+      r.fail(errc::invalid_argument, "Transpose perm " + memfmt::detail::dims_to_string(perm) +
+                                         " is not a permutation of rank " + std::to_string(rank));
+  return perm;
+}
+
 inline shape_t reshape_target(const node_reader& r, const shape_t& in, const shape_t& target, bool allowzero) {
   shape_t out = target;
   std::int64_t known = 1;
@@ -398,15 +413,7 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
   if (op == "Transpose") {
     need(1);
     const shape_t& ds = in[0]->shape;
-    std::vector<std::int64_t> perm = r.get_ints("perm");
-    if (perm.empty())
-      for (std::size_t d = ds.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
-    std::vector<std::int64_t> sorted = perm;
-    std::sort(sorted.begin(), sorted.end());
-    for (std::size_t d = 0; d < sorted.size(); ++d)
-      if (sorted.size() != ds.size() || sorted[d] != static_cast<std::int64_t>(d))
-        r.fail(errc::invalid_argument, "Transpose perm " + memfmt::detail::dims_to_string(perm) +
-                                           " is not a permutation of rank " + std::to_string(ds.size()));
+    const std::vector<std::int64_t> perm = transpose_perm(r, ds.size());
     shape_t s(ds.size());
     for (std::size_t d = 0; d < ds.size(); ++d) s[d] = ds[static_cast<std::size_t>(perm[d])];
     const shape_t in_strides = row_major_strides(ds), out_strides = row_major_strides(s);

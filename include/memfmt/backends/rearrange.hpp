@@ -1,0 +1,144 @@
+// memfmt/backends/rearrange.hpp - a rearrangement (channel shuffle, depth to space, space to depth)
+// as one copy between permuted index spaces, which every backend runs its own way.
+//
+// A rearrangement moves each element once and computes nothing, so it is described by an index
+// space of up to 6 dims and, per dim, the element stride in the source and in the destination:
+// y[i . to] = x[i . from]. The strides are the views' own, so the same description serves every
+// format (in channels-first a channel shuffle moves whole planes, in channels-last it permutes the
+// C values of each position) and its backward pass is the same copy reversed (dx from dy).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "../detail/checked.hpp"
+#include "../tensor/tensor_view.hpp"
+#include "layer_params.hpp"
+#include "validate.hpp"
+
+namespace memfmt {
+
+struct permuted_copy {
+  int rank = 0;
+  std::array<std::int64_t, 6> extents{}, from{}, to{};
+
+  std::int64_t numel() const noexcept {
+    std::int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= extents[static_cast<std::size_t>(d)];
+    return n;
+  }
+  // The copy the other way: the backward pass, dx[i . from] = dy[i . to].
+  permuted_copy reversed() const noexcept {
+    permuted_copy r = *this;
+    std::swap(r.from, r.to);
+    return r;
+  }
+  // The same copy with size-1 dims dropped, the rest ordered by destination stride (writes in
+  // order) and neighbours contiguous in both source and destination merged: fewer, longer loops (a
+  // channels-first channel shuffle becomes copies of whole planes).
+  permuted_copy compacted() const noexcept {
+    std::array<int, 6> order{0, 1, 2, 3, 4, 5};
+    std::stable_sort(order.begin(), order.begin() + rank, [&](int a, int b) {
+      return to[static_cast<std::size_t>(a)] > to[static_cast<std::size_t>(b)];
+    });
+    permuted_copy c;
+    for (int d = 0; d < rank; ++d) {
+      const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(d)]);
+      if (extents[i] == 1) continue;
+      if (c.rank > 0) {
+        const auto last = static_cast<std::size_t>(c.rank - 1);
+        std::int64_t from_span = 0, to_span = 0;
+        if (!detail::mul_overflows(from[i], extents[i], &from_span) &&
+            !detail::mul_overflows(to[i], extents[i], &to_span) && c.from[last] == from_span && c.to[last] == to_span) {
+          c.extents[last] *= extents[i];
+          c.from[last] = from[i];
+          c.to[last] = to[i];
+          continue;
+        }
+      }
+      const auto j = static_cast<std::size_t>(c.rank++);
+      c.extents[j] = extents[i];
+      c.from[j] = from[i];
+      c.to[j] = to[i];
+    }
+    return c;
+  }
+};
+
+// The copy y = rearrangement p of x for logical extents and element strides of x and y (any
+// indexable containers: the views' arrays, the ONNX importer's vectors), which must be valid for p
+// (rearrange_output_extents).
+template <class Dims>
+permuted_copy rearrange_copy(const rearrange_params& p, const Dims& xe, const Dims& xs, const Dims& ye,
+                             const Dims& ys) {
+  permuted_copy m;
+  const std::int64_t f = p.factor;
+  // A stride times a factor for a dim of extent e: only used when e > 1, where the product stays
+  // within the tensor's span (which fits in int64).
+  const auto scaled = [](std::int64_t stride, std::int64_t k, std::int64_t e) { return e > 1 ? stride * k : 0; };
+  if (p.kind == rearrange_kind::channel_shuffle) {
+    // [N, g, C / g, spatial...]: input channel i (C / g) + j, output channel j g + i.
+    const std::int64_t per_group = xe[1] / f;
+    m.rank = static_cast<int>(xe.size()) + 1;
+    m.extents[0] = xe[0];
+    m.from[0] = xs[0];
+    m.to[0] = ys[0];
+    m.extents[1] = f;
+    m.from[1] = scaled(xs[1], per_group, f);
+    m.to[1] = ys[1];
+    m.extents[2] = per_group;
+    m.from[2] = xs[1];
+    m.to[2] = scaled(ys[1], f, per_group);
+    for (std::size_t d = 2; d < xe.size(); ++d) {
+      m.extents[d + 1] = xe[d];
+      m.from[d + 1] = xs[d];
+      m.to[d + 1] = ys[d];
+    }
+    return m;
+  }
+  // [N, C, H, b, W, b] over the spatial side (y of depth_to_space, x of space_to_depth) and the
+  // deep side, whose channel is c b^2 + i b + j (crd) or (i b + j) C + c (dcr).
+  const bool to_space = p.kind == rearrange_kind::depth_to_space;
+  const std::int64_t c = to_space ? ye[1] : xe[1];
+  const std::int64_t h = to_space ? xe[2] : ye[2], w = to_space ? xe[3] : ye[3];
+  const auto deep = [&](std::array<std::int64_t, 6>& strides, const Dims& t) {
+    const bool crd = p.order == block_order::crd;
+    strides = {t[0], crd ? scaled(t[1], f * f, c) : t[1], t[2], crd ? scaled(t[1], f, f) : scaled(t[1], f * c, f), t[3],
+               crd ? t[1] : scaled(t[1], c, f)};
+  };
+  const auto wide = [&](std::array<std::int64_t, 6>& strides, const Dims& t) {
+    strides = {t[0], t[1], scaled(t[2], f, h), t[2], scaled(t[3], f, w), t[3]};
+  };
+  m.rank = 6;
+  m.extents = {xe[0], c, h, f, w, f};
+  if (to_space) {
+    deep(m.from, xs);
+    wide(m.to, ys);
+  } else {
+    wide(m.from, xs);
+    deep(m.to, ys);
+  }
+  return m;
+}
+
+// The same for views, validated first (the backward pass names them as gradients).
+template <class XT, class XF, class YT, class YF>
+permuted_copy rearrange_copy(const char* op, const rearrange_params& p, const tensor_view<XT, XF>& x,
+                             const tensor_view<YT, YF>& y, const char* x_name = "input x",
+                             const char* y_name = "output y") {
+  validate_rearrange(op, x_name, x, y_name, y, p);
+  return rearrange_copy(p, x.extents(), x.strides(), y.extents(), y.strides());
+}
+
+// Whether two copies move every element alike (their compacted forms agree).
+inline bool same_copy(const permuted_copy& a, const permuted_copy& b) noexcept {
+  const permuted_copy x = a.compacted(), y = b.compacted();
+  if (x.rank != y.rank) return false;
+  for (std::size_t d = 0; d < static_cast<std::size_t>(x.rank); ++d)
+    if (x.extents[d] != y.extents[d] || x.from[d] != y.from[d] || x.to[d] != y.to[d]) return false;
+  return true;
+}
+
+}  // namespace memfmt
