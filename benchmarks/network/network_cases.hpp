@@ -141,6 +141,7 @@ inline const model_case model_cases[] = {
     {"resnext50_32x4d", models::resnext50_32x4d, 160},
     {"vgg16_bn", models::vgg16_bn, 224},  // 32 or a multiple of 224 (its classifier pools to 7x7)
     {"r3d_18", models::r3d_18, 56, 8},
+    {"shufflenet_v2_x1_0", models::shufflenet_v2_x1_0, 224},
 };
 
 

@@ -82,7 +82,8 @@ TEST(GraphModels, StateDictsAndParameterCountsAreTorchvisions) {
   const std::pair<const char*, network> nets[] = {
       {"resnet18", models::resnet18()},         {"resnet50", models::resnet50()},
       {"resnext50_32x4d", models::resnext50_32x4d()}, {"mobilenet_v2", models::mobilenet_v2()},
-      {"vgg16_bn", models::vgg16_bn()},          {"r3d_18", models::r3d_18(video)}};
+      {"vgg16_bn", models::vgg16_bn()},          {"r3d_18", models::r3d_18(video)},
+      {"shufflenet_v2_x1_0", models::shufflenet_v2_x1_0()}};
   ASSERT_EQ(truth.size(), std::size(nets));
   for (const auto& [name, net] : nets) {
     SCOPED_TRACE(name);
@@ -103,6 +104,7 @@ TEST(GraphModels, StateDictsAndParameterCountsAreTorchvisions) {
   // Published parameter counts (torchvision's documentation), beside the recording.
   EXPECT_EQ(models::resnet50().parameter_count(), 25'557'032);
   EXPECT_EQ(models::mobilenet_v2().parameter_count(), 3'504'872);
+  EXPECT_EQ(models::shufflenet_v2_x1_0().parameter_count(), 2'278'604);
 }
 
 TEST(GraphModels, ShapesAndLayerCounts) {
@@ -130,6 +132,13 @@ TEST(GraphModels, ShapesAndLayerCounts) {
   EXPECT_EQ(extents_of(r3d, "stem.2"), (std::vector<std::int64_t>{2, 64, 16, 56, 56}));
   EXPECT_EQ(extents_of(r3d, "layer4.1.relu"), (std::vector<std::int64_t>{2, 512, 2, 7, 7}));
   EXPECT_EQ(extents_of(r3d, "output"), (std::vector<std::int64_t>{2, 400}));
+  o.resolution = 224;
+  const network sn = models::shufflenet_v2_x1_0(o);
+  EXPECT_EQ(count(sn, node_kind::rearrange), 16u);  // one channel shuffle per unit
+  EXPECT_EQ(count(sn, node_kind::conv), 56u);       // 3 per unit, 2 more in the 3 downsampling ones, stem, conv5
+  EXPECT_EQ(extents_of(sn, "stage2.0.shuffle"), (std::vector<std::int64_t>{2, 116, 28, 28}));
+  EXPECT_EQ(extents_of(sn, "stage4.3.shuffle"), (std::vector<std::int64_t>{2, 464, 7, 7}));
+  EXPECT_EQ(extents_of(sn, "output"), (std::vector<std::int64_t>{2, 1000}));
 }
 
 TEST(GraphModels, UNet) {
@@ -164,7 +173,7 @@ TEST(GraphModels, EveryModelSolvesAndVerifiesSmallAndFull) {
           {"resnet18", models::resnet18(o)},       {"resnet50", models::resnet50(o)},
           {"resnext50", models::resnext50_32x4d(o)}, {"mobilenet_v2", models::mobilenet_v2(o)},
           {"vgg16_bn", models::vgg16_bn(o)},        {"unet", models::unet(o)},
-          {"r3d_18", models::r3d_18(o)}};
+          {"r3d_18", models::r3d_18(o)},           {"shufflenet_v2", models::shufflenet_v2_x1_0(o)}};
       for (const auto& [name, net] : nets) {
         SCOPED_TRACE(std::string(name) + (small ? " small " : " full ") + std::string(memfmt::to_string(type)));
         const cost_model model;

@@ -450,13 +450,15 @@ Extents rearrange_output_extents(const Extents& x, const rearrange_params& p) {
       y[3] = detail::checked_mul(x[3], p.factor, where);
       break;
     }
-    case rearrange_kind::space_to_depth:
-      if (x[2] % p.factor != 0 || x[3] % p.factor != 0)
+    case rearrange_kind::space_to_depth: {
+      std::int64_t block = 0;  // checked even when C is 0, for the copy's strides (rearrange.hpp)
+      if (x[2] % p.factor != 0 || x[3] % p.factor != 0 || detail::mul_overflows(p.factor, p.factor, &block))
         detail::fail(errc::invalid_argument, where() + ": the block size must divide the spatial sizes");
       y[1] = detail::checked_mul(detail::checked_mul(x[1], p.factor, where), p.factor, where);
       y[2] = x[2] / p.factor;
       y[3] = x[3] / p.factor;
       break;
+    }
   }
   return y;
 }

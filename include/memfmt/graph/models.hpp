@@ -178,6 +178,49 @@ inline network mobilenet_v2(const options& o = {}) {
   return net;
 }
 
+// torchvision.models.shufflenet_v2_x1_0: a 3x3/2 stem and max pooling, three stages of 4, 8 and 4
+// units (116, 232 and 464 channels), a 1x1 conv to 1024, the spatial mean and a linear;
+// 2,278,604 parameters at width 1. A unit of stride 1 splits its input in halves along C, runs
+// one half through 1x1, depthwise 3x3 and 1x1 convs and concatenates them; a unit of stride 2 runs
+// both halves' branches on the whole input; each ends with a channel shuffle of 2 groups.
+inline network shufflenet_v2_x1_0(const options& o = {}) {
+  detail::check(o, "shufflenet_v2_x1_0");
+  const auto even = [&](std::int64_t c) { return std::max<std::int64_t>(2, detail::scaled(o, c) / 2 * 2); };
+  network net;
+  node_id h = net.input("input", {o.batch, 3, o.resolution, o.resolution}, o.type, o.input_format);
+  std::int64_t channels = detail::scaled(o, 24);
+  h = detail::conv_bn(net, h, "conv1.0", conv_spec(channels, 3, 2, 1), "conv1.1", "conv1.2");
+  h = net.max_pool("maxpool", h, 3, 2, 1);
+  const std::int64_t stage_out[] = {116, 232, 464}, repeats[] = {4, 8, 4};
+  for (int st = 0; st < 3; ++st) {
+    const std::int64_t out = even(stage_out[st]), half = out / 2;
+    for (std::int64_t r = 0; r < repeats[st]; ++r) {
+      const std::string p = "stage" + std::to_string(st + 2) + "." + std::to_string(r) + ".";
+      const std::int64_t stride = r == 0 ? 2 : 1;
+      node_id kept = h, branch_in = h;
+      if (stride == 2) {
+        const std::string q = p + "branch1.";
+        kept = net.batch_norm(q + "1", net.conv(q + "0", h, conv_spec(channels, 3, 2, 1, channels)));
+        kept = detail::conv_bn(net, kept, q + "2", conv_spec(half, 1), q + "3", q + "4");
+      } else {
+        const auto halves = net.split(p + "split", h, {channels / 2, channels - channels / 2});
+        kept = halves[0];
+        branch_in = halves[1];
+      }
+      const std::string q = p + "branch2.";
+      node_id y = detail::conv_bn(net, branch_in, q + "0", conv_spec(half, 1), q + "1", q + "2");
+      y = net.batch_norm(q + "4", net.conv(q + "3", y, conv_spec(half, 3, stride, 1, half)));
+      y = detail::conv_bn(net, y, q + "5", conv_spec(half, 1), q + "6", q + "7");
+      h = net.channel_shuffle(p + "shuffle", net.concat(p + "cat", {kept, y}), 2);
+      channels = out;
+    }
+  }
+  h = detail::conv_bn(net, h, "conv5.0", conv_spec(detail::scaled(o, 1024), 1), "conv5.1", "conv5.2");
+  h = net.linear("fc", detail::classifier_input(net, h), o.classes ? o.classes : 1000);
+  net.output("output", h, o.output_format);
+  return net;
+}
+
 // torchvision.models.vgg16_bn: 13 conv (with bias) + batch norm + relu, five max pools, the
 // adaptive average pool to 7x7 and three linears; 138,365,992 parameters at width 1. The
 // resolution must make the last feature map divide 7 or be a multiple of it, where the adaptive
