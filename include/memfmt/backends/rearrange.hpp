@@ -132,6 +132,14 @@ permuted_copy rearrange_copy(const char* op, const rearrange_params& p, const te
   return rearrange_copy(p, x.extents(), x.strides(), y.extents(), y.strides());
 }
 
+// The backward pass's copy, dx from dy (dx has x's sizes, dy y's), validated with the gradients'
+// names.
+template <class DYT, class DYF, class DXT, class DXF>
+permuted_copy rearrange_backward_copy(const char* op, const rearrange_params& p, const tensor_view<DYT, DYF>& dy,
+                                      const tensor_view<DXT, DXF>& dx) {
+  return rearrange_copy(op, p, dx, dy, "input gradient dx", "output gradient dy").reversed();
+}
+
 // Whether two copies move every element alike (their compacted forms agree).
 inline bool same_copy(const permuted_copy& a, const permuted_copy& b) noexcept {
   const permuted_copy x = a.compacted(), y = b.compacted();

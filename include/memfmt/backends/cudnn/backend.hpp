@@ -675,9 +675,8 @@ class backend {
 
   template <class T, class DYF, class DXF>
   void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
-    const permuted_copy m = rearrange_copy("cuDNN rearrange_backward", p, tensor_view<const T, DXF>(dx), dy,
-                                           "input gradient dx", "output gradient dy");
-    for (const copy_2d& k : permuted_copies(m.reversed(), sizeof(T))) run_copy(k, dx.data(), dy.data(), stream_);
+    const permuted_copy m = rearrange_backward_copy("cuDNN rearrange_backward", p, dy, dx);
+    for (const copy_2d& k : permuted_copies(m, sizeof(T))) run_copy(k, dx.data(), dy.data(), stream_);
   }
 
   // Padding: 2-D copies of packed tensors of one format (spatial_pad.hpp); the backward of

@@ -331,9 +331,8 @@ class layer_primitives {
   template <class T, class DYF, class DXF>
   void rearrange_backward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, DYF> dy,
                           const rearrange_params& p, tensor_view<T, DXF> dx) {
-    const permuted_copy m = rearrange_copy("onednn::rearrange_backward", p, tensor_view<const T, DXF>(dx), dy,
-                                           "input gradient dx", "output gradient dy");
-    permuted_reorder(eng, s, m.reversed(), data_type_of<T>("onednn::rearrange_backward"), dy.data(), dx.data());
+    const permuted_copy m = rearrange_backward_copy("onednn::rearrange_backward", p, dy, dx);
+    permuted_reorder(eng, s, m, data_type_of<T>("onednn::rearrange_backward"), dy.data(), dx.data());
   }
 
   void permuted_reorder(const dnnl::engine& eng, dnnl::stream& s, const permuted_copy& m, dnnl_dt dt, const void* from,

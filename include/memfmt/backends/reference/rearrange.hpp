@@ -49,9 +49,7 @@ void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, te
 template <class T, class DYF, class DXF>
 void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
   detail::check_element_type<T>();
-  const permuted_copy m = rearrange_copy("rearrange_backward", p, tensor_view<const T, DXF>(dx), dy, "input gradient dx",
-                                             "output gradient dy").reversed();
-  detail::run_permuted_copy(m, dy.data(), dx.data());
+  detail::run_permuted_copy(rearrange_backward_copy("rearrange_backward", p, dy, dx), dy.data(), dx.data());
 }
 
 }  // namespace memfmt::reference
