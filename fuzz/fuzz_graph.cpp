@@ -44,7 +44,7 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
   const std::string name = "l" + std::to_string(i);
   const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
-  switch (in.ConsumeIntegralInRange<int>(0, 13)) {
+  switch (in.ConsumeIntegralInRange<int>(0, 14)) {
     case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
                                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
@@ -85,6 +85,12 @@ void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       const auto order = static_cast<memfmt::block_order>(in.ConsumeIntegralInRange<int>(0, 2));
       const memfmt::rearrange_params r{kind, factor, order};
       net.rearrange(name, a, r);
+      break;
+    }
+    case 13: {  // any epsilon, NaN and infinities too
+      const double eps[] = {1e-6, 0.0, -1.0, std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+      net.layer_norm(name, a, in.PickValueInArray(eps), in.ConsumeBool());
       break;
     }
     default: net.mul(name, a, b); break;

@@ -13,6 +13,7 @@
 //     format: nchw | nhwc
 //   BM_bn/<shape>/<dtype>/<infer|train>/<format>    train = forward training step + backward
 //   BM_gn/<shape>/g<groups>/<dtype>/<fwd|fwdbwd>/<format>   group norm (g<C>: instance norm)
+//   BM_ln/<shape>/<dtype>/<fwd|fwdbwd>/<format>   layer norm over C (ConvNeXt-T's stage shapes)
 //   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
 //                                  ratio_to_memcpy: its GB/s over memcpy's (same threads, the output's bytes)
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
@@ -80,6 +81,9 @@ std::vector<conv_layer> layers() {
       {"mbv2_dw3x3_144", {144, 56, 56}, 144, {3, 3}, 1, 144},
       {"mbv2_pw1x1_144_24", {144, 56, 56}, 24, {1, 1}, 1, 1},
       {"rnx_3x3_128_g32", {128, 56, 56}, 128, {3, 3}, 1, 32},
+      {"cnx_56_1x1_96_384", {96, 56, 56}, 384, {1, 1}, 1, 1},    // ConvNeXt-T: block expansion,
+      {"cnx_14_1x1_1536_384", {1536, 14, 14}, 384, {1, 1}, 1, 1},  // projection,
+      {"cnx_dw7x7_96", {96, 56, 56}, 96, {7, 7}, 1, 96},            // depthwise 7x7
       {"c3d_3x3x3_64", {64, 8, 28, 28}, 64, {3, 3, 3}, 1, 1},
   };
 }
@@ -200,6 +204,7 @@ void bm_bn(benchmark::State& state, std::int64_t c, std::int64_t hw, bool train)
   }
 }
 
+// Group norm with `groups` groups, or layer norm over C where groups is 0.
 template <class T, class F>
 void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_t groups, bool backward) {
   if (unsupported_here<T>(state)) return;
@@ -209,13 +214,22 @@ void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_
   fill_logical(x.view(), 6);
   fill_logical(dy.view(), 7);
   using P = param_t<T>;
-  const std::size_t cs = static_cast<std::size_t>(c), stats = static_cast<std::size_t>(batch * groups);
+  const bool layer = groups == 0;
+  const std::size_t cs = static_cast<std::size_t>(c), stats = static_cast<std::size_t>(batch * (layer ? hw * hw : groups));
   std::vector<P> gamma(cs, P(1.f)), beta(cs, P(0.f)), dg(cs), db(cs), mean(stats), invstd(stats);
   group_norm_params p;
   p.groups = groups;
+  const layer_norm_params lp;
   const double bytes = static_cast<double>(x.size_bytes()) * (backward ? 5 : 2);  // x,y | x,y,x,dy,dx
   try {
     timed_loop(state, bytes, "GB/s", [&] {
+      if (layer) {
+        b.layer_norm_forward(x.const_view(), y.view(), gamma.data(), beta.data(), mean.data(), invstd.data(), lp);
+        if (backward)
+          b.layer_norm_backward(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), invstd.data(),
+                                dg.data(), db.data(), lp);
+        return;
+      }
       b.group_norm_forward(x.const_view(), y.view(), gamma.data(), beta.data(), mean.data(), invstd.data(), p);
       if (backward)
         b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), invstd.data(), dg.data(),
@@ -390,6 +404,16 @@ void register_gn(std::int64_t c, std::int64_t hw, std::int64_t groups) {
   }
 }
 
+template <class T>
+void register_ln(std::int64_t c, std::int64_t hw) {
+  for (const bool backward : {false, true}) {
+    const std::string base = "BM_ln/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" +
+                             dtype_name<T>() + "/" + (backward ? "fwdbwd" : "fwd") + "/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_gn<T, nchw>(s, c, hw, 0, backward); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_gn<T, nhwc>(s, c, hw, 0, backward); });
+  }
+}
+
 void register_pad(std::int64_t c, std::int64_t hw, std::int64_t pad) {
   const std::pair<pad_mode, const char*> modes[] = {
       {pad_mode::constant, "constant"}, {pad_mode::reflect, "reflect"}, {pad_mode::replicate, "replicate"}};
@@ -415,6 +439,10 @@ void register_all() {
   register_gn<float>(320, 32, 32);
   register_gn<bfloat16>(320, 32, 32);
   register_gn<float>(128, 64, 128);
+  register_ln<float>(96, 56);
+  register_ln<bfloat16>(96, 56);
+  register_ln<float>(384, 14);
+  register_ln<float>(768, 7);
   // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.
   register_pad(64, 128, 3);
   register_pad(256, 32, 1);

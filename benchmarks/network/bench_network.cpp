@@ -17,7 +17,7 @@
 //   model and input size (batch-norm folded, as ONNX Runtime runs it), imported with
 //   onnx/import.hpp and its parameters: memfmt and ONNX Runtime on the same file.
 // Models (random parameters, runtime/random_parameters.hpp): resnet50, mobilenet_v2, unet,
-// resnext50_32x4d, vgg16_bn, r3d_18, shufflenet_v2_x1_0, at sizes that keep a case short (below).
+// resnext50_32x4d, vgg16_bn, r3d_18, shufflenet_v2_x1_0, convnext_tiny, at sizes that keep a case short (below).
 // Counters: ms_per_batch (fwd) or ms_per_step (train), images_per_s, conversions (copies per pass;
 // per step for train, the gradients' conversions back included), conversion_ms (those copies timed
 // one by one with the executor's memfmt::convert at their extents, median of a few runs, summed; a
@@ -101,6 +101,7 @@ struct timed_backend {
   template <class... A> void conv_backward_data(A&&... a) { timed([&] { b.conv_backward_data(std::forward<A>(a)...); }); }
   template <class... A> void batch_norm_forward_inference(A&&... a) { timed([&] { b.batch_norm_forward_inference(std::forward<A>(a)...); }); }
   template <class... A> void group_norm_forward(A&&... a) { timed([&] { b.group_norm_forward(std::forward<A>(a)...); }); }
+  template <class... A> void layer_norm_forward(A&&... a) { timed([&] { b.layer_norm_forward(std::forward<A>(a)...); }); }
   template <class... A> void activation_forward(A&&... a) { timed([&] { b.activation_forward(std::forward<A>(a)...); }); }
   template <class... A> void binary_forward(A&&... a) { timed([&] { b.binary_forward(std::forward<A>(a)...); }); }
   template <class... A> void pool_forward(A&&... a) { timed([&] { b.pool_forward(std::forward<A>(a)...); }); }

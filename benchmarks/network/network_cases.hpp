@@ -142,6 +142,7 @@ inline const model_case model_cases[] = {
     {"vgg16_bn", models::vgg16_bn, 224},  // 32 or a multiple of 224 (its classifier pools to 7x7)
     {"r3d_18", models::r3d_18, 56, 8},
     {"shufflenet_v2_x1_0", models::shufflenet_v2_x1_0, 224},
+    {"convnext_tiny", models::convnext_tiny, 224},
 };
 
 

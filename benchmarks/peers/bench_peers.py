@@ -7,9 +7,10 @@ and ONNX Runtime (CPU).
   bench_peers.py --device cuda --match gpu/bench_network_cudnn_b32.json --dtypes float32,float16,bfloat16
 
 Models are the ones include/memfmt/graph/models.hpp builds: torchvision's resnet50, mobilenet_v2,
-resnext50_32x4d, vgg16_bn, video.r3d_18, shufflenet_v2_x1_0, and the UNet defined below (same channels, max pooling,
-ConvTranspose2d 2x2/2 upsampling, [skip, upsampled] concatenation, module names as the header's
-node names). Random weights (torch.manual_seed(--seed)); timing does not depend on their values.
+resnext50_32x4d, vgg16_bn, video.r3d_18, shufflenet_v2_x1_0, convnext_tiny, and the UNet defined
+below (same channels, max pooling, ConvTranspose2d 2x2/2 upsampling, [skip, upsampled]
+concatenation, module names as the header's node names). Random weights (torch.manual_seed(--seed));
+timing does not depend on their values.
 
 Runners:
   pytorch_nchw           the model and input contiguous (NCHW / NCDHW)
@@ -68,7 +69,8 @@ import subprocess
 import sys
 import time
 
-MODELS = ["resnet50", "mobilenet_v2", "unet", "resnext50_32x4d", "vgg16_bn", "r3d_18", "shufflenet_v2_x1_0"]
+MODELS = ["resnet50", "mobilenet_v2", "unet", "resnext50_32x4d", "vgg16_bn", "r3d_18", "shufflenet_v2_x1_0",
+          "convnext_tiny"]
 RUNNERS = ["pytorch_nchw", "pytorch_channels_last", "onnxruntime"]
 CUDA_RUNNERS = ["pytorch_cuda_nchw", "pytorch_cuda_channels_last"]
 PASSES = ["inference", "training"]

@@ -5,10 +5,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <memfmt/backends/dnnl/cpu_support.hpp>
 #include <memfmt/dtype.hpp>
@@ -18,6 +23,31 @@
 #include "../common/expect_error.hpp"
 
 namespace dnnl_test {
+
+// run() (a std::vector<float> of every result) gives the same bits with 2 and 7 OpenMP threads as
+// with 1: a kernel whose chunks and reduction order depend on the shape only. Skips without OpenMP.
+template <class Run>
+void expect_same_bits_for_any_thread_count(Run&& run, const std::string& what) {
+#if defined(_OPENMP)
+  const int before = omp_get_max_threads();
+  const auto with = [&](int threads) {
+    omp_set_num_threads(threads);
+    const std::vector<float> r = run();
+    omp_set_num_threads(before);
+    return r;
+  };
+  const std::vector<float> one = with(1);
+  for (int threads : {2, 7}) {
+    const std::vector<float> many = with(threads);
+    ASSERT_EQ(many.size(), one.size()) << what;
+    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << threads << " threads, " << what;
+  }
+#else
+  (void)run;
+  GTEST_SKIP() << "built without OpenMP: one thread only (" << what << ")";
+#endif
+}
+
 
 template <class T>
 double to_d(T v) {
@@ -117,6 +147,24 @@ std::string refused_on_this_cpu(const std::string& op, Fn&& call) {
   }
   memfmt_test::expect_error(call, memfmt::errc::unsupported_dtype, names);
   return s.reason;
+}
+
+// The results of one forward and backward step of a per-channel-affine norm kernel over a
+// [3, 12, 24, 40] float tensor of format F with x in [lo, hi): y, dx, the saved statistics
+// (`stats` each) and dgamma, dbeta, in that order, for expect_same_bits_for_any_thread_count.
+// step(x, y, dx, gamma, beta, mean, invstd, dgamma, dbeta) runs the kernel.
+template <class F, class Step>
+std::vector<float> norm_step_results(std::size_t stats, float lo, float hi, Step&& step) {
+  memfmt::host_tensor<float, F> x({3, 12, 24, 40}), y({3, 12, 24, 40}), dx({3, 12, 24, 40});
+  fill(x, 61, lo, hi);
+  std::vector<float> g(12), b(12), m(stats), s(stats), dg(12), db(12);
+  fill(g.data(), 12, 62, 0.5f, 1.5f);
+  fill(b.data(), 12, 63);
+  step(x, y, dx, g.data(), b.data(), m.data(), s.data(), dg.data(), db.data());
+  std::vector<float> out(y.data(), y.data() + y.numel());
+  out.insert(out.end(), dx.data(), dx.data() + dx.numel());
+  for (const auto* v : {&m, &s, &dg, &db}) out.insert(out.end(), v->begin(), v->end());
+  return out;
 }
 
 }  // namespace dnnl_test

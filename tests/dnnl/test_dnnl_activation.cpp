@@ -32,6 +32,7 @@ const activation_params all_activations[] = {
     activation::sigmoid,   activation::hardsigmoid,
     activation::hardswish, activation::tanh,
     activation::elu,       activation::leaky_relu,
+    activation::gelu,
     activation_params::hardsigmoid(0.2, 0.5),  // ONNX's default
     activation_params::hardsigmoid(-0.25, 0.25),
     activation_params::leaky_relu(0.2),

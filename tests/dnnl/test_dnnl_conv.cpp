@@ -195,7 +195,8 @@ void check_fusion() {
           kind, conv_ref.data()[i] + (residual ? to_d(r.data()[i]) : 0.0))));
   };
   for (const activation kind : {activation::identity, activation::relu, activation::relu6, activation::silu,
-                                activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh}) {
+                                activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh,
+                                activation::gelu}) {
     SCOPED_TRACE("activation " + std::to_string(static_cast<int>(kind)));
     onednn::conv_fusion fusion;
     fusion.activation = kind;

@@ -8,13 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #include <memfmt/backends/dnnl/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
@@ -157,43 +153,19 @@ TEST(DnnlGroupNorm, LargeMean) {
 
 // Chunks and their reduction order depend on the shape only: 1, 2 and 7 threads give the same bits.
 template <class F>
-std::vector<float> step_with_threads(int threads) {
-#if defined(_OPENMP)
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-#else
-  (void)threads;
-#endif
-  host_tensor<float, F> x({3, 12, 24, 40}), y({3, 12, 24, 40}), dx({3, 12, 24, 40});
-  fill(x, 61, 1e4f - 1.f, 1e4f + 1.f);
-  std::vector<float> g(12), b(12), m(9), s(9), dg(12), db(12);
-  fill(g.data(), 12, 62, 0.5f, 1.5f);
-  fill(b.data(), 12, 63);
-  group_norm_params p;
-  p.groups = 3;
-  cpu::group_norm_forward(x.const_view(), y.view(), g.data(), b.data(), m.data(), s.data(), p);
-  cpu::group_norm_backward(x.const_view(), y.const_view(), dx.view(), g.data(), m.data(), s.data(), dg.data(),
-                           db.data(), p);
-#if defined(_OPENMP)
-  omp_set_num_threads(before);
-#endif
-  std::vector<float> out(y.data(), y.data() + y.numel());
-  out.insert(out.end(), dx.data(), dx.data() + dx.numel());
-  for (const auto* v : {&m, &s, &dg, &db}) out.insert(out.end(), v->begin(), v->end());
-  return out;
+std::vector<float> group_norm_results() {
+  return dnnl_test::norm_step_results<F>(9, 1e4f - 1.f, 1e4f + 1.f, [](auto& x, auto& y, auto& dx, auto... v) {
+    const auto [g, b, m, s, dg, db] = std::make_tuple(v...);
+    group_norm_params p;
+    p.groups = 3;
+    cpu::group_norm_forward(x.const_view(), y.view(), g, b, m, s, p);
+    cpu::group_norm_backward(x.const_view(), y.const_view(), dx.view(), g, m, s, dg, db, p);
+  });
 }
 
 TEST(DnnlGroupNorm, SameBitsForAnyThreadCount) {
-#if !defined(_OPENMP)
-  GTEST_SKIP() << "built without OpenMP: one thread only";
-#endif
-  const auto one = step_with_threads<nchw>(1), one_last = step_with_threads<nhwc>(1);
-  for (int threads : {2, 7}) {
-    const auto many = step_with_threads<nchw>(threads), many_last = step_with_threads<nhwc>(threads);
-    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << threads << " threads, nchw";
-    EXPECT_EQ(0, std::memcmp(one_last.data(), many_last.data(), one.size() * sizeof(float)))
-        << threads << " threads, nhwc";
-  }
+  dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nchw>, "nchw");
+  dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nhwc>, "nhwc");
 }
 
 // An empty x (no samples, or a zero extent) has no statistics to read: null ones, or ones shorter

@@ -107,6 +107,38 @@ TEST(GraphModels, StateDictsAndParameterCountsAreTorchvisions) {
   EXPECT_EQ(models::shufflenet_v2_x1_0().parameter_count(), 2'278'604);
 }
 
+// ConvNeXt-T's linears run as 1x1 convs and its layer scales as [1, C, 1, 1] constants, so its
+// state_dict differs from torchvision's in those shapes; the count is torchvision's
+// (sum(p.numel() for p in convnext_tiny().parameters())), and the names follow the module paths.
+TEST(GraphModels, ConvNeXtTiny) {
+  models::options o;
+  o.batch = 2;
+  const network net = models::convnext_tiny(o);
+  EXPECT_EQ(net.parameter_count(), 28'589'128);
+  EXPECT_EQ(count(net, node_kind::layer_norm), 18u + 3u + 2u);  // one per block, 3 downsamples, stem, classifier
+  EXPECT_EQ(count(net, node_kind::conv), 18u * 3u + 4u);         // 3 per block, stem, 3 downsamples
+  EXPECT_EQ(extents_of(net, "features.0.1"), (std::vector<std::int64_t>{2, 96, 56, 56}));
+  EXPECT_EQ(extents_of(net, "features.1.2.block.3"), (std::vector<std::int64_t>{2, 384, 56, 56}));
+  EXPECT_EQ(extents_of(net, "features.7.2.add"), (std::vector<std::int64_t>{2, 768, 7, 7}));
+  EXPECT_EQ(extents_of(net, "output"), (std::vector<std::int64_t>{2, 1000}));
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (const auto& n : net.nodes())
+    for (const auto& p : net.parameters(n.id)) shapes[p.name] = p.extents;
+  EXPECT_EQ(shapes.at("features.0.1.weight"), (std::vector<std::int64_t>{96}));
+  EXPECT_EQ(shapes.at("features.5.8.block.3.weight"), (std::vector<std::int64_t>{1536, 384, 1, 1}));
+  EXPECT_EQ(shapes.at("features.6.1.weight"), (std::vector<std::int64_t>{768, 384, 2, 2}));
+  EXPECT_EQ(shapes.at("features.7.2.layer_scale.value"), (std::vector<std::int64_t>{1, 768, 1, 1}));
+  EXPECT_EQ(shapes.at("classifier.2.weight"), (std::vector<std::int64_t>{1000, 768}));
+  // Layer norms are memory-bound: each runs in its producer's format, whatever the priors make of
+  // the 1x1 convs around it.
+  const plan p = solve(net, cost_model{});
+  EXPECT_EQ(verify(net, cost_model{}, p), std::vector<std::string>{});
+  for (const auto& n : net.nodes()) {
+    if (n.kind != node_kind::layer_norm) continue;
+    EXPECT_EQ(p.format(n.id), p.format(n.inputs[0])) << n.name;
+  }
+}
+
 TEST(GraphModels, ShapesAndLayerCounts) {
   models::options o;
   o.batch = 2;
@@ -173,7 +205,8 @@ TEST(GraphModels, EveryModelSolvesAndVerifiesSmallAndFull) {
           {"resnet18", models::resnet18(o)},       {"resnet50", models::resnet50(o)},
           {"resnext50", models::resnext50_32x4d(o)}, {"mobilenet_v2", models::mobilenet_v2(o)},
           {"vgg16_bn", models::vgg16_bn(o)},        {"unet", models::unet(o)},
-          {"r3d_18", models::r3d_18(o)},           {"shufflenet_v2", models::shufflenet_v2_x1_0(o)}};
+          {"r3d_18", models::r3d_18(o)},           {"shufflenet_v2", models::shufflenet_v2_x1_0(o)},
+          {"convnext_tiny", models::convnext_tiny(o)}};
       for (const auto& [name, net] : nets) {
         SCOPED_TRACE(std::string(name) + (small ? " small " : " full ") + std::string(memfmt::to_string(type)));
         const cost_model model;

@@ -186,6 +186,32 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   expect_error([&] { net.add("wrong", x, pos); }, errc::invalid_argument, {"'wrong'", "'pos' [1, 8, 6, 6]"});
 }
 
+// Layer norm over C: parameters [C] named as torch.nn.LayerNorm's, memory-bound (inherits),
+// pytorch_eager channels_last from any input (F.layer_norm of the permute, permuted back); a bad
+// epsilon or a rank-2 input names the node.
+TEST(GraphNetwork, LayerNormShapesFormatsAndErrors) {
+  network net;
+  const node_id x = net.input("x", {2, 6, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id in = net.instance_norm("inorm", x);
+  const node_id ln = net.layer_norm("ln", in);
+  net.output("y", net.conv("conv", ln, conv_spec(4, 1)), family::channels_first);
+  EXPECT_EQ(net.at(ln).extents, (dims{2, 6, 4, 5}));
+  const auto params = net.parameters(ln);
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].name, "ln.weight");
+  EXPECT_EQ(params[1].extents, (dims{6}));
+  EXPECT_TRUE(net.parameters(net.layer_norm("plain", x, 1e-5, false)).empty());
+  EXPECT_EQ(net.inherits_from(ln), std::vector<node_id>{in});
+  const cost_model model;
+  const plan eager = plan_with(net, model, policy::pytorch_eager);
+  EXPECT_EQ(eager.format(in), family::channels_first);
+  EXPECT_EQ(eager.format(ln), family::channels_last);
+  EXPECT_NE(eager.nodes[ln].reason.find("layer_norm of a channels-last permute"), std::string::npos);
+  expect_error([&] { net.layer_norm("eps", x, 0.0); }, errc::invalid_argument, {"'eps'", "epsilon"});
+  const node_id flat = net.flatten("flat", x);
+  expect_error([&] { net.layer_norm("flat_ln", flat); }, errc::invalid_argument, {"'flat_ln'"});
+}
+
 // Channel shuffle, depth to space and space to depth: shapes as PyTorch's and ONNX's, memory-bound
 // (same cost in both formats, inheriting), pytorch_eager as PyTorch 1.13 (torchvision's shuffle
 // returns contiguous, pixel shuffles keep channels_last); bad factors name the node and values.

@@ -58,10 +58,11 @@ network small_unet() {
 
 TEST(GraphPolicies, PytorchEagerPredictsEveryLayerPyTorchRecorded) {
   const auto fixture = eager_fixture();
-  ASSERT_EQ(fixture.size(), 2u);
+  ASSERT_EQ(fixture.size(), 3u);
   const cost_model model;
   int checked = 0, contiguous = 0;
-  for (const auto& [name, net] : std::map<std::string, network>{{"mixed", zoo::eager_mixed()}, {"unet", small_unet()}}) {
+  for (const auto& [name, net] : std::map<std::string, network>{
+           {"mixed", zoo::eager_mixed()}, {"unet", small_unet()}, {"convnext", zoo::eager_convnext()}}) {
     const plan p = plan_with(net, model, policy::pytorch_eager);
     EXPECT_EQ(unsound(net, model, p), std::vector<std::string>{}) << name;
     ASSERT_TRUE(fixture.count(name)) << name;

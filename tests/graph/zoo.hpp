@@ -93,4 +93,16 @@ inline network eager_mixed() {
   return net;
 }
 
+// record_eager_formats.py's ConvNeXtStyle: layer norm over C after a channels_last conv and after
+// a contiguous instance norm (both give channels_last in PyTorch), GELU.
+inline network eager_convnext() {
+  network net;
+  node_id h = net.input("x", {2, 8, 8, 8}, memfmt::dtype::float32, family::channels_last);
+  h = net.layer_norm("norm1", net.conv("stem", h, conv_spec(16, 3, 1, 1, 1, true)), 1e-6);
+  h = net.instance_norm("inorm", net.activation("gelu", h, memfmt::activation::gelu));
+  h = net.conv("dw", net.layer_norm("norm2", h, 1e-6), conv_spec(16, 3, 1, 1, 16, true));
+  net.output("y", net.conv("pw", h, conv_spec(32, 1, 1, 0, 1, true)), family::channels_last);
+  return net;
+}
+
 }  // namespace zoo

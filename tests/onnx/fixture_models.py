@@ -5,7 +5,10 @@ Built from torchvision's own blocks at reduced width so the files stay small; th
 A third, small_normalized_prelu_net, holds what exporters leave as constants (normalisation buffers,
 PReLU slopes, a scaled residual, a temperature); small_shufflenet_v2 (torchvision's ShuffleNetV2)
 and small_super_resolution (PixelUnshuffle, PixelShuffle) the channel rearrangements exporters
-write as Reshape -> Transpose -> Reshape chains and DepthToSpace.
+write as Reshape -> Transpose -> Reshape chains and DepthToSpace; small_convnext (torchvision's
+ConvNeXt) the permute -> LayerNorm -> Linear -> GELU -> Linear -> permute blocks, exported at opset 17
+so LayerNorm is one LayerNormalization, and at opset 13, where exporters write it out (ReduceMean,
+Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
 
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_resnet18 \
@@ -23,6 +26,12 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallSuperResolution \
       data/small_super_resolution.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_super_resolution.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_convnext \
+      data/small_convnext.onnx --input-shape 1,3,32,32 --opset 17 \
+      --output-fixture data/small_convnext.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_convnext \
+      data/small_convnext_opset13.onnx --input-shape 1,3,32,32 --opset 13 \
+      --output-fixture data/small_convnext_opset13.safetensors
 
 (python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
 """
@@ -111,3 +120,11 @@ class SmallSuperResolution(torch.nn.Module):
 
     def forward(self, x):
         return self.shuffle(self.conv2(torch.tanh(self.conv1(self.unshuffle(x)))))
+
+
+def small_convnext(num_classes=10):
+    """torchvision's ConvNeXt with one block per stage and widths 8-16-32; layer scale 0.5 instead of
+    1e-6, so each block's branch shows in the output."""
+    from torchvision.models.convnext import CNBlockConfig
+    setting = [CNBlockConfig(8, 16, 1), CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
+    return torchvision.models.ConvNeXt(setting, layer_scale=0.5, num_classes=num_classes)

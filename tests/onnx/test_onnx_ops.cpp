@@ -528,6 +528,94 @@ TEST(OnnxImport, DepthToSpaceAndSpaceToDepthWithTheirModes) {
                             {"'d2s'", "mode 'RCD'"});
 }
 
+// A Transpose that moves C last is a view of the same network value (no node), the one back ends
+// it; the ops over the last axis become layers over C, and everything else that reads the view is
+// a barrier reading the logical value, with the reason.
+TEST(OnnxImport, ChannelsLastTransposesAreViews) {
+  const auto reason_of = [](const imported_model& m, const std::string& onnx_node) {
+    for (const auto& u : m.unsupported)
+      if (u.onnx_node == onnx_node) return u.reason;
+    return std::string("(not a barrier)");
+  };
+  {  // LayerNormalization + MatMul (bias fused) + Relu on the view, then back: no transposes left.
+    onnx_builder b(17);
+    b.input("x", {1, 4, 3, 2}).floats("gamma", {4}).floats("w", {4, 6}).floats("bias", {6}).output("y");
+    b.node("Transpose", {"x"}, {"t"}, "to_last").attr("perm", dims{0, 2, 3, 1});
+    b.node("LayerNormalization", {"t", "gamma"}, {"ln"}, "ln").attr_f("epsilon", 1e-3f);
+    b.node("MatMul", {"ln", "w"}, {"m"}, "fc").node("Add", {"m", "bias"}, {"a"}, "fc_add");
+    b.node("Relu", {"a"}, {"r"}, "relu");
+    b.node("Transpose", {"r"}, {"y"}, "to_first").attr("perm", dims{0, 3, 1, 2});
+    const imported_model m = import_model(b.model());
+    ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+    const node& ln = only(m, node_kind::layer_norm);
+    EXPECT_EQ(ln.extents, (dims{1, 4, 3, 2}));
+    EXPECT_EQ(ln.get<memfmt::graph::layer_norm_attrs>().params.epsilon, static_cast<double>(1e-3f));
+    const node& fc = only(m, node_kind::conv);
+    EXPECT_EQ(fc.extents, (dims{1, 6, 3, 2}));
+    EXPECT_EQ(fc.name, "fc");
+    EXPECT_TRUE(fc.get<memfmt::graph::conv_attrs>().bias);
+    EXPECT_EQ(output_of(m, "y").kind, node_kind::activation);
+    // The MatMul's [C, K] weight is the 1x1 conv's [K, C]: weight[o][i] = w[i][o] = i * 6 + o.
+    const auto weight = m.parameters.at("fc.weight");
+    EXPECT_EQ(weight.shape, (dims{6, 4, 1, 1}));
+    EXPECT_EQ(memfmt::onnx::element_as_double(weight, 1 * 4 + 2), 2 * 6 + 1);
+    // No bias input: the layer norm's bias is zeros.
+    EXPECT_EQ(memfmt::onnx::element_as_double(m.parameters.at("ln.bias"), 3), 0.0);
+    memfmt::runtime::check_parameters(m.network, m.parameters);
+  }
+  {  // What cannot read the view, what is not a layer over C, and a view as a graph output.
+    onnx_builder b(17);
+    b.input("x", {1, 4, 3, 2}).floats("gamma", {2}).floats("hw", {3, 1, 4}).output("p").output("n").output("c");
+    b.output("o");
+    b.node("Transpose", {"x"}, {"t"}, "to_last").attr("perm", dims{0, 2, 3, 1});
+    b.node("MaxPool", {"t"}, {"pool"}, "pool").attr("kernel_shape", dims{1, 1});
+    b.node("Relu", {"pool"}, {"p"});
+    b.node("LayerNormalization", {"x", "gamma"}, {"n"}, "ln_over_w");  // axis -1 of NCHW: W
+    b.node("Mul", {"t", "hw"}, {"ct"}, "per_position");                // [H, 1, C]: needs a reorder
+    b.node("Transpose", {"ct"}, {"c"}, "back").attr("perm", dims{0, 3, 1, 2});
+    b.node("Transpose", {"x"}, {"o"}, "other_perm").attr("perm", dims{0, 1, 3, 2});
+    const imported_model m = import_model(b.model());
+    EXPECT_NE(reason_of(m, "pool").find("transposed to channels-last"), std::string::npos) << reason_of(m, "pool");
+    EXPECT_NE(reason_of(m, "ln_over_w").find("only over C"), std::string::npos) << reason_of(m, "ln_over_w");
+    EXPECT_NE(reason_of(m, "per_position").find("would need its elements reordered"), std::string::npos)
+        << reason_of(m, "per_position");
+    EXPECT_NE(reason_of(m, "other_perm").find("only C moved last, and back"), std::string::npos)
+        << reason_of(m, "other_perm");
+    // The barrier reads the logical value: the graph input itself.
+    EXPECT_EQ(m.network.at(*m.network.find("pool")).inputs, std::vector<memfmt::graph::node_id>{*m.network.find("x")});
+  }
+  {
+    onnx_builder b(17);
+    b.input("x", {1, 4, 3, 2}).output("t");
+    b.node("Transpose", {"x"}, {"t"}, "to_last").attr("perm", dims{0, 2, 3, 1});
+    memfmt_test::expect_error([&] { import_model(b.model()); }, memfmt::errc::unsupported,
+                              {"graph output 't'", "[1, 3, 2, 4]", "transposed to channels-last"});
+  }
+}
+
+// x * (1 + erf(x / sqrt 2)) / 2 is one gelu; the same nodes with an intermediate read elsewhere
+// stay apart (Erf itself a barrier).
+TEST(OnnxImport, ErfGeluPatternIsOneActivation) {
+  const auto build = [](bool leak) {
+    onnx_builder b;
+    b.input("x", {1, 3, 2, 2}).output("y");
+    if (leak) b.output("e");
+    b.scalar("sqrt2", 1.4142135f).node("Div", {"x", "sqrt2"}, {"d"}, "div");
+    b.node("Erf", {"d"}, {"e"}, "erf");
+    b.scalar("one", 1.f).node("Add", {"one", "e"}, {"a"}, "add");
+    b.node("Mul", {"a", "x"}, {"m"}, "mul");
+    b.scalar("half", 0.5f).node("Mul", {"m", "half"}, {"y"}, "half");
+    return b;
+  };
+  const imported_model m = import_model(build(false).model());
+  ASSERT_TRUE(m.runnable());
+  EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu);
+  EXPECT_EQ(m.network.nodes().size(), 3u);  // input, gelu, output
+  const imported_model apart = import_model(build(true).model());
+  ASSERT_EQ(apart.unsupported.size(), 1u);
+  EXPECT_EQ(apart.unsupported[0].op, "Erf");
+}
+
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");

@@ -4,7 +4,7 @@
 //    constants (normalisation buffers, PReLU per channel and shared, a scaled residual, a
 //    temperature), whose .safetensors hold the input and PyTorch's output recorded by
 //    tools/export_onnx.py: no torch needed.
-//  - torchvision's ResNet-50 and MobileNetV2 themselves (random weights, fixed seed, 64x64 input),
+//  - torchvision's ResNet-50, MobileNetV2, ShuffleNetV2 and ConvNeXt-T themselves (random weights, fixed seed, 64x64 input),
 //    exported and recorded at test time where /usr/bin/python3 has torch and torchvision; skipped
 //    with the reason otherwise.
 #include <gtest/gtest.h>
@@ -52,7 +52,7 @@ void expect_pytorchs_output_in_every_plan(const std::string& model, const std::s
 
 TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
   for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net", "small_shufflenet_v2",
-                           "small_super_resolution"}) {
+                           "small_super_resolution", "small_convnext", "small_convnext_opset13"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }
@@ -69,7 +69,8 @@ std::string torchvision_missing() {
 struct torchvision_case {
   const char* model;
   const char* flags;  // ResNet-50 and ShuffleNetV2 with BN folded into the convs (the exporter's default),
-                      // MobileNetV2 with BN kept
+                      // MobileNetV2 with BN kept; ConvNeXt at opset 17 (one LayerNormalization per
+                      // LayerNorm) with layer scale 0.5, so each block's branch shows in the output
 };
 
 // gtest and CTest name the case by its model.
@@ -94,7 +95,9 @@ TEST_P(OnnxTorchvision, ExportedModelGivesPyTorchsOutputsInEveryPlan) {
 INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
                          ::testing::Values(torchvision_case{"resnet50", ""},
                                            torchvision_case{"mobilenet_v2", "--keep-batchnorm"},
-                                           torchvision_case{"shufflenet_v2_x0_5", ""}),
+                                           torchvision_case{"shufflenet_v2_x0_5", ""},
+                                           torchvision_case{"convnext_tiny",
+                                                            "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 }  // namespace

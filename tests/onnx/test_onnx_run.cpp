@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -244,6 +245,94 @@ TEST(OnnxRun, ReshapeTransposeReshapeChainsRunAsTheirRearrangement) {
         ASSERT_EQ(memfmt::onnx::element_as_double(y, k), truth[k]) << "element " << k;
     }
   }
+}
+
+// A ConvNeXt block as PyTorch exports it: permute to channels-last, layer norm over C (one
+// LayerNormalization at opset 17, written out as ReduceMean ... Add before), a linear (MatMul +
+// Add), the exact GELU written out (Div, Erf, Add, Mul, Mul), a linear back, the permute back and
+// the residual. The truth is each ONNX op's definition over the [N, H, W, C] tensor, in double.
+TEST(OnnxRun, ChannelsLastBlocksRunAsLayersOverC) {
+  using dims = std::vector<std::int64_t>;
+  const std::int64_t n = 2, c = 4, h = 3, w = 2, k = 6;
+  const auto build = [&](bool written_out) {
+    onnx_builder b(written_out ? 13 : 17);
+    b.input("x", {n, c, h, w}).floats("gamma", {c}, 0.5f, 0.25f).floats("beta", {c}, -0.3f, 0.2f);
+    b.floats("W1", {c, k}, -0.3f, 0.025f).floats("b1", {k}, 0.1f, -0.05f);
+    b.floats("W2", {k, c}, 0.2f, -0.02f).floats("b2", {c}, -0.1f, 0.07f);
+    b.node("Transpose", {"x"}, {"t"}, "permute").attr("perm", dims{0, 2, 3, 1});
+    if (written_out) {
+      b.node("ReduceMean", {"t"}, {"mean"}, "mean").attr("axes", dims{-1});
+      b.node("Sub", {"t", "mean"}, {"d"}, "sub");
+      b.scalar("two", 2.f).node("Pow", {"d", "two"}, {"sq"}, "pow");
+      b.node("ReduceMean", {"sq"}, {"var"}, "var").attr("axes", dims{3});
+      b.scalar("eps", 1e-6f).node("Add", {"var", "eps"}, {"ve"}, "add_eps");
+      b.node("Sqrt", {"ve"}, {"sd"}, "sqrt").node("Div", {"d", "sd"}, {"xhat"}, "div");
+      b.node("Mul", {"gamma", "xhat"}, {"scaled"}, "scale").node("Add", {"scaled", "beta"}, {"ln"}, "shift");
+    } else {
+      b.node("LayerNormalization", {"t", "gamma", "beta"}, {"ln"}, "norm").attr_f("epsilon", 1e-6f);
+    }
+    b.node("MatMul", {"ln", "W1"}, {"m1"}, "fc1").node("Add", {"b1", "m1"}, {"a1"}, "fc1_bias");
+    b.scalar("sqrt2", 1.4142135f).node("Div", {"a1", "sqrt2"}, {"g1"}, "gelu_div");
+    b.node("Erf", {"g1"}, {"g2"}, "gelu_erf");
+    b.scalar("one", 1.f).node("Add", {"g2", "one"}, {"g3"}, "gelu_add");
+    b.node("Mul", {"a1", "g3"}, {"g4"}, "gelu_mul");
+    b.scalar("half", 0.5f).node("Mul", {"g4", "half"}, {"g5"}, "gelu_half");
+    b.node("MatMul", {"g5", "W2"}, {"m2"}, "fc2").node("Add", {"m2", "b2"}, {"a2"}, "fc2_bias");
+    b.node("Transpose", {"a2"}, {"back"}, "permute_back").attr("perm", dims{0, 3, 1, 2});
+    b.node("Add", {"back", "x"}, {"y"}, "residual");
+    b.output("y");
+    return b;
+  };
+  const parameter x = ramp({n, c, h, w}, -1.5f, 0.0625f);
+  const auto ramp_at = [](float start, float step, std::int64_t i) {
+    return static_cast<double>(start + static_cast<float>(i) * step);
+  };
+  std::vector<double> truth(static_cast<std::size_t>(n * c * h * w));
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t i = 0; i < h; ++i)
+      for (std::int64_t j = 0; j < w; ++j) {
+        const auto at = [&](std::int64_t ch) { return static_cast<std::size_t>(((b * c + ch) * h + i) * w + j); };
+        double mean = 0, var = 0;
+        for (std::int64_t ch = 0; ch < c; ++ch) mean += memfmt::onnx::element_as_double(x, at(ch)) / c;
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          const double d = memfmt::onnx::element_as_double(x, at(ch)) - mean;
+          var += d * d / c;
+        }
+        std::vector<double> ln(static_cast<std::size_t>(c)), hidden(static_cast<std::size_t>(k));
+        for (std::int64_t ch = 0; ch < c; ++ch)
+          ln[static_cast<std::size_t>(ch)] = (memfmt::onnx::element_as_double(x, at(ch)) - mean) /
+                                                  std::sqrt(var + static_cast<double>(1e-6f)) *
+                                                  ramp_at(0.5f, 0.25f, ch) +
+                                              ramp_at(-0.3f, 0.2f, ch);
+        for (std::int64_t o = 0; o < k; ++o) {
+          double v = ramp_at(0.1f, -0.05f, o);
+          for (std::int64_t ch = 0; ch < c; ++ch) v += ln[static_cast<std::size_t>(ch)] * ramp_at(-0.3f, 0.025f, ch * k + o);
+          hidden[static_cast<std::size_t>(o)] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        }
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          double v = ramp_at(-0.1f, 0.07f, ch);
+          for (std::int64_t o = 0; o < k; ++o) v += hidden[static_cast<std::size_t>(o)] * ramp_at(0.2f, -0.02f, o * c + ch);
+          truth[at(ch)] = v + memfmt::onnx::element_as_double(x, at(ch));
+        }
+      }
+  memfmt::reference::backend backend;
+  for (const bool written_out : {false, true})
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(written_out ? "opset 13" : "opset 17") + " in plan " + p.name);
+      const onnx_builder b = build(written_out);
+      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+      ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+      // Layer norm, two 1x1 convs with their biases, one GELU, the residual add: nothing else.
+      std::map<std::string, int> kinds;
+      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      EXPECT_EQ(kinds, (std::map<std::string, int>{
+                           {"input", 1}, {"output", 1}, {"layer_norm", 1}, {"conv", 2}, {"activation", 1}, {"binary", 1}}));
+      const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
+      ASSERT_EQ(y.shape, (dims{n, c, h, w}));
+      for (std::size_t e = 0; e < truth.size(); ++e)
+        EXPECT_NEAR(memfmt::onnx::element_as_double(y, e), truth[e], 1e-5 * std::max(1.0, std::fabs(truth[e])))
+            << "element " << e;
+    }
 }
 
 TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {

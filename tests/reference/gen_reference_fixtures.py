@@ -195,7 +195,7 @@ def bn_cases():
 # ---------------------------------------------------------------- layers other than conv and batch norm
 # Enum values as in include/memfmt/backends/layer_params.hpp.
 ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip",
-               "elu"]
+               "elu", "gelu"]
 BINARY = ["add", "sub", "mul", "div"]
 
 
@@ -555,10 +555,41 @@ def rearrange_cases():
     ]
 
 
+def gelu_and_layer_norm_cases():
+    """The exact GELU (F.gelu) and layer norm over C (F.layer_norm of the channels-last permute,
+    ConvNeXt's LayerNorm2d), appended after every other case so the earlier draws stay as they were."""
+    x = grid((2, 3, 4, 5), 2, sigma=3.0)
+    x.view(-1)[:4] = torch.tensor([-3.0, 0.0, 3.0, -0.25])
+    x.requires_grad_()
+    y = F.gelu(x)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    cases = [case("gelu", "activation", {"kind": ACTIVATIONS.index("gelu")}, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})]
+    for name, shape, affine, eps in [("layer_norm_c6", (2, 6, 3, 4), True, 1e-6), ("layer_norm_plain", (3, 4, 2, 3), False, 1e-5),
+                                     ("layer_norm_3d", (2, 5, 2, 3, 2), True, 1e-3)]:
+        c = shape[1]
+        x = bn_input(shape).requires_grad_()
+        gamma = grid((c,), 5, sigma=0.5, offset=1.0).requires_grad_()
+        beta = grid((c,), 5, sigma=0.5).requires_grad_()
+        last = [0] + list(range(2, len(shape))) + [1]
+        first = [0, len(shape) - 1] + list(range(1, len(shape) - 1))
+        xp = x.permute(*last)
+        y = F.layer_norm(xp, (c,), gamma if affine else None, beta if affine else None, eps).permute(*first)
+        _, mean, rstd = torch.native_layer_norm(xp.detach(), (c,), gamma.detach(), beta.detach(), eps)
+        dy = grid(shape, 4)
+        y.backward(dy)
+        tensors = {"x": x, "y": y, "saved_mean": mean.reshape(-1), "saved_invstd": rstd.reshape(-1), "dy": dy,
+                   "dx": x.grad}
+        if affine:
+            tensors.update({"gamma": gamma, "beta": beta, "dgamma": gamma.grad, "dbeta": beta.grad})
+        cases.append(case(name, "layer_norm", {"affine": int(affine)}, {"epsilon": eps}, tensors))
+    return cases
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
-            parameterized_activation_cases() + rearrange_cases())
+            parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases())
 
 
 def main():

@@ -158,26 +158,36 @@ results run_case(const fixture_case& fc) {
     be.pad_backward<T>(dy.const_view(), dx.view(), p);
     r["y"] = logical(y);
     r["dx"] = logical(dx);
-  } else if (fc.op == "group_norm") {
-    group_norm_params p;
-    p.groups = fc.integer("groups");
-    p.epsilon = fc.real("epsilon");
+  } else if (fc.op == "group_norm" || fc.op == "layer_norm") {
+    // Group norm keeps N * groups statistics, layer norm one per sample and position.
+    const bool layer = fc.op == "layer_norm";
+    group_norm_params gp;
+    layer_norm_params lp;
+    gp.epsilon = lp.epsilon = fc.real("epsilon");
+    if (!layer) gp.groups = fc.integer("groups");
     const bool affine = fc.integer("affine") != 0;
     const auto x = to_tensor<T, XF>(fc.tensor("x"));
     const auto dy = to_tensor<T, YF>(fc.tensor("dy"));
     const std::vector<P> gamma = affine ? to_vector<P>(fc.tensor("gamma")) : std::vector<P>{};
     const std::vector<P> beta = affine ? to_vector<P>(fc.tensor("beta")) : std::vector<P>{};
-    const auto stats = static_cast<std::size_t>(x.extent(0) * p.groups);
+    const auto stats = static_cast<std::size_t>(layer ? x.numel() / x.extent(1) : x.extent(0) * gp.groups);
     std::vector<P> mean(stats, P(-1)), invstd(stats, P(-1));
     const auto channels = static_cast<std::size_t>(x.extent(1));
     std::vector<P> dgamma(channels, P(-1)), dbeta(channels, P(-1));
     auto y = out_like("y");
     auto dx = in_like("dx");
-    be.group_norm_forward<T>(x.const_view(), y.view(), affine ? gamma.data() : nullptr, affine ? beta.data() : nullptr,
-                             mean.data(), invstd.data(), p);
+    const P* g = affine ? gamma.data() : nullptr;
+    const P* bt = affine ? beta.data() : nullptr;
+    P* dg = affine ? dgamma.data() : nullptr;
+    P* db = affine ? dbeta.data() : nullptr;
     // The gradient flows back in the format of the forward output's gradient (dy in YF, dx in XF).
-    be.group_norm_backward<T>(x.const_view(), dy.const_view(), dx.view(), affine ? gamma.data() : nullptr, mean.data(),
-                              invstd.data(), affine ? dgamma.data() : nullptr, affine ? dbeta.data() : nullptr, p);
+    if (layer) {
+      be.layer_norm_forward<T>(x.const_view(), y.view(), g, bt, mean.data(), invstd.data(), lp);
+      be.layer_norm_backward<T>(x.const_view(), dy.const_view(), dx.view(), g, mean.data(), invstd.data(), dg, db, lp);
+    } else {
+      be.group_norm_forward<T>(x.const_view(), y.view(), g, bt, mean.data(), invstd.data(), gp);
+      be.group_norm_backward<T>(x.const_view(), dy.const_view(), dx.view(), g, mean.data(), invstd.data(), dg, db, gp);
+    }
     r["y"] = logical(y);
     r["saved_mean"] = logical(mean);
     r["saved_invstd"] = logical(invstd);
@@ -272,13 +282,14 @@ std::vector<double> softmax_backward_extra(const fixture_case& fc) {
   return extra;
 }
 
-// Propagated error of the group norm backward from saved statistics rounded to P (relative
-// error r = one ulp): xhat_i moves by e_i <= r (|xhat_i| + |mean| invstd); with g = dy gamma and
-// sums over the group, dx_i = invstd / m (m g_i - sum g - xhat_i sum g xhat) moves by at most
+// Propagated error of a norm's backward from saved statistics rounded to P (relative error r =
+// one ulp): within a statistics set (a sample's group for group norm, a sample's position for
+// layer norm; m elements), xhat_i moves by e_i <= r (|xhat_i| + |mean| invstd); with g = dy gamma
+// and sums over the set, dx_i = invstd / m (m g_i - sum g - xhat_i sum g xhat) moves by at most
 //   invstd (r (|g_i| + sum |g| / m + |xhat_i| sum |g xhat| / m) + (e_i sum |g xhat| + |xhat_i| sum |g| e) / m)
 // and dgamma_c = sum dy xhat by sum |dy| e (doubled for the second-order terms).
 template <class T>
-std::map<std::string, std::vector<double>> group_norm_backward_extra(const fixture_case& fc) {
+std::map<std::string, std::vector<double>> norm_backward_extra(const fixture_case& fc) {
   using P = param_t<T>;
   std::map<std::string, std::vector<double>> extra;
   const auto& x = fc.tensor("x");
@@ -286,34 +297,41 @@ std::map<std::string, std::vector<double>> group_norm_backward_extra(const fixtu
   const auto& mean = fc.tensor("saved_mean");
   const auto& invstd = fc.tensor("saved_invstd");
   const bool affine = fc.integer("affine") != 0;
-  const std::int64_t n = x.sizes[0], c = x.sizes[1], groups = fc.integer("groups");
-  const std::int64_t s = static_cast<std::int64_t>(x.data.size()) / (n * c), per = c / groups;
-  const double m = static_cast<double>(per * s), r = std::is_same_v<T, double> ? 0.0 : epsilon<P>();
+  const std::int64_t n = x.sizes[0], c = x.sizes[1];
+  const std::int64_t s = static_cast<std::int64_t>(x.data.size()) / (n * c);
+  const bool layer = fc.op == "layer_norm";
+  const std::int64_t groups = layer ? 1 : fc.integer("groups"), per = c / groups;
+  // Set k's elements: (channel, position) pairs, as contiguous (NCHW) indices.
+  std::vector<std::vector<std::size_t>> sets(static_cast<std::size_t>(layer ? n * s : n * groups));
+  std::vector<std::int64_t> channel_of(x.data.size());
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t p = 0; p < s; ++p) {
+        const auto at = static_cast<std::size_t>((b * c + ch) * s + p);
+        sets[static_cast<std::size_t>(layer ? b * s + p : b * groups + ch / per)].push_back(at);
+        channel_of[at] = ch;
+      }
+  const double r = std::is_same_v<T, double> ? 0.0 : epsilon<P>();
   extra["dx"].assign(x.data.size(), 0.0);
   extra["dgamma"].assign(static_cast<std::size_t>(c), 0.0);
-  for (std::int64_t b = 0; b < n; ++b)
-    for (std::int64_t g = 0; g < groups; ++g) {
-      const double mu = mean.data[static_cast<std::size_t>(b * groups + g)];
-      const double is = invstd.data[static_cast<std::size_t>(b * groups + g)];
-      auto at = [&](std::int64_t ch, std::int64_t p) { return static_cast<std::size_t>((b * c + ch) * s + p); };
-      auto gamma = [&](std::int64_t ch) { return affine ? fc.tensor("gamma").data[static_cast<std::size_t>(ch)] : 1.0; };
-      double sum_g = 0, sum_gx = 0, sum_ge = 0;
-      for (std::int64_t ch = g * per; ch < (g + 1) * per; ++ch)
-        for (std::int64_t p = 0; p < s; ++p) {
-          const double xh = (x.data[at(ch, p)] - mu) * is, gg = std::fabs(dy.data[at(ch, p)] * gamma(ch));
-          const double e = r * (std::fabs(xh) + std::fabs(mu) * is);
-          sum_g += gg;
-          sum_gx += gg * std::fabs(xh);
-          sum_ge += gg * e;
-          extra["dgamma"][static_cast<std::size_t>(ch)] += 2 * std::fabs(dy.data[at(ch, p)]) * e;
-        }
-      for (std::int64_t ch = g * per; ch < (g + 1) * per; ++ch)
-        for (std::int64_t p = 0; p < s; ++p) {
-          const double xh = std::fabs((x.data[at(ch, p)] - mu) * is), gg = std::fabs(dy.data[at(ch, p)] * gamma(ch));
-          const double e = r * (xh + std::fabs(mu) * is);
-          extra["dx"][at(ch, p)] = 2 * is * (r * (gg + sum_g / m + xh * sum_gx / m) + (e * sum_gx + xh * sum_ge) / m);
-        }
+  auto gamma = [&](std::int64_t ch) { return affine ? fc.tensor("gamma").data[static_cast<std::size_t>(ch)] : 1.0; };
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    const double mu = mean.data[k], is = invstd.data[k], m = static_cast<double>(sets[k].size());
+    double sum_g = 0, sum_gx = 0, sum_ge = 0;
+    for (std::size_t at : sets[k]) {
+      const double xh = (x.data[at] - mu) * is, gg = std::fabs(dy.data[at] * gamma(channel_of[at]));
+      const double e = r * (std::fabs(xh) + std::fabs(mu) * is);
+      sum_g += gg;
+      sum_gx += gg * std::fabs(xh);
+      sum_ge += gg * e;
+      extra["dgamma"][static_cast<std::size_t>(channel_of[at])] += 2 * std::fabs(dy.data[at]) * e;
     }
+    for (std::size_t at : sets[k]) {
+      const double xh = std::fabs((x.data[at] - mu) * is), gg = std::fabs(dy.data[at] * gamma(channel_of[at]));
+      const double e = r * (xh + std::fabs(mu) * is);
+      extra["dx"][at] = 2 * is * (r * (gg + sum_g / m + xh * sum_gx / m) + (e * sum_gx + xh * sum_ge) / m);
+    }
+  }
   return extra;
 }
 
@@ -321,7 +339,7 @@ template <class T>
 void check_against_fixture(const fixture_case& fc, const results& got, const std::string& formats) {
   std::map<std::string, std::vector<double>> extra;
   if (fc.op == "softmax") extra["dx"] = softmax_backward_extra<T>(fc);
-  if (fc.op == "group_norm") extra = group_norm_backward_extra<T>(fc);
+  if (fc.op == "group_norm" || fc.op == "layer_norm") extra = norm_backward_extra<T>(fc);
   for (const auto& [name, values] : got) {
     const auto& want = fc.tensor(name);
     ASSERT_EQ(values.size(), want.data.size()) << fc.name << " " << name;
@@ -380,9 +398,10 @@ TYPED_TEST(ReferenceLayerFixtures, EveryOpEveryFormatPair) {
   }
   // Every op the fixtures promise is there (a generator that lost one fails here).
   for (const char* op : {"activation", "binary", "pool", "global_avg_pool", "upsample", "pad", "group_norm", "softmax",
-                         "linear", "conv_asym", "rearrange"})
+                         "linear", "conv_asym", "rearrange", "layer_norm"})
     EXPECT_GE(per_op[op], 1) << op;
-  EXPECT_EQ(per_op["activation"], 13);
+  EXPECT_EQ(per_op["activation"], 14);
+  EXPECT_EQ(per_op["layer_norm"], 3);
   EXPECT_EQ(per_op["rearrange"], 8);
 }
 

@@ -69,6 +69,7 @@ void check_model(const std::string& name, models::options o) {
            : name == "vgg16_bn" ? models::vgg16_bn(o)
            : name == "unet" ? models::unet(o)
            : name == "shufflenet_v2_x1_0" ? models::shufflenet_v2_x1_0(o)
+           : name == "convnext_tiny" ? models::convnext_tiny(o)
                             : models::r3d_18(o);
   };
   const network ref_net = build(dtype::float32);
@@ -127,6 +128,7 @@ TEST(ExecutorOneDnn, Vgg16Bn) { check_model<float>("vgg16_bn", small(0.0625, 32)
 TEST(ExecutorOneDnn, UNet) { check_model<float>("unet", small(0.0625, 16)); }
 TEST(ExecutorOneDnn, R3d18) { check_model<float>("r3d_18", small(0.0625, 16)); }
 TEST(ExecutorOneDnn, ShuffleNetV2) { check_model<float>("shufflenet_v2_x1_0", small(0.125, 32)); }
+TEST(ExecutorOneDnn, ConvNeXtTiny) { check_model<float>("convnext_tiny", small(0.125, 32)); }
 
 TEST(ExecutorOneDnnBf16, ResNet18) { check_model<memfmt::bfloat16>("resnet18", small(0.125, 32)); }
 TEST(ExecutorOneDnnBf16, ResNet50) { check_model<memfmt::bfloat16>("resnet50", small(0.0625, 32)); }
@@ -136,6 +138,7 @@ TEST(ExecutorOneDnnBf16, Vgg16Bn) { check_model<memfmt::bfloat16>("vgg16_bn", sm
 TEST(ExecutorOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", small(0.0625, 16)); }
 TEST(ExecutorOneDnnBf16, R3d18) { check_model<memfmt::bfloat16>("r3d_18", small(0.0625, 16)); }
 TEST(ExecutorOneDnnBf16, ShuffleNetV2) { check_model<memfmt::bfloat16>("shufflenet_v2_x1_0", small(0.125, 32)); }
+TEST(ExecutorOneDnnBf16, ConvNeXtTiny) { check_model<memfmt::bfloat16>("convnext_tiny", small(0.125, 32)); }
 
 // The network on oneDNN, fused, all channels-first and all channels-last, against the reference
 // backend's channels-first run (parameters and input from the seeds); the two runs' reports.

@@ -92,6 +92,8 @@ TEST(ExecutorModels, MobileNetV2) { check_model("mobilenet_v2", models::mobilene
 TEST(ExecutorModels, Vgg16Bn) { check_model("vgg16_bn", models::vgg16_bn(small(0.0625, 32)), 13); }
 TEST(ExecutorModels, UNet) { check_model("unet", models::unet(small(0.0625, 16)), 18); }
 TEST(ExecutorModels, R3d18) { check_model("r3d_18", models::r3d_18(small(0.0625, 16)), 17); }
+// Each block's expansion conv + bias + GELU is one fused call.
+TEST(ExecutorModels, ConvNeXtTiny) { check_model("convnext_tiny", models::convnext_tiny(small(0.125, 32)), 18); }
 TEST(ExecutorModels, ShuffleNetV2) {
   check_model("shufflenet_v2_x1_0", models::shufflenet_v2_x1_0(small(0.125, 32)), 30);
 }

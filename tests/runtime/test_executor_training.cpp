@@ -89,6 +89,7 @@ network every_layer(memfmt::dtype type) {
   h = net.concat("cat", {h, d});                                            // [2, 8, 6, 6]
   h = net.channel_shuffle("shuffle", h, 4);
   h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2), 2, memfmt::block_order::dcr);  // [2, 8, 6, 6]
+  h = net.activation("gelu", net.layer_norm("ln", h), memfmt::activation::gelu);
   const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.conv_transpose("convt", net.conv("down", h, conv_spec(6, 2, 2)), ct);  // [2, 4, 6, 6]
   memfmt::pad_params pp;

@@ -52,6 +52,7 @@ network other_layers(dtype type) {
   h = net.channel_shuffle("shuffle", h, 3);
   h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
   h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2, memfmt::block_order::dcr), 2);  // [2, 6, 8, 8]
+  h = net.activation("gelu", net.layer_norm("ln", h, 1e-6), memfmt::activation::gelu);
   h = net.pad("pad.reflect", h, {memfmt::pad_mode::reflect, {2, 0, 0}, {0, 2, 0}, 0.0});  // [2, 6, 10, 10]
   const auto ct = memfmt::graph::conv_transpose_spec(4, 2, 2, 0, 0, 1, true);
   h = net.activation("leaky", net.conv("down", h, conv_spec(6, 2, 2)), memfmt::activation_params::leaky_relu(0.1));

@@ -27,15 +27,16 @@ using spatial3 = std::array<std::int64_t, 3>;
 //   relu max(0, x); relu6 min(max(0, x), 6); silu x * sigmoid(x); sigmoid 1 / (1 + e^-x);
 //   hardsigmoid clamp(alpha x + beta, 0, 1); hardswish x * clamp(x / 6 + 1 / 2, 0, 1); tanh;
 //   leaky_relu x for x > 0, alpha x otherwise; clip min(max(x, alpha), beta); elu x for x > 0,
-//   alpha (e^x - 1) otherwise; identity (dropout in inference).
+//   alpha (e^x - 1) otherwise; gelu x * (1 + erf(x / sqrt 2)) / 2 (the exact GELU: PyTorch's
+//   default, ConvNeXt's); identity (dropout in inference).
 enum class activation : std::uint8_t {
-  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu
+  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu, gelu
 };
-inline constexpr int activation_count = 11;
+inline constexpr int activation_count = 12;
 
 // The functions' names in enum order (the network JSON's "function" values).
 inline constexpr std::array<const char*, activation_count> activation_names{
-    "identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip", "elu"};
+    "identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip", "elu", "gelu"};
 
 constexpr const char* to_string(activation f) noexcept {
   return static_cast<int>(f) < activation_count ? activation_names[static_cast<std::size_t>(f)] : "?";
@@ -256,6 +257,15 @@ struct pad_params {
 // InstanceNorm2d keeps no running statistics by default, and neither does this.
 struct group_norm_params {
   std::int64_t groups = 1;
+  double epsilon = 1e-5;
+};
+
+// Layer norm over the channels (ConvNeXt's LayerNorm2d: torch.nn.LayerNorm(C) applied to a
+// channels-last permute; ONNX LayerNormalization over the last axis of that permute): per sample
+// and spatial position, over its C values, mean and biased var, then per channel
+//   y = gamma[c] * (x - mean) / sqrt(var + eps) + beta[c].
+// The saved statistics hold one value per sample and position: N * D * H * W each.
+struct layer_norm_params {
   double epsilon = 1e-5;
 };
 

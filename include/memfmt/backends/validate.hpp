@@ -104,6 +104,16 @@ void require_group_stats(const char* op, const tensor_view<T, F>& x, const void*
                                          std::to_string(x.batch() * p.groups) + " values are needed");
 }
 
+// Layer norm: the saved statistics (one per sample and position) exist.
+template <class T, class F>
+void require_position_stats(const char* op, const tensor_view<T, F>& x, const void* saved_mean,
+                            const void* saved_invstd) {
+  if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
+    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but one value per "
+                                         "sample and position (" + std::to_string(x.numel() / x.channels()) +
+                                         ") is needed");
+}
+
 template <class XF, class WF, class YF>
 constexpr void static_check_conv_ranks() {
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
@@ -401,6 +411,33 @@ void validate_group_norm_forward(const tensor_view<XT, XF>& x, const tensor_view
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output y", y);
   backend_detail::require_group_stats(op, x, saved_mean, saved_invstd, p);
+}
+
+// Layer norm over C: gamma and beta (C values) are optional; saved_mean and saved_invstd hold one
+// value per sample and position, (n, d, h, w) at ((n D + d) H + h) W + w.
+template <class XT, class XF, class YT, class YF>
+void validate_layer_norm_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const void* saved_mean,
+                                 const void* saved_invstd, const layer_norm_params& p) {
+  constexpr const char* op = "layer_norm_forward";
+  backend_detail::require_epsilon(op, p.epsilon);
+  backend_detail::require_same_sizes(op, "input x", x, "output y", y);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+  backend_detail::require_position_stats(op, x, saved_mean, saved_invstd);
+}
+
+template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
+void validate_layer_norm_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
+                                  const tensor_view<DXT, DXF>& dx, const void* saved_mean, const void* saved_invstd,
+                                  const layer_norm_params& p) {
+  constexpr const char* op = "layer_norm_backward";
+  backend_detail::require_epsilon(op, p.epsilon);
+  backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
+  backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+  backend_detail::require_position_stats(op, x, saved_mean, saved_invstd);
 }
 
 template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>

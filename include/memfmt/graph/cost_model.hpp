@@ -362,6 +362,7 @@ class cost_model {
       }
       case node_kind::instance_norm:
       case node_kind::group_norm:
+      case node_kind::layer_norm:
       case node_kind::pad:
       case node_kind::activation:
       case node_kind::binary:

@@ -221,6 +221,45 @@ inline network shufflenet_v2_x1_0(const options& o = {}) {
   return net;
 }
 
+// torchvision.models.convnext_tiny: a 4x4/4 patchify stem and layer norm, four stages of 3, 3, 9 and
+// 3 blocks (96, 192, 384 and 768 channels) with a layer norm and a 2x2/2 conv between stages, then
+// the spatial mean, a layer norm and a linear; 28,589,128 parameters at width 1. A block is a
+// depthwise 7x7 conv, layer norm over C, a 4x expansion and projection with GELU between (nn.Linear
+// on the permuted tensor in PyTorch: here 1x1 convs, "block.3" and "block.5", whose weights are
+// the linears' with two trailing 1s), a per-channel layer scale and the residual add. The layer
+// norms are over C at each position (eps 1e-6), which channels-last keeps contiguous.
+inline network convnext_tiny(const options& o = {}) {
+  detail::check(o, "convnext_tiny");
+  constexpr double eps = 1e-6;
+  network net;
+  node_id h = net.input("input", {o.batch, 3, o.resolution, o.resolution}, o.type, o.input_format);
+  const std::int64_t widths[] = {96, 192, 384, 768}, depths[] = {3, 3, 9, 3};
+  std::int64_t channels = detail::scaled(o, widths[0]);
+  h = net.layer_norm("features.0.1", net.conv("features.0.0", h, conv_spec(channels, 4, 4, 0, 1, true)), eps);
+  for (int st = 0; st < 4; ++st) {
+    const std::string stage = "features." + std::to_string(2 * st + 1) + ".";
+    if (st > 0) {
+      const std::string down = "features." + std::to_string(2 * st) + ".";
+      channels = detail::scaled(o, widths[st]);
+      h = net.conv(down + "1", net.layer_norm(down + "0", h, eps), conv_spec(channels, 2, 2, 0, 1, true));
+    }
+    for (std::int64_t b = 0; b < depths[st]; ++b) {
+      const std::string p = stage + std::to_string(b) + ".";
+      node_id y = net.conv(p + "block.0", h, conv_spec(channels, 7, 1, 3, channels, true));
+      y = net.layer_norm(p + "block.2", y, eps);
+      y = net.activation(p + "block.4", net.conv(p + "block.3", y, conv_spec(4 * channels, 1, 1, 0, 1, true)),
+                         memfmt::activation::gelu);
+      y = net.conv(p + "block.5", y, conv_spec(channels, 1, 1, 0, 1, true));
+      y = net.mul(p + "mul", net.constant(p + "layer_scale", {1, channels, 1, 1}, o.type, true), y);
+      h = net.add(p + "add", y, h);
+    }
+  }
+  h = net.layer_norm("classifier.0", net.global_pool("avgpool", h), eps);
+  h = net.linear("classifier.2", net.flatten("classifier.1", h), o.classes ? o.classes : 1000);
+  net.output("output", h, o.output_format);
+  return net;
+}
+
 // torchvision.models.vgg16_bn: 13 conv (with bias) + batch norm + relu, five max pools, the
 // adaptive average pool to 7x7 and three linears; 138,365,992 parameters at width 1. The
 // resolution must make the last feature map divide 7 or be a multiple of it, where the adaptive

@@ -48,6 +48,7 @@ constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>
 enum class node_kind : std::uint8_t {
   input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
   global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant, rearrange,
+  layer_norm,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -74,6 +75,7 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::opaque: return "opaque";
     case node_kind::constant: return "constant";
     case node_kind::rearrange: return "rearrange";
+    case node_kind::layer_norm: return "layer_norm";
   }
   return "?";
 }
@@ -87,6 +89,7 @@ constexpr bool inherits_format(node_kind k) noexcept {
     case node_kind::batch_norm:
     case node_kind::instance_norm:
     case node_kind::group_norm:
+    case node_kind::layer_norm:
     case node_kind::pad:
     case node_kind::activation:
     case node_kind::binary:
@@ -171,6 +174,13 @@ struct norm_attrs {
   bool affine = true;
 };
 
+// Layer norm over the channels at each position (ConvNeXt's LayerNorm2d). affine: a per-channel
+// weight and bias (torch.nn.LayerNorm's default true).
+struct layer_norm_attrs {
+  memfmt::layer_norm_params params;
+  bool affine = true;
+};
+
 struct global_pool_attrs {
   memfmt::pool_kind kind = memfmt::pool_kind::average;
 };
@@ -212,7 +222,7 @@ using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
-                                memfmt::rearrange_params>;
+                                memfmt::rearrange_params, layer_norm_attrs>;
 
 struct node {
   node_id id = 0;
@@ -401,6 +411,16 @@ class network {
     n.extents = require_spatial(n, in).extents;
     check_epsilon(n.name, epsilon);
     n.attrs = norm_attrs{{std::max<std::int64_t>(n.extents[1], 1), epsilon}, affine};
+    return append(std::move(n));
+  }
+
+  // Normalises each position's C values (torch.nn.LayerNorm(C) over a channels-last permute, as
+  // ConvNeXt writes it; ONNX LayerNormalization over the last axis of that permute).
+  node_id layer_norm(std::string name, node_id in, double epsilon = 1e-5, bool affine = true) {
+    node n = make(std::move(name), node_kind::layer_norm, {in});
+    n.extents = require_spatial(n, in).extents;
+    check_epsilon(n.name, epsilon);
+    n.attrs = layer_norm_attrs{{epsilon}, affine};
     return append(std::move(n));
   }
 
@@ -928,6 +948,12 @@ class network {
       case node_kind::group_norm:
       case node_kind::instance_norm:
         if (std::get<norm_attrs>(n.attrs).affine) {
+          add("weight", {n.extents[1]}, true, norm_parameter_type(n.type));
+          add("bias", {n.extents[1]}, true, norm_parameter_type(n.type));
+        }
+        break;
+      case node_kind::layer_norm:
+        if (std::get<layer_norm_attrs>(n.attrs).affine) {
           add("weight", {n.extents[1]}, true, norm_parameter_type(n.type));
           add("bias", {n.extents[1]}, true, norm_parameter_type(n.type));
         }

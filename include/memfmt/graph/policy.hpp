@@ -80,6 +80,8 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 //   conv takes the output format from the input or the weight (1x1 and depthwise too);
 //   module.to(channels_last) rejects 5-D weights and Conv3d returns contiguous;
 // - a 4-D buffer the model holds is channels_last after module.to(channels_last), others stay;
+// - layer norm over channels is F.layer_norm of a channels-last permute, permuted back (ConvNeXt):
+//   the norm writes [N, H, W, C] contiguous, so the result is channels_last from either input;
 // - ConvTranspose2d, InstanceNorm, reflection and replication padding and softmax have no
 //   channels_last kernel and return contiguous; flatten reshapes into the logical order;
 // - batch norm, group norm, activations, dropout, pooling, upsampling, zero padding and channel
@@ -102,6 +104,8 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
     case node_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
     case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
     case node_kind::softmax: return contiguous("softmax over channels returns contiguous");
+    case node_kind::layer_norm:
+      return {family::channels_last, "layer_norm of a channels-last permute, permuted back, is channels_last"};
     case node_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
     case node_kind::rearrange:
       if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::channel_shuffle)

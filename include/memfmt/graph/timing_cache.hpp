@@ -95,6 +95,7 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
       s += " groups " + std::to_string(a.params.groups) + (a.affine ? " affine" : "");
       break;
     }
+    case node_kind::layer_norm: s += n.get<layer_norm_attrs>().affine ? " affine" : ""; break;
     case node_kind::pad: {
       const memfmt::pad_params& p = n.get<memfmt::pad_params>();
       // The extents give each dim's total padding, not how it splits between the sides, and the

@@ -39,10 +39,10 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-inline constexpr enum_names<graph::node_kind, 22> kind_names{
+inline constexpr enum_names<graph::node_kind, 23> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque", "constant", "rearrange"}};
+     "opaque", "constant", "rearrange", "layer_norm"}};
 inline constexpr enum_names<memfmt::rearrange_kind, 3> rearrange_names{
     {"channel_shuffle", "depth_to_space", "space_to_depth"}};
 inline constexpr enum_names<memfmt::block_order, 2> block_order_names{{"crd", "dcr"}};
@@ -167,6 +167,11 @@ inline json attrs_json(const graph::node& n) {
       a = {{"groups", g.params.groups}, {"epsilon", g.params.epsilon}, {"affine", g.affine}};
       break;
     }
+    case node_kind::layer_norm: {
+      const auto& l = n.get<graph::layer_norm_attrs>();
+      a = {{"epsilon", l.params.epsilon}, {"affine", l.affine}};
+      break;
+    }
     case node_kind::pad: {
       const auto& p = n.get<memfmt::pad_params>();
       a = {{"mode", pad_names(p.mode)}, {"begin", triple_json(p.begin)}, {"end", triple_json(p.end)}, {"value", p.value}};
@@ -287,6 +292,9 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
     case node_kind::group_norm:
       arity(1);
       return net.group_norm(name, in[0], integer(a, "groups", at), number(a, "epsilon", at), boolean(a, "affine", at));
+    case node_kind::layer_norm:
+      arity(1);
+      return net.layer_norm(name, in[0], number(a, "epsilon", at), boolean(a, "affine", at));
     case node_kind::pad: {
       arity(1);
       memfmt::pad_params p;

@@ -91,7 +91,7 @@ imported_model import_model(const ::onnx::ModelProto& model, const import_option
 // data: the importer needs it constant.
 inline bool is_parameter_slot(const std::string& op, int index) {
   static const std::map<std::string, int> first_parameter = {
-      {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1},
+      {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1}, {"LayerNormalization", 1},
       {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
       {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
       {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}};
@@ -137,9 +137,15 @@ struct reshape_chain {
   std::vector<std::int64_t> perm;  // empty until the Transpose
 };
 
-// A value during import: a network value (node), a constant, or a stage of a reshape chain.
+// A value during import: a network value (node), a constant, or a stage of a reshape chain. A
+// network value may be seen through a Transpose that moves C last ([N, spatial..., C]: PyTorch's
+// permute(0, 2, 3, 1) in ConvNeXt and other channels-last code): channels_last is then set, shape is
+// the permuted one, and node the logical value, for no copy is made; the ops that read such a
+// value along its last axis (LayerNormalization, MatMul, elementwise ops) become the same layers
+// over C, and the Transpose back is the logical value again.
 struct value {
   std::optional<graph::node_id> node;
+  bool channels_last = false;
   std::optional<parameter> constant;
   std::optional<reshape_chain> chain;
   std::string initializer;  // the ONNX tensor a constant came from, when it was one
@@ -152,6 +158,24 @@ struct value {
 inline shape_t lift(shape_t s) {
   if (s.size() == 3) s.insert(s.begin() + 2, 1);
   return s;
+}
+
+// The Transpose perm that moves C last in rank r ([0, 2, ..., r - 1, 1]), and its inverse.
+inline std::vector<std::int64_t> channels_last_perm(std::size_t r) {
+  std::vector<std::int64_t> p{0};
+  for (std::size_t d = 2; d < r; ++d) p.push_back(static_cast<std::int64_t>(d));
+  p.push_back(1);
+  return p;
+}
+inline std::vector<std::int64_t> channels_first_perm(std::size_t r) {
+  std::vector<std::int64_t> p{0, static_cast<std::int64_t>(r) - 1};
+  for (std::size_t d = 1; d + 1 < r; ++d) p.push_back(static_cast<std::int64_t>(d));
+  return p;
+}
+inline shape_t permuted(const shape_t& s, const std::vector<std::int64_t>& perm) {
+  shape_t out(s.size());
+  for (std::size_t d = 0; d < s.size(); ++d) out[d] = s[static_cast<std::size_t>(perm[d])];
+  return out;
 }
 
 // Whether conv_params has a per-side `padding_end`; without it, asymmetric conv padding goes into a
@@ -182,6 +206,10 @@ class importer {
                                                   (model_.opset_import_size() ? model_.opset_import(0).domain() : "none") + ")");
     for (const auto& in : g.input()) reserved_.insert(in.name());
     for (const auto& out : g.output()) reserved_.insert(out.name());
+    for (const auto& n : g.node()) {
+      for (const auto& i : n.input()) readers_[i].push_back(&n);
+      for (const auto& o : n.output()) producers_[o] = &n;
+    }
     for (const auto& t : g.initializer()) {
       value v;
       v.constant = to_parameter(t, "initializer");
@@ -252,6 +280,11 @@ class importer {
     if (!v.node)
       memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is a constant " +
                                                   memfmt::detail::dims_to_string(v.shape));
+    if (v.channels_last)
+      memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' " +
+                                                  memfmt::detail::dims_to_string(v.shape) +
+                                                  " is a network value transposed to channels-last (network outputs "
+                                                  "are [N, C, spatial...])");
     if (net().at(*v.node).kind == graph::node_kind::input && net().at(*v.node).name == out.name())
       memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is the graph input itself");
     net().output(out.name(), *v.node, options_.output_format);
@@ -299,6 +332,7 @@ class importer {
     const std::string onnx_name = n.name().empty() ? "#" + std::to_string(index) : n.name();
     const node_reader r(n, "ONNX node '" + onnx_name + "' (" + n.op_type() + ")");
     current_onnx_name_ = onnx_name;
+    if (fused_.count(&n)) return;  // part of a pattern an earlier node became (GELU, a bias add)
     for (int i = 0; i < n.input_size(); ++i)
       if (!n.input(i).empty()) lookup(n.input(i), r.label() + " input " + std::to_string(i));
     if (!n.domain().empty() && n.domain() != "ai.onnx")
@@ -325,10 +359,22 @@ class importer {
       }
     }
     try {
+      for (int i = 0; i < n.input_size(); ++i)
+        if (!n.input(i).empty() && values_.at(n.input(i)).channels_last && !reads_channels_last(n.op_type()))
+          throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) +
+                                "' is a network value transposed to channels-last, which this op cannot read as such"};
       layer(r);
     } catch (const not_expressible& e) {
       opaque(r, e.reason);
     }
+  }
+
+  // The ops that read a channels-last transpose of a network value (value::channels_last) as the
+  // same layer over C.
+  static bool reads_channels_last(const std::string& op) {
+    static const std::set<std::string> ops = {"Transpose", "LayerNormalization", "ReduceMean", "MatMul", "Add", "Sub", "Mul", "Div",
+                                              "Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu", "Elu", "Identity"};
+    return ops.count(op) != 0;
   }
 
   void layer(const node_reader& r) {
@@ -372,6 +418,7 @@ class importer {
     if (op == "Identity") return alias(r.proto().output(0), tensor_input(r, 0));
     if (op == "DepthToSpace" || op == "SpaceToDepth") return depth_space(r, op == "DepthToSpace");
     if (op == "Transpose") return transpose(r);
+    if (op == "LayerNormalization") return layer_norm(r);
     throw not_expressible{"no memfmt layer for this op"};
   }
 
@@ -419,10 +466,13 @@ class importer {
     return &v;
   }
 
-  // The output of a network node, checked against ONNX's inference.
-  void set_tensor(const node_reader& r, const std::string& name, graph::node_id id, shape_t onnx_shape) {
+  // The output of a network node, checked against ONNX's inference; channels_last: onnx_shape is
+  // the node's extents transposed to [N, spatial..., C] (value::channels_last).
+  void set_tensor(const node_reader& r, const std::string& name, graph::node_id id, shape_t onnx_shape,
+                  bool channels_last = false) {
     const graph::node& nd = net().at(id);
-    if (nd.extents != lift(onnx_shape))
+    const shape_t logical = channels_last ? permuted(onnx_shape, channels_first_perm(onnx_shape.size())) : lift(onnx_shape);
+    if (nd.extents != logical)
       r.fail(errc::shape_mismatch, "network node '" + nd.name + "' has extents " +
                                        memfmt::detail::dims_to_string(nd.extents) + " for ONNX shape " +
                                        memfmt::detail::dims_to_string(onnx_shape));
@@ -435,9 +485,57 @@ class importer {
     }
     value v;
     v.node = id;
+    v.channels_last = channels_last;
     v.shape = std::move(onnx_shape);
     v.type = nd.type;
     values_[name] = std::move(v);
+  }
+  // Output `name` of a layer over network value `like`, in like's layout (a channels-last view
+  // where like is one).
+  void set_like(const node_reader& r, const std::string& name, graph::node_id id, const value& like) {
+    if (!like.channels_last) {
+      shape_t s = net().at(id).extents;
+      if (like.lifted() && s.size() == 4) s.erase(s.begin() + 2);
+      return set_tensor(r, name, id, s);
+    }
+    const shape_t& e = net().at(id).extents;
+    set_tensor(r, name, id, permuted(e, channels_last_perm(e.size())), true);
+  }
+  void set_like(const node_reader& r, graph::node_id id, const value& like) { set_like(r, r.proto().output(0), id, like); }
+
+  // The one node that reads value `name` (it may read it twice), or nullptr: none, several, or a
+  // graph output.
+  const ::onnx::NodeProto* only_reader(const std::string& name) const {
+    const auto it = readers_.find(name);
+    if (it == readers_.end() || it->second.empty()) return nullptr;
+    for (const ::onnx::NodeProto* n : it->second)
+      if (n != it->second.front()) return nullptr;
+    for (const auto& out : model_.graph().output())
+      if (out.name() == name) return nullptr;
+    return it->second.front();
+  }
+  // Constant `name`, if it is one: a known constant, or the output of a Constant node later in the
+  // graph (a pattern's later nodes may read those).
+  std::optional<value> constant_named(const std::string& name) const {
+    if (const auto it = values_.find(name); it != values_.end())
+      return it->second.constant ? std::optional<value>(it->second) : std::nullopt;
+    const auto p = producers_.find(name);
+    if (p == producers_.end() || p->second->op_type() != "Constant") return std::nullopt;
+    value v;
+    v.constant = constant_attribute(node_reader(*p->second, "ONNX Constant '" + name + "'"));
+    v.shape = v.constant->shape;
+    v.type = v.constant->type;
+    return v;
+  }
+  // The one-element floating constant `name` as a double, if it is one.
+  std::optional<double> scalar_constant(const std::string& name) const {
+    const std::optional<value> c = constant_named(name);
+    if (!c || !memfmt::is_floating(c->type) || c->constant->bytes.size() != memfmt::size_of(c->type)) return std::nullopt;
+    return element_as_double(*c->constant, 0);
+  }
+  // The other input of a two-input node that reads `name`.
+  static const std::string& other_input(const ::onnx::NodeProto& n, const std::string& name) {
+    return n.input(0) == name ? n.input(1) : n.input(0);
   }
   // Same, the ONNX shape being the node's extents less the lifted H of a rank-3 input.
   void set_tensor(const node_reader& r, graph::node_id id, bool lifted) {
@@ -869,7 +967,34 @@ class importer {
 
   void activation(const node_reader& r, const activation_params& f) {
     const value& x = tensor_input(r, 0);
-    set_tensor(r, net().activation(layer_name(r, nullptr), *x.node, f), x.lifted());
+    set_like(r, net().activation(layer_name(r, nullptr), *x.node, f), x);
+  }
+
+  // x * (1 + erf(x / sqrt 2)) / 2 as exporters write the exact GELU (PyTorch: Div by sqrt 2, Erf,
+  // Add 1, Mul by x, Mul by 0.5; x * (1 / sqrt 2) and either operand order alike) is one gelu
+  // activation, and the later nodes of the pattern are skipped. Each intermediate value must have
+  // that one reader. Called with the first node (x op c, c constant); false where it is no GELU.
+  bool gelu(const node_reader& r, const value& x, const std::string& x_name, const std::string& c_name,
+            memfmt::binary_op op) {
+    const auto near = [](std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; };
+    const double sqrt2 = std::sqrt(2.0);
+    if (!(op == memfmt::binary_op::div && near(scalar_constant(c_name), sqrt2)) &&
+        !(op == memfmt::binary_op::mul && near(scalar_constant(c_name), 1.0 / sqrt2)))
+      return false;
+    const ::onnx::NodeProto* erf = only_reader(r.proto().output(0));
+    if (!erf || erf->op_type() != "Erf" || erf->output_size() != 1) return false;
+    const ::onnx::NodeProto* add = only_reader(erf->output(0));
+    if (!add || add->op_type() != "Add" || add->input_size() != 2 || !near(scalar_constant(other_input(*add, erf->output(0))), 1.0))
+      return false;
+    const ::onnx::NodeProto* mul = only_reader(add->output(0));
+    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || other_input(*mul, add->output(0)) != x_name) return false;
+    const ::onnx::NodeProto* half = only_reader(mul->output(0));
+    if (!half || half->op_type() != "Mul" || half->input_size() != 2 ||
+        !near(scalar_constant(other_input(*half, mul->output(0))), 0.5))
+      return false;
+    fused_.insert({erf, add, mul, half});
+    set_like(r, half->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::gelu), x);
+    return true;
   }
 
   // PRelu with a constant slope (per channel or one): max(x, 0) + slope * min(x, 0), the min a clip
@@ -919,18 +1044,23 @@ class importer {
     const value& b = input_value(r, 1);
     if (!a.node && !b.node) throw not_expressible{"both operands are constants"};
     const value& x = a.node ? a : b;
+    if (a.node && b.constant && gelu(r, a, r.input(0), r.input(1), op)) return;
     if (a.node && b.node && a.shape.size() != b.shape.size())
       throw not_expressible{"operands of ranks " + std::to_string(a.shape.size()) + " and " +
                             std::to_string(b.shape.size())};
+    if (a.node && b.node && a.channels_last != b.channels_last)
+      throw not_expressible{"one operand is transposed to channels-last and the other is not"};
     const graph::node_id ia = a.node ? *a.node : constant_node(r, r.input(0), a, x);
     const graph::node_id ib = b.node ? *b.node : constant_node(r, r.input(1), b, x);
     const graph::node_id id = net().binary(layer_name(r, nullptr), ia, ib, op);
-    set_tensor(r, id, x.lifted());
+    set_like(r, id, x);
   }
 
   // Constant c, an operand of an elementwise op whose other operand is network value x, as a
-  // constant node of x's rank: c's shape right-aligned with leading 1s (ONNX's numpy broadcasting)
-  // and lifted as x is. One node per constant and shape, however many ops read it.
+  // constant node of x's rank: c's shape right-aligned with leading 1s (ONNX's numpy broadcasting),
+  // moved back to [N, C, spatial...] where x is a channels-last view (only where that keeps the
+  // element order: a per-channel [C] or a scalar) and lifted as x is. One node per constant and
+  // shape, however many ops read it.
   graph::node_id constant_node(const node_reader& r, const std::string& name, const value& c, const value& x) {
     if (c.shape.size() > x.shape.size())
       throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " has a higher rank than " +
@@ -942,6 +1072,18 @@ class importer {
                             std::string(memfmt::to_string(x.type))};
     shape_t s(x.shape.size() - c.shape.size(), 1);
     s.insert(s.end(), c.shape.begin(), c.shape.end());
+    if (x.channels_last) {
+      const std::vector<std::int64_t> perm = channels_first_perm(s.size());
+      std::int64_t last = -1;
+      for (std::int64_t from : perm) {
+        if (s[static_cast<std::size_t>(from)] == 1) continue;
+        if (from < last)
+          throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) +
+                                " would need its elements reordered to broadcast over a channels-last transpose"};
+        last = from;
+      }
+      s = permuted(s, perm);
+    }
     if (x.lifted()) s = lift(s);
     const auto key = std::make_pair(name, s);
     if (const auto it = constant_nodes_.find(key); it != constant_nodes_.end()) return it->second;
@@ -988,8 +1130,14 @@ class importer {
   }
 
   // ReduceMean / ReduceMax over every spatial axis is global pooling (keepdims 0: then flatten).
+  // ReduceMean over the last axis of a channels-last view starts a layer norm written out
+  // (decomposed_layer_norm), or is a barrier.
   void reduce(const node_reader& r, memfmt::pool_kind kind) {
     const value& x = tensor_input(r, 0);
+    if (x.channels_last) {
+      if (kind == memfmt::pool_kind::average && decomposed_layer_norm(r, x)) return;
+      throw not_expressible{"a reduction of a channels-last view that is not a layer norm over C"};
+    }
     require_spatial_input(x);
     shape_t axes = r.get_ints("axes");
     for (auto& a : axes) a = normalize_axis(r, a, x.shape.size());
@@ -1234,27 +1382,31 @@ class importer {
   // The only reader of `name` is a Transpose whose only reader is a Reshape, and neither value is a
   // graph output: a chain finish_chain may turn into one layer.
   bool chain_follows(const std::string& name) const {
-    const auto only_reader = [&](const std::string& v) -> const ::onnx::NodeProto* {
-      const ::onnx::NodeProto* found = nullptr;
-      for (const auto& n : model_.graph().node())
-        for (const auto& i : n.input())
-          if (i == v) {
-            if (found && found != &n) return nullptr;
-            found = &n;
-          }
-      for (const auto& out : model_.graph().output())
-        if (out.name() == v) return nullptr;
-      return found;
-    };
     const ::onnx::NodeProto* t = only_reader(name);
     if (!t || t->op_type() != "Transpose" || t->output_size() != 1) return false;
     const ::onnx::NodeProto* s = only_reader(t->output(0));
     return s && s->op_type() == "Reshape";
   }
 
-  // A Transpose of a network value is a barrier; of a split reshape, the middle of a chain.
+  // A Transpose that moves C last makes a channels-last view of a network value, and the one back
+  // ends it (value::channels_last; no copy either way); of a split reshape, it is the middle of a
+  // chain. Any other is a barrier.
   void transpose(const node_reader& r) {
     const value& in = input_value(r, 0);
+    if (in.node) {
+      const std::size_t rank = in.shape.size();
+      const std::vector<std::int64_t> perm = transpose_perm(r, rank);
+      if ((rank == 4 || rank == 5) && perm == (in.channels_last ? channels_first_perm(rank) : channels_last_perm(rank))) {
+        value v = in;
+        v.channels_last = !in.channels_last;
+        v.shape = permuted(in.shape, perm);
+        values_[r.proto().output(0)] = std::move(v);
+        return;
+      }
+      throw not_expressible{"transpose " + memfmt::detail::dims_to_string(perm) + " of " +
+                            (in.channels_last ? "a channels-last view " : "a network value ") +
+                            memfmt::detail::dims_to_string(in.shape) + " (only C moved last, and back)"};
+    }
     if (!in.chain || !in.chain->perm.empty()) throw not_expressible{"a transpose of a network value"};
     value v = in;
     v.chain->perm = transpose_perm(r, in.shape.size());
@@ -1368,7 +1520,144 @@ class importer {
 
   void matmul(const node_reader& r) {
     const value& a = tensor_input(r, 0);
+    if (a.channels_last) return pointwise_conv(r, a, *constant_input(r, 1, true));
     linear(r, a, *constant_input(r, 1, true), false, 1.0, nullptr, 0.0);
+  }
+
+  // MatMul of a channels-last view [N, spatial..., C] by a [C, K] constant is a 1x1 conv of the
+  // logical value to K channels (nn.Linear over a permuted tensor, as ConvNeXt's blocks write it).
+  // An Add of a [K] constant that is the product's only reader becomes the conv's bias (nn.Linear
+  // exports as MatMul + Add), and the layer takes the bias's module name.
+  void pointwise_conv(const node_reader& r, const value& x, const value& w) {
+    const std::int64_t c = x.shape.back();
+    if (w.shape.size() != 2 || w.shape[0] != c)
+      throw not_expressible{"a product of channels-last " + memfmt::detail::dims_to_string(x.shape) + " and " +
+                            memfmt::detail::dims_to_string(w.shape) + " (needs a [C, K] constant)"};
+    if (w.type != x.type) r.fail(errc::unsupported_dtype, "weight is " + std::string(to_string(w.type)) + ", input " +
+                                                              std::string(to_string(x.type)));
+    const std::int64_t k = w.shape[1];
+    const value* bias = nullptr;
+    const ::onnx::NodeProto* add = only_reader(r.proto().output(0));
+    if (add && add->op_type() == "Add" && add->input_size() == 2) {
+      const auto it = values_.find(other_input(*add, r.proto().output(0)));
+      if (it != values_.end() && it->second.constant && it->second.type == x.type && !it->second.shape.empty() &&
+          it->second.shape.back() == k && memfmt::detail::checked_numel(it->second.shape, "bias") == k &&
+          it->second.shape.size() <= x.shape.size())
+        bias = &it->second;
+    }
+    parameter weight = make_parameter(w.type, {k, c}, r.label());
+    for (std::int64_t o = 0; o < k; ++o)
+      for (std::int64_t i = 0; i < c; ++i)
+        store_element(weight, static_cast<std::size_t>(o * c + i), element_as_double(*w.constant, static_cast<std::size_t>(i * k + o)), 0);
+    std::string name;
+    static const std::string suffix = ".bias";
+    if (bias && bias->initializer.size() > suffix.size() &&
+        bias->initializer.compare(bias->initializer.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      const std::string module = bias->initializer.substr(0, bias->initializer.size() - suffix.size());
+      if (!reserved_.count(module) && !net().find(module)) name = unique_name(module);
+    }
+    if (name.empty()) name = layer_name(r, &w);
+    const graph::node_id id = net().conv(name, *x.node, graph::conv_spec(k, 1, 1, 0, 1, bias != nullptr));
+    std::vector<std::pair<parameter, std::string>> params{{weight, w.initializer}};
+    if (bias) {
+      parameter b = *bias->constant;
+      b.shape = {k};
+      params.emplace_back(std::move(b), bias->initializer);
+    }
+    bind_parameters(r, id, params);
+    if (bias) fused_.insert(add);
+    set_like(r, bias ? add->output(0) : r.proto().output(0), id, x);
+  }
+
+  // Layer norm as exporters before opset 17 write it, over the last axis of channels-last view x:
+  //   mean = ReduceMean(x), d = x - mean, var = ReduceMean(Pow(d, 2)), y = d / Sqrt(var + eps),
+  //   then optionally y * weight and + bias ([C] constants, either operand order).
+  // Called at the first ReduceMean; every intermediate value must be read only within the pattern
+  // (d by the Pow and the Div), whose later nodes are then skipped. false where it is no layer norm.
+  bool decomposed_layer_norm(const node_reader& r, const value& x) {
+    const std::size_t rank = x.shape.size();
+    const std::int64_t c = x.shape.back();
+    const auto over_last = [&](const ::onnx::NodeProto& n) {
+      const node_reader nr(n, "ONNX node '" + n.name() + "'");
+      const shape_t axes = nr.get_ints("axes");
+      return n.op_type() == "ReduceMean" && n.input_size() == 1 && nr.get_int("keepdims", 1) == 1 && axes.size() == 1 &&
+             (axes[0] == static_cast<std::int64_t>(rank) - 1 || axes[0] == -1);
+    };
+    const std::string& x_name = r.input(0);
+    const std::string& mean = r.proto().output(0);
+    if (!over_last(r.proto())) return false;
+    const ::onnx::NodeProto* sub = only_reader(mean);
+    if (!sub || sub->op_type() != "Sub" || sub->input_size() != 2 || sub->input(0) != x_name || sub->input(1) != mean)
+      return false;
+    const std::string& d = sub->output(0);
+    const auto readers = readers_.find(d);
+    if (readers == readers_.end() || readers->second.size() != 2) return false;
+    const ::onnx::NodeProto* pow = readers->second[0]->op_type() == "Pow" ? readers->second[0] : readers->second[1];
+    const ::onnx::NodeProto* div = pow == readers->second[0] ? readers->second[1] : readers->second[0];
+    if (pow->op_type() != "Pow" || pow->input(0) != d || scalar_constant(pow->input(1)) != 2.0) return false;
+    const ::onnx::NodeProto* var = only_reader(pow->output(0));
+    if (!var || !over_last(*var)) return false;
+    const ::onnx::NodeProto* add_eps = only_reader(var->output(0));
+    if (!add_eps || add_eps->op_type() != "Add" || add_eps->input_size() != 2) return false;
+    const std::optional<double> eps = scalar_constant(other_input(*add_eps, var->output(0)));
+    if (!eps || !(*eps > 0.0)) return false;
+    const ::onnx::NodeProto* sqrt = only_reader(add_eps->output(0));
+    if (!sqrt || sqrt->op_type() != "Sqrt" || only_reader(sqrt->output(0)) != div) return false;
+    if (div->op_type() != "Div" || div->input_size() != 2 || div->input(0) != d || div->input(1) != sqrt->output(0))
+      return false;
+    std::set<const ::onnx::NodeProto*> nodes{sub, pow, var, add_eps, sqrt, div};
+    // The per-channel affine transform, where the next nodes are one.
+    const auto channel_operand = [&](const ::onnx::NodeProto* n, const std::string& from, const char* op) {
+      std::optional<value> v;
+      if (n && n->op_type() == op && n->input_size() == 2) v = constant_named(other_input(*n, from));
+      if (v && (v->type != x.type || v->shape.empty() || v->shape.back() != c ||
+                memfmt::detail::checked_numel(v->shape, "layer norm operand") != c))
+        v.reset();
+      return v;
+    };
+    std::string out = div->output(0);
+    const ::onnx::NodeProto* mul = only_reader(out);
+    const std::optional<value> weight = channel_operand(mul, out, "Mul");
+    if (weight) nodes.insert(mul), out = mul->output(0);
+    const ::onnx::NodeProto* add = weight ? only_reader(out) : nullptr;
+    const std::optional<value> bias = channel_operand(add, out, "Add");
+    if (bias) nodes.insert(add), out = add->output(0);
+    parameter w = weight ? *weight->constant : make_parameter(x.type, {c}, r.label());
+    if (!weight)
+      for (std::int64_t i = 0; i < c; ++i) store_element(w, static_cast<std::size_t>(i), 1.0, 0);
+    const parameter b = bias ? *bias->constant : make_parameter(x.type, {c}, r.label());
+    const graph::node_id id = net().layer_norm(layer_name(r, weight ? &*weight : nullptr), *x.node, *eps, true);
+    bind_parameters(r, id, {{w, weight ? weight->initializer : ""}, {b, bias ? bias->initializer : ""}});
+    fused_.insert(nodes.begin(), nodes.end());
+    set_like(r, out, id, x);
+    return true;
+  }
+
+  // LayerNormalization over the last axis of a channels-last view: layer norm over C. Over any
+  // other axes it is a barrier.
+  void layer_norm(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    const std::size_t rank = x.shape.size();
+    const std::int64_t axis = normalize_axis(r, r.get_int("axis", -1), rank);
+    if (!x.channels_last || axis != static_cast<std::int64_t>(rank) - 1)
+      throw not_expressible{"normalisation from axis " + std::to_string(axis) + " of " +
+                            (x.channels_last ? "channels-last view " : "") + memfmt::detail::dims_to_string(x.shape) +
+                            " (only over C: the last axis of a channels-last transpose)"};
+    require_single_output(r);
+    const value* scale = constant_input(r, 1, true);
+    const value* bias = constant_input(r, 2, false);
+    const std::int64_t c = x.shape.back();
+    for (const value* v : {scale, bias})
+      if (v && (v->shape.empty() || v->shape.back() != c || memfmt::detail::checked_numel(v->shape, "scale") != c))
+        r.fail(errc::shape_mismatch, "scale or bias " + memfmt::detail::dims_to_string(v->shape) + " must be [" +
+                                         std::to_string(c) + "] for input " + memfmt::detail::dims_to_string(x.shape));
+    const graph::node_id id =
+        net().layer_norm(layer_name(r, scale), *x.node, static_cast<double>(r.get_float("epsilon", 1e-5f)), true);
+    std::vector<std::pair<parameter, std::string>> params{named(*scale)};
+    if (bias) params.push_back(named(*bias));
+    else params.emplace_back(make_parameter(scale->type, {c}, r.label()), "");  // no bias: zeros
+    bind_parameters(r, id, params);
+    set_like(r, id, x);
   }
 
   // Softmax over C (rank >= 3) or the features (rank 2). Before opset 13 the axis splits the input
@@ -1404,6 +1693,9 @@ class importer {
   std::map<std::string, value> values_;
   std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
   std::map<std::string, shape_t> onnx_shapes_;
+  std::map<std::string, std::vector<const ::onnx::NodeProto*>> readers_;  // by value name
+  std::map<std::string, const ::onnx::NodeProto*> producers_;
+  std::set<const ::onnx::NodeProto*> fused_;  // skipped: an earlier node's pattern covered them
   std::set<std::string> reserved_;
   std::string current_onnx_name_;
 };

@@ -27,6 +27,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
     case graph::node_kind::batch_norm: q.op = op_kind::batch_norm; break;
     case graph::node_kind::instance_norm:
     case graph::node_kind::group_norm: q.op = op_kind::group_norm; break;
+    case graph::node_kind::layer_norm: q.op = op_kind::layer_norm; break;
     case graph::node_kind::pad:
       q.op = op_kind::pad;
       q.padding = n.get<memfmt::pad_params>().mode;

@@ -198,6 +198,30 @@ struct owns_memory<Backend, std::void_t<decltype(std::declval<Backend&>().alloca
                                         decltype(std::declval<Backend&>().copy_out(nullptr, nullptr, std::size_t{}))>>
     : std::true_type {};
 
+// Backends with layer norm over channels (the cuDNN backend has none: its support query refuses the
+// layer before any step is bound).
+template <class Backend, class = void>
+struct runs_layer_norm : std::false_type {};
+template <class Backend>
+struct runs_layer_norm<Backend, std::void_t<decltype(std::declval<Backend&>().layer_norm_forward(
+                                    tensor_view<const float, nchw>(), tensor_view<float, nchw>(), (const float*)nullptr,
+                                    (const float*)nullptr, (float*)nullptr, (float*)nullptr, layer_norm_params{}))>>
+    : std::true_type {};
+
+// The per-channel affine flag and the count of saved statistics (mean and invstd each) of a group,
+// instance or layer norm node: N * groups, or one per sample and position.
+struct norm_shape {
+  bool affine = true;
+  std::size_t stats = 0;
+};
+inline norm_shape norm_shape_of(const graph::node& n) {
+  if (n.kind == graph::node_kind::layer_norm)
+    return {n.get<graph::layer_norm_attrs>().affine,
+            static_cast<std::size_t>(n.numel() / std::max<std::int64_t>(n.extents[1], 1))};
+  const auto& a = n.get<graph::norm_attrs>();
+  return {a.affine, static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name))};
+}
+
 // Backends that cache prepared copies of weights by address (oneDNN's reordered weights).
 template <class Backend, class = void>
 struct caches_weights : std::false_type {};
@@ -572,7 +596,8 @@ class executor {
           case graph::node_kind::conv_transpose: bind_conv_transpose<T>(n, params, step); break;
           case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params, step); break;
           case graph::node_kind::instance_norm:
-          case graph::node_kind::group_norm: bind_group_norm<T>(n, params, step); break;
+          case graph::node_kind::group_norm:
+          case graph::node_kind::layer_norm: bind_norm<T>(n, params, step); break;
           case graph::node_kind::linear: bind_linear<T>(n, params, step); break;
           case graph::node_kind::concat: bind_concat<T>(n, step); break;
           case graph::node_kind::opaque: bind_opaque(n, step); break;
@@ -746,15 +771,15 @@ class executor {
     });
   }
 
+  // Group, instance and layer norm: per-channel affine parameters and saved statistics.
   template <class T>
-  void bind_group_norm(const graph::node& n, const parameter_store& params, step_list& step) {
+  void bind_norm(const graph::node& n, const parameter_store& params, step_list& step) {
     using P = detail::stats_t<T>;
-    const auto& a = n.get<graph::norm_attrs>();
-    const P* gamma = a.affine ? param(detail::values_as<P, P>(params, n.name + ".weight")) : nullptr;
-    const P* beta = a.affine ? param(detail::values_as<P, P>(params, n.name + ".bias")) : nullptr;
-    const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = param(std::vector<P>(stats));
-    P* invstd = param(std::vector<P>(stats));
+    const detail::norm_shape s = detail::norm_shape_of(n);
+    const P* gamma = s.affine ? param(detail::values_as<P, P>(params, n.name + ".weight")) : nullptr;
+    const P* beta = s.affine ? param(detail::values_as<P, P>(params, n.name + ".bias")) : nullptr;
+    P* mean = param(std::vector<P>(s.stats));
+    P* invstd = param(std::vector<P>(s.stats));
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
@@ -762,8 +787,15 @@ class executor {
       const auto xv = detail::view_of<F>(xd, n.extents);
       const auto yv = detail::view_of<F>(yd, n.extents);
       Backend& b = backend_;
-      const group_norm_params p = a.params;
-      step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+      if (n.kind != graph::node_kind::layer_norm) {
+        const group_norm_params p = n.get<graph::norm_attrs>().params;
+        step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+      } else if constexpr (detail::runs_layer_norm<Backend>::value) {
+        const layer_norm_params p = n.get<graph::layer_norm_attrs>().params;
+        step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.layer_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+      } else {
+        memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) + " backend has no layer norm");
+      }
     });
   }
 

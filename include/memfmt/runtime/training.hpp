@@ -437,7 +437,8 @@ class trainer {
           case graph::node_kind::conv_transpose: bind_conv<T>(n, params, true); break;
           case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params); break;
           case graph::node_kind::instance_norm:
-          case graph::node_kind::group_norm: bind_group_norm<T>(n, params); break;
+          case graph::node_kind::group_norm:
+          case graph::node_kind::layer_norm: bind_norm<T>(n, params); break;
           case graph::node_kind::linear: bind_linear<T>(n, params); break;
           case graph::node_kind::concat: bind_concat<T>(n); break;
           case graph::node_kind::constant:  // laid out once, outside the arena; no step
@@ -619,32 +620,50 @@ class trainer {
     });
   }
 
+  // Group, instance and layer norm: the forward keeps its statistics for the backward.
   template <class T>
-  void bind_group_norm(const graph::node& n, const parameter_store& params) {
+  void bind_norm(const graph::node& n, const parameter_store& params) {
+    if (n.kind == graph::node_kind::layer_norm) {
+      if constexpr (detail::runs_layer_norm<Backend>::value)
+        bind_norm<T>(n, params, n.get<graph::layer_norm_attrs>().params);
+      else
+        memfmt::detail::fail(errc::unsupported, "node '" + n.name + "': the " + std::string(Backend::name) +
+                                                    " backend has no layer norm");
+    } else {
+      bind_norm<T>(n, params, n.get<graph::norm_attrs>().params);
+    }
+  }
+  // Params: group_norm_params or layer_norm_params, which pick the backend's methods.
+  template <class T, class Params>
+  void bind_norm(const graph::node& n, const parameter_store& params, const Params& p) {
     using P = detail::stats_t<T>;
-    const auto& a = n.get<graph::norm_attrs>();
+    const detail::norm_shape s = detail::norm_shape_of(n);
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string b = n.name + ".";
-    const P* gamma = a.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
-    const P* beta = a.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
-    P* dgamma = a.affine ? gradient<P, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
-    P* dbeta = a.affine ? gradient<P, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
-    const auto stats = static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name));
-    P* mean = detail::backend_param(backend_, owned_, std::vector<P>(stats));
-    P* invstd = detail::backend_param(backend_, owned_, std::vector<P>(stats));
+    const P* gamma = s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
+    const P* beta = s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
+    P* dgamma = s.affine ? gradient<P, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
+    P* dbeta = s.affine ? gradient<P, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
+    P* mean = detail::backend_param(backend_, owned_, std::vector<P>(s.stats));
+    P* invstd = detail::backend_param(backend_, owned_, std::vector<P>(s.stats));
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      const group_norm_params p = a.params;
       steps_[n.id].push_back([this, x, y, gamma, beta, mean, invstd, p] {
-        backend_.group_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
+        if constexpr (std::is_same_v<Params, layer_norm_params>)
+          backend_.layer_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
+        else
+          backend_.group_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
       });
       backward_.emplace(n.id, [this, x, gamma, mean, invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
         const auto g = grad_of(x);
         const std::size_t dx = contribute_or_scratch(x, tb);
         step.push_back([this, x, dy, dx, gamma, mean, invstd, dgamma, dbeta, p] {
-          backend_.group_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
+          if constexpr (std::is_same_v<Params, layer_norm_params>)
+            backend_.layer_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
+          else
+            backend_.group_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
         });
         if (g) finish(*g, dx, step);
       });

@@ -30,6 +30,7 @@
 #include "../reference/numeric.hpp"
 #include "../reference/view_access.hpp"
 #include "../validate.hpp"
+#include "double_passes.hpp"
 #include "float_io.hpp"
 
 namespace memfmt::cpu {
@@ -152,21 +153,8 @@ inline bool same_strides(const dims5& a, const dims5& b) noexcept {
   return a.n == b.n && a.c == b.c && a.d == b.d && a.h == b.h && a.w == b.w;
 }
 
-// The output rounding of the passes over a shared layout, without branches so the loops vectorise:
-// float as the reference rounds it; 16-bit types through float (the extra rounding step at most
-// moves a tie by one unit). The reference's correctly rounded double -> 16-bit conversion costs a
-// library call per element.
-template <class T>
-T round_out(double v) noexcept {
-  if constexpr (std::is_same_v<T, double>) {
-    return v;
-  } else {
-    // An IEEE float's range is [-inf, inf], so every double converts, rounded to nearest even, past
-    // FLT_MAX + half an ulp to infinity: what the reference's double_to_float spells out.
-    static_assert(std::numeric_limits<float>::is_iec559, "IEEE float conversion");
-    return from_float<T>(static_cast<float>(v));
-  }
-}
+using double_passes::round_out;
+using double_passes::sum8;
 
 // The elementwise passes over one run, as plain loops over restrict pointers so they vectorise:
 // y = (x - mean) * scale + shift and dx = k_dy * dy - k_0 - (x - mean) * invstd * k_xhat, with the
@@ -207,18 +195,6 @@ void for_each_run_in_chunk(const dims5& e, const dims5& s, const chunking& ch, c
       for (std::int64_t r = k.r0; r < k.r1; ++r)
         run(c, k.n * s.n + c * s.c + (r / e.h) * s.d + (r % e.h) * s.h, e.w, s.w);
   }
-}
-
-// sum over i < len of f(i) in eight interleaved partial sums: a fixed order the compiler can
-// vectorise (a single running double sum is a chain of dependent adds).
-template <class F>
-double sum8(std::int64_t len, F&& f) {
-  double l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::int64_t i = 0;
-  for (; i + 8 <= len; i += 8)
-    for (int j = 0; j < 8; ++j) l[j] += f(i + j);
-  for (int j = 0; i < len; ++i, ++j) l[j] += f(i);
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
 // Calls fn(step) with step a compile-time 1 where it is 1, so unit-stride runs vectorise.

@@ -16,7 +16,8 @@
 // pooling and pooling backward run memfmt's layer kernels (cuda_layer_kernels.cuh): cuDNN 9.19 on
 // an H100 found no engine for the reduction graph and crashed in the resample backward graph, so
 // both need the kernels (layer_kernels). Up-sampling is refused: cuDNN 9.19 on an H100 found no
-// engine for an up-sampling resample graph, nearest or bilinear.
+// engine for an up-sampling resample graph, nearest or bilinear. Layer norm over channels has
+// neither a cuDNN graph here nor a memfmt kernel yet.
 #pragma once
 
 #include <string>
@@ -47,6 +48,9 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
     return op_support::no(errc::unsupported,
                           op + " (backward): cuDNN 9.19 on an H100 crashed in the resample backward graph" +
                               needs_layer_kernels);
+  if (q.op == op_kind::layer_norm)
+    return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for layer norm over "
+                                                  "channels yet; the reference and oneDNN backends run it");
   if (q.op == op_kind::upsample)
     return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
                                                   "resample graph (nearest or bilinear); the reference and oneDNN "

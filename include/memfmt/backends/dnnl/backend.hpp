@@ -52,6 +52,7 @@
 #include "../conv_params.hpp"
 #include "../cpu/pad.hpp"
 #include "../cpu/group_norm.hpp"
+#include "../cpu/layer_norm.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
 #include "../reference/linear.hpp"
@@ -662,6 +663,25 @@ class backend {
     detail::data_type_of<T>("onednn::group_norm_backward");
     if constexpr (detail::supported_v<T>)
       cpu::group_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
+  }
+
+  // Layer norm over C: memfmt's own CPU kernel (backends/cpu/layer_norm.hpp), which reads both
+  // formats in memory order; oneDNN's layer normalisation wants the normalised dim dense.
+  template <class T, class XF, class YF>
+  void layer_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const layer_norm_params& p) {
+    detail::data_type_of<T>("onednn::layer_norm_forward");
+    if constexpr (detail::supported_v<T>) cpu::layer_norm_forward(x, y, gamma, beta, saved_mean, saved_invstd, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void layer_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const layer_norm_params& p) {
+    detail::data_type_of<T>("onednn::layer_norm_backward");
+    if constexpr (detail::supported_v<T>)
+      cpu::layer_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order

@@ -47,6 +47,7 @@ inline double activation_value(const activation_params& f, double x) noexcept {
     case activation::leaky_relu: return x > 0.0 ? x : a * x;
     case activation::clip: return x <= a ? a : (x >= b ? b : x);
     case activation::elu: return x > 0.0 ? x : a * std::expm1(x);
+    case activation::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // erfc keeps the tail exact
   }
   return x;
 }
@@ -77,6 +78,11 @@ inline double activation_derivative(const activation_params& f, double x) noexce
     case activation::leaky_relu: return x > 0.0 ? 1.0 : a;
     case activation::clip: return (x > a && x < b) ? 1.0 : 0.0;
     case activation::elu: return x > 0.0 ? 1.0 : a * std::exp(x);
+    case activation::gelu: {
+      // Phi(x) + x phi(x), phi the standard normal density.
+      constexpr double inv_sqrt_2pi = 0.39894228040143267794;
+      return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * inv_sqrt_2pi * std::exp(-0.5 * x * x);
+    }
   }
   return 1.0;
 }

@@ -19,6 +19,7 @@
 #include "concat.hpp"
 #include "conv.hpp"
 #include "group_norm.hpp"
+#include "layer_norm.hpp"
 #include "linear.hpp"
 #include "numeric.hpp"
 #include "pad.hpp"
@@ -167,6 +168,20 @@ struct backend {
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
                            param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) const {
     reference::group_norm_backward<T, XF, DYF, DXF>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
+  }
+
+  template <class T, class XF, class YF>
+  void layer_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const param_t<T>* gamma,
+                          const param_t<T>* beta, param_t<T>* saved_mean, param_t<T>* saved_invstd,
+                          const layer_norm_params& p) const {
+    reference::layer_norm_forward<T, XF, YF>(x, y, gamma, beta, saved_mean, saved_invstd, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void layer_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
+                           param_t<T>* dgamma, param_t<T>* dbeta, const layer_norm_params& p) const {
+    reference::layer_norm_backward<T, XF, DYF, DXF>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
   }
 
   template <class T, class XF, class YF>
