@@ -172,14 +172,18 @@ host_tensor<double, F> widened(const host_tensor<T, F>& t) {
 
 // y = activation(conv(x, w) + bias + residual) for every activation, with a separate residual
 // view, with y itself as the residual, and without a residual. The residual spans [-8, 8], so the
-// sums cross every activation's kinks (0 and 6, -3 and 3) and saturated ranges.
+// sums cross every activation's kinks (0 and 6, -3 and 3) and saturated ranges. A 1x1 conv
+// channels-first is oneDNN's GEMM-based one, where the backend runs the activation as its own
+// eltwise pass after the conv.
 template <class T, class F>
-void check_fusion() {
-  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)));
+void check_fusion(std::int64_t kernel = 3) {
+  SCOPED_TRACE(std::string(F::name) + " " + std::string(to_string(dtype_of_v<T>)) + " kernel " +
+               std::to_string(kernel));
   onednn::backend b;
-  const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
+  const std::int64_t pad = kernel / 2;
+  const conv_params p = make_params({1, 1, 1}, {pad, pad, 0}, {1, 1, 1}, 1);
   host_tensor<T, F> x({2, 6, 5, 7}), y({2, 9, 5, 7}), y_inplace({2, 9, 5, 7}), r({2, 9, 5, 7}), want({2, 9, 5, 7});
-  host_tensor<T, F> w({9, 6, 3, 3});
+  host_tensor<T, F> w({9, 6, kernel, kernel});
   std::vector<T> bias(9);
   fill(x, 11);
   fill(w, 12);
@@ -203,19 +207,25 @@ void check_fusion() {
     expect(kind, true);
     // The residual's 8 weighs in the tolerance: oneDNN sums it in float.
     b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, fusion, r.const_view());
-    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 2, 8.0)) << "separate residual";
+    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * kernel * kernel + 2, 8.0)) << "separate residual";
     std::copy(r.data(), r.data() + r.numel(), y_inplace.data());
     b.conv_forward(x.view(), w.view(), bias.data(), y_inplace.view(), p, fusion, y_inplace.const_view());
-    EXPECT_TRUE(all_close<T>(y_inplace.const_view(), want.const_view(), 6 * 9 + 2, 8.0)) << "residual == y";
+    EXPECT_TRUE(all_close<T>(y_inplace.const_view(), want.const_view(), 6 * kernel * kernel + 2, 8.0))
+        << "residual == y";
     expect(kind, false);
     b.conv_forward(x.view(), w.view(), bias.data(), y.view(), p, fusion);
-    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * 9 + 1)) << "no residual";
+    EXPECT_TRUE(all_close<T>(y.const_view(), want.const_view(), 6 * kernel * kernel + 1)) << "no residual";
+    const bool split = b.last_impl_name().find("+ eltwise") != std::string::npos;
+    EXPECT_EQ(split, kind != activation::identity && b.last_impl_name().find("gemm") != std::string::npos)
+        << b.last_impl_name();
   }
 }
 
 TEST(DnnlConv, FusedActivationAndResidualFloat) {
   check_fusion<float, nchw>();
   check_fusion<float, nhwc>();
+  check_fusion<float, nchw>(1);
+  check_fusion<float, nhwc>(1);
 }
 
 TEST(DnnlConv, FusedActivationAndResidualBfloat16) {
@@ -223,6 +233,7 @@ TEST(DnnlConv, FusedActivationAndResidualBfloat16) {
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   check_fusion<bfloat16, nchw>();
   check_fusion<bfloat16, nhwc>();
+  check_fusion<bfloat16, nchw>(1);
 }
 
 // Padded views (slices of larger buffers) are described by strides, not tags.

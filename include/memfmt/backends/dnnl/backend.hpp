@@ -86,6 +86,10 @@ class conv_forward_call {
       if (refresh_weights_) refresh_weights_.execute(*strm_, weights_src_, args_.at(DNNL_ARG_WEIGHTS));
       if (copy_residual_) copy_residual_.execute(*strm_, residual_src_, args_.at(DNNL_ARG_DST));
       prim_.execute(*strm_, args_);
+      for (auto& step : *epilogue_) {
+        const dnnl::memory& y = args_.at(DNNL_ARG_DST);
+        step.execute(*strm_, {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}});
+      }
       strm_->wait();
       *last_impl_ = impl_;
     });
@@ -100,6 +104,7 @@ class conv_forward_call {
   dnnl::memory weights_src_;
   dnnl::reorder copy_residual_;    // a residual other than y: copied into y, then summed by the post-op
   dnnl::memory residual_src_;
+  const std::vector<dnnl::eltwise_forward>* epilogue_ = nullptr;  // the cached entry's
   const std::string* impl_ = nullptr;
   const std::string** last_impl_ = nullptr;
 };
@@ -261,6 +266,7 @@ class backend {
       call.strm_ = &strm_;
       call.prim_ = e.prim;
       call.impl_ = &e.impl;
+      call.epilogue_ = &e.epilogue;
       call.last_impl_ = &last_impl_;
       const bound_weights bw = bind_weights(detail::mut(w.data()), w_md, e.pd.weights_desc(), e.w_scratch);
       call.refresh_weights_ = bw.refresh;
@@ -844,6 +850,7 @@ class backend {
     dnnl::convolution_forward prim;
     std::string impl;
     dnnl::memory w_scratch;  // reordered weights when caching is off
+    std::vector<dnnl::eltwise_forward> epilogue;  // the activation, in place on y, where not a post-op
   };
   struct conv_bwd_data_cached {
     dnnl::convolution_backward_data::primitive_desc pd;
@@ -913,7 +920,26 @@ class backend {
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
-    conv_fwd_cached e{pd, dnnl::convolution_forward(pd), pd.impl_info_str(), {}};
+    std::vector<dnnl::eltwise_forward> epilogue;
+    // oneDNN 2.6's GEMM-based convolutions (its choice for channels-first 1x1 convs) apply eltwise
+    // post-ops element by element after the GEMM, at 2-10x the conv's own time for relu6, silu or
+    // GELU, where one eltwise pass over y costs a memory pass: there the activation runs as its own
+    // primitive, in place (bench_network BM_network/convnext_tiny/f32/fwd/all_channels_first).
+    if (activates && std::string(pd.impl_info_str()).find("gemm") != std::string::npos) {
+      dnnl::post_ops sum_only;
+      if (residual) sum_only.append_sum(1.f);
+      dnnl::primitive_attr plain;
+      plain.set_post_ops(sum_only);
+      pd = dnnl::convolution_forward::primitive_desc(d, plain, eng_);
+      for (int i = 0; i < steps.count; ++i)
+        epilogue.emplace_back(dnnl::eltwise_forward::primitive_desc(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, steps.step[i].alg, y_md,
+                                        steps.step[i].alpha, steps.step[i].beta),
+            eng_));
+    }
+    std::string impl = pd.impl_info_str();
+    if (!epilogue.empty()) impl += " + eltwise";
+    conv_fwd_cached e{pd, dnnl::convolution_forward(pd), std::move(impl), {}, std::move(epilogue)};
     return conv_fwd_.emplace(std::move(key), std::move(e)).first->second;
   }
 
