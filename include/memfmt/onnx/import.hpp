@@ -565,16 +565,20 @@ class importer {
     reserved_.insert(name);
     return name;
   }
-  // A layer with weights takes the PyTorch module path where the exporter kept state_dict names
-  // ("layer1.0.conv1.weight" -> "layer1.0.conv1"), so its parameters keep those names; else the
-  // ONNX node's name.
+  // The PyTorch module path of a parameter the exporter kept under its state_dict name
+  // ("layer1.0.conv1.weight" -> "layer1.0.conv1" for suffix ".weight"), where no layer has it yet.
+  std::optional<std::string> free_module(const value* tensor, const std::string& suffix) const {
+    if (!tensor || tensor->initializer.size() <= suffix.size() ||
+        tensor->initializer.compare(tensor->initializer.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return std::nullopt;
+    std::string module = tensor->initializer.substr(0, tensor->initializer.size() - suffix.size());
+    if (reserved_.count(module) || result_.network.find(module)) return std::nullopt;
+    return module;
+  }
+  // A layer with weights takes its weight's module path, so its parameters keep their state_dict
+  // names; else the ONNX node's name.
   std::string layer_name(const node_reader& r, const value* weight) {
-    static const std::string suffix = ".weight";
-    if (weight && weight->initializer.size() > suffix.size() &&
-        weight->initializer.compare(weight->initializer.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      const std::string module = weight->initializer.substr(0, weight->initializer.size() - suffix.size());
-      if (!reserved_.count(module) && !net().find(module)) return unique_name(module);
-    }
+    if (const auto module = free_module(weight, ".weight")) return unique_name(*module);
     return unique_name(r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name());
   }
 
@@ -1549,14 +1553,8 @@ class importer {
     for (std::int64_t o = 0; o < k; ++o)
       for (std::int64_t i = 0; i < c; ++i)
         store_element(weight, static_cast<std::size_t>(o * c + i), element_as_double(*w.constant, static_cast<std::size_t>(i * k + o)), 0);
-    std::string name;
-    static const std::string suffix = ".bias";
-    if (bias && bias->initializer.size() > suffix.size() &&
-        bias->initializer.compare(bias->initializer.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      const std::string module = bias->initializer.substr(0, bias->initializer.size() - suffix.size());
-      if (!reserved_.count(module) && !net().find(module)) name = unique_name(module);
-    }
-    if (name.empty()) name = layer_name(r, &w);
+    const std::optional<std::string> module = free_module(bias, ".bias");
+    const std::string name = module ? unique_name(*module) : layer_name(r, &w);
     const graph::node_id id = net().conv(name, *x.node, graph::conv_spec(k, 1, 1, 0, 1, bias != nullptr));
     std::vector<std::pair<parameter, std::string>> params{{weight, w.initializer}};
     if (bias) {

@@ -135,10 +135,6 @@ using group_norm_op = decltype(std::declval<B&>().group_norm_forward(
     cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr,
     group_norm_params{}));
 template <class B>
-using layer_norm_op = decltype(std::declval<B&>().layer_norm_forward(
-    cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr,
-    layer_norm_params{}));
-template <class B>
 using activation_op = decltype(std::declval<B&>().activation_forward(activation::relu, cview<float>(), mview<float>()));
 template <class B>
 using binary_op_t =
@@ -171,7 +167,7 @@ bool runs_kind(graph::node_kind kind) {
     case k::batch_norm: return has_v<batch_norm_op, B>;
     case k::instance_norm:
     case k::group_norm: return has_v<group_norm_op, B>;
-    case k::layer_norm: return has_v<layer_norm_op, B>;
+    case k::layer_norm: return runs_layer_norm<B>::value;
     case k::activation: return has_v<activation_op, B>;
     case k::binary: return has_v<binary_op_t, B>;
     case k::pool: return has_v<pool_op, B>;
@@ -330,27 +326,21 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       return median_ns(o, b, [&] { b.batch_norm_forward_inference(ins[0], y, g, bt, m, v, p); });
     }
   }
-  if constexpr (has_v<group_norm_op, Backend>) {
-    if (n.kind == k::group_norm || n.kind == k::instance_norm) {
-      const auto& a = n.get<graph::norm_attrs>();
-      const std::vector<P> gamma = fill.values<P>(c), beta = fill.values<P>(c);
-      std::vector<P> mean(static_cast<std::size_t>(n.extents[0] * a.params.groups)), invstd(mean.size());
-      const P* g = a.affine ? at.place(gamma) : nullptr;
-      const P* bt = a.affine ? at.place(beta) : nullptr;
-      P *m = at.place(mean), *is = at.place(invstd);
-      return median_ns(o, b, [&] { b.group_norm_forward(ins[0], y, g, bt, m, is, a.params); });
-    }
-  }
-  if constexpr (has_v<layer_norm_op, Backend>) {
+  if (n.kind == k::group_norm || n.kind == k::instance_norm || n.kind == k::layer_norm) {
+    const norm_shape s = norm_shape_of(n);
+    const std::vector<P> gamma = fill.values<P>(c), beta = fill.values<P>(c);
+    std::vector<P> mean(s.stats), invstd(s.stats);
+    const P* g = s.affine ? at.place(gamma) : nullptr;
+    const P* bt = s.affine ? at.place(beta) : nullptr;
+    P *m = at.place(mean), *is = at.place(invstd);
     if (n.kind == k::layer_norm) {
-      const auto& a = n.get<graph::layer_norm_attrs>();
-      const std::vector<P> gamma = fill.values<P>(c), beta = fill.values<P>(c);
-      std::vector<P> mean(static_cast<std::size_t>(n.numel() / std::max<std::int64_t>(c, 1))),
-          invstd(mean.size());
-      const P* g = a.affine ? at.place(gamma) : nullptr;
-      const P* bt = a.affine ? at.place(beta) : nullptr;
-      P *m = at.place(mean), *is = at.place(invstd);
-      return median_ns(o, b, [&] { b.layer_norm_forward(ins[0], y, g, bt, m, is, a.params); });
+      if constexpr (runs_layer_norm<Backend>::value) {
+        const layer_norm_params p = n.get<graph::layer_norm_attrs>().params;
+        return median_ns(o, b, [&] { b.layer_norm_forward(ins[0], y, g, bt, m, is, p); });
+      }
+    } else if constexpr (has_v<group_norm_op, Backend>) {
+      const group_norm_params p = n.get<graph::norm_attrs>().params;
+      return median_ns(o, b, [&] { b.group_norm_forward(ins[0], y, g, bt, m, is, p); });
     }
   }
   if constexpr (has_v<activation_op, Backend>)
