@@ -200,13 +200,17 @@ run_command::run_command(CLI::App& app) {
       ->check(CLI::IsMember({"reference", "onednn", "cudnn"}));
   auto* policy = cmd_->add_option("--policy", policy_, "the format plan: all_channels_first, all_channels_last, "
                                                       "pytorch_eager, greedy or optimal (default)");
-  auto* calibrate = cmd_->add_flag("--calibrate", calibrate_, "plan for this machine: time the layers on --backend, "
-                                                               "then run the fastest of the calibrated plan, the "
-                                                               "priors' plan and all channels-last, each timed whole")
+  auto* calibrate = cmd_->add_flag("--calibrate", calibrate_, "also time whole networks: the calibrated plan, the "
+                                                               "priors' plan and all channels-last, and run the "
+                                                               "fastest")
                         ->excludes(policy);
-  cmd_->add_option("--cache", cache_, "timing cache file for --calibrate: loaded when present (it must be this "
-                                      "device's and backend's), updated with what is measured")
-      ->needs(calibrate);
+  auto* priors_only = cmd_->add_flag("--priors-only", priors_only_, "plan from the prior cost table alone, timing "
+                                                                    "nothing (the optimal policy on onednn and cudnn "
+                                                                    "otherwise times the layers first)")
+                          ->excludes(calibrate);
+  cmd_->add_option("--cache", cache_, "timing cache file for the layer timings: loaded when present (it must be "
+                                      "this device's and backend's), updated with what is measured")
+      ->excludes(priors_only);
   cmd_->add_option("--dtype", dtype_, "float32 (default), bfloat16 or float16: weights and inputs are rounded to it")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   batch_opt_ = cmd_->add_option("--batch", batch_, "batch size (an ONNX model's symbolic batch; default 1, a "
@@ -287,36 +291,58 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     memfmt::graph::cost_model model;
     memfmt::graph::plan plan;
     std::string plan_name = to_string(which);
-    json calibration;  // with --calibrate: what was measured and which plan won
+    // The optimal plan on a backend that is a speed target is solved over this machine's layer
+    // timings: they take a second or two, and the prior table can be wrong for the CPU at hand (a
+    // 1x1 conv is faster channels-first on some, channels-last on others). The reference backend is
+    // the truth, not a speed target: its plans come from the priors.
+    const bool measure = calibrate_ || (which == memfmt::graph::policy::optimal && backend_ != "reference" && !priors_only_);
+    if (!cache_.empty() && !measure)
+      throw usage_error{"--cache: nothing is timed " +
+                        std::string(which != memfmt::graph::policy::optimal
+                                        ? "for --policy " + policy_ + ", which does not weigh costs"
+                                        : "on --backend reference without --calibrate")};
+    json costs = {{"source", measure ? "measured" : "priors"}};
+    json calibration;  // with --calibrate: which plan won
     std::function<void(const tensor_refs&, const tensor_refs&)> forward;
     std::function<memfmt::runtime::executor_report()> report;
     const auto build = [&](auto& backend) {
       using backend_type = std::remove_reference_t<decltype(backend)>;
       std::shared_ptr<memfmt::runtime::executor<backend_type>> ex;
-      if (calibrate_) {
+      if (measure) {
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
-        err << "memfmt run: calibrating on " << backend_ << (cache_.empty() ? "" : " (timing cache " + cache_ + ")")
-            << ", then timing three plans\n";
+        err << "memfmt run: timing the layers on " << backend_
+            << (cache_.empty() ? "" : " (timing cache " + cache_ + ")")
+            << (calibrate_ ? ", then three plans as whole networks\n" : "\n");
         memfmt::runtime::channels_last_options o;
         o.timing_cache_path = cache_;
+        o.select_by_timing = calibrate_;
         const auto t0 = std::chrono::steady_clock::now();
         auto planned = memfmt::runtime::channels_last(net, backend, weights, o);
-        json candidates = json::array();
-        for (const auto& c : planned.candidates)
-          candidates.push_back({{"plan", c.name}, {"ms_per_batch", c.ms}, {"conversions", c.conversions},
-                                {"same_as", c.same_as}, {"error", c.error}});
-        calibration = {{"backend", backend_},
-                       {"cache", cache_},
-                       {"layer_signatures", planned.cache.layers().size()},
-                       {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
-                       {"chosen", planned.chosen},
-                       {"candidates", std::move(candidates)}};
+        costs = {{"source", "measured"},
+                 {"backend", backend_},
+                 {"cache", cache_},
+                 {"layer_signatures", planned.cache.layers().size()},
+                 {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+        if (calibrate_) {
+          json candidates = json::array();
+          for (const auto& c : planned.candidates)
+            candidates.push_back({{"plan", c.name}, {"ms_per_batch", c.ms}, {"conversions", c.conversions},
+                                  {"same_as", c.same_as}, {"error", c.error}});
+          calibration = {{"backend", backend_},
+                         {"cache", cache_},
+                         {"layer_signatures", costs.at("layer_signatures")},
+                         {"seconds", costs.at("seconds")},
+                         {"chosen", planned.chosen},
+                         {"candidates", std::move(candidates)}};
+          plan_name = planned.chosen;
+        }
         plan = std::move(planned.plan);
-        plan_name = planned.chosen;
         ex = std::move(planned.run);
 #else
-        fail(memfmt::errc::unsupported, "--calibrate needs the memfmt::graph_io component (timing cache JSON), which "
-                                        "this build of memfmt lacks");
+        fail(memfmt::errc::unsupported, std::string(calibrate_ ? "--calibrate" : "--policy optimal on " + backend_) +
+                                            " times the layers, which needs the memfmt::graph_io component (timing "
+                                            "cache JSON) that this build of memfmt lacks; --priors-only plans "
+                                            "without it");
 #endif
       } else {
         model.set_support_query(memfmt::runtime::support_query_for(backend));
@@ -444,6 +470,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
              {"backend", backend_},
              {"threads", threads_in_use()},
              {"policy", plan_name},
+             {"costs", costs},
              {"weights", weights_from},
              {"plan", {{"conversions", plan.copies()}, {"relabels", plan.relabels()}, {"bytes_moved", bytes_moved},
                        {"estimated_ns", plan.total()}}},
@@ -474,10 +501,13 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
               << rep.fusions.size() << " fusions\n"
               << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
               << " with one buffer per value)\n";
+    if (measure)
+      out << "costs    layers timed on " << backend_ << ": " << costs.at("layer_signatures").get<std::size_t>()
+          << " signatures in the timing cache, " << costs.at("seconds").get<double>() << " s\n";
+    else if (which == memfmt::graph::policy::optimal)
+      out << "costs    the prior table" << (backend_ == "reference" ? "" : " (--priors-only)") << '\n';
     if (calibrate_) {
-      out << "chosen   by timing the whole network on " << backend_ << " (calibration "
-          << calibration.at("seconds").get<double>() << " s, " << calibration.at("layer_signatures").get<std::size_t>()
-          << " layer signatures in the timing cache):";
+      out << "chosen   by timing the whole network on " << backend_ << ":";
       for (const auto& c : calibration.at("candidates")) {
         out << ' ' << c.at("plan").get<std::string>() << ' ';
         if (!c.at("error").get<std::string>().empty()) out << "(not run: " << c.at("error").get<std::string>() << ")";

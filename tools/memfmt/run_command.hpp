@@ -1,9 +1,11 @@
 // `memfmt run MODEL.onnx|NETWORK.json [--weights FILE] [--input FILE | --random] [--output FILE]
 //  [--backend reference|onednn|cudnn] [--policy NAME] [--dtype float32|bfloat16|float16] [--batch N]
-//  [--threads N] [--repeat N] [--calibrate [--cache FILE]] [--json]`: runs a model in its planned
-//  formats and reports the time. --calibrate plans for this machine: runtime::channels_last times the
-//  layers on --backend and runs the fastest of the calibrated plan, the priors' plan and all
-//  channels-last, each timed as a whole network.
+//  [--threads N] [--repeat N] [--calibrate | --priors-only] [--cache FILE] [--json]`: runs a model in
+//  its planned formats and reports the time. The optimal policy on onednn and cudnn plans for this
+//  machine, as TensorRT's builder does: the layers are timed on --backend first (a second or two;
+//  --cache keeps the timings), --priors-only plans from the prior table instead. --calibrate also
+//  times the calibrated plan, the priors' plan and all channels-last as whole networks and runs the
+//  fastest (runtime::channels_last).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ class run_command {
   CLI::Option* batch_opt_ = nullptr;
   std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32",
       cache_;
-  bool random_ = false, json_ = false, calibrate_ = false;
+  bool random_ = false, json_ = false, calibrate_ = false, priors_only_ = false;
   std::int64_t batch_ = 1;
   int threads_ = 0, repeat_ = 10;
 };

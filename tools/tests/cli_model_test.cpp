@@ -19,7 +19,10 @@
 
 #include "memfmt/backends/reference/backend.hpp"
 #include "memfmt/graph/models.hpp"
+#include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/policy.hpp"
+#include "memfmt/graph/solve.hpp"
+#include "memfmt/graph/timing_cache.hpp"
 #include "memfmt/io/network_json.hpp"
 #include "memfmt/io/safetensors.hpp"
 #include "memfmt/io/timing_cache_json.hpp"
@@ -427,11 +430,61 @@ TEST_F(CliModel, RunCalibrateMeasuresThenRunsTheFastestCandidate) {
     else EXPECT_EQ(timed, first_timings) << "the second run re-measured what the cache held";
   }
 
-  // --cache belongs to --calibrate, and --calibrate chooses the plan itself.
-  EXPECT_EQ(run_cli({"run", file, "--cache", cache}).exit_code, 2);
+  // --cache needs something timed, and --calibrate chooses the plan itself.
+  const auto untimed = run_cli({"run", file, "--cache", cache});
+  EXPECT_EQ(untimed.exit_code, 2) << untimed.output;
+  EXPECT_NE(untimed.output.find("--cache: nothing is timed on --backend reference without --calibrate"),
+            std::string::npos)
+      << untimed.output;
   const auto both = run_cli({"run", file, "--calibrate", "--policy", "optimal"});
   EXPECT_EQ(both.exit_code, 2) << both.output;
   EXPECT_NE(both.output.find("--policy excludes --calibrate"), std::string::npos) << both.output;
+  EXPECT_EQ(run_cli({"run", file, "--calibrate", "--priors-only"}).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", file, "--priors-only", "--cache", cache}).exit_code, 2);
+}
+
+// On a backend that is a speed target, the optimal policy is solved over the layers timed there:
+// the run reports measured costs, fills the cache with every layer signature, and runs the plan
+// graph::solve gives over that cache; --priors-only runs the priors' plan; other policies weigh no
+// costs and time nothing.
+TEST_F(CliModel, RunOptimalOnOnednnPlansOverTheLayersTimedThere) {
+#ifndef MEMFMT_CLI_TEST_HAVE_DNNL
+  GTEST_SKIP() << "this build has no oneDNN backend";
+#else
+  const network net = memfmt::graph::models::mobilenet_v2(tiny());
+  const std::string file = save(net, "mobilenet.json"), cache = path("cache.json");
+  auto r = run_cli({"run", file, "--backend", "onednn", "--cache", cache, "--repeat", "1", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  json j = parse_json(r);
+  EXPECT_EQ(j.at("policy"), "optimal");
+  EXPECT_EQ(j.at("costs").at("source"), "measured") << j.dump();
+  EXPECT_EQ(j.at("costs").at("layer_signatures").get<std::size_t>(), layer_signatures(net).size());
+  EXPECT_FALSE(j.contains("calibration"));
+  const memfmt::graph::timing_cache timed = memfmt::io::read_timing_cache_file(cache);
+  EXPECT_EQ(timed.key().backend, "onednn");
+  std::set<std::string> signatures;
+  for (const auto& [sig, t] : timed.layers()) signatures.insert(sig);
+  EXPECT_EQ(signatures, layer_signatures(net));
+  memfmt::graph::cost_model measured;
+  measured.set_timing_cache(timed);
+  const memfmt::graph::plan want = memfmt::graph::solve(net, measured);
+  EXPECT_EQ(j.at("conversions_run").get<std::size_t>(), want.copies()) << j.dump();
+  EXPECT_EQ(j.at("plan").at("estimated_ns").get<std::int64_t>(), want.total()) << j.dump();
+
+  r = run_cli({"run", file, "--backend", "onednn", "--priors-only", "--repeat", "1", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = parse_json(r);
+  EXPECT_EQ(j.at("costs").at("source"), "priors");
+  const memfmt::graph::plan priors = memfmt::graph::solve(net, memfmt::graph::cost_model{});
+  EXPECT_EQ(j.at("plan").at("estimated_ns").get<std::int64_t>(), priors.total()) << j.dump();
+
+  r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--repeat", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("costs "), std::string::npos) << r.output;
+  r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--cache", cache});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--policy all_channels_last, which does not weigh costs"), std::string::npos) << r.output;
+#endif
 }
 
 TEST_F(CliModel, RunRefusesParametersThatDoNotFit) {
