@@ -4,8 +4,11 @@
   export_onnx.py resnet50 resnet50.onnx --input-shape 1,3,224,224
   export_onnx.py mypkg.nets:small_unet unet.onnx --kwargs '{"width": 8}' --output-fixture unet.safetensors
 
-MODEL is a torchvision model name (random weights: torch.manual_seed(--seed) before it is built)
-or MODULE:ATTR, a class or factory called with --kwargs. By default batch-norm parameters and
+MODEL is a torchvision model name (random weights: torch.manual_seed(--seed) before it is built),
+one under a torchvision subpackage (segmentation.deeplabv3_resnet50; give it
+--kwargs '{"weights_backbone": null}' so that nothing is downloaded), or MODULE:ATTR, a class or
+factory called with --kwargs. A model that returns a dict (torchvision's segmentation models:
+{"out": ..., "aux": ...}) is exported with its "out" entry as the graph output. By default batch-norm parameters and
 running statistics are randomised too (otherwise a fresh BN is the identity and a check of the
 imported model would not see it); --plain-init keeps PyTorch's initialisation.
 
@@ -31,10 +34,27 @@ def build_model(spec, kwargs):
     else:
         import torchvision
 
-        factory = getattr(torchvision.models, spec, None)
+        *package, name = spec.split(".")
+        factory = None
+        try:
+            scope = importlib.import_module(".".join(["torchvision.models"] + package))
+            factory = getattr(scope, name, None)
+        except ImportError:
+            pass
         if factory is None:
             raise SystemExit(f"export_onnx: torchvision has no model '{spec}'")
     return factory(**kwargs)
+
+
+class OutEntry(torch.nn.Module):
+    """The "out" entry of a model that returns a dict, as one tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
 
 
 def randomise_batch_norm(model, generator):
@@ -95,6 +115,12 @@ def main():
     model.eval()
     shape = [int(s) for s in a.input_shape.split(",")]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(a.seed + 2))
+    with torch.no_grad():
+        returned = model(x)
+    if isinstance(returned, dict):
+        if "out" not in returned:
+            raise SystemExit(f"export_onnx: {a.model} returns a dict without an 'out' entry ({list(returned)})")
+        model = OutEntry(model).eval()
 
     training = torch.onnx.TrainingMode.PRESERVE if a.keep_batchnorm else torch.onnx.TrainingMode.EVAL
     dynamic = {a.input_name: {0: "batch"}, a.output_name: {0: "batch"}} if a.dynamic_batch else None

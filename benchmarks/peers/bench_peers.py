@@ -9,8 +9,11 @@ and ONNX Runtime (CPU).
 Models are the ones include/memfmt/graph/models.hpp builds: torchvision's resnet50, mobilenet_v2,
 resnext50_32x4d, vgg16_bn, video.r3d_18, shufflenet_v2_x1_0, convnext_tiny, and the UNet defined
 below (same channels, max pooling, ConvTranspose2d 2x2/2 upsampling, [skip, upsampled]
-concatenation, module names as the header's node names). Random weights (torch.manual_seed(--seed));
-timing does not depend on their values.
+concatenation, module names as the header's node names); and torchvision's segmentation models
+deeplabv3_mobilenet_v3_large, lraspp_mobilenet_v3_large, deeplabv3_resnet50 and fcn_resnet50 (21
+classes, no auxiliary head; the "out" entry of their dict is the output), which memfmt runs through
+ONNX import only. Random weights (torch.manual_seed(--seed)); timing does not depend on their
+values.
 
 Runners:
   pytorch_nchw           the model and input contiguous (NCHW / NCDHW)
@@ -69,8 +72,11 @@ import subprocess
 import sys
 import time
 
+# torchvision's segmentation models: not in the models header, so memfmt runs them only through
+# ONNX import (memfmt run, or bench_network's BM_network/onnx rows on the files written here).
+SEGMENTATION = ["deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "deeplabv3_resnet50", "fcn_resnet50"]
 MODELS = ["resnet50", "mobilenet_v2", "unet", "resnext50_32x4d", "vgg16_bn", "r3d_18", "shufflenet_v2_x1_0",
-          "convnext_tiny"]
+          "convnext_tiny"] + SEGMENTATION
 RUNNERS = ["pytorch_nchw", "pytorch_channels_last", "onnxruntime"]
 CUDA_RUNNERS = ["pytorch_cuda_nchw", "pytorch_cuda_channels_last"]
 PASSES = ["inference", "training"]
@@ -148,7 +154,14 @@ def export_spec(model):
         return "bench_peers:UNet"
     if model == "r3d_18":
         return "torchvision.models.video:r3d_18"
+    if model in SEGMENTATION:
+        return "segmentation." + model
     return model
+
+
+def export_kwargs(model):
+    """The --kwargs of tools/export_onnx.py: a segmentation model's backbone is built without weights."""
+    return ["--kwargs", json.dumps({"weights_backbone": None})] if model in SEGMENTATION else []
 
 
 def build(model):
@@ -158,6 +171,11 @@ def build(model):
         return UNet()
     if model == "r3d_18":
         return torchvision.models.video.r3d_18()
+    if model in SEGMENTATION:
+        sys.path.insert(0, os.path.dirname(EXPORTER))
+        from export_onnx import OutEntry  # the tensor the ONNX file's output is
+
+        return OutEntry(getattr(torchvision.models.segmentation, model)(weights_backbone=None))
     return getattr(torchvision.models, model)()
 
 
@@ -238,7 +256,7 @@ def onnx_file(case, a, notes):
     os.makedirs(a.onnx_dir, exist_ok=True)
     shape = ",".join(str(s) for s in input_shape(case["model"], 1, res, case["frames"]))
     cmd = [sys.executable, EXPORTER, export_spec(case["model"]), path, "--input-shape", shape,
-           "--dynamic-batch", "--seed", str(a.seed)]
+           "--dynamic-batch", "--seed", str(a.seed)] + export_kwargs(case["model"])
     r = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True)
     if r.returncode != 0 or not os.path.exists(path):
         tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]

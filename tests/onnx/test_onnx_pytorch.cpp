@@ -4,7 +4,8 @@
 //    constants (normalisation buffers, PReLU per channel and shared, a scaled residual, a
 //    temperature), whose .safetensors hold the input and PyTorch's output recorded by
 //    tools/export_onnx.py: no torch needed.
-//  - torchvision's ResNet-50, MobileNetV2, ShuffleNetV2 and ConvNeXt-T themselves (random weights, fixed seed, 64x64 input),
+//  - torchvision's ResNet-50, MobileNetV2, ShuffleNetV2, ConvNeXt-T and two segmentation models
+//    (DeepLabV3 and LR-ASPP on MobileNetV3) themselves (random weights, fixed seed, 64x64 input),
 //    exported and recorded at test time where /usr/bin/python3 has torch and torchvision; skipped
 //    with the reason otherwise.
 #include <gtest/gtest.h>
@@ -73,6 +74,10 @@ struct torchvision_case {
                       // LayerNorm) with layer scale 0.5, so each block's branch shows in the output
 };
 
+// torchvision's segmentation models (dilated backbones, ASPP's pooled branch up-sampled from 1x1,
+// LR-ASPP's sigmoid gate and bilinear Resize), with 5 classes and random backbone weights.
+constexpr const char* segmentation = "--kwargs '{\"weights_backbone\": null, \"num_classes\": 5}'";
+
 // gtest and CTest name the case by its model.
 void PrintTo(const torchvision_case& c, std::ostream* os) { *os << c.model; }
 
@@ -97,7 +102,13 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
                                            torchvision_case{"mobilenet_v2", "--keep-batchnorm"},
                                            torchvision_case{"shufflenet_v2_x0_5", ""},
                                            torchvision_case{"convnext_tiny",
-                                                            "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"}),
-                         [](const auto& info) { return std::string(info.param.model); });
+                                                            "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"},
+                                           torchvision_case{"segmentation.lraspp_mobilenet_v3_large", segmentation},
+                                           torchvision_case{"segmentation.deeplabv3_mobilenet_v3_large", segmentation}),
+                         [](const auto& info) {
+                           std::string name = info.param.model;
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
 
 }  // namespace

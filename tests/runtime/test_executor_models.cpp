@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,71 @@ TEST(ExecutorModels, R3d18) { check_model("r3d_18", models::r3d_18(small(0.0625,
 TEST(ExecutorModels, ConvNeXtTiny) { check_model("convnext_tiny", models::convnext_tiny(small(0.125, 32)), 18); }
 TEST(ExecutorModels, ShuffleNetV2) {
   check_model("shufflenet_v2_x1_0", models::shufflenet_v2_x1_0(small(0.125, 32)), 30);
+}
+
+// forward_profiled runs the steps forward runs (the same output bits) and charges each to its node:
+// a layer with a step of its own takes time, a batch norm, add or activation fused into a conv takes
+// none and names the conv, and exactly the values the plan copies (not relabels, not the input
+// converted on entry) have conversion time.
+TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
+  const network net = models::resnet18(small(0.125, 32));
+  const parameter_store params = make_params(net, 11);
+  const std::vector<float> input = random_input(net, 5);
+  const memfmt::graph::cost_model model{};
+  std::vector<std::optional<family>> alternating = uniform(net, family::channels_first);
+  for (const auto& n : net.nodes())
+    if (alternating[n.id] && n.kind == memfmt::graph::node_kind::conv && n.id % 3 == 0)
+      alternating[n.id] = family::channels_last;
+  const std::pair<const char*, memfmt::graph::plan> cases[] = {
+      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
+      {"mixed", memfmt::graph::make_plan(net, model, alternating)}};
+  for (const auto& [name, plan] : cases) {
+    SCOPED_TRACE(name);
+    ASSERT_GT(plan.copies(), 0u);
+    memfmt::reference::backend b;
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, b, params);
+    const auto& in = net.at(*net.find("input"));
+    const auto& out = net.at(*net.find("output"));
+    std::vector<float> x = input, plain(static_cast<std::size_t>(out.numel())), profiled(plain.size());
+    const tensor_ref x_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()};
+    ex.forward({{"input", x_ref}}, {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first,
+                                                           plain.data()}}});
+    const memfmt::runtime::forward_profile p = ex.forward_profiled(
+        {{"input", x_ref}}, {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first,
+                                                   profiled.data()}}});
+    EXPECT_EQ(plain, profiled);
+    ASSERT_EQ(p.nodes.size(), net.size());
+    std::set<memfmt::graph::node_id> copied;
+    for (const auto& c : plan.conversions)
+      if (!c.relabel && net.at(c.value).kind != memfmt::graph::node_kind::input) copied.insert(c.value);
+    std::int64_t sum = p.inputs_ns + p.outputs_ns;
+    std::size_t fused = 0;
+    for (const auto& n : net.nodes()) {
+      const memfmt::runtime::node_time& t = p.nodes[n.id];
+      EXPECT_EQ(t.node, n.id);
+      sum += t.layer_ns + t.conversion_ns;
+      if (n.kind != memfmt::graph::node_kind::input) {
+        EXPECT_EQ(t.conversion_ns > 0, copied.count(n.id) == 1) << n.name;
+      }
+      if (t.fused_into) {
+        ++fused;
+        EXPECT_EQ(t.layer_ns, 0) << n.name;
+        EXPECT_EQ(net.at(*t.fused_into).kind, memfmt::graph::node_kind::conv) << n.name;
+        EXPECT_GT(p.nodes[*t.fused_into].layer_ns, 0) << n.name;
+      } else if (n.kind == memfmt::graph::node_kind::conv || n.kind == memfmt::graph::node_kind::pool ||
+                 n.kind == memfmt::graph::node_kind::linear) {
+        EXPECT_GT(t.layer_ns, 0) << n.name;
+      } else if (n.kind == memfmt::graph::node_kind::input || n.kind == memfmt::graph::node_kind::output) {
+        EXPECT_EQ(t.layer_ns, 0) << n.name;
+      }
+    }
+    // Each fusion group names a conv and at least one layer run in its step.
+    EXPECT_GE(fused, ex.report().fusions.size());
+    EXPECT_GT(p.inputs_ns, 0);
+    EXPECT_GE(p.total_ns, sum);
+  }
+  static_assert(!memfmt::runtime::detail::queues_work<memfmt::reference::backend>::value,
+                "the reference backend's calls return when done: nothing to drain between steps");
 }
 
 }  // namespace

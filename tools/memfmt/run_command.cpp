@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <ostream>
@@ -185,6 +186,90 @@ int threads_in_use() {
 #endif
 }
 
+// ---- the profile ----
+
+// What a layer is, for grouping its time: convs by the shape class that decides their speed in
+// each format, activations and binary ops by their function.
+std::string layer_kind(const memfmt::graph::network& net, const memfmt::graph::node& n) {
+  using memfmt::graph::node_kind;
+  switch (n.kind) {
+    case node_kind::conv: {
+      const auto& a = n.get<memfmt::graph::conv_attrs>();
+      std::int64_t volume = 1;
+      for (std::size_t d = 0; d + 2 < n.extents.size(); ++d) volume *= a.kernel[d];
+      const std::string conv = n.extents.size() == 5 ? "conv3d" : "conv";
+      if (a.params.groups > 1 && a.params.groups == net.at(n.inputs.at(0)).extents.at(1)) return conv + " depthwise";
+      if (a.params.groups > 1) return conv + " grouped";
+      return conv + (volume == 1 ? " 1x1" : " kxk");
+    }
+    case node_kind::activation: return std::string("activation ") + to_string(n.get<memfmt::activation_params>().kind);
+    case node_kind::binary: {
+      static const char* const names[] = {"add", "sub", "mul", "div"};
+      return std::string("binary ") + names[static_cast<int>(n.get<memfmt::binary_op>())];
+    }
+    case node_kind::pool:
+      return n.get<memfmt::pool_params>().kind == memfmt::pool_kind::max ? "max pool" : "average pool";
+    default: return to_string(n.kind);
+  }
+}
+
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The mean of `passes` profiles: by layer kind (a fused layer's time is its conv's), conversions,
+// and the `top` slowest layers.
+json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& plan,
+                  const std::vector<memfmt::runtime::forward_profile>& passes, std::size_t top) {
+  const double n = static_cast<double>(passes.size());
+  std::vector<double> layer(net.size()), conversion(net.size());
+  double io = 0, total = 0;
+  for (const auto& p : passes) {
+    for (const auto& t : p.nodes) {
+      layer[t.node] += ms(t.layer_ns) / n;
+      conversion[t.node] += ms(t.conversion_ns) / n;
+    }
+    io += ms(p.inputs_ns + p.outputs_ns) / n;
+    total += ms(p.total_ns) / n;
+  }
+  std::map<std::string, std::pair<std::size_t, double>> kinds;  // kind -> (layers, ms)
+  double converting = 0;
+  std::size_t copies = 0;
+  std::vector<std::size_t> order;
+  for (const auto& node : net.nodes()) {
+    converting += conversion[node.id];
+    if (conversion[node.id] > 0) ++copies;
+    const auto& t = passes.front().nodes[node.id];
+    if (t.fused_into || layer[node.id] <= 0) continue;
+    auto& k = kinds[layer_kind(net, node)];
+    ++k.first;
+    k.second += layer[node.id];
+    order.push_back(node.id);
+  }
+  std::vector<std::pair<std::string, std::pair<std::size_t, double>>> by_kind(kinds.begin(), kinds.end());
+  std::sort(by_kind.begin(), by_kind.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  json kinds_json = json::array();
+  for (const auto& [k, v] : by_kind)
+    kinds_json.push_back({{"kind", k}, {"layers", v.first}, {"ms", v.second}, {"share", total > 0 ? v.second / total : 0.0}});
+  kinds_json.push_back({{"kind", "conversions"}, {"layers", copies}, {"ms", converting},
+                        {"share", total > 0 ? converting / total : 0.0}});
+  kinds_json.push_back({{"kind", "inputs and outputs"}, {"layers", 0}, {"ms", io}, {"share", total > 0 ? io / total : 0.0}});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return layer[a] > layer[b]; });
+  if (order.size() > top) order.resize(top);
+  json slowest = json::array();
+  for (std::size_t id : order) {
+    const auto& node = net.at(id);
+    std::vector<std::string> fused;
+    for (const auto& t : passes.front().nodes)
+      if (t.fused_into && *t.fused_into == id) fused.push_back(net.at(t.node).name);
+    slowest.push_back({{"layer", node.name},
+                       {"kind", layer_kind(net, node)},
+                       {"format", to_string(plan.format(id).value_or(family::channels_first))},
+                       {"extents", node.extents},
+                       {"ms", layer[id]},
+                       {"fused", fused}});
+  }
+  return {{"passes", passes.size()}, {"ms_per_pass", total}, {"by_kind", kinds_json}, {"slowest", slowest}};
+}
+
 }  // namespace
 
 run_command::run_command(CLI::App& app) {
@@ -219,6 +304,8 @@ run_command::run_command(CLI::App& app) {
   cmd_->add_option("--threads", threads_, "OpenMP threads (default: OpenMP's)")->check(CLI::PositiveNumber);
   cmd_->add_option("--repeat", repeat_, "timed forward passes after one warm-up (default 10)")
       ->check(CLI::PositiveNumber);
+  cmd_->add_flag("--profile", profile_, "after the timed passes, time every layer in --repeat more passes and "
+                                        "report where the time goes: by layer kind, and the slowest layers");
   cmd_->add_flag("--json", json_, "print JSON");
 }
 
@@ -299,12 +386,14 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     if (!cache_.empty() && !measure)
       throw usage_error{"--cache: nothing is timed " +
                         std::string(which != memfmt::graph::policy::optimal
-                                        ? "for --policy " + policy_ + ", which does not weigh costs"
+                                        ? "for --policy " + policy_ + " (only optimal's costs are timed)"
                                         : "on --backend reference without --calibrate")};
-    json costs = {{"source", measure ? "measured" : "priors"}};
+    const bool weighs_costs = which == memfmt::graph::policy::optimal || which == memfmt::graph::policy::greedy;
+    json costs = {{"source", measure ? "measured" : weighs_costs ? "priors" : "none"}};
     json calibration;  // with --calibrate: which plan won
     std::function<void(const tensor_refs&, const tensor_refs&)> forward;
     std::function<memfmt::runtime::executor_report()> report;
+    std::function<memfmt::runtime::forward_profile(const tensor_refs&, const tensor_refs&)> profiled;
     const auto build = [&](auto& backend) {
       using backend_type = std::remove_reference_t<decltype(backend)>;
       std::shared_ptr<memfmt::runtime::executor<backend_type>> ex;
@@ -351,6 +440,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       }
       forward = [ex](const tensor_refs& in, const tensor_refs& out) { ex->forward(in, out); };
       report = [ex] { return ex->report(); };
+      profiled = [ex](const tensor_refs& in, const tensor_refs& out) { return ex->forward_profiled(in, out); };
     };
     bool built = false;
 #ifdef MEMFMT_CLI_HAVE_DNNL
@@ -433,6 +523,12 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         err << "memfmt run: " << r + 1 << "/" << repeat_ << " passes, last " << ms.back() << " ms\n";
       }
     }
+    json profile;
+    if (profile_) {
+      std::vector<memfmt::runtime::forward_profile> passes;
+      for (int r = 0; r < repeat_; ++r) passes.push_back(profiled(in_refs, out_refs));
+      profile = profile_json(net, plan, passes, 10);
+    }
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
@@ -485,6 +581,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
              {"peak_activation_bytes", rep.arena_bytes},
              {"allocate_all_bytes", rep.allocate_all_bytes}};
       if (calibrate_) j["calibration"] = calibration;
+      if (profile_) j["profile"] = profile;
       if (!output_.empty()) j["output"] = output_;
       out << j.dump(1) << '\n';
       return 0;
@@ -517,6 +614,28 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       out << '\n';
     }
     for (const auto& f : rep.fusions) out << "  fused  " << f << '\n';
+    if (profile_) {
+      char line[256];
+      std::snprintf(line, sizeof line, "profile  every layer timed alone, mean of %d passes: %.3f ms per pass\n",
+                    repeat_, profile.at("ms_per_pass").get<double>());
+      out << line;
+      std::snprintf(line, sizeof line, "  %-28s %6s %10s %7s\n", "kind", "layers", "ms", "share");
+      out << line;
+      for (const auto& k : profile.at("by_kind")) {
+        std::snprintf(line, sizeof line, "  %-28s %6zu %10.3f %6.1f%%\n", k.at("kind").get<std::string>().c_str(),
+                      k.at("layers").get<std::size_t>(), k.at("ms").get<double>(), 100.0 * k.at("share").get<double>());
+        out << line;
+      }
+      out << "  slowest layers:\n";
+      for (const auto& l : profile.at("slowest")) {
+        std::string fused;
+        for (const auto& f : l.at("fused")) fused += (fused.empty() ? " (with " : ", ") + f.get<std::string>();
+        if (!fused.empty()) fused += ")";
+        std::snprintf(line, sizeof line, "  %9.3f ms  ", l.at("ms").get<double>());
+        out << line << l.at("layer").get<std::string>() << ": " << l.at("kind").get<std::string>() << ", "
+            << l.at("format").get<std::string>() << ", " << l.at("extents").dump() << fused << '\n';
+      }
+    }
     if (!output_.empty()) out << "output   " << output_ << '\n';
     return 0;
   });

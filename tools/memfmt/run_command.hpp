@@ -1,11 +1,12 @@
 // `memfmt run MODEL.onnx|NETWORK.json [--weights FILE] [--input FILE | --random] [--output FILE]
 //  [--backend reference|onednn|cudnn] [--policy NAME] [--dtype float32|bfloat16|float16] [--batch N]
-//  [--threads N] [--repeat N] [--calibrate | --priors-only] [--cache FILE] [--json]`: runs a model in
+//  [--threads N] [--repeat N] [--calibrate | --priors-only] [--cache FILE] [--profile] [--json]`: runs a model in
 //  its planned formats and reports the time. The optimal policy on onednn and cudnn plans for this
 //  machine, as TensorRT's builder does: the layers are timed on --backend first (a second or two;
 //  --cache keeps the timings), --priors-only plans from the prior table instead. --calibrate also
 //  times the calibrated plan, the priors' plan and all channels-last as whole networks and runs the
-//  fastest (runtime::channels_last).
+//  fastest (runtime::channels_last). --profile then times every layer in --repeat more passes
+//  (executor::forward_profiled) and reports the time by layer kind and the slowest layers.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ class run_command {
   CLI::Option* batch_opt_ = nullptr;
   std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32",
       cache_;
-  bool random_ = false, json_ = false, calibrate_ = false, priors_only_ = false;
+  bool random_ = false, json_ = false, calibrate_ = false, priors_only_ = false, profile_ = false;
   std::int64_t batch_ = 1;
   int threads_ = 0, repeat_ = 10;
 };

@@ -341,6 +341,50 @@ TEST_F(CliModel, RunRandomReportsThroughputAndThePlan) {
   }
 }
 
+// --profile: the time by layer kind covers the layers that run (each conv class and function named),
+// adds up to no more than the pass, and the slowest layers come in order, each a layer of the network.
+TEST_F(CliModel, RunProfileSaysWhereTheTimeGoes) {
+  const network net = memfmt::graph::models::mobilenet_v2(tiny());
+  const std::string file = save(net, "mobilenet.json");
+  const auto r = run_cli({"run", file, "--policy", "all_channels_last", "--repeat", "2", "--profile", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json p = parse_json(r).at("profile");
+  EXPECT_EQ(p.at("passes"), 2);
+  std::map<std::string, std::size_t> kinds;
+  double sum = 0;
+  for (const json& k : p.at("by_kind")) {
+    kinds[k.at("kind").get<std::string>()] = k.at("layers").get<std::size_t>();
+    sum += k.at("ms").get<double>();
+  }
+  EXPECT_LE(sum, p.at("ms_per_pass").get<double>() * (1 + 1e-9));
+  std::size_t depthwise = 0, pointwise = 0;
+  for (const auto& n : net.nodes())
+    if (n.kind == memfmt::graph::node_kind::conv) {
+      const auto& a = n.get<memfmt::graph::conv_attrs>();
+      if (a.params.groups > 1) ++depthwise;
+      else if (a.kernel[0] == 1 && a.kernel[1] == 1) ++pointwise;
+    }
+  EXPECT_EQ(kinds["conv depthwise"], depthwise);
+  EXPECT_EQ(kinds["conv 1x1"], pointwise);
+  EXPECT_EQ(kinds["conv kxk"], 1u);  // the stem
+  // The one conversion, of the input, is made on entry (the inputs' time); the logits are rank 2.
+  EXPECT_EQ(parse_json(r).at("conversions_run"), 1);
+  EXPECT_EQ(kinds["conversions"], 0u);
+  EXPECT_EQ(kinds.count("activation relu6"), 0u);  // fused into its conv, timed there
+  const json& slowest = p.at("slowest");
+  ASSERT_EQ(slowest.size(), 10u);
+  for (std::size_t i = 0; i < slowest.size(); ++i) {
+    EXPECT_TRUE(net.find(slowest[i].at("layer").get<std::string>())) << slowest[i].dump();
+    EXPECT_EQ(slowest[i].at("format"), "channels_last");
+    if (i) {
+      EXPECT_LE(slowest[i].at("ms").get<double>(), slowest[i - 1].at("ms").get<double>());
+    }
+  }
+  const auto text = run_cli({"run", file, "--repeat", "1", "--profile"});
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("slowest layers:"), std::string::npos) << text.output;
+}
+
 // --weights and --input in, --output out: the CLI's outputs in each plan equal the executor's
 // all-channels-first run in this process (the formats change the summation order of nothing but
 // the batch-norm folding, hence the tolerance).
@@ -483,7 +527,10 @@ TEST_F(CliModel, RunOptimalOnOnednnPlansOverTheLayersTimedThere) {
   EXPECT_EQ(r.output.find("costs "), std::string::npos) << r.output;
   r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--cache", cache});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--policy all_channels_last, which does not weigh costs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--policy all_channels_last (only optimal's costs are timed)"), std::string::npos) << r.output;
+  r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--repeat", "1", "--json"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(parse_json(r).at("costs").at("source"), "none");
 #endif
 }
 

@@ -201,15 +201,6 @@ class filler {
   std::uint64_t state_;
 };
 
-template <class B>
-using synchronize_op = decltype(std::declval<B&>().synchronize());
-
-// Waits for the backend's queued work; nothing for a backend whose calls return when done.
-template <class Backend>
-void settle(Backend& b) {
-  if constexpr (has_v<synchronize_op, Backend>) b.synchronize();
-  else (void)b;
-}
 
 // The data a timed call reads and writes: the host vectors themselves, or copies in the memory of
 // a backend that owns its tensors, given back when this goes.

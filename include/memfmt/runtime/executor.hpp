@@ -25,6 +25,8 @@
 // input read only through its conversion is converted from the caller's tensor on entry instead.
 // In poison mode every value's bytes are overwritten with NaN when its liveness ends, so a reader
 // scheduled after the end of a value's liveness reads garbage and the results change.
+// forward_profiled() is forward() with a clock around each step: where the time of a pass goes,
+// per layer and per conversion.
 //
 // Device memory: a backend that keeps tensors in its own memory (a GPU's) says so by naming the
 // hooks of detail::owns_memory; the executor then takes the arena and every parameter from
@@ -35,6 +37,7 @@
 
 #include <algorithm>
 #include <any>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +84,22 @@ struct executor_report {
   std::int64_t conversions = 0;            // copies per forward pass (plan.conversions less relabels)
   std::int64_t relabels = 0;               // conversions that share bytes
   std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <activation>" per fused group
+};
+
+// One node's share of a profiled forward pass, in nanoseconds of the host clock.
+struct node_time {
+  graph::node_id node = 0;
+  std::int64_t layer_ns = 0;       // its step; 0 where it has none (inputs, constants, aliases) or is fused
+  std::int64_t conversion_ns = 0;  // the copy of its value into the other format, made right after it
+  std::optional<graph::node_id> fused_into;  // the conv whose step runs this batch norm, add or activation
+};
+
+// Where a forward pass's time went (executor::forward_profiled).
+struct forward_profile {
+  std::vector<node_time> nodes;  // one per network node, in node order
+  std::int64_t inputs_ns = 0;    // graph inputs copied in, or converted on entry
+  std::int64_t outputs_ns = 0;   // graph outputs copied out
+  std::int64_t total_ns = 0;     // the whole pass, the checks included
 };
 
 namespace detail {
@@ -197,6 +216,20 @@ struct owns_memory<Backend, std::void_t<decltype(std::declval<Backend&>().alloca
                                         decltype(std::declval<Backend&>().copy_in(nullptr, nullptr, std::size_t{})),
                                         decltype(std::declval<Backend&>().copy_out(nullptr, nullptr, std::size_t{}))>>
     : std::true_type {};
+
+// Waits for the backend's queued work (a GPU stream's); nothing for a backend whose calls return when
+// done.
+template <class B>
+using synchronize_op = decltype(std::declval<B&>().synchronize());
+template <class Backend, class = void>
+struct queues_work : std::false_type {};
+template <class Backend>
+struct queues_work<Backend, std::void_t<synchronize_op<Backend>>> : std::true_type {};
+template <class Backend>
+void settle(Backend& b) {
+  if constexpr (queues_work<Backend>::value) b.synchronize();
+  else (void)b;
+}
 
 // Backends with layer norm over channels (the cuDNN backend has none: its support query refuses the
 // layer before any step is bound).
@@ -328,26 +361,72 @@ class executor {
   // checked before anything is written; an error while running (a user op breaking its promise)
   // leaves the outputs untouched, as they are copied out only at the end.
   void forward(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs) {
+    run_pass(inputs, outputs, nullptr);
+  }
+
+  // forward() timing each step on the host clock, the backend's queue drained after each so that a
+  // queued call is charged to its own node. A pass takes longer than forward()'s (the clock, and no
+  // overlap of queued calls), so time passes with forward() and find where the time goes with this.
+  forward_profile forward_profiled(const std::map<std::string, tensor_ref>& inputs,
+                                   const std::map<std::string, tensor_ref>& outputs) {
+    forward_profile p;
+    p.nodes.resize(net_.size());
+    for (const graph::node& n : net_.nodes()) {
+      p.nodes[n.id].node = n.id;
+      if (const auto f = fused_into_.find(n.id); f != fused_into_.end()) p.nodes[n.id].fused_into = f->second;
+    }
+    run_pass(inputs, outputs, &p);
+    return p;
+  }
+
+ private:
+  using step_list = std::vector<std::function<void()>>;
+  using clock = std::chrono::steady_clock;
+
+  static std::int64_t ns_since(clock::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count();
+  }
+
+  // forward() and forward_profiled(): with `profile`, each step's time goes to its node, the layer's
+  // own entries (the first layer_steps_[node]) apart from the conversions bound after them.
+  void run_pass(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs,
+                forward_profile* profile) {
+    const clock::time_point start = clock::now();
     check_io(inputs, graph::node_kind::input, "input");
     check_io(outputs, graph::node_kind::output, "output");
+    clock::time_point t0 = clock::now();
     for (const auto& [name, t] : inputs) {
       const graph::node_id id = *net_.find(name);
       if (const auto entry = converted_on_entry_.find(id); entry != converted_on_entry_.end()) entry->second(t.data);
       else if (t.bytes()) copy_in(buffer(id), t.data, t.bytes());
     }
+    if (profile) {
+      detail::settle(backend_);
+      profile->inputs_ns = ns_since(t0);
+    }
     for (std::size_t s = 0; s < steps_.size(); ++s) {
-      for (auto& step : steps_[s]) step();
+      step_list& list = steps_[s];
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (profile) t0 = clock::now();
+        list[i]();
+        if (profile) {
+          detail::settle(backend_);
+          (i < layer_steps_[s] ? profile->nodes[s].layer_ns : profile->nodes[s].conversion_ns) += ns_since(t0);
+        }
+      }
       if (options_.poison)
         for (std::size_t v : memory_.ending_at(static_cast<std::int64_t>(s))) memory_.poison(base_, v);
     }
+    if (profile) t0 = clock::now();
     for (const auto& [name, t] : outputs) {
       const graph::node_id id = *net_.find(name);
       if (t.bytes()) copy_out(t.data, buffer(id), t.bytes());
     }
+    if (profile) {
+      profile->outputs_ns = ns_since(t0);
+      profile->total_ns = ns_since(start);
+    }
   }
-
- private:
-  using step_list = std::vector<std::function<void()>>;
   // The element types each layer is compiled for (Backend::element_types, dtype_dispatch.hpp).
   using computed_types = memfmt::detail::backend_element_types_t<Backend>;
 
@@ -561,6 +640,7 @@ class executor {
       }
     }
     steps_.resize(net_.size());
+    layer_steps_.assign(net_.size(), 0);
   }
 
   // `bytes` of the backend's memory, given back with this executor (backends with owns_memory only:
@@ -609,6 +689,7 @@ class executor {
         }
       });
     }
+    layer_steps_[n.id] = step.size();
     for (const auto& c : plan_.conversions) {
       if (c.value != n.id || c.relabel) continue;
       const int rank = static_cast<int>(n.extents.size());
@@ -930,6 +1011,7 @@ class executor {
   std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
   std::byte* base_ = nullptr;                             // the arena, host or the backend's memory
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
+  std::vector<std::size_t> layer_steps_;  // per node: how many of its steps are the layer's, not conversions
   std::map<graph::node_id, std::function<void(const void*)>> converted_on_entry_;  // input -> its conversion
   std::vector<bool> enters_converted_;  // per node: an input converted on entry (assign_storage decides)
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
