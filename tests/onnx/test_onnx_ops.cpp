@@ -616,6 +616,33 @@ TEST(OnnxImport, ErfGeluPatternIsOneActivation) {
   EXPECT_EQ(apart.unsupported[0].op, "Erf");
 }
 
+// x * HardSigmoid(x) with PyTorch's 1/6 and 1/2 (nn.Hardswish before opset 14), in either operand
+// order, is one hardswish; with another slope, or with the HardSigmoid's output read elsewhere too,
+// the two ops import as they are.
+TEST(OnnxImport, HardSigmoidTimesItsInputIsHardswish) {
+  const auto build = [](float alpha, bool swapped, bool leak) {
+    onnx_builder b;
+    b.input("x", {1, 3, 2, 2}).output("y");
+    if (leak) b.output("h");
+    b.node("HardSigmoid", {"x"}, {"h"}, "hs").attr_f("alpha", alpha).attr_f("beta", 0.5f);
+    b.node("Mul", swapped ? std::vector<std::string>{"h", "x"} : std::vector<std::string>{"x", "h"}, {"y"}, "mul");
+    return b;
+  };
+  for (bool swapped : {false, true}) {
+    const imported_model m = import_model(build(1.f / 6.f, swapped, false).model());
+    ASSERT_TRUE(m.runnable());
+    EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::hardswish);
+    EXPECT_EQ(m.network.nodes().size(), 3u);  // input, hardswish, output
+  }
+  for (const auto& [alpha, leak] : {std::pair<float, bool>{0.2f, false}, std::pair<float, bool>{1.f / 6.f, true}}) {
+    const imported_model m = import_model(build(alpha, false, leak).model());
+    ASSERT_TRUE(m.runnable());
+    EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>(),
+              memfmt::activation_params::hardsigmoid(static_cast<double>(alpha), 0.5));
+    EXPECT_EQ(only(m, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
+  }
+}
+
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");

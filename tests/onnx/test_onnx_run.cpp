@@ -172,6 +172,32 @@ TEST(OnnxRun, PReluPerChannelAndSharedSlope) {
   }
 }
 
+// Conv -> HardSigmoid(1/6, 1/2) -> Mul by the conv's output, as PyTorch exports Hardswish before
+// opset 14: imported as the conv and one hardswish, it gives ONNX's two ops computed here in double
+// in every plan.
+TEST(OnnxRun, HardswishPatternGivesHardSigmoidTimesX) {
+  memfmt::reference::backend backend;
+  onnx_builder b = conv_model({2, 3, 5, 5}, 4, 3, 1);
+  b.node("HardSigmoid", {"y"}, {"h"}, "hs").attr_f("alpha", 1.f / 6.f).attr_f("beta", 0.5f);
+  b.node("Mul", {"h", "y"}, {"z"}, "mul");
+  b.output("z");
+  const parameter x = ramp({2, 3, 5, 5}, -2.f, 0.03f);
+  const std::vector<double> conv = conv_by_definition(x, 4, 3, 1);
+  for (const auto& p : memfmt_test::plans) {
+    SCOPED_TRACE(p.name);
+    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+    ASSERT_TRUE(m.runnable());
+    ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, hardswish, y, z
+    const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
+    const parameter& z = out.at("z");
+    ASSERT_EQ(static_cast<std::size_t>(z.numel()), conv.size());
+    for (std::size_t i = 0; i < conv.size(); ++i) {
+      const double v = conv[i], want = v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5));
+      ASSERT_NEAR(memfmt::onnx::element_as_double(z, i), want, 1e-5 * std::max(1.0, std::fabs(want))) << "z[" << i << "]";
+    }
+  }
+}
+
 // Reshape -> Transpose -> Reshape as exporters write channel shuffles (torchvision's ShuffleNet) and
 // pixel (un)shuffles: each runs as one layer in every plan and moves every element as ONNX's
 // Reshape and Transpose define it (computed here index by index); a chain that is none of them

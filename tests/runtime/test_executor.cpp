@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -217,6 +218,22 @@ TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
   };
   EXPECT_EQ(bytes_of_x(family::channels_last), 0);
   EXPECT_EQ(bytes_of_x(family::channels_first), 2 * 4 * 7 * 6 * 4);
+}
+
+// The mirror on exit: a value whose converted copy only a graph output reads is converted into the
+// caller's tensor at the end, so the copy takes no bytes of the arena (EveryPlanMatchesTheLayersRunOneByOne
+// checks the values, poisoned); features, read by c2 too, keeps its bytes.
+TEST(Executor, OutputReadOnlyThroughAConversionIsConvertedOnExit) {
+  const small_net m(memfmt::dtype::float32);
+  memfmt::reference::backend b;
+  memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, family::channels_last), b,
+                                                            make_params<float>(m.net, 1));
+  std::map<std::string, std::int64_t> bytes;
+  for (const auto& v : ex.memory().values) bytes[v.name] = v.bytes;
+  ASSERT_EQ(bytes.count("c2 (channels_first)"), 1u);
+  EXPECT_EQ(bytes["c2 (channels_first)"], 0);
+  EXPECT_EQ(bytes["c2"], 2 * 4 * 4 * 3 * 4);
+  EXPECT_EQ(ex.report().conversions, 2);
 }
 
 // A channels_first flatten is the conv's own buffer read as [N, C * H * W]; a channels_last one

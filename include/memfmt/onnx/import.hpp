@@ -332,7 +332,7 @@ class importer {
     const std::string onnx_name = n.name().empty() ? "#" + std::to_string(index) : n.name();
     const node_reader r(n, "ONNX node '" + onnx_name + "' (" + n.op_type() + ")");
     current_onnx_name_ = onnx_name;
-    if (fused_.count(&n)) return;  // part of a pattern an earlier node became (GELU, a bias add)
+    if (fused_.count(&n)) return;  // part of a pattern an earlier node became (GELU, hardswish, a bias add)
     for (int i = 0; i < n.input_size(); ++i)
       if (!n.input(i).empty()) lookup(n.input(i), r.label() + " input " + std::to_string(i));
     if (!n.domain().empty() && n.domain() != "ai.onnx")
@@ -387,8 +387,11 @@ class importer {
     if (op == "Sigmoid") return activation(r, memfmt::activation::sigmoid);
     if (op == "Tanh") return activation(r, memfmt::activation::tanh);
     if (op == "HardSwish") return activation(r, memfmt::activation::hardswish);
-    if (op == "HardSigmoid")
-      return activation(r, activation_params::hardsigmoid(r.get_float("alpha", 0.2f), r.get_float("beta", 0.5f)));
+    if (op == "HardSigmoid") {
+      const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
+      if (hardswish(r, alpha, beta)) return;
+      return activation(r, activation_params::hardsigmoid(alpha, beta));
+    }
     if (op == "LeakyRelu") return activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f)));
     if (op == "Elu") return activation(r, activation_params::elu(r.get_float("alpha", 1.0f)));
     if (op == "PRelu") return prelu(r);
@@ -998,6 +1001,21 @@ class importer {
       return false;
     fused_.insert({erf, add, mul, half});
     set_like(r, half->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::gelu), x);
+    return true;
+  }
+
+  // x * HardSigmoid(x) with PyTorch's slope 1/6 and offset 1/2 is hardswish: what PyTorch writes for
+  // nn.Hardswish before opset 14 (MobileNetV3). One activation, which the executor can fuse into the
+  // conv before it, where two memory-bound passes would run; the Mul is skipped. The HardSigmoid's
+  // output must have that one reader. False where it is no hardswish.
+  bool hardswish(const node_reader& r, double alpha, double beta) {
+    if (!(std::fabs(alpha - 1.0 / 6.0) <= 1e-6 / 6.0 && beta == 0.5)) return false;
+    const ::onnx::NodeProto* mul = only_reader(r.proto().output(0));
+    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || other_input(*mul, r.proto().output(0)) != r.input(0))
+      return false;
+    const value& x = tensor_input(r, 0);
+    fused_.insert(mul);
+    set_like(r, mul->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::hardswish), x);
     return true;
   }
 

@@ -22,7 +22,8 @@
 //
 // forward() checks every input and output against the network (name, dtype, extents, format)
 // before it writes anything, copies the inputs in, runs the steps and copies the outputs out. An
-// input read only through its conversion is converted from the caller's tensor on entry instead.
+// input read only through its conversion is converted from the caller's tensor on entry instead,
+// and a value only a graph output reads converted is converted into the caller's tensor at the end.
 // In poison mode every value's bytes are overwritten with NaN when its liveness ends, so a reader
 // scheduled after the end of a value's liveness reads garbage and the results change.
 // forward_profiled() is forward() with a clock around each step: where the time of a pass goes,
@@ -420,7 +421,8 @@ class executor {
     if (profile) t0 = clock::now();
     for (const auto& [name, t] : outputs) {
       const graph::node_id id = *net_.find(name);
-      if (t.bytes()) copy_out(t.data, buffer(id), t.bytes());
+      if (const auto exit = converted_on_exit_.find(id); exit != converted_on_exit_.end()) exit->second(t.data);
+      else if (t.bytes()) copy_out(t.data, buffer(id), t.bytes());
     }
     if (profile) {
       profile->outputs_ns = ns_since(t0);
@@ -503,6 +505,22 @@ class executor {
     const auto& readers = net_.consumers(n.id);
     return std::none_of(readers.begin(), readers.end(),
                         [&](graph::node_id r) { return reads_own_bytes(net_.at(r), n.id); });
+  }
+
+  // A value whose converted copy only one graph output reads: forward converts it straight into the
+  // caller's output tensor at the end, skipping the copy out of the arena (the mirror of an input
+  // converted on entry; host backends only). The graph output, or nullopt.
+  std::optional<graph::node_id> converted_on_exit(const graph::node& v) const {
+    if (detail::owns_memory<Backend>::value || v.kind == graph::node_kind::input || v.numel() == 0) return std::nullopt;
+    std::optional<graph::node_id> out;
+    for (graph::node_id r : net_.consumers(v.id)) {
+      if (reads_own_bytes(net_.at(r), v.id)) continue;
+      if (out || net_.at(r).kind != graph::node_kind::output) return std::nullopt;
+      out = r;
+    }
+    if (!out) return std::nullopt;
+    const graph::conversion* c = conversion_to(v.id, read_format(net_.at(*out)));
+    return c && !c->relabel ? out : std::nullopt;
   }
 
   // The storage `consumer` reads value v from.
@@ -607,8 +625,14 @@ class executor {
           converted_slot_[n.id] = slot_[n.id];
           ++report_.relabels;
         } else {
+          // Converted on exit: the copy takes no bytes, and the value stays until the end.
+          const std::optional<graph::node_id> exit = converted_on_exit(n);
+          if (exit) {
+            exits_converted_[n.id] = *exit;
+            storage_[slot_[n.id]].last = static_cast<std::int64_t>(net_.size());
+          }
           converted_slot_[n.id] = storage_.size();
-          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")", bytes, first, step});
+          storage_.push_back({n.name + " (" + graph::to_string(c.to) + ")", exit ? 0 : bytes, first, step});
           ++report_.conversions;
         }
       }
@@ -708,6 +732,10 @@ class executor {
           } else if (enters_converted_[n.id]) {
             converted_on_entry_[n.id] = [m = s.mapping(), d](const void* given) {
               memfmt::convert(tensor_view<const T, From>(static_cast<const T*>(given), m), d);
+            };
+          } else if (const auto exit = exits_converted_.find(n.id); exit != exits_converted_.end()) {
+            converted_on_exit_[exit->second] = [s, m = d.mapping()](void* given) {
+              memfmt::convert(s, tensor_view<T, To>(static_cast<T*>(given), m));
             };
           } else {
             step.push_back([s, d] { memfmt::convert(s, d); });
@@ -1014,6 +1042,8 @@ class executor {
   std::vector<std::size_t> layer_steps_;  // per node: how many of its steps are the layer's, not conversions
   std::map<graph::node_id, std::function<void(const void*)>> converted_on_entry_;  // input -> its conversion
   std::vector<bool> enters_converted_;  // per node: an input converted on entry (assign_storage decides)
+  std::map<graph::node_id, graph::node_id> exits_converted_;  // value converted on exit -> the output reading it
+  std::map<graph::node_id, std::function<void(void*)>> converted_on_exit_;  // output -> the conversion into it
   std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
