@@ -323,6 +323,7 @@ def network_rows(rows, gpu=False):
                 continue
             ms = ms_per_batch(b, case["batch"])
             ref_ms = ms_per_batch(ref, case["batch"]) if ref and status(ref) == "ok" else float("nan")
+            row.update(plan_id=b.get("plan_id"))
             row.update(ms_per_batch=ms, images_per_s=b["images_per_s"], conversions=b.get("conversions", float("nan")),
                        conversion_ms=b.get("conversion_ms", float("nan")), arena_bytes=b.get("arena_bytes", float("nan")),
                        calibration_s=b.get("calibration_s"), speed_vs_nchw=ref_ms / ms if ms and ms > 0 else float("nan"), label=b.get("label", ""))
@@ -336,6 +337,34 @@ def network_rows(rows, gpu=False):
 GPU_POLICIES = ("all_channels_first", "all_channels_last", "pytorch_eager", "optimal", "optimal_calibrated")
 GPU_DTYPES = ("float32", "float16", "bfloat16")
 HEADLINE_MODEL = "resnet50"
+
+
+# Two policies that plan the same formats and conversions (bench_network's plan_id) run the same
+# work; their times differ only by how fast the machine was at each moment. A spread over this
+# says the run's ratios at that size are noise.
+SAME_PLAN_SPREAD = 1.10
+
+
+def same_plan_spread(nets, limit=SAME_PLAN_SPREAD):
+    """Rows of one network, dtype, pass and batch that ran the same plan under different policies:
+    slowest ms / fastest ms, and whether it stays within `limit`."""
+    groups = {}
+    for n in nets:
+        if n["status"] != "ok" or n.get("plan_id") is None or not n["ms_per_batch"]:
+            continue
+        key = (n["model"], n["dtype"], n["pass"], n["batch"], n["resolution"], n["plan_id"])
+        groups.setdefault(key, []).append(n)
+    out = []
+    for (model, dtype, pas, batch, _res, _id), rows in groups.items():
+        if len(rows) < 2:
+            continue
+        fast = min(rows, key=lambda r: r["ms_per_batch"])
+        slow = max(rows, key=lambda r: r["ms_per_batch"])
+        spread = slow["ms_per_batch"] / fast["ms_per_batch"]
+        out.append({"model": model, "dtype": dtype, "pass": pas, "batch": batch,
+                    "policies": sorted(r["variant"] for r in rows), "fastest_ms": fast["ms_per_batch"],
+                    "slowest_ms": slow["ms_per_batch"], "spread": spread, "consistent": spread <= limit})
+    return out
 
 
 def cl_over_cf(group):
@@ -812,6 +841,14 @@ def main():
         md.append("\nper model: " + "; ".join(
             f"{m} {verdict(v['holds'])}" + (f" (fails at {', '.join(v['failed'])})" if v["failed"] else "")
             for m, v in by_model.items()))
+    spread = same_plan_spread(nets)
+    if spread:
+        md.append("\n## Run consistency: policies that ran the same plan (slowest / fastest ms; over %g the "
+                  "machine's speed changed during the run, and ratios at that size are noise)\n" % SAME_PLAN_SPREAD)
+        md.append(table(["network", "dtype", "pass", "batch", "policies", "fastest ms", "slowest ms", "spread",
+                         "consistent"],
+                        [[s["model"], s["dtype"], s["pass"], s["batch"], ", ".join(s["policies"]), s["fastest_ms"],
+                          s["slowest_ms"], s["spread"], verdict(s["consistent"])] for s in spread]))
     stages = machine_load(docs)
     goal_rows = goals(vs, busy_note(stages)) if nets else []
     if goal_rows:
@@ -863,6 +900,7 @@ def main():
             json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets,
                        "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
                        "calibration_by_model": by_model, "goals": goal_rows, "machine_load": stages,
+                       "same_plan_spread": spread,
                        **({"gpu_network": [{k: v for k, v in t.items() if k != "_group"} for t in gpu_table],
                            "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {}),
                        **({"planner": planner} if planner else {})},

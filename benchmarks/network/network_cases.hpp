@@ -480,6 +480,20 @@ case_state<typename Binding::backend_type>& state_of(const model_case& m, dtype 
   return *s;
 }
 
+// Which plan a row ran, as a number: equal for two policies that plan the same formats and
+// conversions, so summarize.py can compare their times (they differ only by the machine's noise).
+inline double plan_id(const graph::plan& plan) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  const auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
+    const auto f = plan.format(static_cast<graph::node_id>(i));
+    mix(f ? static_cast<std::uint64_t>(*f) + 1 : 0);
+  }
+  for (const auto& c : plan.conversions) mix((static_cast<std::uint64_t>(c.value) << 2) | (c.relabel ? 2u : 0u) |
+                                             static_cast<std::uint64_t>(c.to));
+  return static_cast<double>(h & 0x7fffffffu);  // exact in a double counter
+}
+
 inline void set_memory_counters(benchmark::State& state, const runtime::executor_report& r) {
   state.counters["conversions"] = static_cast<double>(r.conversions);
   state.counters["arena_bytes"] = static_cast<double>(r.arena_bytes);
@@ -542,6 +556,7 @@ void bm_forward(benchmark::State& state, const model_case& m, dtype t, bool onnx
     set_memory_counters(state, r);
     state.counters["conversion_ms"] = conversion_ms(st.backend, st.net, plan, false);
     state.counters["fusions"] = static_cast<double>(r.fusions.size());
+    state.counters["plan_id"] = plan_id(plan);
     if (v.calibrated) state.counters["calibration_s"] = st.calibration_s;
     state.SetLabel(st.label(plan) + (v.calibrated ? ", chosen " + st.calibrated_choice : std::string()));
   } catch (const std::exception& e) {  // memfmt::error; the backends' errors arrive as memfmt::error too
@@ -566,6 +581,7 @@ void bm_train(benchmark::State& state, const model_case& m, dtype t, graph::poli
     state.counters["images_per_s"] = static_cast<double>(settings().batch) * static_cast<double>(iters) / s;
     set_memory_counters(state, tr.report());
     state.counters["conversion_ms"] = conversion_ms(st.backend, st.net, plan, true);
+    state.counters["plan_id"] = plan_id(plan);
     state.SetLabel(st.label(plan));
   } catch (const std::exception& e) {  // errc::unsupported where a layer has no backward on the backend
     state.SkipWithError(e.what());

@@ -151,6 +151,15 @@ def main():
               "a peer with 16 frames does not join an 8-frame row")
         check(len(s["peers"]) == 15, "15 peer rows (11 CPU, 4 GPU)")
 
+        # The same plan under two policies (the fixture's nhwc and all_channels_last rows share a
+        # plan_id): 80 / 50 ms, past the 1.1 spread, so the run is flagged as inconsistent there.
+        spread = s["same_plan_spread"]
+        check(len(spread) == 1 and spread[0]["policies"] == ["all_channels_last", "nhwc"] and
+              near(spread[0]["spread"], 1.6) and not spread[0]["consistent"],
+              f"same-plan spread: {spread}")
+        check(re.search(r"\| resnet50 +\| float32 +\| inference +\| 1 +\| all_channels_last, nhwc +\| 50 +\| 80 +\| 1\.6 +\| NO", md)
+              is not None, "run consistency markdown row")
+
         # The machine's load: bench_convert and bench_network over 10 % of the cores used by others,
         # bench_peers over 5 % stolen; only the network and peer stages reach the goals' notes.
         load = s["machine_load"]

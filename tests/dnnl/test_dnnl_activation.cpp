@@ -32,7 +32,7 @@ const activation_params all_activations[] = {
     activation::sigmoid,   activation::hardsigmoid,
     activation::hardswish, activation::tanh,
     activation::elu,       activation::leaky_relu,
-    activation::gelu,
+    activation::gelu,      activation::gelu_tanh,
     activation_params::hardsigmoid(0.2, 0.5),  // ONNX's default
     activation_params::hardsigmoid(-0.25, 0.25),
     activation_params::leaky_relu(0.2),
@@ -98,7 +98,10 @@ void check(onednn::backend& b, const activation_params& kind, const typename lay
   EXPECT_TRUE(all_close<T>(y.cview(), y_ref.const_view(), 1.0)) << "forward";
   EXPECT_TRUE(untouched_outside(y, y_before)) << "forward";
   b.activation_backward<T>(kind, x.cview(), dy.cview(), dx.view());
-  EXPECT_TRUE(all_close<T>(dx.cview(), dx_ref.const_view(), 1.0)) << "backward";
+  // oneDNN forms the tanh GELU's derivative from 1 + tanh(u), which cancels in the negative tail:
+  // a few float ulps of 1 where the derivative is near 0.
+  const double backward_tolerance = kind.kind == activation::gelu_tanh ? 4.0 : 1.0;
+  EXPECT_TRUE(all_close<T>(dx.cview(), dx_ref.const_view(), backward_tolerance)) << "backward";
   EXPECT_TRUE(untouched_outside(dx, dx_before)) << "backward";
 }
 

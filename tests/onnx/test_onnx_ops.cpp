@@ -616,6 +616,33 @@ TEST(OnnxImport, ErfGeluPatternIsOneActivation) {
   EXPECT_EQ(apart.unsupported[0].op, "Erf");
 }
 
+// The tanh GELU as PyTorch 1.13 exports F.gelu(x, approximate="tanh") is one gelu_tanh; with an
+// intermediate value read elsewhere too, the ops import one by one.
+TEST(OnnxImport, TanhGeluPatternIsOneActivation) {
+  const auto build = [](bool leak) {
+    onnx_builder b;
+    b.input("x", {1, 3, 2, 2}).output("y");
+    if (leak) b.output("t");
+    b.node("Mul", {"x", "x"}, {"sq"}, "square").node("Mul", {"x", "sq"}, {"cube"}, "cube");
+    b.scalar("kappa", 0.044715f).node("Mul", {"kappa", "cube"}, {"kc"}, "kappa_mul");
+    b.node("Add", {"x", "kc"}, {"s"}, "add_x");
+    b.scalar("beta", 0.7978845608f).node("Mul", {"beta", "s"}, {"inner"}, "beta_mul");
+    b.node("Tanh", {"inner"}, {"t"}, "tanh");
+    b.scalar("one", 1.f).node("Add", {"one", "t"}, {"u"}, "add_one");
+    b.node("Mul", {"x", "u"}, {"v"}, "times_x");
+    b.scalar("half", 0.5f).node("Mul", {"half", "v"}, {"y"}, "half");
+    return b;
+  };
+  const imported_model m = import_model(build(false).model());
+  ASSERT_TRUE(m.runnable());
+  EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu_tanh);
+  EXPECT_EQ(m.network.nodes().size(), 3u);  // input, gelu_tanh, output
+  const imported_model apart = import_model(build(true).model());
+  ASSERT_TRUE(apart.runnable());
+  EXPECT_GT(apart.network.nodes().size(), 10u);
+  EXPECT_EQ(only(apart, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::tanh);
+}
+
 // x * HardSigmoid(x) with PyTorch's 1/6 and 1/2 (nn.Hardswish before opset 14), in either operand
 // order, is one hardswish; with another slope, or with the HardSigmoid's output read elsewhere too,
 // the two ops import as they are.

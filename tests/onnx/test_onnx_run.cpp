@@ -273,6 +273,68 @@ TEST(OnnxRun, ReshapeTransposeReshapeChainsRunAsTheirRearrangement) {
   }
 }
 
+// The tanh GELU as PyTorch writes it after a conv: imported as one gelu_tanh, it gives the ONNX
+// ops' arithmetic, computed here in double, in every plan.
+TEST(OnnxRun, TanhGeluPatternGivesItsOps) {
+  memfmt::reference::backend backend;
+  onnx_builder b = conv_model({2, 3, 5, 5}, 4, 3, 1);
+  b.node("Mul", {"y", "y"}, {"sq"}, "square").node("Mul", {"sq", "y"}, {"cube"}, "cube");
+  b.scalar("kappa", 0.044715f).node("Mul", {"cube", "kappa"}, {"kc"}, "kappa_mul");
+  b.node("Add", {"kc", "y"}, {"s"}, "add_x");
+  b.scalar("beta", 0.7978845608f).node("Mul", {"s", "beta"}, {"inner"}, "beta_mul");
+  b.node("Tanh", {"inner"}, {"t"}, "tanh");
+  b.scalar("one", 1.f).node("Add", {"t", "one"}, {"u"}, "add_one");
+  b.node("Mul", {"u", "y"}, {"v"}, "times_x");
+  b.scalar("half", 0.5f).node("Mul", {"v", "half"}, {"z"}, "half");
+  b.output("z");
+  const parameter x = ramp({2, 3, 5, 5}, -2.f, 0.03f);
+  const std::vector<double> conv = conv_by_definition(x, 4, 3, 1);
+  for (const auto& p : memfmt_test::plans) {
+    SCOPED_TRACE(p.name);
+    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+    ASSERT_TRUE(m.runnable());
+    ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, gelu_tanh, y, z
+    const parameter z = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("z");
+    for (std::size_t i = 0; i < conv.size(); ++i) {
+      const double v = conv[i];
+      const double want = 0.5 * v * (1.0 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+      ASSERT_NEAR(memfmt::onnx::element_as_double(z, i), want, 1e-5 * std::max(1.0, std::fabs(want))) << "z[" << i << "]";
+    }
+  }
+}
+
+// Clip, PRelu (a slope per channel, on the transposed last axis) and HardSigmoid read a
+// channels-last transpose as the same ops over the network value: no barrier, and each ONNX op's
+// definition over the [N, H, W, C] tensor, computed here, in every plan.
+TEST(OnnxRun, ElementwiseOpsReadChannelsLastTransposes) {
+  using dims = std::vector<std::int64_t>;
+  const std::int64_t n = 2, c = 3, h = 4, w = 5;
+  onnx_builder b;
+  b.input("x", {n, c, h, w}).floats("slope", {c}, 0.25f, 0.5f);
+  b.node("Transpose", {"x"}, {"t"}, "permute").attr("perm", dims{0, 2, 3, 1});
+  b.scalar("lo", -1.f).scalar("hi", 2.f).node("Clip", {"t", "lo", "hi"}, {"clipped"}, "clip");
+  b.node("PRelu", {"clipped", "slope"}, {"p"}, "prelu");
+  b.node("HardSigmoid", {"p"}, {"hs"}, "hs").attr_f("alpha", 0.25f).attr_f("beta", 0.5f);
+  b.node("Transpose", {"hs"}, {"y"}, "permute_back").attr("perm", dims{0, 3, 1, 2});
+  b.output("y");
+  const parameter x = ramp({n, c, h, w}, -3.f, 0.05f);
+  memfmt::reference::backend backend;
+  for (const auto& p : memfmt_test::plans) {
+    SCOPED_TRACE(p.name);
+    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+    ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+    const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
+    ASSERT_EQ(y.shape, (dims{n, c, h, w}));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n * c * h * w); ++i) {
+      const double slope = 0.25 + 0.5 * static_cast<double>((i / static_cast<std::size_t>(h * w)) % c);
+      const double v = std::min(2.0, std::max(-1.0, memfmt::onnx::element_as_double(x, i)));
+      const double pr = v < 0 ? slope * v : v;
+      const double want = std::max(0.0, std::min(1.0, 0.25 * pr + 0.5));
+      ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), want, 1e-6) << "element " << i;
+    }
+  }
+}
+
 // A ConvNeXt block as PyTorch exports it: permute to channels-last, layer norm over C (one
 // LayerNormalization at opset 17, written out as ReduceMean ... Add before), a linear (MatMul +
 // Add), the exact GELU written out (Div, Erf, Add, Mul, Mul), a linear back, the permute back and

@@ -195,7 +195,7 @@ def bn_cases():
 # ---------------------------------------------------------------- layers other than conv and batch norm
 # Enum values as in include/memfmt/backends/layer_params.hpp.
 ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip",
-               "elu", "gelu"]
+               "elu", "gelu", "gelu_tanh"]
 BINARY = ["add", "sub", "mul", "div"]
 
 
@@ -586,10 +586,22 @@ def gelu_and_layer_norm_cases():
     return cases
 
 
+def gelu_tanh_cases():
+    """The tanh GELU (F.gelu(x, approximate="tanh")), appended last so the earlier draws stay as they were."""
+    x = grid((2, 3, 4, 5), 6, sigma=3.0)
+    x.view(-1)[:4] = torch.tensor([-12.0, 0.0, 3.0, -0.25])
+    x.requires_grad_()
+    y = F.gelu(x, approximate="tanh")
+    dy = grid(tuple(y.shape), 7)
+    y.backward(dy)
+    return [case("gelu_tanh", "activation", {"kind": ACTIVATIONS.index("gelu_tanh")}, {},
+                 {"x": x, "y": y, "dy": dy, "dx": x.grad})]
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
-            parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases())
+            parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases() + gelu_tanh_cases())
 
 
 def main():

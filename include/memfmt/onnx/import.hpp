@@ -332,7 +332,7 @@ class importer {
     const std::string onnx_name = n.name().empty() ? "#" + std::to_string(index) : n.name();
     const node_reader r(n, "ONNX node '" + onnx_name + "' (" + n.op_type() + ")");
     current_onnx_name_ = onnx_name;
-    if (fused_.count(&n)) return;  // part of a pattern an earlier node became (GELU, hardswish, a bias add)
+    if (fused_.count(&n)) return;  // part of a pattern an earlier node became (the GELUs, hardswish, a bias add)
     for (int i = 0; i < n.input_size(); ++i)
       if (!n.input(i).empty()) lookup(n.input(i), r.label() + " input " + std::to_string(i));
     if (!n.domain().empty() && n.domain() != "ai.onnx")
@@ -373,7 +373,8 @@ class importer {
   // same layer over C.
   static bool reads_channels_last(const std::string& op) {
     static const std::set<std::string> ops = {"Transpose", "LayerNormalization", "ReduceMean", "MatMul", "Add", "Sub", "Mul", "Div",
-                                              "Relu", "Sigmoid", "Tanh", "HardSwish", "LeakyRelu", "Elu", "Identity"};
+                                              "Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
+                                              "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
   }
 
@@ -1004,6 +1005,37 @@ class importer {
     return true;
   }
 
+  // The tanh GELU as PyTorch 1.13 writes it (F.gelu(x, approximate="tanh")): x * x, * x, * 0.044715,
+  // + x, * sqrt(2 / pi), Tanh, + 1, * x, * 0.5, either operand order alike, is one gelu_tanh
+  // activation, and the later nodes are skipped. Each intermediate value must have that one reader.
+  // Called with the first node (x * x); false where it is no tanh GELU.
+  bool gelu_tanh(const node_reader& r, const value& x, const std::string& x_name) {
+    const auto near = [](std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; };
+    // The one reader of `from`, an `op` whose other operand is `other` (a name) or, with `constant`,
+    // a scalar constant near it.
+    const auto next = [&](const std::string& from, const char* op, const std::string* other,
+                          std::optional<double> constant) -> const ::onnx::NodeProto* {
+      const ::onnx::NodeProto* n = only_reader(from);
+      if (!n || n->op_type() != op || n->output_size() != 1) return nullptr;
+      if (!other && !constant) return n->input_size() == 1 ? n : nullptr;
+      if (n->input_size() != 2) return nullptr;
+      const std::string& o = other_input(*n, from);
+      return (other && o == *other) || (constant && near(scalar_constant(o), *constant)) ? n : nullptr;
+    };
+    const ::onnx::NodeProto* cube = next(r.proto().output(0), "Mul", &x_name, std::nullopt);
+    const ::onnx::NodeProto* kappa = cube ? next(cube->output(0), "Mul", nullptr, 0.044715) : nullptr;
+    const ::onnx::NodeProto* sum = kappa ? next(kappa->output(0), "Add", &x_name, std::nullopt) : nullptr;
+    const ::onnx::NodeProto* beta = sum ? next(sum->output(0), "Mul", nullptr, std::sqrt(2.0 / 3.14159265358979323846)) : nullptr;
+    const ::onnx::NodeProto* tanh = beta ? next(beta->output(0), "Tanh", nullptr, std::nullopt) : nullptr;
+    const ::onnx::NodeProto* one = tanh ? next(tanh->output(0), "Add", nullptr, 1.0) : nullptr;
+    const ::onnx::NodeProto* times_x = one ? next(one->output(0), "Mul", &x_name, std::nullopt) : nullptr;
+    const ::onnx::NodeProto* half = times_x ? next(times_x->output(0), "Mul", nullptr, 0.5) : nullptr;
+    if (!half) return false;
+    fused_.insert({cube, kappa, sum, beta, tanh, one, times_x, half});
+    set_like(r, half->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::gelu_tanh), x);
+    return true;
+  }
+
   // x * HardSigmoid(x) with PyTorch's slope 1/6 and offset 1/2 is hardswish: what PyTorch writes for
   // nn.Hardswish before opset 14 (MobileNetV3). One activation, which the executor can fuse into the
   // conv before it, where two memory-bound passes would run; the Mul is skipped. The HardSigmoid's
@@ -1036,7 +1068,7 @@ class importer {
     const graph::node_id neg = net().activation(unique_name(name + ".negative"), *x.node,
                                                 activation_params::clip(-std::numeric_limits<double>::infinity(), 0.0));
     const graph::node_id scaled = net().mul(unique_name(name + ".scaled"), neg, slope);
-    set_tensor(r, net().add(name, pos, scaled), x.lifted());
+    set_like(r, net().add(name, pos, scaled), x);
   }
 
   // Clip(0, 6) is relu6, Clip(0, inf) relu, any other a clip; bounds from attributes before opset
@@ -1067,6 +1099,7 @@ class importer {
     if (!a.node && !b.node) throw not_expressible{"both operands are constants"};
     const value& x = a.node ? a : b;
     if (a.node && b.constant && gelu(r, a, r.input(0), r.input(1), op)) return;
+    if (op == memfmt::binary_op::mul && a.node && r.input(0) == r.input(1) && gelu_tanh(r, a, r.input(0))) return;
     if (a.node && b.node && a.shape.size() != b.shape.size())
       throw not_expressible{"operands of ranks " + std::to_string(a.shape.size()) + " and " +
                             std::to_string(b.shape.size())};

@@ -78,6 +78,7 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
     case activation::relu6: g.pointwise(CUDNN_POINTWISE_RELU_BWD, pr.dy, &pr.x, pr.dx, math, clip6); break;
     case activation::sigmoid: g.pointwise(CUDNN_POINTWISE_SIGMOID_BWD, pr.dy, &pr.x, pr.dx, math); break;
     case activation::gelu: g.pointwise(CUDNN_POINTWISE_GELU_BWD, pr.dy, &pr.x, pr.dx, math); break;
+    case activation::gelu_tanh: g.pointwise(CUDNN_POINTWISE_GELU_APPROX_TANH_BWD, pr.dy, &pr.x, pr.dx, math); break;
     case activation::tanh: g.pointwise(CUDNN_POINTWISE_TANH_BWD, pr.dy, &pr.x, pr.dx, math); break;
     case activation::silu: {
       pointwise_options o;

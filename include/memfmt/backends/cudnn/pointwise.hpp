@@ -170,6 +170,7 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
     }
     case activation::sigmoid: g.pointwise(CUDNN_POINTWISE_SIGMOID_FWD, pr.a, nullptr, pr.y, math); break;
     case activation::gelu: g.pointwise(CUDNN_POINTWISE_GELU_FWD, pr.a, nullptr, pr.y, math); break;
+    case activation::gelu_tanh: g.pointwise(CUDNN_POINTWISE_GELU_APPROX_TANH_FWD, pr.a, nullptr, pr.y, math); break;
     case activation::tanh: g.pointwise(CUDNN_POINTWISE_TANH_FWD, pr.a, nullptr, pr.y, math); break;
     case activation::silu: {
       pointwise_options o;

@@ -30,6 +30,13 @@ inline double hardsigmoid_argument(const activation_params& f, double x) noexcep
   return f.alpha == pytorch.alpha && f.beta == pytorch.beta ? x / 6.0 + 0.5 : f.alpha * x + f.beta;
 }
 
+// The tanh GELU's argument u = sqrt(2 / pi) (x + 0.044715 x^3), PyTorch's constants.
+inline constexpr double gelu_tanh_sqrt_2_over_pi = 0.79788456080286535588;
+inline constexpr double gelu_tanh_cubic = 0.044715;
+inline double gelu_tanh_argument(double x) noexcept {
+  return gelu_tanh_sqrt_2_over_pi * (x + gelu_tanh_cubic * x * x * x);
+}
+
 inline double activation_value(const activation_params& f, double x) noexcept {
   const double a = f.alpha, b = f.beta;
   switch (f.kind) {
@@ -48,6 +55,7 @@ inline double activation_value(const activation_params& f, double x) noexcept {
     case activation::clip: return x <= a ? a : (x >= b ? b : x);
     case activation::elu: return x > 0.0 ? x : a * std::expm1(x);
     case activation::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // erfc keeps the tail exact
+    case activation::gelu_tanh: return x * sigmoid(2.0 * gelu_tanh_argument(x));  // (1 + tanh u) / 2 = sigmoid(2u)
   }
   return x;
 }
@@ -78,6 +86,11 @@ inline double activation_derivative(const activation_params& f, double x) noexce
     case activation::leaky_relu: return x > 0.0 ? 1.0 : a;
     case activation::clip: return (x > a && x < b) ? 1.0 : 0.0;
     case activation::elu: return x > 0.0 ? 1.0 : a * std::exp(x);
+    case activation::gelu_tanh: {
+      // d/dx x s(2u) = s + x 2 s (1 - s) u', u' = sqrt(2 / pi) (1 + 3 * 0.044715 x^2).
+      const double s = sigmoid(2.0 * gelu_tanh_argument(x));
+      return s + 2.0 * x * s * (1.0 - s) * gelu_tanh_sqrt_2_over_pi * (1.0 + 3.0 * gelu_tanh_cubic * x * x);
+    }
     case activation::gelu: {
       // Phi(x) + x phi(x), phi the standard normal density.
       constexpr double inv_sqrt_2pi = 0.39894228040143267794;
