@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -172,14 +173,14 @@ TEST(OnnxRun, PReluPerChannelAndSharedSlope) {
   }
 }
 
-// Conv -> HardSigmoid(1/6, 1/2) -> Mul by the conv's output, as PyTorch exports Hardswish before
-// opset 14: imported as the conv and one hardswish, it gives ONNX's two ops computed here in double
-// in every plan.
-TEST(OnnxRun, HardswishPatternGivesHardSigmoidTimesX) {
+// A conv, then the nodes `append` adds (reading the conv's output "y", writing "z"): imported as the
+// conv and one activation of kind `f`, z in every plan is ONNX's arithmetic `want` of the conv
+// computed here by its definition, in double.
+void expect_conv_then_one_activation(memfmt::activation f, const std::function<void(onnx_builder&)>& append,
+                                     const std::function<double(double)>& want) {
   memfmt::reference::backend backend;
   onnx_builder b = conv_model({2, 3, 5, 5}, 4, 3, 1);
-  b.node("HardSigmoid", {"y"}, {"h"}, "hs").attr_f("alpha", 1.f / 6.f).attr_f("beta", 0.5f);
-  b.node("Mul", {"h", "y"}, {"z"}, "mul");
+  append(b);
   b.output("z");
   const parameter x = ramp({2, 3, 5, 5}, -2.f, 0.03f);
   const std::vector<double> conv = conv_by_definition(x, 4, 3, 1);
@@ -187,120 +188,45 @@ TEST(OnnxRun, HardswishPatternGivesHardSigmoidTimesX) {
     SCOPED_TRACE(p.name);
     const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
     ASSERT_TRUE(m.runnable());
-    ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, hardswish, y, z
-    const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
-    const parameter& z = out.at("z");
+    ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, the activation, y, z
+    const auto& act = m.network.at(m.network.at(*m.network.find("z")).inputs.at(0));
+    ASSERT_EQ(act.kind, memfmt::graph::node_kind::activation);
+    EXPECT_EQ(act.get<memfmt::activation_params>().kind, f);
+    const parameter z = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("z");
     ASSERT_EQ(static_cast<std::size_t>(z.numel()), conv.size());
     for (std::size_t i = 0; i < conv.size(); ++i) {
-      const double v = conv[i], want = v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5));
-      ASSERT_NEAR(memfmt::onnx::element_as_double(z, i), want, 1e-5 * std::max(1.0, std::fabs(want))) << "z[" << i << "]";
+      const double w = want(conv[i]);
+      ASSERT_NEAR(memfmt::onnx::element_as_double(z, i), w, 1e-5 * std::max(1.0, std::fabs(w))) << "z[" << i << "]";
     }
   }
 }
 
-// Reshape -> Transpose -> Reshape as exporters write channel shuffles (torchvision's ShuffleNet) and
-// pixel (un)shuffles: each runs as one layer in every plan and moves every element as ONNX's
-// Reshape and Transpose define it (computed here index by index); a chain that is none of them
-// stays a barrier reading the chain's input.
-TEST(OnnxRun, ReshapeTransposeReshapeChainsRunAsTheirRearrangement) {
-  using dims = std::vector<std::int64_t>;
-  struct chain_case {
-    const char* what;
-    dims x, split, perm, y;
-    const char* layer;  // the rearrangement it imports as, or nullptr for a barrier
-  };
-  const std::vector<chain_case> cases{
-      {"channel shuffle, 2 groups", {2, 6, 3, 4}, {2, 2, 3, 3, 4}, {0, 2, 1, 3, 4}, {2, 6, 3, 4}, "channel_shuffle"},
-      {"channel shuffle, 3 groups", {1, 12, 2, 2}, {1, 3, 4, 2, 2}, {0, 2, 1, 3, 4}, {1, 12, 2, 2}, "channel_shuffle"},
-      {"channel shuffle of a 1-D value", {2, 6, 5}, {2, 3, 2, 5}, {0, 2, 1, 3}, {2, 6, 5}, "channel_shuffle"},
-      {"channel shuffle of a 3-D value", {1, 4, 2, 2, 3}, {1, 2, 2, 2, 2, 3}, {0, 2, 1, 3, 4, 5}, {1, 4, 2, 2, 3},
-       "channel_shuffle"},
-      {"pixel unshuffle (crd)", {2, 3, 4, 6}, {2, 3, 2, 2, 3, 2}, {0, 1, 3, 5, 2, 4}, {2, 12, 2, 3}, "space_to_depth"},
-      {"space to depth (dcr)", {1, 2, 4, 4}, {1, 2, 2, 2, 2, 2}, {0, 3, 5, 1, 2, 4}, {1, 8, 2, 2}, "space_to_depth"},
-      {"depth to space (dcr)", {2, 8, 2, 3}, {2, 2, 2, 2, 2, 3}, {0, 3, 4, 1, 5, 2}, {2, 2, 4, 6}, "depth_to_space"},
-      {"pixel shuffle (crd)", {1, 18, 2, 2}, {1, 2, 3, 3, 2, 2}, {0, 1, 4, 2, 5, 3}, {1, 2, 6, 6}, "depth_to_space"},
-      {"a transpose of each group's map", {1, 6, 3, 4}, {1, 2, 3, 3, 4}, {0, 1, 2, 4, 3}, {1, 6, 3, 4}, nullptr},
-      {"a shuffle across samples", {2, 4, 2, 2}, {2, 2, 2, 2, 2}, {1, 0, 2, 3, 4}, {2, 4, 2, 2}, nullptr},
-  };
-  memfmt::reference::backend backend;
-  for (const chain_case& c : cases) {
-    onnx_builder b;
-    b.input("x", c.x).ints("split", c.split).ints("merge", c.y);
-    b.node("Reshape", {"x", "split"}, {"s"}, "split");
-    b.node("Transpose", {"s"}, {"t"}, "transpose").attr("perm", c.perm);
-    b.node("Reshape", {"t", "merge"}, {"r"}, "merge");
-    b.node("Relu", {"r"}, {"y"});
-    b.output("y");
-    // ONNX's definitions: Transpose output index o reads input index i with i[perm[k]] = o[k];
-    // both Reshapes keep the row-major order.
-    const parameter x = ramp(c.x, -2.f, 0.125f);
-    dims moved(c.split.size());
-    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] = c.split[static_cast<std::size_t>(c.perm[k])];
-    std::vector<double> truth(static_cast<std::size_t>(x.numel()));
-    for (std::size_t out = 0; out < truth.size(); ++out) {
-      std::size_t rest = out, in = 0;
-      dims o(moved.size()), i(moved.size());
-      for (std::size_t k = moved.size(); k-- > 0;) {
-        o[k] = static_cast<std::int64_t>(rest % static_cast<std::size_t>(moved[k]));
-        rest /= static_cast<std::size_t>(moved[k]);
-      }
-      for (std::size_t k = 0; k < moved.size(); ++k) i[static_cast<std::size_t>(c.perm[k])] = o[k];
-      for (std::size_t k = 0; k < moved.size(); ++k) in = in * static_cast<std::size_t>(c.split[k]) + static_cast<std::size_t>(i[k]);
-      truth[out] = std::max(0.0, memfmt::onnx::element_as_double(x, in));
-    }
-    for (const auto& p : memfmt_test::plans) {
-      SCOPED_TRACE(std::string(c.what) + " in plan " + p.name);
-      const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
-      const auto& relu = m.network.at(*m.network.find("y")).inputs.at(0);
-      const auto& layer = m.network.at(m.network.at(relu).inputs.at(0));
-      EXPECT_EQ(layer.inputs, std::vector<memfmt::graph::node_id>{*m.network.find("x")});
-      if (!c.layer) {
-        EXPECT_EQ(layer.kind, memfmt::graph::node_kind::opaque);
-        ASSERT_EQ(m.unsupported.size(), 1u);
-        EXPECT_NE(m.unsupported[0].reason.find("is not a channel shuffle, depth to space or space to depth"),
-                  std::string::npos)
-            << m.unsupported[0].reason;
-        continue;
-      }
-      ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
-      ASSERT_EQ(layer.kind, memfmt::graph::node_kind::rearrange);
-      EXPECT_STREQ(memfmt::to_string(layer.get<memfmt::rearrange_params>().kind), c.layer);
-      const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
-      ASSERT_EQ(y.shape, c.y);
-      for (std::size_t k = 0; k < truth.size(); ++k)
-        ASSERT_EQ(memfmt::onnx::element_as_double(y, k), truth[k]) << "element " << k;
-    }
-  }
+// HardSigmoid(1/6, 1/2) times its input, as PyTorch exports Hardswish before opset 14.
+TEST(OnnxRun, HardswishPatternGivesHardSigmoidTimesX) {
+  expect_conv_then_one_activation(
+      memfmt::activation::hardswish,
+      [](onnx_builder& b) {
+        b.node("HardSigmoid", {"y"}, {"h"}, "hs").attr_f("alpha", 1.f / 6.f).attr_f("beta", 0.5f);
+        b.node("Mul", {"h", "y"}, {"z"}, "mul");
+      },
+      [](double v) { return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5)); });
 }
 
-// The tanh GELU as PyTorch writes it after a conv: imported as one gelu_tanh, it gives the ONNX
-// ops' arithmetic, computed here in double, in every plan.
+// The tanh GELU as PyTorch 1.13 exports F.gelu(x, approximate="tanh").
 TEST(OnnxRun, TanhGeluPatternGivesItsOps) {
-  memfmt::reference::backend backend;
-  onnx_builder b = conv_model({2, 3, 5, 5}, 4, 3, 1);
-  b.node("Mul", {"y", "y"}, {"sq"}, "square").node("Mul", {"sq", "y"}, {"cube"}, "cube");
-  b.scalar("kappa", 0.044715f).node("Mul", {"cube", "kappa"}, {"kc"}, "kappa_mul");
-  b.node("Add", {"kc", "y"}, {"s"}, "add_x");
-  b.scalar("beta", 0.7978845608f).node("Mul", {"s", "beta"}, {"inner"}, "beta_mul");
-  b.node("Tanh", {"inner"}, {"t"}, "tanh");
-  b.scalar("one", 1.f).node("Add", {"t", "one"}, {"u"}, "add_one");
-  b.node("Mul", {"u", "y"}, {"v"}, "times_x");
-  b.scalar("half", 0.5f).node("Mul", {"v", "half"}, {"z"}, "half");
-  b.output("z");
-  const parameter x = ramp({2, 3, 5, 5}, -2.f, 0.03f);
-  const std::vector<double> conv = conv_by_definition(x, 4, 3, 1);
-  for (const auto& p : memfmt_test::plans) {
-    SCOPED_TRACE(p.name);
-    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
-    ASSERT_TRUE(m.runnable());
-    ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, gelu_tanh, y, z
-    const parameter z = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("z");
-    for (std::size_t i = 0; i < conv.size(); ++i) {
-      const double v = conv[i];
-      const double want = 0.5 * v * (1.0 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
-      ASSERT_NEAR(memfmt::onnx::element_as_double(z, i), want, 1e-5 * std::max(1.0, std::fabs(want))) << "z[" << i << "]";
-    }
-  }
+  expect_conv_then_one_activation(
+      memfmt::activation::gelu_tanh,
+      [](onnx_builder& b) {
+        b.node("Mul", {"y", "y"}, {"sq"}, "square").node("Mul", {"sq", "y"}, {"cube"}, "cube");
+        b.scalar("kappa", 0.044715f).node("Mul", {"cube", "kappa"}, {"kc"}, "kappa_mul");
+        b.node("Add", {"kc", "y"}, {"s"}, "add_x");
+        b.scalar("beta", 0.7978845608f).node("Mul", {"s", "beta"}, {"inner"}, "beta_mul");
+        b.node("Tanh", {"inner"}, {"t"}, "tanh");
+        b.scalar("one", 1.f).node("Add", {"t", "one"}, {"u"}, "add_one");
+        b.node("Mul", {"u", "y"}, {"v"}, "times_x");
+        b.scalar("half", 0.5f).node("Mul", {"v", "half"}, {"z"}, "half");
+      },
+      [](double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v))); });
 }
 
 // Clip, PRelu (a slope per channel, on the transposed last axis) and HardSigmoid read a
