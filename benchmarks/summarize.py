@@ -323,8 +323,7 @@ def network_rows(rows, gpu=False):
                 continue
             ms = ms_per_batch(b, case["batch"])
             ref_ms = ms_per_batch(ref, case["batch"]) if ref and status(ref) == "ok" else float("nan")
-            row.update(plan_id=b.get("plan_id"))
-            row.update(ms_per_batch=ms, images_per_s=b["images_per_s"], conversions=b.get("conversions", float("nan")),
+            row.update(plan_id=b.get("plan_id"), ms_per_batch=ms, images_per_s=b["images_per_s"], conversions=b.get("conversions", float("nan")),
                        conversion_ms=b.get("conversion_ms", float("nan")), arena_bytes=b.get("arena_bytes", float("nan")),
                        calibration_s=b.get("calibration_s"), speed_vs_nchw=ref_ms / ms if ms and ms > 0 else float("nan"), label=b.get("label", ""))
             out.append(row)

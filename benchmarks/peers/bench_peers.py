@@ -172,7 +172,8 @@ def build(model):
     if model == "r3d_18":
         return torchvision.models.video.r3d_18()
     if model in SEGMENTATION:
-        sys.path.insert(0, os.path.dirname(EXPORTER))
+        if os.path.dirname(EXPORTER) not in sys.path:
+            sys.path.insert(0, os.path.dirname(EXPORTER))
         from export_onnx import OutEntry  # the tensor the ONNX file's output is
 
         return OutEntry(getattr(torchvision.models.segmentation, model)(weights_backbone=None))

@@ -978,13 +978,15 @@ class importer {
     set_like(r, net().activation(layer_name(r, nullptr), *x.node, f), x);
   }
 
+  // Whether a pattern's constant v is the positive `want` an exporter wrote, to float rounding.
+  static bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; }
+
   // x * (1 + erf(x / sqrt 2)) / 2 as exporters write the exact GELU (PyTorch: Div by sqrt 2, Erf,
   // Add 1, Mul by x, Mul by 0.5; x * (1 / sqrt 2) and either operand order alike) is one gelu
   // activation, and the later nodes of the pattern are skipped. Each intermediate value must have
   // that one reader. Called with the first node (x op c, c constant); false where it is no GELU.
   bool gelu(const node_reader& r, const value& x, const std::string& x_name, const std::string& c_name,
             memfmt::binary_op op) {
-    const auto near = [](std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; };
     const double sqrt2 = std::sqrt(2.0);
     if (!(op == memfmt::binary_op::div && near(scalar_constant(c_name), sqrt2)) &&
         !(op == memfmt::binary_op::mul && near(scalar_constant(c_name), 1.0 / sqrt2)))
@@ -1010,7 +1012,6 @@ class importer {
   // activation, and the later nodes are skipped. Each intermediate value must have that one reader.
   // Called with the first node (x * x); false where it is no tanh GELU.
   bool gelu_tanh(const node_reader& r, const value& x, const std::string& x_name) {
-    const auto near = [](std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; };
     // The one reader of `from`, an `op` whose other operand is `other` (a name) or, with `constant`,
     // a scalar constant near it.
     const auto next = [&](const std::string& from, const char* op, const std::string* other,
@@ -1041,7 +1042,7 @@ class importer {
   // conv before it, where two memory-bound passes would run; the Mul is skipped. The HardSigmoid's
   // output must have that one reader. False where it is no hardswish.
   bool hardswish(const node_reader& r, double alpha, double beta) {
-    if (!(std::fabs(alpha - 1.0 / 6.0) <= 1e-6 / 6.0 && beta == 0.5)) return false;
+    if (!(near(alpha, 1.0 / 6.0) && beta == 0.5)) return false;
     const ::onnx::NodeProto* mul = only_reader(r.proto().output(0));
     if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || other_input(*mul, r.proto().output(0)) != r.input(0))
       return false;
