@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,28 @@ using dims = std::vector<std::int64_t>;
 }
 inline void require(bool ok, const std::string& what) {
   if (!ok) property_failed(what);
+}
+
+// The reader's answer, or nullopt when it refused the input with a memfmt::error (what malformed
+// input should get).
+template <class F>
+auto accepted(F&& read) -> std::optional<decltype(read())> {
+  try {
+    return read();
+  } catch (const memfmt::error&) {
+    return std::nullopt;
+  }
+}
+
+// A step that must succeed on what a reader accepted (writing it, reading
+// the writer's output back).
+template <class F>
+auto must(const char* what, F&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const memfmt::error& e) {
+    memfmt_fuzz::property_failed(std::string(what) + " failed: " + e.what());
+  }
 }
 
 inline std::string describe(const dims& sizes, const dims& strides) {

@@ -219,6 +219,9 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   };
   has(memfmt_test::error_text([] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
       "network file: not valid JSON: [json.exception.parse_error.101] parse error at line 3");
+  // A number no double holds: nlohmann throws out_of_range, not parse_error.
+  has(memfmt_test::error_text([] { memfmt::io::load_network("{\"format\": \"memfmt.network\", \"version\": 1e605}"); }),
+      "network file: not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e605'");
   json j = good;
   j["nodes"][1]["attrs"].erase("kernel");
   has(load(j), "network file: nodes[1] ('conv1') attrs: key 'kernel' is missing");

@@ -739,6 +739,35 @@ TEST(OnnxImportErrors, MalformedModelsNameTheNodeAndValues) {
     b.model().mutable_graph()->mutable_initializer(0)->set_dims(0, std::int64_t{1} << 60);
     expect_error([&] { import_model(b.model()); }, errc::overflow, {"'w'"});
   }
+  for (float scale : {1e22f, std::numeric_limits<float>::infinity()}) {  // an extent past int64, not a wrapped one
+    onnx_builder b;
+    b.input("x", {1, 2, 4, 5}).output("y");
+    ::onnx::TensorProto scales;
+    scales.set_data_type(::onnx::TensorProto::FLOAT);
+    scales.add_dims(4);
+    for (float s : {1.f, 1.f, scale, 2.f}) scales.add_float_data(s);
+    b.node("Constant", {}, {"scales"}).attr_tensor("value", scales);
+    b.node("Upsample", {"x", "scales"}, {"y"}, "u");
+    expect_error([&] { import_model(b.model()); }, errc::overflow, {"'u' (Upsample)", "dim 2 (extent 4)", "past 2^62"});
+  }
+  {
+    onnx_builder b;  // a layer without outputs computes nothing anyone reads: it leaves no node
+    b.input("x", {1, 3, 4, 4}).output("y");
+    b.node("Softmax", {"x"}, {}, "s");
+    b.node("Relu", {"x"}, {"y"}, "r");
+    const imported_model m = import_model(b.model());
+    EXPECT_TRUE(m.runnable());
+    EXPECT_EQ(m.network.size(), 3u);  // x, the relu, y
+  }
+  {
+    onnx_builder b;  // a Constant without its output
+    b.input("x", {1, 3, 4, 4}).output("x");
+    ::onnx::TensorProto one;
+    one.set_data_type(::onnx::TensorProto::FLOAT);
+    one.add_float_data(1.f);
+    b.node("Constant", {}, {}, "k").attr_tensor("value", one);
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'k' (Constant)", "has no output"});
+  }
   {
     onnx_builder b;  // a rank-1 input cannot be a network value
     b.input("x", {7}).output("y");

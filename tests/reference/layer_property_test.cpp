@@ -615,6 +615,23 @@ TEST(ReferenceLayerStrided, PaddedViewsMatchDense) {
 // ceil((o + 1/2) / 2 - 1/2) = 0 1 1 2 2 3 3 3 (the last clamped); linear align_corners at
 // o * 3 / 2 = 0, 1.5, 3 gives x0, (x1 + x2) / 2, x3; asymmetric with the given scale 0.6 at o / 0.6
 // = 0, 1.67, 3.33 gives x0, x1 + 2/3 (x2 - x1), x3 (clamped).
+// No elements, but one dim of 2^33: pad and upsample build no per-dim table (2^33 source indices)
+// for an output nothing is written to.
+TEST(ReferenceLayerEdges, EmptyValuesWithAHugeDim) {
+  const std::int64_t huge = std::int64_t{1} << 33;
+  tensor<nchw> x(ext<nchw>{0, 1, 1, huge}), padded(ext<nchw>{0, 1, 1, huge + 2}), wide(ext<nchw>{0, 1, 1, 2 * huge});
+  pad_params p;
+  p.mode = pad_mode::reflect;
+  p.begin = {0, 1, 0};
+  p.end = {0, 1, 0};
+  reference::pad_forward<double>(x.const_view(), padded.view(), p);
+  reference::pad_backward<double>(padded.const_view(), x.view(), p);
+  upsample_params u;
+  u.output = {1, 2 * huge, 1};
+  reference::upsample_forward<double>(x.const_view(), wide.view(), u);
+  reference::upsample_backward<double>(wide.const_view(), x.view(), u);
+}
+
 TEST(ReferenceUpsample, OnnxCoordinatesByHand) {
   tensor<nchw> x(ext<nchw>{1, 1, 1, 4});  // C = 1: data() is W in either format
   const std::vector<double> v = {1.0, 10.0, 100.0, 1000.0};

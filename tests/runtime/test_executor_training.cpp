@@ -296,6 +296,25 @@ TEST(Training, FanOutSums) {
   EXPECT_NEAR(s.grads.at("conv.weight").values<double>().at(0), expect, 1e-12);
 }
 
+// An empty batch trains to zero gradients: nothing is copied in, out of or zeroed in the empty
+// values (whose storage is a null pointer; the unread one's gradient is zeros), and every parameter
+// still gets its gradient.
+TEST(Training, EmptyBatchGivesZeroGradients) {
+  network net;
+  const auto x = net.input("input", {0, 2, 3, 3}, memfmt::dtype::float64, family::channels_first);
+  net.relu("unread", x);
+  net.output("output", net.group_norm("norm", x, 2), family::channels_last);
+  parameter_store p;
+  p.insert<double>("norm.weight", {2}, {1.5, 0.5});
+  p.insert<double>("norm.bias", {2}, {0.5, -0.5});
+  for (family f : {family::channels_first, family::channels_last}) {
+    const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, f));
+    const step_result s = train<double>(net, plan, p, {}, {});
+    EXPECT_EQ(s.grads.at("norm.weight").values<double>(), std::vector<double>(2, 0.0));
+    EXPECT_EQ(s.grads.at("norm.bias").values<double>(), std::vector<double>(2, 0.0));
+  }
+}
+
 // A bfloat16 batch norm keeps its parameters, gradients and running statistics in float32, as AMP
 // does: a running mean of 16 + 1/128 moves by the momentum's share of the batch mean, which
 // bfloat16 (8 bits of mantissa: steps of 1/16 near 12) could not hold.

@@ -189,19 +189,11 @@ int threads_in_use() {
 // ---- the profile ----
 
 // What a layer is, for grouping its time: convs by the shape class that decides their speed in
-// each format, activations and binary ops by their function.
+// each format (the prior table's classes), activations and binary ops by their function.
 std::string layer_kind(const memfmt::graph::network& net, const memfmt::graph::node& n) {
   using memfmt::graph::node_kind;
   switch (n.kind) {
-    case node_kind::conv: {
-      const auto& a = n.get<memfmt::graph::conv_attrs>();
-      std::int64_t volume = 1;
-      for (std::size_t d = 0; d + 2 < n.extents.size(); ++d) volume *= a.kernel[d];
-      const std::string conv = n.extents.size() == 5 ? "conv3d" : "conv";
-      if (a.params.groups > 1 && a.params.groups == net.at(n.inputs.at(0)).extents.at(1)) return conv + " depthwise";
-      if (a.params.groups > 1) return conv + " grouped";
-      return conv + (volume == 1 ? " 1x1" : " kxk");
-    }
+    case node_kind::conv: return std::string("conv ") + to_string(memfmt::graph::conv_class_of(net, n));
     case node_kind::activation: return std::string("activation ") + to_string(n.get<memfmt::activation_params>().kind);
     case node_kind::binary: {
       static const char* const names[] = {"add", "sub", "mul", "div"};

@@ -44,6 +44,11 @@ constexpr const char* to_string(activation f) noexcept {
   return static_cast<int>(f) < activation_count ? activation_names[static_cast<std::size_t>(f)] : "?";
 }
 
+// gelu_tanh is PyTorch's approximate="tanh" GELU, 0.5 x (1 + tanh(u)) with
+// u = sqrt(2 / pi) (x + 0.044715 x^3): its constants, which the ONNX importer also matches.
+inline constexpr double gelu_tanh_sqrt_2_over_pi = 0.79788456080286535588;
+inline constexpr double gelu_tanh_cubic = 0.044715;
+
 // Whether f reads alpha and beta (activation_params).
 constexpr bool has_parameters(activation f) noexcept {
   return f == activation::hardsigmoid || f == activation::leaky_relu || f == activation::clip || f == activation::elu;

@@ -119,28 +119,66 @@ inline std::string ratio_text(double r) {
 }
 }  // namespace detail
 
+// The conv shape classes whose NHWC/NCHW ratio differs: the conv rows of the prior table, and
+// how `memfmt run --profile` groups convs.
+enum class conv_class : std::uint8_t { depthwise, wide_grouped, grouped, conv3d, pointwise, kxk };
+
+constexpr const char* to_string(conv_class c) noexcept {
+  switch (c) {
+    case conv_class::depthwise: return "depthwise";
+    case conv_class::wide_grouped: return "grouped, >= 64 channels/group";
+    case conv_class::grouped: return "grouped";
+    case conv_class::conv3d: return "3-D";
+    case conv_class::pointwise: return "1x1";
+    case conv_class::kxk: return "kxk";
+  }
+  return "?";
+}
+
+// `kernel_volume` is the product of the kernel's extents (1 for a 1x1 conv); rank that of the
+// conv's values (5: a 3-D conv).
+constexpr conv_class conv_class_of(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel_volume,
+                                   std::size_t rank) noexcept {
+  const std::int64_t per_group = groups > 0 ? in_channels / groups : in_channels;
+  if (groups > 1 && per_group == 1) return conv_class::depthwise;
+  if (groups > 1 && per_group >= 64) return conv_class::wide_grouped;
+  if (groups > 1) return conv_class::grouped;
+  if (rank == 5) return conv_class::conv3d;
+  if (kernel_volume == 1) return conv_class::pointwise;
+  return conv_class::kxk;
+}
+
+// The class of conv node `n` of `net`.
+inline conv_class conv_class_of(const network& net, const node& n) {
+  const auto& a = n.get<conv_attrs>();
+  std::int64_t volume = 1;
+  for (std::size_t d = 0; d + 2 < n.extents.size(); ++d) volume *= a.kernel[d];
+  return conv_class_of(net.at(n.inputs.at(0)).extents.at(1), a.params.groups, volume, n.extents.size());
+}
+
 // The prior ratio of a conv by (shape class, dtype), from `p`'s table. 16-bit and int8 share the
 // low-precision column (XLA also sends int8 to NHWC); float64 and wide integers have no
 // measurement and are indifferent (PyTorch never picks channels_last for float64).
-// `kernel_volume` is the product of the kernel's extents (1 for a 1x1 conv).
 inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel_volume,
                                          std::size_t rank, memfmt::dtype type, const cost_priors& p = {}) {
   using memfmt::dtype;
   const bool fp32 = type == dtype::float32;
   if (!fp32 && type != dtype::float16 && type != dtype::bfloat16 && type != dtype::int8 && type != dtype::uint8)
     return {1.0, "no prior for this dtype: indifferent", "none (no measurement for this dtype)"};
-  const std::int64_t per_group = in_channels / groups;
   const auto pick = [&](const char* what, const conv_class_prior& c) {
     return conv_speedup{fp32 ? c.fp32 : c.low_precision,
                         std::string(what) + " prior, NHWC " + detail::ratio_text(c.fp32) + "x fp32 / " +
                             detail::ratio_text(c.low_precision) + "x 16-bit (" + c.benchmark + ")",
                         c.benchmark};
   };
-  if (groups > 1 && per_group == 1) return pick("depthwise conv", p.depthwise_conv);
-  if (groups > 1 && per_group >= 64) return pick("grouped conv with >= 64 channels/group", p.wide_grouped_conv);
-  if (groups > 1) return pick("grouped conv", p.grouped_conv);
-  if (rank == 5) return pick("3-D conv", p.conv3d);
-  if (kernel_volume == 1) return pick("1x1 conv", p.pointwise_conv);
+  switch (conv_class_of(in_channels, groups, kernel_volume, rank)) {
+    case conv_class::depthwise: return pick("depthwise conv", p.depthwise_conv);
+    case conv_class::wide_grouped: return pick("grouped conv with >= 64 channels/group", p.wide_grouped_conv);
+    case conv_class::grouped: return pick("grouped conv", p.grouped_conv);
+    case conv_class::conv3d: return pick("3-D conv", p.conv3d);
+    case conv_class::pointwise: return pick("1x1 conv", p.pointwise_conv);
+    case conv_class::kxk: break;
+  }
   return pick("kxk conv", p.kxk_conv);
 }
 

@@ -898,14 +898,17 @@ class network {
     return append(std::move(n));
   }
 
-  // Every value's element and byte count, and every parameter's, fit in 64 bits: the cost model
-  // and an executor then multiply them freely.
+  // Every value's element and byte count and dense strides, and every parameter's, fit in 64 bits:
+  // the cost model and an executor then multiply them freely (an empty value's strides too: a zero
+  // batch leaves C x H x W to multiply).
   void validate(const node& n) const {
     const std::string what = "node '" + n.name + "': output extents";
+    memfmt::detail::checked_dense_extent(n.extents, what);
     memfmt::detail::checked_bytes(memfmt::detail::checked_numel(n.extents, what.c_str()), memfmt::size_of(n.type),
                                   what.c_str());
     for (const parameter_spec& p : parameters_of(n)) {
       const std::string pw = "node '" + n.name + "': parameter '" + p.name + "'";
+      memfmt::detail::checked_dense_extent(p.extents, pw);
       memfmt::detail::checked_bytes(memfmt::detail::checked_numel(p.extents, pw.c_str()), memfmt::size_of(p.type),
                                     pw.c_str());
     }

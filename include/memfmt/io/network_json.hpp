@@ -366,11 +366,11 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
   bad(where, "unknown kind");
 }
 
-// nlohmann's parse, its syntax errors (with line and column) as memfmt::error.
+// nlohmann's parse, its errors (syntax, with line and column; a number out of range) as memfmt::error.
 inline json parse(std::string_view text, const std::string& what) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     memfmt::detail::fail(errc::invalid_argument, what + ": not valid JSON: " + e.what());
   }
 }

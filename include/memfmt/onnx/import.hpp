@@ -219,9 +219,9 @@ class importer {
       values_[t.name()] = std::move(v);
     }
     for (const auto& in : g.input()) add_graph_input(in);
-    infer_onnx_shapes();
     for (int i = 0; i < g.node_size(); ++i) translate(g.node(i), i);
     for (const auto& out : g.output()) add_graph_output(out);
+    check_onnx_shapes();
     return std::move(result_);
   }
 
@@ -292,8 +292,16 @@ class importer {
   }
 
   // ONNX's own shape inference on a copy whose graph inputs have the import's fixed shapes: the
-  // output shapes of opaque nodes, and the check of every other.
+  // output shapes of opaque nodes, and the check of every other. It runs once, when an opaque node
+  // first needs it or after every node is translated: libonnx 1.12's inference reads out of bounds
+  // on some malformed nodes (a ConvTranspose whose weight has rank 1), which translating them
+  // first refuses with a message.
+  const std::map<std::string, shape_t>& onnx_shapes() {
+    if (!onnx_shapes_) infer_onnx_shapes();
+    return *onnx_shapes_;
+  }
   void infer_onnx_shapes() {
+    onnx_shapes_.emplace();
     ::onnx::ModelProto m = model_;
     auto* g = m.mutable_graph();
     for (auto& in : *g->mutable_input()) {
@@ -321,10 +329,22 @@ class importer {
         if (!d.has_dim_value()) return;
         s.push_back(d.dim_value());
       }
-      onnx_shapes_[vi.name()] = s;
+      (*onnx_shapes_)[vi.name()] = s;
     };
     for (const auto& vi : g->value_info()) collect(vi);
     for (const auto& vi : g->output()) collect(vi);
+  }
+  // Every translated output's shape against ONNX's inference, where it has one.
+  void check_onnx_shapes() {
+    if (shape_checks_.empty()) return;
+    const auto& inferred = onnx_shapes();
+    for (const shape_check& c : shape_checks_) {
+      const auto it = inferred.find(c.value);
+      if (it != inferred.end() && it->second != c.shape)
+        memfmt::detail::fail(errc::shape_mismatch, c.node + ": output '" + c.value + "': the network infers " +
+                                                       memfmt::detail::dims_to_string(c.shape) + ", ONNX shape inference " +
+                                                       memfmt::detail::dims_to_string(it->second));
+    }
   }
 
   // ---- nodes ----
@@ -338,8 +358,10 @@ class importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return opaque(r, "op of domain '" + n.domain() + "'");
     // Constants in, constants out.
-    if (n.op_type() == "Constant") return set_constant(n.output(0), constant_attribute(r));
-    if (n.op_type() == "Shape") return set_constant(n.output(0), shape_of(r));
+    if (n.op_type() == "Constant" || n.op_type() == "Shape") {
+      const std::string& out = first_output(r);
+      return set_constant(out, n.op_type() == "Constant" ? constant_attribute(r) : shape_of(r));
+    }
     bool all_constant = n.input_size() > 0;
     std::vector<const parameter*> in;
     for (int i = 0; i < n.input_size(); ++i) {
@@ -363,6 +385,8 @@ class importer {
         if (!n.input(i).empty() && values_.at(n.input(i)).channels_last && !reads_channels_last(n.op_type()))
           throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) +
                                 "' is a network value transposed to channels-last, which this op cannot read as such"};
+      // A layer has one output (ONNX's recurrent ops may leave their first unnamed).
+      if (n.output_size() == 0 || n.output(0).empty()) throw not_expressible{"its first output is unnamed"};
       layer(r);
     } catch (const not_expressible& e) {
       opaque(r, e.reason);
@@ -376,6 +400,12 @@ class importer {
                                               "Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
                                               "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
+  }
+
+  // The output of Constant or Shape: a node without it is malformed.
+  static const std::string& first_output(const node_reader& r) {
+    if (r.proto().output_size() == 0 || r.proto().output(0).empty()) r.fail(errc::invalid_argument, "has no output");
+    return r.proto().output(0);
   }
 
   void layer(const node_reader& r) {
@@ -480,13 +510,7 @@ class importer {
       r.fail(errc::shape_mismatch, "network node '" + nd.name + "' has extents " +
                                        memfmt::detail::dims_to_string(nd.extents) + " for ONNX shape " +
                                        memfmt::detail::dims_to_string(onnx_shape));
-    if (options_.check_shapes) {
-      const auto it = onnx_shapes_.find(name);
-      if (it != onnx_shapes_.end() && it->second != onnx_shape)
-        r.fail(errc::shape_mismatch, "output '" + name + "': the network infers " +
-                                         memfmt::detail::dims_to_string(onnx_shape) + ", ONNX shape inference " +
-                                         memfmt::detail::dims_to_string(it->second));
-    }
+    if (options_.check_shapes) shape_checks_.push_back({r.label(), name, onnx_shape});
     value v;
     v.node = id;
     v.channels_last = channels_last;
@@ -640,8 +664,8 @@ class importer {
     for (int o = 0; o < outputs; ++o) {
       const std::string& out = r.proto().output(o);
       if (out.empty()) continue;
-      const auto it = onnx_shapes_.find(out);
-      if (it == onnx_shapes_.end())
+      const auto it = onnx_shapes().find(out);
+      if (it == onnx_shapes().end())
         r.fail(errc::unsupported, "not expressible as a memfmt layer (" + reason + ") and ONNX shape inference "
                                   "gives no static shape for its output '" + out + "' to plan it as an opaque node");
       const shape_t s = it->second;
@@ -1024,9 +1048,9 @@ class importer {
       return (other && o == *other) || (constant && near(scalar_constant(o), *constant)) ? n : nullptr;
     };
     const ::onnx::NodeProto* cube = next(r.proto().output(0), "Mul", &x_name, std::nullopt);
-    const ::onnx::NodeProto* kappa = cube ? next(cube->output(0), "Mul", nullptr, 0.044715) : nullptr;
+    const ::onnx::NodeProto* kappa = cube ? next(cube->output(0), "Mul", nullptr, memfmt::gelu_tanh_cubic) : nullptr;
     const ::onnx::NodeProto* sum = kappa ? next(kappa->output(0), "Add", &x_name, std::nullopt) : nullptr;
-    const ::onnx::NodeProto* beta = sum ? next(sum->output(0), "Mul", nullptr, std::sqrt(2.0 / 3.14159265358979323846)) : nullptr;
+    const ::onnx::NodeProto* beta = sum ? next(sum->output(0), "Mul", nullptr, memfmt::gelu_tanh_sqrt_2_over_pi) : nullptr;
     const ::onnx::NodeProto* tanh = beta ? next(beta->output(0), "Tanh", nullptr, std::nullopt) : nullptr;
     const ::onnx::NodeProto* one = tanh ? next(tanh->output(0), "Add", nullptr, 1.0) : nullptr;
     const ::onnx::NodeProto* times_x = one ? next(one->output(0), "Mul", &x_name, std::nullopt) : nullptr;
@@ -1300,7 +1324,11 @@ class importer {
     if (sizes.empty())
       for (std::size_t d = 0; d < rank; ++d) {
         if (!(scales[d] > 0.0)) r.fail(errc::invalid_argument, "scale " + std::to_string(scales[d]) + " must be positive");
-        sizes.push_back(static_cast<std::int64_t>(std::floor(static_cast<double>(x.shape[d]) * scales[d])));
+        const double size = std::floor(static_cast<double>(x.shape[d]) * scales[d]);
+        if (!(size < 0x1p62))
+          r.fail(errc::overflow, "scale " + std::to_string(scales[d]) + " of dim " + std::to_string(d) + " (extent " +
+                                     std::to_string(x.shape[d]) + ") gives an extent past 2^62");
+        sizes.push_back(static_cast<std::int64_t>(size));
       }
     if (sizes[0] != x.shape[0] || sizes[1] != x.shape[1]) throw not_expressible{"resizing N or C"};
     std::string mode = r.get_choice("mode", "nearest", {"nearest", "linear", "bilinear", "cubic"});
@@ -1742,7 +1770,13 @@ class importer {
   imported_model result_;
   std::map<std::string, value> values_;
   std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
-  std::map<std::string, shape_t> onnx_shapes_;
+  std::optional<std::map<std::string, shape_t>> onnx_shapes_;  // onnx_shapes(), once inferred
+  struct shape_check {
+    std::string node;  // node_reader::label()
+    std::string value;
+    shape_t shape;     // what the network infers
+  };
+  std::vector<shape_check> shape_checks_;  // every translated output, checked by check_onnx_shapes()
   std::map<std::string, std::vector<const ::onnx::NodeProto*>> readers_;  // by value name
   std::map<std::string, const ::onnx::NodeProto*> producers_;
   std::set<const ::onnx::NodeProto*> fused_;  // skipped: an earlier node's pattern covered them

@@ -272,13 +272,16 @@ void* backend_allocate(Backend& b, std::vector<std::shared_ptr<void>>& owned, st
   owned.push_back(std::shared_ptr<void>(p, [bp, bytes](void* q) { bp->deallocate(q, bytes); }));
   return p;
 }
+// Empty values have no storage (null pointers): nothing to copy.
 template <class Backend>
 void copy_in(Backend& b, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
   if constexpr (owns_memory<Backend>::value) b.copy_in(dst, src, bytes);
   else std::memcpy(dst, src, bytes);
 }
 template <class Backend>
 void copy_out(Backend& b, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
   if constexpr (owns_memory<Backend>::value) b.copy_out(dst, src, bytes);
   else std::memcpy(dst, src, bytes);
 }

@@ -866,7 +866,10 @@ class trainer {
           detail::copy_in(backend_, data<std::byte>(g), zeros->data(), zeros->size());
         });
       else
-        step.push_back([this, g] { std::memset(data<std::byte>(g), 0, static_cast<std::size_t>(storages_[g].bytes)); });
+        step.push_back([this, g] {
+          // An empty gradient has no storage (a null pointer) to zero.
+          if (const auto bytes = static_cast<std::size_t>(storages_[g].bytes)) std::memset(data<std::byte>(g), 0, bytes);
+        });
     }
     it->second(g, step);
   }

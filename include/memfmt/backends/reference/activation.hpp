@@ -30,9 +30,7 @@ inline double hardsigmoid_argument(const activation_params& f, double x) noexcep
   return f.alpha == pytorch.alpha && f.beta == pytorch.beta ? x / 6.0 + 0.5 : f.alpha * x + f.beta;
 }
 
-// The tanh GELU's argument u = sqrt(2 / pi) (x + 0.044715 x^3), PyTorch's constants.
-inline constexpr double gelu_tanh_sqrt_2_over_pi = 0.79788456080286535588;
-inline constexpr double gelu_tanh_cubic = 0.044715;
+// The tanh GELU's argument u (layer_params.hpp has the constants).
 inline double gelu_tanh_argument(double x) noexcept {
   return gelu_tanh_sqrt_2_over_pi * (x + gelu_tanh_cubic * x * x * x);
 }

@@ -41,6 +41,7 @@ inline std::vector<std::int64_t> pad_sources(pad_mode mode, std::int64_t in, std
 template <class Fn>
 void for_each_pad_source(const pad_params& p, const std::array<std::int64_t, 3>& begin, const dims5& in,
                          const dims5& out, Fn&& fn) {
+  if (out.empty()) return;
   const auto sd = pad_sources(p.mode, in.d, begin[0], out.d), sh = pad_sources(p.mode, in.h, begin[1], out.h),
              sw = pad_sources(p.mode, in.w, begin[2], out.w);
   for_each5(out, [&](auto n, auto c, auto od, auto oh, auto ow) {

@@ -77,6 +77,7 @@ inline resample_taps make_taps(const upsample_params& p, int dim, std::int64_t i
 // 2 or 3 says which of D, H, W are p's spatial dims.
 template <class Fn>
 void for_each_tap(const upsample_params& p, int spatial_rank, const dims5& in, const dims5& out, Fn&& fn) {
+  if (out.empty()) return;
   const int first = 3 - spatial_rank;  // D is no spatial dim of a 2-D value
   const resample_taps td = make_taps(p, 0 - first, in.d, out.d), th = make_taps(p, 1 - first, in.h, out.h),
                       tw = make_taps(p, 2 - first, in.w, out.w);

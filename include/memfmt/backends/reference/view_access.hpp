@@ -18,6 +18,9 @@ namespace memfmt::reference::detail {
 // Extents or strides of a view as N, C, D, H, W (D = 1 with stride 0 for a 2-D view).
 struct dims5 {
   std::int64_t n, c, d, h, w;
+  // No elements. Loops that first build a per-dim table (pad sources, resampling taps) return
+  // then: an empty value may still have one huge dim.
+  bool empty() const noexcept { return n == 0 || c == 0 || d == 0 || h == 0 || w == 0; }
 };
 
 template <class T, class F>
