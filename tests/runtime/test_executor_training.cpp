@@ -212,6 +212,16 @@ TEST(Training, PlansAgreeEveryLayer) {
   check_plans_agree<float>(every_layer(memfmt::dtype::float32), 2e-4);
 }
 
+// A renaming (dropout with p 0, flatten) shares its input's bytes; when its reader takes it in the
+// other format, the gradient of that converted copy reaches the layer before the renaming.
+TEST(Training, PlansAgreeThroughConvertedRenamings) {
+  network net;
+  const auto x = net.input("input", {1, 6, 6, 6}, memfmt::dtype::float64, family::channels_last);
+  const auto c = net.conv("conv", x, memfmt::graph::conv_spec(3, 1, 2, 1));
+  net.output("output", net.dropout("drop", c, 0.0), family::channels_first);
+  check_plans_agree<double>(net, 1e-10);
+}
+
 TEST(Training, PlansAgreeModels) {
   models::options o;
   o.batch = 2;

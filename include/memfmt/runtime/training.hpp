@@ -426,6 +426,7 @@ class trainer {
         backward_.emplace(n.id, [](std::size_t, step_list&) {});  // its readers wrote the gradient in place
       }
     }
+    sharing_[slot_[n.id]].push_back(n.id);
     if (n.kind == graph::node_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
     auto& step = steps_[n.id];
     for (graph::node_id i : n.inputs) use(read_slot(n, i), t);
@@ -843,11 +844,9 @@ class trainer {
     if (it == backward_.end()) return;  // inputs and renamings
     const std::size_t s = slot_[n.id];
     const std::size_t g = *grad_of(s);
-    // The converted copies of the node's value, and of the fused layers' that share its bytes.
-    std::vector<graph::node_id> values{n.id};
-    if (const auto tail = fused_tail_.find(n.id); tail != fused_tail_.end())
-      values.insert(values.end(), tail->second.begin(), tail->second.end());
-    for (graph::node_id v : values) {
+    // The converted copies of every value these bytes hold: the node's, the fused layers', and
+    // those of renamings (a dropout or flatten whose reader converts it).
+    for (graph::node_id v : sharing_.at(s)) {
       const auto c = converted_.find(v);
       if (c == converted_.end() || c->second == s) continue;
       const auto gc = grad_.find(c->second);
@@ -886,6 +885,7 @@ class trainer {
   executor_report report_;
   std::map<graph::node_id, graph::node_id> fused_into_;                // fused add / relu -> its batch norm
   std::map<graph::node_id, std::vector<graph::node_id>> fused_tail_;  // batch norm -> its fused add?, relu
+  std::map<std::size_t, std::vector<graph::node_id>> sharing_;  // storage -> the values it holds
   std::map<graph::node_id, graph::node_id> residual_;                 // batch norm -> its fused add's other operand
   std::vector<storage> storages_;
   std::vector<std::size_t> slot_;                          // per node: its value's storage
