@@ -46,12 +46,21 @@ const graph::network& plan_network() {
   return net;
 }
 
+// What a reader accepted, written (`saved`), read back and written again, is the same text: the
+// writer's text is a fixed point of the round trip.
+template <class Load, class Save>
+void require_fixed_point(const std::string& saved, Load&& load, Save&& save, const std::string& what) {
+  const std::string again = must(("reading " + what + " back").c_str(), [&] { return save(load(saved)); });
+  require(again == saved, what + ": the round trip is not a fixed point");
+}
+
 void network_file(std::string_view text) {
   const auto net = accepted([&] { return io::load_network(text); });
   if (!net) return;
   const std::string saved = must("writing a network read from a file", [&] { return io::save_network(*net); });
-  const std::string again = must("reading a written network back", [&] { return io::save_network(io::load_network(saved)); });
-  require(again == saved, "a network's round trip is not a fixed point");
+  require_fixed_point(
+      saved, [](std::string_view t) { return io::load_network(t); },
+      [](const graph::network& n) { return io::save_network(n); }, "a written network");
   if (net->size() > max_planned_nodes) return;
   const graph::cost_model model;
   // A network no format assignment satisfies (conflicting mandatory pins) is refused by name.
@@ -62,31 +71,31 @@ void network_file(std::string_view text) {
 void plan_file(std::string_view text) {
   const graph::network& net = plan_network();
   const graph::cost_model model;
+  const auto save = [&](const io::loaded_plan& p) { return io::save_plan(net, model, p.plan, p.policy); };
   const auto loaded = accepted([&] { return io::load_plan(text, net, model); });
   if (!loaded) return;
   require_sound(net, model, loaded->plan, "a plan read from a file");
-  const std::string saved = must("writing a plan read from a file", [&] { return io::save_plan(net, model, loaded->plan, loaded->policy); });
-  const std::string again = must("reading a written plan back", [&] {
-    const io::loaded_plan back = io::load_plan(saved, net, model);
-    return io::save_plan(net, model, back.plan, back.policy);
-  });
-  require(again == saved, "a plan's round trip is not a fixed point");
+  const std::string saved = must("writing a plan read from a file", [&] { return save(*loaded); });
+  require_fixed_point(
+      saved, [&](std::string_view t) { return io::load_plan(t, net, model); }, save, "a written plan");
 }
 
 void priors_file(std::string_view text) {
+  const auto save = [](const graph::cost_priors& p) { return io::save_priors(p, "fuzz"); };
   const auto p = accepted([&] { return io::load_priors(text); });
   if (!p) return;
-  const std::string saved = must("writing priors read from a file", [&] { return io::save_priors(*p, "fuzz"); });
-  const std::string again = must("reading written priors back", [&] { return io::save_priors(io::load_priors(saved), "fuzz"); });
-  require(again == saved, "a priors table's round trip is not a fixed point");
+  const std::string saved = must("writing priors read from a file", [&] { return save(*p); });
+  require_fixed_point(
+      saved, [](std::string_view t) { return io::load_priors(t); }, save, "written priors");
 }
 
 void timing_cache_file(std::string_view text) {
   const auto cache = accepted([&] { return io::load_timing_cache(text); });
   if (!cache) return;
   const std::string saved = must("writing a timing cache read from a file", [&] { return io::save_timing_cache(*cache); });
-  const std::string again = must("reading a written timing cache back", [&] { return io::save_timing_cache(io::load_timing_cache(saved)); });
-  require(again == saved, "a timing cache's round trip is not a fixed point");
+  require_fixed_point(
+      saved, [](std::string_view t) { return io::load_timing_cache(t); },
+      [](const graph::timing_cache& c) { return io::save_timing_cache(c); }, "a written timing cache");
 }
 
 }  // namespace
