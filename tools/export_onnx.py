@@ -8,7 +8,9 @@ MODEL is a torchvision model name (random weights: torch.manual_seed(--seed) bef
 one under a torchvision subpackage (segmentation.deeplabv3_resnet50; give it
 --kwargs '{"weights_backbone": null}' so that nothing is downloaded), or MODULE:ATTR, a class or
 factory called with --kwargs. A model that returns a dict (torchvision's segmentation models:
-{"out": ..., "aux": ...}) is exported with its "out" entry as the graph output. By default batch-norm parameters and
+{"out": ..., "aux": ...}) is exported with its "out" entry as the graph output; a detector
+(detection.ssdlite320_mobilenet_v3_large ...) on the first image of the input batch, with its boxes,
+scores and labels as the graph outputs. By default batch-norm parameters and
 running statistics are randomised too (otherwise a fresh BN is the identity and a check of the
 imported model would not see it); --plain-init keeps PyTorch's initialisation.
 
@@ -44,6 +46,19 @@ def build_model(spec, kwargs):
         if factory is None:
             raise SystemExit(f"export_onnx: torchvision has no model '{spec}'")
     return factory(**kwargs)
+
+
+class FirstImageDetections(torch.nn.Module):
+    """A torchvision detector (which takes a list of [C, H, W] images) on the batch's first image:
+    its boxes, scores and labels as three outputs."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        found = self.model([x[0]])[0]
+        return found["boxes"], found["scores"], found["labels"]
 
 
 class OutEntry(torch.nn.Module):
@@ -115,6 +130,10 @@ def main():
     model.eval()
     shape = [int(s) for s in a.input_shape.split(",")]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(a.seed + 2))
+    if a.model.startswith("detection."):
+        if a.output_fixture:
+            raise SystemExit("export_onnx: --output-fixture takes one output; a detector has boxes, scores, labels")
+        model = FirstImageDetections(model).eval()
     with torch.no_grad():
         returned = model(x)
     if isinstance(returned, dict):

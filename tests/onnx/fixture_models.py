@@ -8,7 +8,9 @@ and small_super_resolution (PixelUnshuffle, PixelShuffle) the channel rearrangem
 write as Reshape -> Transpose -> Reshape chains and DepthToSpace; small_convnext (torchvision's
 ConvNeXt) the permute -> LayerNorm -> Linear -> GELU -> Linear -> permute blocks, exported at opset 17
 so LayerNorm is one LayerNormalization, and at opset 13, where exporters write it out (ReduceMean,
-Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add).
+Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add). small_vit and small_swin (torchvision's
+VisionTransformer and SwinTransformer) are token models, most of whose values are no network
+values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
 
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_resnet18 \
@@ -32,6 +34,10 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_convnext \
       data/small_convnext_opset13.onnx --input-shape 1,3,32,32 --opset 13 \
       --output-fixture data/small_convnext_opset13.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
+      data/small_vit.onnx --input-shape 1,3,16,16
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
+      data/small_swin.onnx --input-shape 1,3,16,16
 
 (python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
 """
@@ -128,3 +134,17 @@ def small_convnext(num_classes=10):
     from torchvision.models.convnext import CNBlockConfig
     setting = [CNBlockConfig(8, 16, 1), CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
     return torchvision.models.ConvNeXt(setting, layer_scale=0.5, num_classes=num_classes)
+
+
+def small_vit(num_classes=4):
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    return VisionTransformer(image_size=16, patch_size=8, num_layers=1, num_heads=1, hidden_dim=8, mlp_dim=8,
+                             num_classes=num_classes)
+
+
+def small_swin(num_classes=4):
+    from torchvision.models.swin_transformer import SwinTransformer
+
+    return SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[1, 1], num_heads=[1, 1], window_size=[2, 2],
+                           num_classes=num_classes)

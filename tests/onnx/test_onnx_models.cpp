@@ -13,6 +13,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "memfmt/graph/solve.hpp"
+#include "memfmt/graph/verify.hpp"
 #include "memfmt/onnx/import.hpp"
 
 namespace {
@@ -126,6 +127,43 @@ TEST(OnnxModels, MobileNetKeepsStateDictNames) {
   EXPECT_NE(var[0], 1.f);
   const auto& depthwise = m.network.at(*m.network.find("features.1.conv.0.0"));
   EXPECT_EQ(depthwise.get<memfmt::graph::conv_attrs>().params.groups, depthwise.extents[1]);
+}
+
+// torchvision's VisionTransformer and SwinTransformer (fixture_models.py): their token tensors
+// ([N, tokens, dim], the windows' rank-5 and rank-6 reshapes) and the shape arithmetic on them are no
+// network values. They import as barriers around the network values (the patch embedding conv and
+// whatever else the network expresses), plan, and are refused for running.
+TEST(OnnxModels, TransformersPlanAroundTheirTokenOps) {
+  for (const char* file : {"small_vit.onnx", "small_swin.onnx"}) {
+    SCOPED_TRACE(file);
+    const ::onnx::ModelProto proto = load(std::string(MEMFMT_ONNX_TEST_DATA) + "/" + file);
+    const memfmt::onnx::imported_model m = memfmt::onnx::import_model(proto);
+    EXPECT_FALSE(m.runnable());
+    // Every ONNX node is a layer, folded, or listed: an opaque node or part of one's barrier.
+    std::size_t convs = 0, opaque = 0;
+    for (const auto& n : m.network.nodes()) {
+      convs += n.kind == node_kind::conv;
+      opaque += n.kind == node_kind::opaque;
+    }
+    EXPECT_EQ(convs, 1u);  // the patch embedding, [1, 3, 16, 16] -> [1, C, 16 / patch, 16 / patch]
+    std::size_t named = 0;
+    for (const auto& u : m.unsupported) {
+      EXPECT_FALSE(u.reason.empty()) << u.onnx_node;
+      if (u.node.empty()) continue;
+      ++named;
+      EXPECT_EQ(m.network.at(*m.network.find(u.node)).kind, node_kind::opaque) << u.node;
+    }
+    EXPECT_EQ(named, opaque);
+    EXPECT_GT(opaque, 0u);
+    // The classifier's output is the network's, behind the barrier, and the planner plans it all.
+    ASSERT_EQ(m.outputs.size(), 1u);
+    EXPECT_EQ(m.outputs[0].shape, (dims{1, 4}));
+    const memfmt::graph::cost_model model;
+    const memfmt::graph::plan plan = memfmt::graph::solve(m.network, model);
+    EXPECT_EQ(plan.nodes.size(), m.network.size());
+    const auto bad = memfmt::graph::verify(m.network, model, plan);
+    EXPECT_TRUE(bad.empty()) << bad.front();
+  }
 }
 
 }  // namespace

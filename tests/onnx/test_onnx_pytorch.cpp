@@ -4,8 +4,11 @@
 //    constants (normalisation buffers, PReLU per channel and shared, a scaled residual, a
 //    temperature), whose .safetensors hold the input and PyTorch's output recorded by
 //    tools/export_onnx.py: no torch needed.
-//  - torchvision's ResNet-50, MobileNetV2, ShuffleNetV2, ConvNeXt-T and two segmentation models
-//    (DeepLabV3 and LR-ASPP on MobileNetV3) themselves (random weights, fixed seed, 64x64 input),
+//  - torchvision's ResNet-50, MobileNetV2, ShuffleNetV2, ConvNeXt-T, DenseNet-121 (concats),
+//    EfficientNet-B0 and RegNetY-400MF (squeeze-and-excitation), GoogLeNet (inception blocks,
+//    ceil-mode pooling), MobileNetV3-Large (hardswish, hardsigmoid gates), SqueezeNet 1.1 and two
+//    segmentation models (DeepLabV3 and LR-ASPP on MobileNetV3) themselves (random weights, fixed
+//    seed, 64x64 input),
 //    exported and recorded at test time where /usr/bin/python3 has torch and torchvision; skipped
 //    with the reason otherwise.
 #include <gtest/gtest.h>
@@ -103,6 +106,12 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
                                            torchvision_case{"shufflenet_v2_x0_5", ""},
                                            torchvision_case{"convnext_tiny",
                                                             "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"},
+                                           torchvision_case{"densenet121", ""},
+                                           torchvision_case{"efficientnet_b0", ""},
+                                           torchvision_case{"regnet_y_400mf", ""},
+                                           torchvision_case{"googlenet", ""},
+                                           torchvision_case{"mobilenet_v3_large", ""},
+                                           torchvision_case{"squeezenet1_1", ""},
                                            torchvision_case{"segmentation.lraspp_mobilenet_v3_large", segmentation},
                                            torchvision_case{"segmentation.deeplabv3_mobilenet_v3_large", segmentation}),
                          [](const auto& info) {

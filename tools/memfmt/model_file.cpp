@@ -67,6 +67,14 @@ memfmt::dtype parse_float_dtype(const std::string& name) {
   throw usage_error{"--dtype: '" + name + "' is not one of float32, bfloat16, float16"};
 }
 
+std::string unsupported_lines(const model_file& m, const std::string& indent, std::size_t shown) {
+  std::string text;
+  for (std::size_t i = 0; i < m.unsupported.size() && i < shown; ++i) text += indent + m.unsupported[i] + '\n';
+  if (m.unsupported.size() > shown)
+    text += indent + "... and " + std::to_string(m.unsupported.size() - shown) + " more ONNX nodes\n";
+  return text;
+}
+
 model_file load_model(const std::string& path, std::optional<std::int64_t> batch) {
   if (batch && *batch <= 0) throw usage_error{"--batch: " + std::to_string(*batch) + " must be positive"};
   model_file m;

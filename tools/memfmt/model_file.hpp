@@ -3,6 +3,7 @@
 // both report with exit code 2.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -32,6 +33,10 @@ struct model_file {
   std::vector<std::string> unsupported;
   std::string kind;  // "ONNX model" or "network JSON"
 };
+
+// The first `shown` entries of m.unsupported, one per line after `indent`, and how many more there
+// are: a transformer has thousands of such nodes, the first of each barrier says why.
+std::string unsupported_lines(const model_file& m, const std::string& indent, std::size_t shown = 20);
 
 // Reads `path`: an ONNX model when it ends in ".onnx", a memfmt.network JSON document otherwise.
 // `batch` (when given) is the batch of every graph input: an ONNX model's symbolic batch takes it,

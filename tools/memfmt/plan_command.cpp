@@ -201,8 +201,7 @@ int plan_command::run(std::ostream& out, std::ostream& err) const {
                 << memfmt::graph::explain(net, model, p);
     }
     if (!m.unsupported.empty() && !json_) {
-      out << "opaque barriers (planned around, not runnable):\n";
-      for (const auto& u : m.unsupported) out << "  " << u << '\n';
+      out << "opaque barriers (planned around, not runnable):\n" << unsupported_lines(m, "  ");
     }
     return 0;
   });

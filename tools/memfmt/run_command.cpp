@@ -329,8 +329,9 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     model_file m = load_model(model_path_, batch);
     if (!m.unsupported.empty()) {
       std::string what = model_path_ + ": cannot run " + std::to_string(m.unsupported.size()) +
-                         " ONNX node(s) the executor has no layer for (memfmt plan still plans around them):";
-      for (const auto& u : m.unsupported) what += "\n  " + u;
+                         " ONNX node(s) the executor has no layer for (memfmt plan still plans around them):\n";
+      what += unsupported_lines(m, "  ");
+      what.pop_back();
       fail(memfmt::errc::unsupported, what);
     }
     const memfmt::graph::network net = m.network.with_float_type(type);

@@ -10,8 +10,10 @@
 // Layers the network describes become its nodes; a 1-D conv net's [N, C, L] values become
 // [N, C, 1, L] (the same bytes in either layout); an initializer that an elementwise op reads
 // becomes a constant node. Any other op becomes an opaque node that reads and
-// writes channels-first, with the output shape ONNX's own shape inference gives: the network can
-// be planned, and imported_model::unsupported names the op and node for an executor to refuse.
+// writes channels-first, with the output shape ONNX's own shape inference gives; where that is no
+// network value's (a transformer's [N, tokens, dim]), the ops up to the next one that is form one
+// barrier. Every model can be planned, and imported_model::unsupported names the op and node for
+// an executor to refuse.
 // A malformed model (bad protobuf, missing initializer, wrong ranks, unknown attribute values, a
 // shape that disagrees with ONNX's inference) is a memfmt::error naming the node and the values.
 #pragma once
@@ -67,7 +69,8 @@ struct graph_value {
 
 // An ONNX node the network cannot express: an opaque node for planning, not runnable.
 struct unsupported_node {
-  std::string node;       // the network's opaque node (one per output of the ONNX node)
+  std::string node;       // the network's opaque node (one per output of the ONNX node); empty for an
+                          // output that is no network value (rank 0, 1 or over 5, no static shape)
   std::string onnx_node;  // the ONNX node's name (or "#index" when it has none)
   std::string op;         // its op_type (domain-qualified outside the default domain)
   std::string reason;
@@ -77,6 +80,8 @@ struct imported_model {
   graph::network network;
   runtime::parameter_store parameters;        // every parameter network.parameters() lists
   std::map<std::string, std::string> source;  // parameter name -> the ONNX tensor it came from
+  // The graph's inputs and the outputs that are network values (one that is not, such as a
+  // detector's boxes behind a barrier, ends the barrier in an opaque node instead).
   std::vector<graph_value> inputs, outputs;
   std::vector<unsupported_node> unsupported;
   std::int64_t opset = 0;
@@ -149,7 +154,13 @@ struct value {
   std::optional<parameter> constant;
   std::optional<reshape_chain> chain;
   std::string initializer;  // the ONNX tensor a constant came from, when it was one
-  shape_t shape;            // as ONNX sees it
+  // The output of an op the network cannot express that is no network value either (rank 0, 1 or
+  // over 5, or no static shape: a transformer's token tensors, shape arithmetic on them): the
+  // network values it was computed from. An op that reads it is opaque too and depends on them.
+  std::optional<std::vector<graph::node_id>> opaque_sources;
+  bool shape_unknown = false;  // an opaque_sources value ONNX's inference gives no static shape
+  std::size_t listed = 0;      // an opaque_sources value's entry in imported_model::unsupported
+  shape_t shape;               // as ONNX sees it
   memfmt::dtype type = memfmt::dtype::float32;
   bool lifted() const noexcept { return node && shape.size() == 3; }
 };
@@ -244,23 +255,12 @@ class importer {
     const auto& tt = in.type().tensor_type();
     const memfmt::dtype type = dtype_from_onnx(tt.elem_type(), where);
     if (!tt.has_shape()) memfmt::detail::fail(errc::invalid_argument, where + " has no shape");
-    shape_t shape;
-    for (int d = 0; d < tt.shape().dim_size(); ++d) {
-      const auto& dim = tt.shape().dim(d);
-      if (dim.has_dim_value()) {
-        shape.push_back(dim.dim_value());
-      } else if (dim.has_dim_param() && options_.dims.count(dim.dim_param())) {
-        shape.push_back(options_.dims.at(dim.dim_param()));
-      } else if (d == 0) {
-        shape.push_back(options_.batch);
-      } else {
-        memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " ('" + dim.dim_param() +
-                                                         "') is symbolic: give its value in import_options::dims");
-      }
-      if (shape.back() < 0)
+    const shape_t shape = *resolved_shape(tt.shape(), &where);
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0)
         memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " is " +
-                                                         std::to_string(shape.back()));
-      if (shape.back() == 0)
+                                                         std::to_string(shape[d]));
+      if (shape[d] == 0)
         memfmt::detail::fail(errc::unsupported, where + " dim " + std::to_string(d) + " is 0 (empty values are not supported)");
     }
     if (shape.size() < 2 || shape.size() > 5)
@@ -275,8 +275,32 @@ class importer {
     result_.inputs.push_back(graph_value{in.name(), shape, type});
   }
 
+  // A declared shape with its symbolic dims resolved: by name from import_options::dims, else the
+  // batch for dim 0. A dim without a value is an error naming it when `where` is given, nullopt
+  // otherwise.
+  std::optional<shape_t> resolved_shape(const ::onnx::TensorShapeProto& declared, const std::string* where) const {
+    shape_t shape;
+    for (int d = 0; d < declared.dim_size(); ++d) {
+      const auto& dim = declared.dim(d);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+      } else if (dim.has_dim_param() && options_.dims.count(dim.dim_param())) {
+        shape.push_back(options_.dims.at(dim.dim_param()));
+      } else if (d == 0) {
+        shape.push_back(options_.batch);
+      } else if (where) {
+        memfmt::detail::fail(errc::invalid_argument, *where + " dim " + std::to_string(d) + " ('" + dim.dim_param() +
+                                                         "') is symbolic: give its value in import_options::dims");
+      } else {
+        return std::nullopt;
+      }
+    }
+    return shape;
+  }
+
   void add_graph_output(const ::onnx::ValueInfoProto& out) {
     const value& v = lookup(out.name(), "ONNX graph output '" + out.name() + "'");
+    if (v.opaque_sources) return end_barrier(out.name(), v);
     if (!v.node)
       memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is a constant " +
                                                   memfmt::detail::dims_to_string(v.shape));
@@ -291,31 +315,66 @@ class importer {
     result_.outputs.push_back(graph_value{out.name(), v.shape, v.type});
   }
 
-  // ONNX's own shape inference on a copy whose graph inputs have the import's fixed shapes: the
-  // output shapes of opaque nodes, and the check of every other. It runs once, when an opaque node
-  // first needs it or after every node is translated: libonnx 1.12's inference reads out of bounds
-  // on some malformed nodes (a ConvTranspose whose weight has rank 1), which translating them
-  // first refuses with a message.
+  // ONNX's own shape inference on a copy of the model whose graph inputs have the import's fixed
+  // shapes and whose constants, folded ones included, are initializers: the output shapes of opaque
+  // nodes, and the check of every other. It runs when an opaque node first needs it, again when one
+  // finds no shape and constants were folded since (ONNX's inference cannot follow the shape
+  // arithmetic the importer evaluates), and after every node is translated: libonnx 1.12's inference
+  // reads out of bounds on some malformed nodes (a ConvTranspose whose weight has rank 1), which
+  // translating them first refuses with a message.
   const std::map<std::string, shape_t>& onnx_shapes() {
     if (!onnx_shapes_) infer_onnx_shapes();
     return *onnx_shapes_;
   }
   void infer_onnx_shapes() {
     onnx_shapes_.emplace();
-    ::onnx::ModelProto m = model_;
+    inferred_after_ = constants_set_;
+    const auto& src = model_.graph();
+    ::onnx::ModelProto m;
+    m.set_ir_version(std::max<std::int64_t>(model_.ir_version(), 4));  // initializers need not be inputs
+    *m.mutable_opset_import() = model_.opset_import();
+    *m.mutable_functions() = model_.functions();
     auto* g = m.mutable_graph();
-    for (auto& in : *g->mutable_input()) {
+    const auto is_constant = [&](const std::string& name) {
+      const auto it = values_.find(name);
+      return it != values_.end() && it->second.constant.has_value();
+    };
+    std::set<std::string> produced;
+    for (const auto& n : src.node()) {
+      const bool folded = n.output_size() > 0 && std::all_of(n.output().begin(), n.output().end(), is_constant);
+      if (folded) continue;
+      ::onnx::NodeProto* copy = g->add_node();
+      *copy = n;
+      if (!inferable(*copy)) {
+        g->mutable_node()->RemoveLast();  // its outputs stay without a shape
+        continue;
+      }
+      produced.insert(n.output().begin(), n.output().end());
+    }
+    // Constants as initializers, large ones (weights) as inputs of their type and shape: inference
+    // reads the values of shape operands only, and the copy stays small.
+    for (const auto& [name, v] : values_) {
+      if (!v.constant || produced.count(name)) continue;
+      if (v.constant->bytes.size() <= 4096) {
+        *g->add_initializer() = to_tensor_proto(*v.constant, name);
+        continue;
+      }
+      auto* in = g->add_input();
+      in->set_name(name);
+      auto* tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(dtype_to_onnx(v.type));
+      for (std::int64_t d : v.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    for (const auto& in : src.input()) {
       const auto it = values_.find(in.name());
-      if (it == values_.end() || !in.type().has_tensor_type()) continue;
-      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      if (it == values_.end() || it->second.constant || !in.type().has_tensor_type()) continue;
+      auto* copy = g->add_input();
+      *copy = in;
+      auto* shape = copy->mutable_type()->mutable_tensor_type()->mutable_shape();
       shape->clear_dim();
       for (std::int64_t d : it->second.shape) shape->add_dim()->set_dim_value(d);
     }
-    for (const auto& [name, p] : options_.input_values) {
-      bool present = false;
-      for (const auto& t : g->initializer()) present = present || t.name() == name;
-      if (!present) *g->add_initializer() = to_tensor_proto(p, name);
-    }
+    *g->mutable_output() = src.output();
     try {
       ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(),
                                            ::onnx::ShapeInferenceOptions(false, 0, true));
@@ -334,9 +393,61 @@ class importer {
     for (const auto& vi : g->value_info()) collect(vi);
     for (const auto& vi : g->output()) collect(vi);
   }
+  // Whether libonnx 1.12's inference can take `n` (of the copy it infers) without reading out of
+  // bounds. Its Conv and ConvTranspose inference takes the kernel's extents from W's dims 2.. and
+  // indexes per-dim attributes sized by X's rank with them, and reads W's dim 1: so W must be a
+  // constant of rank 3 or more, whose extents become the node's kernel_shape (then a rank mismatch is
+  // an inference error, not a crash), and of X's rank where the importer knows it.
+  bool inferable(::onnx::NodeProto& n) const {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return true;
+    if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose") return true;
+    if (n.input_size() < 2) return false;
+    const auto w = values_.find(n.input(1));
+    if (w == values_.end() || !w->second.constant || w->second.shape.size() < 3) return false;
+    if (const auto x = values_.find(n.input(0)); x != values_.end() && x->second.shape.size() != w->second.shape.size())
+      return false;
+    for (const auto& a : n.attribute())
+      if (a.name() == "kernel_shape") return true;
+    auto* k = n.add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(::onnx::AttributeProto::INTS);
+    for (std::size_t d = 2; d < w->second.shape.size(); ++d) k->add_ints(w->second.shape[d]);
+    return true;
+  }
+
+  // A graph output that is no network value (a detector's boxes, of a size known only at run time)
+  // ends its barrier in an opaque node, so that the network values it was computed from are read
+  // channels-first as the barrier reads them; it is no output of the network. The node's extents
+  // [1, elements] stand for its size ([1, 1] when unknown). The producer's entry in `unsupported`
+  // names the node.
+  void end_barrier(const std::string& output, const value& v) {
+    std::int64_t elements = 1;
+    const std::string what = "ONNX graph output '" + output + "'";
+    if (!v.shape_unknown) elements = memfmt::detail::checked_numel(v.shape, what.c_str());
+    reserved_.erase(output);  // kept free for the network output this is not
+    const std::string name = unique_name(output);
+    net().opaque(name, *v.opaque_sources, {1, elements}, graph::family::channels_first, graph::family::channels_first);
+    result_.unsupported.at(v.listed).node = name;
+  }
+
+  // An opaque node's output shape: ONNX's inference (again, with the constants folded since), or
+  // else the shape a graph output declares.
+  std::optional<shape_t> opaque_output_shape(const std::string& name) {
+    if (const auto it = onnx_shapes().find(name); it != onnx_shapes().end()) return it->second;
+    if (inferred_after_ != constants_set_) {
+      infer_onnx_shapes();
+      if (const auto it = onnx_shapes_->find(name); it != onnx_shapes_->end()) return it->second;
+    }
+    for (const auto& out : model_.graph().output())
+      if (out.name() == name && out.type().has_tensor_type() && out.type().tensor_type().has_shape())
+        return resolved_shape(out.type().tensor_type().shape(), nullptr);
+    return std::nullopt;
+  }
+
   // Every translated output's shape against ONNX's inference, where it has one.
   void check_onnx_shapes() {
     if (shape_checks_.empty()) return;
+    if (onnx_shapes_ && inferred_after_ != constants_set_) infer_onnx_shapes();
     const auto& inferred = onnx_shapes();
     for (const shape_check& c : shape_checks_) {
       const auto it = inferred.find(c.value);
@@ -358,6 +469,8 @@ class importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return opaque(r, "op of domain '" + n.domain() + "'");
     // Constants in, constants out.
+    if (n.op_type() == "Shape" && n.input_size() > 0 && values_.at(n.input(0)).shape_unknown)
+      return opaque(r, "the shape of a value whose shape is unknown until run time");
     if (n.op_type() == "Constant" || n.op_type() == "Shape") {
       const std::string& out = first_output(r);
       return set_constant(out, n.op_type() == "Constant" ? constant_attribute(r) : shape_of(r));
@@ -381,10 +494,16 @@ class importer {
       }
     }
     try {
-      for (int i = 0; i < n.input_size(); ++i)
-        if (!n.input(i).empty() && values_.at(n.input(i)).channels_last && !reads_channels_last(n.op_type()))
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (n.input(i).empty()) continue;
+        const value& v = values_.at(n.input(i));
+        if (v.opaque_sources)
+          throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) + "' is computed by an op the network "
+                                "cannot express and is no network value"};
+        if (v.channels_last && !reads_channels_last(n.op_type()))
           throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) +
                                 "' is a network value transposed to channels-last, which this op cannot read as such"};
+      }
       // A layer has one output (ONNX's recurrent ops may leave their first unnamed).
       if (n.output_size() == 0 || n.output(0).empty()) throw not_expressible{"its first output is unnamed"};
       layer(r);
@@ -468,6 +587,7 @@ class importer {
   }
 
   void set_constant(const std::string& name, parameter p) {
+    ++constants_set_;
     value v;
     v.shape = p.shape;
     v.type = p.type;
@@ -651,35 +771,48 @@ class importer {
   static std::pair<parameter, std::string> named(const value& v) { return {*v.constant, v.initializer}; }
 
   // ---- opaque ----
+  // An op the network cannot express: each output with a static shape of rank 2 to 5 becomes an
+  // opaque node reading the network values the op's inputs come from; any other output is an
+  // opaque_sources value, so that a run of such ops (a transformer's encoder) plans as barriers
+  // between the network values around it.
   void opaque(const node_reader& r, const std::string& reason) {
     std::vector<graph::node_id> inputs;
+    const auto depend_on = [&](graph::node_id from) {
+      if (std::find(inputs.begin(), inputs.end(), from) == inputs.end()) inputs.push_back(from);
+    };
     for (int i = 0; i < r.inputs(); ++i) {
       if (r.input(i).empty()) continue;
       const value& v = values_.at(r.input(i));
-      const std::optional<graph::node_id> from = v.chain ? std::optional<graph::node_id>(v.chain->source) : v.node;
-      if (from && std::find(inputs.begin(), inputs.end(), *from) == inputs.end()) inputs.push_back(*from);
+      if (v.chain) depend_on(v.chain->source);
+      if (v.node) depend_on(*v.node);
+      if (v.opaque_sources)
+        for (graph::node_id from : *v.opaque_sources) depend_on(from);
     }
     const std::string base = r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name();
+    const std::string& domain = r.proto().domain();
+    const std::string op = domain.empty() || domain == "ai.onnx" ? r.op() : domain + "." + r.op();
     const int outputs = r.proto().output_size();
     for (int o = 0; o < outputs; ++o) {
       const std::string& out = r.proto().output(o);
       if (out.empty()) continue;
-      const auto it = onnx_shapes().find(out);
-      if (it == onnx_shapes().end())
-        r.fail(errc::unsupported, "not expressible as a memfmt layer (" + reason + ") and ONNX shape inference "
-                                  "gives no static shape for its output '" + out + "' to plan it as an opaque node");
-      const shape_t s = it->second;
-      if (s.size() < 2 || s.size() > 5)
-        r.fail(errc::unsupported, "not expressible as a memfmt layer (" + reason + "), and its output '" + out + "' " +
-                                      memfmt::detail::dims_to_string(s) + " has rank " + std::to_string(s.size()) +
-                                      ", which a network value cannot have (2 to 5)");
+      const std::optional<shape_t> s = opaque_output_shape(out);
+      if (!s || s->size() < 2 || s->size() > 5) {
+        value v;
+        v.opaque_sources = inputs;
+        v.shape_unknown = !s;
+        if (s) v.shape = *s;
+        v.listed = result_.unsupported.size();
+        values_[out] = std::move(v);
+        result_.unsupported.push_back(unsupported_node{"", current_onnx_name_, op, reason});
+        continue;
+      }
       const std::string name = unique_name(outputs > 1 ? base + "." + std::to_string(o) : base);
       const graph::node_id id =
-          net().opaque(name, inputs, lift(s), graph::family::channels_first, graph::family::channels_first);
-      result_.unsupported.push_back(unsupported_node{name, current_onnx_name_, r.op(), reason});
+          net().opaque(name, inputs, lift(*s), graph::family::channels_first, graph::family::channels_first);
+      result_.unsupported.push_back(unsupported_node{name, current_onnx_name_, op, reason});
       value v;
       v.node = id;
-      v.shape = s;
+      v.shape = *s;
       v.type = net().at(id).type;
       values_[out] = std::move(v);
     }
@@ -1771,6 +1904,8 @@ class importer {
   std::map<std::string, value> values_;
   std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
   std::optional<std::map<std::string, shape_t>> onnx_shapes_;  // onnx_shapes(), once inferred
+  std::size_t constants_set_ = 0;   // set_constant() calls so far
+  std::size_t inferred_after_ = 0;  // ... when onnx_shapes_ was inferred
   struct shape_check {
     std::string node;  // node_reader::label()
     std::string value;

@@ -8,11 +8,13 @@
 // constant folding of shape arithmetic.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -171,14 +173,23 @@ inline double element_as_double(const parameter& p, std::size_t i) {
   return 0.0;
 }
 
-// Element i as int64 (floats truncated toward zero).
+// v truncated toward zero into int64, saturating at its limits (NaN gives 0): a float constant
+// such as -inf or 1e30 (attention masks) has no int64 value, and the plain cast would be undefined.
+inline std::int64_t saturating_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return std::numeric_limits<std::int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
+
+// Element i as int64 (floats truncated toward zero, saturating).
 inline std::int64_t element_as_int64(const parameter& p, std::size_t i) {
   if (p.type == memfmt::dtype::int64) {
     std::int64_t v = 0;
     std::memcpy(&v, p.bytes.data() + i * 8, 8);
     return v;
   }
-  return static_cast<std::int64_t>(element_as_double(p, i));
+  return saturating_int64(element_as_double(p, i));
 }
 
 // Stores v into element i, converted to the parameter's dtype.

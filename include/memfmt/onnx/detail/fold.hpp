@@ -107,6 +107,43 @@ parameter elementwise(const node_reader& r, const std::vector<const parameter*>&
   return out;
 }
 
+// ReduceMax / Min / Sum / Mean / Prod of `x` over `axes` (all when empty), in double.
+inline parameter reduced(const node_reader& r, const parameter& x, const std::vector<std::int64_t>& axes, bool keepdims,
+                         const std::string& op) {
+  const std::size_t rank = x.shape.size();
+  std::vector<bool> over(rank, axes.empty());
+  for (std::int64_t a : axes) over[static_cast<std::size_t>(normalize_axis(r, a, rank))] = true;
+  shape_t kept(rank), out_shape;  // kept: x's shape with the reduced dims 1
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    kept[d] = over[d] ? 1 : x.shape[d];
+    if (over[d]) count *= x.shape[d];
+    if (!over[d] || keepdims) out_shape.push_back(kept[d]);
+  }
+  parameter out = folded_parameter(x.type, out_shape, r.label());
+  const std::size_t n = out.bytes.size() / memfmt::size_of(x.type);
+  const double init = op == "ReduceMax" ? -HUGE_VAL : op == "ReduceMin" ? HUGE_VAL : op == "ReduceProd" ? 1.0 : 0.0;
+  std::vector<double> acc(n, init);
+  if (!x.bytes.empty()) {
+    const shape_t strides = row_major_strides(kept);
+    shape_t idx(rank, 0);
+    std::size_t i = 0;
+    do {
+      std::size_t o = 0;
+      for (std::size_t d = 0; d < rank; ++d)
+        if (!over[d]) o += static_cast<std::size_t>(idx[d] * strides[d]);
+      const double v = element_as_double(x, i++);
+      double& a = acc[o];
+      a = op == "ReduceMax" ? std::max(a, v) : op == "ReduceMin" ? std::min(a, v) : op == "ReduceProd" ? a * v : a + v;
+    } while (next_index(idx, x.shape));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    const double v = op == "ReduceMean" ? acc[k] / static_cast<double>(count) : acc[k];
+    store_element(out, k, v, saturating_int64(v));
+  }
+  return out;
+}
+
 // Copies elements: out element k <- in element src(k).
 template <class Src>
 parameter gather_elements(const parameter& in, shape_t shape, const std::string& what, Src src) {
@@ -258,30 +295,82 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     need(1);
     return one(elementwise(r, {in[0]}, in[0]->type, [&](const auto& d, const auto&) {
       const double v = f(d[0]);
-      return std::pair<double, std::int64_t>{v, static_cast<std::int64_t>(v)};
+      return std::pair<double, std::int64_t>{v, saturating_int64(v)};
     }));
   };
 
+  const auto logical = [&](auto f) {
+    need(2);
+    return one(elementwise(r, {in[0], in[1]}, memfmt::dtype::bool8, [&](const auto&, const auto& i) {
+      const bool v = f(i[0] != 0, i[1] != 0);
+      return std::pair<double, std::int64_t>{v ? 1.0 : 0.0, v ? 1 : 0};
+    }));
+  };
+  // Integer results past int64 are an error (signed overflow is undefined), as is a zero divisor.
+  const std::string in_constant = r.label() + ": a constant";
+  const auto divisor = [&](std::int64_t b) {
+    if (b == 0) r.fail(errc::invalid_argument, "integer division by zero in a constant");
+  };
+
   if (op == "Identity") return need(1), one(*in[0]);
-  if (op == "Add") return arith(std::plus<>{}, std::plus<>{});
-  if (op == "Sub") return arith(std::minus<>{}, std::minus<>{});
-  if (op == "Mul") return arith(std::multiplies<>{}, std::multiplies<>{});
+  if (op == "Add") return arith(std::plus<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_add(a, b, in_constant); });
+  if (op == "Sub") return arith(std::minus<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_sub(a, b, in_constant); });
+  if (op == "Mul") return arith(std::multiplies<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_mul(a, b, in_constant); });
   if (op == "Div")
     return arith(std::divides<>{}, [&](std::int64_t a, std::int64_t b) {
-      if (b == 0) r.fail(errc::invalid_argument, "integer division by zero in a constant");
-      return a / b;
+      divisor(b);
+      return b == -1 ? memfmt::detail::checked_sub(0, a, in_constant) : a / b;
     });
+  if (op == "Mod") {
+    // fmod 1: the sign of the dividend (C's fmod); 0, integers only: the sign of the divisor (Python's %).
+    const bool c_fmod = r.get_int("fmod", 0) != 0;
+    if (!c_fmod && memfmt::is_floating(in[0] ? in[0]->type : memfmt::dtype::int64))
+      r.fail(errc::invalid_argument, "Mod of floats needs fmod = 1");
+    return arith([](double a, double b) { return std::fmod(a, b); },
+                 [&](std::int64_t a, std::int64_t b) {
+                   divisor(b);
+                   const std::int64_t m = b == -1 ? 0 : a % b;
+                   return !c_fmod && m != 0 && (m < 0) != (b < 0) ? m + b : m;
+                 });
+  }
+  if (op == "Pow") {
+    need(2);
+    return one(elementwise(r, {in[0], in[1]}, in[0]->type, [](const auto& d, const auto&) {
+      const double v = std::pow(d[0], d[1]);
+      return std::pair<double, std::int64_t>{v, saturating_int64(v)};
+    }));
+  }
   if (op == "Min") return arith([](double a, double b) { return std::min(a, b); }, [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
   if (op == "Max") return arith([](double a, double b) { return std::max(a, b); }, [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
   if (op == "Equal") return compare([](double a, double b) { return a == b; });
   if (op == "Less") return compare([](double a, double b) { return a < b; });
   if (op == "Greater") return compare([](double a, double b) { return a > b; });
+  if (op == "LessOrEqual") return compare([](double a, double b) { return a <= b; });
+  if (op == "GreaterOrEqual") return compare([](double a, double b) { return a >= b; });
+  if (op == "And") return logical([](bool a, bool b) { return a && b; });
+  if (op == "Or") return logical([](bool a, bool b) { return a || b; });
+  if (op == "Xor") return logical([](bool a, bool b) { return a != b; });
   if (op == "Neg") return unary([](double v) { return -v; });
   if (op == "Floor") return unary([](double v) { return std::floor(v); });
   if (op == "Ceil") return unary([](double v) { return std::ceil(v); });
   if (op == "Sqrt") return unary([](double v) { return std::sqrt(v); });
   if (op == "Abs") return unary([](double v) { return std::fabs(v); });
   if (op == "Not") return unary([](double v) { return v == 0.0 ? 1.0 : 0.0; });
+  if (op == "Reciprocal") return unary([](double v) { return 1.0 / v; });
+  if (op == "Exp") return unary([](double v) { return std::exp(v); });
+  if (op == "Log") return unary([](double v) { return std::log(v); });
+  if (op == "Erf") return unary([](double v) { return std::erf(v); });
+  if (op == "Sign") return unary([](double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; });
+  if (op == "Round") return unary([](double v) { return std::nearbyint(v); });  // halves to even
+  if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum" || op == "ReduceMean" || op == "ReduceProd") {
+    need(1);
+    // axes: an input for ReduceSum from opset 13 and for all from 18, an attribute before.
+    const bool axes_input = opset >= 18 || (op == "ReduceSum" && opset >= 13);
+    const std::vector<std::int64_t> axes =
+        axes_input ? (in.size() > 1 && in[1] ? int64_values(*in[1]) : std::vector<std::int64_t>{}) : r.get_ints("axes");
+    if (axes.empty() && r.get_int("noop_with_empty_axes", 0) != 0) return one(*in[0]);
+    return one(reduced(r, *in[0], axes, r.get_int("keepdims", 1) != 0, op));
+  }
   if (op == "Where") {
     need(3);
     return one(elementwise(r, {in[0], in[1], in[2]}, in[1]->type, [](const auto& d, const auto& i) {
