@@ -325,6 +325,17 @@ TEST(OnnxFold, ArithmeticLogicAndRounding) {
   EXPECT_EQ(int64_values(run(b, {&d})), (dims{1, 1, -1, -1, 1}));
   b.node("Reciprocal", {"a"}, {"r"});
   EXPECT_EQ(run(b, {&fd}).values<float>(), (std::vector<float>{0.5f, 0.5f}));
+  const parameter zero_one = floats({0.f, 1.f});
+  b.node("Exp", {"a"}, {"e"});
+  const std::vector<float> exps = run(b, {&zero_one}).values<float>();
+  EXPECT_EQ(exps[0], 1.f);
+  EXPECT_FLOAT_EQ(exps[1], 2.7182818f);  // e
+  b.node("Log", {"a"}, {"l"});
+  EXPECT_EQ(run(b, {&zero_one}).values<float>().at(1), 0.f);
+  b.node("Erf", {"a"}, {"e"});
+  const std::vector<float> erfs = run(b, {&zero_one}).values<float>();
+  EXPECT_EQ(erfs[0], 0.f);
+  EXPECT_FLOAT_EQ(erfs[1], 0.8427008f);  // erf(1)
   const parameter p = int64_vector({0, 0, 1, 1}), q = int64_vector({0, 1, 0, 1});
   const auto bools = [](const parameter& t) {
     EXPECT_EQ(t.type, memfmt::dtype::bool8);
