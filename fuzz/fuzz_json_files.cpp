@@ -54,14 +54,23 @@ void require_fixed_point(const std::string& saved, Load&& load, Save&& save, con
   require(again == saved, what + ": the round trip is not a fixed point");
 }
 
+// What `load` accepts from `text`, after requiring that `save` writes it as a fixed point of the
+// round trip; nullopt when `load` refuses it.
+template <class Load, class Save>
+auto read_and_round_trip(std::string_view text, Load&& load, Save&& save, const std::string& what) {
+  auto loaded = accepted([&] { return load(text); });
+  if (loaded) {
+    const std::string saved = must(("writing " + what + " read from a file").c_str(), [&] { return save(*loaded); });
+    require_fixed_point(saved, load, save, what + ", written");
+  }
+  return loaded;
+}
+
 void network_file(std::string_view text) {
-  const auto net = accepted([&] { return io::load_network(text); });
-  if (!net) return;
-  const std::string saved = must("writing a network read from a file", [&] { return io::save_network(*net); });
-  require_fixed_point(
-      saved, [](std::string_view t) { return io::load_network(t); },
-      [](const graph::network& n) { return io::save_network(n); }, "a written network");
-  if (net->size() > max_planned_nodes) return;
+  const auto net = read_and_round_trip(
+      text, [](std::string_view t) { return io::load_network(t); },
+      [](const graph::network& n) { return io::save_network(n); }, "a network");
+  if (!net || net->size() > max_planned_nodes) return;
   const graph::cost_model model;
   // A network no format assignment satisfies (conflicting mandatory pins) is refused by name.
   const auto p = accepted([&] { return graph::solve(*net, model); });
@@ -71,31 +80,22 @@ void network_file(std::string_view text) {
 void plan_file(std::string_view text) {
   const graph::network& net = plan_network();
   const graph::cost_model model;
-  const auto save = [&](const io::loaded_plan& p) { return io::save_plan(net, model, p.plan, p.policy); };
-  const auto loaded = accepted([&] { return io::load_plan(text, net, model); });
-  if (!loaded) return;
-  require_sound(net, model, loaded->plan, "a plan read from a file");
-  const std::string saved = must("writing a plan read from a file", [&] { return save(*loaded); });
-  require_fixed_point(
-      saved, [&](std::string_view t) { return io::load_plan(t, net, model); }, save, "a written plan");
+  const auto loaded = read_and_round_trip(
+      text, [&](std::string_view t) { return io::load_plan(t, net, model); },
+      [&](const io::loaded_plan& p) { return io::save_plan(net, model, p.plan, p.policy); }, "a plan");
+  if (loaded) require_sound(net, model, loaded->plan, "a plan read from a file");
 }
 
 void priors_file(std::string_view text) {
-  const auto save = [](const graph::cost_priors& p) { return io::save_priors(p, "fuzz"); };
-  const auto p = accepted([&] { return io::load_priors(text); });
-  if (!p) return;
-  const std::string saved = must("writing priors read from a file", [&] { return save(*p); });
-  require_fixed_point(
-      saved, [](std::string_view t) { return io::load_priors(t); }, save, "written priors");
+  read_and_round_trip(
+      text, [](std::string_view t) { return io::load_priors(t); },
+      [](const graph::cost_priors& p) { return io::save_priors(p, "fuzz"); }, "priors");
 }
 
 void timing_cache_file(std::string_view text) {
-  const auto cache = accepted([&] { return io::load_timing_cache(text); });
-  if (!cache) return;
-  const std::string saved = must("writing a timing cache read from a file", [&] { return io::save_timing_cache(*cache); });
-  require_fixed_point(
-      saved, [](std::string_view t) { return io::load_timing_cache(t); },
-      [](const graph::timing_cache& c) { return io::save_timing_cache(c); }, "a written timing cache");
+  read_and_round_trip(
+      text, [](std::string_view t) { return io::load_timing_cache(t); },
+      [](const graph::timing_cache& c) { return io::save_timing_cache(c); }, "a timing cache");
 }
 
 }  // namespace

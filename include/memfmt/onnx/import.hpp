@@ -154,13 +154,16 @@ struct value {
   std::optional<parameter> constant;
   std::optional<reshape_chain> chain;
   std::string initializer;  // the ONNX tensor a constant came from, when it was one
-  // The output of an op the network cannot express that is no network value either (rank 0, 1 or
-  // over 5, or no static shape: a transformer's token tensors, shape arithmetic on them): the
-  // network values it was computed from. An op that reads it is opaque too and depends on them.
-  std::optional<std::vector<graph::node_id>> opaque_sources;
-  bool shape_unknown = false;  // an opaque_sources value ONNX's inference gives no static shape
-  std::size_t listed = 0;      // an opaque_sources value's entry in imported_model::unsupported
-  shape_t shape;               // as ONNX sees it
+  // Set for the output of an op the network cannot express that is no network value either (rank
+  // 0, 1 or over 5, or no static shape: a transformer's token tensors, shape arithmetic on them).
+  // An op that reads it is opaque too and depends on its sources.
+  struct barrier_output {
+    std::vector<graph::node_id> sources;  // the network values it was computed from
+    bool shape_unknown = false;           // ONNX's inference gives it no static shape
+    std::size_t listed = 0;               // its entry in imported_model::unsupported
+  };
+  std::optional<barrier_output> barrier;
+  shape_t shape;  // as ONNX sees it
   memfmt::dtype type = memfmt::dtype::float32;
   bool lifted() const noexcept { return node && shape.size() == 3; }
 };
@@ -300,7 +303,7 @@ class importer {
 
   void add_graph_output(const ::onnx::ValueInfoProto& out) {
     const value& v = lookup(out.name(), "ONNX graph output '" + out.name() + "'");
-    if (v.opaque_sources) return end_barrier(out.name(), v);
+    if (v.barrier) return end_barrier(out.name(), *v.barrier, v.shape);
     if (!v.node)
       memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is a constant " +
                                                   memfmt::detail::dims_to_string(v.shape));
@@ -345,7 +348,7 @@ class importer {
       if (folded) continue;
       ::onnx::NodeProto* copy = g->add_node();
       *copy = n;
-      if (!inferable(*copy)) {
+      if (!make_inferable(*copy)) {
         g->mutable_node()->RemoveLast();  // its outputs stay without a shape
         continue;
       }
@@ -393,12 +396,12 @@ class importer {
     for (const auto& vi : g->value_info()) collect(vi);
     for (const auto& vi : g->output()) collect(vi);
   }
-  // Whether libonnx 1.12's inference can take `n` (of the copy it infers) without reading out of
-  // bounds. Its Conv and ConvTranspose inference takes the kernel's extents from W's dims 2.. and
+  // Prepares `n` (of the copy it infers) for libonnx 1.12's inference; false when the inference
+  // would read out of bounds on it. Its Conv and ConvTranspose inference takes the kernel's extents from W's dims 2.. and
   // indexes per-dim attributes sized by X's rank with them, and reads W's dim 1: so W must be a
   // constant of rank 3 or more, whose extents become the node's kernel_shape (then a rank mismatch is
   // an inference error, not a crash), and of X's rank where the importer knows it.
-  bool inferable(::onnx::NodeProto& n) const {
+  bool make_inferable(::onnx::NodeProto& n) const {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return true;
     if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose") return true;
     if (n.input_size() < 2) return false;
@@ -420,14 +423,14 @@ class importer {
   // channels-first as the barrier reads them; it is no output of the network. The node's extents
   // [1, elements] stand for its size ([1, 1] when unknown). The producer's entry in `unsupported`
   // names the node.
-  void end_barrier(const std::string& output, const value& v) {
+  void end_barrier(const std::string& output, const value::barrier_output& b, const shape_t& shape) {
     std::int64_t elements = 1;
     const std::string what = "ONNX graph output '" + output + "'";
-    if (!v.shape_unknown) elements = memfmt::detail::checked_numel(v.shape, what.c_str());
+    if (!b.shape_unknown) elements = memfmt::detail::checked_numel(shape, what.c_str());
     reserved_.erase(output);  // kept free for the network output this is not
     const std::string name = unique_name(output);
-    net().opaque(name, *v.opaque_sources, {1, elements}, graph::family::channels_first, graph::family::channels_first);
-    result_.unsupported.at(v.listed).node = name;
+    net().opaque(name, b.sources, {1, elements}, graph::family::channels_first, graph::family::channels_first);
+    result_.unsupported.at(b.listed).node = name;
   }
 
   // An opaque node's output shape: ONNX's inference (again, with the constants folded since), or
@@ -469,7 +472,8 @@ class importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return opaque(r, "op of domain '" + n.domain() + "'");
     // Constants in, constants out.
-    if (n.op_type() == "Shape" && n.input_size() > 0 && values_.at(n.input(0)).shape_unknown)
+    if (n.op_type() == "Shape" && n.input_size() > 0 && values_.at(n.input(0)).barrier &&
+        values_.at(n.input(0)).barrier->shape_unknown)
       return opaque(r, "the shape of a value whose shape is unknown until run time");
     if (n.op_type() == "Constant" || n.op_type() == "Shape") {
       const std::string& out = first_output(r);
@@ -497,7 +501,7 @@ class importer {
       for (int i = 0; i < n.input_size(); ++i) {
         if (n.input(i).empty()) continue;
         const value& v = values_.at(n.input(i));
-        if (v.opaque_sources)
+        if (v.barrier)
           throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) + "' is computed by an op the network "
                                 "cannot express and is no network value"};
         if (v.channels_last && !reads_channels_last(n.op_type()))
@@ -773,7 +777,7 @@ class importer {
   // ---- opaque ----
   // An op the network cannot express: each output with a static shape of rank 2 to 5 becomes an
   // opaque node reading the network values the op's inputs come from; any other output is an
-  // opaque_sources value, so that a run of such ops (a transformer's encoder) plans as barriers
+  // value::barrier, so that a run of such ops (a transformer's encoder) plans as barriers
   // between the network values around it.
   void opaque(const node_reader& r, const std::string& reason) {
     std::vector<graph::node_id> inputs;
@@ -785,8 +789,8 @@ class importer {
       const value& v = values_.at(r.input(i));
       if (v.chain) depend_on(v.chain->source);
       if (v.node) depend_on(*v.node);
-      if (v.opaque_sources)
-        for (graph::node_id from : *v.opaque_sources) depend_on(from);
+      if (v.barrier)
+        for (graph::node_id from : v.barrier->sources) depend_on(from);
     }
     const std::string base = r.proto().name().empty() ? r.op() + "_" + current_onnx_name_.substr(1) : r.proto().name();
     const std::string& domain = r.proto().domain();
@@ -798,10 +802,8 @@ class importer {
       const std::optional<shape_t> s = opaque_output_shape(out);
       if (!s || s->size() < 2 || s->size() > 5) {
         value v;
-        v.opaque_sources = inputs;
-        v.shape_unknown = !s;
+        v.barrier = value::barrier_output{inputs, !s, result_.unsupported.size()};
         if (s) v.shape = *s;
-        v.listed = result_.unsupported.size();
         values_[out] = std::move(v);
         result_.unsupported.push_back(unsupported_node{"", current_onnx_name_, op, reason});
         continue;

@@ -122,8 +122,13 @@ inline parameter reduced(const node_reader& r, const parameter& x, const std::ve
   }
   parameter out = folded_parameter(x.type, out_shape, r.label());
   const std::size_t n = out.bytes.size() / memfmt::size_of(x.type);
-  const double init = op == "ReduceMax" ? -HUGE_VAL : op == "ReduceMin" ? HUGE_VAL : op == "ReduceProd" ? 1.0 : 0.0;
-  std::vector<double> acc(n, init);
+  using combine_fn = double (*)(double, double);
+  const bool max = op == "ReduceMax", min = op == "ReduceMin", prod = op == "ReduceProd";
+  const combine_fn combine = max    ? combine_fn([](double a, double v) { return std::max(a, v); })
+                             : min  ? combine_fn([](double a, double v) { return std::min(a, v); })
+                             : prod ? combine_fn([](double a, double v) { return a * v; })
+                                    : combine_fn([](double a, double v) { return a + v; });
+  std::vector<double> acc(n, max ? -HUGE_VAL : min ? HUGE_VAL : prod ? 1.0 : 0.0);
   if (!x.bytes.empty()) {
     const shape_t strides = row_major_strides(kept);
     shape_t idx(rank, 0);
@@ -132,13 +137,12 @@ inline parameter reduced(const node_reader& r, const parameter& x, const std::ve
       std::size_t o = 0;
       for (std::size_t d = 0; d < rank; ++d)
         if (!over[d]) o += static_cast<std::size_t>(idx[d] * strides[d]);
-      const double v = element_as_double(x, i++);
-      double& a = acc[o];
-      a = op == "ReduceMax" ? std::max(a, v) : op == "ReduceMin" ? std::min(a, v) : op == "ReduceProd" ? a * v : a + v;
+      acc[o] = combine(acc[o], element_as_double(x, i++));
     } while (next_index(idx, x.shape));
   }
+  const bool mean = op == "ReduceMean";
   for (std::size_t k = 0; k < n; ++k) {
-    const double v = op == "ReduceMean" ? acc[k] / static_cast<double>(count) : acc[k];
+    const double v = mean ? acc[k] / static_cast<double>(count) : acc[k];
     store_element(out, k, v, saturating_int64(v));
   }
   return out;
