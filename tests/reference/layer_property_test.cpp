@@ -611,10 +611,6 @@ TEST(ReferenceLayerStrided, PaddedViewsMatchDense) {
   strided_matches_dense<ndhwc>();
 }
 
-// ONNX Resize by hand, W 4 -> 8 (scale 2) and 4 -> 3: nearest half_pixel + ceil reads
-// ceil((o + 1/2) / 2 - 1/2) = 0 1 1 2 2 3 3 3 (the last clamped); linear align_corners at
-// o * 3 / 2 = 0, 1.5, 3 gives x0, (x1 + x2) / 2, x3; asymmetric with the given scale 0.6 at o / 0.6
-// = 0, 1.67, 3.33 gives x0, x1 + 2/3 (x2 - x1), x3 (clamped).
 // No elements, but one dim of 2^33: pad and upsample build no per-dim table (2^33 source indices)
 // for an output nothing is written to.
 TEST(ReferenceLayerEdges, EmptyValuesWithAHugeDim) {
@@ -632,6 +628,29 @@ TEST(ReferenceLayerEdges, EmptyValuesWithAHugeDim) {
   reference::upsample_backward<double>(wide.const_view(), x.view(), u);
 }
 
+// No elements, but 2^33 channels: softmax and the norms' backward without affine parameters keep
+// no per-channel scratch (64 GiB of doubles) for a tensor nothing is written to.
+TEST(ReferenceLayerEdges, EmptyValuesWithHugeChannelCounts) {
+  const std::int64_t huge = std::int64_t{1} << 33;
+  tensor<nchw> x(ext<nchw>{0, huge, 2, 2}), y(ext<nchw>{0, huge, 2, 2}), dx(ext<nchw>{0, huge, 2, 2});
+  for (const bool log : {false, true}) {
+    softmax_params p;
+    p.log = log;
+    reference::softmax_forward<double>(x.const_view(), y.view(), p);
+    reference::softmax_backward<double>(y.const_view(), y.const_view(), dx.view(), p);
+  }
+  group_norm_params g;
+  g.groups = 1;
+  reference::group_norm_backward<double>(x.const_view(), y.const_view(), dx.view(), nullptr, nullptr, nullptr, nullptr,
+                                         nullptr, g);
+  reference::layer_norm_backward<double>(x.const_view(), y.const_view(), dx.view(), nullptr, nullptr, nullptr, nullptr,
+                                         nullptr, layer_norm_params{});
+}
+
+// ONNX Resize by hand, W 4 -> 8 (scale 2) and 4 -> 3: nearest half_pixel + ceil reads
+// ceil((o + 1/2) / 2 - 1/2) = 0 1 1 2 2 3 3 3 (the last clamped); linear align_corners at
+// o * 3 / 2 = 0, 1.5, 3 gives x0, (x1 + x2) / 2, x3; asymmetric with the given scale 0.6 at o / 0.6
+// = 0, 1.67, 3.33 gives x0, x1 + 2/3 (x2 - x1), x3 (clamped).
 TEST(ReferenceUpsample, OnnxCoordinatesByHand) {
   tensor<nchw> x(ext<nchw>{1, 1, 1, 4});  // C = 1: data() is W in either format
   const std::vector<double> v = {1.0, 10.0, 100.0, 1000.0};

@@ -35,6 +35,7 @@ void for_each_channel_vector(const dims5& e, Fn&& fn) {
 template <class T>
 void softmax_forward(const view5<const T>& x, const view5<T>& y, const softmax_params& p) {
   const auto e = extents5(x);
+  if (numel5(e) == 0) return;  // the scratch below is C long, and an empty tensor may have any C
   const auto xs = strides5(x), ys = strides5(y);
   std::vector<double> v(static_cast<std::size_t>(e.c));
   for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
@@ -57,6 +58,7 @@ void softmax_forward(const view5<const T>& x, const view5<T>& y, const softmax_p
 template <class T>
 void softmax_backward(const view5<const T>& y, const view5<const T>& dy, const view5<T>& dx, const softmax_params& p) {
   const auto e = extents5(y);
+  if (numel5(e) == 0) return;
   const auto ys = strides5(y), dys = strides5(dy), dxs = strides5(dx);
   std::vector<double> yv(static_cast<std::size_t>(e.c)), gv(static_cast<std::size_t>(e.c));
   for_each_channel_vector(e, [&](auto n, auto d, auto h, auto w) {
