@@ -40,6 +40,14 @@ TEST(GraphErrors, BuilderNamesNodeAndValues) {
   expect_error([&] { net.conv("big", 0, conv_spec(16, 32)); }, errc::invalid_argument,
                {"'big'", "kernel 32", "padded extent 16", "spatial dim 0"});
   expect_error([&] { net.conv("zero", 0, conv_spec(0, 1)); }, errc::invalid_argument, {"'zero'", "out_channels 0"});
+  // Layers with weights over an input of no channels (their weight would be empty).
+  const node_id none = net.input("none", {2, 0, 4, 4}, memfmt::dtype::float32, family::channels_first);
+  expect_error([&] { net.conv("c0", none, conv_spec(4, 1)); }, errc::invalid_argument,
+               {"'c0'", "conv input 'none' [2, 0, 4, 4] has no channels"});
+  expect_error([&] { net.conv_transpose("t0", none, memfmt::graph::conv_transpose_spec(4, 2, 2)); },
+               errc::invalid_argument, {"'t0'", "conv_transpose input 'none' [2, 0, 4, 4] has no channels"});
+  expect_error([&] { net.linear("l0", net.flatten("none_flat", none), 3); }, errc::invalid_argument,
+               {"'l0'", "'none_flat' [2, 0] has no features"});
   const node_id flat = net.flatten("flat", 1);
   expect_error([&] { net.batch_norm("bn", flat); }, errc::invalid_argument, {"'bn'", "'flat'", "[2, 4096]", "rank 4 or 5"});
   expect_error([&] { net.linear("fc", 1, 10); }, errc::invalid_argument, {"'fc'", "'conv'", "[2, 16, 16, 16]", "rank 2"});

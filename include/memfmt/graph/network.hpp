@@ -376,6 +376,8 @@ class network {
     if (x.extents.size() != 2)
       fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
                             " must have rank 2 (flatten it first)");
+    if (x.extents[1] <= 0)
+      fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) + " has no features");
     if (out_features <= 0) fail_node(n.name, "linear out_features " + std::to_string(out_features) + " must be positive");
     n.extents = {x.extents[0], out_features};
     n.attrs = linear_attrs{out_features, bias};
@@ -829,6 +831,11 @@ class network {
   static void check_conv(const std::string& name, const char* kind, const node& x, std::int64_t out_channels,
                          const spatial3& kernel, const memfmt::conv_params& p) {
     const std::int64_t c = x.extents[1];
+    // No backend convolves an empty weight, and a batch of zero samples is the only empty input
+    // a layer with weights takes.
+    if (c <= 0)
+      fail_node(name, std::string(kind) + " input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
+                          " has no channels");
     if (out_channels <= 0 || p.groups <= 0)
       fail_node(name, std::string(kind) + " out_channels " + std::to_string(out_channels) + ", groups " +
                           std::to_string(p.groups) + " must be positive");
