@@ -69,7 +69,10 @@ memfmt::dtype parse_float_dtype(const std::string& name) {
 
 std::string unsupported_lines(const model_file& m, const std::string& indent, std::size_t shown) {
   std::string text;
-  for (std::size_t i = 0; i < m.unsupported.size() && i < shown; ++i) text += indent + m.unsupported[i] + '\n';
+  for (std::size_t i = 0; i < m.unsupported.size() && i < shown; ++i) {
+    const barrier_node& b = m.unsupported[i];
+    text += indent + "op '" + b.op + "' (ONNX node '" + b.onnx_node + "'): " + b.reason + '\n';
+  }
   if (m.unsupported.size() > shown)
     text += indent + "... and " + std::to_string(m.unsupported.size() - shown) + " more ONNX nodes\n";
   return text;
@@ -94,7 +97,7 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
     m.network = std::move(im.network);
     m.parameters = std::move(im.parameters);
     for (const auto& u : im.unsupported)
-      m.unsupported.push_back("op '" + u.op + "' (ONNX node '" + u.onnx_node + "'): " + u.reason);
+      m.unsupported.push_back({u.op, u.onnx_node, u.node, u.reason});
     return m;
 #else
     missing_component("reading ONNX model '" + path + "'", "memfmt::onnx", "libonnx-dev libprotobuf-dev");

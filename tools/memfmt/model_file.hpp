@@ -25,17 +25,25 @@ struct usage_error {
   std::string message;
 };
 
+// An ONNX node the network cannot express: planned around as an opaque barrier, not runnable.
+struct barrier_node {
+  std::string op;         // its op_type, domain-qualified outside the default domain
+  std::string onnx_node;  // the ONNX node's name (or "#index" when it has none)
+  std::string node;       // the network's opaque node; empty for an output that is no network value
+  std::string reason;
+};
+
 struct model_file {
   memfmt::graph::network network;
   // An ONNX model's initializers; a network JSON document carries no weights.
   std::optional<memfmt::runtime::parameter_store> parameters;
-  // "op 'X' (node 'Y'): why" for every ONNX node the network cannot express: plannable, not runnable.
-  std::vector<std::string> unsupported;
-  std::string kind;  // "ONNX model" or "network JSON"
+  std::vector<barrier_node> unsupported;  // in the ONNX graph's node order
+  std::string kind;                       // "ONNX model" or "network JSON"
 };
 
-// The first `shown` entries of m.unsupported, one per line after `indent`, and how many more there
-// are: a transformer has thousands of such nodes, the first of each barrier says why.
+// The first `shown` entries of m.unsupported, one "op 'X' (ONNX node 'Y'): why" per line after
+// `indent`, and how many more there are: a transformer has thousands of such nodes, the first of
+// each barrier says why.
 std::string unsupported_lines(const model_file& m, const std::string& indent, std::size_t shown = 20);
 
 // Reads `path`: an ONNX model when it ends in ".onnx", a memfmt.network JSON document otherwise.

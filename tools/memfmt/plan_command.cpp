@@ -46,6 +46,19 @@ json compare_json(const memfmt::graph::network& net, const std::vector<memfmt::g
   return out;
 }
 
+// m.unsupported as JSON objects {"op", "onnx_node", "node" (null where no network node), "reason"}:
+// the machine-readable twin of unsupported_lines(), every entry.
+template <class Json>
+Json barriers_json(const model_file& m) {
+  Json out = Json::array();
+  for (const barrier_node& b : m.unsupported)
+    out.push_back(Json{{"op", b.op},
+                       {"onnx_node", b.onnx_node},
+                       {"node", b.node.empty() ? Json(nullptr) : Json(b.node)},
+                       {"reason", b.reason}});
+  return out;
+}
+
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -183,14 +196,20 @@ int plan_command::run(std::ostream& out, std::ostream& err) const {
     if (compare_) {
       const auto rows = memfmt::graph::compare_policies(net, model);
       if (json_) {
-        out << json{{"network", network_path_}, {"policies", compare_json(net, rows)}}.dump(1) << '\n';
+        out << json{{"network", network_path_},
+                    {"policies", compare_json(net, rows)},
+                    {"opaque_barriers", barriers_json<json>(m)}}
+                   .dump(1)
+            << '\n';
       } else {
         out << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers)\n"
                   << memfmt::graph::compare_text(net, rows);
       }
     } else if (json_) {
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
-      out << memfmt::io::plan_to_json(net, model, p, to_string(which)).dump(1) << '\n';
+      nlohmann::json doc = memfmt::io::plan_to_json(net, model, p, to_string(which));
+      doc["opaque_barriers"] = barriers_json<nlohmann::json>(m);
+      out << doc.dump(1) << '\n';
 #else
       memfmt::detail::fail(memfmt::errc::unsupported,
                            "--json needs the memfmt::graph_io component, which this build of memfmt lacks");

@@ -624,6 +624,31 @@ TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
   const auto plan = run_cli({"plan", lrn});
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
   EXPECT_NE(plan.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << plan.output;
+  // --json: the plan document and --compare's rows list the barrier with its opaque node, a layer
+  // of the plan.
+  std::string opaque_node;
+  for (const bool compare : {false, true}) {
+    std::vector<std::string> args{"plan", lrn, "--json"};
+    if (compare) args.push_back("--compare");
+    const auto r = run_cli(args, false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json doc = parse_json(r);
+    const json& barriers = doc.at("opaque_barriers");
+    ASSERT_EQ(barriers.size(), 1u) << barriers.dump();
+    EXPECT_EQ(barriers[0].at("op"), "LRN");
+    EXPECT_EQ(barriers[0].at("onnx_node"), "lrn");
+    EXPECT_NE(barriers[0].at("reason").get<std::string>(), "");
+    const std::string node = barriers[0].at("node").get<std::string>();
+    if (compare) {
+      EXPECT_EQ(node, opaque_node);
+      continue;
+    }
+    opaque_node = node;
+    std::size_t matches = 0;
+    for (const json& layer : doc.at("layers"))
+      if (layer.at("name") == node && layer.at("kind") == "opaque") ++matches;
+    EXPECT_EQ(matches, 1u) << node << " in " << doc.at("layers").dump();
+  }
   const auto run = run_cli({"run", lrn});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("cannot run 1 ONNX node"), std::string::npos) << run.output;
