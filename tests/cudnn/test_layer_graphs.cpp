@@ -130,6 +130,10 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       {clip_below, {CUDNN_POINTWISE_MAX}},
       {clip_above, {CUDNN_POINTWISE_MIN}},
       {clip_none, {CUDNN_POINTWISE_IDENTITY}},
+      {activation::gelu, {CUDNN_POINTWISE_GELU_FWD}},
+      {activation::gelu_tanh, {CUDNN_POINTWISE_GELU_APPROX_TANH_FWD}},
+      {activation::softplus, {CUDNN_POINTWISE_SOFTPLUS_FWD}},
+      {activation::mish, {CUDNN_POINTWISE_SOFTPLUS_FWD, CUDNN_POINTWISE_TANH_FWD, CUDNN_POINTWISE_MUL}},
   };
   const auto problem_of = [&](const activation_params& f) { return cudnn::make_activation_problem(f, x, y); };
   const auto check = [&](const activation_params& f, const cudnn::pointwise_problem& pr,
@@ -145,6 +149,8 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
       if (r.mode == CUDNN_POINTWISE_SWISH_FWD) {
         EXPECT_EQ(r.options.swish_beta.value_or(-1.0), 1.0);
       }
+      EXPECT_EQ(r.options.softplus_beta,
+                r.mode == CUDNN_POINTWISE_SOFTPLUS_FWD ? std::optional<double>(1.0) : std::nullopt);
     }
     const bool six = f.kind == activation::relu6 || f.kind == activation::hardswish;
     EXPECT_EQ(clip, six ? std::optional<double>(6.0)
@@ -174,6 +180,14 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
     if (f.kind == activation::hardswish) {
       // x * relu6(x + 3): the third operation multiplies by x itself.
       EXPECT_EQ(g.log()[2].b, cudnn::uid::x);
+    }
+    if (f.kind == activation::mish) {
+      // x * tanh(softplus(x)): softplus of x, tanh of that, times x itself into y.
+      EXPECT_EQ(g.log()[0].x, cudnn::uid::x);
+      EXPECT_EQ(g.log()[1].x, g.log()[0].y);
+      EXPECT_EQ(g.log()[2].x, cudnn::uid::x);
+      EXPECT_EQ(g.log()[2].b, g.log()[1].y);
+      EXPECT_EQ(g.log()[2].y, cudnn::uid::y);
     }
     if (f.kind == activation::hardsigmoid) {
       // alpha x, + beta, then relu clipped at 1 into y.
@@ -535,6 +549,12 @@ void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::
       {clip_below, {CUDNN_POINTWISE_SUB, CUDNN_POINTWISE_RELU_BWD}},
       {clip_above, {CUDNN_POINTWISE_NEG, CUDNN_POINTWISE_ADD, CUDNN_POINTWISE_RELU_BWD}},
       {clip_none, {CUDNN_POINTWISE_IDENTITY}},
+      {activation::gelu, {CUDNN_POINTWISE_GELU_BWD}},
+      {activation::gelu_tanh, {CUDNN_POINTWISE_GELU_APPROX_TANH_BWD}},
+      {activation::softplus, {CUDNN_POINTWISE_SOFTPLUS_BWD}},
+      {activation::mish,
+       {CUDNN_POINTWISE_SOFTPLUS_FWD, CUDNN_POINTWISE_TANH_FWD, CUDNN_POINTWISE_SIGMOID_FWD, CUDNN_POINTWISE_MUL,
+        CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_TANH_BWD, CUDNN_POINTWISE_MUL, CUDNN_POINTWISE_ADD}},
   };
   const auto problem_of = [&](const activation_params& f) {
     return cudnn::make_activation_backward_problem(f, x, dy, dx);
@@ -564,6 +584,21 @@ void check_activation_backward(const std::array<std::int64_t, 4>& e, const std::
     EXPECT_EQ(first.options.relu_lower_clip_slope,
               f.kind == activation::leaky_relu ? std::optional<double>(0.125) : std::nullopt);
     EXPECT_EQ(first.options.elu_alpha, f.kind == activation::elu ? std::optional<double>(1.5) : std::nullopt);
+    EXPECT_EQ(first.options.softplus_beta,
+              f.kind == activation::softplus || f.kind == activation::mish ? std::optional<double>(1.0) : std::nullopt);
+    if (f.kind == activation::mish) {
+      // dx = dy tanh(sp) + TANH_BWD(dy x sigmoid(x), sp): every step reads what the derivation says.
+      const auto& log = g.log();
+      const std::int64_t sp = log[0].y, t = log[1].y, s = log[2].y;
+      EXPECT_EQ(log[0].x, cudnn::uid::x);
+      EXPECT_EQ(log[1].x, sp);
+      EXPECT_EQ(log[2].x, cudnn::uid::x);
+      EXPECT_EQ(std::make_pair(log[3].x, log[3].b), std::make_pair(cudnn::uid::dy, cudnn::uid::x));
+      EXPECT_EQ(std::make_pair(log[4].x, log[4].b), std::make_pair(log[3].y, s));
+      EXPECT_EQ(std::make_pair(log[5].x, log[5].b), std::make_pair(log[4].y, sp));
+      EXPECT_EQ(std::make_pair(log[6].x, log[6].b), std::make_pair(cudnn::uid::dy, t));
+      EXPECT_EQ(std::make_pair(log[7].x, log[7].b), std::make_pair(log[6].y, log[5].y));
+    }
     const std::int64_t c0 = cudnn::uid::constant_base;
     if (f.kind == activation::hardswish) {
       ASSERT_EQ(pr.constants().size(), 2u);

@@ -33,6 +33,7 @@ const activation_params all_activations[] = {
     activation::hardswish, activation::tanh,
     activation::elu,       activation::leaky_relu,
     activation::gelu,      activation::gelu_tanh,
+    activation::softplus,  activation::mish,
     activation_params::hardsigmoid(0.2, 0.5),  // ONNX's default
     activation_params::hardsigmoid(-0.25, 0.25),
     activation_params::leaky_relu(0.2),
@@ -95,7 +96,10 @@ void check(onednn::backend& b, const activation_params& kind, const typename lay
 
   const std::vector<T> y_before = y.buffer, dx_before = dx.buffer;
   b.activation_forward<T>(kind, x.cview(), y.view());
-  EXPECT_TRUE(all_close<T>(y.cview(), y_ref.const_view(), 1.0)) << "forward";
+  // oneDNN's float mish is accurate to a few float ulps of 1, not of its value, in the negative tail
+  // where mish is near 0 (x near -4: 1.6e-5 relative).
+  const double forward_tolerance = kind.kind == activation::mish ? 4.0 : 1.0;
+  EXPECT_TRUE(all_close<T>(y.cview(), y_ref.const_view(), forward_tolerance)) << "forward";
   EXPECT_TRUE(untouched_outside(y, y_before)) << "forward";
   b.activation_backward<T>(kind, x.cview(), dy.cview(), dx.view());
   // oneDNN forms the tanh GELU's derivative from 1 + tanh(u), which cancels in the negative tail:

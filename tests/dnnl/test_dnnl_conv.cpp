@@ -200,7 +200,7 @@ void check_fusion(std::int64_t kernel = 3) {
   };
   for (const activation kind : {activation::identity, activation::relu, activation::relu6, activation::silu,
                                 activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh,
-                                activation::gelu, activation::gelu_tanh}) {
+                                activation::gelu, activation::gelu_tanh, activation::softplus, activation::mish}) {
     SCOPED_TRACE("activation " + std::to_string(static_cast<int>(kind)));
     onednn::conv_fusion fusion;
     fusion.activation = kind;

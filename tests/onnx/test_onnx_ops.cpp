@@ -751,31 +751,52 @@ TEST(OnnxImport, TanhGeluPatternIsOneActivation) {
   EXPECT_EQ(only(apart, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::tanh);
 }
 
-// x * HardSigmoid(x) with PyTorch's 1/6 and 1/2 (nn.Hardswish before opset 14), in either operand
-// order, is one hardswish; with another slope, or with the HardSigmoid's output read elsewhere too,
-// the two ops import as they are.
-TEST(OnnxImport, HardSigmoidTimesItsInputIsHardswish) {
-  const auto build = [](float alpha, bool swapped, bool leak) {
+// f(x) * x as exporters write silu (Sigmoid, Mul: nn.SiLU), hardswish (HardSigmoid with PyTorch's
+// 1/6 and 1/2, Mul: nn.Hardswish before opset 14) and mish (Softplus, Tanh, Mul: nn.Mish before
+// opset 18), in either operand order, is one activation; with an intermediate value read elsewhere
+// too, or with another HardSigmoid slope, the ops import as they are.
+TEST(OnnxImport, FunctionTimesItsInputIsOneActivation) {
+  struct pattern {
+    std::vector<std::string> ops;
+    memfmt::activation fused;
+  };
+  const std::vector<pattern> patterns{{{"Sigmoid"}, memfmt::activation::silu},
+                                      {{"HardSigmoid"}, memfmt::activation::hardswish},
+                                      {{"Softplus", "Tanh"}, memfmt::activation::mish}};
+  const auto build = [](const pattern& p, bool swapped, bool leak, float alpha) {
     onnx_builder b;
     b.input("x", {1, 3, 2, 2}).output("y");
-    if (leak) b.output("h");
-    b.node("HardSigmoid", {"x"}, {"h"}, "hs").attr_f("alpha", alpha).attr_f("beta", 0.5f);
-    b.node("Mul", swapped ? std::vector<std::string>{"h", "x"} : std::vector<std::string>{"x", "h"}, {"y"}, "mul");
+    std::string at = "x";
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const std::string out = "t" + std::to_string(i);
+      b.node(p.ops[i], {at}, {out}, p.ops[i]);
+      if (p.ops[i] == "HardSigmoid") b.attr_f("alpha", alpha).attr_f("beta", 0.5f);
+      at = out;
+    }
+    if (leak) b.output("t0");
+    b.node("Mul", swapped ? std::vector<std::string>{at, "x"} : std::vector<std::string>{"x", at}, {"y"}, "mul");
     return b;
   };
-  for (bool swapped : {false, true}) {
-    const imported_model m = import_model(build(1.f / 6.f, swapped, false).model());
-    ASSERT_TRUE(m.runnable());
-    EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::hardswish);
-    EXPECT_EQ(m.network.nodes().size(), 3u);  // input, hardswish, output
+  for (const pattern& p : patterns) {
+    SCOPED_TRACE(p.ops.front());
+    for (bool swapped : {false, true}) {
+      const imported_model m = import_model(build(p, swapped, false, 1.f / 6.f).model());
+      ASSERT_TRUE(m.runnable());
+      EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, p.fused);
+      EXPECT_EQ(m.network.nodes().size(), 3u);  // input, the activation, output
+    }
+    const imported_model apart = import_model(build(p, false, true, 1.f / 6.f).model());
+    ASSERT_TRUE(apart.runnable());
+    EXPECT_EQ(only(apart, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
+    std::size_t activations = 0;
+    for (const node& n : apart.network.nodes()) activations += n.kind == node_kind::activation;
+    EXPECT_EQ(activations, p.ops.size());
   }
-  for (const auto& [alpha, leak] : {std::pair<float, bool>{0.2f, false}, std::pair<float, bool>{1.f / 6.f, true}}) {
-    const imported_model m = import_model(build(alpha, false, leak).model());
-    ASSERT_TRUE(m.runnable());
-    EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>(),
-              memfmt::activation_params::hardsigmoid(static_cast<double>(alpha), 0.5));
-    EXPECT_EQ(only(m, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
-  }
+  const imported_model other_slope = import_model(build(patterns[1], false, false, 0.2f).model());
+  ASSERT_TRUE(other_slope.runnable());
+  EXPECT_EQ(only(other_slope, node_kind::activation).get<memfmt::activation_params>(),
+            memfmt::activation_params::hardsigmoid(static_cast<double>(0.2f), 0.5));
+  EXPECT_EQ(only(other_slope, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
 }
 
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {

@@ -212,6 +212,27 @@ TEST(OnnxRun, HardswishPatternGivesHardSigmoidTimesX) {
       [](double v) { return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5)); });
 }
 
+// SiLU and Mish as PyTorch 1.13 exports them (Sigmoid, Mul; Softplus, Tanh, Mul), and ONNX's own
+// Softplus and Mish ops.
+TEST(OnnxRun, SiluSoftplusAndMishByTheirDefinitions) {
+  const auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  expect_conv_then_one_activation(
+      memfmt::activation::silu, [](onnx_builder& b) { b.node("Sigmoid", {"y"}, {"s"}).node("Mul", {"y", "s"}, {"z"}); },
+      [&](double v) { return v * sigmoid(v); });
+  expect_conv_then_one_activation(
+      memfmt::activation::mish,
+      [](onnx_builder& b) {
+        b.node("Softplus", {"y"}, {"sp"}).node("Tanh", {"sp"}, {"t"}).node("Mul", {"t", "y"}, {"z"});
+      },
+      [&](double v) { return v * std::tanh(softplus(v)); });
+  expect_conv_then_one_activation(
+      memfmt::activation::softplus, [](onnx_builder& b) { b.node("Softplus", {"y"}, {"z"}); }, softplus);
+  expect_conv_then_one_activation(
+      memfmt::activation::mish, [](onnx_builder& b) { b.node("Mish", {"y"}, {"z"}); },
+      [&](double v) { return v * std::tanh(softplus(v)); });
+}
+
 // The tanh GELU as PyTorch 1.13 exports F.gelu(x, approximate="tanh").
 TEST(OnnxRun, TanhGeluPatternGivesItsOps) {
   expect_conv_then_one_activation(

@@ -195,7 +195,7 @@ def bn_cases():
 # ---------------------------------------------------------------- layers other than conv and batch norm
 # Enum values as in include/memfmt/backends/layer_params.hpp.
 ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip",
-               "elu", "gelu", "gelu_tanh"]
+               "elu", "gelu", "gelu_tanh", "softplus", "mish"]
 BINARY = ["add", "sub", "mul", "div"]
 
 
@@ -598,10 +598,27 @@ def gelu_tanh_cases():
                  {"x": x, "y": y, "dy": dy, "dx": x.grad})]
 
 
+def softplus_and_mish_cases():
+    """Softplus (its exact ln(1 + e^x): a threshold past every input) and Mish, appended last so the
+    earlier draws stay as they were."""
+    cases = []
+    for name, f in [("softplus", lambda t: F.softplus(t, beta=1, threshold=100.0)), ("mish", F.mish)]:
+        x = grid((2, 3, 4, 5), 6, sigma=3.0)
+        x.view(-1)[:6] = torch.tensor([-30.0, -12.0, 0.0, 0.25, 3.0, 15.0])
+        x.requires_grad_()
+        y = f(x)
+        dy = grid(tuple(y.shape), 7)
+        y.backward(dy)
+        cases.append(case(name, "activation", {"kind": ACTIVATIONS.index(name)}, {},
+                          {"x": x, "y": y, "dy": dy, "dx": x.grad}))
+    return cases
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
-            parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases() + gelu_tanh_cases())
+            parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases() + gelu_tanh_cases() +
+            softplus_and_mish_cases())
 
 
 def main():

@@ -400,7 +400,7 @@ TYPED_TEST(ReferenceLayerFixtures, EveryOpEveryFormatPair) {
   for (const char* op : {"activation", "binary", "pool", "global_avg_pool", "upsample", "pad", "group_norm", "softmax",
                          "linear", "conv_asym", "rearrange", "layer_norm"})
     EXPECT_GE(per_op[op], 1) << op;
-  EXPECT_EQ(per_op["activation"], 15);
+  EXPECT_EQ(per_op["activation"], 17);
   EXPECT_EQ(per_op["layer_norm"], 3);
   EXPECT_EQ(per_op["rearrange"], 8);
 }

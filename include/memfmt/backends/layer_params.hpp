@@ -29,16 +29,19 @@ using spatial3 = std::array<std::int64_t, 3>;
 //   leaky_relu x for x > 0, alpha x otherwise; clip min(max(x, alpha), beta); elu x for x > 0,
 //   alpha (e^x - 1) otherwise; gelu x * (1 + erf(x / sqrt 2)) / 2 (the exact GELU: PyTorch's
 //   default, ConvNeXt's); gelu_tanh x * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2 (PyTorch's
-//   approximate='tanh'); identity (dropout in inference).
+//   approximate='tanh'); softplus ln(1 + e^x) (ONNX Softplus; PyTorch's beta 1 softplus, whose
+//   threshold of 20 differs by under e^-20); mish x * tanh(softplus(x)) (YOLOv4's); identity
+//   (dropout in inference).
 enum class activation : std::uint8_t {
-  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu, gelu, gelu_tanh
+  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu, gelu, gelu_tanh, softplus,
+  mish
 };
-inline constexpr int activation_count = 13;
+inline constexpr int activation_count = 15;
 
 // The functions' names in enum order (the network JSON's "function" values).
 inline constexpr std::array<const char*, activation_count> activation_names{
     "identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip", "elu", "gelu",
-    "gelu_tanh"};
+    "gelu_tanh", "softplus", "mish"};
 
 constexpr const char* to_string(activation f) noexcept {
   return static_cast<int>(f) < activation_count ? activation_names[static_cast<std::size_t>(f)] : "?";

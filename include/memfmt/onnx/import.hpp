@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -519,9 +520,9 @@ class importer {
   // The ops that read a channels-last transpose of a network value (value::channels_last) as the
   // same layer over C.
   static bool reads_channels_last(const std::string& op) {
-    static const std::set<std::string> ops = {"Transpose", "LayerNormalization", "ReduceMean", "MatMul", "Add", "Sub", "Mul", "Div",
-                                              "Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu", "Elu",
-                                              "Clip", "PRelu", "Identity"};
+    static const std::set<std::string> ops = {
+        "Transpose", "LayerNormalization", "ReduceMean", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
+        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
   }
 
@@ -538,12 +539,20 @@ class importer {
     if (op == "BatchNormalization") return batch_norm(r);
     if (op == "InstanceNormalization") return instance_norm(r);
     if (op == "Relu") return activation(r, memfmt::activation::relu);
-    if (op == "Sigmoid") return activation(r, memfmt::activation::sigmoid);
+    if (op == "Sigmoid") {
+      if (times_input(r, {}, memfmt::activation::silu)) return;
+      return activation(r, memfmt::activation::sigmoid);
+    }
+    if (op == "Softplus") {
+      if (times_input(r, {"Tanh"}, memfmt::activation::mish)) return;
+      return activation(r, memfmt::activation::softplus);
+    }
+    if (op == "Mish") return activation(r, memfmt::activation::mish);
     if (op == "Tanh") return activation(r, memfmt::activation::tanh);
     if (op == "HardSwish") return activation(r, memfmt::activation::hardswish);
     if (op == "HardSigmoid") {
       const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
-      if (hardswish(r, alpha, beta)) return;
+      if (near(alpha, 1.0 / 6.0) && beta == 0.5 && times_input(r, {}, memfmt::activation::hardswish)) return;
       return activation(r, activation_params::hardsigmoid(alpha, beta));
     }
     if (op == "LeakyRelu") return activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f)));
@@ -1196,18 +1205,29 @@ class importer {
     return true;
   }
 
-  // x * HardSigmoid(x) with PyTorch's slope 1/6 and offset 1/2 is hardswish: what PyTorch writes for
-  // nn.Hardswish before opset 14 (MobileNetV3). One activation, which the executor can fuse into the
-  // conv before it, where two memory-bound passes would run; the Mul is skipped. The HardSigmoid's
-  // output must have that one reader. False where it is no hardswish.
-  bool hardswish(const node_reader& r, double alpha, double beta) {
-    if (!(near(alpha, 1.0 / 6.0) && beta == 0.5)) return false;
-    const ::onnx::NodeProto* mul = only_reader(r.proto().output(0));
-    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || other_input(*mul, r.proto().output(0)) != r.input(0))
+  // f(x) * x, as exporters write silu (Sigmoid, Mul: PyTorch's nn.SiLU), hardswish (HardSigmoid with
+  // PyTorch's slope 1/6 and offset 1/2, Mul: nn.Hardswish before opset 14) and mish (Softplus, Tanh,
+  // Mul: nn.Mish before opset 18): node r, then the one-input ops `through`, then a Mul by r's input,
+  // each intermediate value read by the next node only, is one activation f, which the executor can
+  // fuse into the conv before it where two or three memory-bound passes would run; the later nodes
+  // are skipped. False where the pattern is not there.
+  bool times_input(const node_reader& r, std::initializer_list<const char*> through, memfmt::activation f) {
+    std::string at = r.proto().output(0);
+    std::vector<const ::onnx::NodeProto*> skipped;
+    for (const char* op : through) {
+      const ::onnx::NodeProto* n = only_reader(at);
+      if (!n || n->op_type() != op || n->input_size() != 1 || n->output_size() != 1) return false;
+      skipped.push_back(n);
+      at = n->output(0);
+    }
+    const ::onnx::NodeProto* mul = only_reader(at);
+    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || mul->output_size() != 1 ||
+        other_input(*mul, at) != r.input(0))
       return false;
+    skipped.push_back(mul);
     const value& x = tensor_input(r, 0);
-    fused_.insert(mul);
-    set_like(r, mul->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::hardswish), x);
+    fused_.insert(skipped.begin(), skipped.end());
+    set_like(r, mul->output(0), net().activation(layer_name(r, nullptr), *x.node, f), x);
     return true;
   }
 

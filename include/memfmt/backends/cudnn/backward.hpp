@@ -132,6 +132,24 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
       g.pointwise(CUDNN_POINTWISE_MUL, windowed, &alpha, pr.dx, math);
       break;
     }
+    case activation::softplus:
+      g.pointwise(CUDNN_POINTWISE_SOFTPLUS_BWD, pr.dy, &pr.x, pr.dx, math, softplus_1());
+      break;
+    case activation::mish: {
+      // dx = dy tanh(sp) + (dy x sigmoid(x)) (1 - tanh(sp)^2), sp = softplus(x): the second term is
+      // TANH_BWD of dy x sigmoid(x) at sp.
+      const tensor_spec sp = tmp(), t = tmp(), s = tmp(), dyx = tmp(), dyxs = tmp(), through_tanh = tmp(),
+                        dyt = tmp();
+      g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.x, nullptr, sp, math, softplus_1());
+      g.pointwise(CUDNN_POINTWISE_TANH_FWD, sp, nullptr, t, math);
+      g.pointwise(CUDNN_POINTWISE_SIGMOID_FWD, pr.x, nullptr, s, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.dy, &pr.x, dyx, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, dyx, &s, dyxs, math);
+      g.pointwise(CUDNN_POINTWISE_TANH_BWD, dyxs, &sp, through_tanh, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.dy, &t, dyt, math);
+      g.pointwise(CUDNN_POINTWISE_ADD, dyt, &through_tanh, pr.dx, math);
+      break;
+    }
     case activation::hardswish: {
       // hardswish(x) = x * relu6(x + 3) / 6, so f'(x) = (relu6(x + 3) + x * [-3 < x < 3]) / 6.
       const auto [three, sixth] = detail::activation_scalar_specs(pr.rank);

@@ -29,6 +29,7 @@ struct pointwise_options {
   std::optional<double> relu_lower_clip_slope;  // RELU_FWD / RELU_BWD below the (zero) lower clip
   std::optional<double> swish_beta;
   std::optional<double> elu_alpha;
+  std::optional<double> softplus_beta;
 };
 
 // A resample (pooling or up-sampling) operation: per spatial dimension window, strides and
@@ -149,6 +150,8 @@ class graph_builder {
                  "set CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE");
     if (o.swish_beta) set_scalar(CUDNN_ATTR_POINTWISE_SWISH_BETA, *o.swish_beta, "set CUDNN_ATTR_POINTWISE_SWISH_BETA");
     if (o.elu_alpha) set_scalar(CUDNN_ATTR_POINTWISE_ELU_ALPHA, *o.elu_alpha, "set CUDNN_ATTR_POINTWISE_ELU_ALPHA");
+    if (o.softplus_beta)
+      set_scalar(CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, *o.softplus_beta, "set CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA");
     pw.finalize("finalize pointwise descriptor");
     log_.push_back({op_record::kind::pointwise, mode, o, x.uid, b ? b->uid : -1, y.uid});
     keep_.push_back(std::move(pw));

@@ -138,6 +138,13 @@ inline cudnnPointwiseMode_t pointwise_mode_of(binary_op op) {
   return CUDNN_POINTWISE_ADD;
 }
 
+// ln(1 + e^(beta x)) / beta with beta 1: ONNX's Softplus.
+inline pointwise_options softplus_1() {
+  pointwise_options o;
+  o.softplus_beta = 1.0;
+  return o;
+}
+
 inline graph_builder pointwise_graph(const pointwise_problem& pr) {
   graph_builder g;
   const cudnnDataType_t math = CUDNN_DATA_FLOAT;
@@ -216,6 +223,14 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
       g.pointwise(CUDNN_POINTWISE_MUL, pr.a, &alpha, scaled, math);
       g.pointwise(CUDNN_POINTWISE_ADD, scaled, &beta, shifted, math);
       g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, pr.y, math, clip1);
+      break;
+    }
+    case activation::softplus: g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.a, nullptr, pr.y, math, softplus_1()); break;
+    case activation::mish: {  // x * tanh(softplus(x)): cuDNN has no mish mode
+      const tensor_spec sp = tmp(), t = tmp();
+      g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.a, nullptr, sp, math, softplus_1());
+      g.pointwise(CUDNN_POINTWISE_TANH_FWD, sp, nullptr, t, math);
+      g.pointwise(CUDNN_POINTWISE_MUL, pr.a, &t, pr.y, math);
       break;
     }
     case activation::hardswish: {

@@ -73,6 +73,8 @@ inline eltwise_steps eltwise_of(const activation_params& f) noexcept {
     case activation::elu: return one(dnnl::algorithm::eltwise_elu, f.alpha, 0.0);
     case activation::gelu: return one(dnnl::algorithm::eltwise_gelu_erf, 0.0, 0.0);
     case activation::gelu_tanh: return one(dnnl::algorithm::eltwise_gelu_tanh, 0.0, 0.0);
+    case activation::softplus: return one(dnnl::algorithm::eltwise_soft_relu, 0.0, 0.0);  // 2.6: ln(1 + e^x)
+    case activation::mish: return one(dnnl::algorithm::eltwise_mish, 0.0, 0.0);
     case activation::hardsigmoid: break;
   }
   const eltwise_alg affine{dnnl::algorithm::eltwise_linear, static_cast<float>(f.alpha), static_cast<float>(f.beta)};

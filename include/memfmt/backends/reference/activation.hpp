@@ -9,6 +9,7 @@
 // they share a format: each element is read before it is written.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "../../tensor/tensor_view.hpp"
@@ -29,6 +30,9 @@ inline double hardsigmoid_argument(const activation_params& f, double x) noexcep
   const activation_params pytorch(activation::hardsigmoid);
   return f.alpha == pytorch.alpha && f.beta == pytorch.beta ? x / 6.0 + 0.5 : f.alpha * x + f.beta;
 }
+
+// ln(1 + e^x) without overflow for large x or loss for very negative x.
+inline double softplus(double x) noexcept { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
 
 // The tanh GELU's argument u (layer_params.hpp has the constants).
 inline double gelu_tanh_argument(double x) noexcept {
@@ -54,6 +58,8 @@ inline double activation_value(const activation_params& f, double x) noexcept {
     case activation::elu: return x > 0.0 ? x : a * std::expm1(x);
     case activation::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // erfc keeps the tail exact
     case activation::gelu_tanh: return x * sigmoid(2.0 * gelu_tanh_argument(x));  // (1 + tanh u) / 2 = sigmoid(2u)
+    case activation::softplus: return softplus(x);
+    case activation::mish: return x * std::tanh(softplus(x));
   }
   return x;
 }
@@ -93,6 +99,12 @@ inline double activation_derivative(const activation_params& f, double x) noexce
       // Phi(x) + x phi(x), phi the standard normal density.
       constexpr double inv_sqrt_2pi = 0.39894228040143267794;
       return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * inv_sqrt_2pi * std::exp(-0.5 * x * x);
+    }
+    case activation::softplus: return sigmoid(x);
+    case activation::mish: {
+      // tanh(sp) + x sp' (1 - tanh(sp)^2), sp = softplus(x), sp' = sigmoid(x).
+      const double t = std::tanh(softplus(x));
+      return t + x * sigmoid(x) * (1.0 - t * t);
     }
   }
   return 1.0;
