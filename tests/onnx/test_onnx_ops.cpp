@@ -5,6 +5,7 @@
 
 #include <array>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -797,6 +798,19 @@ TEST(OnnxImport, FunctionTimesItsInputIsOneActivation) {
   EXPECT_EQ(only(other_slope, node_kind::activation).get<memfmt::activation_params>(),
             memfmt::activation_params::hardsigmoid(static_cast<double>(0.2f), 0.5));
   EXPECT_EQ(only(other_slope, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
+}
+
+// Graph inputs read only in weight slots (a Conv's W, a PRelu's slope: ONNX's backend tests feed
+// them as inputs) are the ones import_options::input_values takes; data inputs, and an input also
+// read as data, are not.
+TEST(OnnxImport, ParameterInputsAreThoseReadOnlyAsWeights) {
+  onnx_builder b;
+  b.input("x", {1, 2, 3, 3}).input("w", {2, 2, 1, 1}).input("slope", {2, 1, 1}).input("both", {1, 2, 3, 3});
+  b.output("y").output("z");
+  b.node("Conv", {"x", "w"}, {"c"}, "conv");
+  b.node("PRelu", {"c", "slope"}, {"y"}, "prelu");
+  b.node("PRelu", {"x", "both"}, {"p"}, "prelu_both").node("Add", {"p", "both"}, {"z"}, "add");
+  EXPECT_EQ(memfmt::onnx::parameter_inputs(b.model()), (std::set<std::string>{"w", "slope"}));
 }
 
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {

@@ -100,7 +100,7 @@ inline bool is_parameter_slot(const std::string& op, int index) {
       {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1}, {"LayerNormalization", 1},
       {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
       {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
-      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}};
+      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"PRelu", 1}};
   const auto it = first_parameter.find(op);
   return it != first_parameter.end() && index >= it->second;
 }
