@@ -62,6 +62,7 @@ Output (--out, Google Benchmark-like so benchmarks/summarize.py reads it with th
                    and for a case that did not run: "error_occurred": true, "error_message": why}]}
 """
 import argparse
+import contextlib
 import copy
 import datetime
 import json
@@ -82,6 +83,12 @@ CUDA_RUNNERS = ["pytorch_cuda_nchw", "pytorch_cuda_channels_last"]
 PASSES = ["inference", "training"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORTER = os.path.join(HERE, "..", "..", "tools", "export_onnx.py")
+
+# The CPUs this process may use, read before torch loads libgomp: with OMP_PROC_BIND set (bench.sh
+# sets close), libgomp pins the main thread to one CPU as it loads, and every thread ONNX Runtime
+# later starts inherits that single CPU (`OMP_PROC_BIND=close bench_peers.py --models mobilenet_v2
+# --batches 1` without the restore below timed ONNX Runtime on one core).
+STARTUP_CPUS = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
 import summarize  # noqa: E402  (the BM_network name and label parsing, shared with the tables)
@@ -265,11 +272,31 @@ def onnx_file(case, a, notes):
     return path
 
 
+@contextlib.contextmanager
+def startup_cpus():
+    """The calling thread on the process's startup CPUs while inside, on its own (pinned) ones after."""
+    if STARTUP_CPUS is None:
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, STARTUP_CPUS)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
+
+
 def ort_case(case, a, notes):
+    path = onnx_file(case, a, notes)
+    # The session's threads start in its constructor and the calling thread works beside them.
+    with startup_cpus():
+        return ort_session_case(case, path, a)
+
+
+def ort_session_case(case, path, a):
     import numpy as np
     import onnxruntime as ort
 
-    path = onnx_file(case, a, notes)
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1

@@ -14,7 +14,8 @@ NHWC/NCHW, the training speedup per dtype, the ResNet-50 training headline and P
 (the planned row against it; a CPU peer or a failed GPU peer gives no ratio), absent without GPU rows;
 the Planner table (bench_planner's solve + explain CPU ms and ms per 1,000 nodes, recomputed here from
 the fixture's raw times and units), absent without its rows. It also checks bench_peers.py's --match
-reading of the same network fixture and of the GPU one. The PNG
+reading of the same network fixture and of the GPU one, and that its ONNX Runtime
+sessions start their threads on the process's startup CPUs. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
 """
 import importlib.util
@@ -25,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 
 failures = []
 
@@ -275,6 +277,24 @@ def main():
     check(("resnet50", "float16", "training", 32, 224, 16) in gpu_cases
           and ("mobilenet_v2", "float16", "inference", 1, 224, 16) in gpu_cases and len(gpu_cases) == 6,
           f"--match GPU cases: {sorted(gpu_cases)}")
+
+    # startup_cpus(): a thread started inside runs on the CPUs the process started with, as ONNX
+    # Runtime's session threads must after libgomp pinned the caller, and the caller's pin comes back.
+    if bench_peers.STARTUP_CPUS is not None:
+        before = os.sched_getaffinity(0)
+        pinned = {min(before)}
+        seen = {}
+        os.sched_setaffinity(0, pinned)
+        try:
+            with bench_peers.startup_cpus():
+                t = threading.Thread(target=lambda: seen.update(cpus=os.sched_getaffinity(0)))
+                t.start()
+                t.join()
+            check(seen.get("cpus") == bench_peers.STARTUP_CPUS,
+                  f"startup_cpus: a thread started inside runs on {seen.get('cpus')}, not {bench_peers.STARTUP_CPUS}")
+            check(os.sched_getaffinity(0) == pinned, f"startup_cpus: the caller is left on {os.sched_getaffinity(0)}")
+        finally:
+            os.sched_setaffinity(0, before)
 
     print(f"test_summarize: {'FAILED ' + str(len(failures)) if failures else 'all'} checks"
           f"{'' if failures else ' passed'}")
