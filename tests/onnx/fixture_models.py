@@ -8,7 +8,8 @@ and small_super_resolution (PixelUnshuffle, PixelShuffle) the channel rearrangem
 write as Reshape -> Transpose -> Reshape chains and DepthToSpace; small_convnext (torchvision's
 ConvNeXt) the permute -> LayerNorm -> Linear -> GELU -> Linear -> permute blocks, exported at opset 17
 so LayerNorm is one LayerNormalization, and at opset 13, where exporters write it out (ReduceMean,
-Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add). small_vit and small_swin (torchvision's
+Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); SmallLayerNorm2dNet the LayerNorm2d over dim 1 of an
+NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same way at every opset. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -34,6 +35,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_convnext \
       data/small_convnext_opset13.onnx --input-shape 1,3,32,32 --opset 13 \
       --output-fixture data/small_convnext_opset13.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallLayerNorm2dNet \
+      data/small_layernorm2d_net.onnx --input-shape 1,3,32,32 \
+      --output-fixture data/small_layernorm2d_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -134,6 +138,41 @@ def small_convnext(num_classes=10):
     from torchvision.models.convnext import CNBlockConfig
     setting = [CNBlockConfig(8, 16, 1), CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
     return torchvision.models.ConvNeXt(setting, layer_scale=0.5, num_classes=num_classes)
+
+
+class LayerNorm2d(torch.nn.Module):
+    """Layer norm over the channels of an NCHW tensor as detectron2, SAM and the original ConvNeXt write
+    it (a mean over dim 1; exported as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add at any
+    opset). Weight and bias are random so that the affine step shows in the output."""
+
+    def __init__(self, channels, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + 0.25 * torch.randn(channels))
+        self.bias = torch.nn.Parameter(0.25 * torch.randn(channels))
+        self.eps = eps
+
+    def forward(self, x):
+        u = x.mean(1, keepdim=True)
+        s = (x - u).pow(2).mean(1, keepdim=True)
+        x = (x - u) / torch.sqrt(s + self.eps)
+        return self.weight[:, None, None] * x + self.bias[:, None, None]
+
+
+class SmallLayerNorm2dNet(torch.nn.Module):
+    """The original ConvNeXt's stem (4x4 stride-4 conv, LayerNorm2d) and downsampling (LayerNorm2d,
+    2x2 stride-2 conv), then SAM's image-encoder neck (1x1 conv, LayerNorm2d, 3x3 conv, LayerNorm2d)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 4, stride=4), LayerNorm2d(16))
+        self.block = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 7, padding=3, groups=16), torch.nn.GELU())
+        self.down = torch.nn.Sequential(LayerNorm2d(16), torch.nn.Conv2d(16, 32, 2, stride=2))
+        self.neck = torch.nn.Sequential(torch.nn.Conv2d(32, 24, 1, bias=False), LayerNorm2d(24),
+                                        torch.nn.Conv2d(24, 24, 3, padding=1, bias=False), LayerNorm2d(24))
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.neck(self.down(x + self.block(x)))
 
 
 def small_vit(num_classes=4):

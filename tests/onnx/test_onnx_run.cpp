@@ -370,6 +370,69 @@ TEST(OnnxRun, ChannelsLastBlocksRunAsLayersOverC) {
     }
 }
 
+// LayerNorm2d as detectron2, SAM and the original ConvNeXt write it, over axis 1 of a network
+// value: u = x.mean(1), s = (x - u)^2 .mean(1), (x - u) / sqrt(s + eps), then weight[:, None, None] *
+// and + bias[:, None, None]. It is one layer norm over C in every plan. A [1, 1, C] weight broadcasts
+// along W instead (here W == C, so the shapes fit): that Mul stays an op of its own and the result is
+// the normalisation scaled along W.
+TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
+  using dims = std::vector<std::int64_t>;
+  const std::int64_t n = 2, c_in = 3, c = 4, h = 3, w = 4;
+  const float eps = 1e-6f;
+  const auto build = [&](bool channel_weight) {
+    onnx_builder b = conv_model({n, c_in, h, w}, c, 3, 1);
+    b.floats("gamma", channel_weight ? dims{c, 1, 1} : dims{1, 1, c}, 0.5f, 0.25f).floats("beta", {c, 1, 1}, -0.3f, 0.2f);
+    b.node("ReduceMean", {"y"}, {"mean"}, "mean").attr("axes", dims{1});
+    b.node("Sub", {"y", "mean"}, {"d"}, "sub");
+    b.scalar("two", 2.f).node("Pow", {"d", "two"}, {"sq"}, "pow");
+    b.node("ReduceMean", {"sq"}, {"var"}, "var").attr("axes", dims{-3});
+    b.scalar("eps", eps).node("Add", {"var", "eps"}, {"ve"}, "add_eps");
+    b.node("Sqrt", {"ve"}, {"sd"}, "sqrt").node("Div", {"d", "sd"}, {"xhat"}, "div");
+    b.node("Mul", {"gamma", "xhat"}, {"scaled"}, "scale").node("Add", {"scaled", "beta"}, {"ln"}, "shift");
+    b.output("ln");
+    return b;
+  };
+  const parameter x = ramp({n, c_in, h, w}, -1.5f, 0.0625f);
+  const std::vector<double> y = conv_by_definition(x, c, 3, 1);
+  const auto ramp_at = [](float start, float step, std::int64_t i) {
+    return static_cast<double>(start + static_cast<float>(i) * step);
+  };
+  const auto truth = [&](bool channel_weight) {
+    std::vector<double> t(y.size());
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < h; ++i)
+        for (std::int64_t j = 0; j < w; ++j) {
+          const auto at = [&](std::int64_t ch) { return static_cast<std::size_t>(((b * c + ch) * h + i) * w + j); };
+          double mean = 0, var = 0;
+          for (std::int64_t ch = 0; ch < c; ++ch) mean += y[at(ch)] / c;
+          for (std::int64_t ch = 0; ch < c; ++ch) var += (y[at(ch)] - mean) * (y[at(ch)] - mean) / c;
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            t[at(ch)] = (y[at(ch)] - mean) / std::sqrt(var + static_cast<double>(eps)) *
+                            ramp_at(0.5f, 0.25f, channel_weight ? ch : j) +
+                        ramp_at(-0.3f, 0.2f, ch);
+        }
+    return t;
+  };
+  memfmt::reference::backend backend;
+  for (const bool channel_weight : {true, false})
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(channel_weight ? "weight [C, 1, 1]" : "weight [1, 1, C] along W") + " in plan " + p.name);
+      const auto m = memfmt::onnx::import_model(build(channel_weight).model(), memfmt_test::options_for(p));
+      ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+      std::map<std::string, int> kinds;
+      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      // The conv's output is a graph output too (conv_model's "y").
+      std::map<std::string, int> want{{"input", 1}, {"output", 2}, {"conv", 1}, {"layer_norm", 1}};
+      if (!channel_weight) want["binary"] = want["constant"] = 2;  // the Mul along W and the bias Add, as written
+      EXPECT_EQ(kinds, want);
+      const parameter out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("ln");
+      ASSERT_EQ(out.shape, (dims{n, c, h, w}));
+      const std::vector<double> t = truth(channel_weight);
+      for (std::size_t e = 0; e < t.size(); ++e)
+        EXPECT_NEAR(memfmt::onnx::element_as_double(out, e), t[e], 1e-5 * std::max(1.0, std::fabs(t[e]))) << "element " << e;
+    }
+}
+
 TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
   memfmt::reference::backend backend;
   const onnx_builder b = conv_model({1, 3, 4, 5}, 2, 3, 1);

@@ -1365,14 +1365,12 @@ class importer {
   }
 
   // ReduceMean / ReduceMax over every spatial axis is global pooling (keepdims 0: then flatten).
-  // ReduceMean over the last axis of a channels-last view starts a layer norm written out
-  // (decomposed_layer_norm), or is a barrier.
+  // ReduceMean over C (the last axis of a channels-last view, or axis 1) may start a layer norm
+  // written out (decomposed_layer_norm); other reductions of a view are barriers.
   void reduce(const node_reader& r, memfmt::pool_kind kind) {
     const value& x = tensor_input(r, 0);
-    if (x.channels_last) {
-      if (kind == memfmt::pool_kind::average && decomposed_layer_norm(r, x)) return;
-      throw not_expressible{"a reduction of a channels-last view that is not a layer norm over C"};
-    }
+    if (kind == memfmt::pool_kind::average && decomposed_layer_norm(r, x)) return;
+    if (x.channels_last) throw not_expressible{"a reduction of a channels-last view that is not a layer norm over C"};
     require_spatial_input(x);
     shape_t axes = r.get_ints("axes");
     for (auto& a : axes) a = normalize_axis(r, a, x.shape.size());
@@ -1802,50 +1800,62 @@ class importer {
     set_like(r, bias ? add->output(0) : r.proto().output(0), id, x);
   }
 
-  // Layer norm as exporters before opset 17 write it, over the last axis of channels-last view x:
+  // Layer norm written out over C, of x that is a channels-last view (as exporters before opset 17
+  // write nn.LayerNorm after a permute; the reduced axis is the last) or a network value (the
+  // LayerNorm2d of detectron2, SAM and the original ConvNeXt: x.mean(1, keepdim=True); axis 1):
   //   mean = ReduceMean(x), d = x - mean, var = ReduceMean(Pow(d, 2)), y = d / Sqrt(var + eps),
-  //   then optionally y * weight and + bias ([C] constants, either operand order).
+  //   then optionally y * weight and + bias (constants of C values that broadcast along C: [C] for
+  //   a view, [C, 1, 1] or [1, C, 1, 1] for axis 1; either operand order).
   // Called at the first ReduceMean; every intermediate value must be read only within the pattern
   // (d by the Pow and the Div), whose later nodes are then skipped. false where it is no layer norm.
   bool decomposed_layer_norm(const node_reader& r, const value& x) {
     const std::size_t rank = x.shape.size();
-    const std::int64_t c = x.shape.back();
-    const auto over_last = [&](const ::onnx::NodeProto& n) {
+    if (!x.node || rank < 3 || rank > 5) return false;
+    const std::size_t c_axis = x.channels_last ? rank - 1 : 1;
+    const std::int64_t c = x.shape[c_axis];
+    const auto over_c = [&](const ::onnx::NodeProto& n) {
       const node_reader nr(n, "ONNX node '" + n.name() + "'");
       const shape_t axes = nr.get_ints("axes");
       return n.op_type() == "ReduceMean" && n.input_size() == 1 && nr.get_int("keepdims", 1) == 1 && axes.size() == 1 &&
-             (axes[0] == static_cast<std::int64_t>(rank) - 1 || axes[0] == -1);
+             (axes[0] == static_cast<std::int64_t>(c_axis) ||
+              axes[0] == static_cast<std::int64_t>(c_axis) - static_cast<std::int64_t>(rank));
     };
     const std::string& x_name = r.input(0);
     const std::string& mean = r.proto().output(0);
-    if (!over_last(r.proto())) return false;
+    if (!over_c(r.proto())) return false;
+    // Each node of the pattern is read through its one output (a mutated file may have none).
+    const auto is = [](const ::onnx::NodeProto* n, const char* op, int inputs) {
+      return n && n->op_type() == op && n->input_size() == inputs && n->output_size() == 1;
+    };
     const ::onnx::NodeProto* sub = only_reader(mean);
-    if (!sub || sub->op_type() != "Sub" || sub->input_size() != 2 || sub->input(0) != x_name || sub->input(1) != mean)
-      return false;
+    if (!is(sub, "Sub", 2) || sub->input(0) != x_name || sub->input(1) != mean) return false;
     const std::string& d = sub->output(0);
     const auto readers = readers_.find(d);
     if (readers == readers_.end() || readers->second.size() != 2) return false;
     const ::onnx::NodeProto* pow = readers->second[0]->op_type() == "Pow" ? readers->second[0] : readers->second[1];
     const ::onnx::NodeProto* div = pow == readers->second[0] ? readers->second[1] : readers->second[0];
-    if (pow->op_type() != "Pow" || pow->input(0) != d || scalar_constant(pow->input(1)) != 2.0) return false;
+    if (!is(pow, "Pow", 2) || pow->input(0) != d || scalar_constant(pow->input(1)) != 2.0) return false;
     const ::onnx::NodeProto* var = only_reader(pow->output(0));
-    if (!var || !over_last(*var)) return false;
+    if (!var || var->output_size() != 1 || !over_c(*var)) return false;
     const ::onnx::NodeProto* add_eps = only_reader(var->output(0));
-    if (!add_eps || add_eps->op_type() != "Add" || add_eps->input_size() != 2) return false;
+    if (!is(add_eps, "Add", 2)) return false;
     const std::optional<double> eps = scalar_constant(other_input(*add_eps, var->output(0)));
     if (!eps || !(*eps > 0.0)) return false;
     const ::onnx::NodeProto* sqrt = only_reader(add_eps->output(0));
-    if (!sqrt || sqrt->op_type() != "Sqrt" || only_reader(sqrt->output(0)) != div) return false;
-    if (div->op_type() != "Div" || div->input_size() != 2 || div->input(0) != d || div->input(1) != sqrt->output(0))
-      return false;
+    if (!is(sqrt, "Sqrt", 1) || only_reader(sqrt->output(0)) != div) return false;
+    if (!is(div, "Div", 2) || div->input(0) != d || div->input(1) != sqrt->output(0)) return false;
     std::set<const ::onnx::NodeProto*> nodes{sub, pow, var, add_eps, sqrt, div};
     // The per-channel affine transform, where the next nodes are one.
     const auto channel_operand = [&](const ::onnx::NodeProto* n, const std::string& from, const char* op) {
       std::optional<value> v;
-      if (n && n->op_type() == op && n->input_size() == 2) v = constant_named(other_input(*n, from));
-      if (v && (v->type != x.type || v->shape.empty() || v->shape.back() != c ||
+      if (is(n, op, 2)) v = constant_named(other_input(*n, from));
+      // Right-aligned against x's shape, the constant's one dim of c values must sit at C.
+      const std::size_t trailing = rank - c_axis;  // dims from C to the end
+      if (v && (v->type != x.type || v->shape.size() < trailing || v->shape.size() > rank ||
+                v->shape[v->shape.size() - trailing] != c ||
                 memfmt::detail::checked_numel(v->shape, "layer norm operand") != c))
         v.reset();
+      if (v) v->constant->shape = {c};
       return v;
     };
     std::string out = div->output(0);
