@@ -70,7 +70,7 @@ memfmt::dtype parse_float_dtype(const std::string& name) {
 std::string unsupported_lines(const model_file& m, const std::string& indent, std::size_t shown) {
   std::string text;
   for (std::size_t i = 0; i < m.unsupported.size() && i < shown; ++i) {
-    const barrier_node& b = m.unsupported[i];
+    const memfmt::onnx::unsupported_node& b = m.unsupported[i];
     text += indent + "op '" + b.op + "' (ONNX node '" + b.onnx_node + "'): " + b.reason + '\n';
   }
   if (m.unsupported.size() > shown)
@@ -96,8 +96,7 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
                                    "; --batch " + std::to_string(*batch) + " applies to a symbolic batch only");
     m.network = std::move(im.network);
     m.parameters = std::move(im.parameters);
-    for (const auto& u : im.unsupported)
-      m.unsupported.push_back({u.op, u.onnx_node, u.node, u.reason});
+    m.unsupported = std::move(im.unsupported);
     return m;
 #else
     missing_component("reading ONNX model '" + path + "'", "memfmt::onnx", "libonnx-dev libprotobuf-dev");

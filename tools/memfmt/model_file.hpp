@@ -16,6 +16,7 @@
 #include "memfmt/dtype.hpp"
 #include "memfmt/graph/network.hpp"
 #include "memfmt/graph/policy.hpp"
+#include "memfmt/onnx/unsupported_node.hpp"
 #include "memfmt/runtime/parameter_store.hpp"
 
 namespace memfmt_cli {
@@ -25,19 +26,11 @@ struct usage_error {
   std::string message;
 };
 
-// An ONNX node the network cannot express: planned around as an opaque barrier, not runnable.
-struct barrier_node {
-  std::string op;         // its op_type, domain-qualified outside the default domain
-  std::string onnx_node;  // the ONNX node's name (or "#index" when it has none)
-  std::string node;       // the network's opaque node; empty for an output that is no network value
-  std::string reason;
-};
-
 struct model_file {
   memfmt::graph::network network;
   // An ONNX model's initializers; a network JSON document carries no weights.
   std::optional<memfmt::runtime::parameter_store> parameters;
-  std::vector<barrier_node> unsupported;  // in the ONNX graph's node order
+  std::vector<memfmt::onnx::unsupported_node> unsupported;  // in the ONNX graph's node order
   std::string kind;                       // "ONNX model" or "network JSON"
 };
 

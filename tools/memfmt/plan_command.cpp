@@ -51,7 +51,7 @@ json compare_json(const memfmt::graph::network& net, const std::vector<memfmt::g
 template <class Json>
 Json barriers_json(const model_file& m) {
   Json out = Json::array();
-  for (const barrier_node& b : m.unsupported)
+  for (const memfmt::onnx::unsupported_node& b : m.unsupported)
     out.push_back(Json{{"op", b.op},
                        {"onnx_node", b.onnx_node},
                        {"node", b.node.empty() ? Json(nullptr) : Json(b.node)},

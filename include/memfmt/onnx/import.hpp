@@ -46,6 +46,7 @@
 #include "detail/attributes.hpp"
 #include "detail/fold.hpp"
 #include "tensor.hpp"
+#include "unsupported_node.hpp"
 
 namespace memfmt::onnx {
 
@@ -66,15 +67,6 @@ struct graph_value {
   std::string name;
   std::vector<std::int64_t> shape;
   memfmt::dtype type = memfmt::dtype::float32;
-};
-
-// An ONNX node the network cannot express: an opaque node for planning, not runnable.
-struct unsupported_node {
-  std::string node;       // the network's opaque node (one per output of the ONNX node); empty for an
-                          // output that is no network value (rank 0, 1 or over 5, no static shape)
-  std::string onnx_node;  // the ONNX node's name (or "#index" when it has none)
-  std::string op;         // its op_type (domain-qualified outside the default domain)
-  std::string reason;
 };
 
 struct imported_model {
