@@ -982,6 +982,13 @@ TEST(OnnxImportErrors, MalformedModelsNameTheNodeAndValues) {
     expect_error([&] { import_model(b.model()); }, errc::overflow, {"'u' (Upsample)", "dim 2 (extent 4)", "past 2^62"});
   }
   {
+    onnx_builder b;  // Shape of an omitted input: named as missing (it was a map lookup's out_of_range)
+    b.input("x", {1, 3, 4, 4}).output("y");
+    b.node("Shape", {""}, {"s"}, "shape");
+    b.node("Relu", {"x"}, {"y"}, "r");
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'shape' (Shape)", "input 0 is missing"});
+  }
+  {
     onnx_builder b;  // a layer without outputs computes nothing anyone reads: it leaves no node
     b.input("x", {1, 3, 4, 4}).output("y");
     b.node("Softmax", {"x"}, {}, "s");

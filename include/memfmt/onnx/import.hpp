@@ -465,9 +465,10 @@ class importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       return opaque(r, "op of domain '" + n.domain() + "'");
     // Constants in, constants out.
-    if (n.op_type() == "Shape" && n.input_size() > 0 && values_.at(n.input(0)).barrier &&
-        values_.at(n.input(0)).barrier->shape_unknown)
-      return opaque(r, "the shape of a value whose shape is unknown until run time");
+    if (n.op_type() == "Shape" && n.input_size() > 0 && !n.input(0).empty()) {
+      const value& x = values_.at(n.input(0));
+      if (x.barrier && x.barrier->shape_unknown) return opaque(r, "the shape of a value whose shape is unknown until run time");
+    }
     if (n.op_type() == "Constant" || n.op_type() == "Shape") {
       const std::string& out = first_output(r);
       return set_constant(out, n.op_type() == "Constant" ? constant_attribute(r) : shape_of(r));
@@ -842,7 +843,7 @@ class importer {
   }
 
   parameter shape_of(const node_reader& r) const {
-    const value& v = values_.at(r.input(0));
+    const value& v = input_value(r, 0);
     const auto rank = static_cast<std::int64_t>(v.shape.size());
     std::int64_t start = r.get_int("start", 0), end = r.get_int("end", rank);
     if (start < 0) start += rank;
