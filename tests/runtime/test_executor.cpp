@@ -410,6 +410,33 @@ TEST(Executor, ConstantsInEveryPlan) {
   }
 }
 
+// GCNet's context block: a conv over the pooled [N, C, 1, 1] context, added to the map. The sum has
+// the map's shape, not the conv's, so the add is no residual fusion (fused, it wrote the sum over the
+// conv's 1x1 value); in every plan the fused build gives the values of the unfused one, buffers
+// poisoned when their liveness ends.
+TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
+  network net;
+  const node_id x = net.input("x", {2, 4, 5, 3}, memfmt::dtype::float32, family::channels_first);
+  const node_id c = net.conv("context", net.global_pool("pool", x), memfmt::graph::conv_spec(4, 1, 1, 0, 1, true));
+  net.output("y", net.add("add", c, x), family::channels_first);
+  const parameter_store params = make_params<float>(net, 3);
+  std::vector<float> xs = random_values<float>(2 * 4 * 5 * 3, 4, -1.f, 1.f);
+  const auto run = [&](std::optional<family> f, bool fuse) {
+    memfmt::reference::backend b;
+    memfmt::runtime::executor_options o;
+    o.poison = true;
+    o.fuse = fuse;
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, params, o);
+    for (const std::string& group : ex.report().fusions) EXPECT_EQ(group.find("add"), std::string::npos) << group;
+    std::vector<float> y(xs.size());
+    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, family::channels_first, xs.data()}}},
+               {{"y", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, family::channels_first, y.data()}}});
+    return y;
+  };
+  for (const std::optional<family> f : {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)})
+    EXPECT_EQ(run(f, true), run(f, false));
+}
+
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;

@@ -222,6 +222,20 @@ TEST(Training, PlansAgreeThroughConvertedRenamings) {
   check_plans_agree<double>(net, 1e-10);
 }
 
+// GCNet's context block with a batch norm: the pooled [N, C, 1, 1] context, conv, batch norm, added
+// to the map, relu. The sum has the map's shape, not the batch norm's, so batch norm + add + relu is
+// no training fusion (fused, it wrote the sum over the batch norm's 1x1 value); the gradients match
+// finite differences and every plan agrees.
+TEST(Training, BroadcastAddAfterABatchNormIsNotFused) {
+  network net;
+  const auto x = net.input("input", {2, 4, 5, 3}, memfmt::dtype::float64, family::channels_first);
+  const auto c = net.conv("context", net.global_pool("pool", x), memfmt::graph::conv_spec(4, 1));
+  const auto sum = net.add("add", net.batch_norm("bn", c), x);
+  net.output("output", net.relu("relu", sum), family::channels_first);
+  for (const auto& [name, plan] : plans(net)) check_finite_differences(net, plan, name);
+  check_plans_agree<double>(net, 1e-10);
+}
+
 TEST(Training, PlansAgreeModels) {
   models::options o;
   o.batch = 2;

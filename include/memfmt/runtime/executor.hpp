@@ -549,7 +549,8 @@ class executor {
 
   // The add that is the only reader of `last` (a conv's value, or its folded batch norm's) when it
   // can run in conv's step: a residual add of two values of one shape whose other operand is
-  // computed before the conv.
+  // computed before the conv. The sum is written over `last`, so a broadcasting add (GCNet's
+  // [N, C, 1, 1] context conv added to the map) stays a layer of its own.
   std::optional<graph::node_id> residual_add(const graph::node& conv, graph::node_id last) const {
     const auto add = sole_consumer(last);
     if (!add) return std::nullopt;
@@ -558,7 +559,8 @@ class executor {
         a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
       return std::nullopt;
     const graph::node_id other = a.inputs[0] == last ? a.inputs[1] : a.inputs[0];
-    if (other >= conv.id || net_.at(other).extents != a.extents) return std::nullopt;
+    if (other >= conv.id || net_.at(other).extents != a.extents || net_.at(last).extents != a.extents)
+      return std::nullopt;
     return add;
   }
 

@@ -186,7 +186,8 @@ class trainer {
           continue;
         const graph::node_id other = a.inputs[0] == n.id ? a.inputs[1] : a.inputs[0];
         const auto r = sole_consumer(a.id);
-        if (other >= n.id || net_.at(other).extents != a.extents || !is_relu(r)) continue;
+        // The sum is written over the batch norm's value: a broadcasting add stays a layer of its own.
+        if (other >= n.id || net_.at(other).extents != a.extents || n.extents != a.extents || !is_relu(r)) continue;
         tail = {a.id, *r};
         residual_[n.id] = other;
       }
