@@ -9,7 +9,9 @@ write as Reshape -> Transpose -> Reshape chains and DepthToSpace; small_convnext
 ConvNeXt) the permute -> LayerNorm -> Linear -> GELU -> Linear -> permute blocks, exported at opset 17
 so LayerNorm is one LayerNormalization, and at opset 13, where exporters write it out (ReduceMean,
 Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); SmallLayerNorm2dNet the LayerNorm2d over dim 1 of an
-NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same way at every opset. small_vit and small_swin (torchvision's
+NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same way at every opset;
+SmallGroupNormNet the GroupNorm of diffusion UNets, written as Reshape, InstanceNormalization,
+Reshape, Mul, Add. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -38,6 +40,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallLayerNorm2dNet \
       data/small_layernorm2d_net.onnx --input-shape 1,3,32,32 \
       --output-fixture data/small_layernorm2d_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallGroupNormNet \
+      data/small_groupnorm_net.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_groupnorm_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -173,6 +178,31 @@ class SmallLayerNorm2dNet(torch.nn.Module):
     def forward(self, x):
         x = self.stem(x)
         return self.neck(self.down(x + self.block(x)))
+
+
+class SmallGroupNormNet(torch.nn.Module):
+    """A diffusion UNet's residual block (GroupNorm, SiLU, conv, twice, and the skip), then a
+    GroupNorm without affine weights. Exporters write GroupNorm as Reshape, InstanceNormalization,
+    Reshape, Mul, Add; the weights are random so that the affine step shows in the output."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.norm1 = torch.nn.GroupNorm(4, 16)
+        self.conv1 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.norm2 = torch.nn.GroupNorm(8, 16)
+        self.conv2 = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.out_norm = torch.nn.GroupNorm(2, 16, affine=False)
+        with torch.no_grad():
+            for norm in (self.norm1, self.norm2):
+                norm.weight.copy_(1 + 0.25 * torch.randn(16))
+                norm.bias.copy_(0.25 * torch.randn(16))
+
+    def forward(self, x):
+        x = self.stem(x)
+        h = self.conv1(torch.nn.functional.silu(self.norm1(x)))
+        h = self.conv2(torch.nn.functional.silu(self.norm2(h)))
+        return self.out_norm(x + h)
 
 
 def small_vit(num_classes=4):

@@ -433,6 +433,69 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
     }
 }
 
+// GroupNorm as PyTorch exports it: Reshape to [N, G, -1], InstanceNormalization, Reshape back by
+// Shape(x) (or by a constant shape), * weight[C, 1, 1], + bias[C, 1, 1]. It is one group norm in
+// every plan, the instance norm's own scale and bias (1 and 0 from PyTorch, other values here)
+// folded into the affine weights; computed here by definition in double.
+TEST(OnnxRun, GroupNormPatternIsOneGroupNorm) {
+  using dims = std::vector<std::int64_t>;
+  const std::int64_t n = 2, c_in = 3, c = 6, g = 3, h = 3, w = 4;
+  const float eps = 1e-5f;
+  const auto build = [&](bool back_by_shape) {
+    onnx_builder b = conv_model({n, c_in, h, w}, c, 3, 1);
+    b.ints("grouped_shape", {0, g, -1}).floats("gamma", {g}, 0.75f, 0.5f).floats("beta", {g}, -0.2f, 0.3f);
+    b.floats("weight", {c, 1, 1}, 1.5f, -0.25f).floats("bias", {c, 1, 1}, 0.1f, 0.05f);
+    b.node("Reshape", {"y", "grouped_shape"}, {"grouped"}, "to_groups");
+    b.node("InstanceNormalization", {"grouped", "gamma", "beta"}, {"normed"}, "norm").attr_f("epsilon", eps);
+    if (back_by_shape) b.node("Shape", {"y"}, {"y_shape"}, "shape");
+    else b.ints("y_shape", {n, c, h, w});
+    b.node("Reshape", {"normed", "y_shape"}, {"back"}, "from_groups");
+    b.node("Mul", {"back", "weight"}, {"scaled"}, "scale").node("Add", {"scaled", "bias"}, {"gn"}, "shift");
+    b.output("gn");
+    return b;
+  };
+  const parameter x = ramp({n, c_in, h, w}, -1.5f, 0.0625f);
+  const std::vector<double> y = conv_by_definition(x, c, 3, 1);
+  const auto ramp_at = [](float start, float step, std::int64_t i) {
+    return static_cast<double>(start + static_cast<float>(i) * step);
+  };
+  std::vector<double> truth(y.size());
+  const std::int64_t per_group = c / g * h * w;
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t grp = 0; grp < g; ++grp) {
+      const std::size_t first = static_cast<std::size_t>((b * g + grp) * per_group);
+      double mean = 0, var = 0;
+      for (std::int64_t i = 0; i < per_group; ++i) mean += y[first + static_cast<std::size_t>(i)] / per_group;
+      for (std::int64_t i = 0; i < per_group; ++i) {
+        const double d = y[first + static_cast<std::size_t>(i)] - mean;
+        var += d * d / per_group;
+      }
+      for (std::int64_t i = 0; i < per_group; ++i) {
+        const std::int64_t ch = grp * (c / g) + i / (h * w);
+        const double normed = (y[first + static_cast<std::size_t>(i)] - mean) / std::sqrt(var + static_cast<double>(eps)) *
+                                  ramp_at(0.75f, 0.5f, grp) +
+                              ramp_at(-0.2f, 0.3f, grp);
+        truth[first + static_cast<std::size_t>(i)] = normed * ramp_at(1.5f, -0.25f, ch) + ramp_at(0.1f, 0.05f, ch);
+      }
+    }
+  memfmt::reference::backend backend;
+  for (const bool back_by_shape : {true, false})
+    for (const auto& p : memfmt_test::plans) {
+      SCOPED_TRACE(std::string(back_by_shape ? "back by Shape(x)" : "back by a constant") + " in plan " + p.name);
+      const auto m = memfmt::onnx::import_model(build(back_by_shape).model(), memfmt_test::options_for(p));
+      ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+      std::map<std::string, int> kinds;
+      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      // The conv's output is a graph output too (conv_model's "y").
+      EXPECT_EQ(kinds, (std::map<std::string, int>{{"input", 1}, {"output", 2}, {"conv", 1}, {"group_norm", 1}}));
+      const parameter out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("gn");
+      ASSERT_EQ(out.shape, (dims{n, c, h, w}));
+      for (std::size_t e = 0; e < truth.size(); ++e)
+        EXPECT_NEAR(memfmt::onnx::element_as_double(out, e), truth[e], 1e-5 * std::max(1.0, std::fabs(truth[e])))
+            << "element " << e;
+    }
+}
+
 TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
   memfmt::reference::backend backend;
   const onnx_builder b = conv_model({1, 3, 4, 5}, 2, 3, 1);

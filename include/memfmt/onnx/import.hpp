@@ -1596,6 +1596,7 @@ class importer {
     if (in.chain) return finish_chain(r, *in.chain, target);
     const value& x = tensor_input(r, 0);
     if (target == x.shape) return alias(r.proto().output(0), x);
+    if (decomposed_group_norm(r, x, target)) return;
     if (target.size() == 2 && target[0] == x.shape[0]) return flatten_to_matrix(r, x);
     if (target.size() > x.shape.size() && target.size() <= 6 && chain_follows(r.proto().output(0))) {
       value v;
@@ -1793,6 +1794,28 @@ class importer {
     set_like(r, bias ? add->output(0) : r.proto().output(0), id, x);
   }
 
+  // n is an `op` node of `inputs` inputs and one output (what a pattern reads; a mutated file's
+  // nodes may have none).
+  static bool is_node(const ::onnx::NodeProto* n, const char* op, int inputs) {
+    return n && n->op_type() == op && n->input_size() == inputs && n->output_size() == 1;
+  }
+  // The constant other operand of `op` node n (which reads `from`), if it holds one value per
+  // channel of x placed at C when broadcast against x (C on axis c_axis: [C] for a channels-last
+  // view, [C, 1, 1] or [1, C, 1, 1] for a 2-D network value); its shape is then [C].
+  std::optional<value> channel_constant(const ::onnx::NodeProto* n, const std::string& from, const char* op,
+                                        const value& x, std::size_t c_axis) const {
+    std::optional<value> v;
+    if (is_node(n, op, 2)) v = constant_named(other_input(*n, from));
+    const std::size_t rank = x.shape.size(), trailing = rank - c_axis;  // dims from C to the end
+    const std::int64_t c = x.shape[c_axis];
+    if (v && (v->type != x.type || v->shape.size() < trailing || v->shape.size() > rank ||
+              v->shape[v->shape.size() - trailing] != c ||
+              memfmt::detail::checked_numel(v->shape, "per-channel operand") != c))
+      v.reset();
+    if (v) v->constant->shape = {c};
+    return v;
+  }
+
   // Layer norm written out over C, of x that is a channels-last view (as exporters before opset 17
   // write nn.LayerNorm after a permute; the reduced axis is the last) or a network value (the
   // LayerNorm2d of detectron2, SAM and the original ConvNeXt: x.mean(1, keepdim=True); axis 1):
@@ -1816,47 +1839,31 @@ class importer {
     const std::string& x_name = r.input(0);
     const std::string& mean = r.proto().output(0);
     if (!over_c(r.proto())) return false;
-    // Each node of the pattern is read through its one output (a mutated file may have none).
-    const auto is = [](const ::onnx::NodeProto* n, const char* op, int inputs) {
-      return n && n->op_type() == op && n->input_size() == inputs && n->output_size() == 1;
-    };
     const ::onnx::NodeProto* sub = only_reader(mean);
-    if (!is(sub, "Sub", 2) || sub->input(0) != x_name || sub->input(1) != mean) return false;
+    if (!is_node(sub, "Sub", 2) || sub->input(0) != x_name || sub->input(1) != mean) return false;
     const std::string& d = sub->output(0);
     const auto readers = readers_.find(d);
     if (readers == readers_.end() || readers->second.size() != 2) return false;
     const ::onnx::NodeProto* pow = readers->second[0]->op_type() == "Pow" ? readers->second[0] : readers->second[1];
     const ::onnx::NodeProto* div = pow == readers->second[0] ? readers->second[1] : readers->second[0];
-    if (!is(pow, "Pow", 2) || pow->input(0) != d || scalar_constant(pow->input(1)) != 2.0) return false;
+    if (!is_node(pow, "Pow", 2) || pow->input(0) != d || scalar_constant(pow->input(1)) != 2.0) return false;
     const ::onnx::NodeProto* var = only_reader(pow->output(0));
     if (!var || var->output_size() != 1 || !over_c(*var)) return false;
     const ::onnx::NodeProto* add_eps = only_reader(var->output(0));
-    if (!is(add_eps, "Add", 2)) return false;
+    if (!is_node(add_eps, "Add", 2)) return false;
     const std::optional<double> eps = scalar_constant(other_input(*add_eps, var->output(0)));
     if (!eps || !(*eps > 0.0)) return false;
     const ::onnx::NodeProto* sqrt = only_reader(add_eps->output(0));
-    if (!is(sqrt, "Sqrt", 1) || only_reader(sqrt->output(0)) != div) return false;
-    if (!is(div, "Div", 2) || div->input(0) != d || div->input(1) != sqrt->output(0)) return false;
+    if (!is_node(sqrt, "Sqrt", 1) || only_reader(sqrt->output(0)) != div) return false;
+    if (!is_node(div, "Div", 2) || div->input(0) != d || div->input(1) != sqrt->output(0)) return false;
     std::set<const ::onnx::NodeProto*> nodes{sub, pow, var, add_eps, sqrt, div};
     // The per-channel affine transform, where the next nodes are one.
-    const auto channel_operand = [&](const ::onnx::NodeProto* n, const std::string& from, const char* op) {
-      std::optional<value> v;
-      if (is(n, op, 2)) v = constant_named(other_input(*n, from));
-      // Right-aligned against x's shape, the constant's one dim of c values must sit at C.
-      const std::size_t trailing = rank - c_axis;  // dims from C to the end
-      if (v && (v->type != x.type || v->shape.size() < trailing || v->shape.size() > rank ||
-                v->shape[v->shape.size() - trailing] != c ||
-                memfmt::detail::checked_numel(v->shape, "layer norm operand") != c))
-        v.reset();
-      if (v) v->constant->shape = {c};
-      return v;
-    };
     std::string out = div->output(0);
     const ::onnx::NodeProto* mul = only_reader(out);
-    const std::optional<value> weight = channel_operand(mul, out, "Mul");
+    const std::optional<value> weight = channel_constant(mul, out, "Mul", x, c_axis);
     if (weight) nodes.insert(mul), out = mul->output(0);
     const ::onnx::NodeProto* add = weight ? only_reader(out) : nullptr;
-    const std::optional<value> bias = channel_operand(add, out, "Add");
+    const std::optional<value> bias = channel_constant(add, out, "Add", x, c_axis);
     if (bias) nodes.insert(add), out = add->output(0);
     parameter w = weight ? *weight->constant : make_parameter(x.type, {c}, r.label());
     if (!weight)
@@ -1864,6 +1871,62 @@ class importer {
     const parameter b = bias ? *bias->constant : make_parameter(x.type, {c}, r.label());
     const graph::node_id id = net().layer_norm(layer_name(r, weight ? &*weight : nullptr), *x.node, *eps, true);
     bind_parameters(r, id, {{w, weight ? weight->initializer : ""}, {b, bias ? bias->initializer : ""}});
+    fused_.insert(nodes.begin(), nodes.end());
+    set_like(r, out, id, x);
+    return true;
+  }
+
+  // GroupNorm as exporters write it (PyTorch's F.group_norm): x [N, C, ...] reshaped to [N, G, -1],
+  // InstanceNormalization of that (scale and bias of G values), reshaped back to x's shape (by
+  // Shape(x) or a constant), then optionally * weight and + bias of C values along C. Called at the
+  // first Reshape: one group norm, its affine weights folding the instance norm's (w_c gamma_g,
+  // w_c beta_g + b_c). false where it is no group norm.
+  bool decomposed_group_norm(const node_reader& r, const value& x, const shape_t& target) {
+    const std::size_t rank = x.shape.size();
+    if (!x.node || x.channels_last || rank < 3 || rank > 5 || target.size() != 3 || target[0] != x.shape[0])
+      return false;
+    const std::int64_t c = x.shape[1], g = target[1];
+    if (g <= 0 || c % g != 0) return false;
+    const std::string& grouped = r.proto().output(0);
+    const ::onnx::NodeProto* in = only_reader(grouped);
+    if (!is_node(in, "InstanceNormalization", 3) || in->input(0) != grouped) return false;
+    const std::optional<value> gamma = constant_named(in->input(1)), beta = constant_named(in->input(2));
+    for (const auto& v : {gamma, beta})
+      if (!v || v->type != x.type || memfmt::detail::checked_numel(v->shape, "instance norm operand") != g) return false;
+    const ::onnx::NodeProto* back = only_reader(in->output(0));
+    if (!is_node(back, "Reshape", 2) || back->input(0) != in->output(0)) return false;
+    const auto shape_node = producers_.find(back->input(1));
+    const bool to_x_shape =
+        shape_node != producers_.end() && shape_node->second->op_type() == "Shape"
+            ? shape_node->second->input_size() == 1 && shape_node->second->input(0) == r.input(0) &&
+                  shape_node->second->attribute_size() == 0
+            : [&] {
+                const std::optional<value> s = constant_named(back->input(1));
+                return s && s->type == memfmt::dtype::int64 && int64_values(*s->constant) == x.shape;
+              }();
+    if (!to_x_shape) return false;
+    std::set<const ::onnx::NodeProto*> nodes{in, back};
+    std::string out = back->output(0);
+    const ::onnx::NodeProto* mul = only_reader(out);
+    const std::optional<value> weight = channel_constant(mul, out, "Mul", x, 1);
+    if (weight) nodes.insert(mul), out = mul->output(0);
+    const ::onnx::NodeProto* add = weight ? only_reader(out) : nullptr;
+    const std::optional<value> bias = channel_constant(add, out, "Add", x, 1);
+    if (bias) nodes.insert(add), out = add->output(0);
+    parameter w = make_parameter(x.type, {c}, r.label()), b = make_parameter(x.type, {c}, r.label());
+    bool plain = true;  // the instance norm's scale 1 and bias 0 (PyTorch's): the weights are the initializers
+    for (std::int64_t i = 0; i < c; ++i) {
+      const auto at = static_cast<std::size_t>(i), group = static_cast<std::size_t>(i / (c / g));
+      const double wc = weight ? element_as_double(*weight->constant, at) : 1.0;
+      const double bc = bias ? element_as_double(*bias->constant, at) : 0.0;
+      const double gs = element_as_double(*gamma->constant, group), gb = element_as_double(*beta->constant, group);
+      plain = plain && gs == 1.0 && gb == 0.0;
+      store_element(w, at, wc * gs, 0);
+      store_element(b, at, wc * gb + bc, 0);
+    }
+    const double eps = node_reader(*in, "ONNX node '" + in->name() + "'").get_float("epsilon", 1e-5f);
+    const graph::node_id id = net().group_norm(layer_name(r, weight ? &*weight : nullptr), *x.node, g, eps, true);
+    bind_parameters(r, id, {{w, weight && plain ? weight->initializer : ""}, {b, bias && plain ? bias->initializer : ""}});
     fused_.insert(nodes.begin(), nodes.end());
     set_like(r, out, id, x);
     return true;
