@@ -23,6 +23,13 @@ namespace {
 using memfmt::onnx::parameter;
 using memfmt_test::onnx_builder;
 
+// How many nodes of each kind a network holds, by the kind's name.
+std::map<std::string, int> kinds_of(const memfmt::graph::network& net) {
+  std::map<std::string, int> kinds;
+  for (const auto& n : net.nodes()) ++kinds[memfmt::graph::to_string(n.kind)];
+  return kinds;
+}
+
 parameter ramp(const std::vector<std::int64_t>& shape, float start, float step) {
   parameter p = memfmt::onnx::make_parameter(memfmt::dtype::float32, shape, "test");
   for (std::size_t i = 0; i < static_cast<std::size_t>(p.numel()); ++i)
@@ -358,8 +365,7 @@ TEST(OnnxRun, ChannelsLastBlocksRunAsLayersOverC) {
       const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
       ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
       // Layer norm, two 1x1 convs with their biases, one GELU, the residual add: nothing else.
-      std::map<std::string, int> kinds;
-      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      const std::map<std::string, int> kinds = kinds_of(m.network);
       EXPECT_EQ(kinds, (std::map<std::string, int>{
                            {"input", 1}, {"output", 1}, {"layer_norm", 1}, {"conv", 2}, {"activation", 1}, {"binary", 1}}));
       const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
@@ -419,8 +425,7 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
       SCOPED_TRACE(std::string(channel_weight ? "weight [C, 1, 1]" : "weight [1, 1, C] along W") + " in plan " + p.name);
       const auto m = memfmt::onnx::import_model(build(channel_weight).model(), memfmt_test::options_for(p));
       ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
-      std::map<std::string, int> kinds;
-      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      const std::map<std::string, int> kinds = kinds_of(m.network);
       // The conv's output is a graph output too (conv_model's "y").
       std::map<std::string, int> want{{"input", 1}, {"output", 2}, {"conv", 1}, {"layer_norm", 1}};
       if (!channel_weight) want["binary"] = want["constant"] = 2;  // the Mul along W and the bias Add, as written
@@ -484,8 +489,7 @@ TEST(OnnxRun, GroupNormPatternIsOneGroupNorm) {
       SCOPED_TRACE(std::string(back_by_shape ? "back by Shape(x)" : "back by a constant") + " in plan " + p.name);
       const auto m = memfmt::onnx::import_model(build(back_by_shape).model(), memfmt_test::options_for(p));
       ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
-      std::map<std::string, int> kinds;
-      for (const auto& nd : m.network.nodes()) ++kinds[memfmt::graph::to_string(nd.kind)];
+      const std::map<std::string, int> kinds = kinds_of(m.network);
       // The conv's output is a graph output too (conv_model's "y").
       EXPECT_EQ(kinds, (std::map<std::string, int>{{"input", 1}, {"output", 2}, {"conv", 1}, {"group_norm", 1}}));
       const parameter out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("gn");

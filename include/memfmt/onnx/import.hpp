@@ -1816,6 +1816,26 @@ class importer {
     return v;
   }
 
+  // The per-channel affine transform that may follow a written-out normalisation of x whose result
+  // is `out`: * weight, then (only after a weight) + bias, each a channel_constant. The matched
+  // nodes join `nodes` and `out` moves past them.
+  struct channel_affine_t {
+    std::optional<value> weight, bias;
+  };
+  channel_affine_t channel_affine(std::string& out, std::set<const ::onnx::NodeProto*>& nodes, const value& x,
+                                  std::size_t c_axis) const {
+    channel_affine_t t;
+    const ::onnx::NodeProto* mul = only_reader(out);
+    t.weight = channel_constant(mul, out, "Mul", x, c_axis);
+    if (!t.weight) return t;
+    nodes.insert(mul);
+    out = mul->output(0);
+    const ::onnx::NodeProto* add = only_reader(out);
+    t.bias = channel_constant(add, out, "Add", x, c_axis);
+    if (t.bias) nodes.insert(add), out = add->output(0);
+    return t;
+  }
+
   // Layer norm written out over C, of x that is a channels-last view (as exporters before opset 17
   // write nn.LayerNorm after a permute; the reduced axis is the last) or a network value (the
   // LayerNorm2d of detectron2, SAM and the original ConvNeXt: x.mean(1, keepdim=True); axis 1):
@@ -1857,14 +1877,8 @@ class importer {
     if (!is_node(sqrt, "Sqrt", 1) || only_reader(sqrt->output(0)) != div) return false;
     if (!is_node(div, "Div", 2) || div->input(0) != d || div->input(1) != sqrt->output(0)) return false;
     std::set<const ::onnx::NodeProto*> nodes{sub, pow, var, add_eps, sqrt, div};
-    // The per-channel affine transform, where the next nodes are one.
     std::string out = div->output(0);
-    const ::onnx::NodeProto* mul = only_reader(out);
-    const std::optional<value> weight = channel_constant(mul, out, "Mul", x, c_axis);
-    if (weight) nodes.insert(mul), out = mul->output(0);
-    const ::onnx::NodeProto* add = weight ? only_reader(out) : nullptr;
-    const std::optional<value> bias = channel_constant(add, out, "Add", x, c_axis);
-    if (bias) nodes.insert(add), out = add->output(0);
+    const auto [weight, bias] = channel_affine(out, nodes, x, c_axis);
     parameter w = weight ? *weight->constant : make_parameter(x.type, {c}, r.label());
     if (!weight)
       for (std::int64_t i = 0; i < c; ++i) store_element(w, static_cast<std::size_t>(i), 1.0, 0);
@@ -1891,8 +1905,9 @@ class importer {
     const ::onnx::NodeProto* in = only_reader(grouped);
     if (!is_node(in, "InstanceNormalization", 3) || in->input(0) != grouped) return false;
     const std::optional<value> gamma = constant_named(in->input(1)), beta = constant_named(in->input(2));
-    for (const auto& v : {gamma, beta})
-      if (!v || v->type != x.type || memfmt::detail::checked_numel(v->shape, "instance norm operand") != g) return false;
+    for (const std::optional<value>* v : {&gamma, &beta})
+      if (!*v || (*v)->type != x.type || memfmt::detail::checked_numel((*v)->shape, "instance norm operand") != g)
+        return false;
     const ::onnx::NodeProto* back = only_reader(in->output(0));
     if (!is_node(back, "Reshape", 2) || back->input(0) != in->output(0)) return false;
     const auto shape_node = producers_.find(back->input(1));
@@ -1907,12 +1922,7 @@ class importer {
     if (!to_x_shape) return false;
     std::set<const ::onnx::NodeProto*> nodes{in, back};
     std::string out = back->output(0);
-    const ::onnx::NodeProto* mul = only_reader(out);
-    const std::optional<value> weight = channel_constant(mul, out, "Mul", x, 1);
-    if (weight) nodes.insert(mul), out = mul->output(0);
-    const ::onnx::NodeProto* add = weight ? only_reader(out) : nullptr;
-    const std::optional<value> bias = channel_constant(add, out, "Add", x, 1);
-    if (bias) nodes.insert(add), out = add->output(0);
+    const auto [weight, bias] = channel_affine(out, nodes, x, 1);
     parameter w = make_parameter(x.type, {c}, r.label()), b = make_parameter(x.type, {c}, r.label());
     bool plain = true;  // the instance norm's scale 1 and bias 0 (PyTorch's): the weights are the initializers
     for (std::int64_t i = 0; i < c; ++i) {
