@@ -20,7 +20,7 @@ The committed files (model, and input with PyTorch's output) come from, in tests
       data/small_resnet18.onnx --input-shape 1,3,32,32 --dynamic-batch \
       --output-fixture data/small_resnet18.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_mobilenet_v2 \
-      data/small_mobilenet_v2.onnx --input-shape 1,3,32,32 --keep-batchnorm \
+      data/small_mobilenet_v2.onnx --input-shape 1,3,32,32 --keep-batchnorm --dynamic-batch \
       --output-fixture data/small_mobilenet_v2.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_normalized_prelu_net \
       data/small_normalized_prelu_net.onnx --input-shape 1,3,16,16 \
@@ -48,7 +48,8 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
       data/small_swin.onnx --input-shape 1,3,16,16
 
-(python3-torch 1.13, python3-torchvision 0.14: the same bytes again).
+(python3-torch 1.13, python3-torchvision 0.14: the same bytes again). record_training.py records one
+training step of the MobileNetV2, GroupNorm and LayerNorm2d models (data/*.training.safetensors).
 """
 import torch
 import torchvision

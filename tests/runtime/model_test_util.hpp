@@ -47,7 +47,7 @@ inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::g
 
 // All channels_first, all channels_last (where a layer has a choice) and the plan solve() picks
 // with `model` (a backend's support query in it keeps to the formats that backend runs).
-inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans(
+inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans_of(
     const memfmt::graph::network& net, const memfmt::graph::cost_model& model = memfmt::graph::cost_model{}) {
   using memfmt::graph::family;
   const memfmt::graph::cost_model priors{};

@@ -264,7 +264,7 @@ TEST(TrainerDeviceMemory, HooksCarryEveryByteAndTheStepEqualsTheHostStep) {
   const auto& out = net.at(*net.find("output"));
   const auto x = tt::random_values(static_cast<std::size_t>(in.numel()), 11);
   const auto r = tt::random_values(static_cast<std::size_t>(out.numel()), 12);
-  for (const auto& [plan_name, plan] : tt::plans(net)) {
+  for (const auto& [plan_name, plan] : tt::plans_of(net)) {
     SCOPED_TRACE(plan_name);
     const tt::step_result want = tt::train<float>(net, plan, params, x, r);
     fake_device dev;

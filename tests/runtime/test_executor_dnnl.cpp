@@ -31,7 +31,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
-using memfmt_test::plans;
+using memfmt_test::plans_of;
 using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
@@ -91,7 +91,7 @@ void check_model(const std::string& name, models::options o) {
   memfmt::onednn::backend dnnl;
   memfmt::graph::cost_model with_dnnl{};
   with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  for (const auto& [plan_name, plan] : plans(net, with_dnnl)) {
+  for (const auto& [plan_name, plan] : plans_of(net, with_dnnl)) {
     memfmt::runtime::executor_report report;
     const auto got = run<T>(dnnl, net, plan, params, x, true, &report);
     EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;

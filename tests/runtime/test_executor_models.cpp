@@ -29,7 +29,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;
-using memfmt_test::plans;
+using memfmt_test::plans_of;
 using memfmt_test::random_input;
 using memfmt_test::small;
 using memfmt_test::uniform;
@@ -71,7 +71,7 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   // each output once): a few float32 ulps per weight, through every layer's longest sum.
   const double tol = 16.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(longest_reduction(net))) *
                      std::max(1.0, scale);
-  for (const auto& [plan_name, plan] : plans(net)) {
+  for (const auto& [plan_name, plan] : plans_of(net)) {
     const auto got = run(net, plan, params, x, true);  // fused
     // A solved plan may convert between a conv and its batch norm, which then stay apart.
     if (plan_name != "solved") EXPECT_GE(got.report.fusions.size(), expected_fusions_at_least) << plan_name;

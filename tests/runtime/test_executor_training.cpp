@@ -158,7 +158,7 @@ void check_finite_differences(const network& net, const memfmt::graph::plan& pla
 
 TEST(Training, FiniteDifferencesEveryLayer) {
   const network net = every_layer(memfmt::dtype::float64);
-  for (const auto& [name, plan] : plans(net)) check_finite_differences(net, plan, name);
+  for (const auto& [name, plan] : plans_of(net)) check_finite_differences(net, plan, name);
 }
 
 TEST(Training, FiniteDifferencesResNet) {
@@ -180,7 +180,7 @@ void check_plans_agree(const network& net, double tol) {
   const auto& out = net.at(*net.find("output"));
   const auto x = random_values(static_cast<std::size_t>(in.numel()), 4);
   const auto r = random_values(static_cast<std::size_t>(out.numel()), 5);
-  const auto all = plans(net);
+  const auto all = plans_of(net);
   const step_result truth = train<T>(net, all[0].second, params, x, r);
   for (const auto& [name, plan] : all) {
     SCOPED_TRACE(name);
@@ -232,7 +232,7 @@ TEST(Training, BroadcastAddAfterABatchNormIsNotFused) {
   const auto c = net.conv("context", net.global_pool("pool", x), memfmt::graph::conv_spec(4, 1));
   const auto sum = net.add("add", net.batch_norm("bn", c), x);
   net.output("output", net.relu("relu", sum), family::channels_first);
-  for (const auto& [name, plan] : plans(net)) check_finite_differences(net, plan, name);
+  for (const auto& [name, plan] : plans_of(net)) check_finite_differences(net, plan, name);
   check_plans_agree<double>(net, 1e-10);
 }
 

@@ -41,7 +41,7 @@ void check_fixture(const std::string& file, const network& net) {
       params.insert(name, p);
   const auto x = values(all.at("input")), r = values(all.at("output_grad"));
   const double tol = 1e-9;
-  for (const auto& [plan_name, plan] : plans(net)) {
+  for (const auto& [plan_name, plan] : plans_of(net)) {
     SCOPED_TRACE(plan_name);
     const step_result got = train<double>(net, plan, params, x, r);
     expect_close(got.output, values(all.at("output")), tol, "output");

@@ -155,7 +155,7 @@ void check_model(const std::string& name, bool fuse) {
   memfmt::onednn::backend dnnl;
   memfmt::graph::cost_model with_dnnl{};
   with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  for (const auto& [plan_name, plan] : plans(net, with_dnnl)) {
+  for (const auto& [plan_name, plan] : plans_of(net, with_dnnl)) {
     SCOPED_TRACE(plan_name);
     std::vector<std::string> fusions;
     const step_result got = train_on<T>(dnnl, net, plan, params, x, r, {fuse}, &fusions);

@@ -26,7 +26,7 @@ using memfmt::runtime::parameter_store;
 using memfmt::runtime::tensor_ref;
 using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
 
-using memfmt_test::plans;
+using memfmt_test::plans_of;
 using memfmt_test::uniform;
 
 inline std::vector<double> random_values(std::size_t n, std::uint32_t seed) {
