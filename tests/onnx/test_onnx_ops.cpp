@@ -449,6 +449,28 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
   EXPECT_EQ(m.unsupported.size(), 1u);
 }
 
+// An output side past a million positions keeps ONNX's rule without comparing it with PyTorch's
+// position by position (a mutated scale made that comparison run for hours).
+TEST(OnnxImport, ResizeToAHugeSideKeepsOnnxsRule) {
+  onnx_builder b;
+  b.input("x", {1, 2, 4, 5}).output("y");
+  ::onnx::TensorProto scales;
+  scales.set_data_type(::onnx::TensorProto::FLOAT);
+  scales.add_dims(4);
+  for (float s : {1.f, 1.f, 1.f, 2147483648.f}) scales.add_float_data(s);
+  b.node("Constant", {}, {"scales"}).attr_tensor("value", scales);
+  b.node("Resize", {"x", "", "scales"}, {"y"})
+      .attr("mode", std::string("nearest"))
+      .attr("coordinate_transformation_mode", std::string("asymmetric"))
+      .attr("nearest_mode", std::string("floor"));
+  const imported_model m = import_model(b.model());
+  const node& y = output_of(m, "y");
+  EXPECT_EQ(y.extents, (dims{1, 2, 4, std::int64_t{5} << 31}));
+  const auto& p = y.get<memfmt::upsample_params>();
+  EXPECT_EQ(p.coordinates, memfmt::resample_coordinates::asymmetric);
+  EXPECT_EQ(p.scale, (std::array<double, 3>{1.0, 2147483648.0, 0.0}));
+}
+
 TEST(OnnxImport, PoolingCeilModeAndCountIncludePad) {
   onnx_builder b;
   b.input("x", {1, 2, 6, 7}).output("y").output("z");

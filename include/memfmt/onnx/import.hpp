@@ -1517,6 +1517,9 @@ class importer {
       const double scale = scales.empty() ? 0.0 : scales[d];
       given[d - 2 + (lifted ? 1 : 0)] = scale;
       const double last = static_cast<double>(in - 1);
+      // The comparison visits every output position; past a million (no image has such a side, a
+      // mutated scale does) ONNX's rule is kept, which is exact either way.
+      if (out > (std::int64_t{1} << 20)) pytorch_rule = false;
       for (std::int64_t o = 0; o < out && pytorch_rule; ++o) {
         const double at = memfmt::resample_source(c, o, in, out, scale);
         if (p.mode == memfmt::resample_mode::nearest) {
