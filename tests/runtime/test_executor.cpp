@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <random>
@@ -435,6 +436,54 @@ TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
   };
   for (const std::optional<family> f : {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)})
     EXPECT_EQ(run(f, true), run(f, false));
+}
+
+// A batch norm, then per-channel constants in every foldable position (k * x, x + k, x - k, x / k),
+// fold into the conv before them; a constant that is not one value per channel, and k - x, stay
+// layers of their own. Fused and unfused runs agree in both formats, with the buffers poisoned.
+TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
+  network net;
+  const std::vector<std::int64_t> e{2, 4, 5, 3};
+  const node_id x = net.input("x", e, memfmt::dtype::float32, family::channels_first);
+  const auto per_channel = [&](const std::string& name) { return net.constant(name, {1, 4, 1, 1}, memfmt::dtype::float32); };
+  node_id v = net.batch_norm("bn", net.conv("conv", x, memfmt::graph::conv_spec(4, 3, 1, 1, 1, false)));
+  v = net.mul("scale", per_channel("gamma"), v);
+  v = net.binary("shift", v, per_channel("beta"), memfmt::binary_op::add);
+  v = net.binary("minus", v, per_channel("mu"), memfmt::binary_op::sub);
+  v = net.binary("over", v, per_channel("sigma"), memfmt::binary_op::div);
+  v = net.binary("from", per_channel("k"), v, memfmt::binary_op::sub);         // k - x: not folded
+  v = net.mul("map", v, net.constant("map_scale", {1, 4, 5, 3}, memfmt::dtype::float32));  // not per channel
+  const node_id tail = net.conv("conv2", v, memfmt::graph::conv_spec(4, 1, 1, 0, 1, true));
+  net.output("y", net.mul("tail_scale", tail, per_channel("t")), family::channels_first);
+  parameter_store params = make_params<float>(net, 5);
+  // Divisors away from zero, so the unfused division is well conditioned.
+  std::vector<float> sigma = params.at("sigma.value").values<float>();
+  for (float& s : sigma) s = 0.5f + std::fabs(s);
+  memfmt::runtime::parameter divisor = params.at("sigma.value");
+  std::memcpy(divisor.bytes.data(), sigma.data(), divisor.bytes.size());
+  params.assign("sigma.value", divisor);
+  std::vector<float> xs = random_values<float>(2 * 4 * 5 * 3, 4, -1.f, 1.f);
+  const auto run = [&](std::optional<family> f, bool fuse, std::vector<std::string>* fusions) {
+    memfmt::reference::backend b;
+    memfmt::runtime::executor_options o;
+    o.poison = true;
+    o.fuse = fuse;
+    memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, params, o);
+    if (fusions) *fusions = ex.report().fusions;
+    std::vector<float> y(xs.size());
+    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, e, family::channels_first, xs.data()}}},
+               {{"y", tensor_ref{memfmt::dtype::float32, e, family::channels_first, y.data()}}});
+    return y;
+  };
+  for (const std::optional<family> f : {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)}) {
+    std::vector<std::string> fusions;
+    const std::vector<float> fused = run(f, true, &fusions), plain = run(f, false, nullptr);
+    EXPECT_EQ(fusions, (std::vector<std::string>{"conv + bias + bn + scale + shift + minus + over",
+                                                 "conv2 + bias + tail_scale"}));
+    ASSERT_EQ(fused.size(), plain.size());
+    for (std::size_t i = 0; i < fused.size(); ++i)
+      EXPECT_NEAR(fused[i], plain[i], 1e-5f * std::max(1.f, std::fabs(plain[i]))) << "element " << i;
+  }
 }
 
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {

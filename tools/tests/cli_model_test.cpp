@@ -655,7 +655,7 @@ TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
   EXPECT_NE(run.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << run.output;
 
   // A fixed batch cannot be changed.
-  const auto r = run_cli({"run", onnx_file("small_mobilenet_v2.onnx"), "--batch", "2"});
+  const auto r = run_cli({"run", onnx_file("small_groupnorm_net.onnx"), "--batch", "2"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("fixed batch"), std::string::npos) << r.output;
 }

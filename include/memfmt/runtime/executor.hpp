@@ -11,9 +11,10 @@
 //     its producer and read by all its consumers; an ambiguous shape (relabel) shares the bytes.
 // Layers that only rename bytes (output, flatten, dropout in inference) alias what they read.
 // Inference fusions (executor_options::fuse), where the plan keeps the layers in one format and the
-// intermediate value has no other reader: a batch norm folds into the preceding conv's weights and
-// bias, and a residual add (whose other operand exists by then) and an activation after it run on the
-// conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
+// intermediate value has no other reader: a batch norm and per-channel multiplications and additions
+// by constants (a layer scale, a frozen batch norm exported as Mul and Add) fold into the preceding
+// conv's weights and bias, and a residual add (whose other operand exists by then) and an activation
+// after it run on the conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
 // post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
 // (user_op.hpp).
 //
@@ -570,10 +571,32 @@ class executor {
     return it != chain_input_.end() ? it->second : n.inputs[0];
   }
 
+  // The binary layer that is the only reader of `last` (a conv's value or a layer folded into it)
+  // when the conv's weights and bias can absorb it: last * k, k * last, last + k, k + last,
+  // last - k or last / k with k a constant of one value per channel ([1, C, 1, 1]) of last's dtype.
+  std::optional<graph::node_id> channel_affine(graph::node_id last) const {
+    const auto b = sole_consumer(last);
+    if (!b) return std::nullopt;
+    const graph::node& a = net_.at(*b);
+    if (a.kind != graph::node_kind::binary || a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
+      return std::nullopt;
+    const bool chain_first = a.inputs[0] == last;
+    const graph::node& k = net_.at(chain_first ? a.inputs[1] : a.inputs[0]);
+    const memfmt::binary_op op = a.template get<memfmt::binary_op>();
+    const bool commutes = op == memfmt::binary_op::add || op == memfmt::binary_op::mul;
+    const std::vector<std::int64_t>& e = net_.at(last).extents;
+    if (k.kind != graph::node_kind::constant || k.type != a.type || (!commutes && !chain_first) || a.extents != e ||
+        k.extents.size() != e.size() || e.size() < 3 || k.extents[1] != e[1])
+      return std::nullopt;
+    for (std::size_t d = 0; d < e.size(); ++d)
+      if (d != 1 && k.extents[d] != 1) return std::nullopt;
+    return b;
+  }
+
   // Inference fusions where the plan keeps the layers in one format: a batch norm that is the only
-  // reader of a conv folds into the conv's weights and bias; a residual add that is the only reader
-  // of the result (residual_add) and an activation that is the only reader after that run on the
-  // conv's output in the conv's step.
+  // reader of a conv, and then channel_affine layers, fold into the conv's weights and bias; a
+  // residual add that is the only reader of the result (residual_add) and an activation that is the
+  // only reader after that run on the conv's output in the conv's step.
   void find_fusions() {
     if (!options_.fuse) return;
     for (const graph::node& n : net_.nodes()) {
@@ -585,6 +608,13 @@ class executor {
         folded_bn_[n.id] = *bn;
         group += " + " + net_.at(*bn).name;
         last = *bn;
+      }
+      while (const auto b = channel_affine(last)) {
+        fused_into_[*b] = n.id;
+        chain_input_[*b] = last;
+        folded_affine_[n.id].push_back(*b);
+        group += " + " + net_.at(*b).name;
+        last = *b;
       }
       if (const auto add = residual_add(n, last)) {
         fused_into_[*add] = n.id;
@@ -768,7 +798,7 @@ class executor {
     const std::vector<std::int64_t> shape = params.at(n.name + ".weight").shape;
     std::vector<T> w = params.at(n.name + ".weight").template values<T>(n.name + ".weight");
     std::vector<T> bias = a.bias ? params.at(n.name + ".bias").template values<T>(n.name + ".bias") : std::vector<T>{};
-    if (const auto it = folded_bn_.find(n.id); it != folded_bn_.end()) fold_batch_norm(net_.at(it->second), params, w, bias);
+    fold_channel_affine(n, params, w, bias);
     const T* bd = bias.empty() ? nullptr : param(std::move(bias));
     const auto fused = fused_activation_.find(n.id);
     const memfmt::activation_params act =
@@ -811,25 +841,46 @@ class executor {
     return a.inputs[0] == chain ? a.inputs[1] : a.inputs[0];
   }
 
-  // Batch norm in inference is y = x * s + t per channel, s = gamma / sqrt(var + eps),
-  // t = beta - mean * s; on a conv's output it becomes the conv with weights w * s and bias
-  // (bias - mean) * s + beta. Computed in double from the batch norm's float32 (or float64)
-  // parameters, rounded once to the conv's dtype.
+  // What folds into conv n's weights and bias is y = x * s + t per output channel: batch norm in
+  // inference (s = gamma / sqrt(var + eps), t = beta - mean * s), then each channel_affine layer
+  // (a product scales s and t, a sum shifts t). The conv becomes weights w * s and bias
+  // bias * s + t, computed in double from the parameters and rounded once to the conv's dtype.
   template <class T>
-  void fold_batch_norm(const graph::node& bn, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
-    using P = detail::stats_t<T>;
-    const auto& p = bn.get<batch_norm_params>();
-    const auto gamma = detail::values_as<P, double>(params, bn.name + ".weight");
-    const auto beta = detail::values_as<P, double>(params, bn.name + ".bias");
-    const auto mean = detail::values_as<P, double>(params, bn.name + ".running_mean");
-    const auto var = detail::values_as<P, double>(params, bn.name + ".running_var");
-    const std::size_t k = gamma.size(), per = w.size() / k;
+  void fold_channel_affine(const graph::node& n, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
+    const auto bn = folded_bn_.find(n.id);
+    const auto affine = folded_affine_.find(n.id);
+    if (bn == folded_bn_.end() && affine == folded_affine_.end()) return;
+    const auto k = static_cast<std::size_t>(n.extents[1]), per = w.size() / k;
+    std::vector<double> s(k, 1.0), t(k, 0.0);
+    if (bn != folded_bn_.end()) {
+      using P = detail::stats_t<T>;
+      const graph::node& b = net_.at(bn->second);
+      const double eps = b.get<batch_norm_params>().epsilon;
+      const auto gamma = detail::values_as<P, double>(params, b.name + ".weight");
+      const auto beta = detail::values_as<P, double>(params, b.name + ".bias");
+      const auto mean = detail::values_as<P, double>(params, b.name + ".running_mean");
+      const auto var = detail::values_as<P, double>(params, b.name + ".running_var");
+      for (std::size_t c = 0; c < k; ++c) {
+        s[c] = gamma[c] / std::sqrt(var[c] + eps);
+        t[c] = beta[c] - mean[c] * s[c];
+      }
+    }
+    if (affine != folded_affine_.end())
+      for (graph::node_id id : affine->second) {
+        const graph::node& a = net_.at(id);
+        const graph::node_id chain = chain_input_.at(id);
+        const auto v = detail::values_as<T, double>(params, net_.at(other_input(id, chain)).name + ".value");
+        for (std::size_t c = 0; c < k; ++c) switch (a.get<memfmt::binary_op>()) {
+            case memfmt::binary_op::mul: s[c] *= v[c], t[c] *= v[c]; break;
+            case memfmt::binary_op::div: s[c] /= v[c], t[c] /= v[c]; break;
+            case memfmt::binary_op::add: t[c] += v[c]; break;
+            case memfmt::binary_op::sub: t[c] -= v[c]; break;
+          }
+      }
     if (bias.empty()) bias.assign(k, static_cast<T>(0.0f));
     for (std::size_t c = 0; c < k; ++c) {
-      const double s = gamma[c] / std::sqrt(var[c] + p.epsilon);
-      for (std::size_t i = c * per; i < (c + 1) * per; ++i)
-        w[i] = static_cast<T>(detail::as_double(w[i]) * s);
-      bias[c] = static_cast<T>((detail::as_double(bias[c]) - mean[c]) * s + beta[c]);
+      for (std::size_t i = c * per; i < (c + 1) * per; ++i) w[i] = static_cast<T>(detail::as_double(w[i]) * s[c]);
+      bias[c] = static_cast<T>(detail::as_double(bias[c]) * s[c] + t[c]);
     }
   }
 
@@ -1053,9 +1104,10 @@ class executor {
   std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
+  std::map<graph::node_id, std::vector<graph::node_id>> folded_affine_;  // conv -> its channel_affine layers, in order
   std::map<graph::node_id, memfmt::activation_params> fused_activation_;  // conv -> the activation run on its output
   std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
-  std::map<graph::node_id, graph::node_id> chain_input_;  // fused add -> the chain value it shares the bytes of
+  std::map<graph::node_id, graph::node_id> chain_input_;  // fused add or affine -> the chain value it shares the bytes of
 };
 
 // Out of the class body, so not implicitly inline: where `extern template class executor<B>;` is
