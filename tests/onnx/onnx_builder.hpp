@@ -70,6 +70,19 @@ class onnx_builder {
     }
     return *this;
   }
+  onnx_builder& float_vector(const std::string& name, const std::vector<float>& values, bool as_constant_node = false) {
+    ::onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(::onnx::TensorProto::FLOAT);
+    t.add_dims(static_cast<std::int64_t>(values.size()));
+    for (float v : values) t.add_float_data(v);
+    if (as_constant_node) {
+      node("Constant", {}, {name}).attr_tensor("value", t);
+    } else {
+      *model_.mutable_graph()->add_initializer() = t;
+    }
+    return *this;
+  }
   onnx_builder& scalar(const std::string& name, float v, bool as_constant_node = true) {
     ::onnx::TensorProto t;
     t.set_name(name);

@@ -411,11 +411,7 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
     t.add_dims(0);
     b.attr_tensor("value", t);
   }
-  ::onnx::TensorProto scales;
-  scales.set_data_type(::onnx::TensorProto::FLOAT);
-  scales.add_dims(4);
-  for (float s : {1.f, 1.f, 2.f, 2.f}) scales.add_float_data(s);
-  b.node("Constant", {}, {"scales"}).attr_tensor("value", scales);
+  b.float_vector("scales", {1.f, 1.f, 2.f, 2.f}, true);
   b.node("Resize", {"x", "roi", "scales"}, {"y"})
       .attr("mode", std::string("nearest"))
       .attr("coordinate_transformation_mode", std::string("asymmetric"))
@@ -424,10 +420,7 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
   b.node("Resize", {"x", "roi", "scales"}, {"u"}).attr("mode", std::string("cubic"));
   // asymmetric + round_prefer_floor picks pixel 1 for output 1 at scale 2 (0.5 rounds down: 0);
   // output 3 reads 1.5 -> 1 as floor does; but at scale 3 output 2 reads 0.67 -> 1, not floor's 0.
-  ::onnx::TensorProto s3 = scales;
-  s3.set_float_data(2, 3.f);
-  s3.set_float_data(3, 3.f);
-  b.node("Constant", {}, {"s3"}).attr_tensor("value", s3);
+  b.float_vector("s3", {1.f, 1.f, 3.f, 3.f}, true);
   b.node("Resize", {"x", "roi", "s3"}, {"v"})
       .attr("mode", std::string("nearest"))
       .attr("coordinate_transformation_mode", std::string("asymmetric"));
@@ -454,11 +447,7 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
 TEST(OnnxImport, ResizeToAHugeSideKeepsOnnxsRule) {
   onnx_builder b;
   b.input("x", {1, 2, 4, 5}).output("y");
-  ::onnx::TensorProto scales;
-  scales.set_data_type(::onnx::TensorProto::FLOAT);
-  scales.add_dims(4);
-  for (float s : {1.f, 1.f, 1.f, 2147483648.f}) scales.add_float_data(s);
-  b.node("Constant", {}, {"scales"}).attr_tensor("value", scales);
+  b.float_vector("scales", {1.f, 1.f, 1.f, 2147483648.f}, true);
   b.node("Resize", {"x", "", "scales"}, {"y"})
       .attr("mode", std::string("nearest"))
       .attr("coordinate_transformation_mode", std::string("asymmetric"))
