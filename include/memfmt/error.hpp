@@ -24,6 +24,7 @@ enum class errc {
   unsupported_dtype,  // an element type the operation cannot handle
   unsupported,        // a valid request the backend does not implement
   backend_failure,    // cuDNN, oneDNN or CUDA reported an error
+  out_of_memory,      // memory the operation needs could not be allocated
 };
 
 inline const char* to_string(errc c) noexcept {
@@ -37,6 +38,7 @@ inline const char* to_string(errc c) noexcept {
     case errc::unsupported_dtype: return "unsupported dtype";
     case errc::unsupported: return "unsupported";
     case errc::backend_failure: return "backend failure";
+    case errc::out_of_memory: return "out of memory";
   }
   return "unknown";
 }

@@ -693,7 +693,10 @@ class executor {
         base_ = static_cast<std::byte*>(backend_memory(static_cast<std::size_t>(memory_.arena_bytes)));
       } else {
         void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-        if (!p) throw std::bad_alloc();
+        if (!p)
+          memfmt::detail::fail(errc::out_of_memory, "executor: the arena of the network's values (" +
+                                                        std::to_string(memory_.arena_bytes) +
+                                                        " bytes) could not be allocated");
         arena_.reset(static_cast<std::byte*>(p));
         base_ = arena_.get();
       }

@@ -341,7 +341,10 @@ class trainer {
         base_ = static_cast<std::byte*>(detail::backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
       } else {
         void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-        if (!p) throw std::bad_alloc();
+        if (!p)
+          memfmt::detail::fail(errc::out_of_memory, "trainer: the arena of the network's values (" +
+                                                        std::to_string(memory_.arena_bytes) +
+                                                        " bytes) could not be allocated");
         arena_.reset(static_cast<std::byte*>(p));
         base_ = arena_.get();
       }
