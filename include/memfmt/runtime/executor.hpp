@@ -14,8 +14,8 @@
 // intermediate value has no other reader: a batch norm and per-channel multiplications and additions
 // by constants (a layer scale, a frozen batch norm exported as Mul and Add) fold into the preceding
 // conv's weights and bias, and a residual add (whose other operand exists by then) and an activation
-// after it run on the conv's output in the conv's step (one call on a backend with a conv epilogue, such as oneDNN's
-// post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
+// after it run on the conv's output in the conv's step (one call on a backend with a conv epilogue,
+// such as oneDNN's post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
 // (user_op.hpp).
 //
 // The executor keeps copies of the network and plan and a reference to the backend, which must
