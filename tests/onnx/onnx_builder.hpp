@@ -57,18 +57,22 @@ class onnx_builder {
     for (std::int64_t i = 0; i < n; ++i) t->add_float_data(start + static_cast<float>(i) * step);
     return *this;
   }
+  // Tensor t (named) as the output of a Constant node or as an initializer.
+  onnx_builder& tensor(const ::onnx::TensorProto& t, bool as_constant_node) {
+    if (as_constant_node) {
+      node("Constant", {}, {t.name()}).attr_tensor("value", t);
+    } else {
+      *model_.mutable_graph()->add_initializer() = t;
+    }
+    return *this;
+  }
   onnx_builder& ints(const std::string& name, const std::vector<std::int64_t>& values, bool as_constant_node = false) {
     ::onnx::TensorProto t;
     t.set_name(name);
     t.set_data_type(::onnx::TensorProto::INT64);
     t.add_dims(static_cast<std::int64_t>(values.size()));
     for (std::int64_t v : values) t.add_int64_data(v);
-    if (as_constant_node) {
-      node("Constant", {}, {name}).attr_tensor("value", t);
-    } else {
-      *model_.mutable_graph()->add_initializer() = t;
-    }
-    return *this;
+    return tensor(t, as_constant_node);
   }
   onnx_builder& float_vector(const std::string& name, const std::vector<float>& values, bool as_constant_node = false) {
     ::onnx::TensorProto t;
@@ -76,24 +80,14 @@ class onnx_builder {
     t.set_data_type(::onnx::TensorProto::FLOAT);
     t.add_dims(static_cast<std::int64_t>(values.size()));
     for (float v : values) t.add_float_data(v);
-    if (as_constant_node) {
-      node("Constant", {}, {name}).attr_tensor("value", t);
-    } else {
-      *model_.mutable_graph()->add_initializer() = t;
-    }
-    return *this;
+    return tensor(t, as_constant_node);
   }
   onnx_builder& scalar(const std::string& name, float v, bool as_constant_node = true) {
     ::onnx::TensorProto t;
     t.set_name(name);
     t.set_data_type(::onnx::TensorProto::FLOAT);
     t.add_float_data(v);
-    if (as_constant_node) {
-      node("Constant", {}, {name}).attr_tensor("value", t);
-    } else {
-      *model_.mutable_graph()->add_initializer() = t;
-    }
-    return *this;
+    return tensor(t, as_constant_node);
   }
 
   onnx_builder& node(const std::string& op, const std::vector<std::string>& inputs,

@@ -23,9 +23,9 @@ namespace {
 
 using memfmt::runtime::parameter_store;
 using memfmt::training_test::expect_close_in_norm;
+using memfmt::training_test::starts_with;
 using memfmt::training_test::values;
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 // The recording's entries under `prefix` ("grad:", "after:") against the trainer's store `got`,
 // whose names map to ONNX initializers through `source`. Every recorded entry must be matched by

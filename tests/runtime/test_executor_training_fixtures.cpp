@@ -18,8 +18,6 @@ namespace {
 using namespace memfmt::training_test;
 namespace models = memfmt::graph::models;
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
 // Elements within tol of the expected ones, relative to the largest expected magnitude (at least 1).
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;

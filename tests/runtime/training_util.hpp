@@ -29,6 +29,8 @@ using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
 using memfmt_test::plans_of;
 using memfmt_test::uniform;
 
+inline bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
 inline std::vector<double> random_values(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> d(-1.0, 1.0);

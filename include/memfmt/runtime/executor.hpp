@@ -15,8 +15,8 @@
 // by constants (a layer scale, a frozen batch norm exported as Mul and Add) fold into the preceding
 // conv's weights and bias, and a residual add (whose other operand exists by then) and an activation
 // after it run on the conv's output in the conv's step (one call on a backend with a conv epilogue,
-// such as oneDNN's post-ops); report().fusions lists each group. Opaque layers run the user_op attached to the node
-// (user_op.hpp).
+// such as oneDNN's post-ops); report().fusions lists each group. Opaque layers run the user_op
+// attached to the node (user_op.hpp).
 //
 // The executor keeps copies of the network and plan and a reference to the backend, which must
 // outlive it; the parameter store need not.
@@ -189,6 +189,16 @@ inline void check_flatten_readers(const graph::network& net, const graph::node& 
 struct free_bytes {
   void operator()(std::byte* p) const noexcept { std::free(p); }
 };
+
+// A host backend's arena of `bytes` (64-byte aligned) for the values of `who`'s network; one that
+// cannot be allocated is errc::out_of_memory naming its size.
+inline std::unique_ptr<std::byte, free_bytes> host_arena(std::int64_t bytes, const char* who) {
+  void* p = std::aligned_alloc(64, static_cast<std::size_t>(bytes));
+  if (!p)
+    memfmt::detail::fail(errc::out_of_memory, std::string(who) + ": the arena of the network's values (" +
+                                                  std::to_string(bytes) + " bytes) could not be allocated");
+  return std::unique_ptr<std::byte, free_bytes>(static_cast<std::byte*>(p));
+}
 
 // Backends whose conv_forward runs the epilogue activation(conv + bias + residual) in one call: they
 // name its options type Backend::conv_fusion (a struct with a memfmt::activation_params `activation`).
@@ -692,12 +702,7 @@ class executor {
       if constexpr (detail::owns_memory<Backend>::value) {
         base_ = static_cast<std::byte*>(backend_memory(static_cast<std::size_t>(memory_.arena_bytes)));
       } else {
-        void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-        if (!p)
-          memfmt::detail::fail(errc::out_of_memory, "executor: the arena of the network's values (" +
-                                                        std::to_string(memory_.arena_bytes) +
-                                                        " bytes) could not be allocated");
-        arena_.reset(static_cast<std::byte*>(p));
+        arena_ = detail::host_arena(memory_.arena_bytes, "executor");
         base_ = arena_.get();
       }
     }

@@ -340,12 +340,7 @@ class trainer {
       if constexpr (detail::owns_memory<Backend>::value) {
         base_ = static_cast<std::byte*>(detail::backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
       } else {
-        void* p = std::aligned_alloc(64, static_cast<std::size_t>(memory_.arena_bytes));
-        if (!p)
-          memfmt::detail::fail(errc::out_of_memory, "trainer: the arena of the network's values (" +
-                                                        std::to_string(memory_.arena_bytes) +
-                                                        " bytes) could not be allocated");
-        arena_.reset(static_cast<std::byte*>(p));
+        arena_ = detail::host_arena(memory_.arena_bytes, "trainer");
         base_ = arena_.get();
       }
     }
