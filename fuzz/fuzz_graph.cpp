@@ -46,6 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (n.kind == node_kind::rearrange)  // moves each element once
       require(n.numel() == net.at(n.inputs[0]).numel(), "rearrangement '" + n.name + "' changes the element count");
+    if (n.kind == node_kind::channel_reduce) {  // [N, C, spatial...] -> [N, 1, spatial...]
+      std::vector<std::int64_t> e = net.at(n.inputs[0]).extents;
+      e[1] = 1;
+      require(n.extents == e, "reduction over C '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
+    }
   }
   const cost_model model;
   plan best;

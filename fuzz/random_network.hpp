@@ -35,7 +35,7 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
   const std::string name = "l" + std::to_string(i);
   const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
-  switch (in.ConsumeIntegralInRange<int>(0, 23)) {
+  switch (in.ConsumeIntegralInRange<int>(0, 24)) {
     case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
                                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
@@ -103,6 +103,9 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     case 20: net.softmax(name, a, memfmt::softmax_params{in.ConsumeBool()}); break;
     case 21: net.dropout(name, a, in.ConsumeBool() ? 0.0 : 0.5); break;
     case 22: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::linear); break;
+    case 23:  // any reduction (one past the last too)
+      net.channel_reduce(name, a, static_cast<memfmt::reduce_op>(in.ConsumeIntegralInRange<int>(0, memfmt::reduce_op_count)));
+      break;
     default: net.mul(name, a, b); break;
   }
 }

@@ -14,6 +14,7 @@
 //   BM_bn/<shape>/<dtype>/<infer|train>/<format>    train = forward training step + backward
 //   BM_gn/<shape>/g<groups>/<dtype>/<fwd|fwdbwd>/<format>   group norm (g<C>: instance norm)
 //   BM_ln/<shape>/<dtype>/<fwd|fwdbwd>/<format>   layer norm over C (ConvNeXt-T's stage shapes)
+//   BM_channel_reduce/<shape>/<op>/f32/<fwd|fwdbwd>/<format>   reduction over C; counter ratio_to_memcpy
 //   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
 //                                  ratio_to_memcpy: its GB/s over memcpy's (same threads, the output's bytes)
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
@@ -240,6 +241,25 @@ void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_
   }
 }
 
+// memcpy's GB/s (bytes read and written) for `bytes` bytes, with the benchmarks' thread count.
+double memcpy_gbs(std::size_t bytes) {
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  std::vector<unsigned char> from(bytes), to(bytes);
+  memfmt_bench::parallel_memcpy(to.data(), from.data(), to.size(), threads);  // warm-up, like timed_loop's
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr int copies = 20;
+  for (int i = 0; i < copies; ++i) {
+    memfmt_bench::parallel_memcpy(to.data(), from.data(), to.size(), threads);
+    benchmark::ClobberMemory();
+  }
+  const double copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / copies;
+  return 2.0 * static_cast<double>(bytes) / copy_s * 1e-9;
+}
+
 // Padding only moves elements: its bound is a copy of the output's bytes, timed in the same run.
 template <class F>
 void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode mode, std::int64_t pad) {
@@ -251,24 +271,32 @@ void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode m
   p.end = {0, pad, pad};
   host_tensor<float, F> x(e), y(pad_output_extents(e, p));
   fill_logical(x.view(), 8);
-  std::vector<unsigned char> from(y.size_bytes()), to(y.size_bytes());
   const double bytes = static_cast<double>(x.size_bytes() + y.size_bytes());
   try {
     timed_loop(state, bytes, "GB/s", [&] { b.pad_forward(x.const_view(), y.view(), p); });
-#if defined(_OPENMP)
-    const int threads = omp_get_max_threads();
-#else
-    const int threads = 1;
-#endif
-    memfmt_bench::parallel_memcpy(to.data(), from.data(), to.size(), threads);  // warm-up, like timed_loop's
-    const auto t0 = std::chrono::steady_clock::now();
-    constexpr int copies = 20;
-    for (int i = 0; i < copies; ++i) {
-      memfmt_bench::parallel_memcpy(to.data(), from.data(), to.size(), threads);
-      benchmark::ClobberMemory();
-    }
-    const double copy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / copies;
-    const double copy_gbs = 2.0 * static_cast<double>(to.size()) / copy_s * 1e-9;
+    const double copy_gbs = memcpy_gbs(y.size_bytes());
+    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+// A reduction over C: bytes of x and y (and x, y, dy, dx for fwdbwd); counter ratio_to_memcpy.
+template <class F>
+void bm_channel_reduce(benchmark::State& state, std::int64_t c, std::int64_t hw, reduce_op op, bool backward) {
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw}, r{batch, 1, hw, hw};
+  host_tensor<float, F> x(e), dx(e), y(r), dy(r);
+  fill_logical(x.view(), 9);
+  fill_logical(dy.view(), 10);
+  const channel_reduce_params p{op};
+  const std::size_t moved = backward ? 2 * (x.size_bytes() + y.size_bytes()) : x.size_bytes() + y.size_bytes();
+  try {
+    timed_loop(state, static_cast<double>(moved), "GB/s", [&] {
+      b.channel_reduce_forward(x.const_view(), y.view(), p);
+      if (backward) b.channel_reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
+    });
+    const double copy_gbs = memcpy_gbs(moved / 2);
     state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
   } catch (const memfmt::error& e) {
     state.SkipWithError(e.what());
@@ -414,6 +442,16 @@ void register_ln(std::int64_t c, std::int64_t hw) {
   }
 }
 
+// CBAM's spatial attention (the mean and max over C) and SSD's L2Norm on conv4_3 (l2 over 512 channels).
+void register_channel_reduce(std::int64_t c, std::int64_t hw, reduce_op op) {
+  for (const bool backward : {false, true}) {
+    const std::string base = "BM_channel_reduce/" + std::to_string(c) + "x" + std::to_string(hw) + "x" +
+                             std::to_string(hw) + "/" + to_string(op) + "/f32/" + (backward ? "fwdbwd" : "fwd") + "/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_channel_reduce<nchw>(s, c, hw, op, backward); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_channel_reduce<nhwc>(s, c, hw, op, backward); });
+  }
+}
+
 void register_pad(std::int64_t c, std::int64_t hw, std::int64_t pad) {
   const std::pair<pad_mode, const char*> modes[] = {
       {pad_mode::constant, "constant"}, {pad_mode::reflect, "reflect"}, {pad_mode::replicate, "replicate"}};
@@ -443,6 +481,9 @@ void register_all() {
   register_ln<bfloat16>(96, 56);
   register_ln<float>(384, 14);
   register_ln<float>(768, 7);
+  register_channel_reduce(256, 28, reduce_op::mean);
+  register_channel_reduce(256, 28, reduce_op::max);
+  register_channel_reduce(512, 38, reduce_op::l2);
   // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.
   register_pad(64, 128, 3);
   register_pad(256, 32, 1);

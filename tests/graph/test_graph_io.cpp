@@ -28,7 +28,7 @@ std::vector<network> every_kind_of_network() {
                             models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
   // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
   // a preferred pin, a barrier reading one format and writing the other, constants, rearrangements,
-  // a layer norm without affine parameters and a GELU.
+  // a layer norm without affine parameters, a GELU and a reduction over C.
   network n;
   const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
@@ -48,7 +48,7 @@ std::vector<network> every_kind_of_network() {
   const node_id r = n.depth_to_space("d2s", n.channel_shuffle("shuffle", parts[1], 5), 1, memfmt::block_order::dcr);
   const node_id g = n.activation("gelu", n.layer_norm("ln", n.space_to_depth("s2d", r, 1), 1e-3, false),
                                   memfmt::activation::gelu);
-  const node_id d = n.dropout("drop", g, 0.25);
+  const node_id d = n.dropout("drop", n.mul("gate", g, n.channel_reduce("amax", g, memfmt::reduce_op::max)), 0.25);
   const node_id s0 = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
                                                       family::channels_first), memfmt::binary_op::sub);
   const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);

@@ -11,7 +11,8 @@ so LayerNorm is one LayerNormalization, and at opset 13, where exporters write i
 Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); SmallLayerNorm2dNet the LayerNorm2d over dim 1 of an
 NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same way at every opset;
 SmallGroupNormNet the GroupNorm of diffusion UNets, written as Reshape, InstanceNormalization,
-Reshape, Mul, Add. small_vit and small_swin (torchvision's
+Reshape, Mul, Add; SmallCbamNet CBAM's attention and SSD's L2Norm, whose reductions over the
+channels export as ReduceMean, ReduceMax and ReduceL2. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -43,6 +44,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallGroupNormNet \
       data/small_groupnorm_net.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_groupnorm_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallCbamNet \
+      data/small_cbam_net.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_cbam_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -204,6 +208,32 @@ class SmallGroupNormNet(torch.nn.Module):
         h = self.conv1(torch.nn.functional.silu(self.norm1(x)))
         h = self.conv2(torch.nn.functional.silu(self.norm2(h)))
         return self.out_norm(x + h)
+
+
+class SmallCbamNet(torch.nn.Module):
+    """CBAM's block (Woo et al.) after a conv stem: channel attention (average and max pooling through
+    one shared MLP, a sigmoid gate), then spatial attention (the mean and the max over the channels,
+    a 7x7 conv, a sigmoid gate); then SSD's L2Norm over the channels with a learned per-channel scale,
+    written with torch.norm (ReduceL2). The reductions over channels export as ReduceMean, ReduceMax and
+    ReduceL2 over axis 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.mlp = torch.nn.Sequential(torch.nn.Conv2d(16, 4, 1, bias=False), torch.nn.ReLU(),
+                                       torch.nn.Conv2d(4, 16, 1, bias=False))
+        self.spatial = torch.nn.Conv2d(2, 1, 7, padding=3, bias=False)
+        self.scale = torch.nn.Parameter(1 + 0.25 * torch.randn(16))
+        self.head = torch.nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.stem(x))
+        pooled = (torch.nn.functional.adaptive_avg_pool2d(x, 1), torch.nn.functional.adaptive_max_pool2d(x, 1))
+        x = x * torch.sigmoid(self.mlp(pooled[0]) + self.mlp(pooled[1]))
+        s = torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1)
+        x = x * torch.sigmoid(self.spatial(s))
+        x = x / (torch.norm(x, p=2, dim=1, keepdim=True) + 1e-10) * self.scale[None, :, None, None]
+        return self.head(x)
 
 
 def small_vit(num_classes=4):

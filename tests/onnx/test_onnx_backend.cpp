@@ -42,7 +42,7 @@ const std::set<std::string>& mapped_ops() {
       "Conv", "ConvTranspose", "BatchNormalization", "InstanceNormalization", "Relu", "Clip", "Sigmoid",
       "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Elu", "Softplus", "Mish", "PRelu", "Add", "Sub", "Mul", "Div",
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Split", "Slice", "Resize", "Upsample", "Pad",
-      "ReduceMean", "ReduceMax", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Dropout",
+      "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Dropout",
       "Identity", "Constant", "Shape"};
   return ops;
 }

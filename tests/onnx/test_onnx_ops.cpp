@@ -506,7 +506,54 @@ TEST(OnnxImport, ReduceMeanOverSpatialAxesIsGlobalPooling) {
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 3, 1, 1}));
   EXPECT_EQ(output_of(m, "z").kind, node_kind::flatten);
   EXPECT_EQ(output_of(m, "z").extents, (dims{2, 3}));
-  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "u").kind, node_kind::channel_reduce);
+}
+
+// Every ONNX reduction memfmt has over C, with axes as the attribute (opset 13) or ReduceSum's input;
+// over the last axis of a channels-last view (the Transpose back restores the layout); and what
+// stays a barrier: keepdims 0, all axes, a reduction over C and a spatial axis, ReduceProd.
+TEST(OnnxImport, ReductionsOverChannels) {
+  const std::pair<const char*, memfmt::reduce_op> ops[] = {
+      {"ReduceMean", memfmt::reduce_op::mean}, {"ReduceMax", memfmt::reduce_op::max},
+      {"ReduceMin", memfmt::reduce_op::min},   {"ReduceL1", memfmt::reduce_op::l1},
+      {"ReduceL2", memfmt::reduce_op::l2},     {"ReduceSumSquare", memfmt::reduce_op::sum_square}};
+  for (const auto& [op, want] : ops) {
+    onnx_builder b(13);
+    b.input("x", {2, 3, 4, 5}).output("y");
+    b.node(op, {"x"}, {"y"}).attr("axes", dims{-3});
+    const imported_model m = import_model(b.model());
+    ASSERT_TRUE(m.runnable()) << op;
+    EXPECT_EQ(output_of(m, "y").kind, node_kind::channel_reduce) << op;
+    EXPECT_EQ(output_of(m, "y").get<memfmt::channel_reduce_params>().op, want) << op;
+    EXPECT_EQ(output_of(m, "y").extents, (dims{2, 1, 4, 5})) << op;
+  }
+  {
+    onnx_builder b(13);
+    b.input("x", {2, 3, 4}).output("y").output("t");
+    b.ints("axes", {1});
+    b.node("ReduceSum", {"x", "axes"}, {"y"});
+    b.input("v", {2, 3, 4, 5});
+    b.node("Transpose", {"v"}, {"vt"}).attr("perm", dims{0, 2, 3, 1});
+    b.node("ReduceMax", {"vt"}, {"r"}).attr("axes", dims{3});
+    b.node("Transpose", {"r"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
+    const imported_model m = import_model(b.model());
+    ASSERT_TRUE(m.runnable());
+    EXPECT_EQ(output_of(m, "y").get<memfmt::channel_reduce_params>().op, memfmt::reduce_op::sum);
+    EXPECT_EQ(output_of(m, "y").extents, (dims{2, 1, 1, 4}));  // rank 3 lifted: H = 1
+    EXPECT_EQ(output_of(m, "t").get<memfmt::channel_reduce_params>().op, memfmt::reduce_op::max);
+    EXPECT_EQ(output_of(m, "t").extents, (dims{2, 1, 4, 5}));
+  }
+  onnx_builder b(13);
+  b.input("x", {2, 3, 4, 5}).output("k").output("a").output("s").output("p");
+  b.node("ReduceMean", {"x"}, {"k"}).attr("axes", dims{1}).attr("keepdims", std::int64_t{0});
+  b.node("ReduceMax", {"x"}, {"a"});
+  b.node("ReduceL2", {"x"}, {"s"}).attr("axes", dims{1, 2});
+  b.node("ReduceProd", {"x"}, {"p"}).attr("axes", dims{1});
+  const imported_model m = import_model(b.model());
+  ASSERT_EQ(m.unsupported.size(), 4u);
+  const std::string reasons[] = {"keepdims 0", "all axes", "reduction over axes [1, 2]", "no memfmt layer"};
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_NE(m.unsupported[i].reason.find(reasons[i]), std::string::npos) << m.unsupported[i].reason;
 }
 
 TEST(OnnxImport, SplitAndSliceOnChannels) {

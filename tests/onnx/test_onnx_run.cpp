@@ -438,6 +438,51 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
     }
 }
 
+// SSD's L2Norm as its authors wrote it, x / (x.pow(2).sum(1, keepdim=True).sqrt() + eps): Pow,
+// ReduceSum (axes as an input, opset 13), Sqrt, Add, Div. The Pow, sum and root are one l2
+// reduction over C, and without the root one sum_square; computed here by definition in double.
+TEST(OnnxRun, SquaresSummedOverChannelsAreOneReduction) {
+  using dims = std::vector<std::int64_t>;
+  const std::int64_t n = 2, c_in = 3, c = 5, h = 3, w = 4;
+  onnx_builder b = conv_model({n, c_in, h, w}, c, 3, 1);
+  b.scalar("two", 2.f).node("Pow", {"y", "two"}, {"sq"}, "pow");
+  b.ints("axes", {1}).node("ReduceSum", {"sq", "axes"}, {"ss"}, "sum");
+  b.node("Sqrt", {"ss"}, {"norm"}, "sqrt");
+  b.scalar("eps", 1e-10f).node("Add", {"norm", "eps"}, {"ne"}, "add_eps");
+  b.node("Div", {"y", "ne"}, {"l2norm"}, "div").output("l2norm");
+  b.node("Pow", {"y", "two"}, {"sq2"}, "pow2").node("ReduceSum", {"sq2", "axes"}, {"energy"}, "sum2").output("energy");
+  const parameter x = ramp({n, c_in, h, w}, -1.5f, 0.0625f);
+  const std::vector<double> y = conv_by_definition(x, c, 3, 1);
+  std::vector<double> energy(static_cast<std::size_t>(n * h * w)), normed(y.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t p = 0; p < h * w; ++p) {
+      const auto at = [&](std::int64_t ch) { return static_cast<std::size_t>((i * c + ch) * h * w + p); };
+      double s = 0;
+      for (std::int64_t ch = 0; ch < c; ++ch) s += y[at(ch)] * y[at(ch)];
+      energy[static_cast<std::size_t>(i * h * w + p)] = s;
+      for (std::int64_t ch = 0; ch < c; ++ch) normed[at(ch)] = y[at(ch)] / (std::sqrt(s) + 1e-10);
+    }
+  memfmt::reference::backend backend;
+  for (const auto& p : memfmt_test::plans) {
+    SCOPED_TRACE(p.name);
+    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+    ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
+    EXPECT_EQ(kinds_of(m.network), (std::map<std::string, int>{{"input", 1}, {"output", 3}, {"conv", 1},
+                                                              {"channel_reduce", 2}, {"binary", 2}, {"constant", 1}}));
+    const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
+    ASSERT_EQ(out.at("energy").shape, (dims{n, 1, h, w}));
+    for (std::size_t e = 0; e < energy.size(); ++e)
+      EXPECT_NEAR(memfmt::onnx::element_as_double(out.at("energy"), e), energy[e], 1e-5 * std::max(1.0, energy[e]));
+    for (std::size_t e = 0; e < normed.size(); ++e)
+      EXPECT_NEAR(memfmt::onnx::element_as_double(out.at("l2norm"), e), normed[e], 1e-5) << "element " << e;
+  }
+  // Another exponent stays a barrier.
+  onnx_builder cube = conv_model({n, c_in, h, w}, c, 3, 1);
+  cube.scalar("three", 3.f).node("Pow", {"y", "three"}, {"sq"}, "pow");
+  cube.ints("axes", {1}).node("ReduceSum", {"sq", "axes"}, {"ss"}, "sum").output("ss");
+  EXPECT_FALSE(memfmt::onnx::import_model(cube.model()).runnable());
+}
+
 // GroupNorm as PyTorch exports it: Reshape to [N, G, -1], InstanceNormalization, Reshape back by
 // Shape(x) (or by a constant shape), * weight[C, 1, 1], + bias[C, 1, 1]. It is one group norm in
 // every plan, the instance norm's own scale and bias (1 and 0 from PyTorch, other values here)

@@ -4,14 +4,16 @@
 //   and convolution with asymmetric padding);
 // - the nonlinear layers' backward passes match central finite differences of their forwards,
 //   <dy, (f(x + h v) - f(x - h v)) / 2h> == <df^T dy, v> (activations, mul/div with broadcasting,
-//   max pooling, group norm, softmax);
+//   max pooling, group norm, softmax, reductions over C, whose forwards are also checked by hand);
 // - strided (padded) views give bitwise the values of dense ones.
 // A wrong index in a backward loop breaks an identity; the PyTorch fixtures pin the forwards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -496,6 +498,57 @@ void softmax_fd() {
     });
     expect_fd(num, dot(dx, v), log ? "log-softmax" : "softmax");
   }
+}
+
+// Each reduction over C written with the standard algorithms over one position's values.
+double reduction_by_hand(reduce_op op, const std::vector<double>& v) {
+  const double sum = std::accumulate(v.begin(), v.end(), 0.0);
+  const double squares = std::inner_product(v.begin(), v.end(), v.begin(), 0.0);
+  switch (op) {
+    case reduce_op::sum: return sum;
+    case reduce_op::mean: return sum / static_cast<double>(v.size());
+    case reduce_op::max: return *std::max_element(v.begin(), v.end());
+    case reduce_op::min: return *std::min_element(v.begin(), v.end());
+    case reduce_op::l1: return std::accumulate(v.begin(), v.end(), 0.0, [](double a, double b) { return a + std::fabs(b); });
+    case reduce_op::l2: return std::sqrt(squares);
+    case reduce_op::sum_square: return squares;
+  }
+  return 0.0;
+}
+
+// Forward against reduction_by_hand at every position; backward against finite differences (random
+// inputs keep away from l1's kink at 0 and from max / min ties).
+template <class XF, class YF>
+void channel_reduce_checks() {
+  for (int k = 0; k < reduce_op_count; ++k) {
+    const channel_reduce_params p{static_cast<reduce_op>(k)};
+    const auto xe = random_extents<XF>(2, pick(1, 6), 1, 4);
+    auto ye = xe;
+    ye[1] = 1;
+    SCOPED_TRACE(std::string(to_string(p.op)) + " x " + memfmt::detail::dims_to_string(xe));
+    const auto x = random_tensor<XF>(xe, -2.0, 2.0), v = random_tensor<XF>(xe);
+    const auto dy = random_tensor<YF>(ye);
+    tensor<YF> y(ye);
+    tensor<XF> dx(xe);
+    reference::channel_reduce_forward<double>(x.const_view(), y.view(), p);
+    for_each_coord(ye, [&](const auto& at) {
+      std::vector<double> values;
+      auto c = at;
+      for (c[1] = 0; c[1] < xe[1]; ++c[1]) values.push_back(x.data()[x.mapping()(c)]);
+      EXPECT_NEAR(y.data()[y.mapping()(at)], reduction_by_hand(p.op, values), 1e-12) << memfmt::detail::dims_to_string(at);
+    });
+    reference::channel_reduce_backward<double>(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
+    const double num = directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) {
+      reference::channel_reduce_forward<double>(in.const_view(), out.view(), p);
+    });
+    expect_fd(num, dot(dx, v), to_string(p.op));
+  }
+}
+
+TEST(ReferenceLayerFiniteDifferences, ChannelReductions) {
+  channel_reduce_checks<nchw, nhwc>();
+  channel_reduce_checks<nhwc, nhwc>();
+  channel_reduce_checks<ndhwc, ncdhw>();
 }
 
 TEST(ReferenceLayerFiniteDifferences, Activations) {

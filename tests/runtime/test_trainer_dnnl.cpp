@@ -73,10 +73,40 @@ network other_layers(dtype type) {
   return net;
 }
 
+// CBAM's attention (channel: average and max pooling, a shared-shape MLP of 1x1 convs, sigmoid gate;
+// spatial: the mean and max over C, a conv, sigmoid gate) and every other reduction over C joined
+// as channels, between two convs.
+network channel_reductions(dtype type) {
+  using memfmt::graph::conv_spec;
+  network net;
+  const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  auto h = net.activation("silu", net.conv("conv1", x, conv_spec(8, 3, 1, 1, 1, true)), memfmt::activation::silu);
+  const auto mlp = [&](const std::string& name, memfmt::graph::node_id v) {
+    return net.conv(name + ".fc2", net.relu(name + ".relu", net.conv(name + ".fc1", v, conv_spec(2, 1))), conv_spec(8, 1));
+  };
+  const auto gate = net.add("ca.add", mlp("ca.avg", net.global_pool("ca.avg_pool", h)),
+                            mlp("ca.max", net.global_pool("ca.max_pool", h, memfmt::pool_kind::max)));
+  h = net.mul("ca.mul", h, net.activation("ca.sigmoid", gate, memfmt::activation::sigmoid));
+  const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
+                                        net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
+  h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, conv_spec(1, 3, 1, 1)),
+                                          memfmt::activation::sigmoid));
+  std::vector<memfmt::graph::node_id> joined{h};
+  for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
+                        memfmt::reduce_op::sum_square})
+    joined.push_back(net.channel_reduce(std::string("reduce.") + memfmt::to_string(op), h, op));
+  h = net.activation("tanh", net.conv("conv2", net.concat("joined", joined), conv_spec(4, 3, 2, 1)),
+                     memfmt::activation::tanh);
+  h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
+  net.output("output", net.softmax("softmax", h), family::channels_first);
+  return net;
+}
+
 // The deepest batch norms normalise over a few values per channel, never 2: over two values the
 // normalised pair is +-1 whatever the inputs, its input gradient a cancellation to rounding noise.
 network build(const std::string& name, dtype type) {
   if (name == "other_layers") return other_layers(type);
+  if (name == "channel_reductions") return channel_reductions(type);
   models::options o = small(1.0 / 16, 32);
   o.classes = 3;
   o.type = type;
@@ -196,6 +226,7 @@ TEST(TrainerOneDnn, UNet) {
   check_model<float>("unet", false);
 }
 TEST(TrainerOneDnn, OtherLayers) { check_model<float>("other_layers", true); }
+TEST(TrainerOneDnn, ChannelReductions) { check_model<float>("channel_reductions", true); }
 
 TEST(TrainerOneDnnBf16, ResNet18) {
   check_model<memfmt::bfloat16>("resnet18", true);
@@ -203,6 +234,7 @@ TEST(TrainerOneDnnBf16, ResNet18) {
 }
 TEST(TrainerOneDnnBf16, UNet) { check_model<memfmt::bfloat16>("unet", true); }
 TEST(TrainerOneDnnBf16, OtherLayers) { check_model<memfmt::bfloat16>("other_layers", true); }
+TEST(TrainerOneDnnBf16, ChannelReductions) { check_model<memfmt::bfloat16>("channel_reductions", true); }
 
 // The fusions run on the reference backend too (its batch norm takes the same fused arguments):
 // fused and unfused steps agree there to float64 rounding.

@@ -284,6 +284,30 @@ struct softmax_params {
   bool log = false;  // log-softmax
 };
 
+// Reductions over the channel dim of [N, C, spatial...] into [N, 1, spatial...] (torch.mean /
+// amax / amin / sum / norm over dim 1 with keepdim; ONNX ReduceMean, ReduceMax, ReduceMin,
+// ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare over axis 1): per sample and position, over the
+// C values x_c,
+//   sum: sum x_c; mean: sum x_c / C; max, min: the largest / smallest x_c; l1: sum |x_c|;
+//   l2: sqrt(sum x_c^2); sum_square: sum x_c^2.
+// Gradients (dy the output's): sum dy; mean dy / C; max and min dy to every x_c equal to the
+// result, shared equally among ties (torch.amax's rule); l1 dy sign(x_c); l2 dy x_c / y, 0 where
+// y = 0 (PyTorch's subgradient); sum_square 2 dy x_c. C = 0 is refused: max and min have no value.
+enum class reduce_op : std::uint8_t { sum, mean, max, min, l1, l2, sum_square };
+inline constexpr int reduce_op_count = 7;
+
+// The reductions' names in enum order (the network JSON's "op" values).
+inline constexpr std::array<const char*, reduce_op_count> reduce_op_names{"sum", "mean", "max", "min",
+                                                                          "l1", "l2", "sum_square"};
+
+constexpr const char* to_string(reduce_op r) noexcept {
+  return static_cast<int>(r) < reduce_op_count ? reduce_op_names[static_cast<std::size_t>(r)] : "?";
+}
+
+struct channel_reduce_params {
+  reduce_op op = reduce_op::mean;
+};
+
 // Rearrangements that move elements between the channel dim and others, with no arithmetic:
 //   channel_shuffle (factor g groups; torch.nn.ChannelShuffle, ShuffleNet): output channel
 //     j * g + i is input channel i * (C / g) + j; any rank 4 or 5.
@@ -380,6 +404,18 @@ Extents global_pool_output_extents(const Extents& x) {
   layer_detail::require_input_sizes([&] { return "global_average_pool: input " + detail::dims_to_string(x); }, x);
   Extents y = x;
   for (int i = 0; i < sr; ++i) y[2 + i] = 1;
+  return y;
+}
+
+// Channel reduction: N, 1, spatial; C must be at least 1.
+template <class Extents>
+Extents channel_reduce_output_extents(const Extents& x) {
+  layer_detail::require_input_sizes([&] { return "channel_reduce: input " + detail::dims_to_string(x); }, x);
+  if (x[1] < 1)
+    detail::fail(errc::invalid_argument, "channel_reduce: input " + detail::dims_to_string(x) +
+                                             " has no channels to reduce (need C >= 1)");
+  Extents y = x;
+  y[1] = 1;
   return y;
 }
 

@@ -48,7 +48,7 @@ constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>
 enum class node_kind : std::uint8_t {
   input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
   global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant, rearrange,
-  layer_norm,
+  layer_norm, channel_reduce,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -76,6 +76,7 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::constant: return "constant";
     case node_kind::rearrange: return "rearrange";
     case node_kind::layer_norm: return "layer_norm";
+    case node_kind::channel_reduce: return "channel_reduce";
   }
   return "?";
 }
@@ -99,6 +100,7 @@ constexpr bool inherits_format(node_kind k) noexcept {
     case node_kind::concat:
     case node_kind::slice:
     case node_kind::softmax:
+    case node_kind::channel_reduce:
     case node_kind::rearrange:
     case node_kind::dropout: return true;
     default: return false;
@@ -222,7 +224,7 @@ using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
-                                memfmt::rearrange_params, layer_norm_attrs>;
+                                memfmt::rearrange_params, layer_norm_attrs, memfmt::channel_reduce_params>;
 
 struct node {
   node_id id = 0;
@@ -464,6 +466,20 @@ class network {
     node n = make(std::move(name), node_kind::softmax, {in});
     n.extents = require_value(n, in).extents;
     n.attrs = p;
+    return append(std::move(n));
+  }
+
+  // [N, C, spatial...] -> [N, 1, spatial...]: one reduction of each position's C values
+  // (torch.mean(x, 1, keepdim=True), amax, ...; layer_params.hpp lists them).
+  node_id channel_reduce(std::string name, node_id in, memfmt::reduce_op op) {
+    node n = make(std::move(name), node_kind::channel_reduce, {in});
+    n.extents = require_spatial(n, in).extents;
+    if (static_cast<int>(op) >= memfmt::reduce_op_count)
+      fail_node(n.name, "channel_reduce: unknown reduction " + std::to_string(static_cast<int>(op)));
+    if (n.extents[1] < 1) fail_node(n.name, "channel_reduce of " + memfmt::detail::dims_to_string(n.extents) +
+                                                " (no channels to reduce)");
+    n.extents[1] = 1;
+    n.attrs = memfmt::channel_reduce_params{op};
     return append(std::move(n));
   }
 

@@ -132,6 +132,7 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     }
     case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
     case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
+    case node_kind::channel_reduce: s += " " + std::string(memfmt::to_string(n.get<memfmt::channel_reduce_params>().op)); break;
     case node_kind::concat: break;
     case node_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();

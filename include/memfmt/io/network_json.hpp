@@ -39,10 +39,11 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-inline constexpr enum_names<graph::node_kind, 23> kind_names{
+inline constexpr enum_names<graph::node_kind, 24> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque", "constant", "rearrange", "layer_norm"}};
+     "opaque", "constant", "rearrange", "layer_norm", "channel_reduce"}};
+inline constexpr enum_names<memfmt::reduce_op, memfmt::reduce_op_count> reduce_names{memfmt::reduce_op_names};
 inline constexpr enum_names<memfmt::rearrange_kind, 3> rearrange_names{
     {"channel_shuffle", "depth_to_space", "space_to_depth"}};
 inline constexpr enum_names<memfmt::block_order, 2> block_order_names{{"crd", "dcr"}};
@@ -215,6 +216,7 @@ inline json attrs_json(const graph::node& n) {
       break;
     }
     case node_kind::softmax: a["log"] = n.get<memfmt::softmax_params>().log; break;
+    case node_kind::channel_reduce: a["op"] = reduce_names(n.get<memfmt::channel_reduce_params>().op); break;
     case node_kind::dropout: a["p"] = n.get<graph::dropout_attrs>().p; break;
     case node_kind::opaque: {
       const auto& o = n.get<graph::opaque_attrs>();
@@ -350,6 +352,7 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       p.log = boolean(a, "log", at);
       return net.softmax(name, in[0], p);
     }
+    case node_kind::channel_reduce: arity(1); return net.channel_reduce(name, in[0], named(reduce_names, a, "op", at));
     case node_kind::dropout: arity(1); return net.dropout(name, in[0], number(a, "p", at));
     case node_kind::rearrange: {
       arity(1);

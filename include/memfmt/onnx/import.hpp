@@ -92,7 +92,8 @@ inline bool is_parameter_slot(const std::string& op, int index) {
       {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1}, {"LayerNormalization", 1},
       {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
       {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
-      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"PRelu", 1}};
+      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"ReduceMin", 1}, {"ReduceSum", 1}, {"ReduceL1", 1},
+      {"ReduceL2", 1}, {"ReduceSumSquare", 1}, {"PRelu", 1}};
   const auto it = first_parameter.find(op);
   return it != first_parameter.end() && index >= it->second;
 }
@@ -514,7 +515,8 @@ class importer {
   // same layer over C.
   static bool reads_channels_last(const std::string& op) {
     static const std::set<std::string> ops = {
-        "Transpose", "LayerNormalization", "ReduceMean", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
+        "Transpose", "LayerNormalization", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
         "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
   }
@@ -560,8 +562,14 @@ class importer {
     if (op == "AveragePool") return pool(r, memfmt::pool_kind::average);
     if (op == "GlobalAveragePool") return global_pool(r, memfmt::pool_kind::average, false);
     if (op == "GlobalMaxPool") return global_pool(r, memfmt::pool_kind::max, false);
-    if (op == "ReduceMean") return reduce(r, memfmt::pool_kind::average);
-    if (op == "ReduceMax") return reduce(r, memfmt::pool_kind::max);
+    if (op == "ReduceMean") return reduce(r, memfmt::reduce_op::mean);
+    if (op == "ReduceMax") return reduce(r, memfmt::reduce_op::max);
+    if (op == "ReduceMin") return reduce(r, memfmt::reduce_op::min);
+    if (op == "ReduceSum") return reduce(r, memfmt::reduce_op::sum);
+    if (op == "ReduceL1") return reduce(r, memfmt::reduce_op::l1);
+    if (op == "ReduceL2") return reduce(r, memfmt::reduce_op::l2);
+    if (op == "ReduceSumSquare") return reduce(r, memfmt::reduce_op::sum_square);
+    if (op == "Pow" && squares_summed_over_channels(r)) return;
     if (op == "Concat") return concat(r);
     if (op == "Split") return split(r);
     if (op == "Slice") return slice(r);
@@ -1357,22 +1365,69 @@ class importer {
     set_tensor(r, id, x.lifted());
   }
 
-  // ReduceMean / ReduceMax over every spatial axis is global pooling (keepdims 0: then flatten).
-  // ReduceMean over C (the last axis of a channels-last view, or axis 1) may start a layer norm
-  // written out (decomposed_layer_norm); other reductions of a view are barriers.
-  void reduce(const node_reader& r, memfmt::pool_kind kind) {
+  // A reduction over C (axis 1, or the last axis of a channels-last view) with keepdims is a
+  // channel reduction; ReduceMean over C may instead start a layer norm written out
+  // (decomposed_layer_norm). ReduceMean / ReduceMax over every spatial axis are global pooling
+  // (keepdims 0: then flatten). Other reductions are barriers.
+  void reduce(const node_reader& r, memfmt::reduce_op op) {
     const value& x = tensor_input(r, 0);
-    if (kind == memfmt::pool_kind::average && decomposed_layer_norm(r, x)) return;
-    if (x.channels_last) throw not_expressible{"a reduction of a channels-last view that is not a layer norm over C"};
+    if (op == memfmt::reduce_op::mean && decomposed_layer_norm(r, x)) return;
     require_spatial_input(x);
-    shape_t axes = r.get_ints("axes");
+    shape_t axes = reduce_axes(r);
     for (auto& a : axes) a = normalize_axis(r, a, x.shape.size());
     std::sort(axes.begin(), axes.end());
+    const bool keepdims = r.get_int("keepdims", 1) != 0;
+    const auto channel_axis = static_cast<std::int64_t>(x.channels_last ? x.shape.size() - 1 : 1);
+    if (axes == shape_t{channel_axis}) {
+      if (!keepdims) throw not_expressible{"reduction over C with keepdims 0 (network values keep a C of 1)"};
+      return set_like(r, net().channel_reduce(layer_name(r, nullptr), *x.node, op), x);
+    }
+    if (x.channels_last) throw not_expressible{"a reduction of a channels-last view other than over C"};
     shape_t spatial;
     for (std::size_t d = 2; d < x.shape.size(); ++d) spatial.push_back(static_cast<std::int64_t>(d));
-    if (axes != spatial) throw not_expressible{"reduction over axes " + memfmt::detail::dims_to_string(axes) +
-                                               " (only all spatial axes: global pooling)"};
-    global_pool(r, kind, r.get_int("keepdims", 1) == 0);
+    if (axes != spatial || (op != memfmt::reduce_op::mean && op != memfmt::reduce_op::max))
+      throw not_expressible{"reduction over axes " + memfmt::detail::dims_to_string(axes) +
+                            " (over C, or ReduceMean / ReduceMax over all spatial axes: global pooling)"};
+    global_pool(r, op == memfmt::reduce_op::mean ? memfmt::pool_kind::average : memfmt::pool_kind::max, !keepdims);
+  }
+
+  // x.pow(2).sum(1, keepdim=True), optionally .sqrt() (SSD's L2Norm as its authors wrote it): Pow by
+  // 2 read only by a ReduceSum over C with keepdims is one sum_square reduction, l2 when a Sqrt is
+  // the sum's only reader. Called at the Pow; false where it is no such pattern.
+  bool squares_summed_over_channels(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    if (!x.node || x.channels_last || x.shape.size() < 3 || x.shape.size() > 5 || r.inputs() != 2 ||
+        scalar_constant(r.input(1)) != 2.0)
+      return false;
+    const ::onnx::NodeProto* sum = only_reader(r.proto().output(0));
+    if (!sum || sum->op_type() != "ReduceSum" || sum->output_size() != 1 || sum->input(0) != r.proto().output(0))
+      return false;
+    const node_reader sr(*sum, "ONNX node '" + sum->name() + "' (ReduceSum)");
+    if (sr.get_int("keepdims", 1) == 0) return false;
+    shape_t axes = sr.get_ints("axes");
+    if (axes.empty() && sum->input_size() > 1)
+      if (const std::optional<value> a = constant_named(sum->input(1)); a && a->type == memfmt::dtype::int64)
+        axes = int64_values(*a->constant);
+    if (axes.size() != 1 || normalize_axis(sr, axes[0], x.shape.size()) != 1) return false;
+    const ::onnx::NodeProto* sqrt = only_reader(sum->output(0));
+    const bool root = is_node(sqrt, "Sqrt", 1);
+    const graph::node_id id = net().channel_reduce(layer_name(r, nullptr), *x.node,
+                                                   root ? memfmt::reduce_op::l2 : memfmt::reduce_op::sum_square);
+    fused_.insert(sum);
+    if (root) fused_.insert(sqrt);
+    set_like(r, (root ? sqrt : sum)->output(0), id, x);
+    return true;
+  }
+
+  // A reduction's axes: the attribute, or (ReduceSum from opset 13, the others from 18) the
+  // constant second input. None means all axes, which no layer expresses; noop_with_empty_axes
+  // makes that an identity, which is rare enough to stay a barrier too.
+  shape_t reduce_axes(const node_reader& r) {
+    shape_t axes = r.get_ints("axes");
+    if (axes.empty() && r.inputs() > 1 && !r.proto().input(1).empty())
+      if (const value* a = constant_input(r, 1, true)) axes = int64_values(*a->constant);
+    if (axes.empty()) throw not_expressible{"reduction over all axes"};
+    return axes;
   }
 
   void concat(const node_reader& r) {

@@ -16,6 +16,7 @@
 #include "activation.hpp"
 #include "batch_norm.hpp"
 #include "binary.hpp"
+#include "channel_reduce.hpp"
 #include "concat.hpp"
 #include "conv.hpp"
 #include "group_norm.hpp"
@@ -134,6 +135,17 @@ struct backend {
   template <class T, class DYF, class DXF>
   void global_average_pool_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) const {
     reference::global_average_pool_backward<T, DYF, DXF>(dy, dx);
+  }
+
+  template <class T, class XF, class YF>
+  void channel_reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const channel_reduce_params& p) const {
+    reference::channel_reduce_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class XF, class YF, class DYF, class DXF>
+  void channel_reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
+                               tensor_view<T, DXF> dx, const channel_reduce_params& p) const {
+    reference::channel_reduce_backward<T, XF, YF, DYF, DXF>(x, y, dy, dx, p);
   }
 
   template <class T, class XF, class YF>
