@@ -69,7 +69,8 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 // a residual add (fan-out), max pool, nearest and linear upsampling, concat, a channel shuffle,
 // space to depth and depth to space (the other block order), transposed conv, reflect pad, group
 // and instance norm, a split, squeeze-and-excitation (global max pool, sigmoid, broadcast mul),
-// CBAM's spatial attention and every other reduction over C, average pool, flatten, linear and softmax; and constants in both operand positions of sub, div
+// CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions),
+// average pool, flatten, linear and softmax; and constants in both operand positions of sub, div
 // and mul: buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
@@ -102,17 +103,7 @@ network every_layer(memfmt::dtype type) {
   const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
                                  memfmt::activation::sigmoid);
   h = net.mul("se.mul", h, se);
-  // CBAM's spatial attention (the mean and max over C, a conv, sigmoid, broadcast mul), and the
-  // other reductions over C joined as channels.
-  const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
-                                        net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
-  h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, conv_spec(1, 3, 1, 1)),
-                                          memfmt::activation::sigmoid));
-  std::vector<memfmt::graph::node_id> reductions{h};
-  for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
-                        memfmt::reduce_op::sum_square})
-    reductions.push_back(net.channel_reduce(std::string("reduce.") + memfmt::to_string(op), h, op));
-  h = net.activation("reductions.tanh", net.concat("reductions", reductions), memfmt::activation::tanh);
+  h = net.activation("reductions.tanh", spatial_attention_and_reductions(net, h), memfmt::activation::tanh);
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 9, 8, 8]
   h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 9, 4, 4]
   h = net.linear("fc", net.flatten("flatten", h), 5);

@@ -87,15 +87,7 @@ network channel_reductions(dtype type) {
   const auto gate = net.add("ca.add", mlp("ca.avg", net.global_pool("ca.avg_pool", h)),
                             mlp("ca.max", net.global_pool("ca.max_pool", h, memfmt::pool_kind::max)));
   h = net.mul("ca.mul", h, net.activation("ca.sigmoid", gate, memfmt::activation::sigmoid));
-  const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
-                                        net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
-  h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, conv_spec(1, 3, 1, 1)),
-                                          memfmt::activation::sigmoid));
-  std::vector<memfmt::graph::node_id> joined{h};
-  for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
-                        memfmt::reduce_op::sum_square})
-    joined.push_back(net.channel_reduce(std::string("reduce.") + memfmt::to_string(op), h, op));
-  h = net.activation("tanh", net.conv("conv2", net.concat("joined", joined), conv_spec(4, 3, 2, 1)),
+  h = net.activation("tanh", net.conv("conv2", spatial_attention_and_reductions(net, h), conv_spec(4, 3, 2, 1)),
                      memfmt::activation::tanh);
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
   net.output("output", net.softmax("softmax", h), family::channels_first);

@@ -137,4 +137,18 @@ inline void expect_close_in_norm(const std::vector<double>& got, const std::vect
   ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(relative / tol));
 }
 
+// CBAM's spatial attention on h (the mean and max over C, a 3x3 conv, sigmoid, broadcast mul), then
+// the other reductions over C joined to it as channels: [N, C + 5, spatial...].
+inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::network& net, memfmt::graph::node_id h) {
+  const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
+                                        net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
+  h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, memfmt::graph::conv_spec(1, 3, 1, 1)),
+                                          memfmt::activation::sigmoid));
+  std::vector<memfmt::graph::node_id> joined{h};
+  for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
+                        memfmt::reduce_op::sum_square})
+    joined.push_back(net.channel_reduce(std::string("reduce.") + memfmt::to_string(op), h, op));
+  return net.concat("joined", joined);
+}
+
 }  // namespace memfmt::training_test
