@@ -296,6 +296,23 @@ TEST(OnnxFold, TransposeSliceGatherUnsqueezeConstantOfShape) {
   EXPECT_EQ(c.values<float>(), (std::vector<float>{0.f, 0.f, 0.f, 0.f}));
 }
 
+// The elements of all folded constants are bounded by import_options::max_folded_elements: two
+// ConstantOfShape of 1000 elements each fold within 2000 and are refused, naming the bound, within 1500.
+TEST(OnnxFold, FoldingBudgetBoundsAModelsWork) {
+  onnx_builder b(13);
+  b.input("x", {1, 2, 3, 3}).output("y");
+  b.ints("shape", {1000});
+  b.node("ConstantOfShape", {"shape"}, {"c1"}).node("ConstantOfShape", {"shape"}, {"c2"});
+  b.node("Add", {"c1", "c2"}, {"c3"});
+  b.node("Relu", {"x"}, {"y"});
+  memfmt::onnx::import_options o;
+  o.max_folded_elements = 3000;
+  EXPECT_TRUE(import_model(b.model(), o).runnable());
+  o.max_folded_elements = 1500;
+  memfmt_test::expect_error([&] { import_model(b.model(), o); }, memfmt::errc::unsupported,
+                            {"constant folding reaches 2000 elements", "max_folded_elements (1500)"});
+}
+
 // Elementwise shape arithmetic (numpy's and ONNX's definitions, by hand), and integer results past
 // int64 refused rather than wrapped.
 TEST(OnnxFold, ArithmeticLogicAndRounding) {

@@ -59,6 +59,9 @@ struct import_options {
   // an input): they become constants, as initializers would. parameter_inputs() says which.
   std::map<std::string, parameter> input_values;
   bool check_shapes = true;  // each value's shape must equal ONNX shape inference's, where it has one
+  // A bound on the work a model can ask of the importer: the elements of all the constants it folds
+  // (each one is at most 2^26). Shape arithmetic folds a few; past the bound, errc::unsupported.
+  std::int64_t max_folded_elements = std::int64_t{1} << 28;
 };
 
 // A graph input or output: its name (the network node's name too), shape as the model states it
@@ -487,6 +490,11 @@ class importer {
     }
     if (all_constant) {
       if (auto out = fold(r, in, static_cast<int>(result_.opset))) {
+        for (const parameter& p : *out) folded_elements_ += p.numel();
+        if (folded_elements_ > options_.max_folded_elements)
+          r.fail(errc::unsupported, "constant folding reaches " + std::to_string(folded_elements_) +
+                                        " elements, past import_options::max_folded_elements (" +
+                                        std::to_string(options_.max_folded_elements) + ")");
         for (std::size_t o = 0; o < out->size() && static_cast<int>(o) < n.output_size(); ++o)
           set_constant(n.output(static_cast<int>(o)), std::move((*out)[o]));
         return;
@@ -2061,6 +2069,7 @@ class importer {
   std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
   std::optional<std::map<std::string, shape_t>> onnx_shapes_;  // onnx_shapes(), once inferred
   std::size_t constants_set_ = 0;   // set_constant() calls so far
+  std::int64_t folded_elements_ = 0;  // of the constants fold() made so far
   std::size_t inferred_after_ = 0;  // ... when onnx_shapes_ was inferred
   struct shape_check {
     std::string node;  // node_reader::label()
