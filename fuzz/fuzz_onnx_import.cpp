@@ -53,9 +53,9 @@ void require_same_outputs(const mo::imported_model& m, const std::map<std::strin
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   // Large folds are legitimate but slow under the sanitizers: a smaller budget keeps inputs quick.
-  mo::import_options options;
-  options.max_folded_elements = std::int64_t{1} << 22;
-  const auto m = accepted([&] { return mo::import_bytes(bytes, options, "fuzz input"); });
+  mo::import_options import;
+  import.max_folded_elements = std::int64_t{1} << 22;
+  const auto m = accepted([&] { return mo::import_bytes(bytes, import, "fuzz input"); });
   if (!m) return 0;
   const graph::network& net = m->network;
   for (const auto* values : {&m->inputs, &m->outputs})
