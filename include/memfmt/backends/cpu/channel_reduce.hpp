@@ -129,9 +129,8 @@ void backward(reduce_op op, const T* x, const T* y, const T* dy, T* dx, const de
       const T* __restrict gs = dy + n * dyl.sample + p0 * dyl.position;
       T* __restrict dxs = dx + n * dxl.sample + p0 * dxl.position;
       std::array<std::int64_t, block> ties;
-      ties.fill(1);
+      ties.fill(counts_ties ? 0 : 1);
       if (counts_ties) {
-        ties.fill(0);
         for (std::int64_t c = 0; c < c_count; ++c)
           for (std::int64_t i = 0; i < len; ++i)
             ties[static_cast<std::size_t>(i)] +=

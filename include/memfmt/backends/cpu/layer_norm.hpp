@@ -1,15 +1,11 @@
 // memfmt/backends/cpu/layer_norm.hpp - format-aware CPU layer normalisation over the channels.
 //
 // The semantics, arguments and statistics layout are those of reference/layer_norm.hpp; this is the
-// fast version the oneDNN backend calls in either format. A dense view (channels-first or
-// channels-last, no padding) is a position stride and a channel stride; channels-last reduces each
-// position's contiguous C values, channels-first a block of contiguous positions at a time, channel
-// by channel, so both stream memory in order. Other views (mixed or padded layouts) run the
-// reference loops.
+// fast version the oneDNN backend calls in either format, over channel_vectors.hpp's dense views
+// and chunks of positions. Other views (mixed or padded layouts) run the reference loops.
 //
-// Positions (n, p) are cut into chunks whose size depends only on the shape, and the backward's
-// per-channel sums are kept per chunk and added in chunk order, so results are bitwise the same for
-// any number of OpenMP threads. As in cpu/group_norm.hpp, sums and per-element arithmetic are in
+// The backward's per-channel sums are kept per chunk and added in chunk order, so results are
+// bitwise the same for any number of OpenMP threads. As in cpu/group_norm.hpp, sums and per-element arithmetic are in
 // double with a two-pass variance, so a large mean cannot cancel the variance, in unit-stride loops
 // that vectorise (cpu/double_passes.hpp); 16-bit outputs round through float. BM_ln in bench_conv
 // times both formats.
