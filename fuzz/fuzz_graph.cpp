@@ -51,6 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       e[1] = 1;
       require(n.extents == e, "reduction over C '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
     }
+    if (n.kind == node_kind::slice) {  // the axis holds the indices begin, begin + step, ... below end
+      const auto& p = n.get<memfmt::slice_params>();
+      std::vector<std::int64_t> e = net.at(n.inputs[0]).extents;
+      std::int64_t taken = 0;
+      for (std::int64_t i = p.begin; i < p.end; i = p.step < p.end - i ? i + p.step : p.end) ++taken;
+      e[static_cast<std::size_t>(p.axis)] = taken;
+      require(p.begin >= 0 && p.end <= net.at(n.inputs[0]).extents[static_cast<std::size_t>(p.axis)] && n.extents == e,
+              "slice '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
+    }
   }
   const cost_model model;
   plan best;

@@ -99,7 +99,11 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     }
     case 18: net.avg_pool(name, a, pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1), in.ConsumeBool(), in.ConsumeBool());
       break;
-    case 19: net.slice(name, a, pick(in, 0, 4), pick(in, 0, 8)); break;
+    case 19: {  // any axis (N and one past the last too), range and step
+      const memfmt::slice_params p{in.ConsumeIntegralInRange<int>(0, 5), pick(in, -1, 4), pick(in, 0, 8), pick(in, 0, 3)};
+      net.slice(name, a, p);
+      break;
+    }
     case 20: net.softmax(name, a, memfmt::softmax_params{in.ConsumeBool()}); break;
     case 21: net.dropout(name, a, in.ConsumeBool() ? 0.0 : 0.5); break;
     case 22: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::linear); break;

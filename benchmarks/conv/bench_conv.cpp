@@ -15,6 +15,7 @@
 //   BM_gn/<shape>/g<groups>/<dtype>/<fwd|fwdbwd>/<format>   group norm (g<C>: instance norm)
 //   BM_ln/<shape>/<dtype>/<fwd|fwdbwd>/<format>   layer norm over C (ConvNeXt-T's stage shapes)
 //   BM_channel_reduce/<shape>/<op>/f32/<fwd|fwdbwd>/<format>   reduction over C; counter ratio_to_memcpy
+//   BM_slice/<shape>/<w_step2|h_crop>/f32/fwd/<format>   a spatial slice; counter ratio_to_memcpy
 //   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
 //                                  ratio_to_memcpy: its GB/s over memcpy's (same threads, the output's bytes)
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
@@ -281,6 +282,23 @@ void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode m
   }
 }
 
+// A slice of one spatial axis: the bytes of y, read and written; counter ratio_to_memcpy.
+template <class F>
+void bm_slice(benchmark::State& state, std::int64_t c, std::int64_t hw, const slice_params& p) {
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  host_tensor<float, F> x(e), y(slice_output_extents(e, p));
+  fill_logical(x.view(), 11);
+  try {
+    timed_loop(state, 2.0 * static_cast<double>(y.size_bytes()), "GB/s",
+               [&] { b.slice_forward(x.const_view(), p, y.view()); });
+    const double copy_gbs = memcpy_gbs(y.size_bytes());
+    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // A reduction over C: bytes of x and y (and x, y, dy, dx for fwdbwd); counter ratio_to_memcpy.
 template <class F>
 void bm_channel_reduce(benchmark::State& state, std::int64_t c, std::int64_t hw, reduce_op op, bool backward) {
@@ -452,6 +470,19 @@ void register_channel_reduce(std::int64_t c, std::int64_t hw, reduce_op op) {
   }
 }
 
+// YOLOv5's Focus (every second column: step 2 along W) and a UNet's centre crop (H without its
+// first and last rows).
+void register_slice(std::int64_t c, std::int64_t hw) {
+  const std::pair<slice_params, std::string> cases[] = {{slice_params{3, 0, hw, 2}, "w_step2"},
+                                                        {slice_params{2, 1, hw - 1, 1}, "h_crop"}};
+  for (const auto& [p, what] : cases) {
+    const std::string base =
+        "BM_slice/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" + what + "/f32/fwd/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_slice<nchw>(s, c, hw, p); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_slice<nhwc>(s, c, hw, p); });
+  }
+}
+
 void register_pad(std::int64_t c, std::int64_t hw, std::int64_t pad) {
   const std::pair<pad_mode, const char*> modes[] = {
       {pad_mode::constant, "constant"}, {pad_mode::reflect, "reflect"}, {pad_mode::replicate, "replicate"}};
@@ -484,6 +515,8 @@ void register_all() {
   register_channel_reduce(256, 28, reduce_op::mean);
   register_channel_reduce(256, 28, reduce_op::max);
   register_channel_reduce(512, 38, reduce_op::l2);
+  register_slice(3, 640);  // YOLOv5's Focus on a 640x640 image
+  register_slice(64, 112);
   // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.
   register_pad(64, 128, 3);
   register_pad(256, 32, 1);

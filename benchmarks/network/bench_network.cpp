@@ -111,7 +111,7 @@ struct timed_backend {
   template <class... A> void softmax_forward(A&&... a) { timed([&] { b.softmax_forward(std::forward<A>(a)...); }); }
   template <class... A> void linear_forward(A&&... a) { timed([&] { b.linear_forward(std::forward<A>(a)...); }); }
   template <class... A> void concat_forward(A&&... a) { timed([&] { b.concat_forward(std::forward<A>(a)...); }); }
-  template <class... A> void channel_slice_forward(A&&... a) { timed([&] { b.channel_slice_forward(std::forward<A>(a)...); }); }
+  template <class... A> void slice_forward(A&&... a) { timed([&] { b.slice_forward(std::forward<A>(a)...); }); }
   template <class... A> void rearrange_forward(A&&... a) { timed([&] { b.rearrange_forward(std::forward<A>(a)...); }); }
   // clang-format on
 };

@@ -1,5 +1,5 @@
 // The parts of the cuDNN backend's executor service that need no GPU: which layers it says it
-// runs (support.hpp), the 2-D copy plans of concatenation, channel slices, rearrangements, format
+// runs (support.hpp), the 2-D copy plans of concatenation, slices, rearrangements, format
 // conversion (strided_copy.hpp) and padding (spatial_pad.hpp), replayed on host memory with the
 // semantics of cudaMemcpy2D and compared with the reference backend and memfmt::convert, and the
 // legacy tensor descriptors of softmax (legacy_tensor.hpp) read back through cuDNN.
@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <memfmt/backends/cudnn/legacy_tensor.hpp>
@@ -19,6 +20,7 @@
 #include <memfmt/backends/reference/concat.hpp>
 #include <memfmt/backends/reference/pad.hpp>
 #include <memfmt/backends/reference/rearrange.hpp>
+#include <memfmt/backends/slice.hpp>
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/graph/models.hpp>
 #include <memfmt/graph/solve.hpp>
@@ -81,7 +83,7 @@ void check_concat_and_slice(const std::array<std::int64_t, F::rank>& whole_e, co
     replay(cudnn::channel_block_copy(shape_of(got), parts[i], c0, true), got.view().data(), xs[i].view().data());
     // The slice back out of the whole equals the part.
     host_tensor<float, F> back(xs[i].view().extents()), ref(xs[i].view().extents());
-    reference::channel_slice_forward(want.const_view(), c0, ref.view());
+    reference::slice_forward(want.const_view(), slice_params{1, c0, c0 + parts[i], 1}, ref.view());
     replay(cudnn::channel_block_copy(shape_of(want), parts[i], c0, false), back.view().data(), want.view().data());
     EXPECT_TRUE(same_bytes(back, ref)) << "slice " << i;
     c0 += parts[i];
@@ -95,6 +97,44 @@ TEST(CudnnStridedCopy, ConcatAndSliceEqualTheReference) {
   check_concat_and_slice<ncdhw>({2, 5, 2, 3, 2}, {1, 4});
   check_concat_and_slice<ndhwc>({2, 5, 2, 3, 2}, {1, 4});
   check_concat_and_slice<nhwc>({1, 3, 1, 1}, {3});
+}
+
+// A slice as the backend runs it: the 2-D copies of its permuted copy from the offset (forward),
+// and reversed into a zeroed gradient (backward).
+template <class XF, class YF>
+void check_slice(const std::array<std::int64_t, XF::rank>& whole_e, const slice_params& p) {
+  SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " axis " + std::to_string(p.axis) + " [" +
+               std::to_string(p.begin) + ", " + std::to_string(p.end) + ") step " + std::to_string(p.step));
+  host_tensor<float, XF> x(whole_e);
+  fill_counting(x, 1);
+  const auto part_e = slice_output_extents(whole_e, p);
+  host_tensor<float, YF> want(part_e), got(part_e);
+  reference::slice_forward(x.const_view(), p, want.view());
+  const slice_copy m = slice_copy_of("test", p, x.const_view(), got.view());
+  for (const cudnn::copy_2d& k : cudnn::permuted_copies(m.copy, sizeof(float)))
+    replay(k, got.view().data(), x.view().data() + m.offset);
+  EXPECT_TRUE(same_bytes(got, want));
+  // Backward: dx holds dy at the slice's positions and zeros elsewhere.
+  host_tensor<float, XF> dx_want(whole_e), dx_got(whole_e);
+  fill_counting(dx_want, -5);  // overwritten everywhere
+  reference::slice_backward(want.const_view(), p, dx_want.view());
+  const slice_copy b = slice_copy_of("test", p, dx_got.view(), want.const_view());
+  for (const cudnn::copy_2d& k : cudnn::permuted_copies(b.copy.reversed(), sizeof(float)))
+    replay(k, dx_got.view().data() + b.offset, want.view().data());
+  EXPECT_TRUE(same_bytes(dx_got, dx_want));
+}
+
+TEST(CudnnStridedCopy, SlicesOfEveryAxisEqualTheReference) {
+  for (const slice_params& p : {slice_params{1, 2, 7, 1}, slice_params{1, 1, 9, 3}, slice_params{2, 1, 5, 2},
+                                slice_params{3, 0, 6, 2}, slice_params{3, 2, 3, 1}}) {
+    check_slice<nchw, nchw>({2, 9, 5, 6}, p);
+    check_slice<nhwc, nhwc>({2, 9, 5, 6}, p);
+    check_slice<nchw, nhwc>({2, 9, 5, 6}, p);
+  }
+  for (const slice_params& p : {slice_params{2, 1, 3, 1}, slice_params{4, 0, 4, 3}, slice_params{1, 0, 5, 2}}) {
+    check_slice<ncdhw, ncdhw>({2, 5, 3, 2, 4}, p);
+    check_slice<ndhwc, ndhwc>({2, 5, 3, 2, 4}, p);
+  }
 }
 
 template <class From, class To>
@@ -331,7 +371,7 @@ op_query query(op_kind op, dtype t, format_family f, int rank = 4) {
 
 TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   const auto cl = format_family::channels_last, cf = format_family::channels_first;
-  for (op_kind op : {op_kind::conv, op_kind::pool, op_kind::linear, op_kind::concat, op_kind::channel_slice})
+  for (op_kind op : {op_kind::conv, op_kind::pool, op_kind::linear, op_kind::concat, op_kind::slice})
     for (format_family f : {cl, cf})
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
         EXPECT_TRUE(cudnn::layer_support(query(op, t, f))) << to_string(op) << " " << to_string(f);
@@ -420,7 +460,7 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
 TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
   int asked = 0;
   for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::pool, op_kind::global_average_pool,
-                     op_kind::upsample, op_kind::linear, op_kind::concat, op_kind::channel_slice})
+                     op_kind::upsample, op_kind::linear, op_kind::concat, op_kind::slice})
     for (format_family f : {format_family::channels_last, format_family::channels_first})
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::float64})
         for (int rank : {4, 5})

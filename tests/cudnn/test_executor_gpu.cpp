@@ -57,7 +57,7 @@ graph::network every_layer(bool upsample = false) {
                            : net.conv_transpose("up_2", net.avg_pool("avg2", u, 2, 2), graph::conv_transpose_spec(16, 2, 2));
   const auto sl = net.slice("slice", net.concat("cat", {ub, r}), 8, 24);
   const auto gate = net.activation("gate", net.global_pool("squeeze", sl), activation::sigmoid);
-  const auto e = net.mul("excite", sl, gate);
+  const auto e = net.slice("stride", net.mul("excite", sl, gate), memfmt::slice_params{3, 1, 8, 2});
   net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", e)), 5), family::channels_first);
   return net;
 }

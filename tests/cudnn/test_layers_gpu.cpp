@@ -232,7 +232,7 @@ TEST_F(CudnnLayersGpu, GlobalAveragePoolLinearConcatSliceConvert) {
   const auto got_cat = cat.fetch();
   expect_close(got_cat, want_cat, 0.0);
   mirrored<float, nhwc> part(*be_, {2, 5, 4, 3}, 18);
-  be_->channel_slice_forward(cat.dev(), 3, part.dev_out());
+  be_->slice_forward(cat.dev(), memfmt::slice_params{1, 3, 8, 1}, part.dev_out());
   expect_close(part.fetch(), b.host, 0.0);
 
   mirrored<float, nchw> cf(*be_, {2, 8, 4, 3}, 19);
@@ -386,8 +386,8 @@ void concat_slice_backwards(cudnn::backend& be) {
   // The slice's gradient: dy in channels [3, 8), zeros elsewhere (dx starts with other values).
   mirrored<float, F> sdy(be, {2, 5, 4, 3}, 49), sdx(be, {2, 8, 4, 3}, 50);
   host_tensor<float, F> want_s({2, 8, 4, 3});
-  ref.channel_slice_backward(sdy.host.const_view(), 3, want_s.view());
-  be.channel_slice_backward(sdy.dev(), 3, sdx.dev_out());
+  ref.slice_backward(sdy.host.const_view(), memfmt::slice_params{1, 3, 8, 1}, want_s.view());
+  be.slice_backward(sdy.dev(), memfmt::slice_params{1, 3, 8, 1}, sdx.dev_out());
   expect_close(sdx.fetch(), want_s, 0.0);
 }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNhwc) { concat_slice_backwards<nhwc>(*be_); }

@@ -56,6 +56,8 @@ std::vector<network> every_kind_of_network() {
   n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
   n.output("y", n.pool("pool", u, pool), family::channels_first);
   const node_id logits = n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false);
+  n.output("strided", n.slice("stride", n.slice("crop", x, memfmt::slice_params{2, 2, 8, 1}),
+                              memfmt::slice_params{3, 1, 8, 3}), family::channels_last);
   n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
            family::channels_first);
   nets.push_back(std::move(n));
@@ -243,6 +245,22 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   j = good;
   j["nodes"][1]["attrs"]["groups"] = 5;
   has(load(j), "node 'conv1': groups 5 must divide input channels 3");
+  // A slice's axis and step may be left out (a channel slice); out of range they are named.
+  network sliced;
+  sliced.output("y", sliced.slice("crop", sliced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
+                                     memfmt::slice_params{2, 1, 5, 2}),
+                family::channels_first);
+  j = memfmt::io::network_to_json(sliced);
+  ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"axis": 2, "begin": 1, "end": 5, "step": 2})"));
+  j["nodes"][1]["attrs"].erase("axis");
+  j["nodes"][1]["attrs"].erase("step");
+  j["nodes"][1]["extents"] = j["nodes"][2]["extents"] = json::array({1, 4, 6, 6});
+  EXPECT_EQ(memfmt::io::network_from_json(j).at(1).get<memfmt::slice_params>().axis, 1);
+  j["nodes"][1]["attrs"]["axis"] = 9;
+  has(load(j), "nodes[1] ('crop') attrs: key 'axis' must be 1 (C) or a spatial axis (2 to 4), got 9");
+  j["nodes"][1]["attrs"]["axis"] = 3;
+  j["nodes"][1]["attrs"]["step"] = 0;
+  has(load(j), "node 'crop' (of 'x'): slice of axis 3 [1, 5) step 0: input [1, 8, 6, 6]: need 0 <= begin < end <= 6 and step >= 1");
   const cost_model model;
   json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][3]["format"] = "nhwc";

@@ -99,7 +99,7 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(net.at(parts[1]).name, "split.1");
   EXPECT_EQ(net.at(parts[1]).extents, (dims{2, 4, 5, 5}));
-  EXPECT_EQ(net.at(parts[1]).get<slice_attrs>().begin, 2);
+  EXPECT_EQ(net.at(parts[1]).get<memfmt::slice_params>().begin, 2);
   expect_error([&] { net.split("bad_split", x, {2, 3}); }, errc::invalid_argument, {"'bad_split'", "[2, 3]", "sum to C"});
   EXPECT_EQ(net.at(net.concat("cat", {parts[1], parts[0]})).extents, (dims{2, 6, 5, 5}));
   const node_id gn = net.group_norm("gn", x, 3);

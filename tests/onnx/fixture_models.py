@@ -12,7 +12,8 @@ Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); SmallLayerNorm2dNet the LayerNo
 NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same way at every opset;
 SmallGroupNormNet the GroupNorm of diffusion UNets, written as Reshape, InstanceNormalization,
 Reshape, Mul, Add; SmallCbamNet CBAM's attention and SSD's L2Norm, whose reductions over the
-channels export as ReduceMean, ReduceMax and ReduceL2. small_vit and small_swin (torchvision's
+channels export as ReduceMean, ReduceMax and ReduceL2; SmallFocusCropNet YOLOv5's Focus stem and a
+UNet's centre-cropped skip connection, spatial Slice ops with steps. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -47,6 +48,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallCbamNet \
       data/small_cbam_net.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_cbam_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallFocusCropNet \
+      data/small_focus_crop_net.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_focus_crop_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -234,6 +238,26 @@ class SmallCbamNet(torch.nn.Module):
         x = x * torch.sigmoid(self.spatial(s))
         x = x / (torch.norm(x, p=2, dim=1, keepdim=True) + 1e-10) * self.scale[None, :, None, None]
         return self.head(x)
+
+
+class SmallFocusCropNet(torch.nn.Module):
+    """YOLOv5's Focus stem (the four pixel phases x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2]
+    and x[..., 1::2, 1::2] concatenated over the channels) and the original UNet's skip connection, whose
+    encoder map is centre-cropped to the decoder's smaller one before the concatenation; a last strided
+    slice of W with a channel range. They export as Slice ops over the spatial axes with steps 1 and 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.focus = torch.nn.Conv2d(12, 16, 3, padding=1)
+        self.down = torch.nn.Conv2d(16, 16, 3)  # no padding: the map shrinks by 2, as in the original UNet
+        self.fuse = torch.nn.Conv2d(32, 8, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+        x = torch.nn.functional.relu(self.focus(x))
+        d = torch.nn.functional.relu(self.down(x))
+        y = self.fuse(torch.cat([x[:, :, 1:-1, 1:-1], d], 1))
+        return y[:, 2:7, :, 1::2]
 
 
 def small_vit(num_classes=4):

@@ -581,10 +581,60 @@ TEST(OnnxImport, SplitAndSliceOnChannels) {
   b.ints("st", {1}).ints("en", {5}).ints("ax", {1});
   b.node("Slice", {"x", "st", "en", "ax"}, {"c"});
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "a").get<memfmt::graph::slice_attrs>().end, 2);
-  EXPECT_EQ(output_of(m, "b").get<memfmt::graph::slice_attrs>().begin, 2);
+  EXPECT_EQ(output_of(m, "a").get<memfmt::slice_params>().end, 2);
+  EXPECT_EQ(output_of(m, "b").get<memfmt::slice_params>().begin, 2);
   EXPECT_EQ(output_of(m, "c").extents, (dims{1, 4, 2, 2}));
   EXPECT_TRUE(m.runnable());
+}
+
+// Spatial slices with steps (YOLOv5's Focus, a UNet's centre crop): one network slice per sliced
+// axis, chained, the last carrying the node's name; a rank-3 value's L is the network's W, and a
+// channels-last view's axes map to the network's.
+TEST(OnnxImport, SlicesOfSpatialAxes) {
+  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  onnx_builder b(13);
+  b.input("x", {1, 4, 6, 7}).input("l", {2, 3, 8});
+  b.output("crop").output("a").output("b").output("w").output("t");
+  b.ints("st", {1, 0}).ints("en", {-1, big}).ints("ax", {2, 3}).ints("sp", {1, 2});
+  b.node("Slice", {"x", "st", "en", "ax", "sp"}, {"crop"}, "focus");
+  b.ints("sizes", {3, 4});
+  b.node("Split", {"x", "sizes"}, {"a", "b"}, "halves").attr("axis", std::int64_t{-1});
+  b.ints("st1", {1}).ints("en1", {8}).ints("ax1", {2}).ints("sp1", {3});
+  b.node("Slice", {"l", "st1", "en1", "ax1", "sp1"}, {"w"});
+  b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});
+  b.ints("st2", {0}).ints("en2", {6}).ints("ax2", {1}).ints("sp2", {2});
+  b.node("Slice", {"xt", "st2", "en2", "ax2", "sp2"}, {"s"});
+  b.node("Transpose", {"s"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
+  const imported_model m = import_model(b.model());
+  ASSERT_TRUE(m.runnable());
+  const node& crop = m.network.at(*m.network.find("focus"));
+  EXPECT_EQ(crop.extents, (dims{1, 4, 4, 4}));
+  const auto& w = crop.get<memfmt::slice_params>();
+  EXPECT_EQ((std::array<std::int64_t, 4>{w.axis, w.begin, w.end, w.step}), (std::array<std::int64_t, 4>{3, 0, 7, 2}));
+  const auto& h = m.network.at(crop.inputs.at(0)).get<memfmt::slice_params>();
+  EXPECT_EQ((std::array<std::int64_t, 4>{h.axis, h.begin, h.end, h.step}), (std::array<std::int64_t, 4>{2, 1, 5, 1}));
+  EXPECT_EQ(m.network.at(crop.inputs.at(0)).inputs.at(0), *m.network.find("x"));
+  EXPECT_EQ(output_of(m, "a").extents, (dims{1, 4, 6, 3}));
+  EXPECT_EQ(output_of(m, "b").get<memfmt::slice_params>().begin, 3);
+  EXPECT_EQ(output_of(m, "w").extents, (dims{2, 3, 1, 3}));  // rank 3 lifted: L is W
+  EXPECT_EQ(output_of(m, "w").get<memfmt::slice_params>().axis, 3);
+  EXPECT_EQ(output_of(m, "t").extents, (dims{1, 4, 3, 7}));  // H of the channels-last view
+  EXPECT_EQ(output_of(m, "t").get<memfmt::slice_params>().axis, 2);
+
+  onnx_builder c(13);
+  c.input("x", {2, 4, 6, 6}).output("n").output("r").output("e");
+  c.ints("st", {1}).ints("en", {2}).ints("ax", {0});
+  c.node("Slice", {"x", "st", "en", "ax"}, {"n"});
+  c.ints("st1", {-1}).ints("en1", {-big}).ints("ax1", {3}).ints("sp1", {-1});
+  c.node("Slice", {"x", "st1", "en1", "ax1", "sp1"}, {"r"});
+  c.ints("st2", {9}).ints("en2", {12}).ints("ax2", {2});
+  c.node("Slice", {"x", "st2", "en2", "ax2"}, {"e"});
+  const imported_model u = import_model(c.model());
+  ASSERT_EQ(u.unsupported.size(), 3u);
+  const std::string reasons[] = {"slicing axis 0 of [2, 4, 6, 6] (C or a spatial axis only)",
+                                 "a negative step on axis 3 (a reversal)", "an empty slice of axis 2"};
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NE(u.unsupported[i].reason.find(reasons[i]), std::string::npos) << u.unsupported[i].reason;
 }
 
 TEST(OnnxImport, GemmAndMatMulWeightsAreOutByIn) {

@@ -459,10 +459,19 @@ TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
                {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]"});
   expect_untouched(whole, "concat y");
   auto part = filled<nchw>({2, 3, 4, 4});
-  expect_error([&] { layers.channel_slice_forward<double>(whole.const_view(), 4, part.view()); }, errc::invalid_argument,
-               {"channel_slice_forward", "channels [4, 4 + 3)", "6 channels of input x"});
-  expect_error([&] { layers.channel_slice_forward<double>(whole.const_view(), -1, part.view()); }, errc::invalid_argument,
-               {"channels [-1, -1 + 3)"});
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{1, 4, 7, 1}, part.view()); },
+               errc::invalid_argument, {"slice of axis 1 [4, 7) step 1", "need 0 <= begin < end <= 6"});
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{1, -1, 2, 1}, part.view()); },
+               errc::invalid_argument, {"[-1, 2)"});
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 0}, part.view()); },
+               errc::invalid_argument, {"step 0", "step >= 1"});
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{4, 0, 1, 1}, part.view()); },
+               errc::invalid_argument, {"the axis must be C (1) or a spatial axis (2 to 3)"});
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{0, 0, 1, 1}, part.view()); },
+               errc::invalid_argument, {"slice of axis 0"});
+  // Valid parameters, a part of other sizes: [0, 4) step 3 of H takes 2 rows, not 4.
+  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 3}, part.view()); },
+               errc::shape_mismatch, {"output y has sizes [2, 3, 4, 4]", "expected [2, 6, 2, 4]"});
   expect_untouched(part, "slice y");
 }
 

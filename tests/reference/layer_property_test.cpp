@@ -263,15 +263,46 @@ void concat_and_slice_adjoint() {
   c0 = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     tensor<XF> slice(parts[i].extents());
-    reference::channel_slice_forward<double>(dy.const_view(), c0, slice.view());
+    const slice_params p{1, c0, c0 + parts[i].extent(1), 1};
+    reference::slice_forward<double>(dy.const_view(), p, slice.view());
     for (std::int64_t k = 0; k < slice.numel(); ++k) ASSERT_EQ(slice.data()[k], dparts[i].data()[k]);
     tensor<YF> back(whole);
-    reference::channel_slice_backward<double>(slice.const_view(), c0, back.view());
+    reference::slice_backward<double>(slice.const_view(), p, back.view());
     const auto x = random_tensor<YF>(whole);
     tensor<XF> xs(parts[i].extents());
-    reference::channel_slice_forward<double>(x.const_view(), c0, xs.view());
+    reference::slice_forward<double>(x.const_view(), p, xs.view());
     expect_equal_dots(dot(slice, xs), dot(back, x), adjoint_rel, "channel slice");
     c0 += parts[i].extent(1);
+  }
+}
+
+// Slices of any axis and step: y at index i of the axis is x at begin + i step (brute force over
+// logical coordinates), and the backward pass is the forward's adjoint.
+template <class XF, class YF>
+void strided_slice_adjoint() {
+  for (int trial = 0; trial < 12; ++trial) {
+    const auto xe = random_extents<XF>(pick(1, 2), pick(1, 6), 1, 7);
+    slice_params p;
+    p.axis = static_cast<int>(pick(1, XF::rank - 1));
+    const std::int64_t extent = xe[static_cast<std::size_t>(p.axis)];
+    p.begin = pick(0, extent - 1);
+    p.end = pick(p.begin + 1, extent);
+    p.step = pick(1, 3);
+    SCOPED_TRACE("axis " + std::to_string(p.axis) + " [" + std::to_string(p.begin) + ", " + std::to_string(p.end) +
+                 ") step " + std::to_string(p.step));
+    const auto ye = slice_output_extents(xe, p);
+    const auto x = random_tensor<XF>(xe);
+    tensor<YF> y(ye);
+    reference::slice_forward<double>(x.const_view(), p, y.view());
+    for_each_coord(ye, [&](const auto& c) {
+      auto cx = c;
+      cx[static_cast<std::size_t>(p.axis)] = p.begin + c[static_cast<std::size_t>(p.axis)] * p.step;
+      ASSERT_EQ(y.data()[y.mapping()(c)], x.data()[x.mapping()(cx)]);
+    });
+    const auto dy = random_tensor<YF>(ye);
+    tensor<XF> dx(xe);
+    reference::slice_backward<double>(dy.const_view(), p, dx.view());
+    expect_equal_dots(dot(dy, y), dot(dx, x), adjoint_rel, "slice");
   }
 }
 
@@ -342,6 +373,12 @@ TEST(ReferenceLayerAdjoints, Linear) {
 TEST(ReferenceLayerAdjoints, ConcatAndSlice) {
   concat_and_slice_adjoint<nchw, nhwc>();
   concat_and_slice_adjoint<ndhwc, ncdhw>();
+}
+TEST(ReferenceLayerAdjoints, StridedSlicesOfEveryAxis) {
+  strided_slice_adjoint<nchw, nhwc>();
+  strided_slice_adjoint<nhwc, nhwc>();
+  strided_slice_adjoint<ncdhw, ndhwc>();
+  strided_slice_adjoint<ndhwc, ndhwc>();
 }
 TEST(ReferenceLayerAdjoints, AsymmetricConvPadding) {
   asymmetric_conv_adjoint<nchw, nhwc>();

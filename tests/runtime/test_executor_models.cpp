@@ -173,7 +173,7 @@ TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
 
 namespace {
 
-// Every layer kind the models do not use (pad, upsample, group and instance norm, softmax, slice,
+// Every layer kind the models do not use (pad, upsample, group and instance norm, softmax, slices,
 // squeeze-and-excitation broadcasting, global max pool, hardswish, opaque), in every plan.
 network every_layer(memfmt::runtime::user_op op) {
   network net;
@@ -198,6 +198,7 @@ network every_layer(memfmt::runtime::user_op op) {
   h = net.opaque("user", {h}, {2, 8, 7, 8}, op.output_format, op.input_format);
   net.set_callback(h, op);
   h = net.softmax("softmax", h);
+  h = net.slice("stride", net.slice("crop", h, memfmt::slice_params{2, 1, 6, 1}), memfmt::slice_params{3, 1, 8, 2});
   h = net.avg_pool("pool", h, 3, 2, 1, true, false);
   net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
   return net;

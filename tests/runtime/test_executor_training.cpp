@@ -68,8 +68,8 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
 // a residual add (fan-out), max pool, nearest and linear upsampling, concat, a channel shuffle,
 // space to depth and depth to space (the other block order), transposed conv, reflect pad, group
-// and instance norm, a split, squeeze-and-excitation (global max pool, sigmoid, broadcast mul),
-// CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions),
+// and instance norm, a crop and a strided slice, a split, squeeze-and-excitation (global max pool,
+// sigmoid, broadcast mul), CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions),
 // average pool, flatten, linear and softmax; and constants in both operand positions of sub, div
 // and mul: buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
@@ -98,14 +98,16 @@ network every_layer(memfmt::dtype type) {
   pp.begin = {1, 0, 0};
   pp.end = {0, 1, 0};
   h = net.group_norm("gn", net.pad("pad", h, pp), 2);                       // [2, 4, 7, 7]
+  h = net.slice("crop", h, memfmt::slice_params{2, 1, 7, 1});               // [2, 4, 6, 7]
+  h = net.slice("stride", h, memfmt::slice_params{3, 0, 7, 2});             // [2, 4, 6, 4]
   const auto parts = net.split("split", h, {1, 3});
   h = net.concat("cat2", {net.instance_norm("in", parts[1], 1e-5, true), parts[0]});
   const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
                                  memfmt::activation::sigmoid);
   h = net.mul("se.mul", h, se);
   h = net.activation("reductions.tanh", spatial_attention_and_reductions(net, h), memfmt::activation::tanh);
-  h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 9, 8, 8]
-  h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 9, 4, 4]
+  h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 9, 6, 4]
+  h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 9, 3, 2]
   h = net.linear("fc", net.flatten("flatten", h), 5);
   h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type, true), h);
   net.output("output", net.softmax("softmax", h), family::channels_first);

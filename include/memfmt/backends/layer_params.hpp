@@ -308,6 +308,18 @@ struct channel_reduce_params {
   reduce_op op = reduce_op::mean;
 };
 
+// A slice along one axis, y = x[begin : end : step] there and whole elsewhere: axis 1 is C
+// (torch.split, narrow), axes 2.. the spatial dims (x[:, :, a:b:s], ONNX Slice with a positive
+// step: YOLOv5's Focus, a UNet's centre crop). The output has ceil((end - begin) / step) >= 1
+// entries on the axis; 0 <= begin < end <= the input's extent, step >= 1. A pure copy: its backward
+// writes dy at the taken positions and zeros elsewhere.
+struct slice_params {
+  int axis = 1;
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t step = 1;
+};
+
 // Rearrangements that move elements between the channel dim and others, with no arithmetic:
 //   channel_shuffle (factor g groups; torch.nn.ChannelShuffle, ShuffleNet): output channel
 //     j * g + i is input channel i * (C / g) + j; any rank 4 or 5.
@@ -416,6 +428,27 @@ Extents channel_reduce_output_extents(const Extents& x) {
                                              " has no channels to reduce (need C >= 1)");
   Extents y = x;
   y[1] = 1;
+  return y;
+}
+
+// Slice: x with ceil((end - begin) / step) entries on the axis.
+template <class Extents>
+Extents slice_output_extents(const Extents& x, const slice_params& p) {
+  const auto where = [&] {
+    return "slice of axis " + std::to_string(p.axis) + " [" + std::to_string(p.begin) + ", " + std::to_string(p.end) +
+           ") step " + std::to_string(p.step) + ": input " + detail::dims_to_string(x);
+  };
+  if (x.size() < 3) detail::fail(errc::invalid_argument, where() + ": needs an input of rank 3 or more");
+  layer_detail::require_input_sizes(where, x);
+  if (p.axis < 1 || static_cast<std::size_t>(p.axis) >= x.size())
+    detail::fail(errc::invalid_argument, where() + ": the axis must be C (1) or a spatial axis (2 to " +
+                                             std::to_string(x.size() - 1) + ")");
+  const std::int64_t extent = x[static_cast<std::size_t>(p.axis)];
+  if (p.begin < 0 || p.end <= p.begin || p.end > extent || p.step < 1)
+    detail::fail(errc::invalid_argument, where() + ": need 0 <= begin < end <= " + std::to_string(extent) +
+                                             " and step >= 1");
+  Extents y = x;
+  y[static_cast<std::size_t>(p.axis)] = (p.end - p.begin - 1) / p.step + 1;  // no overflow: end - begin > 0
   return y;
 }
 

@@ -1,71 +1,20 @@
 // memfmt/backends/rearrange.hpp - a rearrangement (channel shuffle, depth to space, space to depth)
-// as one copy between permuted index spaces, which every backend runs its own way.
+// as one permuted copy (permuted_copy.hpp), which every backend runs its own way.
 //
-// A rearrangement moves each element once and computes nothing, so it is described by an index
-// space of up to 6 dims and, per dim, the element stride in the source and in the destination:
-// y[i . to] = x[i . from]. The strides are the views' own, so the same description serves every
-// format (in channels-first a channel shuffle moves whole planes, in channels-last it permutes the
-// C values of each position) and its backward pass is the same copy reversed (dx from dy).
+// The strides are the views' own, so the same description serves every format (in channels-first
+// a channel shuffle moves whole planes, in channels-last it permutes the C values of each position)
+// and its backward pass is the same copy reversed (dx from dy).
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <utility>
 
-#include "../detail/checked.hpp"
 #include "../tensor/tensor_view.hpp"
 #include "layer_params.hpp"
+#include "permuted_copy.hpp"
 #include "validate.hpp"
 
 namespace memfmt {
-
-struct permuted_copy {
-  int rank = 0;
-  std::array<std::int64_t, 6> extents{}, from{}, to{};
-
-  std::int64_t numel() const noexcept {
-    std::int64_t n = 1;
-    for (int d = 0; d < rank; ++d) n *= extents[static_cast<std::size_t>(d)];
-    return n;
-  }
-  // The copy the other way: the backward pass, dx[i . from] = dy[i . to].
-  permuted_copy reversed() const noexcept {
-    permuted_copy r = *this;
-    std::swap(r.from, r.to);
-    return r;
-  }
-  // The same copy with size-1 dims dropped, the rest ordered by destination stride (writes in
-  // order) and neighbours contiguous in both source and destination merged: fewer, longer loops (a
-  // channels-first channel shuffle becomes copies of whole planes).
-  permuted_copy compacted() const noexcept {
-    std::array<int, 6> order{0, 1, 2, 3, 4, 5};
-    std::stable_sort(order.begin(), order.begin() + rank, [&](int a, int b) {
-      return to[static_cast<std::size_t>(a)] > to[static_cast<std::size_t>(b)];
-    });
-    permuted_copy c;
-    for (int d = 0; d < rank; ++d) {
-      const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(d)]);
-      if (extents[i] == 1) continue;
-      if (c.rank > 0) {
-        const auto last = static_cast<std::size_t>(c.rank - 1);
-        std::int64_t from_span = 0, to_span = 0;
-        if (!detail::mul_overflows(from[i], extents[i], &from_span) &&
-            !detail::mul_overflows(to[i], extents[i], &to_span) && c.from[last] == from_span && c.to[last] == to_span) {
-          c.extents[last] *= extents[i];
-          c.from[last] = from[i];
-          c.to[last] = to[i];
-          continue;
-        }
-      }
-      const auto j = static_cast<std::size_t>(c.rank++);
-      c.extents[j] = extents[i];
-      c.from[j] = from[i];
-      c.to[j] = to[i];
-    }
-    return c;
-  }
-};
 
 // The copy y = rearrangement p of x for logical extents and element strides of x and y (any
 // indexable containers: the views' arrays, the ONNX importer's vectors), which must be valid for p
@@ -138,15 +87,6 @@ template <class DYT, class DYF, class DXT, class DXF>
 permuted_copy rearrange_backward_copy(const char* op, const rearrange_params& p, const tensor_view<DYT, DYF>& dy,
                                       const tensor_view<DXT, DXF>& dx) {
   return rearrange_copy(op, p, dx, dy, "input gradient dx", "output gradient dy").reversed();
-}
-
-// Whether two copies move every element alike (their compacted forms agree).
-inline bool same_copy(const permuted_copy& a, const permuted_copy& b) noexcept {
-  const permuted_copy x = a.compacted(), y = b.compacted();
-  if (x.rank != y.rank) return false;
-  for (std::size_t d = 0; d < static_cast<std::size_t>(x.rank); ++d)
-    if (x.extents[d] != y.extents[d] || x.from[d] != y.from[d] || x.to[d] != y.to[d]) return false;
-  return true;
 }
 
 }  // namespace memfmt

@@ -557,9 +557,10 @@ std::int64_t validate_linear_backward_weights(const tensor_view<XT, XF>& x, cons
   return validate_linear("linear_backward_weights", "input x", x, "output gradient dy", dy, dw, "weight gradient dw");
 }
 
-// Channel slice: y = x[:, c_begin : c_begin + C_y]; N and spatial sizes equal.
+// One part of a concatenation along C: part = whole[:, c_begin : c_begin + C_part]; N and spatial
+// sizes equal.
 template <class XT, class XF, class YT, class YF>
-void validate_channel_slice(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole,
+void validate_concat_part(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole,
                             const char* part_name, const tensor_view<YT, YF>& part, std::int64_t c_begin) {
   backend_detail::static_check_same_rank<XF, YF>();
   auto want = whole.extents();
@@ -575,6 +576,17 @@ void validate_channel_slice(const char* op, const char* whole_name, const tensor
   backend_detail::require_data(op, part_name, part);
 }
 
+// Slice (slice_params): part has the sizes slice_output_extents gives for whole.
+template <class XT, class XF, class YT, class YF>
+void validate_slice(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole, const char* part_name,
+                    const tensor_view<YT, YF>& part, const slice_params& p) {
+  backend_detail::static_check_same_rank<XF, YF>();
+  const auto want = slice_output_extents(whole.extents(), p);
+  backend_detail::require_extents(op, part_name, part.extents(), want, "(the slice's part of the whole)");
+  backend_detail::require_data(op, whole_name, whole);
+  backend_detail::require_data(op, part_name, part);
+}
+
 // Concatenation along C: the parts' channels add up to the whole's, N and spatial sizes equal.
 template <class PT, class PF, class WT, class WF>
 void validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& parts, const char* whole_name,
@@ -583,7 +595,7 @@ void validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& par
   std::int64_t c = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string name = "part " + std::to_string(i);
-    validate_channel_slice(op, whole_name, whole, name.c_str(), parts[i], c);
+    validate_concat_part(op, whole_name, whole, name.c_str(), parts[i], c);
     c = detail::checked_add(c, parts[i].channels(), std::string(op) + ": channels");
   }
   if (c != whole.channels())

@@ -187,12 +187,6 @@ struct global_pool_attrs {
   memfmt::pool_kind kind = memfmt::pool_kind::average;
 };
 
-// A channel range [begin, end) of the input (torch.split / narrow along C).
-struct slice_attrs {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-};
-
 struct linear_attrs {
   std::int64_t out_features = 0;
   bool bias = true;
@@ -222,7 +216,7 @@ struct opaque_attrs {
 // group_norm both hold norm_attrs; node::kind tells them apart.
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
-                                global_pool_attrs, memfmt::upsample_params, slice_attrs, linear_attrs,
+                                global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
                                 memfmt::rearrange_params, layer_norm_attrs, memfmt::channel_reduce_params>;
 
@@ -594,16 +588,20 @@ class network {
     return append(std::move(n));
   }
 
-  // Channels [begin, end) of a spatial value.
+  // Channels [begin, end) of a spatial value (torch.narrow along C).
   node_id slice(std::string name, node_id in, std::int64_t begin, std::int64_t end) {
+    return slice(std::move(name), in, memfmt::slice_params{1, begin, end, 1});
+  }
+  // x[begin : end : step] along C or a spatial axis (memfmt::slice_params).
+  node_id slice(std::string name, node_id in, memfmt::slice_params p) {
     node n = make(std::move(name), node_kind::slice, {in});
     const node& x = require_spatial(n, in);
-    if (begin < 0 || end <= begin || end > x.extents[1])
-      fail_node(n.name, "slice channels [" + std::to_string(begin) + ", " + std::to_string(end) + ") of '" + x.name +
-                            "' " + memfmt::detail::dims_to_string(x.extents) + " (need 0 <= begin < end <= C)");
-    n.extents = x.extents;
-    n.extents[1] = end - begin;
-    n.attrs = slice_attrs{begin, end};
+    try {
+      n.extents = memfmt::slice_output_extents(x.extents, p);
+    } catch (const memfmt::error& e) {
+      memfmt::detail::fail(e.code(), "node '" + n.name + "' (of '" + x.name + "'): " + e.what());
+    }
+    n.attrs = p;
     return append(std::move(n));
   }
   // torch.split along C: slices "<name>.0", "<name>.1", ... of the given sizes, which must sum to C.

@@ -130,7 +130,11 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
              std::to_string(u.scale[1]) + " " + std::to_string(u.scale[2]);
       break;
     }
-    case node_kind::slice: s += " begin " + std::to_string(n.get<slice_attrs>().begin); break;
+    case node_kind::slice: {
+      const auto& p = n.get<memfmt::slice_params>();
+      s += " axis " + std::to_string(p.axis) + " begin " + std::to_string(p.begin) + " step " + std::to_string(p.step);
+      break;
+    }
     case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
     case node_kind::channel_reduce: s += " " + std::string(memfmt::to_string(n.get<memfmt::channel_reduce_params>().op)); break;
     case node_kind::concat: break;

@@ -209,7 +209,11 @@ inline json attrs_json(const graph::node& n) {
       }
       break;
     }
-    case node_kind::slice: a = {{"begin", n.get<graph::slice_attrs>().begin}, {"end", n.get<graph::slice_attrs>().end}}; break;
+    case node_kind::slice: {
+      const auto& p = n.get<memfmt::slice_params>();
+      a = {{"axis", p.axis}, {"begin", p.begin}, {"end", p.end}, {"step", p.step}};
+      break;
+    }
     case node_kind::linear: {
       const auto& l = n.get<graph::linear_attrs>();
       a = {{"out_features", l.out_features}, {"bias", l.bias}};
@@ -343,7 +347,20 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       return net.upsample(name, in[0], u);
     }
     case node_kind::concat: return net.concat(name, in);
-    case node_kind::slice: arity(1); return net.slice(name, in[0], integer(a, "begin", at), integer(a, "end", at));
+    case node_kind::slice: {
+      arity(1);
+      memfmt::slice_params p;  // "axis" and "step" may be left out: a channel slice
+      p.begin = integer(a, "begin", at);
+      p.end = integer(a, "end", at);
+      if (a.contains("axis")) {
+        const std::int64_t axis = integer(a, "axis", at);
+        if (axis < 1 || axis > 4)
+          bad(at, "key 'axis' must be 1 (C) or a spatial axis (2 to 4), got " + std::to_string(axis));
+        p.axis = static_cast<int>(axis);
+      }
+      if (a.contains("step")) p.step = integer(a, "step", at);
+      return net.slice(name, in[0], p);
+    }
     case node_kind::flatten: arity(1); return net.flatten(name, in[0]);
     case node_kind::linear: arity(1); return net.linear(name, in[0], integer(a, "out_features", at), boolean(a, "bias", at));
     case node_kind::softmax: {

@@ -523,8 +523,8 @@ class importer {
   // same layer over C.
   static bool reads_channels_last(const std::string& op) {
     static const std::set<std::string> ops = {
-        "Transpose", "LayerNormalization", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceL1", "ReduceL2",
-        "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
+        "Transpose", "LayerNormalization", "Slice", "Split", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
+        "ReduceL1", "ReduceL2", "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
         "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
   }
@@ -1453,10 +1453,27 @@ class importer {
     set_tensor(r, net().concat(layer_name(r, nullptr), ins), first.lifted());
   }
 
+  // The network axis of ONNX axis a of network value x: a channels-last view's last axis is C, and
+  // a rank-3 value's L is the network's W (lift).
+  static int network_axis(const value& x, std::size_t a) {
+    const std::size_t rank = x.shape.size();
+    if (x.channels_last) return a == 0 ? 0 : a + 1 == rank ? 1 : static_cast<int>(a) + 1;
+    if (x.lifted() && a == 2) return 3;
+    return static_cast<int>(a);
+  }
+  // The network axis that ONNX axis a of x slices, or why the network cannot.
+  static int sliced_axis(const value& x, std::size_t a, const char* what) {
+    const int axis = network_axis(x, a);
+    if (x.shape.size() < 3 || axis == 0)
+      throw not_expressible{std::string(what) + " axis " + std::to_string(a) + " of " +
+                            memfmt::detail::dims_to_string(x.shape) + " (C or a spatial axis only)"};
+    return axis;
+  }
+
   void split(const node_reader& r) {
     const value& x = tensor_input(r, 0);
-    const std::int64_t axis = normalize_axis(r, r.get_int("axis", 0), x.shape.size());
-    if (axis != 1 || x.shape.size() < 3) throw not_expressible{"split along axis " + std::to_string(axis)};
+    const auto a = static_cast<std::size_t>(normalize_axis(r, r.get_int("axis", 0), x.shape.size()));
+    const int axis = sliced_axis(x, a, "split along");
     shape_t sizes;
     if (result_.opset < 13) {
       sizes = r.get_ints("split");
@@ -1464,11 +1481,12 @@ class importer {
       sizes = int64_values(*s->constant);
     }
     const auto outs = static_cast<std::int64_t>(r.proto().output_size());
+    const std::int64_t extent = x.shape[a];
     if (sizes.empty()) {
-      if (outs < 1 || x.shape[1] % outs != 0)
-        r.fail(errc::invalid_argument, "channels " + std::to_string(x.shape[1]) + " do not split into " +
-                                           std::to_string(outs) + " equal parts");
-      sizes.assign(static_cast<std::size_t>(outs), x.shape[1] / outs);
+      if (outs < 1 || extent % outs != 0)
+        r.fail(errc::invalid_argument, "axis " + std::to_string(a) + " of " + std::to_string(extent) +
+                                           " does not split into " + std::to_string(outs) + " equal parts");
+      sizes.assign(static_cast<std::size_t>(outs), extent / outs);
     }
     if (static_cast<std::int64_t>(sizes.size()) != outs)
       r.fail(errc::invalid_argument, "split " + memfmt::detail::dims_to_string(sizes) + " for " + std::to_string(outs) +
@@ -1476,15 +1494,17 @@ class importer {
     const std::string base = layer_name(r, nullptr);
     std::int64_t begin = 0;
     for (std::size_t o = 0; o < sizes.size(); ++o) {
-      const graph::node_id id =
-          net().slice(unique_name(base + "." + std::to_string(o)), *x.node, begin, begin + sizes[o]);
+      if (sizes[o] < 1 || sizes[o] > extent - begin)
+        r.fail(errc::invalid_argument, "split " + memfmt::detail::dims_to_string(sizes) + " of axis " +
+                                           std::to_string(a) + " of " + std::to_string(extent));
+      const memfmt::slice_params p{axis, begin, begin + sizes[o], 1};
+      set_like(r, r.proto().output(static_cast<int>(o)),
+               net().slice(unique_name(base + "." + std::to_string(o)), *x.node, p), x);
       begin += sizes[o];
-      shape_t s = x.shape;
-      s[1] = sizes[o];
-      set_tensor(r, r.proto().output(static_cast<int>(o)), id, s);
     }
   }
 
+  // One network slice per sliced axis, chained; the last carries the node's name.
   void slice(const node_reader& r) {
     const value& x = tensor_input(r, 0);
     std::vector<const parameter*> in{nullptr};
@@ -1493,20 +1513,25 @@ class importer {
       in.push_back(c ? &*c->constant : nullptr);
     }
     const slice_spec s = read_slice(r, in, x.shape.size(), static_cast<int>(result_.opset));
-    std::int64_t begin = 0, end = x.shape.size() > 1 ? x.shape[1] : 0;
+    std::vector<memfmt::slice_params> cuts;
     for (std::size_t i = 0; i < s.axes.size(); ++i) {
       const auto a = static_cast<std::size_t>(s.axes[i]);
       const auto idx = slice_indices(x.shape[a], s.starts[i], s.ends[i], s.steps[i]);
       const bool whole = static_cast<std::int64_t>(idx.size()) == x.shape[a] && (idx.empty() || idx[0] == 0) &&
                          s.steps[i] == 1;
       if (whole) continue;
-      if (a != 1 || s.steps[i] != 1 || idx.empty() || x.shape.size() < 3)
-        throw not_expressible{"slicing axis " + std::to_string(a) + " (channel slices only)"};
-      begin = idx.front();
-      end = idx.back() + 1;
+      const int axis = sliced_axis(x, a, "slicing");
+      if (s.steps[i] < 0) throw not_expressible{"a negative step on axis " + std::to_string(a) + " (a reversal)"};
+      if (idx.empty()) throw not_expressible{"an empty slice of axis " + std::to_string(a)};
+      cuts.push_back(memfmt::slice_params{axis, idx.front(), idx.back() + 1, s.steps[i]});
     }
-    if (begin == 0 && end == x.shape[1]) return alias(r.proto().output(0), x);
-    set_tensor(r, net().slice(layer_name(r, nullptr), *x.node, begin, end), x.lifted());
+    if (cuts.empty()) return alias(r.proto().output(0), x);
+    const std::string base = layer_name(r, nullptr);
+    graph::node_id id = *x.node;
+    for (std::size_t k = 0; k < cuts.size(); ++k)
+      id = net().slice(k + 1 == cuts.size() ? base : unique_name(base + ".axis" + std::to_string(cuts[k].axis)), id,
+                       cuts[k]);
+    set_like(r, id, x);
   }
 
   void resize(const node_reader& r) {

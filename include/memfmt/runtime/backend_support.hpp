@@ -55,7 +55,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
       q.coordinates = n.get<memfmt::upsample_params>().coordinates;
       break;
     case graph::node_kind::concat: q.op = op_kind::concat; break;
-    case graph::node_kind::slice: q.op = op_kind::channel_slice; break;
+    case graph::node_kind::slice: q.op = op_kind::slice; break;
     case graph::node_kind::rearrange: q.op = op_kind::rearrange; break;
     case graph::node_kind::linear: q.op = op_kind::linear; break;
     case graph::node_kind::softmax: q.op = op_kind::softmax; break;

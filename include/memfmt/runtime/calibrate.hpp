@@ -150,7 +150,7 @@ using pad_op = decltype(std::declval<B&>().pad_forward(cview<float>(), mview<flo
 template <class B>
 using softmax_op = decltype(std::declval<B&>().softmax_forward(cview<float>(), mview<float>(), softmax_params{}));
 template <class B>
-using slice_op = decltype(std::declval<B&>().channel_slice_forward(cview<float>(), std::int64_t{}, mview<float>()));
+using slice_op = decltype(std::declval<B&>().slice_forward(cview<float>(), slice_params{}, mview<float>()));
 template <class B>
 using rearrange_op = decltype(std::declval<B&>().rearrange_forward(cview<float>(), rearrange_params{}, mview<float>()));
 template <class B>
@@ -362,7 +362,7 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       return median_ns(o, b, [&] { b.channel_reduce_forward(ins[0], y, n.get<channel_reduce_params>()); });
   if constexpr (has_v<slice_op, Backend>)
     if (n.kind == k::slice)
-      return median_ns(o, b, [&] { b.channel_slice_forward(ins[0], n.get<graph::slice_attrs>().begin, y); });
+      return median_ns(o, b, [&] { b.slice_forward(ins[0], n.get<slice_params>(), y); });
   if constexpr (has_v<rearrange_op, Backend>)
     if (n.kind == k::rearrange) return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
   if constexpr (has_v<concat_op, Backend>)

@@ -1068,7 +1068,7 @@ class executor {
                                                         " backend has no reduction over channels");
           break;
         case graph::node_kind::slice:
-          step.push_back([&b, x, y, c0 = n.get<graph::slice_attrs>().begin] { b.channel_slice_forward(x, c0, y); });
+          step.push_back([&b, x, y, p = n.get<memfmt::slice_params>()] { b.slice_forward(x, p, y); });
           break;
         case graph::node_kind::rearrange:
           step.push_back([&b, x, y, p = n.get<memfmt::rearrange_params>()] { b.rearrange_forward(x, p, y); });

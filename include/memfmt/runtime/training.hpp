@@ -822,9 +822,9 @@ class trainer {
           break;
         }
         case graph::node_kind::slice: {
-          const std::int64_t c0 = n.get<graph::slice_attrs>().begin;
-          step.push_back([this, x, y, c0] { backend_.channel_slice_forward(in<T, F>(x), c0, out<T, F>(y)); });
-          backward_dx([this, c0](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.channel_slice_backward(dy, c0, dx); });
+          const auto p = n.get<memfmt::slice_params>();
+          step.push_back([this, x, y, p] { backend_.slice_forward(in<T, F>(x), p, out<T, F>(y)); });
+          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.slice_backward(dy, p, dx); });
           break;
         }
         case graph::node_kind::rearrange: {

@@ -30,6 +30,7 @@
 #include "../conv_params.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
+#include "../slice.hpp"
 #include "backward.hpp"
 #include "channel_padding.hpp"
 #include "graphs.hpp"
@@ -457,11 +458,12 @@ class backend {
     }
   }
 
+  // A slice: the 2-D copies of its permuted copy from an offset (slice.hpp), as a rearrangement.
   template <class T, class XF, class YF>
-  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) {
-    validate_channel_slice("cuDNN channel_slice_forward", "input x", x, "output y", y, c_begin);
-    require_same_packed_format("cuDNN channel_slice_forward", y, x);
-    run_copy(channel_block_copy(packed_shape_of(x), y.channels(), c_begin, false), y.data(), x.data(), stream_);
+  void slice_forward(tensor_view<const T, XF> x, const slice_params& p, tensor_view<T, YF> y) {
+    const slice_copy m = slice_copy_of("cuDNN slice_forward", p, x, y);
+    if (y.empty()) return;
+    for (const copy_2d& k : permuted_copies(m.copy, sizeof(T))) run_copy(k, y.data(), x.data() + m.offset, stream_);
   }
 
   // Channel shuffle, depth to space, space to depth: 2-D copies of the permuted copy
@@ -664,13 +666,14 @@ class backend {
     }
   }
 
-  // dx is zero outside the slice's channels.
+  // dx is zero outside the slice's positions.
   template <class T, class DYF, class DXF>
-  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
-    validate_channel_slice("cuDNN channel_slice_backward", "input gradient dx", dx, "output gradient dy", dy, c_begin);
-    require_same_packed_format("cuDNN channel_slice_backward", dy, dx);
-    zero_packed(dx, "cuDNN channel_slice_backward");
-    run_copy(channel_block_copy(packed_shape_of(dx), dy.channels(), c_begin, true), dx.data(), dy.data(), stream_);
+  void slice_backward(tensor_view<const T, DYF> dy, const slice_params& p, tensor_view<T, DXF> dx) {
+    const slice_copy m = slice_copy_of("cuDNN slice_backward", p, dx, dy, "input gradient dx", "output gradient dy");
+    zero_packed(dx, "cuDNN slice_backward");
+    if (dy.empty()) return;
+    for (const copy_2d& k : permuted_copies(m.copy.reversed(), sizeof(T)))
+      run_copy(k, dx.data() + m.offset, dy.data(), stream_);
   }
 
   template <class T, class DYF, class DXF>

@@ -578,8 +578,8 @@ class backend {
   }
 
   template <class T, class XF, class YF>
-  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) {
-    layers_.channel_slice_forward(eng_, strm_, x, c_begin, y);
+  void slice_forward(tensor_view<const T, XF> x, const slice_params& p, tensor_view<T, YF> y) {
+    layers_.slice_forward(x, p, y);
   }
 
   template <class T, class XF, class YF>
@@ -628,8 +628,8 @@ class backend {
   }
 
   template <class T, class DYF, class DXF>
-  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
-    backward_.channel_slice_backward(layers_, eng_, strm_, dy, c_begin, dx);
+  void slice_backward(tensor_view<const T, DYF> dy, const slice_params& p, tensor_view<T, DXF> dx) {
+    backward_.slice_backward(dy, p, dx);
   }
 
   template <class T, class DYF, class DXF>

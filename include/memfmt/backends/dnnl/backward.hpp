@@ -32,6 +32,8 @@
 #include "../reference/concat.hpp"
 #include "../reference/pooling.hpp"
 #include "../reference/upsample.hpp"
+#include "../cpu/permuted_copy.hpp"
+#include "../slice.hpp"
 #include "../validate.hpp"
 #include "descriptors.hpp"
 #include "layers.hpp"
@@ -266,27 +268,20 @@ class layer_backward {
     });
   }
 
-  // dx = 0 but channels [c_begin, c_begin + C_dy), which are dy: zeros, then a reorder into dx's
-  // submemory (the reference kernel where dx is not dense, so has bytes the zeros must not touch).
+  // dx = 0 but at the slice's positions, which are dy: zeros, then the forward's copy reversed (the
+  // reference kernel where dx is not dense, so has bytes the zeros must not touch).
   template <class T, class DYF, class DXF>
-  void channel_slice_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s,
-                              tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) {
-    validate_channel_slice("onednn::channel_slice_backward", "input gradient dx", dx, "output gradient dy", dy, c_begin);
-    const auto dt = data_type_of<T>("onednn::channel_slice_backward");
+  void slice_backward(tensor_view<const T, DYF> dy, const slice_params& p, tensor_view<T, DXF> dx) {
+    const slice_copy m = slice_copy_of("onednn::slice_backward", p, dx, dy, "input gradient dx", "output gradient dy");
+    (void)data_type_of<T>("onednn::slice_backward");
     if (empty(dx)) return;
     if (!dx.mapping().is_packed()) {
-      if constexpr (supported_v<T>) reference::channel_slice_backward<T, DYF, DXF>(dy, c_begin, dx);
+      if constexpr (supported_v<T>) reference::slice_backward<T, DYF, DXF>(dy, p, dx);
       return;
     }
     std::memset(static_cast<void*>(dx.data()), 0, static_cast<std::size_t>(dx.numel()) * sizeof(T));
     if (empty(dy)) return;
-    const auto dy_md = activation_md(dy, dt);
-    guarded("channel_slice_backward", [&] {
-      dnnl::memory::dims offsets(static_cast<std::size_t>(DXF::rank), 0);
-      offsets[1] = c_begin;
-      lp.reorder(eng, s, dy_md, mut(dy.data()), activation_md(dx, dt).submemory_desc(dy_md.dims(), offsets), dx.data());
-      s.wait();
-    });
+    cpu::run_permuted_copy(m.copy.reversed(), sizeof(T), dy.data(), dx.data() + m.offset);
   }
 
  private:

@@ -31,6 +31,8 @@
 #include "../reference/binary.hpp"
 #include "../reference/pooling.hpp"
 #include "../reference/upsample.hpp"
+#include "../cpu/permuted_copy.hpp"
+#include "../slice.hpp"
 #include "../validate.hpp"
 #include "descriptors.hpp"
 #include "status.hpp"
@@ -306,21 +308,14 @@ class layer_primitives {
     });
   }
 
-  // y = channels [c_begin, c_begin + C_y) of x: a reorder from x's submemory.
+  // y = the slice p of x: one strided copy (slice.hpp) by memfmt's CPU kernel; oneDNN's reorder
+  // moves a step-2 slice element by element.
   template <class T, class XF, class YF>
-  void channel_slice_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x,
-                             std::int64_t c_begin, tensor_view<T, YF> y) {
-    validate_channel_slice("onednn::channel_slice_forward", "input x", x, "output y", y, c_begin);
-    const auto dt = data_type_of<T>("onednn::channel_slice_forward");
+  void slice_forward(tensor_view<const T, XF> x, const slice_params& p, tensor_view<T, YF> y) {
+    const slice_copy m = slice_copy_of("onednn::slice_forward", p, x, y);
+    (void)data_type_of<T>("onednn::slice_forward");
     if (empty(y)) return;
-    const auto y_md = activation_md(y, dt);
-    guarded("channel_slice_forward", [&] {
-      dnnl::memory::dims offsets(static_cast<std::size_t>(XF::rank), 0);
-      offsets[1] = c_begin;
-      const auto part = activation_md(x, dt).submemory_desc(y_md.dims(), offsets);
-      reorder(eng, s, part, mut(x.data()), y_md, y.data());
-      s.wait();
-    });
+    cpu::run_permuted_copy(m.copy, sizeof(T), x.data() + m.offset, y.data());
   }
 
   // A rearrangement is one reorder between x and y seen through its permuted index space

@@ -243,13 +243,13 @@ struct backend {
   }
 
   template <class T, class XF, class YF>
-  void channel_slice_forward(tensor_view<const T, XF> x, std::int64_t c_begin, tensor_view<T, YF> y) const {
-    reference::channel_slice_forward<T, XF, YF>(x, c_begin, y);
+  void slice_forward(tensor_view<const T, XF> x, const slice_params& p, tensor_view<T, YF> y) const {
+    reference::slice_forward<T, XF, YF>(x, p, y);
   }
 
   template <class T, class DYF, class DXF>
-  void channel_slice_backward(tensor_view<const T, DYF> dy, std::int64_t c_begin, tensor_view<T, DXF> dx) const {
-    reference::channel_slice_backward<T, DYF, DXF>(dy, c_begin, dx);
+  void slice_backward(tensor_view<const T, DYF> dy, const slice_params& p, tensor_view<T, DXF> dx) const {
+    reference::slice_backward<T, DYF, DXF>(dy, p, dx);
   }
 };
 

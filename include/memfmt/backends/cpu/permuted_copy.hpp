@@ -1,0 +1,134 @@
+// memfmt/backends/cpu/permuted_copy.hpp - a permuted copy (backends/permuted_copy.hpp) on host
+// memory, for the oneDNN backend's slices: oneDNN's reorder moves strided reads element by element
+// (BM_slice/.../w_step2 in bench_conv).
+//
+// The compacted copy's innermost dim is a row: one block copy where both sides are contiguous, a
+// loop with a constant source stride of 2 (YOLOv5's Focus phases; the compiler vectorises it), a
+// strided loop otherwise. The rows, indexed over the other dims, are shared out with OpenMP in
+// contiguous ranges, each written by one thread; every element moves once, so any thread count
+// gives the same bytes.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "../../error.hpp"
+#include "../permuted_copy.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace memfmt::cpu {
+namespace permuted_copy_detail {
+
+// Copies smaller than this many elements in all are not worth a thread team.
+inline constexpr std::int64_t parallel_min_elements = std::int64_t{1} << 15;
+
+// dst[i] = src[2 i]: 8 elements at a time from two vectors of 8 (one permute instruction with
+// AVX-512; GCC at -O2 leaves the plain loop scalar).
+template <class E>
+void copy_evens(const E* src, E* dst, std::int64_t n) {
+  std::int64_t i = 0;
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+  typedef E vec8 __attribute__((vector_size(8 * sizeof(E))));
+  for (; i + 8 <= n; i += 8) {
+    vec8 a, b;
+    std::memcpy(&a, src + 2 * i, sizeof a);
+    std::memcpy(&b, src + 2 * i + 8, sizeof b);
+    const vec8 r = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    std::memcpy(dst + i, &r, sizeof r);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = src[2 * i];
+}
+
+template <class E>
+void copy_row(const E* src, E* dst, std::int64_t n, std::int64_t from, std::int64_t to) {
+  if (from == 1 && to == 1 && n <= 4) {  // a few channels (an RGB image's): no call per row
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  } else if (from == 1 && to == 1) {
+    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(E));
+  } else if (from == 2 && to == 1) {
+    copy_evens(src, dst, n);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dst[i * to] = src[i * from];
+  }
+}
+
+// Rows [r0, r1) of compacted copy c (rank >= 1): the row index is split over the outer dims once,
+// then advanced like an odometer.
+template <class E>
+void copy_rows(const permuted_copy& c, const E* from, E* to, std::int64_t r0, std::int64_t r1) {
+  const int last = c.rank - 1;
+  std::array<std::int64_t, 6> index{};
+  std::int64_t src = 0, dst = 0, rest = r0;
+  for (int d = last - 1; d >= 0; --d) {
+    const auto u = static_cast<std::size_t>(d);
+    index[u] = rest % c.extents[u];
+    rest /= c.extents[u];
+    src += index[u] * c.from[u];
+    dst += index[u] * c.to[u];
+  }
+  const auto l = static_cast<std::size_t>(last);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    copy_row(from + src, to + dst, c.extents[l], c.from[l], c.to[l]);
+    for (int d = last - 1; d >= 0; --d) {
+      const auto u = static_cast<std::size_t>(d);
+      src += c.from[u];
+      dst += c.to[u];
+      if (++index[u] < c.extents[u]) break;
+      src -= c.from[u] * c.extents[u];
+      dst -= c.to[u] * c.extents[u];
+      index[u] = 0;
+    }
+  }
+}
+
+template <class E>
+void run(const permuted_copy& c, const E* from, E* to) {
+  if (c.rank == 0) {  // one element
+    *to = *from;
+    return;
+  }
+  std::int64_t rows = 1;
+  for (int d = 0; d + 1 < c.rank; ++d) rows *= c.extents[static_cast<std::size_t>(d)];
+#if defined(_OPENMP)
+  if (rows > 1 && c.numel() >= parallel_min_elements) {
+#pragma omp parallel
+    {
+      const std::int64_t teams = omp_get_num_threads(), t = omp_get_thread_num();
+      const std::int64_t share = rows / teams, extra = rows % teams;
+      const std::int64_t r0 = t * share + std::min(t, extra);
+      copy_rows(c, from, to, r0, r0 + share + (t < extra ? 1 : 0));
+    }
+    return;
+  }
+#endif
+  copy_rows(c, from, to, 0, rows);
+}
+
+}  // namespace permuted_copy_detail
+
+// Runs m (element strides; within the buffers, which must not overlap) on elements of
+// `element_bytes` (1, 2, 4 or 8) from `from` into `to`.
+inline void run_permuted_copy(const permuted_copy& m, std::size_t element_bytes, const void* from, void* to) {
+  const permuted_copy c = m.compacted();
+  if (c.numel() == 0) return;
+  using namespace permuted_copy_detail;
+  switch (element_bytes) {
+    case 1: return run(c, static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to));
+    case 2: return run(c, static_cast<const std::uint16_t*>(from), static_cast<std::uint16_t*>(to));
+    case 4: return run(c, static_cast<const std::uint32_t*>(from), static_cast<std::uint32_t*>(to));
+    case 8: return run(c, static_cast<const std::uint64_t*>(from), static_cast<std::uint64_t*>(to));
+    default:
+      detail::fail(errc::unsupported_dtype,
+                   "run_permuted_copy: elements of " + std::to_string(element_bytes) + " bytes (1, 2, 4 or 8 only)");
+  }
+}
+
+}  // namespace memfmt::cpu
