@@ -631,10 +631,35 @@ TEST(OnnxImport, SlicesOfSpatialAxes) {
   c.node("Slice", {"x", "st2", "en2", "ax2"}, {"e"});
   const imported_model u = import_model(c.model());
   ASSERT_EQ(u.unsupported.size(), 3u);
-  const std::string reasons[] = {"slicing axis 0 of [2, 4, 6, 6] (C or a spatial axis only)",
+  const std::string reasons[] = {"slicing axis 0 of [2, 4, 6, 6] (C, F or a spatial axis only)",
                                  "a negative step on axis 3 (a reversal)", "an empty slice of axis 2"};
   for (std::size_t i = 0; i < 3; ++i)
     EXPECT_NE(u.unsupported[i].reason.find(reasons[i]), std::string::npos) << u.unsupported[i].reason;
+}
+
+// Rank-2 [N, F] values split, slice and concatenate along F; channels-last views concatenate along
+// their last axis (C); along other axes Concat stays a barrier.
+TEST(OnnxImport, ConcatSplitAndSliceOfFeaturesAndViews) {
+  onnx_builder b(13);
+  b.input("f", {2, 6}).input("x", {2, 4, 3, 5}).output("g").output("t").output("s").output("h");
+  b.node("Split", {"f"}, {"a", "c"}).attr("axis", std::int64_t{1});
+  b.node("Concat", {"c", "a"}, {"g"}, "swap").attr("axis", std::int64_t{-1});
+  b.ints("st", {1}).ints("en", {5}).ints("ax", {1}).ints("sp", {2});
+  b.node("Slice", {"f", "st", "en", "ax", "sp"}, {"s"});
+  b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});
+  b.node("Concat", {"xt", "xt"}, {"ct"}).attr("axis", std::int64_t{3});
+  b.node("Transpose", {"ct"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
+  b.node("Concat", {"x", "x"}, {"h"}).attr("axis", std::int64_t{2});
+  const imported_model m = import_model(b.model());
+  EXPECT_EQ(output_of(m, "g").kind, node_kind::concat);
+  EXPECT_EQ(output_of(m, "g").extents, (dims{2, 6}));
+  EXPECT_EQ(output_of(m, "s").extents, (dims{2, 2}));
+  EXPECT_EQ(output_of(m, "s").get<memfmt::slice_params>().step, 2);
+  EXPECT_EQ(output_of(m, "t").kind, node_kind::concat);  // the view's C: no transposes
+  EXPECT_EQ(output_of(m, "t").extents, (dims{2, 8, 3, 5}));
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_NE(m.unsupported[0].reason.find("concatenation along axis 2 of [2, 4, 3, 5] (C or F only)"), std::string::npos)
+      << m.unsupported[0].reason;
 }
 
 TEST(OnnxImport, GemmAndMatMulWeightsAreOutByIn) {

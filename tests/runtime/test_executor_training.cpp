@@ -70,7 +70,7 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 // space to depth and depth to space (the other block order), transposed conv, reflect pad, group
 // and instance norm, a crop and a strided slice, a split, squeeze-and-excitation (global max pool,
 // sigmoid, broadcast mul), CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions),
-// average pool, flatten, linear and softmax; and constants in both operand positions of sub, div
+// average pool, flatten, linear, a split and concat of its features, and softmax; and constants in both operand positions of sub, div
 // and mul: buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
@@ -109,6 +109,8 @@ network every_layer(memfmt::dtype type) {
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 9, 6, 4]
   h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 9, 3, 2]
   h = net.linear("fc", net.flatten("flatten", h), 5);
+  const auto features = net.split("fsplit", h, {2, 3});  // rank 2: along F
+  h = net.concat("fcat", {features[1], net.slice("fslice", features[0], memfmt::slice_params{1, 0, 2, 1})});
   h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type, true), h);
   net.output("output", net.softmax("softmax", h), family::channels_first);
   return net;

@@ -567,15 +567,15 @@ class network {
     return append(std::move(n));
   }
 
-  // Concatenation along C: same rank, N, spatial extents and dtype.
+  // Concatenation along C (F of rank-2 values): same rank, N, spatial extents and dtype.
   node_id concat(std::string name, std::vector<node_id> inputs) {
     node n = make(std::move(name), node_kind::concat, inputs);
     if (inputs.empty()) fail_node(n.name, "concat needs at least one input");
-    const node& first = require_spatial(n, inputs[0]);
+    const node& first = require_channels(n, inputs[0]);
     n.extents = first.extents;
     n.extents[1] = 0;
     for (node_id id : inputs) {
-      const node& x = require_spatial(n, id);
+      const node& x = require_channels(n, id);
       std::vector<std::int64_t> a = x.extents, b = first.extents;
       a[1] = b[1] = 0;
       if (a != b || x.type != first.type)
@@ -592,12 +592,20 @@ class network {
   node_id slice(std::string name, node_id in, std::int64_t begin, std::int64_t end) {
     return slice(std::move(name), in, memfmt::slice_params{1, begin, end, 1});
   }
-  // x[begin : end : step] along C or a spatial axis (memfmt::slice_params).
+  // x[begin : end : step] along C or a spatial axis (memfmt::slice_params); a rank-2 [N, F] value
+  // along F (axis 1).
   node_id slice(std::string name, node_id in, memfmt::slice_params p) {
     node n = make(std::move(name), node_kind::slice, {in});
-    const node& x = require_spatial(n, in);
+    const node& x = require_channels(n, in);
     try {
-      n.extents = memfmt::slice_output_extents(x.extents, p);
+      if (x.extents.size() == 2 && p.axis != 1)
+        memfmt::detail::fail(errc::invalid_argument, "slice of axis " + std::to_string(p.axis) + " of " +
+                                                         memfmt::detail::dims_to_string(x.extents) +
+                                                         ": a rank-2 value is sliced along axis 1 only");
+      std::vector<std::int64_t> e = x.extents;
+      if (e.size() == 2) e.insert(e.end(), {1, 1});  // as the kernels see it, [N, F, 1, 1]
+      n.extents = memfmt::slice_output_extents(e, p);
+      n.extents.resize(x.extents.size());
     } catch (const memfmt::error& e) {
       memfmt::detail::fail(e.code(), "node '" + n.name + "' (of '" + x.name + "'): " + e.what());
     }
@@ -610,7 +618,7 @@ class network {
     std::int64_t total = 0;
     for (std::int64_t s : sizes)
       total = s > 0 ? memfmt::detail::checked_add(total, s, "node '" + name + "': split sizes") : -1;
-    if (sizes.empty() || total != (x.spatial() ? x.extents[1] : -2))
+    if (sizes.empty() || total != (x.spatial() || x.extents.size() == 2 ? x.extents[1] : -2))
       fail_node(name, "split sizes " + memfmt::detail::dims_to_string(sizes) + " of '" + x.name + "' " +
                           memfmt::detail::dims_to_string(x.extents) + " must be positive and sum to C");
     std::vector<node_id> parts;
@@ -836,6 +844,14 @@ class network {
   }
   // Elementwise layers also take the rank-2 values of a classifier.
   const node& require_value(const node& n, node_id id) const { return at(n, id); }
+  // Layers along C take rank-2 values too, their F as C.
+  const node& require_channels(const node& n, node_id id) const {
+    const node& x = at(n, id);
+    if (x.extents.size() != 2 && !x.spatial())
+      fail_node(n.name, std::string(to_string(n.kind)) + " input '" + x.name + "' " +
+                            memfmt::detail::dims_to_string(x.extents) + " must have rank 2, 4 or 5");
+    return x;
+  }
 
   static void check_epsilon(const std::string& name, double epsilon) {
     if (!(epsilon > 0.0) || !std::isfinite(epsilon))

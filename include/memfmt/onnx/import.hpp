@@ -523,7 +523,7 @@ class importer {
   // same layer over C.
   static bool reads_channels_last(const std::string& op) {
     static const std::set<std::string> ops = {
-        "Transpose", "LayerNormalization", "Slice", "Split", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
+        "Transpose", "LayerNormalization", "Concat", "Slice", "Split", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
         "ReduceL1", "ReduceL2", "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
         "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity"};
     return ops.count(op) != 0;
@@ -1438,19 +1438,24 @@ class importer {
     return axes;
   }
 
+  // Along C (F of rank-2 values; the last axis of channels-last views).
   void concat(const node_reader& r) {
     const value& first = tensor_input(r, 0);
-    const std::int64_t axis = normalize_axis(r, r.get_int("axis", 1), first.shape.size());
-    if (axis != 1 || first.shape.size() < 3) throw not_expressible{"concatenation along axis " + std::to_string(axis)};
+    const auto a = static_cast<std::size_t>(normalize_axis(r, r.get_int("axis", 1), first.shape.size()));
+    if (first.shape.size() < 2 || network_axis(first, a) != 1)
+      throw not_expressible{"concatenation along axis " + std::to_string(a) + " of " +
+                            memfmt::detail::dims_to_string(first.shape) + " (C or F only)"};
     std::vector<graph::node_id> ins;
     for (int i = 0; i < r.inputs(); ++i) {
       const value& v = tensor_input(r, i);
       if (v.shape.size() != first.shape.size())
         r.fail(errc::shape_mismatch, "inputs of ranks " + std::to_string(first.shape.size()) + " and " +
                                          std::to_string(v.shape.size()));
+      if (v.channels_last != first.channels_last)
+        throw not_expressible{"inputs that are channels-last views and inputs that are not"};
       ins.push_back(*v.node);
     }
-    set_tensor(r, net().concat(layer_name(r, nullptr), ins), first.lifted());
+    set_like(r, net().concat(layer_name(r, nullptr), ins), first);
   }
 
   // The network axis of ONNX axis a of network value x: a channels-last view's last axis is C, and
@@ -1461,12 +1466,13 @@ class importer {
     if (x.lifted() && a == 2) return 3;
     return static_cast<int>(a);
   }
-  // The network axis that ONNX axis a of x slices, or why the network cannot.
+  // The network axis that ONNX axis a of x slices (F of a rank-2 value, C or a spatial axis), or
+  // why the network cannot.
   static int sliced_axis(const value& x, std::size_t a, const char* what) {
     const int axis = network_axis(x, a);
-    if (x.shape.size() < 3 || axis == 0)
+    if (axis == 0 || x.shape.size() < 2)
       throw not_expressible{std::string(what) + " axis " + std::to_string(a) + " of " +
-                            memfmt::detail::dims_to_string(x.shape) + " (C or a spatial axis only)"};
+                            memfmt::detail::dims_to_string(x.shape) + " (C, F or a spatial axis only)"};
     return axis;
   }
 

@@ -1009,12 +1009,13 @@ class executor {
 
   template <class T>
   void bind_concat(const graph::node& n, step_list& step) {
-    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
+    dispatch_format(format_of(n.id), kernel_rank(n.extents), [&](auto tag) {
       using F = decltype(tag);
       std::vector<tensor_view<const T, F>> xs;
       for (graph::node_id i : n.inputs)
-        xs.push_back(detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, i))), net_.at(i).extents));
-      const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), n.extents);
+        xs.push_back(detail::view_of<F>(reinterpret_cast<const T*>(slot_data(read_slot(n, i))),
+                                        detail::kernel_extents(net_.at(i).extents)));
+      const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), detail::kernel_extents(n.extents));
       Backend& b = backend_;
       step.push_back([&b, xs, yv] { b.concat_forward(xs, yv); });
     });
