@@ -5,10 +5,10 @@
 // and chunks of positions. Other views (mixed or padded layouts) run the reference loops.
 //
 // The backward's per-channel sums are kept per chunk and added in chunk order, so results are
-// bitwise the same for any number of OpenMP threads. As in cpu/group_norm.hpp, sums and per-element arithmetic are in
-// double with a two-pass variance, so a large mean cannot cancel the variance, in unit-stride loops
-// that vectorise (cpu/double_passes.hpp); 16-bit outputs round through float. BM_ln in bench_conv
-// times both formats.
+// bitwise the same for any number of OpenMP threads. As in cpu/group_norm.hpp, sums and
+// per-element arithmetic are in double with a two-pass variance, so a large mean cannot cancel the
+// variance, in unit-stride loops that vectorise (cpu/double_passes.hpp); 16-bit outputs round
+// through float. BM_ln in bench_conv times both formats.
 #pragma once
 
 #include <algorithm>

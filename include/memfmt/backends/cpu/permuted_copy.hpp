@@ -2,9 +2,8 @@
 // memory, for the oneDNN backend's slices: oneDNN's reorder moves strided reads element by element
 // (BM_slice/.../w_step2 in bench_conv).
 //
-// The compacted copy's innermost dim is a row: one block copy where both sides are contiguous, a
-// loop with a constant source stride of 2 (YOLOv5's Focus phases; the compiler vectorises it), a
-// strided loop otherwise. The rows, indexed over the other dims, are shared out with OpenMP in
+// The compacted copy's innermost dim is a row: one block copy where both sides are contiguous,
+// vector permutes for a source stride of 2 (YOLOv5's Focus phases), a strided loop otherwise. The rows, indexed over the other dims, are shared out with OpenMP in
 // contiguous ranges, each written by one thread; every element moves once, so any thread count
 // gives the same bytes.
 #pragma once

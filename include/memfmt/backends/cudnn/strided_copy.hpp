@@ -110,9 +110,9 @@ inline std::vector<copy_2d> format_conversion_copies(const packed_shape& from) {
   return out;
 }
 
-// The 2-D copies of a permuted copy (a rearrangement or a slice, backends/permuted_copy.hpp) of elements of
-// `element_bytes`: rows of the dims contiguous in both tensors (or single elements), along the
-// largest remaining dim, one copy per index of the others.
+// The 2-D copies of a permuted copy (a rearrangement or a slice, backends/permuted_copy.hpp) of
+// elements of `element_bytes`: rows of the dims contiguous in both tensors (or single elements),
+// along the largest remaining dim, one copy per index of the others.
 inline std::vector<copy_2d> permuted_copies(const permuted_copy& m, std::size_t element_bytes) {
   const permuted_copy c = m.compacted();
   std::vector<copy_2d> out;

@@ -26,12 +26,12 @@
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
+#include "../cpu/permuted_copy.hpp"
 #include "../layer_params.hpp"
 #include "../rearrange.hpp"
 #include "../reference/binary.hpp"
 #include "../reference/pooling.hpp"
 #include "../reference/upsample.hpp"
-#include "../cpu/permuted_copy.hpp"
 #include "../slice.hpp"
 #include "../validate.hpp"
 #include "descriptors.hpp"
