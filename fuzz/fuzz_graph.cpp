@@ -46,10 +46,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (n.kind == node_kind::rearrange)  // moves each element once
       require(n.numel() == net.at(n.inputs[0]).numel(), "rearrangement '" + n.name + "' changes the element count");
-    if (n.kind == node_kind::channel_reduce) {  // [N, C, spatial...] -> [N, 1, spatial...]
+    if (n.kind == node_kind::reduce) {  // extent 1 on the reduced axes, never N, each with values
+      const std::uint32_t axes = n.get<memfmt::reduce_params>().axes;
       std::vector<std::int64_t> e = net.at(n.inputs[0]).extents;
-      e[1] = 1;
-      require(n.extents == e, "reduction over C '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
+      require(axes != 0 && (axes & 1u) == 0 && (axes >> e.size()) == 0,
+              "reduction '" + n.name + "' over axes " + memfmt::axes_to_string(axes) + " was accepted");
+      for (std::size_t d = 1; d < e.size(); ++d)
+        if (axes & memfmt::axis_bit(static_cast<int>(d))) {
+          require(e[d] >= 1, "reduction '" + n.name + "' over an empty axis was accepted");
+          e[d] = 1;
+        }
+      require(n.extents == e, "reduction '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
     }
     if (n.kind == node_kind::slice) {  // the axis holds the indices begin, begin + step, ... below end
       const auto& p = n.get<memfmt::slice_params>();

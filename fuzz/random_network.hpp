@@ -107,8 +107,9 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     case 20: net.softmax(name, a, memfmt::softmax_params{in.ConsumeBool()}); break;
     case 21: net.dropout(name, a, in.ConsumeBool() ? 0.0 : 0.5); break;
     case 22: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::linear); break;
-    case 23:  // any reduction (one past the last too)
-      net.channel_reduce(name, a, static_cast<memfmt::reduce_op>(in.ConsumeIntegralInRange<int>(0, memfmt::reduce_op_count)));
+    case 23:  // any reduction (one past the last too) over any axes (N and past the last too)
+      net.reduce(name, a, memfmt::reduce_params{static_cast<memfmt::reduce_op>(in.ConsumeIntegralInRange<int>(0, memfmt::reduce_op_count)),
+                                                in.ConsumeIntegralInRange<std::uint32_t>(0, 63)});
       break;
     default: net.mul(name, a, b); break;
   }

@@ -14,7 +14,8 @@
 //   BM_bn/<shape>/<dtype>/<infer|train>/<format>    train = forward training step + backward
 //   BM_gn/<shape>/g<groups>/<dtype>/<fwd|fwdbwd>/<format>   group norm (g<C>: instance norm)
 //   BM_ln/<shape>/<dtype>/<fwd|fwdbwd>/<format>   layer norm over C (ConvNeXt-T's stage shapes)
-//   BM_channel_reduce/<shape>/<op>/f32/<fwd|fwdbwd>/<format>   reduction over C; counter ratio_to_memcpy
+//   BM_reduce/<shape>/<op>_<c|hw>/f32/<fwd|fwdbwd>/<format>   reduction over C or H and W; counter
+//                                  ratio_to_memcpy
 //   BM_slice/<shape>/<w_step2|h_crop>/f32/fwd/<format>   a spatial slice; counter ratio_to_memcpy
 //   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
 //                                  ratio_to_memcpy: its GB/s over memcpy's (same threads, the output's bytes)
@@ -299,20 +300,20 @@ void bm_slice(benchmark::State& state, std::int64_t c, std::int64_t hw, const sl
   }
 }
 
-// A reduction over C: bytes of x and y (and x, y, dy, dx for fwdbwd); counter ratio_to_memcpy.
+// A reduction over `axes`: bytes of x and y (and x, y, dy, dx for fwdbwd); counter ratio_to_memcpy.
 template <class F>
-void bm_channel_reduce(benchmark::State& state, std::int64_t c, std::int64_t hw, reduce_op op, bool backward) {
+void bm_reduce(benchmark::State& state, std::int64_t c, std::int64_t hw, reduce_params p, bool backward) {
   auto& b = shared_backend();
-  const typename layout<F>::extents_type e{batch, c, hw, hw}, r{batch, 1, hw, hw};
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  const auto r = reduce_output_extents(e, p);
   host_tensor<float, F> x(e), dx(e), y(r), dy(r);
   fill_logical(x.view(), 9);
   fill_logical(dy.view(), 10);
-  const channel_reduce_params p{op};
   const std::size_t moved = backward ? 2 * (x.size_bytes() + y.size_bytes()) : x.size_bytes() + y.size_bytes();
   try {
     timed_loop(state, static_cast<double>(moved), "GB/s", [&] {
-      b.channel_reduce_forward(x.const_view(), y.view(), p);
-      if (backward) b.channel_reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
+      b.reduce_forward(x.const_view(), y.view(), p);
+      if (backward) b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
     });
     const double copy_gbs = memcpy_gbs(moved / 2);
     state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
@@ -460,13 +461,16 @@ void register_ln(std::int64_t c, std::int64_t hw) {
   }
 }
 
-// CBAM's spatial attention (the mean and max over C) and SSD's L2Norm on conv4_3 (l2 over 512 channels).
-void register_channel_reduce(std::int64_t c, std::int64_t hw, reduce_op op) {
+// CBAM's spatial attention (the mean and max over C), SSD's L2Norm on conv4_3 (l2 over 512
+// channels) and SimAM's sum over H and W.
+void register_reduce(std::int64_t c, std::int64_t hw, reduce_op op, bool spatial) {
+  const reduce_params p{op, spatial ? axis_bit(2) | axis_bit(3) : channel_axis_bit};
   for (const bool backward : {false, true}) {
-    const std::string base = "BM_channel_reduce/" + std::to_string(c) + "x" + std::to_string(hw) + "x" +
-                             std::to_string(hw) + "/" + to_string(op) + "/f32/" + (backward ? "fwdbwd" : "fwd") + "/";
-    reg(base + "nchw", [=](benchmark::State& s) { bm_channel_reduce<nchw>(s, c, hw, op, backward); });
-    reg(base + "nhwc", [=](benchmark::State& s) { bm_channel_reduce<nhwc>(s, c, hw, op, backward); });
+    const std::string base = "BM_reduce/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) +
+                             "/" + to_string(op) + (spatial ? "_hw" : "_c") + "/f32/" + (backward ? "fwdbwd" : "fwd") +
+                             "/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_reduce<nchw>(s, c, hw, p, backward); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_reduce<nhwc>(s, c, hw, p, backward); });
   }
 }
 
@@ -512,9 +516,10 @@ void register_all() {
   register_ln<bfloat16>(96, 56);
   register_ln<float>(384, 14);
   register_ln<float>(768, 7);
-  register_channel_reduce(256, 28, reduce_op::mean);
-  register_channel_reduce(256, 28, reduce_op::max);
-  register_channel_reduce(512, 38, reduce_op::l2);
+  register_reduce(256, 28, reduce_op::mean, false);
+  register_reduce(256, 28, reduce_op::max, false);
+  register_reduce(512, 38, reduce_op::l2, false);
+  register_reduce(256, 28, reduce_op::sum, true);
   register_slice(3, 640);  // YOLOv5's Focus on a 640x640 image
   register_slice(64, 112);
   // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.

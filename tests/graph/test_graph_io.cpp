@@ -28,7 +28,7 @@ std::vector<network> every_kind_of_network() {
                             models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
   // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
   // a preferred pin, a barrier reading one format and writing the other, constants, rearrangements,
-  // a layer norm without affine parameters, a GELU and a reduction over C.
+  // a layer norm without affine parameters, a GELU, reductions over C and over C and H.
   network n;
   const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
@@ -48,7 +48,11 @@ std::vector<network> every_kind_of_network() {
   const node_id r = n.depth_to_space("d2s", n.channel_shuffle("shuffle", parts[1], 5), 1, memfmt::block_order::dcr);
   const node_id g = n.activation("gelu", n.layer_norm("ln", n.space_to_depth("s2d", r, 1), 1e-3, false),
                                   memfmt::activation::gelu);
-  const node_id d = n.dropout("drop", n.mul("gate", g, n.channel_reduce("amax", g, memfmt::reduce_op::max)), 0.25);
+  const node_id d = n.dropout(
+      "drop",
+      n.mul("gate", n.mul("hgate", g, n.reduce("hsum", g, {memfmt::reduce_op::sum, memfmt::axis_bit(2) | memfmt::axis_bit(1)})),
+            n.channel_reduce("amax", g, memfmt::reduce_op::max)),
+      0.25);
   const node_id s0 = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
                                                       family::channels_first), memfmt::binary_op::sub);
   const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);
@@ -261,6 +265,23 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   j["nodes"][1]["attrs"]["axis"] = 3;
   j["nodes"][1]["attrs"]["step"] = 0;
   has(load(j), "node 'crop' (of 'x'): slice of axis 3 [1, 5) step 0: input [1, 8, 6, 6]: need 0 <= begin < end <= 6 and step >= 1");
+  // A reduction's axes may be left out (over C), and its name before it took spatial axes,
+  // "channel_reduce", still reads; other axes are named.
+  network reduced;
+  reduced.output("y", reduced.reduce("norm", reduced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
+                                     {memfmt::reduce_op::l2, memfmt::axis_bit(2) | memfmt::axis_bit(3)}),
+                 family::channels_first);
+  j = memfmt::io::network_to_json(reduced);
+  ASSERT_EQ(j["nodes"][1]["kind"], "reduce");
+  ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"op": "l2", "axes": [2, 3]})"));
+  j["nodes"][1]["kind"] = "channel_reduce";
+  j["nodes"][1]["attrs"].erase("axes");
+  j["nodes"][1]["extents"] = j["nodes"][2]["extents"] = json::array({1, 1, 6, 6});
+  EXPECT_EQ(memfmt::io::network_from_json(j).at(1).get<memfmt::reduce_params>().axes, memfmt::channel_axis_bit);
+  j["nodes"][1]["attrs"]["axes"] = json::array({0, 1});
+  has(load(j), "nodes[1] ('norm') attrs: key 'axes' must hold C (1) or spatial axes (2 to 4), got 0");
+  j["nodes"][1]["attrs"]["axes"] = json::array({4});
+  has(load(j), "node 'norm' (of 'x'): reduce over axes [4]: input [1, 8, 6, 6]: the axes must be C (1) or spatial axes (2 to 3)");
   const cost_model model;
   json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][3]["format"] = "nhwc";

@@ -62,7 +62,8 @@ inline memfmt::pad_params padding(memfmt::pad_mode mode, std::int64_t p) {
 }
 
 // The Mixed module of fixtures/record_eager_formats.py, layer for layer and name for name: layers
-// with and without channels_last support in torch 1.13, operand orders, a barrier, a gate.
+// with and without channels_last support in torch 1.13, operand orders, a barrier, a gate, a
+// reduction.
 inline network eager_mixed() {
   using memfmt::activation;
   network net;
@@ -90,6 +91,7 @@ inline network eager_mixed() {
   const node_id z = net.instance_norm("inorm2", net.conv("conv7", m, conv_spec(16, 3, 1, 1, 1, true)));
   net.output("out_y", y, family::channels_last);
   net.output("out_z", net.mul("scale_cf", z, g), family::channels_first);
+  net.output("out_h", net.reduce("pool_h", y, {memfmt::reduce_op::mean, memfmt::axis_bit(2)}), family::channels_first);
   return net;
 }
 

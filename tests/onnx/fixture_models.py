@@ -13,7 +13,9 @@ NCHW tensor that detectron2, SAM and the original ConvNeXt write out the same wa
 SmallGroupNormNet the GroupNorm of diffusion UNets, written as Reshape, InstanceNormalization,
 Reshape, Mul, Add; SmallCbamNet CBAM's attention and SSD's L2Norm, whose reductions over the
 channels export as ReduceMean, ReduceMax and ReduceL2; SmallFocusCropNet YOLOv5's Focus stem and a
-UNet's centre-cropped skip connection, spatial Slice ops with steps. small_vit and small_swin (torchvision's
+UNet's centre-cropped skip connection, spatial Slice ops with steps; SmallSimAmNet SimAM and
+reductions along one spatial axis, ReduceSum / ReduceMean / ReduceMax / ReduceL1 over spatial axes
+and Pow by 2. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -51,6 +53,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallFocusCropNet \
       data/small_focus_crop_net.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_focus_crop_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallSimAmNet \
+      data/small_simam_net.onnx --input-shape 1,3,16,16 \
+      --output-fixture data/small_simam_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -258,6 +263,31 @@ class SmallFocusCropNet(torch.nn.Module):
         d = torch.nn.functional.relu(self.down(x))
         y = self.fuse(torch.cat([x[:, :, 1:-1, 1:-1], d], 1))
         return y[:, 2:7, :, 1::2]
+
+
+class SmallSimAmNet(torch.nn.Module):
+    """SimAM (Yang et al.; its authors' code): each activation weighted by the sigmoid of an energy
+    from its map's mean and variance, the variance a sum of squares over H and W; then a gate from the
+    mean along W plus the max along H, broadcast back over the map (coordinate and strip attention's
+    pooling along one axis); then x over its l1 norm over C and H. They export as ReduceMean over H and
+    W (global pooling), Pow by 2, ReduceSum over H and W, ReduceMean and ReduceMax over one spatial
+    axis and ReduceL1 over C and H."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.head = torch.nn.Conv2d(16, 8, 3, padding=1)
+        self.e_lambda = 1e-4
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.stem(x))
+        n = x.shape[2] * x.shape[3] - 1
+        d = (x - x.mean(dim=[2, 3], keepdim=True)).pow(2)
+        y = d / (4 * (d.sum(dim=[2, 3], keepdim=True) / n + self.e_lambda)) + 0.5
+        x = x * torch.sigmoid(y)
+        x = x * torch.sigmoid(x.mean(3, keepdim=True) + x.amax(2, keepdim=True))
+        x = x / (torch.norm(x, p=1, dim=(1, 2), keepdim=True) + 1)
+        return self.head(x)
 
 
 def small_vit(num_classes=4):

@@ -523,7 +523,7 @@ TEST(OnnxImport, ReduceMeanOverSpatialAxesIsGlobalPooling) {
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 3, 1, 1}));
   EXPECT_EQ(output_of(m, "z").kind, node_kind::flatten);
   EXPECT_EQ(output_of(m, "z").extents, (dims{2, 3}));
-  EXPECT_EQ(output_of(m, "u").kind, node_kind::channel_reduce);
+  EXPECT_EQ(output_of(m, "u").kind, node_kind::reduce);
 }
 
 // Every ONNX reduction memfmt has over C, with axes as the attribute (opset 13) or ReduceSum's input;
@@ -540,8 +540,8 @@ TEST(OnnxImport, ReductionsOverChannels) {
     b.node(op, {"x"}, {"y"}).attr("axes", dims{-3});
     const imported_model m = import_model(b.model());
     ASSERT_TRUE(m.runnable()) << op;
-    EXPECT_EQ(output_of(m, "y").kind, node_kind::channel_reduce) << op;
-    EXPECT_EQ(output_of(m, "y").get<memfmt::channel_reduce_params>().op, want) << op;
+    EXPECT_EQ(output_of(m, "y").kind, node_kind::reduce) << op;
+    EXPECT_EQ(output_of(m, "y").get<memfmt::reduce_params>().op, want) << op;
     EXPECT_EQ(output_of(m, "y").extents, (dims{2, 1, 4, 5})) << op;
   }
   {
@@ -555,22 +555,82 @@ TEST(OnnxImport, ReductionsOverChannels) {
     b.node("Transpose", {"r"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
     const imported_model m = import_model(b.model());
     ASSERT_TRUE(m.runnable());
-    EXPECT_EQ(output_of(m, "y").get<memfmt::channel_reduce_params>().op, memfmt::reduce_op::sum);
+    EXPECT_EQ(output_of(m, "y").get<memfmt::reduce_params>().op, memfmt::reduce_op::sum);
     EXPECT_EQ(output_of(m, "y").extents, (dims{2, 1, 1, 4}));  // rank 3 lifted: H = 1
-    EXPECT_EQ(output_of(m, "t").get<memfmt::channel_reduce_params>().op, memfmt::reduce_op::max);
+    EXPECT_EQ(output_of(m, "t").get<memfmt::reduce_params>().op, memfmt::reduce_op::max);
     EXPECT_EQ(output_of(m, "t").extents, (dims{2, 1, 4, 5}));
   }
   onnx_builder b(13);
-  b.input("x", {2, 3, 4, 5}).output("k").output("a").output("s").output("p");
+  b.input("x", {2, 3, 4, 5}).output("k").output("a").output("n").output("p");
   b.node("ReduceMean", {"x"}, {"k"}).attr("axes", dims{1}).attr("keepdims", std::int64_t{0});
   b.node("ReduceMax", {"x"}, {"a"});
-  b.node("ReduceL2", {"x"}, {"s"}).attr("axes", dims{1, 2});
+  b.node("ReduceL2", {"x"}, {"n"}).attr("axes", dims{0, 1});
   b.node("ReduceProd", {"x"}, {"p"}).attr("axes", dims{1});
   const imported_model m = import_model(b.model());
   ASSERT_EQ(m.unsupported.size(), 4u);
-  const std::string reasons[] = {"keepdims 0", "all axes", "reduction over axes [1, 2]", "no memfmt layer"};
+  const std::string reasons[] = {"would keep axes where ONNX drops them", "all axes", "N among them", "no memfmt layer"};
   for (std::size_t i = 0; i < 4; ++i)
     EXPECT_NE(m.unsupported[i].reason.find(reasons[i]), std::string::npos) << m.unsupported[i].reason;
+}
+
+// Reductions over spatial axes and over C with them (SimAM's sum over H and W, a norm over C and H),
+// on channels-first values and channels-last views; keepdims 0 where the network can read the
+// ONNX shape: a flatten to [N, F], or a rank-4 value reduced over H as a rank-3 [N, C, W]; with
+// noop_with_empty_axes and no axes, the identity.
+TEST(OnnxImport, ReductionsOverSpatialAxes) {
+  using memfmt::axis_bit;
+  onnx_builder b(13);
+  b.input("x", {2, 3, 4, 5}).input("l", {2, 3, 4});
+  b.output("s").output("n").output("h").output("f").output("c").output("w").output("t").output("i");
+  b.node("ReduceSum", {"x"}, {"i"}).attr("noop_with_empty_axes", std::int64_t{1});  // no axes: the identity
+  b.node("ReduceSum", {"x"}, {"s"}).attr("axes", dims{2, 3});
+  b.node("ReduceL2", {"x"}, {"n"}).attr("axes", dims{1, 2});
+  b.node("ReduceMean", {"x"}, {"h"}).attr("axes", dims{2}).attr("keepdims", std::int64_t{0});
+  b.node("ReduceMin", {"l"}, {"f"}).attr("axes", dims{2}).attr("keepdims", std::int64_t{0});
+  b.node("ReduceSumSquare", {"l"}, {"c"}).attr("axes", dims{1}).attr("keepdims", std::int64_t{0});
+  b.node("ReduceMax", {"x"}, {"w"}).attr("axes", dims{3}).attr("keepdims", std::int64_t{0});
+  b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});
+  b.node("ReduceSum", {"xt"}, {"r"}).attr("axes", dims{1, 2});
+  b.node("Transpose", {"r"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
+  const imported_model m = import_model(b.model());
+  const auto expect_reduce = [&](const char* out, memfmt::reduce_op op, std::uint32_t axes, dims extents) {
+    const node& n = output_of(m, out);
+    EXPECT_EQ(n.kind, node_kind::reduce) << out;
+    EXPECT_EQ(n.get<memfmt::reduce_params>().op, op) << out;
+    EXPECT_EQ(n.get<memfmt::reduce_params>().axes, axes) << out;
+    EXPECT_EQ(n.extents, extents) << out;
+  };
+  expect_reduce("s", memfmt::reduce_op::sum, axis_bit(2) | axis_bit(3), {2, 3, 1, 1});
+  expect_reduce("n", memfmt::reduce_op::l2, axis_bit(1) | axis_bit(2), {2, 1, 1, 5});
+  expect_reduce("h", memfmt::reduce_op::mean, axis_bit(2), {2, 3, 1, 5});  // read as [2, 3, 5]
+  expect_reduce("t", memfmt::reduce_op::sum, axis_bit(2) | axis_bit(3), {2, 3, 1, 1});
+  EXPECT_EQ(output_of(m, "f").kind, node_kind::flatten);  // [2, 3, 1, 1] -> [2, 3]
+  EXPECT_EQ(output_of(m, "f").extents, (dims{2, 3}));
+  EXPECT_EQ(output_of(m, "c").kind, node_kind::flatten);  // [2, 1, 1, 4] -> [2, 4]
+  EXPECT_EQ(output_of(m, "c").extents, (dims{2, 4}));
+  EXPECT_EQ(output_of(m, "i").name, "x");
+  ASSERT_EQ(m.unsupported.size(), 1u);  // [2, 3, 4, 1] is no [2, 3, 4] the network can read
+  EXPECT_NE(m.unsupported[0].reason.find("reduction over axes [3] of [2, 3, 4, 5] with keepdims 0"), std::string::npos)
+      << m.unsupported[0].reason;
+}
+
+// Pow by the constant 2 is x * x (SimAM's square); other exponents stay barriers.
+TEST(OnnxImport, PowByTwoIsAProduct) {
+  onnx_builder b(13);
+  b.input("x", {2, 3, 4, 5}).output("y").output("z");
+  b.scalar("two", 2.f).scalar("three", 3.f);
+  b.node("Pow", {"x", "two"}, {"y"});
+  b.node("Pow", {"x", "three"}, {"z"});
+  const imported_model m = import_model(b.model());
+  const node& y = output_of(m, "y");
+  EXPECT_EQ(y.kind, node_kind::binary);
+  EXPECT_EQ(y.get<memfmt::binary_op>(), memfmt::binary_op::mul);
+  ASSERT_EQ(y.inputs.size(), 2u);
+  EXPECT_EQ(y.inputs[0], y.inputs[1]);
+  EXPECT_EQ(m.network.at(y.inputs[0]).name, "x");
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_NE(m.unsupported[0].reason.find("another exponent than the constant 2"), std::string::npos)
+      << m.unsupported[0].reason;
 }
 
 TEST(OnnxImport, SplitAndSliceOnChannels) {

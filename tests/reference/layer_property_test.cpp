@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -553,39 +554,47 @@ double reduction_by_hand(reduce_op op, const std::vector<double>& v) {
   return 0.0;
 }
 
-// Forward against reduction_by_hand at every position; backward against finite differences (random
-// inputs keep away from l1's kink at 0 and from max / min ties).
+// Forward against reduction_by_hand at every output, its values gathered by walking all of x;
+// backward against finite differences (random inputs keep away from l1's kink at 0 and from max /
+// min ties). Every reduction over C, over spatial axes and over both.
 template <class XF, class YF>
-void channel_reduce_checks() {
-  for (int k = 0; k < reduce_op_count; ++k) {
-    const channel_reduce_params p{static_cast<reduce_op>(k)};
-    const auto xe = random_extents<XF>(2, pick(1, 6), 1, 4);
-    auto ye = xe;
-    ye[1] = 1;
-    SCOPED_TRACE(std::string(to_string(p.op)) + " x " + memfmt::detail::dims_to_string(xe));
-    const auto x = random_tensor<XF>(xe, -2.0, 2.0), v = random_tensor<XF>(xe);
-    const auto dy = random_tensor<YF>(ye);
-    tensor<YF> y(ye);
-    tensor<XF> dx(xe);
-    reference::channel_reduce_forward<double>(x.const_view(), y.view(), p);
-    for_each_coord(ye, [&](const auto& at) {
-      std::vector<double> values;
-      auto c = at;
-      for (c[1] = 0; c[1] < xe[1]; ++c[1]) values.push_back(x.data()[x.mapping()(c)]);
-      EXPECT_NEAR(y.data()[y.mapping()(at)], reduction_by_hand(p.op, values), 1e-12) << memfmt::detail::dims_to_string(at);
-    });
-    reference::channel_reduce_backward<double>(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
-    const double num = directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) {
-      reference::channel_reduce_forward<double>(in.const_view(), out.view(), p);
-    });
-    expect_fd(num, dot(dx, v), to_string(p.op));
+void reduce_checks() {
+  for (std::uint32_t axes = 2; axes < (1u << XF::rank); axes += 2) {
+    for (int k = 0; k < reduce_op_count; ++k) {
+      const reduce_params p{static_cast<reduce_op>(k), axes};
+      const auto xe = random_extents<XF>(2, pick(1, 4), 1, 4);
+      auto ye = xe;
+      for (int d = 1; d < XF::rank; ++d)
+        if (axes & axis_bit(d)) ye[static_cast<std::size_t>(d)] = 1;
+      SCOPED_TRACE(std::string(to_string(p.op)) + " over " + axes_to_string(axes) + " of x " +
+                   memfmt::detail::dims_to_string(xe));
+      const auto x = random_tensor<XF>(xe, -2.0, 2.0), v = random_tensor<XF>(xe);
+      const auto dy = random_tensor<YF>(ye);
+      tensor<YF> y(ye);
+      tensor<XF> dx(xe);
+      reference::reduce_forward<double>(x.const_view(), y.view(), p);
+      std::map<std::int64_t, std::vector<double>> values;  // by the output's offset
+      for_each_coord(xe, [&](const auto& at) {
+        auto o = at;
+        for (int d = 1; d < XF::rank; ++d)
+          if (axes & axis_bit(d)) o[static_cast<std::size_t>(d)] = 0;
+        values[y.mapping()(o)].push_back(x.data()[x.mapping()(at)]);
+      });
+      ASSERT_EQ(values.size(), static_cast<std::size_t>(y.numel()));
+      for (const auto& [offset, in] : values) EXPECT_NEAR(y.data()[offset], reduction_by_hand(p.op, in), 1e-12);
+      reference::reduce_backward<double>(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
+      const double num = directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) {
+        reference::reduce_forward<double>(in.const_view(), out.view(), p);
+      });
+      expect_fd(num, dot(dx, v), to_string(p.op));
+    }
   }
 }
 
-TEST(ReferenceLayerFiniteDifferences, ChannelReductions) {
-  channel_reduce_checks<nchw, nhwc>();
-  channel_reduce_checks<nhwc, nhwc>();
-  channel_reduce_checks<ndhwc, ncdhw>();
+TEST(ReferenceLayerFiniteDifferences, Reductions) {
+  reduce_checks<nchw, nhwc>();
+  reduce_checks<nhwc, nhwc>();
+  reduce_checks<ndhwc, ncdhw>();
 }
 
 TEST(ReferenceLayerFiniteDifferences, Activations) {

@@ -137,13 +137,20 @@ inline void expect_close_in_norm(const std::vector<double>& got, const std::vect
   ::testing::Test::RecordProperty(what + "_error_over_tolerance", std::to_string(relative / tol));
 }
 
-// CBAM's spatial attention on h (the mean and max over C, a 3x3 conv, sigmoid, broadcast mul), then
-// the other reductions over C joined to it as channels: [N, C + 5, spatial...].
+// CBAM's spatial attention on h (the mean and max over C, a 3x3 conv, sigmoid, broadcast mul),
+// reductions over spatial axes broadcast back over h (coordinate attention's mean along the first
+// spatial axis, an l2 norm over all of them), then the other reductions over C joined to it as
+// channels: [N, C + 5, spatial...].
 inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::network& net, memfmt::graph::node_id h) {
   const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
                                         net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
   h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, memfmt::graph::conv_spec(1, 3, 1, 1)),
                                           memfmt::activation::sigmoid));
+  const std::uint32_t first = memfmt::axis_bit(2), all = ((1u << net.at(h).extents.size()) - 1) & ~3u;
+  h = net.mul("sp.mul", h,
+              net.activation("sp.sigmoid", net.reduce("sp.mean", h, {memfmt::reduce_op::mean, first}),
+                             memfmt::activation::sigmoid));
+  h = net.add("sp.add", h, net.reduce("sp.l2", h, {memfmt::reduce_op::l2, all}));
   std::vector<memfmt::graph::node_id> joined{h};
   for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
                         memfmt::reduce_op::sum_square})

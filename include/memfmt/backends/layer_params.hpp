@@ -284,15 +284,17 @@ struct softmax_params {
   bool log = false;  // log-softmax
 };
 
-// Reductions over the channel dim of [N, C, spatial...] into [N, 1, spatial...] (torch.mean /
-// amax / amin / sum / norm over dim 1 with keepdim; ONNX ReduceMean, ReduceMax, ReduceMin,
-// ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare over axis 1): per sample and position, over the
-// C values x_c,
-//   sum: sum x_c; mean: sum x_c / C; max, min: the largest / smallest x_c; l1: sum |x_c|;
-//   l2: sqrt(sum x_c^2); sum_square: sum x_c^2.
-// Gradients (dy the output's): sum dy; mean dy / C; max and min dy to every x_c equal to the
-// result, shared equally among ties (torch.amax's rule); l1 dy sign(x_c); l2 dy x_c / y, 0 where
-// y = 0 (PyTorch's subgradient); sum_square 2 dy x_c. C = 0 is refused: max and min have no value.
+// Reductions over a set of axes of [N, C, spatial...], each reduced axis kept with extent 1
+// (keepdim): C (torch.mean / amax / amin / sum / norm over dim 1; ONNX ReduceMean, ReduceMax,
+// ReduceMin, ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare over axis 1), spatial axes (SimAM's
+// sum over H and W, coordinate attention's pooling along one axis), or both; N is never reduced.
+// Per output element, over the count values x_i it reduces,
+//   sum: sum x_i; mean: sum x_i / count; max, min: the largest / smallest x_i; l1: sum |x_i|;
+//   l2: sqrt(sum x_i^2); sum_square: sum x_i^2.
+// Gradients (dy the output's): sum dy; mean dy / count; max and min dy to every x_i equal to the
+// result, shared equally among ties (torch.amax's rule); l1 dy sign(x_i); l2 dy x_i / y, 0 where
+// y = 0 (PyTorch's subgradient); sum_square 2 dy x_i. A reduced extent of 0 is refused: max and
+// min have no value.
 enum class reduce_op : std::uint8_t { sum, mean, max, min, l1, l2, sum_square };
 inline constexpr int reduce_op_count = 7;
 
@@ -304,9 +306,22 @@ constexpr const char* to_string(reduce_op r) noexcept {
   return static_cast<int>(r) < reduce_op_count ? reduce_op_names[static_cast<std::size_t>(r)] : "?";
 }
 
-struct channel_reduce_params {
+// Axis sets as bit masks, bit d for logical dim d (1 is C, 2.. the spatial dims).
+constexpr std::uint32_t axis_bit(int axis) noexcept { return axis >= 0 && axis < 32 ? std::uint32_t{1} << axis : 0; }
+inline constexpr std::uint32_t channel_axis_bit = axis_bit(1);
+
+struct reduce_params {
   reduce_op op = reduce_op::mean;
+  std::uint32_t axes = channel_axis_bit;  // the reduced axes, axis_bit(d) | ...
 };
+
+// The axes of a mask as text, "[1, 2]", for errors and signatures.
+inline std::string axes_to_string(std::uint32_t axes) {
+  std::string s = "[";
+  for (int d = 0; d < 32; ++d)
+    if (axes & axis_bit(d)) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
 
 // A slice along one axis, y = x[begin : end : step] there and whole elsewhere: axis 1 is C
 // (torch.split, narrow), axes 2.. the spatial dims (x[:, :, a:b:s], ONNX Slice with a positive
@@ -419,15 +434,21 @@ Extents global_pool_output_extents(const Extents& x) {
   return y;
 }
 
-// Channel reduction: N, 1, spatial; C must be at least 1.
+// Reduction: x with extent 1 on every reduced axis. The axes must be C or spatial axes of x, at
+// least one, each of extent >= 1.
 template <class Extents>
-Extents channel_reduce_output_extents(const Extents& x) {
-  layer_detail::require_input_sizes([&] { return "channel_reduce: input " + detail::dims_to_string(x); }, x);
-  if (x[1] < 1)
-    detail::fail(errc::invalid_argument, "channel_reduce: input " + detail::dims_to_string(x) +
-                                             " has no channels to reduce (need C >= 1)");
+Extents reduce_output_extents(const Extents& x, const reduce_params& p) {
+  const auto where = [&] { return "reduce over axes " + axes_to_string(p.axes) + ": input " + detail::dims_to_string(x); };
+  layer_detail::require_input_sizes(where, x);
+  if (p.axes == 0 || (p.axes & axis_bit(0)) || (p.axes >> x.size()) != 0)
+    detail::fail(errc::invalid_argument, where() + ": the axes must be C (1) or spatial axes (2 to " +
+                                             std::to_string(x.size() - 1) + "), at least one");
   Extents y = x;
-  y[1] = 1;
+  for (std::size_t d = 1; d < x.size(); ++d)
+    if (p.axes & axis_bit(static_cast<int>(d))) {
+      if (x[d] < 1) detail::fail(errc::invalid_argument, where() + ": axis " + std::to_string(d) + " has no values to reduce");
+      y[d] = 1;
+    }
   return y;
 }
 

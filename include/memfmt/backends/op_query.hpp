@@ -22,7 +22,7 @@ namespace memfmt {
 // The forward operations of a backend (the methods of reference::backend of the same names).
 enum class op_kind : std::uint8_t {
   conv, conv_transpose, batch_norm, group_norm, activation, binary, pool, global_average_pool, upsample, pad,
-  softmax, linear, concat, slice, rearrange, layer_norm, channel_reduce,
+  softmax, linear, concat, slice, rearrange, layer_norm, reduce,
 };
 
 constexpr const char* to_string(op_kind k) noexcept {
@@ -43,7 +43,7 @@ constexpr const char* to_string(op_kind k) noexcept {
     case op_kind::slice: return "slice";
     case op_kind::rearrange: return "rearrange";
     case op_kind::layer_norm: return "layer_norm";
-    case op_kind::channel_reduce: return "channel_reduce";
+    case op_kind::reduce: return "reduce";
   }
   return "?";
 }

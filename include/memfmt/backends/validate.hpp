@@ -359,38 +359,37 @@ void validate_global_pool_backward(const tensor_view<DYT, DYF>& dy, const tensor
 }
 
 namespace backend_detail {
-inline void require_reduce_op(const char* op, const channel_reduce_params& p) {
+inline void require_reduce_op(const char* op, const reduce_params& p) {
   if (static_cast<int>(p.op) >= reduce_op_count)
     detail::fail(errc::invalid_argument,
                  std::string(op) + ": unknown reduction " + std::to_string(static_cast<int>(p.op)));
 }
 }  // namespace backend_detail
 
-// Reduction over C: y is [N, 1, spatial of x]. The backward reads x and the forward output y.
+// Reduction over p.axes: y is x with extent 1 on those axes. The backward reads x and the forward
+// output y.
 template <class XT, class XF, class YT, class YF>
-void validate_channel_reduce_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y,
-                                     const channel_reduce_params& p) {
+void validate_reduce_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const reduce_params& p) {
   backend_detail::static_check_same_rank<XF, YF>();
-  constexpr const char* op = "channel_reduce_forward";
+  constexpr const char* op = "reduce_forward";
   backend_detail::require_reduce_op(op, p);
-  backend_detail::require_extents(op, "output y", y.extents(), channel_reduce_output_extents(x.extents()),
-                                  "(N and spatial sizes of x, C 1)");
+  backend_detail::require_extents(op, "output y", y.extents(), reduce_output_extents(x.extents(), p),
+                                  "(x's sizes, 1 on the reduced axes)");
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output y", y);
 }
 
 template <class XT, class XF, class YT, class YF, class DYT, class DYF, class DXT, class DXF>
-void validate_channel_reduce_backward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y,
-                                      const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx,
-                                      const channel_reduce_params& p) {
+void validate_reduce_backward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y,
+                              const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx, const reduce_params& p) {
   backend_detail::static_check_same_rank<XF, YF>();
   backend_detail::static_check_same_rank<XF, DYF>();
   backend_detail::static_check_same_rank<XF, DXF>();
-  constexpr const char* op = "channel_reduce_backward";
+  constexpr const char* op = "reduce_backward";
   backend_detail::require_reduce_op(op, p);
-  const auto ye = channel_reduce_output_extents(x.extents());
-  backend_detail::require_extents(op, "forward output y", y.extents(), ye, "(N and spatial sizes of x, C 1)");
-  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(N and spatial sizes of x, C 1)");
+  const auto ye = reduce_output_extents(x.extents(), p);
+  backend_detail::require_extents(op, "forward output y", y.extents(), ye, "(x's sizes, 1 on the reduced axes)");
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(x's sizes, 1 on the reduced axes)");
   backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "forward output y", y);

@@ -411,7 +411,7 @@ class cost_model {
       case node_kind::slice:
       case node_kind::rearrange:
       case node_kind::softmax:
-      case node_kind::channel_reduce:
+      case node_kind::reduce:
       case node_kind::dropout:
       case node_kind::opaque: {
         // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).

@@ -48,7 +48,7 @@ constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>
 enum class node_kind : std::uint8_t {
   input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
   global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant, rearrange,
-  layer_norm, channel_reduce,
+  layer_norm, reduce,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -76,7 +76,7 @@ constexpr const char* to_string(node_kind k) noexcept {
     case node_kind::constant: return "constant";
     case node_kind::rearrange: return "rearrange";
     case node_kind::layer_norm: return "layer_norm";
-    case node_kind::channel_reduce: return "channel_reduce";
+    case node_kind::reduce: return "reduce";
   }
   return "?";
 }
@@ -100,7 +100,7 @@ constexpr bool inherits_format(node_kind k) noexcept {
     case node_kind::concat:
     case node_kind::slice:
     case node_kind::softmax:
-    case node_kind::channel_reduce:
+    case node_kind::reduce:
     case node_kind::rearrange:
     case node_kind::dropout: return true;
     default: return false;
@@ -218,7 +218,7 @@ using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
-                                memfmt::rearrange_params, layer_norm_attrs, memfmt::channel_reduce_params>;
+                                memfmt::rearrange_params, layer_norm_attrs, memfmt::reduce_params>;
 
 struct node {
   node_id id = 0;
@@ -463,18 +463,25 @@ class network {
     return append(std::move(n));
   }
 
-  // [N, C, spatial...] -> [N, 1, spatial...]: one reduction of each position's C values
-  // (torch.mean(x, 1, keepdim=True), amax, ...; layer_params.hpp lists them).
-  node_id channel_reduce(std::string name, node_id in, memfmt::reduce_op op) {
-    node n = make(std::move(name), node_kind::channel_reduce, {in});
-    n.extents = require_spatial(n, in).extents;
-    if (static_cast<int>(op) >= memfmt::reduce_op_count)
-      fail_node(n.name, "channel_reduce: unknown reduction " + std::to_string(static_cast<int>(op)));
-    if (n.extents[1] < 1) fail_node(n.name, "channel_reduce of " + memfmt::detail::dims_to_string(n.extents) +
-                                                " (no channels to reduce)");
-    n.extents[1] = 1;
-    n.attrs = memfmt::channel_reduce_params{op};
+  // One reduction (layer_params.hpp lists them) over C and / or spatial axes, each kept with
+  // extent 1: torch.sum(x, (2, 3), keepdim=True) is reduce_params{sum, axis_bit(2) | axis_bit(3)}.
+  node_id reduce(std::string name, node_id in, memfmt::reduce_params p) {
+    node n = make(std::move(name), node_kind::reduce, {in});
+    const node& x = require_spatial(n, in);
+    if (static_cast<int>(p.op) >= memfmt::reduce_op_count)
+      fail_node(n.name, "reduce: unknown reduction " + std::to_string(static_cast<int>(p.op)));
+    try {
+      n.extents = memfmt::reduce_output_extents(x.extents, p);
+    } catch (const memfmt::error& e) {
+      memfmt::detail::fail(e.code(), "node '" + n.name + "' (of '" + x.name + "'): " + e.what());
+    }
+    n.attrs = p;
     return append(std::move(n));
+  }
+  // [N, C, spatial...] -> [N, 1, spatial...]: the reduction of each position's C values
+  // (torch.mean(x, 1, keepdim=True), amax, ...).
+  node_id channel_reduce(std::string name, node_id in, memfmt::reduce_op op) {
+    return reduce(std::move(name), in, memfmt::reduce_params{op, memfmt::channel_axis_bit});
   }
 
   node_id dropout(std::string name, node_id in, double p = 0.5) {

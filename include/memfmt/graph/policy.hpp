@@ -83,7 +83,8 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 // - layer norm over channels is F.layer_norm of a channels-last permute, permuted back (ConvNeXt):
 //   the norm writes [N, H, W, C] contiguous, so the result is channels_last from either input;
 // - ConvTranspose2d, InstanceNorm, reflection and replication padding and softmax have no
-//   channels_last kernel and return contiguous; flatten reshapes into the logical order;
+//   channels_last kernel and return contiguous, and so do reductions (mean, sum, amax... with
+//   keepdim); flatten reshapes into the logical order;
 // - batch norm, group norm, activations, dropout, pooling, upsampling, zero padding and channel
 //   slices keep their input's format;
 // - a binary op follows TensorIterator's first decisive operand: the first input whose extents
@@ -104,6 +105,7 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
     case node_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
     case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
     case node_kind::softmax: return contiguous("softmax over channels returns contiguous");
+    case node_kind::reduce: return contiguous("reductions (mean, sum, amax...) return contiguous");
     case node_kind::layer_norm:
       return {family::channels_last, "layer_norm of a channels-last permute, permuted back, is channels_last"};
     case node_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");

@@ -136,7 +136,11 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
       break;
     }
     case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
-    case node_kind::channel_reduce: s += " " + std::string(memfmt::to_string(n.get<memfmt::channel_reduce_params>().op)); break;
+    case node_kind::reduce: {
+      const auto& p = n.get<memfmt::reduce_params>();
+      s += " " + std::string(memfmt::to_string(p.op)) + " axes " + memfmt::axes_to_string(p.axes);
+      break;
+    }
     case node_kind::concat: break;
     case node_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();

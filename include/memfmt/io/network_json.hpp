@@ -42,7 +42,7 @@ struct enum_names {
 inline constexpr enum_names<graph::node_kind, 24> kind_names{
     {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque", "constant", "rearrange", "layer_norm", "channel_reduce"}};
+     "opaque", "constant", "rearrange", "layer_norm", "reduce"}};
 inline constexpr enum_names<memfmt::reduce_op, memfmt::reduce_op_count> reduce_names{memfmt::reduce_op_names};
 inline constexpr enum_names<memfmt::rearrange_kind, 3> rearrange_names{
     {"channel_shuffle", "depth_to_space", "space_to_depth"}};
@@ -220,7 +220,14 @@ inline json attrs_json(const graph::node& n) {
       break;
     }
     case node_kind::softmax: a["log"] = n.get<memfmt::softmax_params>().log; break;
-    case node_kind::channel_reduce: a["op"] = reduce_names(n.get<memfmt::channel_reduce_params>().op); break;
+    case node_kind::reduce: {
+      const auto& p = n.get<memfmt::reduce_params>();
+      json axes = json::array();
+      for (int d = 1; d < 32; ++d)
+        if (p.axes & memfmt::axis_bit(d)) axes.push_back(d);
+      a = {{"op", reduce_names(p.op)}, {"axes", axes}};
+      break;
+    }
     case node_kind::dropout: a["p"] = n.get<graph::dropout_attrs>().p; break;
     case node_kind::opaque: {
       const auto& o = n.get<graph::opaque_attrs>();
@@ -244,7 +251,9 @@ inline json attrs_json(const graph::node& n) {
 inline graph::node_id build_node(graph::network& net, const json& j, const std::string& where) {
   using graph::node_kind;
   const std::string name = text(j, "name", where);
-  const node_kind kind = named(kind_names, j, "kind", where);
+  // "channel_reduce", the reduction's name before it took spatial axes, still reads.
+  const node_kind kind =
+      text(j, "kind", where) == "channel_reduce" ? node_kind::reduce : named(kind_names, j, "kind", where);
   const json& a = member(j, "attrs", where);
   const std::string at = where + " ('" + name + "') attrs";
   std::vector<graph::node_id> in;
@@ -369,7 +378,20 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       p.log = boolean(a, "log", at);
       return net.softmax(name, in[0], p);
     }
-    case node_kind::channel_reduce: arity(1); return net.channel_reduce(name, in[0], named(reduce_names, a, "op", at));
+    case node_kind::reduce: {
+      arity(1);
+      memfmt::reduce_params p;  // "axes" may be left out: a reduction over C
+      p.op = named(reduce_names, a, "op", at);
+      if (a.contains("axes")) {
+        p.axes = 0;
+        for (const std::int64_t axis : integers(a, "axes", at)) {
+          if (axis < 1 || axis > 4)
+            bad(at, "key 'axes' must hold C (1) or spatial axes (2 to 4), got " + std::to_string(axis));
+          p.axes |= memfmt::axis_bit(static_cast<int>(axis));
+        }
+      }
+      return net.reduce(name, in[0], p);
+    }
     case node_kind::dropout: arity(1); return net.dropout(name, in[0], number(a, "p", at));
     case node_kind::rearrange: {
       arity(1);

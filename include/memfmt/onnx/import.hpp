@@ -96,7 +96,7 @@ inline bool is_parameter_slot(const std::string& op, int index) {
       {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
       {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
       {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"ReduceMin", 1}, {"ReduceSum", 1}, {"ReduceL1", 1},
-      {"ReduceL2", 1}, {"ReduceSumSquare", 1}, {"PRelu", 1}};
+      {"ReduceL2", 1}, {"ReduceSumSquare", 1}, {"PRelu", 1}, {"Pow", 1}};
   const auto it = first_parameter.find(op);
   return it != first_parameter.end() && index >= it->second;
 }
@@ -525,7 +525,7 @@ class importer {
     static const std::set<std::string> ops = {
         "Transpose", "LayerNormalization", "Concat", "Slice", "Split", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
         "ReduceL1", "ReduceL2", "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
-        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity"};
+        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity", "Pow"};
     return ops.count(op) != 0;
   }
 
@@ -577,7 +577,7 @@ class importer {
     if (op == "ReduceL1") return reduce(r, memfmt::reduce_op::l1);
     if (op == "ReduceL2") return reduce(r, memfmt::reduce_op::l2);
     if (op == "ReduceSumSquare") return reduce(r, memfmt::reduce_op::sum_square);
-    if (op == "Pow" && squares_summed_over_channels(r)) return;
+    if (op == "Pow") return power(r);
     if (op == "Concat") return concat(r);
     if (op == "Split") return split(r);
     if (op == "Slice") return slice(r);
@@ -1373,30 +1373,66 @@ class importer {
     set_tensor(r, id, x.lifted());
   }
 
-  // A reduction over C (axis 1, or the last axis of a channels-last view) with keepdims is a
-  // channel reduction; ReduceMean over C may instead start a layer norm written out
-  // (decomposed_layer_norm). ReduceMean / ReduceMax over every spatial axis are global pooling
-  // (keepdims 0: then flatten). Other reductions are barriers.
+  // A reduction over C and / or spatial axes is a reduce layer; ReduceMean / ReduceMax over every
+  // spatial axis of a channels-first value are global pooling, and ReduceMean over C may instead
+  // start a layer norm written out (decomposed_layer_norm). keepdims 0 drops the reduced axes: a
+  // flatten follows where [N, F] remains, nothing where the network's extents already read as the
+  // ONNX shape (a rank-4 value reduced over H is a rank-3 [N, C, W]); other drops, and reductions
+  // over N, are barriers.
   void reduce(const node_reader& r, memfmt::reduce_op op) {
     const value& x = tensor_input(r, 0);
     if (op == memfmt::reduce_op::mean && decomposed_layer_norm(r, x)) return;
     require_spatial_input(x);
+    const std::size_t rank = x.shape.size();
     shape_t axes = reduce_axes(r);
-    for (auto& a : axes) a = normalize_axis(r, a, x.shape.size());
+    if (axes.empty()) return alias(r.proto().output(0), x);
+    for (auto& a : axes) a = normalize_axis(r, a, rank);
     std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
     const bool keepdims = r.get_int("keepdims", 1) != 0;
-    const auto channel_axis = static_cast<std::int64_t>(x.channels_last ? x.shape.size() - 1 : 1);
-    if (axes == shape_t{channel_axis}) {
-      if (!keepdims) throw not_expressible{"reduction over C with keepdims 0 (network values keep a C of 1)"};
-      return set_like(r, net().channel_reduce(layer_name(r, nullptr), *x.node, op), x);
-    }
-    if (x.channels_last) throw not_expressible{"a reduction of a channels-last view other than over C"};
+    if (axes.front() == 0)
+      throw not_expressible{"reduction over axes " + memfmt::detail::dims_to_string(axes) + ", N among them"};
     shape_t spatial;
-    for (std::size_t d = 2; d < x.shape.size(); ++d) spatial.push_back(static_cast<std::int64_t>(d));
-    if (axes != spatial || (op != memfmt::reduce_op::mean && op != memfmt::reduce_op::max))
-      throw not_expressible{"reduction over axes " + memfmt::detail::dims_to_string(axes) +
-                            " (over C, or ReduceMean / ReduceMax over all spatial axes: global pooling)"};
-    global_pool(r, op == memfmt::reduce_op::mean ? memfmt::pool_kind::average : memfmt::pool_kind::max, !keepdims);
+    for (std::size_t d = 2; d < rank; ++d) spatial.push_back(static_cast<std::int64_t>(d));
+    if (!x.channels_last && axes == spatial && (op == memfmt::reduce_op::mean || op == memfmt::reduce_op::max))
+      return global_pool(r, op == memfmt::reduce_op::mean ? memfmt::pool_kind::average : memfmt::pool_kind::max,
+                         !keepdims);
+    memfmt::reduce_params p{op, 0};
+    shape_t dropped = x.shape;  // the ONNX output with keepdims 0
+    for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+      std::int64_t d = x.channels_last ? channels_last_perm(rank)[static_cast<std::size_t>(*a)] : *a;
+      if (x.lifted() && d >= 2) ++d;
+      p.axes |= memfmt::axis_bit(static_cast<int>(d));
+      dropped.erase(dropped.begin() + *a);
+    }
+    const auto describe = [&] {
+      return "reduction over axes " + memfmt::detail::dims_to_string(axes) + " of " +
+             (x.channels_last ? "a channels-last view " : "") + memfmt::detail::dims_to_string(x.shape) +
+             " with keepdims 0";
+    };
+    if (!keepdims && dropped.size() < 2) throw not_expressible{describe() + " (leaves [N] alone)"};
+    if (!keepdims && dropped.size() > 2) {
+      shape_t kept = net().at(*x.node).extents;
+      for (std::size_t d = 1; d < kept.size(); ++d)
+        if (p.axes & memfmt::axis_bit(static_cast<int>(d))) kept[d] = 1;
+      if (x.channels_last || lift(dropped) != kept)
+        throw not_expressible{describe() + " (the network value would keep axes where ONNX drops them)"};
+    }
+    const graph::node_id id = net().reduce(layer_name(r, nullptr), *x.node, p);
+    if (keepdims) return set_like(r, id, x);
+    if (dropped.size() > 2) return set_tensor(r, r.proto().output(0), id, dropped);
+    const graph::node_id f = net().flatten(unique_name(net().at(id).name + ".flatten"), id);
+    set_tensor(r, r.proto().output(0), f, net().at(f).extents);
+  }
+
+    // Pow by the constant 2 is x * x (SimAM's and a variance's squares), unless a sum over C reads it
+  // (squares_summed_over_channels: one sum_square reduction). Other exponents are barriers.
+  void power(const node_reader& r) {
+    if (squares_summed_over_channels(r)) return;
+    const value& x = tensor_input(r, 0);
+    if (r.inputs() != 2 || scalar_constant(r.input(1)) != 2.0)
+      throw not_expressible{"Pow by another exponent than the constant 2"};
+    set_like(r, net().mul(layer_name(r, nullptr), *x.node, *x.node), x);
   }
 
   // x.pow(2).sum(1, keepdim=True), optionally .sqrt() (SSD's L2Norm as its authors wrote it): Pow by
@@ -1428,13 +1464,13 @@ class importer {
   }
 
   // A reduction's axes: the attribute, or (ReduceSum from opset 13, the others from 18) the
-  // constant second input. None means all axes, which no layer expresses; noop_with_empty_axes
-  // makes that an identity, which is rare enough to stay a barrier too.
+  // constant second input. None means all axes, N among them, which no layer expresses, unless
+  // noop_with_empty_axes makes it an identity (empty axes returned).
   shape_t reduce_axes(const node_reader& r) {
     shape_t axes = r.get_ints("axes");
     if (axes.empty() && r.inputs() > 1 && !r.proto().input(1).empty())
       if (const value* a = constant_input(r, 1, true)) axes = int64_values(*a->constant);
-    if (axes.empty()) throw not_expressible{"reduction over all axes"};
+    if (axes.empty() && r.get_int("noop_with_empty_axes", 0) == 0) throw not_expressible{"reduction over all axes"};
     return axes;
   }
 

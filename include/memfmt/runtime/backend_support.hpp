@@ -59,7 +59,7 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
     case graph::node_kind::rearrange: q.op = op_kind::rearrange; break;
     case graph::node_kind::linear: q.op = op_kind::linear; break;
     case graph::node_kind::softmax: q.op = op_kind::softmax; break;
-    case graph::node_kind::channel_reduce: q.op = op_kind::channel_reduce; break;
+    case graph::node_kind::reduce: q.op = op_kind::reduce; break;
     case graph::node_kind::dropout:  // renamings in inference
     case graph::node_kind::flatten:
     case graph::node_kind::input:

@@ -175,7 +175,7 @@ bool runs_kind(graph::node_kind kind) {
     case k::upsample: return has_v<upsample_op, B>;
     case k::pad: return has_v<pad_op, B>;
     case k::softmax: return has_v<softmax_op, B>;
-    case k::channel_reduce: return runs_channel_reduce<B>::value;
+    case k::reduce: return runs_reduce<B>::value;
     case k::slice: return has_v<slice_op, B>;
     case k::rearrange: return has_v<rearrange_op, B>;
     case k::concat: return has_v<concat_op, B>;
@@ -357,9 +357,9 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
     if (n.kind == k::pad) return median_ns(o, b, [&] { b.pad_forward(ins[0], y, n.get<pad_params>()); });
   if constexpr (has_v<softmax_op, Backend>)
     if (n.kind == k::softmax) return median_ns(o, b, [&] { b.softmax_forward(ins[0], y, n.get<softmax_params>()); });
-  if constexpr (runs_channel_reduce<Backend>::value)
-    if (n.kind == k::channel_reduce)
-      return median_ns(o, b, [&] { b.channel_reduce_forward(ins[0], y, n.get<channel_reduce_params>()); });
+  if constexpr (runs_reduce<Backend>::value)
+    if (n.kind == k::reduce)
+      return median_ns(o, b, [&] { b.reduce_forward(ins[0], y, n.get<reduce_params>()); });
   if constexpr (has_v<slice_op, Backend>)
     if (n.kind == k::slice)
       return median_ns(o, b, [&] { b.slice_forward(ins[0], n.get<slice_params>(), y); });

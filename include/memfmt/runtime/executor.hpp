@@ -253,14 +253,14 @@ struct runs_layer_norm<Backend, std::void_t<decltype(std::declval<Backend&>().la
                                     (const float*)nullptr, (float*)nullptr, (float*)nullptr, layer_norm_params{}))>>
     : std::true_type {};
 
-// Backends with reductions over channels (the cuDNN backend has none: its support query refuses
+// Backends with reductions (the cuDNN backend has none: its support query refuses
 // the layer before any step is bound).
 template <class Backend, class = void>
-struct runs_channel_reduce : std::false_type {};
+struct runs_reduce : std::false_type {};
 template <class Backend>
-struct runs_channel_reduce<Backend, std::void_t<decltype(std::declval<Backend&>().channel_reduce_forward(
+struct runs_reduce<Backend, std::void_t<decltype(std::declval<Backend&>().reduce_forward(
                                         tensor_view<const float, nchw>(), tensor_view<float, nchw>(),
-                                        channel_reduce_params{}))>> : std::true_type {};
+                                        reduce_params{}))>> : std::true_type {};
 
 // The per-channel affine flag and the count of saved statistics (mean and invstd each) of a group,
 // instance or layer norm node: N * groups, or one per sample and position.
@@ -1061,12 +1061,12 @@ class executor {
         case graph::node_kind::softmax:
           step.push_back([&b, x, y, p = n.get<memfmt::softmax_params>()] { b.softmax_forward(x, y, p); });
           break;
-        case graph::node_kind::channel_reduce:
-          if constexpr (detail::runs_channel_reduce<Backend>::value)
-            step.push_back([&b, x, y, p = n.get<memfmt::channel_reduce_params>()] { b.channel_reduce_forward(x, y, p); });
+        case graph::node_kind::reduce:
+          if constexpr (detail::runs_reduce<Backend>::value)
+            step.push_back([&b, x, y, p = n.get<memfmt::reduce_params>()] { b.reduce_forward(x, y, p); });
           else
             memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) +
-                                                        " backend has no reduction over channels");
+                                                        " backend has no reductions");
           break;
         case graph::node_kind::slice:
           step.push_back([&b, x, y, p = n.get<memfmt::slice_params>()] { b.slice_forward(x, p, y); });

@@ -806,18 +806,18 @@ class trainer {
           });
           break;
         }
-        case graph::node_kind::channel_reduce: {
-          if constexpr (detail::runs_channel_reduce<Backend>::value) {
-            const auto p = n.get<memfmt::channel_reduce_params>();
+        case graph::node_kind::reduce: {
+          if constexpr (detail::runs_reduce<Backend>::value) {
+            const auto p = n.get<memfmt::reduce_params>();
             use(x, tb);
             use(y, tb);
-            step.push_back([this, x, y, p] { backend_.channel_reduce_forward(in<T, F>(x), out<T, F>(y), p); });
+            step.push_back([this, x, y, p] { backend_.reduce_forward(in<T, F>(x), out<T, F>(y), p); });
             backward_dx([this, x, y, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-              backend_.channel_reduce_backward(in<T, F>(x), in<T, F>(y), dy, dx, p);
+              backend_.reduce_backward(in<T, F>(x), in<T, F>(y), dy, dx, p);
             });
           } else {
             memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) +
-                                                        " backend has no reduction over channels");
+                                                        " backend has no reductions");
           }
           break;
         }

@@ -3,8 +3,9 @@
 // (BM_slice/.../w_step2 in bench_conv).
 //
 // The compacted copy's innermost dim is a row: one block copy where both sides are contiguous,
-// vector permutes for a source stride of 2 (YOLOv5's Focus phases), a strided loop otherwise. The rows, indexed over the other dims, are shared out with OpenMP in
-// contiguous ranges, each written by one thread; every element moves once, so any thread count
+// vector permutes for a source stride of 2 (YOLOv5's Focus phases), a strided loop otherwise. The
+// rows, indexed over the other dims, are shared out with OpenMP in contiguous ranges
+// (thread_shares.hpp), each written by one thread; every element moves once, so any thread count
 // gives the same bytes.
 #pragma once
 
@@ -17,10 +18,7 @@
 
 #include "../../error.hpp"
 #include "../permuted_copy.hpp"
-
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
+#include "thread_shares.hpp"
 
 namespace memfmt::cpu {
 namespace permuted_copy_detail {
@@ -96,19 +94,8 @@ void run(const permuted_copy& c, const E* from, E* to) {
   }
   std::int64_t rows = 1;
   for (int d = 0; d + 1 < c.rank; ++d) rows *= c.extents[static_cast<std::size_t>(d)];
-#if defined(_OPENMP)
-  if (rows > 1 && c.numel() >= parallel_min_elements) {
-#pragma omp parallel
-    {
-      const std::int64_t teams = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::int64_t share = rows / teams, extra = rows % teams;
-      const std::int64_t r0 = t * share + std::min(t, extra);
-      copy_rows(c, from, to, r0, r0 + share + (t < extra ? 1 : 0));
-    }
-    return;
-  }
-#endif
-  copy_rows(c, from, to, 0, rows);
+  for_each_thread_share(rows, c.numel() >= parallel_min_elements,
+                        [&](std::int64_t r0, std::int64_t r1) { copy_rows(c, from, to, r0, r1); });
 }
 
 }  // namespace permuted_copy_detail

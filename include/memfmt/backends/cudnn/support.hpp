@@ -51,9 +51,9 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
   if (q.op == op_kind::layer_norm)
     return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for layer norm over "
                                                   "channels yet; the reference and oneDNN backends run it");
-  if (q.op == op_kind::channel_reduce)
-    return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for reductions over "
-                                                  "channels yet; the reference and oneDNN backends run them");
+  if (q.op == op_kind::reduce)
+    return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for reductions "
+                                                  "yet; the reference and oneDNN backends run them");
   if (q.op == op_kind::upsample)
     return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
                                                   "resample graph (nearest or bilinear); the reference and oneDNN "

@@ -52,7 +52,7 @@
 #include "../conv_params.hpp"
 #include "../cpu/pad.hpp"
 #include "../cpu/group_norm.hpp"
-#include "../cpu/channel_reduce.hpp"
+#include "../cpu/reduce.hpp"
 #include "../cpu/layer_norm.hpp"
 #include "../layer_params.hpp"
 #include "../op_query.hpp"
@@ -691,19 +691,19 @@ class backend {
       cpu::layer_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
   }
 
-  // Reductions over C: memfmt's own CPU kernel (backends/cpu/channel_reduce.hpp); oneDNN 2.6 has a
-  // forward reduction but no backward, and one kernel keeps both passes' arithmetic alike.
+  // Reductions over C and spatial axes: memfmt's own CPU kernel (backends/cpu/reduce.hpp); oneDNN
+  // 2.6 has a forward reduction but no backward, and one kernel keeps both passes' arithmetic alike.
   template <class T, class XF, class YF>
-  void channel_reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const channel_reduce_params& p) {
-    detail::data_type_of<T>("onednn::channel_reduce_forward");
-    if constexpr (detail::supported_v<T>) cpu::channel_reduce_forward(x, y, p);
+  void reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const reduce_params& p) {
+    detail::data_type_of<T>("onednn::reduce_forward");
+    if constexpr (detail::supported_v<T>) cpu::reduce_forward(x, y, p);
   }
 
   template <class T, class XF, class YF, class DYF, class DXF>
-  void channel_reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
-                               tensor_view<T, DXF> dx, const channel_reduce_params& p) {
-    detail::data_type_of<T>("onednn::channel_reduce_backward");
-    if constexpr (detail::supported_v<T>) cpu::channel_reduce_backward(x, y, dy, dx, p);
+  void reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
+                               tensor_view<T, DXF> dx, const reduce_params& p) {
+    detail::data_type_of<T>("onednn::reduce_backward");
+    if constexpr (detail::supported_v<T>) cpu::reduce_backward(x, y, dy, dx, p);
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order

@@ -16,7 +16,6 @@
 #include "activation.hpp"
 #include "batch_norm.hpp"
 #include "binary.hpp"
-#include "channel_reduce.hpp"
 #include "concat.hpp"
 #include "conv.hpp"
 #include "group_norm.hpp"
@@ -26,6 +25,7 @@
 #include "pad.hpp"
 #include "pooling.hpp"
 #include "rearrange.hpp"
+#include "reduce.hpp"
 #include "softmax.hpp"
 #include "upsample.hpp"
 
@@ -138,14 +138,14 @@ struct backend {
   }
 
   template <class T, class XF, class YF>
-  void channel_reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const channel_reduce_params& p) const {
-    reference::channel_reduce_forward<T, XF, YF>(x, y, p);
+  void reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const reduce_params& p) const {
+    reference::reduce_forward<T, XF, YF>(x, y, p);
   }
 
   template <class T, class XF, class YF, class DYF, class DXF>
-  void channel_reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
-                               tensor_view<T, DXF> dx, const channel_reduce_params& p) const {
-    reference::channel_reduce_backward<T, XF, YF, DYF, DXF>(x, y, dy, dx, p);
+  void reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
+                               tensor_view<T, DXF> dx, const reduce_params& p) const {
+    reference::reduce_backward<T, XF, YF, DYF, DXF>(x, y, dy, dx, p);
   }
 
   template <class T, class XF, class YF>
