@@ -98,19 +98,63 @@ inline void accumulate_row(double* __restrict acc, const T* __restrict xp, std::
   for (; i < n; ++i) acc[i] = combine<Op>(acc[i], to_double(xp[i]));
 }
 
-// dx[i] for i < n of a row of outputs (results yv, their gradients g and ties), x and dx
-// contiguous; fixed-width steps as in accumulate_row.
-template <reduce_op Op, class T>
-inline void gradient_row(T* __restrict dxp, const T* __restrict xp, const double* __restrict yv,
-                         const double* __restrict g, const std::int64_t* __restrict ties, std::int64_t count,
-                         std::int64_t n) noexcept {
-  const auto one = [&](std::int64_t i) {
-    dxp[i] = round_out<T>(reference::detail::reduce_gradient(Op, to_double(xp[i]), yv[i], g[i], count, ties[i]));
-  };
+// ties[i * ts] += (x[i * xs] == y[i * ts]) for i < n (ts 0: one output for all, ties[0] its
+// count); contiguous x in fixed-width steps, as in accumulate_row.
+template <class T>
+inline void count_ties(std::int64_t* __restrict ties, const T* __restrict xp, std::int64_t xs,
+                       const double* __restrict y, std::int64_t ts, std::int64_t n) noexcept {
   std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) one(i + j);
-  for (; i < n; ++i) one(i);
+  if (xs == 1 && ts == 0) {
+    std::int64_t lanes[8] = {};
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) lanes[j] += to_double(xp[i + j]) == *y;
+    for (int j = 0; j < 8; ++j) *ties += lanes[j];
+  } else if (xs == 1) {
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) ties[i + j] += to_double(xp[i + j]) == y[i + j];
+  }
+  for (; i < n; ++i) ties[i * ts] += to_double(xp[i * xs]) == y[i * ts];
+}
+
+// The gradient of one input x of an output y, split as reference::detail::reduce_gradient's
+// value in two steps: a per-output scale from y, its gradient dy, the count of values and of ties,
+// then per input the scale applied to x. l2's dy / y is then one division per output, and every
+// per-input step is a multiply or a select the compiler vectorises.
+template <reduce_op Op>
+inline double gradient_scale(double y, double dy, std::int64_t count, std::int64_t ties) noexcept {
+  if constexpr (Op == reduce_op::mean) return dy / static_cast<double>(count);
+  else if constexpr (Op == reduce_op::max || Op == reduce_op::min)
+    return ties > 0 ? dy / static_cast<double>(ties) : 0.0;
+  else if constexpr (Op == reduce_op::l2) return y == 0.0 ? 0.0 : dy / y;
+  else if constexpr (Op == reduce_op::sum_square) return 2.0 * dy;
+  else return dy;  // sum, l1
+}
+
+template <reduce_op Op>
+inline double gradient(double x, double y, double scale) noexcept {
+  if constexpr (Op == reduce_op::max || Op == reduce_op::min) return x == y ? scale : 0.0;
+  else if constexpr (Op == reduce_op::l1) return x > 0.0 ? scale : x < 0.0 ? -scale : 0.0;
+  else if constexpr (Op == reduce_op::l2 || Op == reduce_op::sum_square) return scale * x;
+  else return scale;  // sum, mean
+}
+
+// dx[i * dxs] for i < n, from x[i * xs] and per-input results y[i * ys] and scales s[i * ys]
+// (ys 0: one output for all); contiguous x and dx in fixed-width steps, as in accumulate_row.
+template <reduce_op Op, class T>
+inline void gradient_run(T* __restrict dxp, std::int64_t dxs, const T* __restrict xp, std::int64_t xs,
+                         const double* __restrict y, const double* __restrict s, std::int64_t ys,
+                         std::int64_t n) noexcept {
+  std::int64_t i = 0;
+  if (xs == 1 && dxs == 1) {
+    if (ys == 0) {
+      for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) dxp[i + j] = round_out<T>(gradient<Op>(to_double(xp[i + j]), *y, *s));
+    } else {
+      for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) dxp[i + j] = round_out<T>(gradient<Op>(to_double(xp[i + j]), y[i + j], s[i + j]));
+    }
+  }
+  for (; i < n; ++i) dxp[i * dxs] = round_out<T>(gradient<Op>(to_double(xp[i * xs]), y[i * ys], s[i * ys]));
 }
 
 // Tensors of a reduction: x and dx have x's extents, y and dy the output's (stride 0 on the
@@ -298,21 +342,18 @@ void forward(const T* x, T* y, const loops& l) {
   }
 }
 
-// dx from x, y and dy (reference::detail::reduce_gradient per element); max and min count each
-// output's ties first.
+// dx from x, y and dy (reference::detail::reduce_gradient's values, as gradient_scale and
+// gradient); max and min count each output's ties first.
 template <reduce_op Op, class T>
 void backward(const T* x, const T* y, const T* dy, T* dx, const loops& l) {
   constexpr bool counts_ties = Op == reduce_op::max || Op == reduce_op::min;
   const int in = l.inner();
   const auto iu = static_cast<std::size_t>(in);
-  const auto gradient = [&](double xv, double yv, double g, std::int64_t ties) {
-    return reference::detail::reduce_gradient(Op, xv, yv, g, l.count, ties);
-  };
   const std::int64_t len = l.extent[iu], xs = l.stride[tx][iu], dxs = l.stride[tdx][iu];
   if (!l.reduced[iu]) {
     const std::int64_t blocks = (len + row_block - 1) / row_block, ys = l.stride[ty][iu], dys = l.stride[tdy][iu];
     for_each_thread_share(l.product(false, in) * blocks, l.parallel(), [&](std::int64_t u0, std::int64_t u1) {
-      std::array<double, row_block> yv, g;
+      std::array<double, row_block> yv, scale;
       std::array<std::int64_t, row_block> ties;
       for_each_row_block(l, u0, u1, blocks, [&](const auto& o, std::int64_t b0, std::int64_t n) {
         const T* xr = x + o[tx] + b0 * xs;
@@ -320,21 +361,17 @@ void backward(const T* x, const T* y, const T* dy, T* dx, const loops& l) {
         for (std::int64_t i = 0; i < n; ++i) {
           const auto k = static_cast<std::size_t>(i);
           yv[k] = to_double(y[o[ty] + (b0 + i) * ys]);
-          g[k] = to_double(dy[o[tdy] + (b0 + i) * dys]);
-          ties[k] = counts_ties ? 0 : 1;
+          ties[k] = 0;
         }
         if (counts_ties)
-          l.for_each_reduced(in, [&](std::int64_t xo, std::int64_t) {
-            for (std::int64_t i = 0; i < n; ++i)
-              ties[static_cast<std::size_t>(i)] += to_double(xr[xo + i * xs]) == yv[static_cast<std::size_t>(i)];
-          });
+          l.for_each_reduced(
+              in, [&](std::int64_t xo, std::int64_t) { count_ties(ties.data(), xr + xo, xs, yv.data(), 1, n); });
+        for (std::int64_t i = 0; i < n; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          scale[k] = gradient_scale<Op>(yv[k], to_double(dy[o[tdy] + (b0 + i) * dys]), l.count, ties[k]);
+        }
         l.for_each_reduced(in, [&](std::int64_t xo, std::int64_t dxo) {
-          if (xs == 1 && dxs == 1)
-            return gradient_row<Op>(dxr + dxo, xr + xo, yv.data(), g.data(), ties.data(), l.count, n);
-          for (std::int64_t i = 0; i < n; ++i) {
-            const auto k = static_cast<std::size_t>(i);
-            dxr[dxo + i * dxs] = round_out<T>(gradient(to_double(xr[xo + i * xs]), yv[k], g[k], ties[k]));
-          }
+          gradient_run<Op>(dxr + dxo, dxs, xr + xo, xs, yv.data(), scale.data(), 1, n);
         });
       });
     });
@@ -343,22 +380,14 @@ void backward(const T* x, const T* y, const T* dy, T* dx, const loops& l) {
       kept_cursor out(l, in, u0);
       for (std::int64_t u = u0; u < u1; ++u, out.next()) {
         const auto& o = out.offset;
-        const double yv = to_double(y[o[ty]]), g = to_double(dy[o[tdy]]);
-        std::int64_t ties = 1;
-        if (counts_ties) {
-          ties = 0;
-          l.for_each_reduced(in, [&](std::int64_t xo, std::int64_t) {
-            for (std::int64_t i = 0; i < len; ++i) ties += to_double(x[o[tx] + xo + i * xs]) == yv;
-          });
-        }
+        const double yv = to_double(y[o[ty]]);
+        std::int64_t ties = 0;
+        if (counts_ties)
+          l.for_each_reduced(
+              in, [&](std::int64_t xo, std::int64_t) { count_ties(&ties, x + o[tx] + xo, xs, &yv, 0, len); });
+        const double scale = gradient_scale<Op>(yv, to_double(dy[o[tdy]]), l.count, ties);
         l.for_each_reduced(in, [&](std::int64_t xo, std::int64_t dxo) {
-          const T* __restrict xp = x + o[tx] + xo;
-          T* __restrict dxp = dx + o[tdx] + dxo;
-          std::int64_t i = 0;
-          if (xs == 1 && dxs == 1)  // fixed-width steps, as in accumulate_row
-            for (; i + 8 <= len; i += 8)
-              for (int j = 0; j < 8; ++j) dxp[i + j] = round_out<T>(gradient(to_double(xp[i + j]), yv, g, ties));
-          for (; i < len; ++i) dxp[i * dxs] = round_out<T>(gradient(to_double(xp[i * xs]), yv, g, ties));
+          gradient_run<Op>(dx + o[tdx] + dxo, dxs, x + o[tx] + xo, xs, &yv, &scale, 0, len);
         });
       }
     });
