@@ -58,7 +58,11 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     case 4: net.max_pool(name, a, pick(in, 1, 3), pick(in, 1, 2)); break;
     case 5: net.global_pool(name, a); break;
     case 6: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::nearest); break;
-    case 7: net.concat(name, {a, b}); break;
+    case 7: {  // along C mostly, any axis (N and past the last too) otherwise
+      const int axis = in.ConsumeBool() ? 1 : in.ConsumeIntegralInRange<int>(-1, 5);
+      net.concat(name, {a, b}, memfmt::concat_params{axis});
+      break;
+    }
     case 8: net.flatten(name, a); break;
     case 9: net.linear(name, a, pick(in, 1, 8)); break;
     case 10: net.opaque(name, {a}, {pick(in, 0, 3), pick(in, 0, 8), pick(in, 1, 6), pick(in, 1, 6)}, pick_family(in));
@@ -70,11 +74,12 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       else net.binary(name, a, c, memfmt::binary_op::div);
       break;
     }
-    case 12: {  // any rearrangement kind and order (one past the last too), any factor
-      const auto kind = static_cast<memfmt::rearrange_kind>(in.ConsumeIntegralInRange<int>(0, 3));
+    case 12: {  // any rearrangement kind and order (one past the last too), any factor, any perm
+      const auto kind = static_cast<memfmt::rearrange_kind>(in.ConsumeIntegralInRange<int>(0, 4));
       const std::int64_t factor = pick(in, -1, 9);
       const auto order = static_cast<memfmt::block_order>(in.ConsumeIntegralInRange<int>(0, 2));
-      const memfmt::rearrange_params r{kind, factor, order};
+      memfmt::rearrange_params r{kind, factor, order};
+      for (int& d : r.perm) d = in.ConsumeBool() ? d : in.ConsumeIntegralInRange<int>(-1, 40);
       net.rearrange(name, a, r);
       break;
     }

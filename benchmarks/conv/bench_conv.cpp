@@ -17,6 +17,11 @@
 //   BM_reduce/<shape>/<op>_<c|hw>/f32/<fwd|fwdbwd>/<format>   reduction over C or H and W; counter
 //                                  ratio_to_memcpy
 //   BM_slice/<shape>/<w_step2|h_crop>/f32/fwd/<format>   a spatial slice; counter ratio_to_memcpy
+//   BM_rearrange/<shape>/<transpose_hw|shuffle2|d2s2>/f32/fwd/<format>   H and W swapped (axial
+//                                  attention), a channel shuffle of 2 groups, depth to space by 2;
+//                                  counter ratio_to_memcpy
+//   BM_concat/<shape>/<c|h>/f32/fwd/<format>   two halves of <shape> joined along C or H; counter
+//                                  ratio_to_memcpy
 //   BM_pad/<shape>/<constant|reflect|replicate><pad>/f32/fwd/<format>   spatial padding; counter
 //                                  ratio_to_memcpy: its GB/s over memcpy's (same threads, the output's bytes)
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
@@ -262,6 +267,19 @@ double memcpy_gbs(std::size_t bytes) {
   return 2.0 * static_cast<double>(bytes) / copy_s * 1e-9;
 }
 
+// A memory-bound layer: `bytes` moved per call (GB/s), and ratio_to_memcpy against memcpy of
+// `copy_bytes` (same threads); a backend refusal skips the case with its message.
+template <class Fn>
+void time_against_memcpy(benchmark::State& state, std::size_t bytes, std::size_t copy_bytes, Fn&& fn) {
+  try {
+    timed_loop(state, static_cast<double>(bytes), "GB/s", fn);
+    const double copy_gbs = memcpy_gbs(copy_bytes);
+    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
+  } catch (const memfmt::error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // Padding only moves elements: its bound is a copy of the output's bytes, timed in the same run.
 template <class F>
 void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode mode, std::int64_t pad) {
@@ -273,14 +291,8 @@ void bm_pad(benchmark::State& state, std::int64_t c, std::int64_t hw, pad_mode m
   p.end = {0, pad, pad};
   host_tensor<float, F> x(e), y(pad_output_extents(e, p));
   fill_logical(x.view(), 8);
-  const double bytes = static_cast<double>(x.size_bytes() + y.size_bytes());
-  try {
-    timed_loop(state, bytes, "GB/s", [&] { b.pad_forward(x.const_view(), y.view(), p); });
-    const double copy_gbs = memcpy_gbs(y.size_bytes());
-    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
-  } catch (const memfmt::error& e) {
-    state.SkipWithError(e.what());
-  }
+  time_against_memcpy(state, x.size_bytes() + y.size_bytes(), y.size_bytes(),
+                      [&] { b.pad_forward(x.const_view(), y.view(), p); });
 }
 
 // A slice of one spatial axis: the bytes of y, read and written; counter ratio_to_memcpy.
@@ -290,14 +302,34 @@ void bm_slice(benchmark::State& state, std::int64_t c, std::int64_t hw, const sl
   const typename layout<F>::extents_type e{batch, c, hw, hw};
   host_tensor<float, F> x(e), y(slice_output_extents(e, p));
   fill_logical(x.view(), 11);
-  try {
-    timed_loop(state, 2.0 * static_cast<double>(y.size_bytes()), "GB/s",
-               [&] { b.slice_forward(x.const_view(), p, y.view()); });
-    const double copy_gbs = memcpy_gbs(y.size_bytes());
-    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
-  } catch (const memfmt::error& e) {
-    state.SkipWithError(e.what());
-  }
+  time_against_memcpy(state, 2 * y.size_bytes(), y.size_bytes(), [&] { b.slice_forward(x.const_view(), p, y.view()); });
+}
+
+// A rearrangement: bytes of x and y; counter ratio_to_memcpy.
+template <class F>
+void bm_rearrange(benchmark::State& state, std::int64_t c, std::int64_t hw, const rearrange_params& p) {
+  auto& b = shared_backend();
+  const typename layout<F>::extents_type e{batch, c, hw, hw};
+  host_tensor<float, F> x(e), y(rearrange_output_extents(e, p));
+  fill_logical(x.view(), 12);
+  time_against_memcpy(state, 2 * y.size_bytes(), y.size_bytes(),
+                      [&] { b.rearrange_forward(x.const_view(), p, y.view()); });
+}
+
+// Two halves of [batch, c, hw, hw] joined along `axis`: bytes of the parts and y; counter
+// ratio_to_memcpy.
+template <class F>
+void bm_concat(benchmark::State& state, std::int64_t c, std::int64_t hw, int axis) {
+  auto& b = shared_backend();
+  typename layout<F>::extents_type e{batch, c, hw, hw};
+  host_tensor<float, F> y(e);
+  e[static_cast<std::size_t>(axis)] /= 2;
+  host_tensor<float, F> x0(e), x1(e);
+  fill_logical(x0.view(), 13);
+  fill_logical(x1.view(), 14);
+  const std::vector<tensor_view<const float, F>> parts{x0.const_view(), x1.const_view()};
+  time_against_memcpy(state, 2 * y.size_bytes(), y.size_bytes(),
+                      [&] { b.concat_forward(parts, y.view(), concat_params{axis}); });
 }
 
 // A reduction over `axes`: bytes of x and y (and x, y, dy, dx for fwdbwd); counter ratio_to_memcpy.
@@ -310,16 +342,10 @@ void bm_reduce(benchmark::State& state, std::int64_t c, std::int64_t hw, reduce_
   fill_logical(x.view(), 9);
   fill_logical(dy.view(), 10);
   const std::size_t moved = backward ? 2 * (x.size_bytes() + y.size_bytes()) : x.size_bytes() + y.size_bytes();
-  try {
-    timed_loop(state, static_cast<double>(moved), "GB/s", [&] {
-      b.reduce_forward(x.const_view(), y.view(), p);
-      if (backward) b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
-    });
-    const double copy_gbs = memcpy_gbs(moved / 2);
-    state.counters["ratio_to_memcpy"] = copy_gbs > 0 ? state.counters["GB/s"] / copy_gbs : 0.0;
-  } catch (const memfmt::error& e) {
-    state.SkipWithError(e.what());
-  }
+  time_against_memcpy(state, moved, moved / 2, [&] {
+    b.reduce_forward(x.const_view(), y.view(), p);
+    if (backward) b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), p);
+  });
 }
 
 // The library's call vs the same oneDNN primitive driven by hand (pre-built memory objects,
@@ -487,6 +513,32 @@ void register_slice(std::int64_t c, std::int64_t hw) {
   }
 }
 
+// Axial attention's H <-> W swap, ShuffleNet's channel shuffle and a super-resolution net's pixel
+// shuffle; a UNet's skip concatenation along C against the same bytes joined along H (coordinate
+// attention's, at full-map size).
+void register_rearrange_and_concat(std::int64_t c, std::int64_t hw) {
+  const std::string shape = std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw);
+  rearrange_params swap{rearrange_kind::transpose, 1, block_order::crd};
+  swap.perm = {0, 1, 3, 2, 4};
+  const std::pair<rearrange_params, const char*> cases[] = {
+      {swap, "transpose_hw"},
+      {{rearrange_kind::channel_shuffle, 2, block_order::crd}, "shuffle2"},
+      {{rearrange_kind::depth_to_space, 2, block_order::crd}, "d2s2"}};
+  for (const auto& [params, what] : cases) {
+    const rearrange_params p = params;
+    const std::string base = "BM_rearrange/" + shape + "/" + what + "/f32/fwd/";
+    reg(base + "nchw", [=](benchmark::State& s) { bm_rearrange<nchw>(s, c, hw, p); });
+    reg(base + "nhwc", [=](benchmark::State& s) { bm_rearrange<nhwc>(s, c, hw, p); });
+  }
+  for (const auto& [axis, what] : {std::pair<int, const char*>{1, "c"}, {2, "h"}}) {
+    const int a = axis;
+    reg("BM_concat/" + shape + "/" + what + "/f32/fwd/nchw",
+        [=](benchmark::State& s) { bm_concat<nchw>(s, c, hw, a); });
+    reg("BM_concat/" + shape + "/" + what + "/f32/fwd/nhwc",
+        [=](benchmark::State& s) { bm_concat<nhwc>(s, c, hw, a); });
+  }
+}
+
 void register_pad(std::int64_t c, std::int64_t hw, std::int64_t pad) {
   const std::pair<pad_mode, const char*> modes[] = {
       {pad_mode::constant, "constant"}, {pad_mode::reflect, "reflect"}, {pad_mode::replicate, "replicate"}};
@@ -522,6 +574,8 @@ void register_all() {
   register_reduce(256, 28, reduce_op::sum, true);
   register_slice(3, 640);  // YOLOv5's Focus on a 640x640 image
   register_slice(64, 112);
+  register_rearrange_and_concat(64, 112);
+  register_rearrange_and_concat(256, 28);
   // Reflection padding before a CycleGAN generator's 7x7 stem and its 3x3 residual convolutions.
   register_pad(64, 128, 3);
   register_pad(256, 32, 1);

@@ -62,41 +62,57 @@ bool same_bytes(const host_tensor<T, F>& a, const host_tensor<T, F>& b) {
   return std::memcmp(a.view().data(), b.view().data(), static_cast<std::size_t>(a.view().numel()) * sizeof(T)) == 0;
 }
 
+// The concatenation's copies (concat_copies, as concat_forward and concat_backward run them):
+// part i reversed into the whole at its offset, and back out of it, against the reference backend.
 template <class F>
-void check_concat_and_slice(const std::array<std::int64_t, F::rank>& whole_e, const std::vector<std::int64_t>& parts) {
-  SCOPED_TRACE(F::name);
-  std::vector<host_tensor<float, F>> xs;
+void check_concat_and_slice(std::array<std::int64_t, F::rank> whole_e, int axis,
+                            const std::vector<std::int64_t>& parts) {
+  SCOPED_TRACE(std::string(F::name) + " axis " + std::to_string(axis));
+  const auto a = static_cast<std::size_t>(axis);
+  std::vector<host_tensor<float, F>> xs, backs;
   std::vector<tensor_view<const float, F>> views;
+  std::vector<tensor_view<float, F>> back_views;
   float start = 0;
+  whole_e[a] = 0;
   for (std::int64_t c : parts) {
     auto e = whole_e;
-    e[1] = c;
+    e[a] = c;
+    whole_e[a] += c;
     xs.emplace_back(e);
+    backs.emplace_back(e);
     fill_counting(xs.back(), start);
     start += 1000;
   }
-  for (auto& x : xs) views.push_back(x.const_view());
-  host_tensor<float, F> want(whole_e), got(whole_e);
-  reference::concat_forward(views, want.view());
-  std::int64_t c0 = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    replay(cudnn::channel_block_copy(shape_of(got), parts[i], c0, true), got.view().data(), xs[i].view().data());
-    // The slice back out of the whole equals the part.
-    host_tensor<float, F> back(xs[i].view().extents()), ref(xs[i].view().extents());
-    reference::slice_forward(want.const_view(), slice_params{1, c0, c0 + parts[i], 1}, ref.view());
-    replay(cudnn::channel_block_copy(shape_of(want), parts[i], c0, false), back.view().data(), want.view().data());
-    EXPECT_TRUE(same_bytes(back, ref)) << "slice " << i;
-    c0 += parts[i];
+    views.push_back(xs[i].const_view());
+    back_views.push_back(backs[i].view());
+  }
+  host_tensor<float, F> want(whole_e), got(whole_e);
+  const concat_params p{axis};
+  reference::concat_forward(views, want.view(), p);
+  const std::vector<slice_copy> into = concat_copies("test", views, "whole", got.view(), p);
+  const std::vector<slice_copy> out_of = concat_copies("test", back_views, "whole", want.view(), p);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    for (const auto& k : cudnn::permuted_copies(into[i].copy.reversed(), sizeof(float)))
+      replay(k, got.view().data() + into[i].offset, xs[i].view().data());
+    for (const auto& k : cudnn::permuted_copies(out_of[i].copy, sizeof(float)))
+      replay(k, backs[i].view().data(), want.view().data() + out_of[i].offset);
+    EXPECT_TRUE(same_bytes(backs[i], xs[i])) << "part " << i << " back out of the whole";
   }
   EXPECT_TRUE(same_bytes(got, want));
 }
 
 TEST(CudnnStridedCopy, ConcatAndSliceEqualTheReference) {
-  check_concat_and_slice<nchw>({2, 9, 3, 4}, {2, 4, 3});
-  check_concat_and_slice<nhwc>({2, 9, 3, 4}, {2, 4, 3});
-  check_concat_and_slice<ncdhw>({2, 5, 2, 3, 2}, {1, 4});
-  check_concat_and_slice<ndhwc>({2, 5, 2, 3, 2}, {1, 4});
-  check_concat_and_slice<nhwc>({1, 3, 1, 1}, {3});
+  for (int axis = 1; axis < 4; ++axis) {
+    check_concat_and_slice<nchw>({2, 9, 3, 4}, axis, {2, 4, 3});
+    check_concat_and_slice<nhwc>({2, 9, 3, 4}, axis, {2, 4, 3});
+  }
+  for (int axis = 1; axis < 5; ++axis) {
+    check_concat_and_slice<ncdhw>({2, 5, 2, 3, 2}, axis, {1, 4});
+    check_concat_and_slice<ndhwc>({2, 5, 2, 3, 2}, axis, {1, 4});
+  }
+  check_concat_and_slice<nhwc>({1, 3, 1, 1}, 1, {3});
+  check_concat_and_slice<nhwc>({2, 3, 4, 5}, 3, {2, 0, 3});  // a part with nothing to copy
 }
 
 // A slice as the backend runs it: the 2-D copies of its permuted copy from the offset (forward),

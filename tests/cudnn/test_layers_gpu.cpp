@@ -389,6 +389,18 @@ void concat_slice_backwards(cudnn::backend& be) {
   ref.slice_backward(sdy.host.const_view(), memfmt::slice_params{1, 3, 8, 1}, want_s.view());
   be.slice_backward(sdy.dev(), memfmt::slice_params{1, 3, 8, 1}, sdx.dev_out());
   expect_close(sdx.fetch(), want_s, 0.0);
+  // Along H (coordinate attention's [pooled H, pooled W]), both passes.
+  const concat_params along_h{2};
+  mirrored<float, F> ha(be, {2, 4, 3, 1}, 55), hb(be, {2, 4, 5, 1}, 56), hcat(be, {2, 4, 8, 1}, 57);
+  host_tensor<float, F> want_h({2, 4, 8, 1}), want_ha({2, 4, 3, 1}), want_hb({2, 4, 5, 1});
+  ref.concat_forward(std::vector<tensor_view<const float, F>>{ha.host.const_view(), hb.host.const_view()},
+                     want_h.view(), along_h);
+  be.concat_forward(std::vector<tensor_view<const float, F>>{ha.dev(), hb.dev()}, hcat.dev_out(), along_h);
+  expect_close(hcat.fetch(), want_h, 0.0);
+  ref.concat_backward(want_h.const_view(), std::vector<tensor_view<float, F>>{want_ha.view(), want_hb.view()}, along_h);
+  be.concat_backward(hcat.dev(), std::vector<tensor_view<float, F>>{ha.dev_out(), hb.dev_out()}, along_h);
+  expect_close(ha.fetch(), want_ha, 0.0);
+  expect_close(hb.fetch(), want_hb, 0.0);
 }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNhwc) { concat_slice_backwards<nhwc>(*be_); }
 TEST_F(CudnnLayersGpu, ConcatAndSliceBackwardNchw) { concat_slice_backwards<nchw>(*be_); }
@@ -417,6 +429,10 @@ TEST_F(CudnnLayersGpu, RearrangementsBothFormats) {
   }
   rearrange_against_reference<nhwc>(*be_, {2, 12, 3, 4}, {rearrange_kind::channel_shuffle, 3, block_order::crd});
   rearrange_against_reference<nchw>(*be_, {2, 12, 3, 4}, {rearrange_kind::channel_shuffle, 2, block_order::crd});
+  rearrange_params swap{rearrange_kind::transpose, 1, block_order::crd};
+  swap.perm = {0, 1, 3, 2, 4};
+  rearrange_against_reference<nhwc>(*be_, {2, 12, 3, 4}, swap);
+  rearrange_against_reference<nchw>(*be_, {2, 12, 3, 4}, swap);
 }
 
 template <class F>

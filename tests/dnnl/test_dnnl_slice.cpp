@@ -1,11 +1,12 @@
 // oneDNN backend slices (memfmt's strided-copy kernel, backends/cpu/permuted_copy.hpp) vs the
 // reference backend: every axis, steps 1 to 3, 2-D and 3-D, both formats and mixed ones, float and
 // bfloat16, padded (strided) views, the kernel's element sizes against brute force, the same bits
-// for any thread count, and errors.
+// for any thread count, and errors; concatenation along every axis and transposes of spatial dims.
 #include <memfmt/backends/cpu/permuted_copy.hpp>
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -95,6 +96,93 @@ TEST(DnnlSlice, GridBfloat16) {
   run_grid<bfloat16>();
 }
 
+// Concatenation along an axis (oneDNN's concat primitive, its backward a reorder per part) moves
+// bits: forward and backward equal the reference's exactly.
+template <class T, class XF, class YF>
+void check_concat(onednn::backend& b, ext<YF> whole, int axis, const std::vector<std::int64_t>& sizes) {
+  SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " " + std::string(to_string(dtype_of_v<T>)) + " axis " +
+               std::to_string(axis) + " of " + memfmt::detail::dims_to_string(whole));
+  const auto a = static_cast<std::size_t>(axis);
+  std::vector<host_tensor<T, XF>> xs, dxs, dxs_ref;
+  std::vector<tensor_view<const T, XF>> views;
+  std::vector<tensor_view<T, XF>> dviews, dviews_ref;
+  whole[a] = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ext<XF> e = whole;
+    e[a] = sizes[i];
+    whole[a] += sizes[i];
+    xs.emplace_back(e);
+    dxs.emplace_back(e);
+    dxs_ref.emplace_back(e);
+    fill(xs.back(), 50 + i);
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    views.push_back(xs[i].const_view());
+    dviews.push_back(dxs[i].view());
+    dviews_ref.push_back(dxs_ref[i].view());
+  }
+  host_tensor<T, YF> y(whole), y_ref(whole), dy(whole);
+  fill(dy, 60);
+  const concat_params p{axis};
+  reference::concat_forward<T>(views, y_ref.view(), p);
+  b.concat_forward(views, y.view(), p);
+  EXPECT_TRUE(same_bits(y.const_view(), y_ref.const_view())) << "y";
+  reference::concat_backward<T>(dy.const_view(), dviews_ref, p);
+  b.concat_backward(dy.const_view(), dviews, p);
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    EXPECT_TRUE(same_bits(dxs[i].const_view(), dxs_ref[i].const_view())) << "dx " << i;
+}
+
+// A transpose of spatial dims (one reorder over the permuted index space) equals the reference's.
+template <class T, class XF, class YF>
+void check_transpose(onednn::backend& b, const ext<XF>& e, const std::array<int, 5>& perm) {
+  rearrange_params p{rearrange_kind::transpose, 1, block_order::crd};
+  p.perm = perm;
+  SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " transpose " + perm_to_string(perm, e.size()));
+  const auto ye = rearrange_output_extents(e, p);
+  host_tensor<T, XF> x(e), dx(e), dx_ref(e);
+  host_tensor<T, YF> y(ye), y_ref(ye), dy(ye);
+  fill(x, 70);
+  fill(dy, 71);
+  reference::rearrange_forward<T, XF, YF>(x.const_view(), p, y_ref.view());
+  b.rearrange_forward(x.const_view(), p, y.view());
+  EXPECT_TRUE(same_bits(y.const_view(), y_ref.const_view())) << "y";
+  reference::rearrange_backward<T, YF, XF>(dy.const_view(), p, dx_ref.view());
+  b.rearrange_backward(dy.const_view(), p, dx.view());
+  EXPECT_TRUE(same_bits(dx.const_view(), dx_ref.const_view())) << "dx";
+}
+
+TEST(DnnlConcat, EveryAxisAndFormatPairMatchesReference) {
+  onednn::backend b;
+  for (int axis = 1; axis < 4; ++axis) {
+    check_concat<float, nchw, nchw>(b, {2, 3, 5, 4}, axis, {2, 1, 3});
+    check_concat<float, nhwc, nhwc>(b, {2, 3, 5, 4}, axis, {2, 1, 3});
+    check_concat<float, nchw, nhwc>(b, {2, 3, 5, 4}, axis, {3, 4});
+    check_concat<float, nhwc, nchw>(b, {2, 3, 5, 4}, axis, {1, 1});
+  }
+  for (int axis = 1; axis < 5; ++axis) {
+    check_concat<float, ncdhw, ncdhw>(b, {2, 3, 2, 3, 4}, axis, {2, 3});
+    check_concat<float, ndhwc, ndhwc>(b, {2, 3, 2, 3, 4}, axis, {1, 2});
+  }
+  // Coordinate attention's pooled maps: [N, C, H, 1] and [N, C, W, 1] along H.
+  check_concat<float, nhwc, nhwc>(b, {2, 32, 0, 1}, 2, {24, 20});
+  check_concat<float, nchw, nchw>(b, {2, 32, 0, 1}, 2, {24, 20});
+  // A part with nothing along the axis and an empty batch.
+  check_concat<float, nhwc, nhwc>(b, {2, 3, 4, 5}, 3, {2, 0, 3});
+  check_concat<float, nchw, nchw>(b, {0, 3, 4, 5}, 2, {2, 3});
+}
+
+TEST(DnnlRearrange, TransposesMatchReference) {
+  onednn::backend b;
+  check_transpose<float, nchw, nchw>(b, {2, 3, 5, 7}, {0, 1, 3, 2, 4});
+  check_transpose<float, nhwc, nhwc>(b, {2, 3, 5, 7}, {0, 1, 3, 2, 4});
+  check_transpose<float, nhwc, nchw>(b, {2, 3, 5, 7}, {0, 1, 3, 2, 4});
+  check_transpose<float, nhwc, nhwc>(b, {2, 16, 1, 9}, {0, 1, 3, 2, 4});
+  check_transpose<float, ncdhw, ncdhw>(b, {1, 2, 3, 4, 5}, {0, 1, 4, 2, 3});
+  check_transpose<float, ndhwc, ndhwc>(b, {1, 2, 3, 4, 5}, {0, 1, 3, 4, 2});
+  check_transpose<float, ndhwc, ncdhw>(b, {1, 2, 3, 4, 5}, {0, 1, 4, 3, 2});
+}
+
 // Padded (sliced) views on both sides; a padded gradient is written by the reference kernel, which
 // leaves the padding alone.
 template <class XF, class YF>
@@ -157,6 +245,23 @@ void check_element_size() {
           ASSERT_EQ(dst[static_cast<std::size_t>((a * h + r) * wo + c)],
                     src[static_cast<std::size_t>((a * h + r) * w + c * step)])
               << "step " << step << " at " << a << ", " << r << ", " << c;
+  }
+  // Batches of whole-matrix transposes (memfmt::convert's path): [n, h, w] -> [n, w, h], with and
+  // without a batch dim, against brute force.
+  for (const std::int64_t batch : {n, std::int64_t{1}}) {
+    permuted_copy t;
+    t.rank = 3;
+    t.extents = {batch, w, h};
+    t.from = {h * w, 1, w};
+    t.to = {w * h, h, 1};
+    std::vector<E> dst(static_cast<std::size_t>(batch * w * h), E{0});
+    cpu::run_permuted_copy(t, sizeof(E), src.data(), dst.data());
+    for (std::int64_t a = 0; a < batch; ++a)
+      for (std::int64_t c = 0; c < w; ++c)
+        for (std::int64_t r = 0; r < h; ++r)
+          ASSERT_EQ(dst[static_cast<std::size_t>((a * w + c) * h + r)],
+                    src[static_cast<std::size_t>((a * h + r) * w + c)])
+              << "transpose of batch " << batch << " at " << a << ", " << c << ", " << r;
   }
 }
 

@@ -28,7 +28,8 @@ std::vector<network> every_kind_of_network() {
                             models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
   // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
   // a preferred pin, a barrier reading one format and writing the other, constants, rearrangements,
-  // a layer norm without affine parameters, a GELU, reductions over C and over C and H.
+  // a layer norm without affine parameters, a GELU, reductions over C and over C and H, a transpose
+  // of spatial dims and a concatenation along H.
   network n;
   const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
@@ -64,6 +65,8 @@ std::vector<network> every_kind_of_network() {
                               memfmt::slice_params{3, 1, 8, 3}), family::channels_last);
   n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
            family::channels_first);
+  n.output("axial", n.concat("hcat", {n.transpose("swap", parts[0], {0, 1, 3, 2}), parts[0]}, {2}),
+           family::channels_last);
   nets.push_back(std::move(n));
   return nets;
 }
@@ -282,6 +285,26 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   has(load(j), "nodes[1] ('norm') attrs: key 'axes' must hold C (1) or spatial axes (2 to 4), got 0");
   j["nodes"][1]["attrs"]["axes"] = json::array({4});
   has(load(j), "node 'norm' (of 'x'): reduce over axes [4]: input [1, 8, 6, 6]: the axes must be C (1) or spatial axes (2 to 3)");
+  // A concatenation's axis may be left out (along C); a transpose names its perm.
+  network joined;
+  const node_id jx = joined.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id crop = joined.slice("crop", jx, memfmt::slice_params{3, 0, 5, 1});
+  joined.output("y", joined.concat("cat", {jx, joined.transpose("swap", crop, {0, 1, 3, 2})}, {2}),
+                family::channels_first);
+  j = memfmt::io::network_to_json(joined);
+  ASSERT_EQ(j["nodes"][2]["attrs"], json::parse(R"({"op": "transpose", "perm": [0, 1, 3, 2]})"));
+  ASSERT_EQ(j["nodes"][3]["attrs"], json::parse(R"({"axis": 2})"));
+  j["nodes"][2]["attrs"]["perm"] = json::array({0, 1, 2, 9});
+  has(load(j), "nodes[2] ('swap') attrs: key 'perm' must hold dims 0 to 4, got 9");
+  j["nodes"][2]["attrs"]["perm"] = json::array({0, 1, 2});
+  has(load(j), "transpose perm [0, 1, 2] of 'crop' [1, 8, 6, 5]: one entry per dim");
+  j["nodes"][2]["attrs"]["perm"] = json::array({1, 0, 2, 3});
+  has(load(j), "transpose [1, 0, 2, 3]: input [1, 8, 6, 5]: perm must keep N and C first");
+  j = memfmt::io::network_to_json(joined);
+  j["nodes"][3]["attrs"].erase("axis");
+  has(load(j), "concat input 'swap' [1, 8, 5, 6] float32 does not match 'x' [1, 8, 6, 6] float32 outside axis 1");
+  j["nodes"][3]["attrs"]["axis"] = 0;
+  has(load(j), "nodes[3] ('cat') attrs: key 'axis' must be 1 (C) or a spatial axis (2 to 4), got 0");
   const cost_model model;
   json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][3]["format"] = "nhwc";

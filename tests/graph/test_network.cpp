@@ -102,6 +102,19 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(net.at(parts[1]).get<memfmt::slice_params>().begin, 2);
   expect_error([&] { net.split("bad_split", x, {2, 3}); }, errc::invalid_argument, {"'bad_split'", "[2, 3]", "sum to C"});
   EXPECT_EQ(net.at(net.concat("cat", {parts[1], parts[0]})).extents, (dims{2, 6, 5, 5}));
+  // Along a spatial axis: the parts agree outside it; a transpose swaps spatial extents.
+  const node_id crop = net.slice("crop", x, memfmt::slice_params{3, 0, 2, 1});  // [2, 6, 5, 2]
+  const node_id swapped = net.transpose("swap", crop, {0, 1, 3, 2});            // [2, 6, 2, 5]
+  EXPECT_EQ(net.at(swapped).extents, (dims{2, 6, 2, 5}));
+  EXPECT_EQ(net.at(net.concat("hcat", {x, swapped}, {2})).extents, (dims{2, 6, 7, 5}));
+  EXPECT_EQ(net.at(net.concat("wcat", {x, crop}, {3})).extents, (dims{2, 6, 5, 7}));
+  expect_error([&] { net.concat("bad_hcat", {x, crop}, {2}); }, errc::invalid_argument,
+               {"'bad_hcat'", "'crop' [2, 6, 5, 2]", "does not match 'x' [2, 6, 5, 5]", "outside axis 2"});
+  expect_error([&] { net.concat("ncat", {x, x}, {0}); }, errc::invalid_argument, {"'ncat'", "concat axis 0"});
+  expect_error([&] { net.concat("far", {x, x}, {4}); }, errc::invalid_argument, {"'far'", "concat axis 4"});
+  expect_error([&] { net.transpose("bad_swap", x, {0, 2, 1, 3}); }, errc::invalid_argument,
+               {"'bad_swap'", "transpose [0, 2, 1, 3]", "perm must keep N and C first"});
+  expect_error([&] { net.transpose("short", x, {0, 1, 2}); }, errc::invalid_argument, {"'short'", "one entry per dim"});
   const node_id gn = net.group_norm("gn", x, 3);
   EXPECT_EQ(net.parameters(gn).size(), 2u);
   EXPECT_EQ(net.parameters(gn)[0].type, memfmt::dtype::float32);  // a bfloat16 norm's parameters, as AMP keeps them
@@ -311,7 +324,7 @@ TEST(GraphNetwork, HostileExtentsAreRefused) {
   expect_error([&] { net.upsample("up", x, two62); }, errc::overflow, {"'up'", "16 * 4611686018427387904"});
   const node_id wide = net.input("wide", {1, two62, 1, 1}, memfmt::dtype::uint8, family::channels_first);
   expect_error([&] { net.concat("cat", {wide, wide, wide}); }, errc::overflow,
-               {"'cat'", "concat channels", "4611686018427387904 + 4611686018427387904"});
+               {"'cat'", "concat: ", "4611686018427387904 + 4611686018427387904"});
   // No elements, but C x H x W past 64 bits: its dense strides (and a flatten's features) would wrap.
   expect_error([&] { net.input("empty", {0, std::int64_t{1} << 40, std::int64_t{1} << 40, 1}, memfmt::dtype::float32,
                                family::channels_first); },

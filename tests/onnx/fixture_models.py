@@ -15,7 +15,9 @@ Reshape, Mul, Add; SmallCbamNet CBAM's attention and SSD's L2Norm, whose reducti
 channels export as ReduceMean, ReduceMax and ReduceL2; SmallFocusCropNet YOLOv5's Focus stem and a
 UNet's centre-cropped skip connection, spatial Slice ops with steps; SmallSimAmNet SimAM and
 reductions along one spatial axis, ReduceSum / ReduceMean / ReduceMax / ReduceL1 over spatial axes
-and Pow by 2. small_vit and small_swin (torchvision's
+and Pow by 2; SmallCoordAttNet coordinate attention, whose pooled H and W export as Transposes of
+the spatial dims and a Concat and Split along H, and a conv run on the transposed map (axial
+attention's H <-> W swap) on a non-square input. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -56,6 +58,9 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallSimAmNet \
       data/small_simam_net.onnx --input-shape 1,3,16,16 \
       --output-fixture data/small_simam_net.safetensors
+  PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:SmallCoordAttNet \
+      data/small_coord_att_net.onnx --input-shape 1,3,12,10 \
+      --output-fixture data/small_coord_att_net.safetensors
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_vit \
       data/small_vit.onnx --input-shape 1,3,16,16
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
@@ -287,6 +292,36 @@ class SmallSimAmNet(torch.nn.Module):
         x = x * torch.sigmoid(y)
         x = x * torch.sigmoid(x.mean(3, keepdim=True) + x.amax(2, keepdim=True))
         x = x / (torch.norm(x, p=1, dim=(1, 2), keepdim=True) + 1)
+        return self.head(x)
+
+
+class SmallCoordAttNet(torch.nn.Module):
+    """Coordinate attention (Hou et al., CVPR 2021; its authors' code): the map pooled along W and
+    along H, the second transposed to [N, C, W, 1] and concatenated with the first along H, a shared
+    1x1 conv, batch norm and hard swish, split back along H, the W half transposed again, and two
+    sigmoid gates broadcast over the map. Then a conv on the map with H and W swapped, swapped back."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.conv1 = torch.nn.Conv2d(16, 8, 1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv_h = torch.nn.Conv2d(8, 16, 1)
+        self.conv_w = torch.nn.Conv2d(8, 16, 1)
+        self.axial = torch.nn.Conv2d(16, 16, (3, 1), padding=(1, 0))
+        self.head = torch.nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.nn.functional.relu(self.stem(x))
+        h, w = x.shape[2], x.shape[3]
+        x_h = x.mean(3, keepdim=True)
+        x_w = x.mean(2, keepdim=True).permute(0, 1, 3, 2)
+        y = torch.nn.functional.hardswish(self.bn1(self.conv1(torch.cat([x_h, x_w], dim=2))))
+        y_h, y_w = torch.split(y, [h, w], dim=2)
+        a_h = torch.sigmoid(self.conv_h(y_h))
+        a_w = torch.sigmoid(self.conv_w(y_w.permute(0, 1, 3, 2)))
+        x = x * a_w * a_h
+        x = x + self.axial(x.transpose(2, 3)).transpose(2, 3)
         return self.head(x)
 
 

@@ -58,7 +58,7 @@ TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
   for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net", "small_shufflenet_v2",
                            "small_super_resolution", "small_convnext", "small_convnext_opset13",
                            "small_layernorm2d_net", "small_groupnorm_net", "small_cbam_net",
-                           "small_focus_crop_net", "small_simam_net"}) {
+                           "small_focus_crop_net", "small_simam_net", "small_coord_att_net"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }

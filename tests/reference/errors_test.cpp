@@ -2,6 +2,7 @@
 // message naming the values, raised before any work, so every output buffer is left untouched.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -453,10 +454,25 @@ TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
   const auto a = filled<nchw>({2, 3, 4, 4}, 1.0), b = filled<nchw>({2, 2, 4, 4}, 1.0);
   auto whole = filled<nhwc>({2, 6, 4, 4});
   expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), b.const_view()}, whole.view()); }, errc::shape_mismatch,
-               {"concat_forward", "2 parts have 5 channels in all", "output y has 6"});
+               {"concat_forward", "2 parts have 5 entries along axis 1 in all", "output y has 6"});
   const auto c = filled<nchw>({2, 2, 4, 5}, 1.0);
   expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), c.const_view()}, whole.view()); }, errc::shape_mismatch,
-               {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]"});
+               {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]", "outside axis 1"});
+  // Along W: parts must match the whole outside W, and their W add up to the whole's; along N or
+  // past the rank: no axis.
+  const auto a6 = filled<nchw>({2, 6, 4, 2}, 1.0), c5 = filled<nchw>({2, 5, 4, 2}, 1.0);
+  expect_error([&] { layers.concat_forward<double, nchw>({a6.const_view(), c5.const_view()}, whole.view(), {3}); },
+               errc::shape_mismatch, {"part 1 has sizes [2, 5, 4, 2]", "expected [2, 6, 4, 2]", "outside axis 3"});
+  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), a.const_view()}, whole.view(), {3}); },
+               errc::shape_mismatch, {"part 0 has sizes [2, 3, 4, 4]", "expected [2, 6, 4, 4]"});
+  expect_error(
+      [&] {
+        layers.concat_forward<double, nchw>({a6.const_view(), a6.const_view(), a6.const_view()}, whole.view(), {3});
+      },
+      errc::shape_mismatch, {"3 parts have 6 entries along axis 3 in all", "output y has 4"});
+  for (const int axis : {0, 4, -1})
+    expect_error([&] { layers.concat_forward<double, nchw>({a.const_view()}, whole.view(), {axis}); },
+                 errc::invalid_argument, {"concatenation axis " + std::to_string(axis), "spatial axis (2 to 3)"});
   expect_untouched(whole, "concat y");
   auto part = filled<nchw>({2, 3, 4, 4});
   expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{1, 4, 7, 1}, part.view()); },
@@ -495,6 +511,24 @@ TEST(ReferenceLayerErrors, Rearrange) {
   const rearrange_params halves{rearrange_kind::channel_shuffle, 2, block_order::crd};
   expect_error([&] { layers.rearrange_forward<double>(null_x, halves, same.view()); }, errc::null_pointer,
                {"rearrange_forward", "input x", "null data pointer"});
+  // A transpose keeps N and C and permutes the spatial dims.
+  auto t = filled<nchw>({2, 8, 3, 3});
+  for (const auto& [perm, msg] : {std::pair<std::array<int, 5>, const char*>{{1, 0, 2, 3, 4}, "(0 -> 1)"},
+                                  {{0, 1, 2, 2, 4}, "(3 -> 2)"},
+                                  {{0, 1, 3, 4, 2}, "(3 -> 4)"},
+                                  {{0, 1, 3, 2, 3}, "(4 -> 3)"},
+                                  {{0, 1, 3, -1, 4}, "(3 -> -1)"}}) {
+    rearrange_params p{rearrange_kind::transpose, 1, block_order::crd};
+    p.perm = perm;
+    expect_error([&] { layers.rearrange_forward<double>(x.const_view(), p, t.view()); }, errc::invalid_argument,
+                 {"transpose [", "perm must keep N and C first and permute the 2 spatial dims", msg});
+  }
+  rearrange_params swap{rearrange_kind::transpose, 1, block_order::crd};
+  swap.perm = {0, 1, 3, 2, 4};
+  const auto wide = filled<nchw>({2, 8, 3, 5}, 1.0);
+  expect_error([&] { layers.rearrange_forward<double>(wide.const_view(), swap, t.view()); }, errc::shape_mismatch,
+               {"output y has sizes [2, 8, 3, 3]", "expected [2, 8, 5, 3]"});
+  expect_untouched(t, "transpose y");
   expect_untouched(y, "rearrange y");
   expect_untouched(same, "rearrange y");
   expect_untouched(dx, "rearrange dx");

@@ -506,7 +506,7 @@ def conv_asym_cases():
 
 
 # rearrange_kind and block_order as in layer_params.hpp.
-REARRANGE = ["channel_shuffle", "depth_to_space", "space_to_depth"]
+REARRANGE = ["channel_shuffle", "depth_to_space", "space_to_depth", "transpose"]
 ORDERS = ["crd", "dcr"]
 
 
@@ -614,11 +614,32 @@ def softplus_and_mish_cases():
     return cases
 
 
+def transpose_case(name, shape, perm):
+    """x.permute(perm) made contiguous, N and C in place: rearrange_kind::transpose."""
+    x = grid(shape, 4).requires_grad_()
+    y = x.permute(perm).contiguous()
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    ints = {"kind": REARRANGE.index("transpose"), "factor": 1, "order": 0}
+    ints.update(spatial_ints("perm", perm[2:]))
+    return case(name, "rearrange", ints, {}, {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def transpose_cases():
+    """Transposes of spatial dims, appended after every other case so the earlier draws stay as they were."""
+    return [
+        transpose_case("transpose_hw", (2, 3, 4, 5), (0, 1, 3, 2)),
+        transpose_case("transpose_hw_pooled", (2, 5, 1, 6), (0, 1, 3, 2)),
+        transpose_case("transpose_dwh", (1, 2, 2, 3, 4), (0, 1, 4, 2, 3)),
+        transpose_case("transpose_whd", (2, 3, 3, 2, 4), (0, 1, 4, 3, 2)),
+    ]
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
             parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases() + gelu_tanh_cases() +
-            softplus_and_mish_cases())
+            softplus_and_mish_cases() + transpose_cases())
 
 
 def main():

@@ -230,50 +230,60 @@ void linear_adjoint() {
   }
 }
 
+// Concatenation along each axis (C, every spatial one): each part sits at its offset along the
+// axis (brute force over logical coordinates); the backward pass hands each part its slice of dy,
+// and a slice's backward is the slice's adjoint.
 template <class XF, class YF>
 void concat_and_slice_adjoint() {
-  const auto whole = random_extents<YF>(2, 7, 1, 4);
-  const std::int64_t c_parts[3] = {2, 1, 4};
-  std::vector<tensor<XF>> parts;
-  std::vector<tensor_view<const double, XF>> views;
-  for (auto c : c_parts) {
-    auto e = whole;
-    e[1] = c;
-    parts.push_back(random_tensor<XF>(e));
-  }
-  for (const auto& t : parts) views.push_back(t.const_view());
-  tensor<YF> y(whole);
-  reference::concat_forward<double>(views, y.view());
-  // Concat is a copy: each part sits at its channel offset (brute force).
-  std::int64_t c0 = 0;
-  for (const auto& t : parts) {
-    for_each_coord(t.extents(), [&](const auto& c) {
-      auto cy = c;
-      cy[1] += c0;
-      ASSERT_EQ(y.data()[y.mapping()(cy)], t.data()[t.mapping()(c)]);
-    });
-    c0 += t.extent(1);
-  }
-  // Its backward hands each part its channels back; a slice's backward is the slice's adjoint.
-  const auto dy = random_tensor<YF>(whole);
-  std::vector<tensor<XF>> dparts;
-  std::vector<tensor_view<double, XF>> dviews;
-  for (const auto& t : parts) dparts.emplace_back(t.extents());
-  for (auto& t : dparts) dviews.push_back(t.view());
-  reference::concat_backward<double>(dy.const_view(), dviews);
-  c0 = 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    tensor<XF> slice(parts[i].extents());
-    const slice_params p{1, c0, c0 + parts[i].extent(1), 1};
-    reference::slice_forward<double>(dy.const_view(), p, slice.view());
-    for (std::int64_t k = 0; k < slice.numel(); ++k) ASSERT_EQ(slice.data()[k], dparts[i].data()[k]);
-    tensor<YF> back(whole);
-    reference::slice_backward<double>(slice.const_view(), p, back.view());
-    const auto x = random_tensor<YF>(whole);
-    tensor<XF> xs(parts[i].extents());
-    reference::slice_forward<double>(x.const_view(), p, xs.view());
-    expect_equal_dots(dot(slice, xs), dot(back, x), adjoint_rel, "channel slice");
-    c0 += parts[i].extent(1);
+  for (int axis = 1; axis < XF::rank; ++axis) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    const auto a = static_cast<std::size_t>(axis);
+    auto whole = random_extents<YF>(2, 3, 1, 4);
+    whole[a] = 7;
+    const std::int64_t extents[3] = {2, 1, 4};
+    std::vector<tensor<XF>> parts;
+    std::vector<tensor_view<const double, XF>> views;
+    for (auto e : extents) {
+      auto pe = whole;
+      pe[a] = e;
+      parts.push_back(random_tensor<XF>(pe));
+    }
+    for (const auto& t : parts) views.push_back(t.const_view());
+    tensor<YF> y(whole);
+    reference::concat_forward<double>(views, y.view(), concat_params{axis});
+    std::int64_t begin = 0;
+    for (const auto& t : parts) {
+      for_each_coord(t.extents(), [&](const auto& c) {
+        auto cy = c;
+        cy[a] += begin;
+        ASSERT_EQ(y.data()[y.mapping()(cy)], t.data()[t.mapping()(c)]);
+      });
+      begin += t.extent(axis);
+    }
+    const auto dy = random_tensor<YF>(whole);
+    std::vector<tensor<XF>> dparts;
+    std::vector<tensor_view<double, XF>> dviews;
+    for (const auto& t : parts) dparts.emplace_back(t.extents());
+    for (auto& t : dparts) dviews.push_back(t.view());
+    reference::concat_backward<double>(dy.const_view(), dviews, concat_params{axis});
+    begin = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const slice_params p{axis, begin, begin + parts[i].extent(axis), 1};
+      for_each_coord(parts[i].extents(), [&](const auto& c) {
+        auto cy = c;
+        cy[a] += begin;
+        ASSERT_EQ(dparts[i].data()[dparts[i].mapping()(c)], dy.data()[dy.mapping()(cy)]);
+      });
+      tensor<XF> slice(parts[i].extents());
+      reference::slice_forward<double>(dy.const_view(), p, slice.view());
+      tensor<YF> back(whole);
+      reference::slice_backward<double>(slice.const_view(), p, back.view());
+      const auto x = random_tensor<YF>(whole);
+      tensor<XF> xs(parts[i].extents());
+      reference::slice_forward<double>(x.const_view(), p, xs.view());
+      expect_equal_dots(dot(slice, xs), dot(back, x), adjoint_rel, "slice");
+      begin += parts[i].extent(axis);
+    }
   }
 }
 

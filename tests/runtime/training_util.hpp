@@ -138,9 +138,10 @@ inline void expect_close_in_norm(const std::vector<double>& got, const std::vect
 }
 
 // CBAM's spatial attention on h (the mean and max over C, a 3x3 conv, sigmoid, broadcast mul),
-// reductions over spatial axes broadcast back over h (coordinate attention's mean along the first
-// spatial axis, an l2 norm over all of them), then the other reductions over C joined to it as
-// channels: [N, C + 5, spatial...].
+// reductions over spatial axes broadcast back over h (a mean along the first spatial axis, an l2
+// norm over all of them), coordinate attention and axial mixing (transposes of spatial axes, a
+// concat and slices along one), then the other reductions over C joined to it as channels:
+// [N, C + 5, spatial...].
 inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::network& net, memfmt::graph::node_id h) {
   const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
                                         net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
@@ -151,6 +152,27 @@ inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::ne
               net.activation("sp.sigmoid", net.reduce("sp.mean", h, {memfmt::reduce_op::mean, first}),
                              memfmt::activation::sigmoid));
   h = net.add("sp.add", h, net.reduce("sp.l2", h, {memfmt::reduce_op::l2, all}));
+  // Coordinate attention: h pooled along its last spatial axis and, transposed, along its first,
+  // concatenated along the first, gated, split and transposed back; then axial mixing: h with its
+  // first and last spatial axes swapped, through tanh, swapped back and added.
+  const int last = static_cast<int>(net.at(h).extents.size()) - 1;
+  std::vector<int> swap(static_cast<std::size_t>(last + 1));
+  for (int d = 0; d <= last; ++d) swap[static_cast<std::size_t>(d)] = d;
+  std::swap(swap[2], swap[static_cast<std::size_t>(last)]);
+  const auto pooled_h = net.reduce("coord.pool_h", h, {memfmt::reduce_op::mean, memfmt::axis_bit(last)});
+  const auto pooled_w = net.transpose("coord.pool_w_t", net.reduce("coord.pool_w", h, {memfmt::reduce_op::max, first}),
+                                      swap);
+  const auto gates = net.activation("coord.sigmoid", net.concat("coord.cat", {pooled_h, pooled_w}, {2}),
+                                    memfmt::activation::sigmoid);
+  const std::int64_t e = net.at(pooled_h).extents[2], w = net.at(pooled_w).extents[2];
+  h = net.mul("coord.mul_h", h, net.slice("coord.gate_h", gates, memfmt::slice_params{2, 0, e, 1}));
+  h = net.mul("coord.mul_w", h,
+              net.transpose("coord.gate_w", net.slice("coord.gate_w_t", gates, memfmt::slice_params{2, e, e + w, 1}),
+                            swap));
+  h = net.add("axial.add", h,
+              net.transpose("axial.back", net.activation("axial.tanh", net.transpose("axial", h, swap),
+                                                         memfmt::activation::tanh),
+                            swap));
   std::vector<memfmt::graph::node_id> joined{h};
   for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
                         memfmt::reduce_op::sum_square})

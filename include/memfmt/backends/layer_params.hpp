@@ -343,7 +343,10 @@ struct slice_params {
 //     DepthToSpace mode CRD) or (i b + j) C + c in dcr order (ONNX's default DCR).
 //   space_to_depth (factor b; rank 4): its inverse, [N, C, H, W] -> [N, C b^2, H / b, W / b]; crd
 //     is torch.nn.PixelUnshuffle, dcr ONNX SpaceToDepth.
-enum class rearrange_kind : std::uint8_t { channel_shuffle, depth_to_space, space_to_depth };
+//   transpose (perm; rank 4 or 5): output dim d is input dim perm[d], N and C staying put
+//     (x.permute(0, 1, 3, 2), ONNX Transpose [0, 1, 3, 2]: coordinate attention's pooled W). The
+//     output keeps the input's format, so unlike PyTorch's permute it is a copy, not a view.
+enum class rearrange_kind : std::uint8_t { channel_shuffle, depth_to_space, space_to_depth, transpose };
 enum class block_order : std::uint8_t { crd, dcr };
 
 constexpr const char* to_string(rearrange_kind k) noexcept {
@@ -351,6 +354,7 @@ constexpr const char* to_string(rearrange_kind k) noexcept {
     case rearrange_kind::channel_shuffle: return "channel_shuffle";
     case rearrange_kind::depth_to_space: return "depth_to_space";
     case rearrange_kind::space_to_depth: return "space_to_depth";
+    case rearrange_kind::transpose: return "transpose";
   }
   return "?";
 }
@@ -360,6 +364,13 @@ struct rearrange_params {
   rearrange_kind kind = rearrange_kind::channel_shuffle;
   std::int64_t factor = 1;                 // groups (channel_shuffle) or block size
   block_order order = block_order::crd;    // depth_to_space and space_to_depth
+  std::array<int, 5> perm{0, 1, 2, 3, 4};  // transpose; entries past the rank stay put
+};
+
+// Concatenation along one axis: axis 1 is C (F of rank-2 values; torch.cat(dim=1)), axes 2.. the
+// spatial dims (coordinate attention's [pooled H, pooled W]). Parts agree on every other axis.
+struct concat_params {
+  int axis = 1;
 };
 
 // ---------------------------------------------------------------- shape inference
@@ -526,25 +537,53 @@ Extents broadcast_extents(const Extents& a, const Extents& b) {
   return y;
 }
 
+// "[0, 1, 3, 2]": a transpose's perm over the first `rank` dims.
+inline std::string perm_to_string(const std::array<int, 5>& perm, std::size_t rank) {
+  std::string s = "[";
+  for (std::size_t d = 0; d < rank && d < perm.size(); ++d) s += (d ? ", " : "") + std::to_string(perm[d]);
+  return s + "]";
+}
+
 // A rearrangement's output extents (rearrange_params), for extents of any container (the network's
 // vectors, the views' arrays); errors name the input and the factor.
 template <class Extents>
 Extents rearrange_output_extents(const Extents& x, const rearrange_params& p) {
+  const bool any_rank = p.kind == rearrange_kind::channel_shuffle || p.kind == rearrange_kind::transpose;
   const auto where = [&] {
-    return std::string(to_string(p.kind)) + " by " + std::to_string(p.factor) + ": input " + detail::dims_to_string(x);
+    return std::string(to_string(p.kind)) +
+           (p.kind == rearrange_kind::transpose ? " " + perm_to_string(p.perm, x.size())
+                                                : " by " + std::to_string(p.factor)) +
+           ": input " + detail::dims_to_string(x);
   };
   const std::size_t rank = x.size();
-  if (rank != 4 && (rank != 5 || p.kind != rearrange_kind::channel_shuffle))
-    detail::fail(errc::invalid_argument, where() + ": needs rank 4" +
-                                             std::string(p.kind == rearrange_kind::channel_shuffle ? " or 5" : ""));
+  if (rank != 4 && (rank != 5 || !any_rank))
+    detail::fail(errc::invalid_argument, where() + ": needs rank 4" + std::string(any_rank ? " or 5" : ""));
   layer_detail::require_input_sizes(where, x);
-  if (static_cast<int>(p.kind) > static_cast<int>(rearrange_kind::space_to_depth) ||
+  if (static_cast<int>(p.kind) > static_cast<int>(rearrange_kind::transpose) ||
       static_cast<int>(p.order) > static_cast<int>(block_order::dcr))
     detail::fail(errc::invalid_argument, where() + ": kind " + std::to_string(static_cast<int>(p.kind)) + " / order " +
                                              std::to_string(static_cast<int>(p.order)) + " out of range");
-  if (p.factor < 1) detail::fail(errc::invalid_argument, where() + ": the factor must be >= 1");
+  if (p.factor < 1 && p.kind != rearrange_kind::transpose)
+    detail::fail(errc::invalid_argument, where() + ": the factor must be >= 1");
   Extents y = x;
   switch (p.kind) {
+    case rearrange_kind::transpose: {
+      // N and C stay, the spatial dims are a permutation of themselves, and entries past the rank
+      // are their own index (so equal transposes compare equal).
+      std::uint32_t seen = 0;
+      for (std::size_t d = 0; d < p.perm.size(); ++d) {
+        const int v = p.perm[d];
+        const bool ok = d < 2 || d >= rank ? v == static_cast<int>(d)
+                                           : v >= 2 && v < static_cast<int>(rank) && !(seen & (1u << v));
+        if (!ok)
+          detail::fail(errc::invalid_argument, where() + ": perm must keep N and C first and permute the " +
+                                                   std::to_string(rank - 2) + " spatial dims (" + std::to_string(d) +
+                                                   " -> " + std::to_string(v) + ")");
+        if (d < rank) seen |= 1u << v;
+      }
+      for (std::size_t d = 2; d < rank; ++d) y[d] = x[static_cast<std::size_t>(p.perm[d])];
+      break;
+    }
     case rearrange_kind::channel_shuffle:
       if (x[1] % p.factor != 0)
         detail::fail(errc::invalid_argument, where() + ": " + std::to_string(p.factor) + " groups must divide channels " +

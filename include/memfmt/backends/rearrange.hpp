@@ -1,5 +1,5 @@
-// memfmt/backends/rearrange.hpp - a rearrangement (channel shuffle, depth to space, space to depth)
-// as one permuted copy (permuted_copy.hpp), which every backend runs its own way.
+// memfmt/backends/rearrange.hpp - a rearrangement (channel shuffle, depth to space, space to depth,
+// transpose of spatial dims) as one permuted copy (permuted_copy.hpp), which every backend runs its own way.
 //
 // The strides are the views' own, so the same description serves every format (in channels-first
 // a channel shuffle moves whole planes, in channels-last it permutes the C values of each position)
@@ -27,6 +27,16 @@ permuted_copy rearrange_copy(const rearrange_params& p, const Dims& xe, const Di
   // A stride times a factor for a dim of extent e: only used when e > 1, where the product stays
   // within the tensor's span (which fits in int64).
   const auto scaled = [](std::int64_t stride, std::int64_t k, std::int64_t e) { return e > 1 ? stride * k : 0; };
+  if (p.kind == rearrange_kind::transpose) {
+    // Over y's index space, x's strides permuted.
+    m.rank = static_cast<int>(ye.size());
+    for (std::size_t d = 0; d < ye.size(); ++d) {
+      m.extents[d] = ye[d];
+      m.from[d] = xs[static_cast<std::size_t>(p.perm[d])];
+      m.to[d] = ys[d];
+    }
+    return m;
+  }
   if (p.kind == rearrange_kind::channel_shuffle) {
     // [N, g, C / g, spatial...]: input channel i (C / g) + j, output channel j g + i.
     const std::int64_t per_group = xe[1] / f;

@@ -556,25 +556,6 @@ std::int64_t validate_linear_backward_weights(const tensor_view<XT, XF>& x, cons
   return validate_linear("linear_backward_weights", "input x", x, "output gradient dy", dy, dw, "weight gradient dw");
 }
 
-// One part of a concatenation along C: part = whole[:, c_begin : c_begin + C_part]; N and spatial
-// sizes equal.
-template <class XT, class XF, class YT, class YF>
-void validate_concat_part(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole,
-                            const char* part_name, const tensor_view<YT, YF>& part, std::int64_t c_begin) {
-  backend_detail::static_check_same_rank<XF, YF>();
-  auto want = whole.extents();
-  want[1] = part.channels();
-  backend_detail::require_extents(op, part_name, part.extents(), want, "(N and spatial sizes of the whole tensor)");
-  std::int64_t c_end = 0;
-  if (c_begin < 0 || detail::add_overflows(c_begin, part.channels(), &c_end) || c_end > whole.channels())
-    detail::fail(errc::invalid_argument, std::string(op) + ": channels [" + std::to_string(c_begin) + ", " +
-                                             std::to_string(c_begin) + " + " + std::to_string(part.channels()) +
-                                             ") are not within the " + std::to_string(whole.channels()) +
-                                             " channels of " + whole_name);
-  backend_detail::require_data(op, whole_name, whole);
-  backend_detail::require_data(op, part_name, part);
-}
-
 // Slice (slice_params): part has the sizes slice_output_extents gives for whole.
 template <class XT, class XF, class YT, class YF>
 void validate_slice(const char* op, const char* whole_name, const tensor_view<XT, XF>& whole, const char* part_name,
@@ -586,21 +567,42 @@ void validate_slice(const char* op, const char* whole_name, const tensor_view<XT
   backend_detail::require_data(op, part_name, part);
 }
 
-// Concatenation along C: the parts' channels add up to the whole's, N and spatial sizes equal.
+// Concatenation along p.axis: the parts' extents there add up to the whole's, all others equal.
+// Returns where each part lies in the whole, as the slice of the whole that it is (begin == end
+// for a part empty along the axis, which has nothing to copy).
 template <class PT, class PF, class WT, class WF>
-void validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& parts, const char* whole_name,
-                     const tensor_view<WT, WF>& whole) {
+std::vector<slice_params> validate_concat(const char* op, const std::vector<tensor_view<PT, PF>>& parts,
+                                          const char* whole_name, const tensor_view<WT, WF>& whole,
+                                          const concat_params& p) {
   backend_detail::static_check_same_rank<PF, WF>();
-  std::int64_t c = 0;
+  if (p.axis < 1 || p.axis >= WF::rank)
+    detail::fail(errc::invalid_argument, std::string(op) + ": concatenation axis " + std::to_string(p.axis) +
+                                             " is not C (1) or a spatial axis (2 to " + std::to_string(WF::rank - 1) +
+                                             ")");
+  std::vector<slice_params> where;
+  where.reserve(parts.size());
+  std::int64_t begin = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string name = "part " + std::to_string(i);
-    validate_concat_part(op, whole_name, whole, name.c_str(), parts[i], c);
-    c = detail::checked_add(c, parts[i].channels(), std::string(op) + ": channels");
+    const auto& part = parts[i];
+    auto want = whole.extents();
+    want[static_cast<std::size_t>(p.axis)] = part.extent(p.axis);
+    if (part.extents() != want) {
+      const std::string why =
+          "(the sizes of " + std::string(whole_name) + " outside axis " + std::to_string(p.axis) + ")";
+      backend_detail::require_extents(op, name.c_str(), part.extents(), want, why.c_str());
+    }
+    backend_detail::require_data(op, name.c_str(), part);
+    const std::int64_t end = detail::checked_add(begin, part.extent(p.axis), std::string(op) + ": concatenated extent");
+    where.push_back({p.axis, begin, end, 1});
+    begin = end;
   }
-  if (c != whole.channels())
+  if (begin != whole.extent(p.axis))
     detail::fail(errc::shape_mismatch, std::string(op) + ": the " + std::to_string(parts.size()) + " parts have " +
-                                           std::to_string(c) + " channels in all, " + whole_name + " has " +
-                                           std::to_string(whole.channels()));
+                                           std::to_string(begin) + " entries along axis " + std::to_string(p.axis) +
+                                           " in all, " + whole_name + " has " + std::to_string(whole.extent(p.axis)));
+  backend_detail::require_data(op, whole_name, whole);
+  return where;
 }
 
 // Rearrangement (rearrange_params): y has the sizes rearrange_output_extents gives for x.

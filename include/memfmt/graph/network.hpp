@@ -212,13 +212,14 @@ struct opaque_attrs {
   std::any callback;
 };
 
-// Per-kind attributes; input, output, concat and flatten have none (monostate). instance_norm and
+// Per-kind attributes; input, output and flatten have none (monostate). instance_norm and
 // group_norm both hold norm_attrs; node::kind tells them apart.
 using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
                                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                                 global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs,
                                 memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
-                                memfmt::rearrange_params, layer_norm_attrs, memfmt::reduce_params>;
+                                memfmt::rearrange_params, layer_norm_attrs, memfmt::reduce_params,
+                                memfmt::concat_params>;
 
 struct node {
   node_id id = 0;
@@ -574,24 +575,30 @@ class network {
     return append(std::move(n));
   }
 
-  // Concatenation along C (F of rank-2 values): same rank, N, spatial extents and dtype.
-  node_id concat(std::string name, std::vector<node_id> inputs) {
+  // Concatenation along C (F of rank-2 values) or a spatial axis (memfmt::concat_params): same
+  // rank, dtype and extents outside the axis.
+  node_id concat(std::string name, std::vector<node_id> inputs, memfmt::concat_params p = {}) {
     node n = make(std::move(name), node_kind::concat, inputs);
     if (inputs.empty()) fail_node(n.name, "concat needs at least one input");
     const node& first = require_channels(n, inputs[0]);
+    const auto axis = static_cast<std::size_t>(p.axis);
+    if (p.axis < 1 || axis >= first.extents.size())
+      fail_node(n.name, "concat axis " + std::to_string(p.axis) + " of " +
+                            memfmt::detail::dims_to_string(first.extents) + " (C or a spatial axis)");
     n.extents = first.extents;
-    n.extents[1] = 0;
+    n.extents[axis] = 0;
     for (node_id id : inputs) {
       const node& x = require_channels(n, id);
       std::vector<std::int64_t> a = x.extents, b = first.extents;
-      a[1] = b[1] = 0;
+      if (a.size() == b.size()) a[axis] = b[axis] = 0;
       if (a != b || x.type != first.type)
         fail_node(n.name, "concat input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) + " " +
                               std::string(memfmt::to_string(x.type)) + " does not match '" + first.name + "' " +
                               memfmt::detail::dims_to_string(first.extents) + " " +
-                              std::string(memfmt::to_string(first.type)) + " outside C");
-      n.extents[1] = memfmt::detail::checked_add(n.extents[1], x.extents[1], "node '" + n.name + "': concat channels");
+                              std::string(memfmt::to_string(first.type)) + " outside axis " + std::to_string(p.axis));
+      n.extents[axis] = memfmt::detail::checked_add(n.extents[axis], x.extents[axis], "node '" + n.name + "': concat");
     }
+    n.attrs = p;
     return append(std::move(n));
   }
 
@@ -658,6 +665,16 @@ class network {
   node_id depth_to_space(std::string name, node_id in, std::int64_t block,
                          memfmt::block_order order = memfmt::block_order::crd) {
     return rearrange(std::move(name), in, {memfmt::rearrange_kind::depth_to_space, block, order});
+  }
+  // x.permute(perm) of spatial dims, N and C first (ONNX Transpose [0, 1, 3, 2]); a copy that
+  // keeps the format.
+  node_id transpose(std::string name, node_id in, const std::vector<int>& perm) {
+    memfmt::rearrange_params p{memfmt::rearrange_kind::transpose, 1, memfmt::block_order::crd};
+    if (perm.size() != at(in).extents.size())
+      fail_node(name, "transpose perm " + memfmt::detail::dims_to_string(perm) + " of '" + at(in).name + "' " +
+                          memfmt::detail::dims_to_string(at(in).extents) + ": one entry per dim");
+    std::copy(perm.begin(), perm.end(), p.perm.begin());
+    return rearrange(std::move(name), in, p);
   }
   // torch.nn.PixelUnshuffle(block) is crd order; ONNX SpaceToDepth is dcr.
   node_id space_to_depth(std::string name, node_id in, std::int64_t block,

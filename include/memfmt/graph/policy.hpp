@@ -112,6 +112,12 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
     case node_kind::rearrange:
       if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::channel_shuffle)
         return contiguous("torchvision's channel_shuffle (view, transpose, contiguous) returns contiguous");
+      if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::transpose) {
+        // permute() is a view whose strides fit neither format; the layers after it keep them.
+        placed p = first_spatial();
+        p.reason = "permute of spatial dims is a view in its input's memory order";
+        return p;
+      }
       return first_spatial();
     case node_kind::constant:
       if (n.extents.size() == 4) return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};

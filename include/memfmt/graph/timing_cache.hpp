@@ -141,11 +141,15 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
       s += " " + std::string(memfmt::to_string(p.op)) + " axes " + memfmt::axes_to_string(p.axes);
       break;
     }
-    case node_kind::concat: break;
+    case node_kind::concat:
+      // Along C the signature stays as it was before concatenation had an axis.
+      if (const int axis = n.get<memfmt::concat_params>().axis; axis != 1) s += " axis " + std::to_string(axis);
+      break;
     case node_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();
       s += " " + std::string(memfmt::to_string(r.kind)) + " " + std::to_string(r.factor) + " " +
            memfmt::to_string(r.order);
+      if (r.kind == memfmt::rearrange_kind::transpose) s += " " + memfmt::perm_to_string(r.perm, n.extents.size());
       break;
     }
     default: return std::nullopt;  // input, output, constant, flatten, dropout, linear, opaque

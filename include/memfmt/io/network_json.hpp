@@ -44,8 +44,8 @@ inline constexpr enum_names<graph::node_kind, 24> kind_names{
      "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
      "opaque", "constant", "rearrange", "layer_norm", "reduce"}};
 inline constexpr enum_names<memfmt::reduce_op, memfmt::reduce_op_count> reduce_names{memfmt::reduce_op_names};
-inline constexpr enum_names<memfmt::rearrange_kind, 3> rearrange_names{
-    {"channel_shuffle", "depth_to_space", "space_to_depth"}};
+inline constexpr enum_names<memfmt::rearrange_kind, 4> rearrange_names{
+    {"channel_shuffle", "depth_to_space", "space_to_depth", "transpose"}};
 inline constexpr enum_names<memfmt::block_order, 2> block_order_names{{"crd", "dcr"}};
 inline constexpr enum_names<memfmt::activation, memfmt::activation_count> activation_names{memfmt::activation_names};
 inline constexpr enum_names<memfmt::binary_op, 4> binary_names{{"add", "sub", "mul", "div"}};
@@ -92,6 +92,14 @@ inline std::string text(const json& j, const char* key, const std::string& where
   if (!v.is_string()) bad(where, "key '" + std::string(key) + "' must be a string, got " + v.dump());
   return v.get<std::string>();
 }
+// A slice's or concatenation's key 'axis': C (1) or a spatial axis.
+inline int axis_of(const json& a, const std::string& where) {
+  const std::int64_t axis = integer(a, "axis", where);
+  if (axis < 1 || axis > 4)
+    bad(where, "key 'axis' must be 1 (C) or a spatial axis (2 to 4), got " + std::to_string(axis));
+  return static_cast<int>(axis);
+}
+
 inline std::vector<std::int64_t> integers(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
   std::vector<std::int64_t> out;
@@ -237,11 +245,17 @@ inline json attrs_json(const graph::node& n) {
     case node_kind::constant: a["trainable"] = n.get<graph::constant_attrs>().trainable; break;
     case node_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();
+      if (r.kind == memfmt::rearrange_kind::transpose) {
+        a = {
+            {"op", rearrange_names(r.kind)},
+            {"perm", std::vector<int>(r.perm.begin(), r.perm.begin() + static_cast<std::ptrdiff_t>(n.extents.size()))}};
+        break;
+      }
       a = {{"op", rearrange_names(r.kind)}, {"factor", r.factor}};
       if (r.kind != memfmt::rearrange_kind::channel_shuffle) a["order"] = block_order_names(r.order);
       break;
     }
-    case node_kind::concat:
+    case node_kind::concat: a["axis"] = n.get<memfmt::concat_params>().axis; break;
     case node_kind::flatten: break;
   }
   return a;
@@ -355,18 +369,17 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       }
       return net.upsample(name, in[0], u);
     }
-    case node_kind::concat: return net.concat(name, in);
+    case node_kind::concat: {
+      memfmt::concat_params p;  // "axis" may be left out: along C
+      if (a.contains("axis")) p.axis = axis_of(a, at);
+      return net.concat(name, in, p);
+    }
     case node_kind::slice: {
       arity(1);
       memfmt::slice_params p;  // "axis" and "step" may be left out: a channel slice
       p.begin = integer(a, "begin", at);
       p.end = integer(a, "end", at);
-      if (a.contains("axis")) {
-        const std::int64_t axis = integer(a, "axis", at);
-        if (axis < 1 || axis > 4)
-          bad(at, "key 'axis' must be 1 (C) or a spatial axis (2 to 4), got " + std::to_string(axis));
-        p.axis = static_cast<int>(axis);
-      }
+      if (a.contains("axis")) p.axis = axis_of(a, at);
       if (a.contains("step")) p.step = integer(a, "step", at);
       return net.slice(name, in[0], p);
     }
@@ -397,6 +410,14 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       arity(1);
       memfmt::rearrange_params r;
       r.kind = named(rearrange_names, a, "op", at);
+      if (r.kind == memfmt::rearrange_kind::transpose) {
+        std::vector<int> perm;
+        for (const std::int64_t d : integers(a, "perm", at)) {
+          if (d < 0 || d > 4) bad(at, "key 'perm' must hold dims 0 to 4, got " + std::to_string(d));
+          perm.push_back(static_cast<int>(d));
+        }
+        return net.transpose(name, in[0], perm);
+      }
       r.factor = integer(a, "factor", at);
       if (r.kind != memfmt::rearrange_kind::channel_shuffle) r.order = named(block_order_names, a, "order", at);
       return net.rearrange(name, in[0], r);

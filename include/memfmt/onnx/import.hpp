@@ -1478,9 +1478,7 @@ class importer {
   void concat(const node_reader& r) {
     const value& first = tensor_input(r, 0);
     const auto a = static_cast<std::size_t>(normalize_axis(r, r.get_int("axis", 1), first.shape.size()));
-    if (first.shape.size() < 2 || network_axis(first, a) != 1)
-      throw not_expressible{"concatenation along axis " + std::to_string(a) + " of " +
-                            memfmt::detail::dims_to_string(first.shape) + " (C or F only)"};
+    const int axis = sliced_axis(first, a, "concatenation along");
     std::vector<graph::node_id> ins;
     for (int i = 0; i < r.inputs(); ++i) {
       const value& v = tensor_input(r, i);
@@ -1491,7 +1489,7 @@ class importer {
         throw not_expressible{"inputs that are channels-last views and inputs that are not"};
       ins.push_back(*v.node);
     }
-    set_like(r, net().concat(layer_name(r, nullptr), ins), first);
+    set_like(r, net().concat(layer_name(r, nullptr), ins, memfmt::concat_params{axis}), first);
   }
 
   // The network axis of ONNX axis a of network value x: a channels-last view's last axis is C, and
@@ -1752,24 +1750,36 @@ class importer {
     return s && s->op_type() == "Reshape";
   }
 
-  // A Transpose that moves C last makes a channels-last view of a network value, and the one back
-  // ends it (value::channels_last; no copy either way); of a split reshape, it is the middle of a
-  // chain. Any other is a barrier.
+  // A Transpose of a network value that keeps N first and puts C second or last is the value, or a
+  // channels-last view of it ([N, spatial..., C]: value::channels_last), with its spatial dims
+  // permuted: no copy when they keep their order, a transpose layer when they do not (coordinate
+  // attention's pooled W). Of a split reshape, it is the middle of a chain. Any other is a barrier.
   void transpose(const node_reader& r) {
     const value& in = input_value(r, 0);
     if (in.node) {
       const std::size_t rank = in.shape.size();
       const std::vector<std::int64_t> perm = transpose_perm(r, rank);
-      if ((rank == 4 || rank == 5) && perm == (in.channels_last ? channels_first_perm(rank) : channels_last_perm(rank))) {
-        value v = in;
-        v.channels_last = !in.channels_last;
-        v.shape = permuted(in.shape, perm);
-        values_[r.proto().output(0)] = std::move(v);
-        return;
+      // The network dim each output dim reads.
+      std::vector<int> from(rank);
+      for (std::size_t d = 0; d < rank; ++d) from[d] = network_axis(in, static_cast<std::size_t>(perm[d]));
+      const bool c_last = rank >= 4 && from[rank - 1] == 1;
+      if ((rank == 4 || rank == 5) && from[0] == 0 && (from[1] == 1 || c_last)) {
+        std::vector<int> spatial_perm{0, 1};
+        for (std::size_t d = c_last ? 1 : 2; d < (c_last ? rank - 1 : rank); ++d) spatial_perm.push_back(from[d]);
+        if (std::is_sorted(spatial_perm.begin(), spatial_perm.end())) {
+          value v = in;
+          v.channels_last = c_last;
+          v.shape = permuted(in.shape, perm);
+          values_[r.proto().output(0)] = std::move(v);
+          return;
+        }
+        value like;
+        like.channels_last = c_last;
+        return set_like(r, net().transpose(layer_name(r, nullptr), *in.node, spatial_perm), like);
       }
       throw not_expressible{"transpose " + memfmt::detail::dims_to_string(perm) + " of " +
                             (in.channels_last ? "a channels-last view " : "a network value ") +
-                            memfmt::detail::dims_to_string(in.shape) + " (only C moved last, and back)"};
+                            memfmt::detail::dims_to_string(in.shape) + " (N must stay first, C second or last)"};
     }
     if (!in.chain || !in.chain->perm.empty()) throw not_expressible{"a transpose of a network value"};
     value v = in;

@@ -155,7 +155,7 @@ template <class B>
 using rearrange_op = decltype(std::declval<B&>().rearrange_forward(cview<float>(), rearrange_params{}, mview<float>()));
 template <class B>
 using concat_op =
-    decltype(std::declval<B&>().concat_forward(std::vector<cview<float>>{}, mview<float>()));
+    decltype(std::declval<B&>().concat_forward(std::vector<cview<float>>{}, mview<float>(), concat_params{}));
 
 // Whether the backend has the forward method that runs `kind`.
 template <class B>
@@ -366,7 +366,7 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   if constexpr (has_v<rearrange_op, Backend>)
     if (n.kind == k::rearrange) return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
   if constexpr (has_v<concat_op, Backend>)
-    if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y); });
+    if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y, n.get<concat_params>()); });
   memfmt::detail::fail(errc::unsupported, "calibrate: no " + std::string(Backend::name) + " method runs node '" +
                                               n.name + "' (" + graph::to_string(n.kind) + ")");
 }

@@ -1017,7 +1017,8 @@ class executor {
                                         detail::kernel_extents(net_.at(i).extents)));
       const auto yv = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), detail::kernel_extents(n.extents));
       Backend& b = backend_;
-      step.push_back([&b, xs, yv] { b.concat_forward(xs, yv); });
+      const auto p = n.get<memfmt::concat_params>();
+      step.push_back([&b, xs, yv, p] { b.concat_forward(xs, yv, p); });
     });
   }
 

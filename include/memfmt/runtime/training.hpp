@@ -703,20 +703,21 @@ class trainer {
     for (graph::node_id i : n.inputs) xs.push_back(read_slot(n, i));
     const std::size_t y = slot_[n.id];
     const std::int64_t tb = backward_step(n.id);
+    const auto p = n.get<memfmt::concat_params>();
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      steps_[n.id].push_back([this, xs, y] {
+      steps_[n.id].push_back([this, xs, y, p] {
         std::vector<tensor_view<const T, F>> v;
         for (std::size_t s : xs) v.push_back(in<T, F>(s));
-        backend_.concat_forward(v, out<T, F>(y));
+        backend_.concat_forward(v, out<T, F>(y), p);
       });
-      backward_.emplace(n.id, [this, xs, tb](std::size_t dy, step_list& step) {
+      backward_.emplace(n.id, [this, xs, tb, p](std::size_t dy, step_list& step) {
         std::vector<std::size_t> dxs;
         for (std::size_t s : xs) dxs.push_back(contribute_or_scratch(s, tb));
-        step.push_back([this, dy, dxs] {
+        step.push_back([this, dy, dxs, p] {
           std::vector<tensor_view<T, F>> v;
           for (std::size_t s : dxs) v.push_back(out<T, F>(s));
-          backend_.concat_backward(in<T, F>(dy), v);
+          backend_.concat_backward(in<T, F>(dy), v, p);
         });
         for (std::size_t i = 0; i < xs.size(); ++i)
           if (const auto g = grad_of(xs[i])) finish(*g, dxs[i], step);

@@ -1,8 +1,9 @@
 // memfmt/backends/cpu/permuted_copy.hpp - a permuted copy (backends/permuted_copy.hpp) on host
-// memory, for the oneDNN backend's slices: oneDNN's reorder moves strided reads element by element
-// (BM_slice/.../w_step2 in bench_conv).
+// memory, for the oneDNN backend's slices and rearrangements: oneDNN's reorder moves strided reads
+// element by element (BM_slice/.../w_step2 in bench_conv).
 //
-// The compacted copy's innermost dim is a row: one block copy where both sides are contiguous,
+// A batch of whole-matrix transposes goes to memfmt::convert. Otherwise the compacted copy's
+// innermost dim is a row: one block copy where both sides are contiguous,
 // vector permutes for a source stride of 2 (YOLOv5's Focus phases), a strided loop otherwise. The
 // rows, indexed over the other dims, are shared out with OpenMP in contiguous ranges
 // (thread_shares.hpp), each written by one thread; every element moves once, so any thread count
@@ -16,7 +17,10 @@
 #include <cstring>
 #include <string>
 
+#include "../../convert/convert.hpp"
 #include "../../error.hpp"
+#include "../../format/tags.hpp"
+#include "../../tensor/tensor_view.hpp"
 #include "../permuted_copy.hpp"
 #include "thread_shares.hpp"
 
@@ -86,12 +90,29 @@ void copy_rows(const permuted_copy& c, const E* from, E* to, std::int64_t r0, st
   }
 }
 
+// A batch of whole-matrix transposes, [B, P, Q] with y's rows contiguous and x's columns (a
+// channels-first transpose of H and W, a channels-last channel shuffle), runs as memfmt::convert's
+// cache-blocked (C x spatial) transpose: x read as NCHW [B, Q, P, 1], y written as NHWC. The row
+// loop below moves such copies element by element (BM_transpose/.../nchw in bench_conv).
+template <class E>
+bool run_as_transposes(const permuted_copy& c, const E* from, E* to) {
+  if (c.rank != 2 && c.rank != 3) return false;
+  const std::size_t k = c.rank == 3 ? 1 : 0;
+  const std::int64_t p = c.extents[k], q = c.extents[k + 1];
+  if (c.from[k] != 1 || c.from[k + 1] != p || c.to[k] != q || c.to[k + 1] != 1) return false;
+  if (c.rank == 3 && (c.from[0] != p * q || c.to[0] != p * q)) return false;  // within the span: no overflow
+  const std::int64_t b = c.rank == 3 ? c.extents[0] : 1;
+  convert(tensor_view<const E, nchw>(from, {b, q, p, 1}), tensor_view<E, nhwc>(to, {b, q, p, 1}));
+  return true;
+}
+
 template <class E>
 void run(const permuted_copy& c, const E* from, E* to) {
   if (c.rank == 0) {  // one element
     *to = *from;
     return;
   }
+  if (run_as_transposes(c, from, to)) return;
   std::int64_t rows = 1;
   for (int d = 0; d + 1 < c.rank; ++d) rows *= c.extents[static_cast<std::size_t>(d)];
   for_each_thread_share(rows, c.numel() >= parallel_min_elements,

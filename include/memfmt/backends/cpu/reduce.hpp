@@ -408,20 +408,6 @@ void dispatch(reduce_op op, Fn&& fn) {
   }
 }
 
-template <class V>
-auto extents_of(const V& v) {
-  std::array<std::int64_t, V::rank> e{};
-  for (int d = 0; d < V::rank; ++d) e[static_cast<std::size_t>(d)] = v.extent(d);
-  return e;
-}
-
-template <class V>
-auto strides_of(const V& v) {
-  std::array<std::int64_t, V::rank> s{};
-  for (int d = 0; d < V::rank; ++d) s[static_cast<std::size_t>(d)] = v.stride(d);
-  return s;
-}
-
 template <class T>
 inline constexpr bool runs_v = is_float_io_type_v<T> || std::is_same_v<T, double>;
 
@@ -433,8 +419,7 @@ void reduce_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const redu
   validate_reduce_forward(x, y, p);
   if (x.empty()) return;
   if constexpr (d::runs_v<T>) {
-    const auto xs = d::strides_of(x);
-    const d::loops l = d::compact(d::extents_of(x), {xs, d::strides_of(y), d::strides_of(y), xs}, p.axes);
+    const d::loops l = d::compact(x.extents(), {x.strides(), y.strides(), y.strides(), x.strides()}, p.axes);
     d::dispatch(p.op, [&](auto op) { d::forward<decltype(op)::value>(x.data(), y.data(), l); });
   } else {
     reference::reduce_forward(x, y, p);
@@ -448,8 +433,7 @@ void reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, ten
   validate_reduce_backward(x, y, dy, dx, p);
   if (x.empty()) return;
   if constexpr (d::runs_v<T>) {
-    const d::loops l = d::compact(d::extents_of(x),
-                                  {d::strides_of(x), d::strides_of(y), d::strides_of(dy), d::strides_of(dx)}, p.axes);
+    const d::loops l = d::compact(x.extents(), {x.strides(), y.strides(), dy.strides(), dx.strides()}, p.axes);
     d::dispatch(p.op, [&](auto op) { d::backward<decltype(op)::value>(x.data(), y.data(), dy.data(), dx.data(), l); });
   } else {
     reference::reduce_backward(x, y, dy, dx, p);

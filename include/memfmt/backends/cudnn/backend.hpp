@@ -380,8 +380,8 @@ class backend {
   }
 
   // ------------------------------------------------------------ the other layers (the executor's)
-  // Graphs built once per signature and cached like the convolutions'; concatenation and channel
-  // slices are 2-D copies of packed tensors on the stream (strided_copy.hpp).
+  // Graphs built once per signature and cached like the convolutions'; concatenation, slices and
+  // rearrangements are 2-D copies on the stream (strided_copy.hpp).
 
   // What this backend runs (support.hpp); the executor and the planner ask before any work.
   op_support support(const op_query& q) const {
@@ -447,15 +447,14 @@ class backend {
                {uid::y, y.data()}});
   }
 
+  // Each part is a slice of y: its slice copy reversed (slice.hpp), as a rearrangement.
   template <class T, class XF, class YF>
-  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) {
-    validate_concat("cuDNN concat_forward", xs, "output y", y);
-    std::int64_t c = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-      require_same_packed_format("cuDNN concat_forward", xs[i], y);
-      run_copy(channel_block_copy(packed_shape_of(y), xs[i].channels(), c, true), y.data(), xs[i].data(), stream_);
-      c += xs[i].channels();
-    }
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y,
+                      const concat_params& p = {}) {
+    const std::vector<slice_copy> copies = concat_copies("cuDNN concat_forward", xs, "output y", y, p);
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      for (const copy_2d& k : permuted_copies(copies[i].copy.reversed(), sizeof(T)))
+        run_copy(k, y.data() + copies[i].offset, xs[i].data(), stream_);
   }
 
   // A slice: the 2-D copies of its permuted copy from an offset (slice.hpp), as a rearrangement.
@@ -656,14 +655,12 @@ class backend {
   }
 
   template <class T, class DYF, class DXF>
-  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) {
-    validate_concat("cuDNN concat_backward", dxs, "output gradient dy", dy);
-    std::int64_t c = 0;
-    for (std::size_t i = 0; i < dxs.size(); ++i) {
-      require_same_packed_format("cuDNN concat_backward", dxs[i], dy);
-      run_copy(channel_block_copy(packed_shape_of(dy), dxs[i].channels(), c, false), dxs[i].data(), dy.data(), stream_);
-      c += dxs[i].channels();
-    }
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs,
+                       const concat_params& p = {}) {
+    const std::vector<slice_copy> copies = concat_copies("cuDNN concat_backward", dxs, "output gradient dy", dy, p);
+    for (std::size_t i = 0; i < dxs.size(); ++i)
+      for (const copy_2d& k : permuted_copies(copies[i].copy, sizeof(T)))
+        run_copy(k, dxs[i].data(), dy.data() + copies[i].offset, stream_);
   }
 
   // dx is zero outside the slice's positions.
@@ -1009,14 +1006,6 @@ class backend {
     s.element_bytes = sizeof(T);
     s.channels_last = F::channels_last;
     return s;
-  }
-  template <class A, class AF, class B, class BF>
-  static void require_same_packed_format(const char* op, const tensor_view<A, AF>& part, const tensor_view<B, BF>& whole) {
-    (void)packed_shape_of(part);
-    (void)packed_shape_of(whole);
-    if (AF::channels_last != BF::channels_last)
-      memfmt::detail::fail(errc::format_mismatch, std::string(op) + ": part " + AF::name + " and whole " + BF::name +
-                                                      " (one format for all)");
   }
 
   // A device array of `count` ones of type T, kept between calls (the dbias weight gradient's input).

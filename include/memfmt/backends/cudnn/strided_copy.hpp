@@ -1,12 +1,11 @@
-// memfmt/backends/cudnn/strided_copy.hpp - concatenation, channel slices and format conversion of
-// packed device tensors as 2-D copies (cudaMemcpy2DAsync), so no kernel needs compiling.
+// memfmt/backends/cudnn/strided_copy.hpp - rearrangements, slices, concatenation and format
+// conversion of device tensors as 2-D copies (cudaMemcpy2DAsync), so no kernel needs compiling.
 //
-// A 2-D copy moves `height` rows of `width` contiguous bytes between two pitches. A block of
-// channels of a packed tensor is one such copy: in a channels-last tensor each position holds its
-// C channels contiguously (rows: N * positions), in a channels-first one each sample holds its
-// channels' planes contiguously (rows: N). A format conversion transposes (C, positions) per
-// sample: one copy of single elements per sample and channel, or per sample and position,
-// whichever is fewer - a fallback; memfmt::cuda::convert (nvcc) is the fast path.
+// A 2-D copy moves `height` rows of `width` contiguous bytes between two pitches. A permuted copy
+// (a rearrangement, a slice, a part of a concatenation) becomes rows of the dims contiguous in both
+// tensors, one 2-D copy per index of the dims left over. A format conversion transposes (C,
+// positions) per sample: one copy of single elements per sample and channel, or per sample and
+// position, whichever is fewer - a fallback; memfmt::cuda::convert (nvcc) is the fast path.
 // The plans are plain data, so the host tests replay them on host memory against memfmt::convert.
 #pragma once
 
@@ -34,41 +33,6 @@ struct packed_shape {
   std::size_t element_bytes = 0;
   bool channels_last = false;
 };
-
-// The copy of channels [c_begin, c_begin + part_channels) between `whole` and a packed tensor of
-// those channels with the same N, positions and format (into the whole, or out of it).
-inline copy_2d channel_block_copy(const packed_shape& whole, std::int64_t part_channels, std::int64_t c_begin,
-                                  bool into_whole) {
-  const auto es = whole.element_bytes;
-  const auto n = static_cast<std::size_t>(whole.n), c = static_cast<std::size_t>(whole.c),
-             s = static_cast<std::size_t>(whole.s), cp = static_cast<std::size_t>(part_channels),
-             c0 = static_cast<std::size_t>(c_begin);
-  copy_2d k;
-  std::size_t whole_offset = 0, whole_pitch = 0, part_pitch = 0;
-  if (whole.channels_last) {
-    k.height = n * s;
-    k.width = cp * es;
-    whole_pitch = c * es;
-    part_pitch = cp * es;
-    whole_offset = c0 * es;
-  } else {
-    k.height = n;
-    k.width = cp * s * es;
-    whole_pitch = c * s * es;
-    part_pitch = cp * s * es;
-    whole_offset = c0 * s * es;
-  }
-  if (into_whole) {
-    k.dst_offset = whole_offset;
-    k.dst_pitch = whole_pitch;
-    k.src_pitch = part_pitch;
-  } else {
-    k.src_offset = whole_offset;
-    k.src_pitch = whole_pitch;
-    k.dst_pitch = part_pitch;
-  }
-  return k;
-}
 
 // The copies converting a packed tensor from `from.channels_last` to the other format.
 inline std::vector<copy_2d> format_conversion_copies(const packed_shape& from) {

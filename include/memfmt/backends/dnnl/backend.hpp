@@ -568,8 +568,9 @@ class backend {
   }
 
   template <class T, class XF, class YF>
-  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) {
-    layers_.concat_forward(eng_, strm_, xs, y);
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y,
+                      const concat_params& p = {}) {
+    layers_.concat_forward(eng_, strm_, xs, y, p);
   }
 
   template <class T, class XF, class YF>
@@ -584,7 +585,7 @@ class backend {
 
   template <class T, class XF, class YF>
   void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, tensor_view<T, YF> y) {
-    layers_.rearrange_forward(eng_, strm_, x, p, y);
+    layers_.rearrange_forward(x, p, y);
   }
 
   // ---- their backward passes (backward.hpp; the reference backend's arguments) ----
@@ -623,8 +624,9 @@ class backend {
   }
 
   template <class T, class DYF, class DXF>
-  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) {
-    backward_.concat_backward(layers_, eng_, strm_, dy, dxs);
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs,
+                       const concat_params& p = {}) {
+    backward_.concat_backward(layers_, eng_, strm_, dy, dxs, p);
   }
 
   template <class T, class DYF, class DXF>
@@ -634,7 +636,7 @@ class backend {
 
   template <class T, class DYF, class DXF>
   void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
-    layers_.rearrange_backward(eng_, strm_, dy, p, dx);
+    layers_.rearrange_backward(dy, p, dx);
   }
 
   // oneDNN 2.6 has no pad primitive: memfmt's own CPU kernels (cpu/pad.hpp) pad and crop. They only

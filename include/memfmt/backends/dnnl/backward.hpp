@@ -245,24 +245,23 @@ class layer_backward {
     });
   }
 
-  // dxs[i] = channels [c_i, c_i + C_i) of dy: one reorder from dy's submemory each.
+  // dxs[i] = its slice of dy along the axis: one reorder from dy's submemory each.
   template <class T, class DYF, class DXF>
   void concat_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, DYF> dy,
-                       const std::vector<tensor_view<T, DXF>>& dxs) {
-    validate_concat("onednn::concat_backward", dxs, "output gradient dy", dy);
+                       const std::vector<tensor_view<T, DXF>>& dxs, const concat_params& p) {
+    const std::vector<slice_params> where =
+        validate_concat("onednn::concat_backward", dxs, "output gradient dy", dy, p);
     const auto dt = data_type_of<T>("onednn::concat_backward");
     if (empty(dy)) return;
     const auto dy_md = activation_md(dy, dt);
     guarded("concat_backward", [&] {
-      std::int64_t c0 = 0;
-      for (const auto& dx : dxs) {
-        if (!empty(dx)) {
-          const auto dx_md = activation_md(dx, dt);
+      for (std::size_t i = 0; i < dxs.size(); ++i) {
+        if (!empty(dxs[i])) {
+          const auto dx_md = activation_md(dxs[i], dt);
           dnnl::memory::dims offsets(static_cast<std::size_t>(DYF::rank), 0);
-          offsets[1] = c0;
-          lp.reorder(eng, s, dy_md.submemory_desc(dx_md.dims(), offsets), mut(dy.data()), dx_md, dx.data());
+          offsets[static_cast<std::size_t>(p.axis)] = where[i].begin;
+          lp.reorder(eng, s, dy_md.submemory_desc(dx_md.dims(), offsets), mut(dy.data()), dx_md, dxs[i].data());
         }
-        c0 += dx.channels();
       }
       s.wait();
     });

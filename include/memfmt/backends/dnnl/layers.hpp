@@ -1,8 +1,8 @@
 // memfmt/backends/dnnl/layers.hpp - the layers other than convolution and batch norm on oneDNN.
 //
-// Activation (eltwise), binary, pooling, global average pooling, upsampling (resampling), concat,
-// softmax and channel slices (a reorder of a submemory), with the reference backend's arguments
-// and semantics. onednn::backend owns one layer_primitives and forwards to it with its engine and
+// Activation (eltwise), binary, pooling, global average pooling, upsampling (resampling), concat
+// (along any axis) and softmax, and slices and rearrangements (memfmt's CPU copy kernel,
+// cpu/permuted_copy.hpp), with the reference backend's arguments and semantics. onednn::backend owns one layer_primitives and forwards to it with its engine and
 // stream; primitives are cached by operation, descriptors and attributes.
 //
 // Where oneDNN 2.6 computes something else than PyTorch, the call runs the reference kernel
@@ -259,23 +259,25 @@ class layer_primitives {
 
   template <class T, class XF, class YF>
   void concat_forward(const dnnl::engine& eng, dnnl::stream& s, const std::vector<tensor_view<const T, XF>>& xs,
-                      tensor_view<T, YF> y) {
-    validate_concat("onednn::concat_forward", xs, "output y", y);
+                      tensor_view<T, YF> y, const concat_params& cp) {
+    validate_concat("onednn::concat_forward", xs, "output y", y, cp);
     const auto dt = data_type_of<T>("onednn::concat_forward");
     if (empty(y)) return;
     std::vector<dnnl::memory::desc> mds;
     std::vector<const void*> data;
     for (const auto& x : xs)
-      if (x.extent(1) > 0) {  // oneDNN takes no empty source
+      if (x.extent(cp.axis) > 0) {  // oneDNN takes no empty source
         mds.push_back(activation_md(x, dt));
         data.push_back(x.data());
       }
     const auto y_md = activation_md(y, dt);
     guarded("concat_forward", [&] {
       std::string key("c");
+      append_key(key, static_cast<std::int64_t>(cp.axis));
       append_key(key, y_md);
       for (const auto& md : mds) append_key(key, md);
-      auto& p = cached(key, [&] { return dnnl::primitive(dnnl::concat(dnnl::concat::primitive_desc(y_md, 1, mds, eng))); });
+      auto& p = cached(
+          key, [&] { return dnnl::primitive(dnnl::concat(dnnl::concat::primitive_desc(y_md, cp.axis, mds, eng))); });
       std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DST, dnnl::memory(y_md, eng, y.data())}};
       for (std::size_t i = 0; i < mds.size(); ++i)
         args.emplace(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), dnnl::memory(mds[i], eng, mut(data[i])));
@@ -318,38 +320,21 @@ class layer_primitives {
     cpu::run_permuted_copy(m.copy, sizeof(T), x.data() + m.offset, y.data());
   }
 
-  // A rearrangement is one reorder between x and y seen through its permuted index space
-  // (rearrange.hpp); its backward pass is the same reorder the other way.
+  // A rearrangement is one permuted copy between x and y (rearrange.hpp) by memfmt's CPU kernel,
+  // whose batched transposes run as format conversions; its backward pass is the same copy the
+  // other way.
   template <class T, class XF, class YF>
-  void rearrange_forward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, XF> x,
-                         const rearrange_params& p, tensor_view<T, YF> y) {
+  void rearrange_forward(tensor_view<const T, XF> x, const rearrange_params& p, tensor_view<T, YF> y) {
     const permuted_copy m = rearrange_copy("onednn::rearrange_forward", p, x, y);
-    permuted_reorder(eng, s, m, data_type_of<T>("onednn::rearrange_forward"), x.data(), y.data());
+    (void)data_type_of<T>("onednn::rearrange_forward");
+    cpu::run_permuted_copy(m, sizeof(T), x.data(), y.data());
   }
 
   template <class T, class DYF, class DXF>
-  void rearrange_backward(const dnnl::engine& eng, dnnl::stream& s, tensor_view<const T, DYF> dy,
-                          const rearrange_params& p, tensor_view<T, DXF> dx) {
+  void rearrange_backward(tensor_view<const T, DYF> dy, const rearrange_params& p, tensor_view<T, DXF> dx) {
     const permuted_copy m = rearrange_backward_copy("onednn::rearrange_backward", p, dy, dx);
-    permuted_reorder(eng, s, m, data_type_of<T>("onednn::rearrange_backward"), dy.data(), dx.data());
-  }
-
-  void permuted_reorder(const dnnl::engine& eng, dnnl::stream& s, const permuted_copy& m, dnnl_dt dt, const void* from,
-                        void* to) {
-    const permuted_copy c = m.compacted();
-    if (c.numel() == 0) return;
-    dnnl::memory::dims dims{1}, from_strides{1}, to_strides{1};  // one element when every dim had size 1
-    if (c.rank > 0) {
-      const auto r = static_cast<std::ptrdiff_t>(c.rank);
-      dims.assign(c.extents.begin(), c.extents.begin() + r);
-      from_strides.assign(c.from.begin(), c.from.begin() + r);
-      to_strides.assign(c.to.begin(), c.to.begin() + r);
-    }
-    guarded("rearrange", [&] {
-      reorder(eng, s, dnnl::memory::desc(dims, dt, from_strides), mut(from), dnnl::memory::desc(dims, dt, to_strides),
-              to);
-      s.wait();
-    });
+    (void)data_type_of<T>("onednn::rearrange_backward");
+    cpu::run_permuted_copy(m, sizeof(T), dy.data(), dx.data());
   }
 
   // dst = a(src), both in layout md (dst may be src): one eltwise primitive, not waited for.

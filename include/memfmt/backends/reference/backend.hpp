@@ -223,13 +223,15 @@ struct backend {
   }
 
   template <class T, class XF, class YF>
-  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) const {
-    reference::concat_forward<T, XF, YF>(xs, y);
+  void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y,
+                      const concat_params& p = {}) const {
+    reference::concat_forward<T, XF, YF>(xs, y, p);
   }
 
   template <class T, class DYF, class DXF>
-  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) const {
-    reference::concat_backward<T, DYF, DXF>(dy, dxs);
+  void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs,
+                       const concat_params& p = {}) const {
+    reference::concat_backward<T, DYF, DXF>(dy, dxs, p);
   }
 
   template <class T, class XF, class YF>

@@ -1,7 +1,8 @@
-// memfmt/backends/reference/concat.hpp - reference concatenation along C and slices.
+// memfmt/backends/reference/concat.hpp - reference concatenation and slices.
 //
-// Pure copies (no rounding): concat puts part i at channels [sum of the parts before it, + C_i)
-// of y; its backward copies those channels of dy back into each part's gradient. A slice reads
+// Pure copies (no rounding): concat puts part i at [sum of the parts before it, + its extent) along
+// its axis of y, the slice of y that it is; its backward copies that slice of dy back into each
+// part's gradient. A slice reads
 // y = x[begin : end : step] along its axis (slice_params); its backward writes dy there and zeros
 // elsewhere in dx. Parts and wholes may have different formats of one rank and must not overlap.
 #pragma once
@@ -16,18 +17,6 @@
 
 namespace memfmt::reference {
 namespace detail {
-
-// to[:, to_c0 + c] = from[:, from_c0 + c] for c < count, N and spatial sizes of `from`.
-template <class T>
-void copy_channels(const view5<const T>& from, std::int64_t from_c0, const view5<T>& to, std::int64_t to_c0,
-                   std::int64_t count) {
-  auto e = extents5(from);
-  e.c = count;
-  const auto fs = strides5(from), ts = strides5(to);
-  for_each5(e, [&](auto n, auto c, auto d, auto h, auto w) {
-    to.data()[offset5(ts, n, to_c0 + c, d, h, w)] = from.data()[offset5(fs, n, from_c0 + c, d, h, w)];
-  });
-}
 
 // Calls fn(offset in whole, offset in part) for every element of part = whole sliced by p (whole
 // of logical rank `rank`).
@@ -46,24 +35,28 @@ void for_each_sliced(const dims5& whole_strides, const slice_params& p, int rank
 }  // namespace detail
 
 template <class T, class XF, class YF>
-void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y) {
+void concat_forward(const std::vector<tensor_view<const T, XF>>& xs, tensor_view<T, YF> y,
+                    const concat_params& p = {}) {
   detail::check_element_type<T>();
-  validate_concat("concat_forward", xs, "output y", y);
-  std::int64_t c0 = 0;
-  for (const auto& x : xs) {
-    detail::copy_channels<T>(detail::view5_of(x), 0, detail::view5_of(y), c0, x.channels());
-    c0 += x.channels();
+  const std::vector<slice_params> where = validate_concat("concat_forward", xs, "output y", y, p);
+  const auto yv = detail::view5_of(y);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto xv = detail::view5_of(xs[i]);
+    detail::for_each_sliced(yv.str, where[i], YF::rank, xv.ext, xv.str,
+                            [&](std::int64_t whole, std::int64_t part) { y.data()[whole] = xs[i].data()[part]; });
   }
 }
 
 template <class T, class DYF, class DXF>
-void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs) {
+void concat_backward(tensor_view<const T, DYF> dy, const std::vector<tensor_view<T, DXF>>& dxs,
+                     const concat_params& p = {}) {
   detail::check_element_type<T>();
-  validate_concat("concat_backward", dxs, "output gradient dy", dy);
-  std::int64_t c0 = 0;
-  for (const auto& dx : dxs) {
-    detail::copy_channels<T>(detail::view5_of(dy), c0, detail::view5_of(dx), 0, dx.channels());
-    c0 += dx.channels();
+  const std::vector<slice_params> where = validate_concat("concat_backward", dxs, "output gradient dy", dy, p);
+  const auto dyv = detail::view5_of(dy);
+  for (std::size_t i = 0; i < dxs.size(); ++i) {
+    const auto dxv = detail::view5_of(dxs[i]);
+    detail::for_each_sliced(dyv.str, where[i], DYF::rank, dxv.ext, dxv.str,
+                            [&](std::int64_t whole, std::int64_t part) { dxs[i].data()[part] = dy.data()[whole]; });
   }
 }
 

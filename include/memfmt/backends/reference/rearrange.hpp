@@ -1,5 +1,5 @@
-// memfmt/backends/reference/rearrange.hpp - reference channel shuffle, depth to space and space to
-// depth: the permuted copy of backends/rearrange.hpp, one element at a time.
+// memfmt/backends/reference/rearrange.hpp - reference rearrangements (channel shuffle, depth to
+// space, space to depth, transpose): the permuted copy of backends/rearrange.hpp, one element at a time.
 #pragma once
 
 #include <array>
