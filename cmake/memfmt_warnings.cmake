@@ -1,10 +1,25 @@
 # Flags for the project's own targets (tests, benchmarks, tools, examples): strict warnings,
 # optional sanitizers and -march=native. The installed library imposes none of these on users.
 
+# Warnings as errors are the project's own check (scripts/test.sh and CI turn MEMFMT_WERROR on), not
+# a user's burden: a compiler with new warnings, or GCC 12's -O3 -Warray-bounds after deep inlining,
+# must not stop a user's build.
+option(MEMFMT_WERROR "Treat warnings as errors in memfmt's own targets (tests, benchmarks, tools, examples, fuzzers)" OFF)
+set(MEMFMT_WERROR_CXX "")                 # -Werror for the C++ of targets outside memfmt_project_flags
+set(MEMFMT_WERROR_DEPRECATED "")          # deprecated cuDNN calls as errors, in the cuDNN parts' own targets
+if(MEMFMT_WERROR)
+  set(MEMFMT_WERROR_CXX -Werror)
+  set(MEMFMT_WERROR_DEPRECATED -Werror=deprecated-declarations)
+endif()
+
 add_library(memfmt_project_flags INTERFACE)
 target_compile_options(memfmt_project_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>
-  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -Werror=all-warnings>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+if(MEMFMT_WERROR)
+  target_compile_options(memfmt_project_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Werror> $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+endif()
 if(MEMFMT_NATIVE)
   target_compile_options(memfmt_project_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

@@ -4,7 +4,7 @@
 # (--ctest, what scripts/test.sh runs) replays each seed corpus plus a fixed number of inputs.
 #   scripts/fuzz.sh [seconds per target, default 600]
 #   scripts/fuzz.sh --ctest
-# Environment: MEMFMT_FUZZ_BUILD_DIR (default build-fuzz). Finds (crashing inputs) are written to
+# Environment: MEMFMT_FUZZ_BUILD_DIR (default build-fuzz); MEMFMT_WERROR=ON makes warnings errors (test.sh). Finds (crashing inputs) are written to
 # $MEMFMT_FUZZ_BUILD_DIR/fuzz/findings/<target>/; new corpus inputs to .../fuzz/corpus/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ jobs=$(memfmt_jobs)
 # Its own build folder: the fuzzers need clang, and no other target is built there.
 # -O1 with line tables: file:line in the reports, and half the compile time of -O2 -g under ASan.
 cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DMEMFMT_BUILD_FUZZERS=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DMEMFMT_BUILD_FUZZERS=ON -DMEMFMT_WERROR="${MEMFMT_WERROR:-OFF}" \
       -DMEMFMT_BUILD_TESTS=OFF -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=OFF \
       -DMEMFMT_WITH_OPENMP=OFF -DMEMFMT_ENABLE_CUDA=OFF -DMEMFMT_ENABLE_CUDNN=OFF -DMEMFMT_ENABLE_DNNL=OFF >/dev/null
 cmake --build "$dir" -j "$jobs"

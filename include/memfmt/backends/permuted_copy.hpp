@@ -19,9 +19,14 @@ struct permuted_copy {
   int rank = 0;
   std::array<std::int64_t, 6> extents{}, from{}, to{};
 
+  // The dims in use: `rank` itself (@pre 0 <= rank <= 6), clamped so that every loop below is
+  // bounded by the arrays' size in a way the compiler can see (GCC 12 at -O3 otherwise warns that
+  // an inlined sort may index past them).
+  std::size_t dims() const noexcept { return static_cast<std::size_t>(std::clamp(rank, 0, 6)); }
+
   std::int64_t numel() const noexcept {
     std::int64_t n = 1;
-    for (int d = 0; d < rank; ++d) n *= extents[static_cast<std::size_t>(d)];
+    for (std::size_t d = 0; d < dims(); ++d) n *= extents[d];
     return n;
   }
   // The copy the other way: the backward pass, dx[i . from] = dy[i . to].
@@ -34,13 +39,14 @@ struct permuted_copy {
   // order) and neighbours contiguous in both source and destination merged: fewer, longer loops (a
   // channels-first channel shuffle becomes copies of whole planes).
   permuted_copy compacted() const noexcept {
-    std::array<int, 6> order{0, 1, 2, 3, 4, 5};
-    std::stable_sort(order.begin(), order.begin() + rank, [&](int a, int b) {
-      return to[static_cast<std::size_t>(a)] > to[static_cast<std::size_t>(b)];
-    });
+    const std::size_t n = dims();
+    // Dims by descending destination stride, ties in their order: an insertion sort of <= 6 entries.
+    std::array<std::size_t, 6> order{0, 1, 2, 3, 4, 5};
+    for (std::size_t k = 1; k < n; ++k)
+      for (std::size_t j = k; j > 0 && to[order[j - 1]] < to[order[j]]; --j) std::swap(order[j - 1], order[j]);
     permuted_copy c;
-    for (int d = 0; d < rank; ++d) {
-      const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(d)]);
+    for (std::size_t d = 0; d < n; ++d) {
+      const std::size_t i = order[d];
       if (extents[i] == 1) continue;
       if (c.rank > 0) {
         const auto last = static_cast<std::size_t>(c.rank - 1);
