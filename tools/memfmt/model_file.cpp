@@ -1,5 +1,6 @@
 #include "model_file.hpp"
 
+#include <filesystem>
 #include <functional>
 #include <ostream>
 #include <utility>
@@ -51,6 +52,12 @@ int exit_code_of(const CLI::App& command, std::ostream& err, const std::function
     err << who << e.what() << '\n';
     return 1;
   }
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
 }
 
 memfmt::graph::policy parse_policy_argument(const std::string& name) {
@@ -105,6 +112,12 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
   m.kind = "network JSON";
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
   m.network = memfmt::io::read_network_file(path);
+  bool has_output = false;
+  for (const memfmt::graph::node& n : m.network.nodes()) has_output = has_output || n.kind == memfmt::graph::node_kind::output;
+  if (!has_output)
+    memfmt::detail::fail(memfmt::errc::invalid_argument,
+                         path + ": the network has no output node (" + std::to_string(m.network.size()) +
+                             " nodes): nothing to plan or run");
   if (batch)
     m.network = rebuilt(m.network, [&](nlohmann::json& n) {
       // Every value's first extent is the batch (4-D/5-D activations and [N, features] alike).

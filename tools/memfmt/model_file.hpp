@@ -3,12 +3,14 @@
 // both report with exit code 2.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -48,6 +50,26 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
 // Runs a subcommand's body and turns its failures into exit codes: a usage_error is printed on `err`
 // with the subcommand's usage (exit 2), a memfmt::error with its message (exit 1).
 int exit_code_of(const CLI::App& command, std::ostream& err, const std::function<int()>& body);
+
+// Whether paths `a` and `b` name the same existing file (links and relative paths resolved); false
+// where either does not exist.
+bool same_file(const std::string& a, const std::string& b);
+
+// A check for an integer option of type T that must be positive: the text must be a decimal
+// integer that fits in T (CLI11 would otherwise clamp 9223372036854775808 into range silently).
+template <class T>
+CLI::Validator positive_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        T v{};
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc::result_out_of_range) return "'" + text + "' does not fit in " + std::to_string(sizeof(T) * 8) + " bits";
+        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return "'" + text + "' is not a decimal integer";
+        if (v <= 0) return "'" + text + "' is not positive";
+        return std::string();
+      },
+      "POSITIVE");
+}
 
 // --policy NAME as a policy; a usage_error listing the names otherwise.
 memfmt::graph::policy parse_policy_argument(const std::string& name);

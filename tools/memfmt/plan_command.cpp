@@ -176,6 +176,10 @@ plan_command::plan_command(CLI::App& app) {
 int plan_command::run(std::ostream& out, std::ostream& err) const {
   return exit_code_of(*cmd_, err, [&] {
     const memfmt::graph::policy which = parse_policy_argument(policy_);
+    for (const std::string* written : {&dot_path_, &cache_})
+      if (!written->empty() && same_file(*written, network_path_))
+        throw usage_error{(written == &dot_path_ ? "--dot " : "--cache ") + *written + " is the network file (" +
+                          network_path_ + "): writing it would overwrite it"};
     const model_file m = load_model(network_path_, std::nullopt);
     const memfmt::graph::network& net = m.network;
     memfmt::graph::cost_model model;

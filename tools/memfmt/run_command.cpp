@@ -292,10 +292,10 @@ run_command::run_command(CLI::App& app) {
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   batch_opt_ = cmd_->add_option("--batch", batch_, "batch size (an ONNX model's symbolic batch; default 1, a "
                                                    "network JSON its own)")
-                   ->check(CLI::PositiveNumber);
-  cmd_->add_option("--threads", threads_, "OpenMP threads (default: OpenMP's)")->check(CLI::PositiveNumber);
+                   ->check(positive_integer<std::int64_t>());
+  cmd_->add_option("--threads", threads_, "OpenMP threads (default: OpenMP's)")->check(positive_integer<int>());
   cmd_->add_option("--repeat", repeat_, "timed forward passes after one warm-up (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer<int>());
   cmd_->add_flag("--profile", profile_, "after the timed passes, time every layer in --repeat more passes and "
                                         "report where the time goes: by layer kind, and the slowest layers");
   cmd_->add_flag("--json", json_, "print JSON");
@@ -325,6 +325,13 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
 #endif
     }
 
+    // The output file must not be one the command reads: writing it would destroy its own input.
+    if (!output_.empty())
+      for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"the model", model_path_},
+                                       {"--input", input_},
+                                       {"--weights", weights_}})
+        if (!path.empty() && same_file(output_, path))
+          throw usage_error{"--output " + output_ + " is " + flag + " (" + path + "): writing it would overwrite it"};
     const std::optional<std::int64_t> batch = *batch_opt_ ? std::optional<std::int64_t>(batch_) : std::nullopt;
     model_file m = load_model(model_path_, batch);
     if (!m.unsupported.empty()) {
@@ -341,6 +348,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     parameter_store weights;
     if (!weights_.empty()) {
       const parameter_store file = load_tensor_file(weights_, "--weights");
+      if (file.size() == 0) fail(memfmt::errc::invalid_argument, "--weights " + weights_ + ": the file holds no tensors");
       if (m.parameters) {
         weights = std::move(*m.parameters);
         for (const auto& [name, p] : file) weights.assign(name, p);
@@ -354,6 +362,12 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       weights = random_weights(net, 1);
     }
     weights = memfmt::runtime::in_network_dtypes(net, weights);
+    // The inputs are read before any layer is timed or built: a bad file fails fast.
+    std::optional<parameter_store> given;
+    if (!input_.empty()) {
+      given = load_tensor_file(input_, "--input");
+      if (given->size() == 0) fail(memfmt::errc::invalid_argument, "--input " + input_ + ": the file holds no tensors");
+    }
 
     // The backend --backend names; the planner asks it which formats each layer can run in, and
     // the executor is built on it (refusing, before any work, a layer or dtype it cannot run).
@@ -451,8 +465,6 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     if (!built) build(reference);
 
     // Inputs in logical order, then in the planned format.
-    std::optional<parameter_store> given;
-    if (!input_.empty()) given = load_tensor_file(input_, "--input");
     std::vector<memfmt::graph::node_id> inputs, outputs;
     for (const auto& n : net.nodes()) {
       if (n.kind == memfmt::graph::node_kind::input) inputs.push_back(n.id);

@@ -23,6 +23,8 @@
 
 #include "../error.hpp"
 #include "../graph/network.hpp"
+#include "file.hpp"
+#include "json.hpp"
 
 namespace memfmt::io {
 
@@ -74,22 +76,22 @@ inline const json& member(const json& j, const char* key, const std::string& whe
 
 inline std::int64_t integer(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_number_integer()) bad(where, "key '" + std::string(key) + "' must be an integer, got " + v.dump());
+  if (!v.is_number_integer()) bad(where, "key '" + std::string(key) + "' must be an integer, got " + io::excerpt(v));
   return v.get<std::int64_t>();
 }
 inline double number(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_number()) bad(where, "key '" + std::string(key) + "' must be a number, got " + v.dump());
+  if (!v.is_number()) bad(where, "key '" + std::string(key) + "' must be a number, got " + io::excerpt(v));
   return v.get<double>();
 }
 inline bool boolean(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_boolean()) bad(where, "key '" + std::string(key) + "' must be true or false, got " + v.dump());
+  if (!v.is_boolean()) bad(where, "key '" + std::string(key) + "' must be true or false, got " + io::excerpt(v));
   return v.get<bool>();
 }
 inline std::string text(const json& j, const char* key, const std::string& where) {
   const json& v = member(j, key, where);
-  if (!v.is_string()) bad(where, "key '" + std::string(key) + "' must be a string, got " + v.dump());
+  if (!v.is_string()) bad(where, "key '" + std::string(key) + "' must be a string, got " + io::excerpt(v));
   return v.get<std::string>();
 }
 // A slice's or concatenation's key 'axis': C (1) or a spatial axis.
@@ -109,7 +111,7 @@ inline std::vector<std::int64_t> integers(const json& j, const char* key, const 
       out.push_back(e.get<std::int64_t>());
     }
   if (!v.is_array() || out.size() != v.size())
-    bad(where, "key '" + std::string(key) + "' must be an array of integers, got " + v.dump());
+    bad(where, "key '" + std::string(key) + "' must be an array of integers, got " + io::excerpt(v));
   return out;
 }
 inline spatial3 triple(const json& j, const char* key, const std::string& where) {
@@ -272,9 +274,9 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
   const std::string at = where + " ('" + name + "') attrs";
   std::vector<graph::node_id> in;
   const json& inputs = member(j, "inputs", where);
-  if (!inputs.is_array()) bad(where, "key 'inputs' must be an array of node names, got " + inputs.dump());
+  if (!inputs.is_array()) bad(where, "key 'inputs' must be an array of node names, got " + io::excerpt(inputs));
   for (const json& i : inputs) {
-    if (!i.is_string()) bad(where, "key 'inputs' must be an array of node names, got " + inputs.dump());
+    if (!i.is_string()) bad(where, "key 'inputs' must be an array of node names, got " + io::excerpt(inputs));
     const auto id = net.find(i.get<std::string>());
     if (!id) bad(where, "input '" + i.get<std::string>() + "' is not an earlier node");
     in.push_back(*id);
@@ -364,7 +366,7 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
         u.rounding = named(rounding_names, a, "rounding", at);
         const json& s = member(a, "scale", at);
         if (!s.is_array() || s.size() != 3 || !s[0].is_number() || !s[1].is_number() || !s[2].is_number())
-          bad(at, "key 'scale' must be an array of 3 numbers (D, H, W order; 2-D uses the first 2), got " + s.dump());
+          bad(at, "key 'scale' must be an array of 3 numbers (D, H, W order; 2-D uses the first 2), got " + io::excerpt(s));
         for (std::size_t i = 0; i < 3; ++i) u.scale[i] = s[i].get<double>();
       }
       return net.upsample(name, in[0], u);
@@ -429,14 +431,8 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
   bad(where, "unknown kind");
 }
 
-// nlohmann's parse, its errors (syntax, with line and column; a number out of range) as memfmt::error.
-inline json parse(std::string_view text, const std::string& what) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    memfmt::detail::fail(errc::invalid_argument, what + ": not valid JSON: " + e.what());
-  }
-}
+// The bounded JSON reader (json.hpp), its errors as memfmt::error naming `what`.
+inline json parse(std::string_view text, const std::string& what) { return io::parse_json(text, what); }
 
 inline void check_header(const json& j, const char* format, int version, const std::string& what) {
   const std::string f = text(j, "format", what);
@@ -446,13 +442,7 @@ inline void check_header(const json& j, const char* format, int version, const s
     bad(what, "key 'version' is " + std::to_string(v) + "; this memfmt reads version " + std::to_string(version));
 }
 
-inline std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) memfmt::detail::fail(errc::invalid_argument, std::string(what) + " '" + path + "' cannot be opened");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+inline std::string read_file(const std::string& path, const char* what) { return io::read_text_file(path, what); }
 
 inline void write_file(const std::string& path, const std::string& content, const char* what) {
   std::ofstream out(path, std::ios::binary);
@@ -511,7 +501,9 @@ inline graph::network network_from_json(const nlohmann::json& j) {
   return net;
 }
 
-inline std::string save_network(const graph::network& net) { return network_to_json(net).dump(1) + "\n"; }
+inline std::string save_network(const graph::network& net) {
+  return io::dump_json(network_to_json(net), 1, "network file") + "\n";
+}
 inline graph::network load_network(std::string_view text) {
   return network_from_json(detail::parse(text, "network file"));
 }

@@ -118,7 +118,7 @@ inline graph::cost_priors priors_from_json(const nlohmann::json& j) {
 }
 
 inline std::string save_priors(const graph::cost_priors& p, std::string_view backend_family) {
-  return priors_to_json(p, backend_family).dump(1) + "\n";
+  return io::dump_json(priors_to_json(p, backend_family), 1, "priors file") + "\n";
 }
 inline graph::cost_priors load_priors(std::string_view text) { return priors_from_json(detail::parse(text, "priors file")); }
 inline graph::cost_priors read_priors_file(const std::string& path) {

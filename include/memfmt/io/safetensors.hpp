@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <map>
 #include <limits>
 #include <optional>
 #include <string>
@@ -35,7 +35,10 @@
 #include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "../detail/utf8.hpp"
 #include "../runtime/parameter_store.hpp"
+#include "file.hpp"
+#include "json.hpp"
 
 namespace memfmt::io {
 namespace detail {
@@ -96,7 +99,7 @@ inline void to_from_little_endian(std::vector<std::byte>& bytes, std::size_t ele
 inline std::uint64_t non_negative_integer(const nlohmann::json& v, const std::string& what) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
-  fail(errc::invalid_argument, what + " is " + v.dump() + ", not a non-negative integer");
+  fail(errc::invalid_argument, what + " is " + io::excerpt(v) + ", not a non-negative integer");
 }
 
 struct entry {
@@ -108,12 +111,12 @@ struct entry {
 
 inline entry parse_entry(const std::string& where, const std::string& name, const nlohmann::json& v,
                          std::uint64_t buffer_size) {
-  const std::string t = where + ": tensor '" + name + "'";
-  if (!v.is_object()) fail(errc::invalid_argument, t + " is " + v.dump() + ", not an object");
+  const std::string t = where + ": tensor '" + memfmt::detail::printable(name) + "'";
+  if (!v.is_object()) fail(errc::invalid_argument, t + " is " + io::excerpt(v) + ", not an object");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) fail(errc::invalid_argument, t + " has no \"" + key + "\"");
   const nlohmann::json& dt = v.at("dtype");
-  if (!dt.is_string()) fail(errc::invalid_argument, t + ": dtype " + dt.dump() + " is not a string");
+  if (!dt.is_string()) fail(errc::invalid_argument, t + ": dtype " + io::excerpt(dt) + " is not a string");
   const std::string dts = dt.get<std::string>();
   entry e{name, memfmt::dtype::float32, {}, 0, 0};
   if (const auto m = safetensors_dtype(dts)) {
@@ -122,19 +125,19 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
     fail(errc::unsupported_dtype, t + ": dtype " + dts + " has no memfmt element type (F64, F32, F16, BF16, I64, I32, "
                                       "I16, I8, U8 and BOOL have)");
   } else {
-    fail(errc::invalid_argument, t + ": unknown dtype \"" + dts + "\"");
+    fail(errc::invalid_argument, t + ": unknown dtype \"" + memfmt::detail::printable(dts) + "\"");
   }
   const nlohmann::json& shape = v.at("shape");
-  if (!shape.is_array()) fail(errc::invalid_argument, t + ": shape " + shape.dump() + " is not an array");
+  if (!shape.is_array()) fail(errc::invalid_argument, t + ": shape " + io::excerpt(shape) + " is not an array");
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    const std::uint64_t s = non_negative_integer(shape[i], t + ": shape " + shape.dump() + " entry " + std::to_string(i));
+    const std::uint64_t s = non_negative_integer(shape[i], t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i));
     if (s > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      fail(errc::overflow, t + ": shape " + shape.dump() + " entry " + std::to_string(i) + " does not fit in int64");
+      fail(errc::overflow, t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i) + " does not fit in int64");
     e.shape.push_back(static_cast<std::int64_t>(s));
   }
   const nlohmann::json& off = v.at("data_offsets");
   if (!off.is_array() || off.size() != 2)
-    fail(errc::invalid_argument, t + ": data_offsets " + off.dump() + " is not an array [begin, end]");
+    fail(errc::invalid_argument, t + ": data_offsets " + io::excerpt(off) + " is not an array [begin, end]");
   e.begin = non_negative_integer(off[0], t + ": data_offsets begin");
   e.end = non_negative_integer(off[1], t + ": data_offsets end");
   if (e.begin > e.end)
@@ -153,7 +156,8 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
   return e;
 }
 
-// Parses the header, rejecting duplicate keys at any depth (nlohmann keeps the last one silently).
+// The header's JSON (the bounded reader of json.hpp), with duplicate keys at any depth refused
+// (nlohmann keeps the last one silently).
 inline nlohmann::json parse_header(const std::string& where, const char* text, std::size_t size) {
   if (size == 0 || text[0] != '{')
     fail(errc::invalid_argument, where + ": the header does not start with '{'" +
@@ -162,25 +166,91 @@ inline nlohmann::json parse_header(const std::string& where, const char* text, s
   std::vector<std::vector<std::string>> open;  // the keys seen in each enclosing object
   std::string tensor;                          // the top-level key being read
   using json = nlohmann::json;
-  const json::parser_callback_t check = [&](int depth, json::parse_event_t ev, json& parsed) {
+  const auto check = [&](int depth, json::parse_event_t ev, const json& parsed) {
     if (ev == json::parse_event_t::object_start) open.emplace_back();
     if (ev == json::parse_event_t::object_end && !open.empty()) open.pop_back();
     if (ev == json::parse_event_t::key && !open.empty()) {
       const std::string key = parsed.get<std::string>();
       auto& seen = open.back();
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        fail(errc::invalid_argument, where + ": duplicate key '" + key + "'" +
-                                         (depth > 1 ? " in tensor '" + tensor + "'" : std::string(" (tensor names are unique)")));
+        fail(errc::invalid_argument, where + ": duplicate key '" + memfmt::detail::printable(key) + "'" +
+                                         (depth > 1 ? " in tensor '" + memfmt::detail::printable(tensor) + "'"
+                                                    : std::string(" (tensor names are unique)")));
       seen.push_back(key);
       if (depth == 1) tensor = key;
     }
-    return true;
   };
-  try {
-    return json::parse(text, text + size, check);
-  } catch (const json::exception& e) {
-    fail(errc::invalid_argument, where + ": the header is not valid JSON (" + e.what() + ")");
+  return io::parse_json(std::string_view(text, size), where + ": the header", check);
+}
+
+// What a header declares, checked: the metadata, and tensors that tile a buffer of `buffer_size`
+// bytes (sorted by offset).
+struct header_contents {
+  std::map<std::string, std::string> metadata;
+  std::vector<entry> entries;
+};
+
+inline header_contents read_header(const std::string& where, const char* text, std::size_t size,
+                                   std::uint64_t buffer_size) {
+  const nlohmann::json header = parse_header(where, text, size);
+  if (!header.is_object()) fail(errc::invalid_argument, where + ": the header is not a JSON object");
+  header_contents h;
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) fail(errc::invalid_argument, where + ": __metadata__ is " + io::excerpt(v) + ", not an object");
+      for (const auto& [k, s] : v.items()) {
+        if (!s.is_string())
+          fail(errc::invalid_argument, where + ": __metadata__ '" + memfmt::detail::printable(k) + "' is " +
+                                           io::excerpt(s) + ", not a string");
+        h.metadata[k] = s.get<std::string>();
+      }
+      continue;
+    }
+    h.entries.push_back(parse_entry(where, name, v, buffer_size));
   }
+  // The tensors must tile the buffer: sorted by offsets, each begins where the previous ended.
+  std::sort(h.entries.begin(), h.entries.end(), [](const entry& a, const entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t at = 0;
+  const entry* prev = nullptr;
+  for (const entry& e : h.entries) {
+    const auto range = [](const entry& x) {
+      return "'" + memfmt::detail::printable(x.name) + "' [" + std::to_string(x.begin) + ", " + std::to_string(x.end) + ")";
+    };
+    if (e.begin < at) fail(errc::invalid_argument, where + ": tensor " + range(e) + " overlaps tensor " + range(*prev));
+    if (e.begin > at)
+      fail(errc::invalid_argument, where + ": " + std::to_string(e.begin - at) + " bytes before tensor " + range(e) +
+                                       " belong to no tensor (" + (prev ? "after " + range(*prev) : std::string("at the start")) + ")");
+    at = e.end;
+    if (e.end > e.begin) prev = &e;
+  }
+  if (at != buffer_size)
+    fail(errc::invalid_argument, where + ": the data buffer is " + std::to_string(buffer_size) + " bytes but the tensors end at " +
+                                     std::to_string(at) + " (" + std::to_string(buffer_size - at) + " bytes belong to no tensor)");
+  return h;
+}
+
+// The safetensors specification's limit on the header (100,000,000 bytes): a larger length is refused
+// before a byte of it is read.
+constexpr std::uint64_t max_header_bytes = 100000000;
+
+// The header length from the first 8 bytes of a `size`-byte file, checked against the file.
+inline std::uint64_t header_length(const std::string& where, const unsigned char* first8, std::uint64_t size) {
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | first8[i];
+  if (n > size - 8)
+    fail(errc::invalid_argument, where + ": header length " + std::to_string(n) + " runs past the end of the file (" +
+                                     std::to_string(size) + " bytes, " + std::to_string(size - 8) + " after the length)");
+  if (n > max_header_bytes)
+    fail(errc::invalid_argument, where + ": header length " + std::to_string(n) + " is past the " +
+                                     std::to_string(max_header_bytes) + " bytes the format allows");
+  return n;
+}
+
+inline void too_short(const std::string& where, std::uint64_t size) {
+  if (size < 8)
+    fail(errc::invalid_argument, where + ": " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
 }
 
 }  // namespace detail
@@ -188,62 +258,18 @@ inline nlohmann::json parse_header(const std::string& where, const char* text, s
 // Reads a whole safetensors file held in memory. `where` names it in messages (a path).
 inline runtime::parameter_store read_safetensors(const std::byte* data, std::size_t size,
                                                  const std::string& where = "safetensors") {
-  using detail::fail;
-  if (size < 8)
-    fail(errc::invalid_argument, where + ": " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint64_t>(std::to_integer<unsigned char>(data[i]));
-  if (n > size - 8)
-    fail(errc::invalid_argument, where + ": header length " + std::to_string(n) + " runs past the end of the file (" +
-                                     std::to_string(size) + " bytes, " + std::to_string(size - 8) + " after the length)");
-  const nlohmann::json header =
-      detail::parse_header(where, reinterpret_cast<const char*>(data + 8), static_cast<std::size_t>(n));
-  if (!header.is_object()) fail(errc::invalid_argument, where + ": the header is not a JSON object");
-  const std::byte* buffer = data + 8 + n;
-  const std::uint64_t buffer_size = size - 8 - n;
-
+  detail::too_short(where, size);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data);
+  const std::uint64_t n = detail::header_length(where, bytes, size);
+  const detail::header_contents h =
+      detail::read_header(where, reinterpret_cast<const char*>(bytes + 8), static_cast<std::size_t>(n), size - 8 - n);
   runtime::parameter_store store;
-  std::vector<detail::entry> entries;
-  for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      if (!v.is_object()) fail(errc::invalid_argument, where + ": __metadata__ is " + v.dump() + ", not an object");
-      for (const auto& [k, s] : v.items()) {
-        if (!s.is_string())
-          fail(errc::invalid_argument, where + ": __metadata__ '" + k + "' is " + s.dump() + ", not a string");
-        store.metadata[k] = s.get<std::string>();
-      }
-      continue;
-    }
-    entries.push_back(detail::parse_entry(where, name, v, buffer_size));
-  }
-  // The tensors must tile the buffer: sorted by offsets, each begins where the previous ended.
-  std::vector<const detail::entry*> order;
-  for (const auto& e : entries) order.push_back(&e);
-  std::sort(order.begin(), order.end(), [](const detail::entry* a, const detail::entry* b) {
-    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
-  });
-  std::uint64_t at = 0;
-  const detail::entry* prev = nullptr;
-  for (const detail::entry* e : order) {
-    const auto range = [](const detail::entry* x) {
-      return "'" + x->name + "' [" + std::to_string(x->begin) + ", " + std::to_string(x->end) + ")";
-    };
-    if (e->begin < at)
-      fail(errc::invalid_argument, where + ": tensor " + range(e) + " overlaps tensor " + range(prev));
-    if (e->begin > at)
-      fail(errc::invalid_argument, where + ": " + std::to_string(e->begin - at) + " bytes before tensor " + range(e) +
-                                       " belong to no tensor (" + (prev ? "after " + range(prev) : std::string("at the start")) + ")");
-    at = e->end;
-    if (e->end > e->begin) prev = e;
-  }
-  if (at != buffer_size)
-    fail(errc::invalid_argument, where + ": the data buffer is " + std::to_string(buffer_size) + " bytes but the tensors end at " +
-                                     std::to_string(at) + " (" + std::to_string(buffer_size - at) + " bytes belong to no tensor)");
-  for (const auto& e : entries) {
+  store.metadata = h.metadata;
+  for (const detail::entry& e : h.entries) {
     runtime::parameter p;
     p.type = e.type;
     p.shape = e.shape;
-    p.bytes.assign(buffer + e.begin, buffer + e.end);
+    p.bytes.assign(data + 8 + n + e.begin, data + 8 + n + e.end);
     detail::to_from_little_endian(p.bytes, size_of(e.type));
     store.insert(e.name, std::move(p));
   }
@@ -254,14 +280,30 @@ inline runtime::parameter_store read_safetensors(const std::vector<std::byte>& f
   return read_safetensors(file.data(), file.size(), where);
 }
 
+// Reads `path` as its header declares: the length, then the header (checked against the file's
+// size), then each tensor's bytes straight into its parameter. A file that is not regular (a
+// directory, /dev/zero) is refused by name before a byte is read.
 inline runtime::parameter_store load_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) memfmt::detail::fail(errc::invalid_argument, "safetensors: cannot open '" + path + "' for reading");
-  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) memfmt::detail::fail(errc::invalid_argument, "safetensors: reading '" + path + "' failed");
-  std::vector<std::byte> bytes(raw.size());
-  if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
-  return read_safetensors(bytes, path);
+  input_file f(path, "safetensors file");
+  detail::too_short(path, f.size());
+  unsigned char first8[8];
+  f.read(0, first8, 8);
+  const std::uint64_t n = detail::header_length(path, first8, f.size());
+  std::string text(static_cast<std::size_t>(n), '\0');
+  f.read(8, text.data(), n);
+  const detail::header_contents h = detail::read_header(path, text.data(), text.size(), f.size() - 8 - n);
+  runtime::parameter_store store;
+  store.metadata = h.metadata;
+  for (const detail::entry& e : h.entries) {
+    runtime::parameter p;
+    p.type = e.type;
+    p.shape = e.shape;
+    p.bytes.resize(static_cast<std::size_t>(e.end - e.begin));
+    if (!p.bytes.empty()) f.read(8 + n + e.begin, p.bytes.data(), e.end - e.begin);
+    detail::to_from_little_endian(p.bytes, size_of(e.type));
+    store.insert(e.name, std::move(p));
+  }
+  return store;
 }
 
 // The file bytes of a store. Tensors go in order of element size (largest first), then name, and the
@@ -280,7 +322,7 @@ inline std::vector<std::byte> write_safetensors(const runtime::parameter_store& 
     at = end;
   }
   if (!store.metadata.empty()) header["__metadata__"] = store.metadata;
-  std::string text = header.dump();
+  std::string text = io::dump_json(header, -1, "safetensors header");
   text.append((8 - text.size() % 8) % 8, ' ');
   std::vector<std::byte> out(8 + text.size());
   std::uint64_t n = text.size();

@@ -88,7 +88,9 @@ inline graph::timing_cache timing_cache_from_json(const nlohmann::json& j,
   return cache;
 }
 
-inline std::string save_timing_cache(const graph::timing_cache& cache) { return timing_cache_to_json(cache).dump(1) + "\n"; }
+inline std::string save_timing_cache(const graph::timing_cache& cache) {
+  return io::dump_json(timing_cache_to_json(cache), 1, "timing cache file") + "\n";
+}
 inline graph::timing_cache load_timing_cache(std::string_view text,
                                              const std::optional<graph::cache_key>& expected = std::nullopt) {
   return timing_cache_from_json(detail::parse(text, "timing cache file"), expected);

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -42,9 +41,12 @@
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../graph/network.hpp"
+#include "../io/file.hpp"
 #include "../runtime/parameter_store.hpp"
 #include "detail/attributes.hpp"
 #include "detail/fold.hpp"
+#include "detail/infer.hpp"
+#include "detail/validate.hpp"
 #include "tensor.hpp"
 #include "unsupported_node.hpp"
 
@@ -210,11 +212,7 @@ class importer {
 
   imported_model run() {
     const auto& g = model_.graph();
-    for (const auto& o : model_.opset_import())
-      if (o.domain().empty() || o.domain() == "ai.onnx") result_.opset = o.version();
-    if (result_.opset == 0)
-      memfmt::detail::fail(errc::unsupported, "ONNX model: no opset of the default domain (only " +
-                                                  (model_.opset_import_size() ? model_.opset_import(0).domain() : "none") + ")");
+    result_.opset = validate_model(model_);  // before anything reads a name or an input
     for (const auto& in : g.input()) reserved_.insert(in.name());
     for (const auto& out : g.output()) reserved_.insert(out.name());
     for (const auto& n : g.node()) {
@@ -315,104 +313,29 @@ class importer {
     result_.outputs.push_back(graph_value{out.name(), v.shape, v.type});
   }
 
-  // ONNX's own shape inference on a copy of the model whose graph inputs have the import's fixed
-  // shapes and whose constants, folded ones included, are initializers: the output shapes of opaque
-  // nodes, and the check of every other. It runs when an opaque node first needs it, again when one
-  // finds no shape and constants were folded since (ONNX's inference cannot follow the shape
-  // arithmetic the importer evaluates), and after every node is translated: libonnx 1.12's inference
-  // reads out of bounds on some malformed nodes (a ConvTranspose whose weight has rank 1), which
-  // translating them first refuses with a message.
-  const std::map<std::string, shape_t>& onnx_shapes() {
-    if (!onnx_shapes_) infer_onnx_shapes();
-    return *onnx_shapes_;
-  }
-  void infer_onnx_shapes() {
-    onnx_shapes_.emplace();
-    inferred_after_ = constants_set_;
-    const auto& src = model_.graph();
-    ::onnx::ModelProto m;
-    m.set_ir_version(std::max<std::int64_t>(model_.ir_version(), 4));  // initializers need not be inputs
-    *m.mutable_opset_import() = model_.opset_import();
-    *m.mutable_functions() = model_.functions();
-    auto* g = m.mutable_graph();
-    const auto is_constant = [&](const std::string& name) {
-      const auto it = values_.find(name);
-      return it != values_.end() && it->second.constant.has_value();
-    };
-    std::set<std::string> produced;
-    for (const auto& n : src.node()) {
-      const bool folded = n.output_size() > 0 && std::all_of(n.output().begin(), n.output().end(), is_constant);
-      if (folded) continue;
-      ::onnx::NodeProto* copy = g->add_node();
-      *copy = n;
-      if (!make_inferable(*copy)) {
-        g->mutable_node()->RemoveLast();  // its outputs stay without a shape
-        continue;
+  // ONNX's own shape inference, one node at a time (detail/infer.hpp): the output shapes of opaque
+  // nodes, and the check of every translated one. libonnx sees a node only with inputs whose shapes
+  // the importer knows and that pass its op's rank rule; its answers are kept per node.
+  const std::map<std::string, shape_t>& onnx_shapes_of(const ::onnx::NodeProto& n) {
+    const auto cached = inferred_.find(&n);
+    if (cached != inferred_.end()) return cached->second;
+    std::vector<known_input> in;
+    for (const std::string& name : n.input()) {
+      known_input k;
+      k.present = !name.empty();
+      const auto it = name.empty() ? values_.end() : values_.find(name);
+      if (it != values_.end()) {
+        const value& v = it->second;
+        if (!(v.barrier && v.barrier->shape_unknown)) k.shape = v.shape;
+        k.type = v.type;
+        if (v.constant) k.constant = &*v.constant;
       }
-      produced.insert(n.output().begin(), n.output().end());
+      in.push_back(std::move(k));
     }
-    // Constants as initializers, large ones (weights) as inputs of their type and shape: inference
-    // reads the values of shape operands only, and the copy stays small.
-    for (const auto& [name, v] : values_) {
-      if (!v.constant || produced.count(name)) continue;
-      if (v.constant->bytes.size() <= 4096) {
-        *g->add_initializer() = to_tensor_proto(*v.constant, name);
-        continue;
-      }
-      auto* in = g->add_input();
-      in->set_name(name);
-      auto* tt = in->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(dtype_to_onnx(v.type));
-      for (std::int64_t d : v.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-    for (const auto& in : src.input()) {
-      const auto it = values_.find(in.name());
-      if (it == values_.end() || it->second.constant || !in.type().has_tensor_type()) continue;
-      auto* copy = g->add_input();
-      *copy = in;
-      auto* shape = copy->mutable_type()->mutable_tensor_type()->mutable_shape();
-      shape->clear_dim();
-      for (std::int64_t d : it->second.shape) shape->add_dim()->set_dim_value(d);
-    }
-    *g->mutable_output() = src.output();
-    try {
-      ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(),
-                                           ::onnx::ShapeInferenceOptions(false, 0, true));
-    } catch (const std::exception&) {
-      return;  // inference is a cross-check and a source for opaque shapes, not a requirement
-    }
-    const auto collect = [&](const ::onnx::ValueInfoProto& vi) {
-      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-      shape_t s;
-      for (const auto& d : vi.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
-        s.push_back(d.dim_value());
-      }
-      (*onnx_shapes_)[vi.name()] = s;
-    };
-    for (const auto& vi : g->value_info()) collect(vi);
-    for (const auto& vi : g->output()) collect(vi);
-  }
-  // Prepares `n` (of the copy it infers) for libonnx 1.12's inference; false when the inference
-  // would read out of bounds on it. Its Conv and ConvTranspose inference takes the kernel's extents from W's dims 2.. and
-  // indexes per-dim attributes sized by X's rank with them, and reads W's dim 1: so W must be a
-  // constant of rank 3 or more, whose extents become the node's kernel_shape (then a rank mismatch is
-  // an inference error, not a crash), and of X's rank where the importer knows it.
-  bool make_inferable(::onnx::NodeProto& n) const {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") return true;
-    if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose") return true;
-    if (n.input_size() < 2) return false;
-    const auto w = values_.find(n.input(1));
-    if (w == values_.end() || !w->second.constant || w->second.shape.size() < 3) return false;
-    if (const auto x = values_.find(n.input(0)); x != values_.end() && x->second.shape.size() != w->second.shape.size())
-      return false;
-    for (const auto& a : n.attribute())
-      if (a.name() == "kernel_shape") return true;
-    auto* k = n.add_attribute();
-    k->set_name("kernel_shape");
-    k->set_type(::onnx::AttributeProto::INTS);
-    for (std::size_t d = 2; d < w->second.shape.size(); ++d) k->add_ints(w->second.shape[d]);
-    return true;
+    std::map<std::string, shape_t> shapes;
+    if (inferable(n, "ONNX node '" + n.name() + "'", in, result_.opset, schema_opset_))
+      shapes = infer_node(n, in, result_.opset);
+    return inferred_.emplace(&n, std::move(shapes)).first->second;
   }
 
   // A graph output that is no network value (a detector's boxes, of a size known only at run time)
@@ -430,26 +353,24 @@ class importer {
     result_.unsupported.at(b.listed).node = name;
   }
 
-  // An opaque node's output shape: ONNX's inference (again, with the constants folded since), or
-  // else the shape a graph output declares.
-  std::optional<shape_t> opaque_output_shape(const std::string& name) {
-    if (const auto it = onnx_shapes().find(name); it != onnx_shapes().end()) return it->second;
-    if (inferred_after_ != constants_set_) {
-      infer_onnx_shapes();
-      if (const auto it = onnx_shapes_->find(name); it != onnx_shapes_->end()) return it->second;
-    }
+  // An opaque node's output shape: ONNX's inference of its node, or else the shape a graph output
+  // declares.
+  std::optional<shape_t> opaque_output_shape(const ::onnx::NodeProto& n, const std::string& name) {
+    const auto& inferred = onnx_shapes_of(n);
+    if (const auto it = inferred.find(name); it != inferred.end()) return it->second;
     for (const auto& out : model_.graph().output())
       if (out.name() == name && out.type().has_tensor_type() && out.type().tensor_type().has_shape())
         return resolved_shape(out.type().tensor_type().shape(), nullptr);
     return std::nullopt;
   }
 
-  // Every translated output's shape against ONNX's inference, where it has one.
+  // Every translated output's shape against ONNX's inference of the node that writes it, where it
+  // has one.
   void check_onnx_shapes() {
-    if (shape_checks_.empty()) return;
-    if (onnx_shapes_ && inferred_after_ != constants_set_) infer_onnx_shapes();
-    const auto& inferred = onnx_shapes();
     for (const shape_check& c : shape_checks_) {
+      const auto p = producers_.find(c.value);
+      if (p == producers_.end()) continue;
+      const auto& inferred = onnx_shapes_of(*p->second);
       const auto it = inferred.find(c.value);
       if (it != inferred.end() && it->second != c.shape)
         memfmt::detail::fail(errc::shape_mismatch, c.node + ": output '" + c.value + "': the network infers " +
@@ -609,7 +530,6 @@ class importer {
   }
 
   void set_constant(const std::string& name, parameter p) {
-    ++constants_set_;
     value v;
     v.shape = p.shape;
     v.type = p.type;
@@ -817,7 +737,7 @@ class importer {
     for (int o = 0; o < outputs; ++o) {
       const std::string& out = r.proto().output(o);
       if (out.empty()) continue;
-      const std::optional<shape_t> s = opaque_output_shape(out);
+      const std::optional<shape_t> s = opaque_output_shape(r.proto(), out);
       if (!s || s->size() < 2 || s->size() > 5) {
         value v;
         v.barrier = value::barrier_output{inputs, !s, result_.unsupported.size()};
@@ -1885,6 +1805,13 @@ class importer {
   }
 
   void gemm(const node_reader& r) {
+    // ONNX's Gemm multiplies matrices; other ranks are a malformed model, not an op to plan around.
+    for (int i = 0; i < 2; ++i) {
+      const value& v = input_value(r, i);
+      if (v.shape.size() != 2 && !(v.barrier && v.barrier->shape_unknown))
+        r.fail(errc::invalid_argument, std::string(i == 0 ? "A " : "B ") + memfmt::detail::dims_to_string(v.shape) +
+                                           " has rank " + std::to_string(v.shape.size()) + ", not 2 (Gemm multiplies matrices)");
+    }
     const value& a = tensor_input(r, 0);
     const value* b = constant_input(r, 1, true);
     const value* c = constant_input(r, 2, false);
@@ -2144,10 +2071,9 @@ class importer {
   imported_model result_;
   std::map<std::string, value> values_;
   std::map<std::pair<std::string, shape_t>, graph::node_id> constant_nodes_;  // constant_node's, by ONNX name and shape
-  std::optional<std::map<std::string, shape_t>> onnx_shapes_;  // onnx_shapes(), once inferred
-  std::size_t constants_set_ = 0;   // set_constant() calls so far
+  std::map<const ::onnx::NodeProto*, std::map<std::string, shape_t>> inferred_;  // onnx_shapes_of(), per node
+  const std::int64_t schema_opset_ = schema_opset();
   std::int64_t folded_elements_ = 0;  // of the constants fold() made so far
-  std::size_t inferred_after_ = 0;  // ... when onnx_shapes_ was inferred
   struct shape_check {
     std::string node;  // node_reader::label()
     std::string value;
@@ -2179,11 +2105,21 @@ inline imported_model import_bytes(std::string_view bytes, const import_options&
   return import_model(model, options);
 }
 
+// Reads `path` (a regular file: a directory or device is refused by name) straight into the
+// ModelProto, one copy of its bytes, then imports it.
 inline imported_model import_file(const std::string& path, const import_options& options = {}) {
+  io::input_file f(path, "ONNX model");
+  // protobuf reads at most 2 GiB; larger models keep their weights in external data files.
+  if (f.size() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    memfmt::detail::fail(errc::unsupported, f.label() + " is " + std::to_string(f.size()) +
+                                                " bytes, past protobuf's 2 GiB (external data is not supported)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) memfmt::detail::fail(errc::invalid_argument, "cannot open ONNX model '" + path + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return import_bytes(bytes, options, "'" + path + "'");
+  ::onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    memfmt::detail::fail(errc::invalid_argument, f.label() + ": not a serialized ONNX ModelProto (" +
+                                                     std::to_string(f.size()) + " bytes)");
+  if (!model.has_graph()) memfmt::detail::fail(errc::invalid_argument, f.label() + ": the model has no graph");
+  return import_model(model, options);
 }
 
 }  // namespace memfmt::onnx
