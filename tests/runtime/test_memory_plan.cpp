@@ -3,10 +3,12 @@
 // bound and allocating everything, and bad lifetimes are errors naming the value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "../common/expect_error.hpp"
@@ -64,6 +66,49 @@ TEST(MemoryPlan, RandomInstancesNeverOverlapLiveValues) {
     EXPECT_EQ(p.live_peak_bytes, max_live(values, alignment)) << "trial " << trial;
     EXPECT_GE(p.arena_bytes, p.live_peak_bytes);
     EXPECT_LE(p.arena_bytes, p.total_bytes);
+  }
+}
+
+// The greedy-by-size placement written plainly: every placed value checked for each new one
+// (quadratic). plan_memory finds the same overlapping values through its index by first step.
+std::vector<std::int64_t> plain_greedy(const std::vector<value_lifetime>& v, std::int64_t alignment) {
+  std::vector<std::int64_t> size(v.size()), offsets(v.size(), 0);
+  for (std::size_t i = 0; i < v.size(); ++i) size[i] = (v[i].bytes + alignment - 1) / alignment * alignment;
+  std::vector<std::size_t> order(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size[a] > size[b]; });
+  std::vector<std::size_t> placed;
+  for (std::size_t i : order) {
+    if (size[i] == 0) continue;
+    std::vector<std::pair<std::int64_t, std::int64_t>> busy;
+    for (std::size_t j : placed)
+      if (memfmt::runtime::lifetimes_overlap(v[i], v[j])) busy.emplace_back(offsets[j], offsets[j] + size[j]);
+    std::sort(busy.begin(), busy.end());
+    std::int64_t at = 0;
+    for (const auto& [b, e] : busy) {
+      if (b - at >= size[i]) break;
+      at = std::max(at, e);
+    }
+    offsets[i] = at;
+    placed.push_back(i);
+  }
+  return offsets;
+}
+
+// Lifetimes short and long (past the index's 64-step span), dense and sparse steps.
+TEST(MemoryPlan, PlacesAsThePlainGreedyDoes) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<value_lifetime> values;
+    std::uniform_int_distribution<int> step(0, 20 + trial * 10), bytes(0, 4000), coin(0, 9);
+    for (int i = 0; i < 5 + trial; ++i) {
+      const int first = step(rng);
+      const int len = coin(rng) == 0 ? std::uniform_int_distribution<int>(60, 400)(rng) : std::uniform_int_distribution<int>(0, 8)(rng);
+      values.push_back({"v" + std::to_string(i), bytes(rng), first, first + len});
+    }
+    const memory_plan p = plan_memory(values, 64);
+    EXPECT_EQ(p.offsets, plain_greedy(values, 64)) << "trial " << trial;
+    EXPECT_EQ(p.live_peak_bytes, max_live(values, 64)) << "trial " << trial;
   }
 }
 

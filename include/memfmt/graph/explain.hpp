@@ -43,7 +43,9 @@ inline std::string explain(const network& net, const cost_model& model, const pl
     }
     os << ": " << c.bytes << " bytes, adds " << cost_string(c.cost) << " (" << model.conversion_source(net, c.value)
        << "), saves ";
-    if (c.saves)
+    if (c.saves_unknown)
+      os << "- (not computed: keeping " << to_string(c.from) << " is too far-reaching a question)";
+    else if (c.saves)
       os << cost_string(*c.saves) << " vs keeping " << to_string(c.from)
          << (*c.saves != c.cost   ? ""
              : c.kept_breaks > 0 ? " (a tie in cost: placed so memory-bound layers keep their producer's format)"

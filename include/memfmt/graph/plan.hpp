@@ -31,6 +31,7 @@ struct conversion {
   // The best total when these consumers run in `from` instead, minus the plan's total plus `cost`:
   // what the conversion buys. nullopt: a mandatory pin or missing support leaves no alternative.
   std::optional<cost_t> saves;
+  bool saves_unknown = false;  // saves not computed: the question was too far-reaching (solve.hpp)
   // On a cost tie (saves == cost): how many more memory-bound layers leave their producer's format
   // in that alternative (solve.hpp's second criterion); 0 when it is no tie or the tie is the
   // channels_last rule's.
@@ -43,6 +44,7 @@ struct node_decision {
   cost_t pin_penalty = 0;        // a violated preferred pin
   // The best total with this node in the other format minus the plan's total; nullopt: not allowed.
   std::optional<cost_t> flip_delta;
+  bool flip_unknown = false;  // flip_delta not computed: the question was too far-reaching (solve.hpp)
   // On a cost tie (flip_delta == 0): how many more memory-bound layers leave their producer's
   // format in the best plan with this node flipped; 0 when it is no tie or the tie is the
   // channels_last rule's.

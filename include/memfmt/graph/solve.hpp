@@ -91,6 +91,18 @@ inline cost_t add_cost(cost_t a, cost_t b, const char* what) {
   return r;
 }
 
+// The edges each of solve()'s `questions` what-if questions (flip_delta, saves) may look at: a
+// share of a fixed total (5e7 edges, about a quarter of a second), at least 1,000 each, which
+// covers every question of the models in graph/models.hpp. A question that needs more is answered "not computed"
+// (node_decision::flip_unknown); the plan itself is always the exact optimum. Without the budget a
+// chain of thousands of tied memory-bound layers (each question walks the chain to its ends) took
+// quadratic time: `memfmt plan` of a 10,000-Relu ONNX chain 523 s (bench_planner
+// BM_load_onnx_chain measures it).
+inline std::size_t question_budget(std::size_t questions) {
+  constexpr std::size_t total = 50000000, least = 1000;
+  return std::max(least, total / std::max<std::size_t>(questions, 1));
+}
+
 // The cut of one network's terms, built and solved once; optimum() is the plan's assignment and
 // forced() the optimum with some nodes fixed to a family, answered from the residual graph.
 class format_cut {
@@ -169,16 +181,22 @@ class format_cut {
   }
 
   // The optimum's total and inherit breaks when every node of `nodes` runs in `f` (formats left
-  // empty); nullopt when a node cannot run in `f`.
-  std::optional<assignment> forced(const std::vector<node_id>& nodes, family f) {
+  // empty); nullopt when a node cannot run in `f`, or, with `unknown` set, when the question looked
+  // at more than `budget` edges of the residual graph.
+  std::optional<assignment> forced(const std::vector<node_id>& nodes, family f, std::size_t budget, bool& unknown) {
+    unknown = false;
     std::vector<std::size_t> vertices;
     for (node_id id : nodes) {
       if (!t_.unary[id][index(f)]) return std::nullopt;
       vertices.push_back(var(id));
     }
-    const cost_t extra = graph_.extra_cut(vertices, f == family::channels_first, infinite_);
-    if (extra >= infinite_) return std::nullopt;
-    return score(cut_ + extra);
+    const std::optional<cost_t> extra = graph_.extra_cut(vertices, f == family::channels_first, infinite_, budget);
+    if (!extra) {
+      unknown = true;
+      return std::nullopt;
+    }
+    if (*extra >= infinite_) return std::nullopt;
+    return score(cut_ + *extra);
   }
 
  private:
@@ -235,7 +253,10 @@ inline std::string describe(const network& net, const cost_model& model, const p
   }
   if (binding && !binding->mandatory && binding->format != f)
     why += "; overrides preferred pin '" + binding->origin + "' (+" + cost_string(d.pin_penalty) + ")";
-  if (!d.flip_delta)
+  if (d.flip_unknown)
+    why += "; the cost of " + std::string(to_string(other(f))) + " here is not computed (too far from any layer with "
+           "a cost of its own)";
+  else if (!d.flip_delta)
     why += "; " + std::string(to_string(other(f))) + " not allowed";
   else if (*d.flip_delta == 0 && d.flip_breaks > 0 && n.kind == node_kind::constant)
     why += "; tie in cost with " + std::string(to_string(other(f))) + ", unlike " + std::to_string(d.flip_breaks) +
@@ -262,9 +283,10 @@ inline plan solve(const network& net, const cost_model& model) {
   detail::format_cut cut(net, terms);
   const detail::assignment best = cut.optimum();
   plan p = make_plan(net, model, best.formats);
+  const std::size_t budget = detail::question_budget(net.size() + p.conversions.size());
   for (node_id id = 0; id < net.size(); ++id) {
     if (!best.formats[id]) continue;
-    if (const auto alt = cut.forced({id}, other(*best.formats[id]))) {
+    if (const auto alt = cut.forced({id}, other(*best.formats[id]), budget, p.nodes[id].flip_unknown)) {
       p.nodes[id].flip_delta = alt->total - p.total();
       if (alt->total == p.total()) p.nodes[id].flip_breaks = alt->inherit_breaks - best.inherit_breaks;
     }
@@ -272,7 +294,7 @@ inline plan solve(const network& net, const cost_model& model) {
   for (conversion& c : p.conversions) {
     std::vector<node_id> kept = c.consumers;
     kept.push_back(c.value);
-    if (const auto alt = cut.forced(kept, c.from)) {
+    if (const auto alt = cut.forced(kept, c.from, budget, c.saves_unknown)) {
       c.saves = alt->total - p.total() + c.cost;
       if (alt->total == p.total()) c.kept_breaks = alt->inherit_breaks - best.inherit_breaks;
     }

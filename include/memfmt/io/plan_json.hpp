@@ -44,7 +44,9 @@ inline json optional_cost(const std::optional<graph::cost_t>& c) { return c ? js
 
 }  // namespace detail
 
-inline std::string network_fingerprint(const graph::network& net) { return detail::fnv1a(network_to_json(net).dump()); }
+inline std::string network_fingerprint(const graph::network& net) {
+  return detail::fnv1a(io::dump_json(network_to_json(net), -1, "network"));
+}
 
 // Each node's cost in both families (null: unsupported), its pin penalties and its conversion cost.
 inline std::string cost_fingerprint(const graph::network& net, const graph::cost_model& model) {
@@ -71,7 +73,8 @@ inline nlohmann::json plan_to_json(const graph::network& net, const graph::cost_
     layers.push_back({{"name", n.name}, {"kind", detail::kind_names(n.kind)},
                       {"format", d.format ? json(detail::family_names(*d.format)) : json(nullptr)},
                       {"cost_ns", d.cost}, {"pin_penalty_ns", d.pin_penalty},
-                      {"flip_delta_ns", detail::optional_cost(d.flip_delta)}, {"reason", d.reason}});
+                      {"flip_delta_ns", detail::optional_cost(d.flip_delta)}, {"flip_delta_computed", !d.flip_unknown},
+                      {"reason", d.reason}});
   }
   json conversions = json::array();
   std::int64_t bytes = 0;
@@ -81,7 +84,8 @@ inline nlohmann::json plan_to_json(const graph::network& net, const graph::cost_
     bytes += c.bytes;
     conversions.push_back({{"value", net.at(c.value).name}, {"from", detail::family_names(c.from)},
                            {"to", detail::family_names(c.to)}, {"consumers", users}, {"relabel", c.relabel},
-                           {"bytes", c.bytes}, {"cost_ns", c.cost}, {"saves_ns", detail::optional_cost(c.saves)}});
+                           {"bytes", c.bytes}, {"cost_ns", c.cost}, {"saves_ns", detail::optional_cost(c.saves)},
+                           {"saves_computed", !c.saves_unknown}});
   }
   json permuted = json::array();
   for (graph::node_id id : p.permuted_linears) permuted.push_back(net.at(id).name);
@@ -137,7 +141,7 @@ inline loaded_plan plan_from_json(const nlohmann::json& j, const graph::network&
 
 inline std::string save_plan(const graph::network& net, const graph::cost_model& model, const graph::plan& p,
                              std::string_view policy = "optimal") {
-  return plan_to_json(net, model, p, policy).dump(1) + "\n";
+  return io::dump_json(plan_to_json(net, model, p, policy), 1, "plan file") + "\n";
 }
 inline loaded_plan load_plan(std::string_view text, const graph::network& net, const graph::cost_model& model) {
   return plan_from_json(detail::parse(text, "plan file"), net, model);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -89,24 +90,42 @@ inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t 
     plan.total_bytes = memfmt::detail::checked_add(plan.total_bytes, size[i], "memory plan: total bytes");
   }
   // The lower bound: at each step where some value starts, the sum of the sizes live then (the live
-  // set only grows at a start, so the maximum is reached at one).
-  for (const value_lifetime& v : values) {
-    std::int64_t live = 0;
-    for (std::size_t j = 0; j < values.size(); ++j)
-      if (values[j].first <= v.first && v.first <= values[j].last) live += size[j];
+  // set only grows at a start, so the maximum is reached at one). A sweep over starts and ends:
+  // at one step, ends of the step before are taken out before the starts are added.
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;  // (step, +size at first, -size after last)
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    events.emplace_back(values[i].first, size[i]);
+    events.emplace_back(memfmt::detail::checked_add(values[i].last, std::int64_t{1}, "memory plan: step"), -size[i]);
+  }
+  std::sort(events.begin(), events.end());  // at one step, the negative (ending) sizes first
+  std::int64_t live = 0;
+  for (const auto& [step, delta] : events) {
+    live += delta;
     plan.live_peak_bytes = std::max(plan.live_peak_bytes, live);
   }
   std::vector<std::size_t> order(values.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size[a] > size[b]; });
   plan.offsets.assign(values.size(), 0);
-  std::vector<std::size_t> placed;
+  // The placed values by first step, so that those live at the same time as a new one are found
+  // without scanning every placed value (a chain of 100,000 layers was quadratic here): a value
+  // spanning at most `short_span` steps is indexed by its first step, a longer one kept in a list
+  // that every search scans (few values live long: skip connections, graph inputs and outputs).
+  constexpr std::int64_t short_span = 64;
+  std::map<std::int64_t, std::vector<std::size_t>> short_by_first;
+  std::vector<std::size_t> long_lived;
+  std::vector<std::pair<std::int64_t, std::int64_t>> busy;
   for (std::size_t i : order) {
     if (size[i] == 0) continue;
     // The placed values live at the same time, by offset; take the first gap that holds size[i].
-    std::vector<std::pair<std::int64_t, std::int64_t>> busy;
-    for (std::size_t j : placed)
+    busy.clear();
+    const auto add_if_overlapping = [&](std::size_t j) {
       if (lifetimes_overlap(values[i], values[j])) busy.emplace_back(plan.offsets[j], plan.offsets[j] + size[j]);
+    };
+    const std::int64_t from = values[i].first - short_span;  // first >= 0: no overflow
+    for (auto it = short_by_first.lower_bound(from); it != short_by_first.end() && it->first <= values[i].last; ++it)
+      for (std::size_t j : it->second) add_if_overlapping(j);
+    for (std::size_t j : long_lived) add_if_overlapping(j);
     std::sort(busy.begin(), busy.end());
     std::int64_t at = 0;
     for (const auto& [b, e] : busy) {
@@ -115,7 +134,8 @@ inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t 
     }
     plan.offsets[i] = at;
     plan.arena_bytes = std::max(plan.arena_bytes, memfmt::detail::checked_add(at, size[i], "memory plan: arena bytes"));
-    placed.push_back(i);
+    if (values[i].last - values[i].first <= short_span) short_by_first[values[i].first].push_back(i);
+    else long_lived.push_back(i);
   }
   plan.values = std::move(values);
   return plan;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -55,8 +56,13 @@ class residual_cut {
 
   // How much the minimum cut grows when every vertex of `forced` must lie on the source side
   // (to_source) or on the sink side; the residual graph is left as run() left it. A result >= limit
-  // means the cut needs at least `limit` more (used with the solver's "infinite").
-  std::int64_t extra_cut(const std::vector<std::size_t>& forced, bool to_source, std::int64_t limit) {
+  // means the cut needs at least `limit` more (used with the solver's "infinite"). nullopt: the
+  // question explored more than `budget` vertices and edges before it was answered. A question is
+  // local where the forced vertices lie near the source or sink (a layered network), but one inside
+  // a long run of vertices joined to neither (thousands of tied memory-bound layers in a chain)
+  // walks the run, so answering every node's question would be quadratic.
+  std::optional<std::int64_t> extra_cut(const std::vector<std::size_t>& forced, bool to_source, std::int64_t limit,
+                                        std::size_t budget = std::numeric_limits<std::size_t>::max()) {
     // New paths run inside the vertices that reach t (towards the source side) or that s reaches.
     const std::vector<char>& region = to_source ? reaches_sink_ : source_side_;
     std::vector<std::size_t> starts;
@@ -64,10 +70,14 @@ class residual_cut {
       if (region[v]) starts.push_back(v);
     if (starts.empty()) return 0;
     journal_on_ = true;
+    budget_ = budget;
     const std::int64_t extra = augment(starts, to_source ? t_ : s_, to_source, region, limit);
     for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) capacity_[it->first] = it->second;
     journal_.clear();
     journal_on_ = false;
+    const bool exhausted = budget_ == 0;
+    budget_ = std::numeric_limits<std::size_t>::max();
+    if (exhausted) return std::nullopt;
     return extra;
   }
 
@@ -86,6 +96,12 @@ class residual_cut {
     if (journal_on_) journal_.emplace_back(e, capacity_[e]);
   }
   long level(std::size_t v) const { return stamp_[v] == round_ ? level_[v] : -1; }
+  // One edge looked at; false once the question's budget is spent (then every search stops).
+  bool spend() {
+    if (budget_ == 0) return false;
+    --budget_;
+    return true;
+  }
 
   // Breadth-first levels from `starts` within `region`, stopping at the target's level.
   bool levels(const std::vector<std::size_t>& starts, std::size_t target, bool forward,
@@ -104,6 +120,7 @@ class residual_cut {
       const std::size_t v = queue_[head];
       if (target_level >= 0 && level_[v] >= target_level) break;
       for (std::size_t e : out_[v]) {
+        if (!spend()) return false;
         const std::size_t w = to_[e];
         if (usable(e, forward) <= 0 || stamp_[w] == round_ || (!region[w] && w != target)) continue;
         stamp_[w] = round_;
@@ -141,6 +158,7 @@ class residual_cut {
     for (;;) {
       std::size_t& i = next_[v];
       while (i < out_[v].size()) {
+        if (!spend()) return 0;
         const std::size_t e = out_[v][i];
         if (usable(e, forward) > 0 && level(to_[e]) == level_[v] + 1) break;
         ++i;
@@ -189,6 +207,7 @@ class residual_cut {
   std::vector<std::pair<std::size_t, std::int64_t>> journal_;
   std::vector<char> source_side_, reaches_sink_;
   std::size_t round_ = 0, s_ = 0, t_ = 0;
+  std::size_t budget_ = std::numeric_limits<std::size_t>::max();  // edges a question may still look at
   bool journal_on_ = false;
 };
 
