@@ -27,6 +27,16 @@ network rows of the same model, dtype, pass, batch and resolution: ratio_vs_<run
 images/s / the peer's (> 1: memfmt faster; JSON key "network_vs_peers", with "note" saying why a
 ratio is missing).
 
+The engines table (JSON "engines", only where bench_peers.py's rows include its "memfmt" runner: memfmt's
+command line on the ONNX file, taken in turns with the peers, each in its own process): per model, dtype,
+pass, batch and resolution memfmt's images/s, each engine's (pytorch_nchw, pytorch_channels_last,
+pytorch_compile, onnxruntime, openvino), ratio_vs_<engine> = memfmt / the engine, the fastest engine
+and memfmt over it, the reasons of rows that did not run ("unsupported on this CPU (...)" stays a
+row); the versions each engine's rows recorded ("engine_versions"); and where the "memfmt_passive"
+runner ran (bench.sh --omp-passive), memfmt under OMP_WAIT_POLICY=PASSIVE over its default waiting
+("omp_wait"). The goals take both ratios from this table where it has the case. engines.png draws
+memfmt / each engine per network and batch, a panel per dtype.
+
 The calibrated plan (policy optimal_calibrated) is checked per network run against the priors'
 plan (optimal), all_channels_last and pytorch_eager: ratio = calibrated images/s / the other's, and
 it holds when the ratio is >= 1 - --noise-margin (default 0.05) against optimal and
@@ -100,7 +110,7 @@ def load(docs):
 BUSY_OTHERS = 0.10
 BUSY_STEAL = 0.05
 # The stages whose timings the goals' ratios compare (bench.sh's stage names).
-RATIO_STAGES = ("bench_network", "bench_peers", "bench_network onnx")
+RATIO_STAGES = ("bench_network", "bench_peers", "bench_network onnx", "engines")
 
 
 MACHINE_LOAD_FORMAT = "memfmt.machine_load"
@@ -503,8 +513,11 @@ def peer_rows(rows):
         key = (b.get("model"), b.get("dtype"), b.get("pass"), b.get("batch"), b.get("resolution"), b.get("runner"))
         out[key] = {"model": b.get("model"), "dtype": b.get("dtype"), "pass": b.get("pass"), "batch": b.get("batch"),
                     "resolution": b.get("resolution"), "frames": b.get("frames"), "runner": b.get("runner"),
+                    "version": b.get("version"), "threads": b.get("threads"), "wait_policy": b.get("wait_policy"),
                     "ms_per_batch": None if b.get("error_occurred") else b.get("ms_per_batch"),
                     "images_per_s": None if b.get("error_occurred") else b.get("images_per_s"),
+                    "rounds": b.get("rounds"), "round_ms_per_batch": b.get("round_ms_per_batch"),
+                    **{k: b[k] for k in ("plan", "conversions", "compile_s") if k in b},
                     "status": "ok" if not b.get("error_occurred") else b.get("error_message", "error")}
     return list(out.values())
 
@@ -551,6 +564,114 @@ def network_vs_peers(nets, peers):
                 p["model"] == base_model(n["model"]) for p in peers):
             out.append(row)
     return out
+
+
+# The engines table (bench_peers.py's rounds in turns, each engine in its own process): memfmt's
+# command line on the ONNX file against PyTorch 2.x, torch.compile, ONNX Runtime and OpenVINO.
+MEMFMT_RUNNER = "memfmt"
+MEMFMT_PASSIVE = "memfmt_passive"
+ENGINE_PEERS = ("pytorch_nchw", "pytorch_channels_last", "pytorch_compile", "onnxruntime", "openvino")
+RUNNER_TITLES = {"memfmt": "memfmt", "memfmt_passive": "memfmt, OMP_WAIT_POLICY=PASSIVE",
+                 "pytorch_nchw": "PyTorch eager NCHW", "pytorch_channels_last": "PyTorch eager channels_last",
+                 "pytorch_compile": "torch.compile", "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO"}
+
+
+def engine_versions(peers):
+    """Per runner of the engines table, the versions its rows recorded (usually one)."""
+    out = {}
+    for p in peers:
+        if p["runner"] in (MEMFMT_RUNNER, MEMFMT_PASSIVE) + ENGINE_PEERS and p.get("version"):
+            out.setdefault(p["runner"], [])
+            if p["version"] not in out[p["runner"]]:
+                out[p["runner"]].append(p["version"])
+    return out
+
+
+def engines(peers):
+    """Per case (model, dtype, pass, batch, resolution) that has a memfmt runner row: memfmt's images/s,
+    each peer's, ratio_vs_<peer> = memfmt / the peer (> 1: memfmt faster; None where either did not run),
+    the fastest peer that ran and memfmt over it, and why a side did not run ("note")."""
+    groups, order = {}, []
+    for p in peers:
+        key = (p["model"], p["dtype"], p["pass"], p["batch"], p["resolution"])
+        if key not in groups:
+            groups[key] = {}
+            order.append(key)
+        groups[key][p["runner"]] = p
+    out = []
+    for key in order:
+        g = groups[key]
+        if MEMFMT_RUNNER not in g:
+            continue
+        m = g[MEMFMT_RUNNER]
+        mine = m["images_per_s"] if m["status"] == "ok" else None
+        row = {"model": key[0], "dtype": key[1], "pass": key[2], "batch": key[3], "resolution": key[4],
+               "memfmt": mine, "memfmt_plan": m.get("plan"), "memfmt_status": m["status"], "peers": {},
+               "status": {}}
+        notes = [] if mine else ["memfmt " + m["status"]]
+        best = None
+        for runner in ENGINE_PEERS:
+            p = g.get(runner)
+            ips = p["images_per_s"] if p and p["status"] == "ok" else None
+            row["peers"][runner] = ips
+            row["status"][runner] = p["status"] if p else "no row"
+            row["ratio_vs_" + runner] = mine / ips if mine and ips else None
+            if p and p["status"] != "ok":
+                notes.append(f"{RUNNER_TITLES[runner]}: {p['status']}")
+            if ips and (best is None or ips > row["peers"][best]):
+                best = runner
+        row["best_peer"] = best
+        row["ratio_vs_best_peer"] = row["ratio_vs_" + best] if best else None
+        pas = g.get(MEMFMT_PASSIVE)
+        if pas is not None:
+            passive = pas["images_per_s"] if pas["status"] == "ok" else None
+            row["memfmt_passive"] = passive
+            row["passive_over_default"] = passive / mine if passive and mine else None
+            if passive is None and pas["status"] != m["status"]:
+                notes.append("memfmt passive: " + pas["status"])
+        row["note"] = "; ".join(notes)
+        out.append(row)
+    return out
+
+
+def engines_markdown(rows, versions):
+    md = ["\n## memfmt vs today's engines (images/s; in brackets memfmt / the engine, > 1: memfmt faster; "
+          "each engine in its own process, rounds in turns, medians)\n"]
+    if versions:
+        seen = []
+        for r, v in versions.items():
+            for one in v:
+                if one not in seen:
+                    seen.append(one)
+        md.append("Versions: " + "; ".join(seen) + "\n")
+    present = [r for r in ENGINE_PEERS if any(row["status"][r] != "no row" for row in rows)]
+
+    def cell(row, runner):
+        ips = row["peers"][runner]
+        if ips is None:
+            st = row["status"][runner]
+            return "-" if st == "no row" else ("unsupported" if st.startswith("unsupported") else "not run")
+        ratio = row["ratio_vs_" + runner]
+        return fmt(ips) + (f" ({ratio:.2f}x)" if ratio is not None else "")
+
+    for dtype in sorted({r["dtype"] for r in rows}, key=lambda d: (d != "float32", d)):
+        sub = [r for r in rows if r["dtype"] == dtype]
+        md.append(f"\n**{dtype}**\n")
+        md.append(table(["network", "pass", "batch", "memfmt"] + [RUNNER_TITLES[r] for r in present]
+                        + ["vs best engine", "note"],
+                        [[r["model"], r["pass"], r["batch"], r["memfmt"] if r["memfmt"] is not None else
+                          ("unsupported" if r["memfmt_status"].startswith("unsupported") else "not run")]
+                         + [cell(r, p) for p in present]
+                         + [f"{r['ratio_vs_best_peer']:.2f}x {RUNNER_TITLES[r['best_peer']]}"
+                            if r["ratio_vs_best_peer"] is not None else "-", short(r["note"], 300)]
+                         for r in sub]))
+    passive = [r for r in rows if "memfmt_passive" in r]
+    if passive:
+        md.append("\n## memfmt's OpenMP waiting: the default against OMP_WAIT_POLICY=PASSIVE (images/s; same turns)\n")
+        md.append(table(["network", "dtype", "batch", "default", "PASSIVE", "PASSIVE / default"],
+                        [[r["model"], r["dtype"], r["batch"], r["memfmt"], r["memfmt_passive"],
+                          r["passive_over_default"]] for r in passive]))
+    return md
 
 
 NOISE_MARGIN = 0.05
@@ -611,10 +732,12 @@ GOAL_VS_ORT = 1.0
 PLANNED = (CALIBRATED, "optimal")  # the plan memfmt would run: calibrated where it ran, else the priors'
 
 
-def goals(vs, busy=""):
+def goals(vs, busy="", eng=()):
     """Per goal model and batch: the planned memfmt row's ratio to PyTorch channels_last (goal
     GOAL_VS_PYTORCH_CL) and the ONNX import's planned row's ratio to ONNX Runtime (goal GOAL_VS_ORT).
-    met is None where a side did not run; note says which."""
+    Where the engines table (eng: memfmt's command line and the peers in turns) has the case with a
+    memfmt number, both sides come from it (memfmt "memfmt run", policy the plan it kept). met is
+    None where a side did not run; note says which."""
     def planned(model, batch):
         rows = [v for v in vs if v["model"] == model and v["dtype"] == "float32" and v["pass"] == "inference"
                 and v["batch"] == batch and v["status"] == "ok"]
@@ -629,10 +752,18 @@ def goals(vs, busy=""):
         for batch in GOAL_BATCHES:
             row = {"model": model, "batch": batch}
             notes = []
+            turns = [e for e in eng if e["model"] == model and e["dtype"] == "float32" and e["pass"] == "inference"
+                     and e["batch"] == batch and e["memfmt"]]
             for side, memfmt_model, runner, goal in (("pytorch_channels_last", model, "pytorch_channels_last",
                                                       GOAL_VS_PYTORCH_CL),
                                                      ("onnxruntime", "onnx:" + model, "onnxruntime", GOAL_VS_ORT)):
-                m = planned(memfmt_model, batch)
+                if turns:
+                    e = turns[-1]
+                    m = {"policy": e["memfmt_plan"] or "memfmt run", "images_per_s": e["memfmt"],
+                         "peers": e["peers"], "ratio_vs_" + runner: e["ratio_vs_" + runner]}
+                    memfmt_model = "memfmt run " + model
+                else:
+                    m = planned(memfmt_model, batch)
                 ratio = m["ratio_vs_" + runner] if m else None
                 row[side] = {"memfmt": memfmt_model, "policy": m["policy"] if m else None,
                              "memfmt_images_per_s": m["images_per_s"] if m else None,
@@ -719,9 +850,10 @@ def table(headers, rows):
     return "\n".join([line, sep] + body)
 
 
-def charts(pairs, vs_peers, nets, out):
-    """ratios.png (per-layer NHWC/NCHW) and networks.png (images/s by policy and peer) with matplotlib;
-    returns the files written, or a reason why none were."""
+def charts(pairs, vs_peers, nets, out, eng=()):
+    """ratios.png (per-layer NHWC/NCHW), networks.png (images/s by policy and peer) and engines.png
+    (memfmt / each engine per network, batch and dtype) with matplotlib; returns the files written, or
+    a reason why none were."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -778,7 +910,46 @@ def charts(pairs, vs_peers, nets, out):
         fig.savefig(os.path.join(out, "networks.png"), dpi=110)
         plt.close(fig)
         written.append("networks.png")
+    if engines_chart(plt, eng, os.path.join(out, "engines.png")):
+        written.append("engines.png")
     return written, None if written else "charts skipped: no rows to draw"
+
+
+def engines_chart(plt, eng, path):
+    """One panel per dtype: per network and batch a bar per engine, memfmt's images/s over the engine's on
+    a log scale (right of 1: memfmt faster). False when no ratio exists."""
+    panels = []
+    for dtype in sorted({e["dtype"] for e in eng}, key=lambda d: (d != "float32", d)):
+        sub = [e for e in eng if e["dtype"] == dtype and e["pass"] == "inference"]
+        if any(e["ratio_vs_" + r] for e in sub for r in ENGINE_PEERS):
+            panels.append((dtype, sub))
+    if not panels:
+        return False
+    colours = {"pytorch_nchw": "#bbb", "pytorch_channels_last": "#888", "pytorch_compile": "#555",
+               "onnxruntime": "#37a", "openvino": "#a53"}
+    height = max(len(sub) for _, sub in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 1.2 + 0.55 * height), squeeze=False)
+    for ax, (dtype, sub) in zip(axes.flat, panels):
+        runners = [r for r in ENGINE_PEERS if any(e["ratio_vs_" + r] for e in sub)]
+        width = 0.8 / max(len(runners), 1)
+        for j, r in enumerate(runners):
+            ys = [i + (j - (len(runners) - 1) / 2) * width for i in range(len(sub))]
+            vals = [math.log2(e["ratio_vs_" + r]) if e["ratio_vs_" + r] else 0 for e in sub]
+            ax.barh(ys, vals, height=width, color=colours.get(r, "#999"), label=RUNNER_TITLES.get(r, r))
+        ax.set_yticks(range(len(sub)), [f"{e['model']} b{e['batch']}" for e in sub], fontsize=7)
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", linewidth=0.8)
+        ratios = [e["ratio_vs_" + r] for e in sub for r in runners if e["ratio_vs_" + r]]
+        steps = ((0.125, 0.25, 0.5, 1, 2, 4, 8, 16) if max(ratios) / min(ratios) > 4
+                 else (0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3))  # labels that do not overlap
+        ticks = [t for t in steps if min(ratios) / 1.3 <= t <= max(ratios) * 1.3]
+        ax.set_xticks([math.log2(t) for t in ticks or [1]], [f"{t:g}x" for t in ticks or [1]], fontsize=7)
+        ax.set_title(f"memfmt / engine, {dtype} inference (right of the line: memfmt faster)", fontsize=8)
+        ax.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def main():
@@ -849,10 +1020,15 @@ def main():
                         [[s["model"], s["dtype"], s["pass"], s["batch"], ", ".join(s["policies"]), s["fastest_ms"],
                           s["slowest_ms"], s["spread"], verdict(s["consistent"])] for s in spread]))
     stages = machine_load(docs)
-    goal_rows = goals(vs, busy_note(stages)) if nets else []
+    eng = engines(peers)
+    eng_versions = engine_versions(peers)
+    if eng:
+        md += engines_markdown(eng, eng_versions)
+    goal_rows = goals(vs, busy_note(stages), eng) if nets or eng else []
     if goal_rows:
         md.append("\n## Goals: memfmt >= %gx PyTorch channels_last, memfmt's ONNX import >= %gx ONNX Runtime "
-                  "(float32 inference; memfmt runs %s where it ran, else optimal)\n"
+                  "(float32 inference; from the engines table where it has the case, memfmt run on the ONNX file in "
+                  "turns with the peers; else bench_network, which runs %s where it ran, else optimal)\n"
                   % (GOAL_VS_PYTORCH_CL, GOAL_VS_ORT, CALIBRATED))
         md.append(table(["network", "batch", "memfmt plan", "vs PyTorch channels_last", "met", "ONNX import plan",
                          "vs ONNX Runtime", "met", "note"],
@@ -861,10 +1037,15 @@ def main():
                           g["onnxruntime"]["policy"], g["onnxruntime"]["ratio"], verdict(g["onnxruntime"]["met"]),
                           g["note"]] for g in goal_rows]))
     if peers:
-        md.append("\n## Peers (bench_peers.py: PyTorch, ONNX Runtime; same threads)\n")
-        md.append(table(["network", "dtype", "pass", "batch", "resolution", "runner", "ms/batch", "images/s", "status"],
-                        [[p["model"], p["dtype"], p["pass"], p["batch"], p["resolution"], p["runner"],
-                          p["ms_per_batch"], p["images_per_s"], p["status"]] for p in peers]))
+        md.append("\n## Peers (bench_peers.py: memfmt's command line, PyTorch, ONNX Runtime, OpenVINO; same threads, "
+                  "each in its own process)\n")
+        md.append(table(["network", "dtype", "pass", "batch", "resolution", "runner", "version", "ms/batch", "images/s",
+                         "rounds (ms/batch)", "status"],
+                        [[p["model"], p["dtype"], p["pass"], p["batch"], p["resolution"], p["runner"], p.get("version"),
+                          p["ms_per_batch"], p["images_per_s"],
+                          ", ".join(fmt(float(t)) for t in p["round_ms_per_batch"])
+                          if p.get("round_ms_per_batch") else None,
+                          p["status"]] for p in peers]))
     over = overhead_rows(rows)
     if over:
         md.append("\n## memfmt wrapper vs a direct backend call (same primitive)\n")
@@ -899,12 +1080,14 @@ def main():
             json.dump({"layers": pairs, "wrapper_overhead": over, "conversion": conv, "network": nets,
                        "peers": peers, "network_vs_peers": vs, "noise_margin": a.noise_margin, "calibration": cal,
                        "calibration_by_model": by_model, "goals": goal_rows, "machine_load": stages,
-                       "same_plan_spread": spread,
+                       "same_plan_spread": spread, "engines": eng, "engine_versions": eng_versions,
+                       "omp_wait": [{k: r[k] for k in ("model", "dtype", "pass", "batch", "memfmt", "memfmt_passive",
+                                                       "passive_over_default")} for r in eng if "memfmt_passive" in r],
                        **({"gpu_network": [{k: v for k, v in t.items() if k != "_group"} for t in gpu_table],
                            "gpu_training_speedup": gpu_speedup, "gpu_headline": headline} if gpu_table else {}),
                        **({"planner": planner} if planner else {})},
                       f, indent=1)
-        written, why = charts(pairs, vs, nets, a.out)
+        written, why = charts(pairs, vs, nets, a.out, eng)
         if why:
             print("\nsummarize: " + why)
         print(f"\nwritten: {a.out}/" + ", ".join(["summary.md", "summary.json"] + written))

@@ -21,6 +21,7 @@ ONNX files have it. --output-fixture writes the input and PyTorch's output as a 
 """
 import argparse
 import importlib
+import inspect
 import json
 import struct
 import sys
@@ -143,9 +144,13 @@ def main():
 
     training = torch.onnx.TrainingMode.PRESERVE if a.keep_batchnorm else torch.onnx.TrainingMode.EVAL
     dynamic = {a.input_name: {0: "batch"}, a.output_name: {0: "batch"}} if a.dynamic_batch else None
-    torch.onnx.export(model, (x,), a.output, export_params=True, opset_version=a.opset, do_constant_folding=True,
-                      input_names=[a.input_name], output_names=[a.output_name], dynamic_axes=dynamic,
-                      training=training)
+    kwargs = dict(export_params=True, opset_version=a.opset, do_constant_folding=True, input_names=[a.input_name],
+                  output_names=[a.output_name], dynamic_axes=dynamic, training=training)
+    # PyTorch 2.9 and later export with torch.export (dynamo=True, which needs onnxscript) unless told
+    # otherwise; the TorchScript exporter writes the graphs memfmt's importer and its tests know.
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(model, (x,), a.output, **kwargs)
     params = sum(t.numel() for t in model.state_dict().values())
     print(f"export_onnx: {a.model} -> {a.output} (opset {a.opset}, input {shape}, {params} state_dict elements)")
     if a.output_fixture:

@@ -13,7 +13,10 @@ the GPU network table (bench_network_cudnn's rows, kept out of the CPU one): ima
 NHWC/NCHW, the training speedup per dtype, the ResNet-50 training headline and PyTorch on the same GPU
 (the planned row against it; a CPU peer or a failed GPU peer gives no ratio), absent without GPU rows;
 the Planner table (bench_planner's solve + explain CPU ms and ms per 1,000 nodes, recomputed here from
-the fixture's raw times and units), absent without its rows. It also checks bench_peers.py's --match
+the fixture's raw times and units), absent without its rows; the engines table (fixtures/engines.json:
+memfmt / each engine, the fastest engine, OMP_WAIT_POLICY=PASSIVE against the default, the goals from
+the same turns, unsupported bf16 rows kept with their reason); bench_peers.py's rounds in turns with a
+stand-in for memfmt's command line (no engine package needed). It also checks bench_peers.py's --match
 reading of the same network fixture and of the GPU one, and that its ONNX Runtime
 sessions start their threads on the process's startup CPUs. The PNG
 charts are checked only where matplotlib is importable. Exit 0 when every check holds, 1 otherwise.
@@ -256,6 +259,99 @@ def main():
             s = json.load(f)
         check("gpu_network" not in s and "GPU (cuDNN)" not in r.stdout, "no GPU rows: no GPU table")
         check("planner" not in s and "Planner" not in r.stdout, "no bench_planner rows: no Planner table")
+
+    # The engines table (fixtures/engines.json: memfmt's command line and the peers in turns): memfmt /
+    # each engine per case, the fastest engine, OMP_WAIT_POLICY=PASSIVE against the default, the goals
+    # from the same turns, and the rows that did not run keeping their reasons.
+    with tempfile.TemporaryDirectory() as out:
+        r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "summarize.py"), "--out", out,
+                            os.path.join(fixtures, "engines.json")], capture_output=True, text=True)
+        check(r.returncode == 0, f"summarize.py on engines.json: exit {r.returncode}: {r.stderr[-500:]}")
+        with open(os.path.join(out, "summary.json")) as f:
+            s = json.load(f)
+        eng = {(e["model"], e["dtype"], e["batch"]): e for e in s["engines"]}
+        check(sorted(eng) == [("mobilenet_v2", "float32", 8), ("resnet50", "bfloat16", 1), ("resnet50", "float32", 1)],
+              f"3 engine cases: {sorted(eng)}")
+        e = eng[("resnet50", "float32", 1)]
+        check(near(e["ratio_vs_pytorch_nchw"], 3.0) and near(e["ratio_vs_pytorch_channels_last"], 2.5)
+              and near(e["ratio_vs_onnxruntime"], 1.2) and near(e["ratio_vs_openvino"], 0.75),
+              f"memfmt 30 images/s over 10, 12, 25, 40: {e}")
+        check(e["best_peer"] == "openvino" and near(e["ratio_vs_best_peer"], 0.75), "the fastest engine: OpenVINO 40")
+        check(e["ratio_vs_pytorch_compile"] is None and "time limit" in e["note"], "a skipped engine: no ratio, reason")
+        check(near(e["passive_over_default"], 0.5) and e["memfmt_plan"] == "optimal_calibrated", "PASSIVE 15 / 30")
+        b = eng[("resnet50", "bfloat16", 1)]
+        check(b["memfmt"] is None and b["ratio_vs_openvino"] is None and b["peers"]["openvino"] == 50
+              and "needs avx512_core" in b["note"] and "no bfloat16 convolution" in b["note"],
+              f"bf16: memfmt unsupported on this CPU keeps its row, no ratio: {b}")
+        m = eng[("mobilenet_v2", "float32", 8)]
+        check(m["peers"]["pytorch_nchw"] is None and m["status"]["pytorch_nchw"] == "no row"
+              and near(m["ratio_vs_onnxruntime"], 0.8), f"an engine without a row: {m}")
+        check(s["engine_versions"]["onnxruntime"] == ["onnxruntime 1.32.0"]
+              and s["engine_versions"]["memfmt"] == ["memfmt 1234abc (oneDNN 2.6.3)"], "versions per engine")
+        wait = {(w["model"], w["dtype"]): w for w in s["omp_wait"]}
+        check(near(wait[("resnet50", "float32")]["passive_over_default"], 0.5)
+              and wait[("resnet50", "bfloat16")]["passive_over_default"] is None, f"omp_wait rows: {wait}")
+        g = {(x["model"], x["batch"]): x for x in s["goals"]}
+        pt, ort = g[("resnet50", 1)]["pytorch_channels_last"], g[("resnet50", 1)]["onnxruntime"]
+        check(near(pt["ratio"], 2.5) and pt["met"] is True and near(ort["ratio"], 1.2) and ort["met"] is True
+              and pt["memfmt"] == "memfmt run resnet50", f"goals from the engines table: {g[('resnet50', 1)]}")
+        check(g[("mobilenet_v2", 8)]["onnxruntime"]["met"] is False, "mobilenet b8: 200 / 250 misses 1.0")
+        check(re.search(r"\| resnet50 +\| inference \| 1 +\| 30 +\| 10 \(3\.00x\) +\| 12 \(2\.50x\) +\| not run +\| "
+                        r"25 \(1\.20x\) +\| 40 \(0\.75x\) +\| 0\.75x OpenVINO", r.stdout) is not None,
+                  "engines markdown row")
+        check("Versions: memfmt 1234abc (oneDNN 2.6.3); torch 2.15.0; onnxruntime 1.32.0; openvino 2026.4.1"
+              in r.stdout, "versions line")
+        path = os.path.join(out, "engines.png")
+        if importlib.util.find_spec("matplotlib") is not None:
+            with open(path, "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", "engines.png is a PNG")
+        else:
+            check(not os.path.exists(path), "no matplotlib: no engines.png")
+
+    # bench_peers.py with memfmt's runners only (no engine package needed): a stand-in `memfmt run`
+    # that answers 20 ms per image with the default waiting and 25 under OMP_WAIT_POLICY=PASSIVE, and
+    # refuses bfloat16 as oneDNN does on a CPU without avx512_core. Rounds in turns, medians, versions,
+    # reasons, and that the passive runner alone gets PASSIVE whatever the caller's environment says.
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = os.path.join(tmp, "memfmt")
+        with open(fake, "w") as f:
+            f.write(f"#!{sys.executable}\n" + """import json, os, sys
+args = sys.argv[1:]
+value = lambda flag: args[args.index(flag) + 1]
+if value("--dtype") == "bfloat16":
+    sys.exit("memfmt run: bfloat16 needs avx512_core, which oneDNN does not find on this CPU")
+ms = (25.0 if os.environ.get("OMP_WAIT_POLICY") == "PASSIVE" else 20.0) * int(value("--batch"))
+print(json.dumps({"policy": "all_channels_last", "ms_per_batch": ms, "repeat": int(value("--repeat")),
+                  "plan": {"conversions": 1}}))
+""")
+        os.chmod(fake, 0o755)
+        onnx_dir = os.path.join(tmp, "onnx")
+        os.makedirs(onnx_dir)
+        open(os.path.join(onnx_dir, "resnet50_224x224.onnx"), "w").close()  # exists: not exported
+        result = os.path.join(tmp, "peers.json")
+        env = dict(os.environ, OMP_WAIT_POLICY="ACTIVE")
+        r = subprocess.run([sys.executable, os.path.join(src, "benchmarks", "peers", "bench_peers.py"),
+                            "--models", "resnet50", "--batches", "1,8", "--dtypes", "float32,bfloat16", "--passes",
+                            "inference,training", "--runners", "memfmt,memfmt_passive", "--rounds", "3", "--gap", "0",
+                            "--min-reps", "2", "--reps", "4", "--case-seconds", "0", "--onnx-dir", onnx_dir,
+                            "--memfmt", fake, "--out", result], capture_output=True, text=True, env=env)
+        check(r.returncode == 0, f"bench_peers.py with a stand-in memfmt: exit {r.returncode}: {r.stderr[-500:]}")
+        with open(result) as f:
+            doc = json.load(f)
+        rows = {(b["runner"], b["dtype"], b["pass"], b["batch"]): b for b in doc["benchmarks"]}
+        check(len(rows) == 16, f"16 rows (2 runners x 2 dtypes x 2 passes x 2 batches), got {len(rows)}")
+        d, p = rows[("memfmt", "float32", "inference", 8)], rows[("memfmt_passive", "float32", "inference", 8)]
+        check(near(d["ms_per_batch"], 160.0) and near(d["images_per_s"], 50.0) and d["rounds"] == 3
+              and d["round_ms_per_batch"] == [160.0] * 3 and d["wait_policy"] == "default",
+              f"default waiting (the caller's ACTIVE dropped): 20 ms per image, 3 rounds: {d}")
+        check(near(p["ms_per_batch"], 200.0) and p["wait_policy"] == "PASSIVE", f"PASSIVE: 25 ms per image: {p}")
+        check(d["reps"] == 6 and d["plan"] == "all_channels_last", f"2 passes per round (--min-reps), plan: {d}")
+        check(d["version"].startswith("memfmt") and doc["context"]["memfmt"] == d["version"], "memfmt's version")
+        bf = rows[("memfmt", "bfloat16", "inference", 1)]
+        check(bf.get("error_occurred") and bf["error_message"] == "unsupported on this CPU (needs avx512_core)",
+              f"bf16 refused: {bf.get('error_message')}")
+        tr = rows[("memfmt", "float32", "training", 1)]
+        check(tr.get("error_occurred") and "inference" in tr["error_message"], "training: skipped with the reason")
 
     # bench_peers.py --match: the cases of the network fixture (no torch needed to read them).
     sys.path.insert(0, os.path.join(src, "benchmarks", "peers"))
