@@ -190,8 +190,10 @@ TEST_F(HostileFiles, DirectoriesAndDevicesAreRefusedByName) {
     expect_error([] { memfmt::io::read_timing_cache_file("/dev/zero"); }, errc::invalid_argument,
                  {"/dev/zero", "is a character device"});
   }
-  expect_error([&] { memfmt::io::read_plan_file(d + "/missing.json", memfmt::graph::network{}, {}); },
-               errc::invalid_argument, {"missing.json", "cannot be opened"});
+  const memfmt::graph::network none;
+  const memfmt::graph::cost_model model;
+  expect_error([&] { memfmt::io::read_plan_file(d + "/missing.json", none, model); }, errc::invalid_argument,
+               {"missing.json", "cannot be opened"});
 }
 
 // The first 8 bytes decide a 2 GiB file of zeros: a header length of 0. Reading the whole file

@@ -583,14 +583,15 @@ TEST(OnnxImport, ReductionsOverSpatialAxes) {
   b.input("x", {2, 3, 4, 5}).input("l", {2, 3, 4});
   b.output("s").output("n").output("h").output("f").output("c").output("w").output("t").output("i");
   b.node("ReduceSum", {"x"}, {"i"}).attr("noop_with_empty_axes", std::int64_t{1});  // no axes: the identity
-  b.node("ReduceSum", {"x"}, {"s"}).attr("axes", dims{2, 3});
+  b.ints("sum_hw", {2, 3}).ints("sum_12", {1, 2});  // ReduceSum's axes are an input from opset 13
+  b.node("ReduceSum", {"x", "sum_hw"}, {"s"});
   b.node("ReduceL2", {"x"}, {"n"}).attr("axes", dims{1, 2});
   b.node("ReduceMean", {"x"}, {"h"}).attr("axes", dims{2}).attr("keepdims", std::int64_t{0});
   b.node("ReduceMin", {"l"}, {"f"}).attr("axes", dims{2}).attr("keepdims", std::int64_t{0});
   b.node("ReduceSumSquare", {"l"}, {"c"}).attr("axes", dims{1}).attr("keepdims", std::int64_t{0});
   b.node("ReduceMax", {"x"}, {"w"}).attr("axes", dims{3}).attr("keepdims", std::int64_t{0});
   b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});
-  b.node("ReduceSum", {"xt"}, {"r"}).attr("axes", dims{1, 2});
+  b.node("ReduceSum", {"xt", "sum_12"}, {"r"});
   b.node("Transpose", {"r"}, {"t"}).attr("perm", dims{0, 3, 1, 2});
   const imported_model m = import_model(b.model());
   const auto expect_reduce = [&](const char* out, memfmt::reduce_op op, std::uint32_t axes, dims extents) {
@@ -1207,7 +1208,7 @@ TEST(OnnxImportErrors, MalformedModelsNameTheNodeAndValues) {
   {
     onnx_builder b = conv({2, 3, 3, 3});
     b.select_last_node().attr("strides", std::string("2"));
-    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"strides has type STRING"});
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'strides' has type STRING"});
   }
   {
     onnx_builder b = conv({2, 3, 3, 3});
@@ -1409,6 +1410,53 @@ TEST(OnnxInference, OnlyNodesWhoseRanksTheRuleAcceptsAreInferred) {
   const auto out = memfmt::onnx::detail::infer_node(node("Gemm", 2), shapes({{2, 4}, {4, 3}}), 13);
   ASSERT_EQ(out.count("out"), 1u);
   EXPECT_EQ(out.at("out"), (dims{2, 3}));
+}
+
+// TensorFlow-style "same" padding computed at run time, as PyTorch 2's TorchScript exporter writes
+// it for TF-ported models: pad = max((ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0), the max a
+// Clip. With Clip folded, every node of the arithmetic folds and the Pad is a layer: 10 x 9 with
+// k = 3, s = 2 pads H by (0, 1) and W by (1, 1), so the conv writes 5 x 5. Before, the Clip stayed
+// opaque, the Pad and the conv after it became barriers, and libonnx's inference of the Pad crashed.
+TEST(OnnxImport, SamePaddingComputedAtRunTimeFoldsIntoAPadLayer) {
+  onnx_builder b;
+  b.input("x", {1, 3, 10, 9}).floats("w", {4, 3, 3, 3}).output("y");
+  b.ints("hw", {2, 3}).ints("s", {2, 2}).ints("s_minus", {1, 1}).ints("kd", {3, 3}).ints("zero", {0}).ints("two", {2, 2});
+  b.ints("zeros2", {0, 0});
+  b.node("Shape", {"x"}, {"shape"}).node("Gather", {"shape", "hw"}, {"i"}).attr("axis", std::int64_t{0});
+  b.node("Add", {"i", "s_minus"}, {"i_up"}).node("Div", {"i_up", "s"}, {"blocks"});
+  b.node("Sub", {"blocks", "s_minus"}, {"b1"}).node("Mul", {"b1", "s"}, {"span"});
+  b.node("Add", {"span", "kd"}, {"need"}).node("Sub", {"need", "i"}, {"raw"});
+  b.node("Clip", {"raw", "zero"}, {"total"});
+  b.node("Div", {"total", "two"}, {"before"}).node("Sub", {"total", "before"}, {"after"});
+  b.node("Concat", {"zeros2", "before", "zeros2", "after"}, {"pads"}).attr("axis", std::int64_t{0});
+  b.node("Pad", {"x", "pads"}, {"padded"}, "same_pad");
+  b.node("Conv", {"padded", "w"}, {"y"}, "conv").attr("strides", dims{2, 2});
+  const imported_model m = import_model(b.model());
+  EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? "" : m.unsupported.front().op + ": " + m.unsupported.front().reason);
+  EXPECT_EQ(only(m, node_kind::conv).extents, (dims{1, 4, 5, 5}));
+}
+
+TEST(OnnxFold, ClipOfConstantsBothFormsAndIntegers) {
+  {
+    onnx_builder b;  // opset 13: bounds as inputs; int64 values keep every bit
+    b.ints("v", {-5, 3, std::int64_t{1} << 62}).ints("lo", {0}).ints("hi", {std::int64_t{1} << 61});
+    b.node("Clip", {"v", "lo", "hi"}, {"c"});
+    const auto& g = b.model().graph();
+    std::vector<memfmt::onnx::parameter> p;
+    for (int i = 0; i < 3; ++i) p.push_back(memfmt::onnx::to_parameter(g.initializer(i), "test"));
+    const memfmt::onnx::parameter out = fold_last_node(b, {&p[0], &p[1], &p[2]});
+    EXPECT_EQ(out.values<std::int64_t>("c"), (std::vector<std::int64_t>{0, 3, std::int64_t{1} << 61}));
+  }
+  {
+    onnx_builder b;  // an absent min: no lower bound
+    b.float_vector("v", {-2.5f, 0.5f, 7.f}).float_vector("hi", {1.f});
+    b.node("Clip", {"v", "", "hi"}, {"c"});
+    const auto& g = b.model().graph();
+    const memfmt::onnx::parameter v = memfmt::onnx::to_parameter(g.initializer(0), "test");
+    const memfmt::onnx::parameter hi = memfmt::onnx::to_parameter(g.initializer(1), "test");
+    const memfmt::onnx::parameter out = fold_last_node(b, {&v, nullptr, &hi});
+    EXPECT_EQ(out.values<float>("c"), (std::vector<float>{-2.5f, 0.5f, 1.f}));
+  }
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ inline nlohmann::json parse_json(std::string_view text, const std::string& what,
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::exception& e) {
-    memfmt::detail::fail(errc::invalid_argument, what + ": not valid JSON (" + memfmt::detail::printable(e.what(), 200) + ")");
+    memfmt::detail::fail(errc::invalid_argument, what + ": not valid JSON: " + memfmt::detail::printable(e.what(), 200));
   }
 }
 

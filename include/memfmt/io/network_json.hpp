@@ -511,7 +511,7 @@ inline void write_network_file(const std::string& path, const graph::network& ne
   detail::write_file(path, save_network(net), "network file");
 }
 inline graph::network read_network_file(const std::string& path) {
-  return load_network(detail::read_file(path, "network file"));
+  return network_from_json(detail::parse(detail::read_file(path, "network file"), "network file '" + path + "'"));
 }
 
 }  // namespace memfmt::io

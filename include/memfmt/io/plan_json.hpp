@@ -151,7 +151,7 @@ inline void write_plan_file(const std::string& path, const graph::network& net, 
   detail::write_file(path, save_plan(net, model, p, policy), "plan file");
 }
 inline loaded_plan read_plan_file(const std::string& path, const graph::network& net, const graph::cost_model& model) {
-  return load_plan(detail::read_file(path, "plan file"), net, model);
+  return plan_from_json(detail::parse(detail::read_file(path, "plan file"), "plan file '" + path + "'"), net, model);
 }
 
 }  // namespace memfmt::io

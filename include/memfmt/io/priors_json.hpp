@@ -122,7 +122,7 @@ inline std::string save_priors(const graph::cost_priors& p, std::string_view bac
 }
 inline graph::cost_priors load_priors(std::string_view text) { return priors_from_json(detail::parse(text, "priors file")); }
 inline graph::cost_priors read_priors_file(const std::string& path) {
-  return load_priors(detail::read_file(path, "priors file"));
+  return priors_from_json(detail::parse(detail::read_file(path, "priors file"), "priors file '" + path + "'"));
 }
 
 }  // namespace memfmt::io

@@ -100,7 +100,8 @@ inline void write_timing_cache_file(const std::string& path, const graph::timing
 }
 inline graph::timing_cache read_timing_cache_file(const std::string& path,
                                                   const std::optional<graph::cache_key>& expected = std::nullopt) {
-  return load_timing_cache(detail::read_file(path, "timing cache file"), expected);
+  return timing_cache_from_json(detail::parse(detail::read_file(path, "timing cache file"), "timing cache file '" + path + "'"),
+                                expected);
 }
 
 }  // namespace memfmt::io

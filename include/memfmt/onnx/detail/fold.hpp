@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -342,6 +343,29 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     return one(elementwise(r, {in[0], in[1]}, in[0]->type, [](const auto& d, const auto&) {
       const double v = std::pow(d[0], d[1]);
       return std::pair<double, std::int64_t>{v, saturating_int64(v)};
+    }));
+  }
+  if (op == "Clip") {
+    // max(x, 0) in TensorFlow-style "same" padding computed at run time: bounds are the attributes
+    // min and max before opset 11, the optional one-element inputs 1 and 2 from 11.
+    need(1);
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    std::int64_t lo_i = std::numeric_limits<std::int64_t>::min(), hi_i = std::numeric_limits<std::int64_t>::max();
+    if (opset < 11) {
+      if (r.has("min")) lo = r.get_float("min", 0.f), lo_i = saturating_int64(lo);
+      if (r.has("max")) hi = r.get_float("max", 0.f), hi_i = saturating_int64(hi);
+    } else {
+      for (std::size_t k = 1; k <= 2 && k < in.size(); ++k) {
+        if (!in[k]) continue;
+        if (in[k]->numel() != 1)
+          r.fail(errc::invalid_argument, std::string(k == 1 ? "min " : "max ") + memfmt::detail::dims_to_string(in[k]->shape) +
+                                             " is not one value");
+        (k == 1 ? lo : hi) = element_as_double(*in[k], 0);
+        (k == 1 ? lo_i : hi_i) = element_as_int64(*in[k], 0);
+      }
+    }
+    return one(elementwise(r, {in[0]}, in[0]->type, [&](const auto& d, const auto& i) {
+      return std::pair<double, std::int64_t>{std::min(std::max(d[0], lo), hi), std::min(std::max(i[0], lo_i), hi_i)};
     }));
   }
   if (op == "Min") return arith([](double a, double b) { return std::min(a, b); }, [](std::int64_t a, std::int64_t b) { return std::min(a, b); });

@@ -77,7 +77,8 @@ inline const std::map<std::string, rank_rule>& inference_rules() {
           "Erf", "Not", "Cast", "Identity", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
           "Selu", "Celu", "Mish", "Sin", "Cos", "IsNaN", "IsInf", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max",
           "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-          "Where", "Mod", "PRelu", "Dropout", "Shape", "Size", "NonZero", "Range"})
+          "Where", "Mod", "PRelu", "Dropout", "Shape", "Size", "NonZero", "LRN", "ThresholdedRelu", "Shrink",
+          "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "BitShift"})
       m[op] = any;
     m["Softmax"] = m["LogSoftmax"] = m["Hardmax"] = [](const rank_view& v) {
       return v.rank(0) >= 1 && v.axis_in("axis", -1, v.rank(0));
@@ -92,6 +93,13 @@ inline const std::map<std::string, rank_rule>& inference_rules() {
       return seen.size() == perm.size() && *seen.begin() >= 0 && *seen.rbegin() < static_cast<std::int64_t>(perm.size());
     };
     m["Reshape"] = [](const rank_view& v) { return v.rank(1) == 1; };
+    m["Range"] = [](const rank_view& v) { return v.count() == 3 && v.rank(0) == 0 && v.rank(1) == 0 && v.rank(2) == 0; };
+    m["Tile"] = [](const rank_view& v) { return v.rank(1) == 1 && v.vector_of(1, v.rank(0)); };
+    m["GatherElements"] = [](const rank_view& v) {
+      return v.rank(0) >= 1 && v.rank(1) == v.rank(0) && v.axis_in("axis", 0, v.rank(0));
+    };
+    m["CumSum"] = [](const rank_view& v) { return v.rank(0) >= 1 && v.rank(1) <= 1; };
+    m["Trilu"] = [](const rank_view& v) { return v.rank(0) >= 2; };
     m["Expand"] = [](const rank_view& v) { return v.rank(1) == 1; };
     m["ConstantOfShape"] = [](const rank_view& v) { return v.rank(0) == 1; };
     m["Flatten"] = [](const rank_view& v) { return v.axis_in("axis", 1, v.rank(0), true); };
