@@ -1459,4 +1459,17 @@ TEST(OnnxFold, ClipOfConstantsBothFormsAndIntegers) {
   }
 }
 
+// Found by fuzz_onnx_import's structure-aware mutator: Unsqueeze of a constant with an axis given
+// twice inserted past the end of the shape (a heap overflow under ASan). ONNX requires distinct axes.
+TEST(OnnxImportErrors, UnsqueezeAxesTwiceIsAnError) {
+  using memfmt::errc;
+  onnx_builder b;
+  b.input("x", {1, 3, 4, 4}).ints("v", {7}).ints("axes", {1, 1}).output("y");
+  b.node("Squeeze", {"v"}, {"s"});
+  b.node("Unsqueeze", {"s", "axes"}, {"u"}, "unsqueeze");
+  b.node("Relu", {"x"}, {"y"});
+  memfmt_test::expect_error([&] { import_model(b.model()); }, errc::invalid_argument,
+                            {"'unsqueeze' (Unsqueeze)", "axes [1, 1]", "twice"});
+}
+
 }  // namespace

@@ -432,6 +432,11 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     const std::size_t rank = in[0]->shape.size() + axes.size();
     for (auto& a : axes) a = normalize_axis(r, a, rank);
     std::sort(axes.begin(), axes.end());
+    // Inserted in increasing order, each axis is at most the rank so far, if no axis repeats (found
+    // by fuzz_onnx_import's structure-aware mutator: axes [1, 1] of a scalar inserted past the end).
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+      r.fail(errc::invalid_argument, "Unsqueeze axes " + memfmt::detail::dims_to_string(axes_of(r, in, opset)) +
+                                         " name an axis twice");
     shape_t s = in[0]->shape;
     for (std::int64_t a : axes) s.insert(s.begin() + a, 1);
     return one(reshaped(*in[0], s));
