@@ -253,6 +253,24 @@ inline void too_short(const std::string& where, std::uint64_t size) {
     fail(errc::invalid_argument, where + ": " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
 }
 
+// The store of a checked header: each tensor's bytes [begin, end) of the data buffer, which
+// `read_bytes(offset, destination, count)` copies, in host byte order.
+template <class ReadBytes>
+runtime::parameter_store to_store(const header_contents& h, ReadBytes&& read_bytes) {
+  runtime::parameter_store store;
+  store.metadata = h.metadata;
+  for (const entry& e : h.entries) {
+    runtime::parameter p;
+    p.type = e.type;
+    p.shape = e.shape;
+    p.bytes.resize(static_cast<std::size_t>(e.end - e.begin));
+    if (!p.bytes.empty()) read_bytes(e.begin, p.bytes.data(), e.end - e.begin);
+    to_from_little_endian(p.bytes, size_of(e.type));
+    store.insert(e.name, std::move(p));
+  }
+  return store;
+}
+
 }  // namespace detail
 
 // Reads a whole safetensors file held in memory. `where` names it in messages (a path).
@@ -263,17 +281,9 @@ inline runtime::parameter_store read_safetensors(const std::byte* data, std::siz
   const std::uint64_t n = detail::header_length(where, bytes, size);
   const detail::header_contents h =
       detail::read_header(where, reinterpret_cast<const char*>(bytes + 8), static_cast<std::size_t>(n), size - 8 - n);
-  runtime::parameter_store store;
-  store.metadata = h.metadata;
-  for (const detail::entry& e : h.entries) {
-    runtime::parameter p;
-    p.type = e.type;
-    p.shape = e.shape;
-    p.bytes.assign(data + 8 + n + e.begin, data + 8 + n + e.end);
-    detail::to_from_little_endian(p.bytes, size_of(e.type));
-    store.insert(e.name, std::move(p));
-  }
-  return store;
+  return detail::to_store(h, [&](std::uint64_t offset, std::byte* out, std::uint64_t count) {
+    std::memcpy(out, data + 8 + n + offset, static_cast<std::size_t>(count));
+  });
 }
 
 inline runtime::parameter_store read_safetensors(const std::vector<std::byte>& file, const std::string& where = "safetensors") {
@@ -292,18 +302,9 @@ inline runtime::parameter_store load_safetensors(const std::string& path) {
   std::string text(static_cast<std::size_t>(n), '\0');
   f.read(8, text.data(), n);
   const detail::header_contents h = detail::read_header(path, text.data(), text.size(), f.size() - 8 - n);
-  runtime::parameter_store store;
-  store.metadata = h.metadata;
-  for (const detail::entry& e : h.entries) {
-    runtime::parameter p;
-    p.type = e.type;
-    p.shape = e.shape;
-    p.bytes.resize(static_cast<std::size_t>(e.end - e.begin));
-    if (!p.bytes.empty()) f.read(8 + n + e.begin, p.bytes.data(), e.end - e.begin);
-    detail::to_from_little_endian(p.bytes, size_of(e.type));
-    store.insert(e.name, std::move(p));
-  }
-  return store;
+  return detail::to_store(h, [&](std::uint64_t offset, std::byte* out, std::uint64_t count) {
+    f.read(8 + n + offset, out, count);
+  });
 }
 
 // The file bytes of a store. Tensors go in order of element size (largest first), then name, and the
