@@ -2,6 +2,7 @@
 """Run torchvision's models through ONNX and `memfmt run`, and compare with PyTorch's outputs.
 
   check_torchvision.py [--memfmt build/tools/memfmt] [--backend onednn] [--models resnet18,vit_b_16]
+                       [--exporters torchscript:17,dynamo:18,dynamo:20]
 
 Each model is exported by export_onnx.py (random weights, fixed seed, batch-norm statistics
 randomised) with PyTorch's output recorded beside it, then run by `memfmt run` in three plans (all
@@ -9,8 +10,14 @@ channels-first, all channels-last, optimal). A model passes when every plan's ou
 --rtol of the largest magnitude of PyTorch's. Token models (ViT, Swin) and detectors (their box
 decoding and non-maximum suppression), which memfmt plans around but does not run, pass when
 `memfmt plan` plans them and `memfmt run` refuses them with a message.
-Prints one line per model and plan; exits 1 when any fails. Needs python3-torch,
-python3-torchvision and numpy; the exports take a few minutes in all.
+Each model is exported once per --exporters entry, EXPORTER:OPSET: PyTorch's TorchScript exporter
+(every PyTorch), and torch.export's "dynamo" exporter, the default of PyTorch 2.9 and later (needs
+PyTorch 2.5 or later and onnxscript). The default is torchscript:13 under PyTorch 1.x, and under
+PyTorch 2 torchscript:17 plus dynamo at opsets 18 and 20 (Gelu is an op from 20), as people export
+today. Run it with the Python that has the PyTorch to check, for example the venv that
+scripts/bench.sh makes (build-bench/peers-venv/bin/python).
+Prints one line per model, exporter and plan; exits 1 when any fails. Needs torch, torchvision and
+numpy; the exports take a few minutes per exporter.
 """
 import argparse
 import json
@@ -81,15 +88,41 @@ def load_safetensors(path):
     return tensors
 
 
+def torch_version():
+    import torch
+
+    return torch.__version__
+
+
+def default_exporters():
+    """TorchScript at opset 13 under PyTorch 1.x; under PyTorch 2 also what people export with today."""
+    import torch
+
+    major, minor = (int(v) for v in torch.__version__.split(".")[:2])
+    if major < 2:
+        return ["torchscript:13"]
+    exporters = ["torchscript:17"]
+    try:
+        import onnxscript  # noqa: F401  (the dynamo exporter's dependency)
+
+        if (major, minor) >= (2, 5):
+            exporters += ["dynamo:18", "dynamo:20"]
+    except ImportError:
+        print("check_torchvision: no onnxscript, so no dynamo exporter runs", file=sys.stderr)
+    return exporters
+
+
 def run(cmd):
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def check(name, shape, kwargs, runnable, args, work):
-    base = os.path.join(work, name.replace(".", "_"))
+def check(name, shape, kwargs, runnable, exporter, args, work):
+    kind, opset = exporter.split(":")
+    base = os.path.join(work, name.replace(".", "_") + "." + kind + opset)
     fixture = ["--output-fixture", base + ".safetensors"] if runnable else []
     export = run([sys.executable, os.path.join(HERE, "export_onnx.py"), name, base + ".onnx", "--input-shape", shape,
-                  "--kwargs", kwargs] + fixture)
+                  "--kwargs", kwargs, "--exporter", kind, "--opset", opset] + fixture)
+    name = f"{name} ({exporter})"
     if export.returncode != 0:
         return [(name, "export", False, export.stdout.strip().splitlines()[-1])]
     if not runnable:
@@ -109,7 +142,8 @@ def check(name, shape, kwargs, runnable, args, work):
         r = run([args.memfmt, "run", base + ".onnx", "--input", base + ".safetensors", "--output", out,
                  "--backend", args.backend, "--policy", p, "--repeat", "1"])
         if r.returncode != 0:
-            rows.append((name, p, False, r.stdout.strip()[-300:]))
+            # The first refused node is the cause; the rest follow from it.
+            rows.append((name, p, False, " | ".join(r.stdout.strip().splitlines()[:2])[:400]))
             continue
         got = load_safetensors(out)["output"]
         if got.shape != expected.shape:
@@ -126,7 +160,13 @@ def main():
     p.add_argument("--backend", default="onednn", choices=["reference", "onednn", "cudnn"])
     p.add_argument("--models", help="comma-separated subset of the model names")
     p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--exporters", help="comma-separated EXPORTER:OPSET entries (torchscript or dynamo)")
     args = p.parse_args()
+    exporters = args.exporters.split(",") if args.exporters else default_exporters()
+    for e in exporters:
+        kind, _, opset = e.partition(":")
+        if kind not in ("torchscript", "dynamo") or not opset.isdigit():
+            p.error(f"exporter '{e}': EXPORTER:OPSET with EXPORTER torchscript or dynamo")
     chosen = MODELS
     if args.models:
         wanted = args.models.split(",")
@@ -136,11 +176,12 @@ def main():
         chosen = [m for m in MODELS if m[0] in wanted]
     failed = 0
     with tempfile.TemporaryDirectory(prefix="memfmt_torchvision_") as work:
-        for name, shape, kwargs, runnable in chosen:
-            for model, what, ok, detail in check(name, shape, kwargs, runnable, args, work):
-                failed += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {model:45s} {what:20s} {detail}", flush=True)
-    print(f"{len(chosen)} models, {failed} failures")
+        for exporter in exporters:
+            for name, shape, kwargs, runnable in chosen:
+                for model, what, ok, detail in check(name, shape, kwargs, runnable, exporter, args, work):
+                    failed += not ok
+                    print(f"{'ok  ' if ok else 'FAIL'} {model:60s} {what:20s} {detail}", flush=True)
+    print(f"{len(chosen)} models, exporters {', '.join(exporters)} (PyTorch {torch_version()}), {failed} failures")
     return 1 if failed else 0
 
 

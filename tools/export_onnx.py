@@ -115,7 +115,10 @@ def main():
     p.add_argument("--input-shape", default="1,3,224,224", help="comma-separated input extents (default 1,3,224,224)")
     p.add_argument("--kwargs", default="{}", help="JSON keyword arguments for the model's constructor")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--opset", type=int, default=13)
+    p.add_argument("--opset", type=int, help="the opset to write (default 13; 18 with --exporter dynamo)")
+    p.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+                   help="PyTorch's TorchScript exporter (default) or torch.export's (dynamo=True, PyTorch 2.5+, "
+                        "needs onnxscript), which PyTorch 2.9 and later use unless told otherwise")
     p.add_argument("--keep-batchnorm", action="store_true", help="keep BatchNormalization nodes (not folded)")
     p.add_argument("--dynamic-batch", action="store_true", help="make the batch dim symbolic")
     p.add_argument("--plain-init", action="store_true", help="keep PyTorch's batch-norm initialisation")
@@ -142,17 +145,28 @@ def main():
             raise SystemExit(f"export_onnx: {a.model} returns a dict without an 'out' entry ({list(returned)})")
         model = OutEntry(model).eval()
 
+    if a.opset is None:
+        a.opset = 18 if a.exporter == "dynamo" else 13
     training = torch.onnx.TrainingMode.PRESERVE if a.keep_batchnorm else torch.onnx.TrainingMode.EVAL
     dynamic = {a.input_name: {0: "batch"}, a.output_name: {0: "batch"}} if a.dynamic_batch else None
     kwargs = dict(export_params=True, opset_version=a.opset, do_constant_folding=True, input_names=[a.input_name],
                   output_names=[a.output_name], dynamic_axes=dynamic, training=training)
-    # PyTorch 2.9 and later export with torch.export (dynamo=True, which needs onnxscript) unless told
-    # otherwise; the TorchScript exporter writes the graphs memfmt's importer and its tests know.
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    if a.exporter == "dynamo":
+        if not has_dynamo:
+            raise SystemExit(f"export_onnx: PyTorch {torch.__version__} has no dynamo exporter (2.5 or later has)")
+        # torch.export's graphs keep BatchNormalization in eval mode and take no training mode; the
+        # weights stay inside the file, as the TorchScript exporter writes them.
+        del kwargs["training"]
+        kwargs.update(dynamo=True, external_data=False)
+        if a.keep_batchnorm:
+            print("export_onnx: the dynamo exporter keeps BatchNormalization anyway", file=sys.stderr)
+    elif has_dynamo:
+        # PyTorch 2.9 and later export with torch.export unless told otherwise.
         kwargs["dynamo"] = False
     torch.onnx.export(model, (x,), a.output, **kwargs)
     params = sum(t.numel() for t in model.state_dict().values())
-    print(f"export_onnx: {a.model} -> {a.output} (opset {a.opset}, input {shape}, {params} state_dict elements)")
+    print(f"export_onnx: {a.model} -> {a.output} ({a.exporter}, opset {a.opset}, input {shape}, {params} state_dict elements)")
     if a.output_fixture:
         with torch.no_grad():
             y = model(x)

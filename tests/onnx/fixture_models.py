@@ -17,7 +17,8 @@ UNet's centre-cropped skip connection, spatial Slice ops with steps; SmallSimAmN
 reductions along one spatial axis, ReduceSum / ReduceMean / ReduceMax / ReduceL1 over spatial axes
 and Pow by 2; SmallCoordAttNet coordinate attention, whose pooled H and W export as Transposes of
 the spatial dims and a Concat and Split along H, and a conv run on the transposed map (axial
-attention's H <-> W swap) on a non-square input. small_vit and small_swin (torchvision's
+attention's H <-> W swap) on a non-square input; SmallSamePadNet an EfficientNet ported from
+TensorFlow, whose "same" padding is computed from the input's shape at run time. small_vit and small_swin (torchvision's
 VisionTransformer and SwinTransformer) are token models, most of whose values are no network
 values: they are planned around, not run, and carry no output fixture.
 The committed files (model, and input with PyTorch's output) come from, in tests/onnx:
@@ -66,9 +67,18 @@ The committed files (model, and input with PyTorch's output) come from, in tests
   PYTHONPATH=. /usr/bin/python3 ../../tools/export_onnx.py fixture_models:small_swin \
       data/small_swin.onnx --input-shape 1,3,16,16
 
-(python3-torch 1.13, python3-torchvision 0.14: the same bytes again). record_training.py records one
+(python3-torch 1.13, python3-torchvision 0.14: the same bytes again). SmallSamePadNet, TensorFlow's
+"same" padding computed at run time, comes from PyTorch 2's TorchScript exporter at opset 17 (the
+export that crashed libonnx's inference), with the venv scripts/bench.sh makes (PyTorch 2.15):
+
+  PYTHONPATH=. ../../build-bench/peers-venv/bin/python ../../tools/export_onnx.py \
+      fixture_models:SmallSamePadNet data/small_same_pad_net.onnx --input-shape 1,3,18,16 --opset 17 \
+      --output-fixture data/small_same_pad_net.safetensors
+ record_training.py records one
 training step of the MobileNetV2, GroupNorm and LayerNorm2d models (data/*.training.safetensors).
 """
+import math
+
 import torch
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
@@ -322,6 +332,40 @@ class SmallCoordAttNet(torch.nn.Module):
         a_w = torch.sigmoid(self.conv_w(y_w.permute(0, 1, 3, 2)))
         x = x * a_w * a_h
         x = x + self.axial(x.transpose(2, 3)).transpose(2, 3)
+        return self.head(x)
+
+
+class SamePadConv2d(torch.nn.Conv2d):
+    """TensorFlow's "same" padding as models ported from TensorFlow compute it at run time (the
+    pattern of timm's Conv2dSame): pad = max((ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0) from
+    the input's extents, split with the odd pixel after. The exporters write it as Shape, Gather,
+    arithmetic, Clip (the max) and Concat feeding a Pad."""
+
+    def forward(self, x):
+        ih, iw = x.size()[-2:]
+        pads = []
+        for i, k, s, d in zip((ih, iw), self.kernel_size, self.stride, self.dilation):
+            pads.append(max((math.ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0))
+        ph, pw = pads
+        x = torch.nn.functional.pad(x, [pw // 2, pw - pw // 2, ph // 2, ph - ph // 2])
+        return torch.nn.functional.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+
+class SmallSamePadNet(torch.nn.Module):
+    """An EfficientNet ported from TensorFlow, small: strided "same" convolutions (even input, so
+    the padding is uneven), a depthwise 5x5 one, a dilated one, and SiLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = SamePadConv2d(3, 8, 3, stride=2)
+        self.dw = SamePadConv2d(8, 8, 5, stride=2, groups=8)
+        self.dilated = SamePadConv2d(8, 12, 3, dilation=2)
+        self.head = SamePadConv2d(12, 6, 2, stride=1)
+
+    def forward(self, x):
+        x = torch.nn.functional.silu(self.stem(x))
+        x = torch.nn.functional.silu(self.dw(x))
+        x = torch.nn.functional.silu(self.dilated(x))
         return self.head(x)
 
 

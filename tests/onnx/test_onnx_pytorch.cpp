@@ -58,10 +58,23 @@ TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
   for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net", "small_shufflenet_v2",
                            "small_super_resolution", "small_convnext", "small_convnext_opset13",
                            "small_layernorm2d_net", "small_groupnorm_net", "small_cbam_net",
-                           "small_focus_crop_net", "small_simam_net", "small_coord_att_net"}) {
+                           "small_focus_crop_net", "small_simam_net", "small_coord_att_net", "small_same_pad_net"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }
+}
+
+// TensorFlow's "same" padding computed at run time (Shape, Gather, arithmetic, Concat: PyTorch 2's
+// TorchScript exporter at opset 17) folds to constant pads: each Pad is a network pad layer, and
+// nothing is left to libonnx's shape inference.
+TEST(OnnxPyTorch, RunTimeSamePaddingImportsAsPadLayers) {
+  const memfmt::onnx::imported_model m =
+      memfmt::onnx::import_file(std::string(MEMFMT_ONNX_TEST_DATA) + "/small_same_pad_net.onnx");
+  EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+  int pads = 0;
+  for (std::size_t i = 0; i < m.network.size(); ++i)
+    pads += m.network.at(static_cast<memfmt::graph::node_id>(i)).kind == memfmt::graph::node_kind::pad;
+  EXPECT_EQ(pads, 4);
 }
 
 // /usr/bin/python3 with torch and torchvision, or why not.

@@ -95,6 +95,7 @@ imported_model import_model(const ::onnx::ModelProto& model, const import_option
 inline bool is_parameter_slot(const std::string& op, int index) {
   static const std::map<std::string, int> first_parameter = {
       {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1}, {"LayerNormalization", 1},
+      {"GroupNormalization", 1},
       {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
       {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
       {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"ReduceMin", 1}, {"ReduceSum", 1}, {"ReduceL1", 1},
@@ -446,7 +447,7 @@ class importer {
     static const std::set<std::string> ops = {
         "Transpose", "LayerNormalization", "Concat", "Slice", "Split", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum",
         "ReduceL1", "ReduceL2", "ReduceSumSquare", "MatMul", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
-        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Clip", "PRelu", "Identity", "Pow"};
+        "HardSwish", "HardSigmoid", "LeakyRelu", "Elu", "Softplus", "Mish", "Gelu", "Clip", "PRelu", "Identity", "Pow"};
     return ops.count(op) != 0;
   }
 
@@ -515,6 +516,8 @@ class importer {
     if (op == "DepthToSpace" || op == "SpaceToDepth") return depth_space(r, op == "DepthToSpace");
     if (op == "Transpose") return transpose(r);
     if (op == "LayerNormalization") return layer_norm(r);
+    if (op == "GroupNormalization") return group_norm(r);
+    if (op == "Gelu") return gelu(r);
     throw not_expressible{"no memfmt layer for this op"};
   }
 
@@ -1070,6 +1073,48 @@ class importer {
     set_tensor(r, id, x.lifted());
   }
 
+  // GroupNormalization (opset 18; PyTorch's nn.GroupNorm): a scale and bias of G values, one per
+  // group, repeated here over the group's channels; from opset 21 of C values, one per channel.
+  void group_norm(const node_reader& r) {
+    const value& x = tensor_input(r, 0);
+    require_spatial_input(x);
+    if (!r.has("num_groups")) r.fail(errc::invalid_argument, "has no num_groups");
+    const std::int64_t groups = r.get_int("num_groups", 0), c = x.shape[1];
+    if (groups < 1 || c % groups != 0)
+      r.fail(errc::invalid_argument, "num_groups " + std::to_string(groups) + " does not divide the " +
+                                         std::to_string(c) + " channels of " + memfmt::detail::dims_to_string(x.shape));
+    const value* scale = constant_input(r, 1, true);
+    const value* bias = constant_input(r, 2, true);
+    const bool per_group = result_.opset < 21;
+    const std::int64_t n = per_group ? groups : c;
+    for (const value* v : {scale, bias})
+      if (v->type != x.type || v->shape.size() != 1 || v->shape[0] != n)
+        r.fail(errc::shape_mismatch, "scale or bias " + memfmt::detail::dims_to_string(v->shape) + " must be [" +
+                                         std::to_string(n) + "] of the input's type (one per " +
+                                         (per_group ? "group, opset " : "channel, opset ") +
+                                         std::to_string(result_.opset) + ")");
+    const graph::node_id id = net().group_norm(layer_name(r, scale), *x.node, groups,
+                                               static_cast<double>(r.get_float("epsilon", 1e-5f)), true);
+    if (per_group && groups != c) {
+      parameter w = make_parameter(x.type, {c}, r.label()), b = make_parameter(x.type, {c}, r.label());
+      for (std::int64_t i = 0; i < c; ++i) {
+        const auto at = static_cast<std::size_t>(i), group = static_cast<std::size_t>(i / (c / groups));
+        store_element(w, at, element_as_double(*scale->constant, group), 0);
+        store_element(b, at, element_as_double(*bias->constant, group), 0);
+      }
+      bind_parameters(r, id, {{w, ""}, {b, ""}});
+    } else {
+      bind_parameters(r, id, {named(*scale), named(*bias)});
+    }
+    set_tensor(r, id, x.lifted());
+  }
+
+  // Gelu (opset 20): the exact GELU, or with approximate "tanh" PyTorch's tanh form.
+  void gelu(const node_reader& r) {
+    const std::string approximate = r.get_choice("approximate", "none", {"none", "tanh"});
+    activation(r, approximate == "tanh" ? memfmt::activation::gelu_tanh : memfmt::activation::gelu);
+  }
+
   void activation(const node_reader& r, const activation_params& f) {
     const value& x = tensor_input(r, 0);
     set_like(r, net().activation(layer_name(r, nullptr), *x.node, f), x);
@@ -1079,7 +1124,8 @@ class importer {
   static bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; }
 
   // x * (1 + erf(x / sqrt 2)) / 2 as exporters write the exact GELU (PyTorch: Div by sqrt 2, Erf,
-  // Add 1, Mul by x, Mul by 0.5; x * (1 / sqrt 2) and either operand order alike) is one gelu
+  // Add 1, Mul by x, Mul by 0.5, or the last two swapped; x * (1 / sqrt 2) and either operand order
+  // alike) is one gelu
   // activation, and the later nodes of the pattern are skipped. Each intermediate value must have
   // that one reader. Called with the first node (x op c, c constant); false where it is no GELU.
   bool gelu(const node_reader& r, const value& x, const std::string& x_name, const std::string& c_name,
@@ -1093,14 +1139,18 @@ class importer {
     const ::onnx::NodeProto* add = only_reader(erf->output(0));
     if (!add || add->op_type() != "Add" || add->input_size() != 2 || !near(scalar_constant(other_input(*add, erf->output(0))), 1.0))
       return false;
+    // Then * x, * 0.5 (the TorchScript exporter) or * 0.5, * x (the dynamo exporter).
     const ::onnx::NodeProto* mul = only_reader(add->output(0));
-    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2 || other_input(*mul, add->output(0)) != x_name) return false;
-    const ::onnx::NodeProto* half = only_reader(mul->output(0));
-    if (!half || half->op_type() != "Mul" || half->input_size() != 2 ||
-        !near(scalar_constant(other_input(*half, mul->output(0))), 0.5))
-      return false;
-    fused_.insert({erf, add, mul, half});
-    set_like(r, half->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::gelu), x);
+    if (!mul || mul->op_type() != "Mul" || mul->input_size() != 2) return false;
+    const std::string first = other_input(*mul, add->output(0));
+    const bool x_first = first == x_name;
+    if (!x_first && !near(scalar_constant(first), 0.5)) return false;
+    const ::onnx::NodeProto* last = only_reader(mul->output(0));
+    if (!last || last->op_type() != "Mul" || last->input_size() != 2) return false;
+    const std::string second = other_input(*last, mul->output(0));
+    if (x_first ? !near(scalar_constant(second), 0.5) : second != x_name) return false;
+    fused_.insert({erf, add, mul, last});
+    set_like(r, last->output(0), net().activation(layer_name(r, nullptr), *x.node, memfmt::activation::gelu), x);
     return true;
   }
 
@@ -1442,6 +1492,15 @@ class importer {
     }
     const auto outs = static_cast<std::int64_t>(r.proto().output_size());
     const std::int64_t extent = x.shape[a];
+    // From opset 18 num_outputs may stand for the sizes: parts of ceil(extent / n), the last smaller.
+    if (sizes.empty() && r.has("num_outputs")) {
+      const std::int64_t n = r.get_int("num_outputs", 0);
+      if (n != outs || n < 1 || n > extent)
+        r.fail(errc::invalid_argument, "num_outputs " + std::to_string(n) + " for " + std::to_string(outs) +
+                                           " outputs and axis " + std::to_string(a) + " of " + std::to_string(extent));
+      const std::int64_t part = (extent + n - 1) / n;
+      for (std::int64_t o = 0; o < n; ++o) sizes.push_back(std::min(part, extent - o * part));
+    }
     if (sizes.empty()) {
       if (outs < 1 || extent % outs != 0)
         r.fail(errc::invalid_argument, "axis " + std::to_string(a) + " of " + std::to_string(extent) +
@@ -1509,6 +1568,31 @@ class importer {
       if (!upsample && result_.opset >= 11)
         if (const value* z = constant_input(r, 3, false)) sizes = int64_values(*z->constant);
     }
+    // From opset 18 an axes attribute names the axes the scales or sizes are for; the others keep
+    // their extent.
+    if (!upsample && result_.opset >= 18 && r.has("axes")) {
+      const shape_t axes = r.get_ints("axes");
+      const std::size_t given = !sizes.empty() ? sizes.size() : scales.size();
+      if (given != axes.size())
+        r.fail(errc::invalid_argument, std::to_string(given) + (!sizes.empty() ? " sizes" : " scales") + " for axes " +
+                                           memfmt::detail::dims_to_string(axes));
+      std::vector<double> full_scales(rank, 1.0);
+      shape_t full_sizes = x.shape;
+      std::vector<bool> seen(rank, false);
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const auto d = static_cast<std::size_t>(normalize_axis(r, axes[i], rank));
+        if (seen[d]) r.fail(errc::invalid_argument, "axes " + memfmt::detail::dims_to_string(axes) + " repeat an axis");
+        seen[d] = true;
+        if (!sizes.empty()) full_sizes[d] = sizes[i];
+        else full_scales[d] = scales[i];
+      }
+      if (!sizes.empty()) sizes = full_sizes;
+      else scales = full_scales;
+    }
+    if (!sizes.empty() && result_.opset >= 18) {
+      const std::string policy = r.get_choice("keep_aspect_ratio_policy", "stretch", {"stretch", "not_larger", "not_smaller"});
+      if (policy != "stretch") throw not_expressible{"keep_aspect_ratio_policy " + policy};
+    }
     if (!sizes.empty() && sizes.size() != rank)
       r.fail(errc::invalid_argument, "sizes " + memfmt::detail::dims_to_string(sizes) + " for a rank " + std::to_string(rank) +
                                          " input");
@@ -1525,19 +1609,23 @@ class importer {
         sizes.push_back(static_cast<std::int64_t>(size));
       }
     if (sizes[0] != x.shape[0] || sizes[1] != x.shape[1]) throw not_expressible{"resizing N or C"};
+    // Opset 18's antialias filters only linear and cubic downscaling.
+    if (r.get_int("antialias", 0) != 0 && r.get_string("mode", "nearest") != "nearest")
+      for (std::size_t d = 2; d < rank; ++d)
+        if (sizes[d] < x.shape[d]) throw not_expressible{"antialiased downscaling"};
     std::string mode = r.get_choice("mode", "nearest", {"nearest", "linear", "bilinear", "cubic"});
     if (mode == "bilinear") mode = "linear";
     const std::string coord = upsample || result_.opset < 11
                                   ? std::string("asymmetric")
                                   : r.get_choice("coordinate_transformation_mode", "half_pixel",
                                                  {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                                  "tf_half_pixel_for_nn", "tf_crop_and_resize"});
+                                                  "tf_half_pixel_for_nn", "tf_crop_and_resize", "half_pixel_symmetric"});
     const std::string rounding = upsample || result_.opset < 11
                                      ? std::string("floor")
                                      : r.get_choice("nearest_mode", "round_prefer_floor",
                                                     {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
     if (mode == "cubic") throw not_expressible{"cubic resizing"};
-    if (coord == "tf_crop_and_resize") throw not_expressible{"tf_crop_and_resize"};
+    if (coord == "tf_crop_and_resize" || coord == "half_pixel_symmetric") throw not_expressible{coord};
     if (r.get_int("exclude_outside", 0) != 0) throw not_expressible{"exclude_outside 1"};
     static const std::map<std::string, memfmt::resample_coordinates> coordinates = {
         {"half_pixel", memfmt::resample_coordinates::half_pixel},
@@ -1600,6 +1688,24 @@ class importer {
     } else {
       pads = int64_values(*constant_input(r, 1, true)->constant);
       fill = scalar_input(r, 2, 0.0);
+      // From opset 18 an axes input names the axes that pads (2 entries per axis) are for.
+      if (r.inputs() > 3 && !r.proto().input(3).empty()) {
+        const shape_t axes = int64_values(*constant_input(r, 3, true)->constant);
+        if (pads.size() != 2 * axes.size())
+          r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " need " +
+                                             std::to_string(2 * axes.size()) + " entries for axes " +
+                                             memfmt::detail::dims_to_string(axes));
+        shape_t full(2 * rank, 0);
+        std::vector<bool> seen(rank, false);
+        for (std::size_t i = 0; i < axes.size(); ++i) {
+          const auto d = static_cast<std::size_t>(normalize_axis(r, axes[i], rank));
+          if (seen[d]) r.fail(errc::invalid_argument, "axes " + memfmt::detail::dims_to_string(axes) + " repeat an axis");
+          seen[d] = true;
+          full[d] = pads[i];
+          full[d + rank] = pads[i + axes.size()];
+        }
+        pads = full;
+      }
     }
     if (pads.size() != 2 * rank)
       r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " need " + std::to_string(2 * rank) +
@@ -1648,6 +1754,7 @@ class importer {
     const value& x = tensor_input(r, 0);
     if (target == x.shape) return alias(r.proto().output(0), x);
     if (decomposed_group_norm(r, x, target)) return;
+    if (gathered_transpose(r, x, target)) return;
     if (target.size() == 2 && target[0] == x.shape[0]) return flatten_to_matrix(r, x);
     if (target.size() > x.shape.size() && target.size() <= 6 && chain_follows(r.proto().output(0))) {
       value v;
@@ -1676,9 +1783,19 @@ class importer {
   // attention's pooled W). Of a split reshape, it is the middle of a chain. Any other is a barrier.
   void transpose(const node_reader& r) {
     const value& in = input_value(r, 0);
-    if (in.node) {
+    if (in.node) return transpose_value(r, in, transpose_perm(r, in.shape.size()), r.proto().output(0));
+    if (!in.chain || !in.chain->perm.empty()) throw not_expressible{"a transpose of a network value"};
+    value v = in;
+    v.chain->perm = transpose_perm(r, in.shape.size());
+    for (std::size_t d = 0; d < in.shape.size(); ++d) v.shape[d] = in.shape[static_cast<std::size_t>(v.chain->perm[d])];
+    values_[r.proto().output(0)] = std::move(v);
+  }
+
+  // Network value `in` transposed by `perm` as value `out` (transpose() says how).
+  void transpose_value(const node_reader& r, const value& in, const std::vector<std::int64_t>& perm,
+                       const std::string& out) {
+    {
       const std::size_t rank = in.shape.size();
-      const std::vector<std::int64_t> perm = transpose_perm(r, rank);
       // The network dim each output dim reads.
       std::vector<int> from(rank);
       for (std::size_t d = 0; d < rank; ++d) from[d] = network_axis(in, static_cast<std::size_t>(perm[d]));
@@ -1690,22 +1807,61 @@ class importer {
           value v = in;
           v.channels_last = c_last;
           v.shape = permuted(in.shape, perm);
-          values_[r.proto().output(0)] = std::move(v);
+          values_[out] = std::move(v);
           return;
         }
         value like;
         like.channels_last = c_last;
-        return set_like(r, net().transpose(layer_name(r, nullptr), *in.node, spatial_perm), like);
+        return set_like(r, out, net().transpose(layer_name(r, nullptr), *in.node, spatial_perm), like);
       }
       throw not_expressible{"transpose " + memfmt::detail::dims_to_string(perm) + " of " +
                             (in.channels_last ? "a channels-last view " : "a network value ") +
                             memfmt::detail::dims_to_string(in.shape) + " (N must stay first, C second or last)"};
     }
-    if (!in.chain || !in.chain->perm.empty()) throw not_expressible{"a transpose of a network value"};
-    value v = in;
-    v.chain->perm = transpose_perm(r, in.shape.size());
-    for (std::size_t d = 0; d < in.shape.size(); ++d) v.shape[d] = in.shape[static_cast<std::size_t>(v.chain->perm[d])];
-    values_[r.proto().output(0)] = std::move(v);
+  }
+
+  // A transpose as PyTorch 2's dynamo exporter writes an as_strided view (ConvNeXt's LayerNorm2d
+  // after its 1x1 pooling): x reshaped to one dim, then a Gather (axis 0) of constant indices, the
+  // flat offsets of x's elements in the order of some transpose of x. Called at the Reshape: the
+  // transpose as transpose() imports it, the Gather skipped; false where it is no such pair.
+  bool gathered_transpose(const node_reader& r, const value& x, const shape_t& target) {
+    const std::size_t rank = x.shape.size();
+    if (!x.node || target.size() != 1 || rank < 2 || rank > 5) return false;
+    const std::int64_t numel = memfmt::detail::checked_numel(x.shape, "reshape input");
+    // The comparison below reads every index once per candidate order (at most 120).
+    if (target[0] != numel || numel > (std::int64_t{1} << 20)) return false;
+    const ::onnx::NodeProto* gather = only_reader(r.proto().output(0));
+    if (!is_node(gather, "Gather", 2) || gather->input(0) != r.proto().output(0) || gather->output_size() != 1 ||
+        node_reader(*gather, "").get_int("axis", 0) != 0)
+      return false;
+    const std::optional<value> indices = constant_named(gather->input(1));
+    if (!indices || (indices->type != memfmt::dtype::int64 && indices->type != memfmt::dtype::int32) ||
+        indices->shape.size() != rank)
+      return false;
+    const shape_t at = int64_values(*indices->constant);
+    const shape_t strides = row_major_strides(x.shape);
+    std::vector<std::int64_t> perm(rank);
+    for (std::size_t d = 0; d < rank; ++d) perm[d] = static_cast<std::int64_t>(d);
+    do {
+      if (permuted(x.shape, perm) != indices->shape) continue;
+      // Element i of the transposed tensor (row-major over its dims) and its offset in x.
+      shape_t pos(rank, 0);
+      bool same = true;
+      for (std::int64_t i = 0; i < numel && same; ++i) {
+        std::int64_t offset = 0;
+        for (std::size_t d = 0; d < rank; ++d) offset += pos[d] * strides[static_cast<std::size_t>(perm[d])];
+        same = at[static_cast<std::size_t>(i)] == offset;
+        for (std::size_t d = rank; d-- > 0;) {
+          if (++pos[d] < indices->shape[d]) break;
+          pos[d] = 0;
+        }
+      }
+      if (!same) continue;
+      transpose_value(r, x, perm, gather->output(0));
+      fused_.insert(gather);
+      return true;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    return false;
   }
 
   // The chain's last Reshape: the layer that moves every element as the chain does (a channel
