@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The device check: what this project can only test on a GPU, in one run of about 8 minutes on a
+# The device check: what this project can only test on a GPU, in one run of at most 5 minutes on a
 # rented machine (one GPU, 16 cores; the repository copied there; CUDA and cuDNN installed, the
 # Debian packages of scripts/deps.sh perhaps not, and no network to fetch them).
-#   scripts/gpu_check.sh OUTDIR
+#   GPU_CHECK_BUNDLE=build-gpu-bundle/bundle.tar.xz scripts/gpu_check.sh OUTDIR   (built here by
+#       scripts/gpu_bundle.sh: no build on the GPU machine; the usual way, docs/building.md)
+#   scripts/gpu_check.sh OUTDIR                                                   (builds there)
+# The last line it prints is "N passed, N failed, N skipped" over the GPU tests' cases.
 # 1. notes the machine (nvidia-smi, nvcc, cuDNN, compilers) in OUTDIR/env.txt; where gtest or
 #    Google Benchmark is missing it tries scripts/deps.sh (as root, bounded) and otherwise builds
 #    what it can, saying what it left out;
@@ -20,6 +23,9 @@
 #    calibrated; 224x224), bench_conv_cudnn, bench_convert_cuda, bench_network_cudnn_b1 (ResNet-50);
 # 5. summarizes the JSON with benchmarks/summarize.py (summary.md, summary.json).
 # GPU_CHECK_CUDA_ARCH overrides native (e.g. 90; a dry run on a machine without a GPU needs it).
+# GPU_CHECK_BUNDLE=FILE unpacks that bundle (into GPU_CHECK_BUNDLE_DIR, default
+# /tmp/memfmt-gpu-bundle) and runs from it as GPU_CHECK_PREBUILT=1 does, with its libraries and its
+# copy of ONNX's backend test data.
 # GPU_CHECK_PREBUILT=1 skips steps 1's installs and 2: the build folder already holds those targets,
 # built on another x86-64 machine for this GPU (configure as in step 2 with the GPU's architecture
 # and -DMEMFMT_NATIVE=OFF). The tests then run as executables, since ctest needs the build tree at
@@ -30,8 +36,8 @@
 # bench_peers_cuda (PyTorch on the same GPU, bench_peers.py --device cuda, the b32 cases of the
 # models in GPU_CHECK_PEER_MODELS, default resnet50,mobilenet_v2)
 # bench_conv_cudnn bench_convert_cuda bench_network_cudnn_b1.
-# Every step has a time cap inside one overall budget (GPU_CHECK_SECONDS, default 480 s), so the
-# run ends, with what it has, inside a 10-minute command limit; OUTDIR/steps.txt lists each step's
+# Every step has a time cap inside one overall budget (GPU_CHECK_SECONDS, default 290 s), so that
+# two runs fit in 15 minutes of GPU time, machine start included; OUTDIR/steps.txt lists each step's
 # exit status (124: stopped at its cap) and seconds. A killed benchmark leaves its console log.
 # Exit status: 0 when the build and the tests passed, 1 otherwise (the benchmarks never fail it).
 set -uo pipefail
@@ -41,7 +47,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${GPU_CHECK_BUILD_DIR:-build-gpu}
 start=$(date +%s)
-deadline=$((start + ${GPU_CHECK_SECONDS:-480}))
+deadline=$((start + ${GPU_CHECK_SECONDS:-290}))
 export PATH="/usr/local/cuda/bin:$PATH"
 failed=0
 
@@ -68,6 +74,18 @@ step() {
 
 prebuilt=${GPU_CHECK_PREBUILT:-0}
 ld_path_before=${LD_LIBRARY_PATH:-}
+if [ -n "${GPU_CHECK_BUNDLE:-}" ]; then
+  build=${GPU_CHECK_BUNDLE_DIR:-/tmp/memfmt-gpu-bundle}
+  rm -rf "$build" && mkdir -p "$build"
+  if ! xz -dc "$GPU_CHECK_BUNDLE" | tar -C "$build" -xf -; then
+    echo "gpu_check: cannot unpack $GPU_CHECK_BUNDLE" >&2
+    exit 1
+  fi
+  prebuilt=1
+  GPU_CHECK_LIBS=$build/lib
+  [ -d "$build/onnx-testdata" ] && export MEMFMT_ONNX_BACKEND_TESTS="$build/onnx-testdata"
+  echo "gpu_check: from the bundle of $(head -n 1 "$build/COMMIT") ($(tail -n 1 "$build/COMMIT"))"
+fi
 steps=" ${GPU_CHECK_STEPS:-tests onnx bench_network_cudnn_b32 bench_peers_cuda bench_conv_cudnn bench_convert_cuda bench_network_cudnn_b1} "
 wants() { [[ "$steps" == *" $1 "* ]]; }
 if [ -n "${GPU_CHECK_LIBS:-}" ]; then
@@ -142,19 +160,28 @@ gtest() {
   local name=$1 cap=$2 bin=$3
   shift 3
   step "$name" "$cap" "$bin" --gtest_output="xml:$out/$name.xml" "$@"
+  local rc=$?
+  # A binary stopped at its cap (or crashed) writes no report: one failed case stands for it.
+  if [ "$rc" != 0 ] && [ ! -s "$out/$name.xml" ]; then
+    printf '<testsuites><testsuite name="%s"><testcase name="finished (exit %s)"><failure/></testcase></testsuite></testsuites>\n' \
+      "$name" "$rc" >"$out/$name.xml"
+  fi
+  return $rc
 }
 if [ "$tests" = ON ] && wants tests; then
   if [ "$prebuilt" = 1 ]; then
-    gtest cudnn_gpu_tests 150 "$build/tests/cudnn/cudnn_gpu_tests" || failed=1
-    gtest test_cuda_convert 60 "$build/tests/cuda/test_cuda_convert" || failed=1
+    gtest cudnn_gpu_tests 120 "$build/tests/cudnn/cudnn_gpu_tests" || failed=1
+    gtest test_cuda_convert 40 "$build/tests/cuda/test_cuda_convert" || failed=1
     if [ -x "$build/tools/memfmt_cli_streams_test" ]; then
-      gtest cli_cudnn 60 "$build/tools/memfmt_cli_streams_test" --gtest_filter='*Cudnn*' || failed=1
+      gtest cli_cudnn 40 "$build/tools/memfmt_cli_streams_test" --gtest_filter='*Cudnn*' || failed=1
     fi
     if [ -x "$build/examples/run_network_cudnn" ]; then
-      step example_run_network_cudnn 60 "$build/examples/run_network_cudnn" || failed=1
+      step example_run_network_cudnn 30 "$build/examples/run_network_cudnn" || failed=1
     fi
   else
-    step ctest 150 ctest --test-dir "$build" -L cuda \
+    # By name, not by label: the command line's test is labelled cpu, and its cuDNN cases are
+    # what this machine is for.
+    step ctest 150 ctest --test-dir "$build" \
       -R '^(cudnn_gpu_tests\.|test_cuda_convert\.|memfmt_cli_streams_test\..*Cudnn|example_run_network_cudnn$)' \
       --output-on-failure --output-junit "$out/ctest_junit.xml" -j 4 || failed=1
   fi
@@ -163,7 +190,7 @@ fi
 if [ "$onnx_tests" = 1 ] && wants onnx; then
   if [ "$prebuilt" = 1 ]; then
     # Its 12 suite-and-plan cases in 12 processes (gtest shards), as ctest -j 12 would run them.
-    NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 90 bash -c 'pids=()
+    NVIDIA_TF32_OVERRIDE=0 step onnx_conformance 60 bash -c 'pids=()
       for i in $(seq 0 11); do
         GTEST_TOTAL_SHARDS=12 GTEST_SHARD_INDEX=$i "$1" --gtest_filter="*RunEverySupportedTest*" \
           --gtest_output="xml:$2/onnx_conformance_$i.xml" >"$2/onnx_conformance_$i.log" 2>&1 & pids+=($!)
@@ -211,4 +238,26 @@ if [ "$benches" = ON ]; then
   fi
 fi
 echo "gpu_check: $(($(date +%s) - start)) s, build and tests $([ $failed = 0 ] && echo passed || echo FAILED); $out/steps.txt"
+# The cases of every test report written above (gtest's XML and ctest's JUnit alike): a case with a
+# failure element (or ctest's status "fail") failed, one with a skipped element, gtest's result
+# "skipped" or ctest's status "notrun" was skipped, any other passed.
+python3 - "$out" <<'PY' || echo "0 passed, 1 failed, 0 skipped"
+import glob, os, sys
+import xml.etree.ElementTree as ET
+passed = failed = skipped = 0
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.xml"))):
+    try:
+        cases = ET.parse(path).getroot().iter("testcase")
+    except ET.ParseError:
+        failed += 1  # a report cut off by a step's time cap
+        continue
+    for c in cases:
+        if c.find("failure") is not None or c.find("error") is not None or c.get("status") == "fail":
+            failed += 1
+        elif c.find("skipped") is not None or c.get("result") == "skipped" or c.get("status") in ("notrun", "disabled"):
+            skipped += 1
+        else:
+            passed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
 exit $failed
