@@ -37,11 +37,11 @@ function(memfmt_define_instances)
   _memfmt_instances(reference memfmt/backends/reference/backend.hpp memfmt/runtime/calibrate.hpp
                     memfmt::reference::backend memfmt::memfmt)
   if(TARGET memfmt::dnnl)
-    _memfmt_instances(onednn memfmt/backends/dnnl/backend.hpp memfmt/backends/dnnl/calibrate.hpp
+    _memfmt_instances(onednn memfmt/backends/dnnl/backend.hpp memfmt/runtime/onednn/calibrate.hpp
                       memfmt::onednn::backend memfmt::dnnl)
   endif()
   if(TARGET memfmt::cudnn)
-    _memfmt_instances(cudnn memfmt/backends/cudnn/backend.hpp memfmt/backends/cudnn/calibrate.hpp
+    _memfmt_instances(cudnn memfmt/backends/cudnn/backend.hpp memfmt/runtime/cudnn/calibrate.hpp
                       memfmt::cudnn::backend memfmt::cudnn)
   endif()
 endfunction()

@@ -39,7 +39,7 @@ int main() {
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu));
   const graph::plan plan = graph::solve(net, costs);
-  const runtime::parameter_store params = runtime::random_parameters(net, 1);
+  const graph::parameter_store params = runtime::random_parameters(net, 1);
 
   std::vector<float> x(static_cast<std::size_t>(2 * 3 * 64 * 64)), y(2 * 10), want(2 * 10);
   std::mt19937 rng(2);

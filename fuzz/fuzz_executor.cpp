@@ -58,7 +58,7 @@ io make_io(const graph::network& net, const graph::plan& p) {
   return r;
 }
 
-std::vector<float> forward(const graph::network& net, const graph::plan& p, const runtime::parameter_store& params) {
+std::vector<float> forward(const graph::network& net, const graph::plan& p, const graph::parameter_store& params) {
   memfmt::reference::backend backend;
   runtime::executor_options options;
   options.poison = true;
@@ -70,10 +70,10 @@ std::vector<float> forward(const graph::network& net, const graph::plan& p, cons
 
 struct step_result {
   std::vector<float> y;
-  runtime::parameter_store grads, stats;
+  graph::parameter_store grads, stats;
 };
 
-step_result train(const graph::network& net, const graph::plan& p, const runtime::parameter_store& params) {
+step_result train(const graph::network& net, const graph::plan& p, const graph::parameter_store& params) {
   memfmt::reference::backend backend;
   runtime::trainer<memfmt::reference::backend> tr(net, p, backend, params);
   io t = make_io(net, p);
@@ -84,7 +84,7 @@ step_result train(const graph::network& net, const graph::plan& p, const runtime
   return r;
 }
 
-void require_same_store(const runtime::parameter_store& a, const runtime::parameter_store& b, const char* what) {
+void require_same_store(const graph::parameter_store& a, const graph::parameter_store& b, const char* what) {
   require(a.names() == b.names(), std::string(what) + ": the two plans return different tensors");
   for (const auto& [name, p] : a)
     if (p.type == memfmt::dtype::float32)
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!built) return 0;
   const graph::network& net = *built;
   if (memfmt_fuzz::forward_work(net) > memfmt_fuzz::max_forward_work) return 0;
-  const runtime::parameter_store params = runtime::random_parameters(net, 7);
+  const graph::parameter_store params = runtime::random_parameters(net, 7);
   const graph::cost_model model;
   const graph::plan first = graph::plan_with(net, model, graph::policy::all_channels_first);
 

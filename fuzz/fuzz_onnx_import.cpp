@@ -28,7 +28,7 @@
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/graph/verify.hpp"
 #include "memfmt/onnx/import.hpp"
-#include "memfmt/onnx/run.hpp"
+#include "memfmt/session/onnx.hpp"
 #include "run_check.hpp"
 
 namespace {
@@ -37,7 +37,7 @@ namespace graph = memfmt::graph;
 namespace runtime = memfmt::runtime;
 namespace mo = memfmt::onnx;
 using memfmt::dtype;
-using memfmt::runtime::parameter;
+using memfmt::graph::parameter;
 using memfmt_fuzz::accepted;
 using memfmt_fuzz::must;
 using memfmt_fuzz::require;
@@ -49,8 +49,8 @@ void require_same_outputs(const mo::imported_model& m, const std::map<std::strin
     const parameter& x = a.at(out.name);
     const parameter& y = b.at(out.name);
     require(x.shape == out.shape && y.shape == out.shape && x.type == y.type,
-            "output '" + out.name + "' is " + runtime::describe(x.type, x.shape) + " and " +
-                runtime::describe(y.type, y.shape) + ", the model says " + runtime::describe(out.type, out.shape));
+            "output '" + out.name + "' is " + graph::describe(x.type, x.shape) + " and " +
+                graph::describe(y.type, y.shape) + ", the model says " + graph::describe(out.type, out.shape));
     memfmt_fuzz::require_close(memfmt_fuzz::to_floats(x.bytes), memfmt_fuzz::to_floats(y.bytes), "output '" + out.name + "'", "all channels-first",
                                "all channels-last");
   }
@@ -207,8 +207,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const parameter* p = m->parameters.find(spec.name);
       require(p != nullptr, "parameter '" + spec.name + "' of node '" + n.name + "' was not imported");
       require(p->type == spec.type && p->shape == spec.extents,
-              "parameter '" + spec.name + "' is " + runtime::describe(p->type, p->shape) + ", node '" + n.name +
-                  "' expects " + runtime::describe(spec.type, spec.extents));
+              "parameter '" + spec.name + "' is " + graph::describe(p->type, p->shape) + ", node '" + n.name +
+                  "' expects " + graph::describe(spec.type, spec.extents));
     }
 
   const graph::cost_model model;

@@ -12,7 +12,7 @@
 
 namespace {
 
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt_fuzz::require;
 
 void require_same(const parameter_store& a, const parameter_store& b) {
@@ -20,11 +20,11 @@ void require_same(const parameter_store& a, const parameter_store& b) {
                                     std::to_string(b.size()));
   require(a.metadata == b.metadata, "a round trip changed __metadata__");
   for (const auto& [name, p] : a) {
-    const memfmt::runtime::parameter* q = b.find(name);
+    const memfmt::graph::parameter* q = b.find(name);
     require(q != nullptr, "a round trip lost tensor '" + name + "'");
     require(q->type == p.type && q->shape == p.shape && q->bytes == p.bytes,
-            "a round trip changed tensor '" + name + "' (" + memfmt::runtime::describe(p.type, p.shape) + " -> " +
-                memfmt::runtime::describe(q->type, q->shape) + ")");
+            "a round trip changed tensor '" + name + "' (" + memfmt::graph::describe(p.type, p.shape) + " -> " +
+                memfmt::graph::describe(q->type, q->shape) + ")");
   }
 }
 
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::int64_t n = memfmt::detail::checked_numel(p.shape, name.c_str());
     require(p.bytes.size() == memfmt::detail::checked_bytes(n, memfmt::size_of(p.type), name.c_str()),
             "tensor '" + name + "' holds " + std::to_string(p.bytes.size()) + " bytes for " +
-                memfmt::runtime::describe(p.type, p.shape));
+                memfmt::graph::describe(p.type, p.shape));
   }
   const std::vector<std::byte> written =
       memfmt_fuzz::must("writing the tensors read", [&] { return memfmt::io::write_safetensors(*store); });

@@ -59,7 +59,7 @@
 #include <utility>
 
 #include <memfmt/backends/dnnl/backend.hpp>
-#include <memfmt/backends/dnnl/calibrate.hpp>
+#include <memfmt/runtime/onednn/calibrate.hpp>
 
 #include "network_cases.hpp"
 

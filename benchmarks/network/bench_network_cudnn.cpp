@@ -5,7 +5,7 @@
 //
 // Benchmark names: BM_network_cudnn/<model>/<f32|f16|bf16>/<fwd|train>/<policy>, policies and
 //   counters as bench_network's (network_cases.hpp, shared with it), optimal_calibrated planned with
-//   costs runtime::calibrate measured on cuDNN (backends/cudnn/calibrate.hpp: the timing cache key
+//   costs runtime::calibrate measured on cuDNN (runtime/cudnn/calibrate.hpp: the timing cache key
 //   names the GPU and the cuDNN library) and then select_plan's fastest of three whole networks.
 //   No overhead_pct: cuDNN calls return before their work is done, so timing them says nothing.
 // Timing: every pass (forward, or training step) ends with the backend's stream synchronized
@@ -27,7 +27,7 @@
 #include <string>
 
 #include <memfmt/backends/cudnn/backend.hpp>
-#include <memfmt/backends/cudnn/calibrate.hpp>
+#include <memfmt/runtime/cudnn/calibrate.hpp>
 
 #include "network_cases.hpp"
 

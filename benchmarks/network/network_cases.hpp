@@ -249,7 +249,7 @@ struct case_state {
   check_tolerances tolerances;
   std::string model;  // the benchmark name's model component
   graph::network net;
-  runtime::parameter_store params;
+  graph::parameter_store params;
   std::string input_name, output_name;
   std::vector<std::byte> input, output, output_grad;  // in the network's dtype, channels_first
   std::map<std::string, graph::plan> plans;
@@ -258,7 +258,7 @@ struct case_state {
   std::string calibrated_choice;  // which candidate select_plan kept for optimal_calibrated
 
   case_state(Backend& b, check_tolerances tol, std::string model_name, graph::network network,
-             runtime::parameter_store parameters, std::string in_name, std::string out_name)
+             graph::parameter_store parameters, std::string in_name, std::string out_name)
       : backend(b), tolerances(tol), model(std::move(model_name)), net(std::move(network)), params(std::move(parameters)),
         input_name(std::move(in_name)), output_name(std::move(out_name)) {
     const graph::node& in = net.at(*net.find(input_name));
@@ -310,7 +310,7 @@ struct case_state {
   void forward(runtime::executor<B>& ex) {
     ex.forward(ref(input_name, input), ref(output_name, output));
   }
-  runtime::parameter_store train_step(runtime::trainer<Backend>& tr) {
+  graph::parameter_store train_step(runtime::trainer<Backend>& tr) {
     return tr.train_step(ref(input_name, input), ref(output_name, output), ref(output_name, output_grad));
   }
 
@@ -346,18 +346,18 @@ struct case_state {
     const double gradient_tolerance = tolerances.gradient;
     const bool compare_gradients = type() == dtype::float32;
     std::vector<double> reference;
-    runtime::parameter_store reference_grads;
+    graph::parameter_store reference_grads;
     double mean_square = 0;  // of every reference gradient entry: the floor's magnitude
     for (graph::policy p : policies) {
       runtime::trainer<Backend> tr(net, plan_for({p}), backend, params);
-      runtime::parameter_store grads = train_step(tr);
+      graph::parameter_store grads = train_step(tr);
       std::vector<double> out = output_values();
       if (reference.empty()) {
         reference = std::move(out);
         reference_grads = std::move(grads);
         double squares = 0, count = 0;
         for (const std::string& name : reference_grads.names()) {
-          const runtime::parameter& r = reference_grads.at(name);
+          const graph::parameter& r = reference_grads.at(name);
           for (double v : as_doubles(r.bytes.data(), r.bytes.size(), r.type)) squares += v * v, count += 1;
         }
         mean_square = count > 0 ? squares / count : 0;
@@ -370,8 +370,8 @@ struct case_state {
       }
       if (!compare_gradients) continue;
       for (const std::string& name : reference_grads.names()) {
-        const runtime::parameter& r = reference_grads.at(name);
-        const runtime::parameter& g = grads.at(name);
+        const graph::parameter& r = reference_grads.at(name);
+        const graph::parameter& g = grads.at(name);
         const std::vector<double> want = as_doubles(r.bytes.data(), r.bytes.size(), r.type);
         const std::vector<double> got = as_doubles(g.bytes.data(), g.bytes.size(), g.type);
         const double err = norm_error(want, got, std::sqrt(mean_square * static_cast<double>(want.size())));
@@ -430,7 +430,7 @@ inline graph::network without_dropout(graph::network net) {
 
 // The model's network in dtype t with random parameters. float16 networks are drawn in float32
 // and rounded (random_parameters draws no float16), as model.half() rounds a checkpoint.
-inline std::pair<graph::network, runtime::parameter_store> model_network(const model_case& m, dtype t, bool training) {
+inline std::pair<graph::network, graph::parameter_store> model_network(const model_case& m, dtype t, bool training) {
   models::options o;
   o.batch = settings().batch;
   o.resolution = m.run_resolution();
@@ -438,7 +438,7 @@ inline std::pair<graph::network, runtime::parameter_store> model_network(const m
   o.type = t == dtype::float16 ? dtype::float32 : t;
   graph::network net = m.build(o);
   if (training) net = without_dropout(std::move(net));
-  runtime::parameter_store params = runtime::random_parameters(net, 1);
+  graph::parameter_store params = runtime::random_parameters(net, 1);
   if (t == dtype::float16) {
     net = net.with_float_type(t);
     params = runtime::in_network_dtypes(net, params);

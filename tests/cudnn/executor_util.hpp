@@ -21,7 +21,7 @@ namespace memfmt_test {
 // it to (channels-first where it pins none).
 template <class Backend>
 std::vector<float> run_executor(Backend& b, const memfmt::graph::network& net, const memfmt::graph::plan& plan,
-                                const memfmt::runtime::parameter_store& params, std::vector<float> x) {
+                                const memfmt::graph::parameter_store& params, std::vector<float> x) {
   using memfmt::graph::family;
   memfmt::runtime::executor<Backend> ex(net, plan, b, params);
   const auto& in = net.at(*net.find("input"));

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/cudnn/calibrate.hpp>
+#include <memfmt/runtime/cudnn/calibrate.hpp>
 #include <memfmt/graph/cost_model.hpp>
 #include <memfmt/graph/solve.hpp>
 #include <memfmt/runtime/backend_support.hpp>

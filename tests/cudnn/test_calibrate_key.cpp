@@ -1,11 +1,11 @@
-// The cuDNN timing-cache key (backends/cudnn/calibrate.hpp): without a CUDA device, a clear error
+// The cuDNN timing-cache key (runtime/cudnn/calibrate.hpp): without a CUDA device, a clear error
 // naming what cudaGetDeviceCount returned; with one, the GPU's name and compute capability as
 // cudaGetDeviceProperties reports them, backend "cudnn" and the loaded library's version.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include <memfmt/backends/cudnn/calibrate.hpp>
+#include <memfmt/runtime/cudnn/calibrate.hpp>
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "memfmt/backends/dnnl/calibrate.hpp"
+#include "memfmt/runtime/onednn/calibrate.hpp"
 #include "memfmt/graph/cost_model.hpp"
 #include "memfmt/graph/solve.hpp"
 

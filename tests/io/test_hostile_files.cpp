@@ -146,7 +146,7 @@ TEST(Json, NamesThatAreNotUtf8AreAnErrorWhenWritten) {
   const auto x = net.input("in\xFF", {1, 2, 4, 4}, memfmt::dtype::float32, memfmt::graph::family::channels_first);
   net.output("out", x, memfmt::graph::family::channels_first);
   expect_error([&] { memfmt::io::save_network(net); }, errc::invalid_argument, {"network file", "not valid UTF-8"});
-  memfmt::runtime::parameter_store s;
+  memfmt::graph::parameter_store s;
   s.insert<float>("w\xFE", {1}, {1.f});
   expect_error([&] { memfmt::io::write_safetensors(s); }, errc::invalid_argument, {"safetensors header", "not valid UTF-8"});
 }
@@ -219,7 +219,7 @@ TEST_F(HostileFiles, AHeaderIsCheckedBeforeTheBodyIsRead) {
 }
 
 TEST_F(HostileFiles, ATensorIsReadFromItsOffsets) {
-  memfmt::runtime::parameter_store s;
+  memfmt::graph::parameter_store s;
   s.insert<float>("a", {2}, {1.f, 2.f});
   s.insert<double>("b", {1}, {3.0});
   s.metadata["k"] = "v";

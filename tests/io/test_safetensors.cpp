@@ -16,8 +16,8 @@ namespace {
 
 using memfmt::errc;
 using memfmt::dtype;
-using memfmt::runtime::parameter;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter;
+using memfmt::graph::parameter_store;
 using memfmt_test::expect_error;
 
 std::vector<std::byte> bytes_of(const std::string& s) {

@@ -99,7 +99,7 @@ TYPED_TEST(network_plan, every_plan_matches_the_reference_forward) {
       {"planned", graph::solve(net, priors)},
       {"mixed", graph::make_plan(net, priors, mixed_assignment(net))},
   };
-  const runtime::parameter_store params = runtime::random_parameters(net, 3);
+  const graph::parameter_store params = runtime::random_parameters(net, 3);
   onednn::backend dnnl;
   std::size_t full_fusion = 0;
   for (const auto& v : variants) {

@@ -6,7 +6,7 @@
 
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/onnx/import.hpp"
-#include "memfmt/onnx/run.hpp"
+#include "memfmt/session/onnx.hpp"
 
 namespace memfmt_test {
 

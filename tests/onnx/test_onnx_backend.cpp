@@ -26,7 +26,7 @@
 #include "memfmt/backends/reference/backend.hpp"
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/onnx/backend_test.hpp"
-#include "memfmt/onnx/run.hpp"
+#include "memfmt/session/onnx.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
 #include "memfmt/backends/dnnl/backend.hpp"
 #endif

@@ -162,7 +162,7 @@ TEST(OnnxImport, Float16BatchNormParametersBecomeFloat32) {
   b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       ::onnx::TensorProto::FLOAT16);
   const std::vector<float> values{0.5f, 1.25f, 1000.5f};  // exact in float16
-  memfmt::runtime::parameter_store given;
+  memfmt::graph::parameter_store given;
   for (const char* k : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}) {
     given.insert<memfmt::half>(k, {3}, std::vector<memfmt::half>(values.begin(), values.end()));
     *b.model().mutable_graph()->add_initializer() = memfmt::onnx::to_tensor_proto(given.at(k), k);

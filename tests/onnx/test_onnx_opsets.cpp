@@ -15,6 +15,7 @@
 #include "memfmt/io/safetensors.hpp"
 #include "memfmt/onnx/backend_test.hpp"
 #include "memfmt/onnx/import.hpp"
+#include "memfmt/session/onnx.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
 #include "memfmt/backends/dnnl/backend.hpp"
 #endif
@@ -43,7 +44,7 @@ int count(const imported_model& m, node_kind kind, memfmt::activation f = memfmt
 // The evaluator's output against every plan's on `backend`, within 1e-5 of its largest magnitude.
 template <class Backend>
 void expect_evaluators_output_in_every_plan(const std::string& name, Backend& backend, const char* backend_name) {
-  const memfmt::runtime::parameter_store rec = memfmt::io::load_safetensors(fixture(name + ".safetensors"));
+  const memfmt::graph::parameter_store rec = memfmt::io::load_safetensors(fixture(name + ".safetensors"));
   ASSERT_TRUE(rec.contains("input") && rec.contains("output")) << name;
   const parameter& expected = rec.at("output");
   double scale = 0;
@@ -184,6 +185,31 @@ TEST(OnnxOpsets, GatherOfFlatOffsetsInATransposesOrderIsThatTranspose) {
   EXPECT_EQ(count(m, node_kind::layer_norm), 1);
   std::swap(offsets[0], offsets[1]);
   EXPECT_FALSE(model_with(offsets).runnable());
+}
+
+// The C++ user's path: one session from the file to the outputs, its plan measured on the backend
+// (the default) or fixed, the same answer.
+TEST(OnnxOpsets, ASessionFromTheFileGivesTheEvaluatorsOutputs) {
+  const memfmt::graph::parameter_store rec = memfmt::io::load_safetensors(fixture("group_norm_opset18.safetensors"));
+  const parameter& expected = rec.at("output");
+  memfmt::session_options measured;
+  measured.calibration.repetitions = 1;
+  memfmt::session_options nhwc;
+  nhwc.policy = memfmt::graph::policy::all_channels_last;
+  for (const auto* o : {&measured, &nhwc}) {
+    auto s = memfmt::load_onnx<memfmt::reference::backend>(fixture("group_norm_opset18.onnx"), *o);
+    EXPECT_EQ(s.timings().has_value(), o == &measured);
+    const auto out = s.run({{"input", rec.at("input")}});
+    ASSERT_EQ(out.count("output"), 1u);
+    EXPECT_EQ(memfmt::onnx::compare_outputs(expected, out.at("output"), {1e-6, 1e-5}), "");
+  }
+  // A model with a node memfmt cannot run is refused before any work, naming the node.
+  onnx_builder lrn;
+  lrn.input("x", {1, 2, 3, 3}).output("y");
+  lrn.node("LRN", {"x"}, {"y"}, "lrn").attr("size", std::int64_t{3});
+  const std::string why = memfmt_test::error_message(
+      [&] { memfmt::model_of(memfmt::onnx::import_model(lrn.model())); }, memfmt::errc::unsupported);
+  EXPECT_NE(why.find("op LRN (ONNX node 'lrn')"), std::string::npos) << why;
 }
 
 TEST(OnnxOpsets, MalformedNewFormsAreErrorsNamingTheValues) {

@@ -34,7 +34,7 @@ using memfmt::onnx::parameter;
 // The recording's output against every plan's, within `rel` of the output's largest magnitude:
 // float32 sums in another order than PyTorch's differ by rounding that grows with depth.
 void expect_pytorchs_output_in_every_plan(const std::string& model, const std::string& recording, double rel) {
-  const memfmt::runtime::parameter_store rec = memfmt::io::load_safetensors(recording);
+  const memfmt::graph::parameter_store rec = memfmt::io::load_safetensors(recording);
   ASSERT_TRUE(rec.contains("input") && rec.contains("output")) << recording;
   const parameter& expected = rec.at("output");
   double scale = 0;

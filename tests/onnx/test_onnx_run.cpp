@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "memfmt/backends/reference/backend.hpp"
-#include "memfmt/onnx/run.hpp"
+#include "memfmt/session/onnx.hpp"
 #include "onnx_builder.hpp"
 #include "plans.hpp"
 

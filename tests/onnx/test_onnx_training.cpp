@@ -21,7 +21,7 @@
 
 namespace {
 
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::training_test::expect_close_in_norm;
 using memfmt::training_test::starts_with;
 using memfmt::training_test::values;
@@ -38,7 +38,7 @@ void expect_recorded(const parameter_store& rec, const std::string& prefix, cons
     const auto s = source.find(name);
     if (s == source.end() || !rec.contains(prefix + s->second)) continue;
     EXPECT_TRUE(matched.insert(s->second).second) << "two parameters come from initializer " << s->second;
-    const memfmt::runtime::parameter& want = rec.at(prefix + s->second);
+    const memfmt::graph::parameter& want = rec.at(prefix + s->second);
     ASSERT_EQ(p.numel(), want.numel()) << name << " from " << s->second;
     expect_close_in_norm(values(p), values(want), tol, prefix + name, floor_rms);
   }

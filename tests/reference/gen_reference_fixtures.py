@@ -193,7 +193,7 @@ def bn_cases():
 
 
 # ---------------------------------------------------------------- layers other than conv and batch norm
-# Enum values as in include/memfmt/backends/layer_params.hpp.
+# Enum values as in include/memfmt/layers/layer_params.hpp.
 ACTIVATIONS = ["identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip",
                "elu", "gelu", "gelu_tanh", "softplus", "mish"]
 BINARY = ["add", "sub", "mul", "div"]

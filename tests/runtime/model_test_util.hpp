@@ -22,7 +22,7 @@
 
 namespace memfmt_test {
 
-inline memfmt::runtime::parameter_store make_params(const memfmt::graph::network& net, std::uint32_t seed) {
+inline memfmt::graph::parameter_store make_params(const memfmt::graph::network& net, std::uint32_t seed) {
   return memfmt::runtime::random_parameters(net, seed);
 }
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -32,13 +33,13 @@
 
 #ifdef MEMFMT_TEST_HAVE_DNNL
 #include "memfmt/backends/dnnl/backend.hpp"
-#include "memfmt/backends/dnnl/calibrate.hpp"
+#include "memfmt/runtime/onednn/calibrate.hpp"
 #endif
 
 namespace {
 
 using namespace memfmt::graph;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 
 network small() {
@@ -122,11 +123,13 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   const parameter_store params = memfmt::runtime::random_parameters(net, 7);
   memfmt::reference::backend backend;
   memfmt::runtime::channels_last_options o;
-  o.timing_cache_path = ::testing::TempDir() + "memfmt_channels_last_cache.json";
-  std::remove(o.timing_cache_path.c_str());
+  const std::string path = ::testing::TempDir() + "memfmt_channels_last_cache.json";
+  std::remove(path.c_str());
   o.pins = {{"b", family::channels_last, true, 0}};
   o.calibration.repetitions = 2;
+  EXPECT_FALSE(memfmt::io::read_timing_cache_file_if_exists(path));
   auto planned = memfmt::runtime::channels_last(net, backend, params, o);
+  memfmt::io::write_timing_cache_file(path, planned.cache);
   EXPECT_EQ(planned.plan.format(*net.find("b")), family::channels_last);
   EXPECT_EQ(planned.cache.key(), calibration_key(backend));
   const cost_model measured = [&] {
@@ -136,9 +139,11 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   }();
   EXPECT_EQ(measured.node_costs(net, *net.find("a")).source, "measured");
 
-  // The file holds what was measured, and a second call reads it instead of timing again.
-  const timing_cache file = memfmt::io::read_timing_cache_file(o.timing_cache_path, calibration_key(backend));
-  EXPECT_EQ(file.layers(), planned.cache.layers());
+  // The file holds what was measured, and a second call given it times nothing again.
+  const std::optional<timing_cache> file = memfmt::io::read_timing_cache_file_if_exists(path, calibration_key(backend));
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->layers(), planned.cache.layers());
+  o.calibration.known = &*file;
   auto again = memfmt::runtime::channels_last(net, backend, params, o);
   EXPECT_EQ(again.cache.layers(), planned.cache.layers());
   EXPECT_EQ(again.cache.conversions(), planned.cache.conversions());
@@ -149,9 +154,11 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
 
   // Another device's file is refused; a pin on a layer the network lacks is an error.
-  memfmt::io::write_timing_cache_file(o.timing_cache_path, timing_cache({"Other CPU", "reference", "0"}));
+  const timing_cache other({"Other CPU", "reference", "0"});
+  o.calibration.known = &other;
   EXPECT_THROW(memfmt::runtime::channels_last(net, backend, params, o), memfmt::error);
-  std::remove(o.timing_cache_path.c_str());
+  o.calibration.known = nullptr;
+  std::remove(path.c_str());
   o.pins = {{"nope", family::channels_last, true, 0}};
   try {
     memfmt::runtime::channels_last(net, backend, params, o);

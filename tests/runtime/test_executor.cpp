@@ -25,7 +25,7 @@ using memfmt::errc;
 using memfmt::graph::family;
 using memfmt::graph::network;
 using memfmt::graph::node_id;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::expect_error;
 
@@ -459,7 +459,7 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
   // Divisors away from zero, so the unfused division is well conditioned.
   std::vector<float> sigma = params.at("sigma.value").values<float>();
   for (float& s : sigma) s = 0.5f + std::fabs(s);
-  memfmt::runtime::parameter divisor = params.at("sigma.value");
+  memfmt::graph::parameter divisor = params.at("sigma.value");
   std::memcpy(divisor.bytes.data(), sigma.data(), divisor.bytes.size());
   params.assign("sigma.value", divisor);
   std::vector<float> xs = random_values<float>(2 * 4 * 5 * 3, 4, -1.f, 1.f);

@@ -27,7 +27,7 @@ namespace {
 using memfmt::dtype;
 using memfmt::graph::family;
 using memfmt::graph::network;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 using memfmt_test::longest_reduction;
 using memfmt_test::make_params;

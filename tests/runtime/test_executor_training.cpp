@@ -28,7 +28,7 @@ namespace {
 using namespace memfmt::training_test;
 using memfmt::graph::family;
 using memfmt::graph::network;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 namespace models = memfmt::graph::models;
 

@@ -22,7 +22,7 @@ namespace memfmt::training_test {
 
 using memfmt::graph::family;
 using memfmt::graph::network;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 using trainer_t = memfmt::runtime::trainer<memfmt::reference::backend>;
 
@@ -108,7 +108,7 @@ step_result train(const network& net, const memfmt::graph::plan& plan, const par
 
 // A parameter's values as double, whatever its floating-point dtype (a bfloat16 network's batch-norm
 // parameters and their gradients are float32).
-inline std::vector<double> values(const memfmt::runtime::parameter& p) {
+inline std::vector<double> values(const memfmt::graph::parameter& p) {
   std::vector<double> r;
   memfmt::runtime::detail::dispatch_float_dtype(p.type, "parameter", [&](auto zero) {
     using T = decltype(zero);

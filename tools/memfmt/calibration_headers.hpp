@@ -6,10 +6,10 @@
 #include "memfmt/io/timing_cache_json.hpp"
 #include "memfmt/runtime/calibrate.hpp"
 #ifdef MEMFMT_CLI_HAVE_DNNL
-#include "memfmt/backends/dnnl/calibrate.hpp"
+#include "memfmt/runtime/onednn/calibrate.hpp"
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
-#include "memfmt/backends/cudnn/calibrate.hpp"
+#include "memfmt/runtime/cudnn/calibrate.hpp"
 #include "cudnn_kernels.hpp"  // calibration times the layers as `memfmt run` runs them
 #endif
 #endif

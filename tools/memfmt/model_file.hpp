@@ -31,7 +31,7 @@ struct usage_error {
 struct model_file {
   memfmt::graph::network network;
   // An ONNX model's initializers; a network JSON document carries no weights.
-  std::optional<memfmt::runtime::parameter_store> parameters;
+  std::optional<memfmt::graph::parameter_store> parameters;
   std::vector<memfmt::onnx::unsupported_node> unsupported;  // in the ONNX graph's node order
   std::string kind;                       // "ONNX model" or "network JSON"
 };

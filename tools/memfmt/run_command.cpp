@@ -57,8 +57,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using memfmt::graph::family;
-using memfmt::runtime::parameter;
-using memfmt::runtime::parameter_store;
+using memfmt::graph::parameter;
+using memfmt::graph::parameter_store;
 using tensor_refs = std::map<std::string, memfmt::runtime::tensor_ref>;
 
 [[noreturn]] void fail(memfmt::errc code, const std::string& what) { memfmt::detail::fail(code, what); }
@@ -410,10 +410,13 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
             << (cache_.empty() ? "" : " (timing cache " + cache_ + ")")
             << (calibrate_ ? ", then three plans as whole networks\n" : "\n");
         memfmt::runtime::channels_last_options o;
-        o.timing_cache_path = cache_;
+        std::optional<memfmt::graph::timing_cache> known;
+        if (!cache_.empty()) known = memfmt::io::read_timing_cache_file_if_exists(cache_);
+        o.calibration.known = known ? &*known : nullptr;
         o.select_by_timing = calibrate_;
         const auto t0 = std::chrono::steady_clock::now();
         auto planned = memfmt::runtime::channels_last(net, backend, weights, o);
+        if (!cache_.empty()) memfmt::io::write_timing_cache_file(cache_, planned.cache);
         costs = {{"source", "measured"},
                  {"backend", backend_},
                  {"cache", cache_},
@@ -480,11 +483,11 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         const parameter* t = given->find(n.name);
         if (!t)
           fail(memfmt::errc::invalid_argument, "--input " + input_ + ": no tensor named '" + n.name +
-                                                   "' (the graph input, " + memfmt::runtime::describe(n.type, n.extents) + ")");
+                                                   "' (the graph input, " + memfmt::graph::describe(n.type, n.extents) + ")");
         if (t->shape != n.extents || !memfmt::is_floating(t->type))
           fail(memfmt::errc::shape_mismatch, "--input " + input_ + ": tensor '" + n.name + "' is " +
-                                                 memfmt::runtime::describe(t->type, t->shape) + ", the graph input is " +
-                                                 memfmt::runtime::describe(n.type, n.extents) +
+                                                 memfmt::graph::describe(t->type, t->shape) + ", the graph input is " +
+                                                 memfmt::graph::describe(n.type, n.extents) +
                                                  (batch ? "" : " (--batch sets the batch)"));
         logical = memfmt::runtime::cast_parameter(*t, n.type, n.name);
       } else {

@@ -176,7 +176,7 @@ TEST_F(CliHostile, WhatWasAcceptedSilentlyIsRefused) {
   expect_refused(run_cli({"run", net, "--batch", "9223372036854775808"}), 2, {"--batch", "does not fit in 64 bits"}, "batch");
   expect_refused(run_cli({"run", net, "--threads", "99999999999"}), 2, {"--threads", "does not fit in 32 bits"}, "threads");
 
-  memfmt::runtime::parameter_store in;
+  memfmt::graph::parameter_store in;
   in.insert<float>("x", {1, 3, 4, 4}, std::vector<float>(48, 1.f));
   memfmt::io::save_safetensors(in, path("in.safetensors"));
   expect_refused(run_cli({"run", net, "--input", path("in.safetensors"), "--output", path("in.safetensors")}), 2,
@@ -188,7 +188,7 @@ TEST_F(CliHostile, WhatWasAcceptedSilentlyIsRefused) {
   no_outputs.input("x", {1, 3, 4, 4});
   no_outputs.node("Relu", {"x"}, {"y"}, "r");
   expect_refused(run_cli({"run", model("none.onnx", no_outputs)}), 1, {"the graph has no outputs"}, "no outputs");
-  memfmt::io::save_safetensors(memfmt::runtime::parameter_store{}, path("empty.safetensors"));
+  memfmt::io::save_safetensors(memfmt::graph::parameter_store{}, path("empty.safetensors"));
   expect_refused(run_cli({"run", net, "--weights", path("empty.safetensors")}), 1, {"--weights", "holds no tensors"},
                  "no weights");
   const std::string empty_net = write("empty.json", R"({"format": "memfmt.network", "version": 1, "nodes": []})");

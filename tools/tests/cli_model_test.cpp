@@ -395,7 +395,7 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   memfmt::io::save_safetensors(params, path("weights.safetensors"));
   const auto& in = net.at(*net.find("input"));
   std::vector<float> x = random_input(net, 3);  // forward takes it mutable
-  memfmt::runtime::parameter_store inputs;
+  memfmt::graph::parameter_store inputs;
   inputs.insert<float>("input", in.extents, x);
   memfmt::io::save_safetensors(inputs, path("input.safetensors"));
 
@@ -544,7 +544,7 @@ TEST_F(CliModel, RunRefusesParametersThatDoNotFit) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("stray.weight"), std::string::npos) << r.output;
 
-  memfmt::runtime::parameter_store wrong;
+  memfmt::graph::parameter_store wrong;
   wrong.insert<float>("input", {1, 3, 8, 8}, std::vector<float>(192, 0.f));
   memfmt::io::save_safetensors(wrong, path("input.safetensors"));
   const auto q = run_cli({"run", file, "--input", path("input.safetensors")});

@@ -19,7 +19,7 @@
 #include "memfmt/io/network_json.hpp"
 #include "memfmt/io/timing_cache_json.hpp"
 #ifdef MEMFMT_CLI_TEST_HAVE_CUDNN
-#include "memfmt/backends/cudnn/calibrate.hpp"
+#include "memfmt/runtime/cudnn/calibrate.hpp"
 #endif
 #ifdef MEMFMT_CLI_TEST_HAVE_SAFETENSORS
 #include "memfmt/io/safetensors.hpp"

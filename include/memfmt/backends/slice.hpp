@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "../tensor/tensor_view.hpp"
-#include "layer_params.hpp"
-#include "permuted_copy.hpp"
+#include "../layers/layer_params.hpp"
+#include "../layers/permuted_copy.hpp"
 #include "validate.hpp"
 
 namespace memfmt {

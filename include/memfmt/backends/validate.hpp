@@ -18,8 +18,8 @@
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../tensor/tensor_view.hpp"
-#include "conv_params.hpp"
-#include "layer_params.hpp"
+#include "../layers/conv_params.hpp"
+#include "../layers/layer_params.hpp"
 
 namespace memfmt {
 namespace backend_detail {

@@ -26,8 +26,8 @@
 #include <variant>
 #include <vector>
 
-#include "../backends/conv_params.hpp"
-#include "../backends/layer_params.hpp"
+#include "../layers/conv_params.hpp"
+#include "../layers/layer_params.hpp"
 #include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"

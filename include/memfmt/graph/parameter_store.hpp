@@ -1,4 +1,4 @@
-// memfmt/runtime/parameter_store.hpp - named parameter tensors, as a network's weights arrive.
+// memfmt/graph/parameter_store.hpp - named parameter tensors, as a network's weights arrive.
 //
 // A parameter is what a PyTorch state_dict entry is: a name ("layer1.0.conv1.weight"), a dtype,
 // logical extents in PyTorch's order (a conv weight is [K, C/groups, R, S]) and its elements dense
@@ -22,7 +22,7 @@
 #include "../dtype.hpp"
 #include "../error.hpp"
 
-namespace memfmt::runtime {
+namespace memfmt::graph {
 
 struct parameter {
   memfmt::dtype type = memfmt::dtype::float32;
@@ -122,4 +122,4 @@ class parameter_store {
   std::map<std::string, parameter> params_;
 };
 
-}  // namespace memfmt::runtime
+}  // namespace memfmt::graph

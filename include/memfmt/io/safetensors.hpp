@@ -36,7 +36,7 @@
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "../detail/utf8.hpp"
-#include "../runtime/parameter_store.hpp"
+#include "../graph/parameter_store.hpp"
 #include "file.hpp"
 #include "json.hpp"
 
@@ -256,11 +256,11 @@ inline void too_short(const std::string& where, std::uint64_t size) {
 // The store of a checked header: each tensor's bytes [begin, end) of the data buffer, which
 // `read_bytes(offset, destination, count)` copies, in host byte order.
 template <class ReadBytes>
-runtime::parameter_store to_store(const header_contents& h, ReadBytes&& read_bytes) {
-  runtime::parameter_store store;
+graph::parameter_store to_store(const header_contents& h, ReadBytes&& read_bytes) {
+  graph::parameter_store store;
   store.metadata = h.metadata;
   for (const entry& e : h.entries) {
-    runtime::parameter p;
+    graph::parameter p;
     p.type = e.type;
     p.shape = e.shape;
     p.bytes.resize(static_cast<std::size_t>(e.end - e.begin));
@@ -274,7 +274,7 @@ runtime::parameter_store to_store(const header_contents& h, ReadBytes&& read_byt
 }  // namespace detail
 
 // Reads a whole safetensors file held in memory. `where` names it in messages (a path).
-inline runtime::parameter_store read_safetensors(const std::byte* data, std::size_t size,
+inline graph::parameter_store read_safetensors(const std::byte* data, std::size_t size,
                                                  const std::string& where = "safetensors") {
   detail::too_short(where, size);
   const auto* bytes = reinterpret_cast<const unsigned char*>(data);
@@ -286,14 +286,14 @@ inline runtime::parameter_store read_safetensors(const std::byte* data, std::siz
   });
 }
 
-inline runtime::parameter_store read_safetensors(const std::vector<std::byte>& file, const std::string& where = "safetensors") {
+inline graph::parameter_store read_safetensors(const std::vector<std::byte>& file, const std::string& where = "safetensors") {
   return read_safetensors(file.data(), file.size(), where);
 }
 
 // Reads `path` as its header declares: the length, then the header (checked against the file's
 // size), then each tensor's bytes straight into its parameter. A file that is not regular (a
 // directory, /dev/zero) is refused by name before a byte is read.
-inline runtime::parameter_store load_safetensors(const std::string& path) {
+inline graph::parameter_store load_safetensors(const std::string& path) {
   input_file f(path, "safetensors file");
   detail::too_short(path, f.size());
   unsigned char first8[8];
@@ -310,8 +310,8 @@ inline runtime::parameter_store load_safetensors(const std::string& path) {
 // The file bytes of a store. Tensors go in order of element size (largest first), then name, and the
 // header is padded with spaces to a multiple of 8 bytes, so every tensor starts aligned for its
 // type when the file is mapped at an 8-byte boundary (the reference writer's layout).
-inline std::vector<std::byte> write_safetensors(const runtime::parameter_store& store) {
-  std::vector<std::pair<std::string, const runtime::parameter*>> order;
+inline std::vector<std::byte> write_safetensors(const graph::parameter_store& store) {
+  std::vector<std::pair<std::string, const graph::parameter*>> order;
   for (const auto& [name, p] : store) order.emplace_back(name, &p);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return size_of(a.second->type) > size_of(b.second->type); });
@@ -337,7 +337,7 @@ inline std::vector<std::byte> write_safetensors(const runtime::parameter_store& 
   return out;
 }
 
-inline void save_safetensors(const runtime::parameter_store& store, const std::string& path) {
+inline void save_safetensors(const graph::parameter_store& store, const std::string& path) {
   const std::vector<std::byte> bytes = write_safetensors(store);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) memfmt::detail::fail(errc::invalid_argument, "safetensors: cannot open '" + path + "' for writing");

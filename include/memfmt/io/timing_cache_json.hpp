@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -102,6 +103,14 @@ inline graph::timing_cache read_timing_cache_file(const std::string& path,
                                                   const std::optional<graph::cache_key>& expected = std::nullopt) {
   return timing_cache_from_json(detail::parse(detail::read_file(path, "timing cache file"), "timing cache file '" + path + "'"),
                                 expected);
+}
+
+// The file's cache where the file exists, none where it does not (the first run on a machine).
+inline std::optional<graph::timing_cache> read_timing_cache_file_if_exists(
+    const std::string& path, const std::optional<graph::cache_key>& expected = std::nullopt) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  return read_timing_cache_file(path, expected);
 }
 
 }  // namespace memfmt::io

@@ -1,4 +1,4 @@
-// memfmt/backends/conv_params.hpp - convolution and batch-norm parameters shared by every backend.
+// memfmt/layers/conv_params.hpp - convolution and batch-norm parameters shared by every backend.
 //
 // Every backend (reference, oneDNN, cuDNN) takes the same parameter structs and validates them
 // the same way before doing any work, so an error reads the same whichever backend ran.

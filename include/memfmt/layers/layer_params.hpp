@@ -1,4 +1,4 @@
-// memfmt/backends/layer_params.hpp - parameters of the layers other than convolution and batch norm.
+// memfmt/layers/layer_params.hpp - parameters of the layers other than convolution and batch norm.
 //
 // The network description (graph/network.hpp) stores these structs in its nodes and every backend
 // takes them as they are, so the plan and the run read one source of truth. Spatial entries are

@@ -1,4 +1,4 @@
-// memfmt/backends/op_query.hpp - asking a backend whether it runs an operation, before any work.
+// memfmt/layers/op_query.hpp - asking a backend whether it runs an operation, before any work.
 //
 // Every backend answers `op_support support(const op_query&) const`: the operation, the element
 // type, the format family and rank of its activations, and the attributes that decide whether a

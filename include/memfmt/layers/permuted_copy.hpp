@@ -1,4 +1,4 @@
-// memfmt/backends/permuted_copy.hpp - a copy that moves each element once and computes nothing,
+// memfmt/layers/permuted_copy.hpp - a copy that moves each element once and computes nothing,
 // described by an index space and two sets of strides.
 //
 // Rearrangements (rearrange.hpp) and slices (slice.hpp) are such copies: an index space of up to 6

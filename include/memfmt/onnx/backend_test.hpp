@@ -134,8 +134,8 @@ struct tolerance {
 // of tolerance, with how many are).
 inline std::string compare_outputs(const parameter& expected, const parameter& actual, tolerance tol = {}) {
   if (expected.type != actual.type || expected.shape != actual.shape)
-    return "expected " + runtime::describe(expected.type, expected.shape) + ", got " +
-           runtime::describe(actual.type, actual.shape);
+    return "expected " + graph::describe(expected.type, expected.shape) + ", got " +
+           graph::describe(actual.type, actual.shape);
   const std::size_t n = expected.bytes.size() / memfmt::size_of(expected.type);
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < n; ++i) {

@@ -37,12 +37,12 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "../backends/rearrange.hpp"
+#include "../layers/rearrange.hpp"
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../graph/network.hpp"
 #include "../io/file.hpp"
-#include "../runtime/parameter_store.hpp"
+#include "../graph/parameter_store.hpp"
 #include "detail/attributes.hpp"
 #include "detail/fold.hpp"
 #include "detail/infer.hpp"
@@ -76,7 +76,7 @@ struct graph_value {
 
 struct imported_model {
   graph::network network;
-  runtime::parameter_store parameters;        // every parameter network.parameters() lists
+  graph::parameter_store parameters;        // every parameter network.parameters() lists
   std::map<std::string, std::string> source;  // parameter name -> the ONNX tensor it came from
   // The graph's inputs and the outputs that are network values (one that is not, such as a
   // detector's boxes behind a barrier, ends the barrier in an opaque node instead).

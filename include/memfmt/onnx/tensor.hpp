@@ -3,7 +3,7 @@
 // An initializer, a Constant's value and a backend test's input_N.pb are TensorProtos: a dtype,
 // dims and the elements either in raw_data (little-endian bytes) or in one of the typed repeated
 // fields (float_data, int32_data holding every type of 32 bits or fewer, int64_data, ...). They
-// arrive here as runtime::parameter (dtype, PyTorch-order shape, dense row-major bytes), the form
+// arrive here as graph::parameter (dtype, PyTorch-order shape, dense row-major bytes), the form
 // the parameter store and the executor take. Element reads and writes as double / int64 serve the
 // constant folding of shape arithmetic.
 #pragma once
@@ -23,11 +23,11 @@
 #include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
-#include "../runtime/parameter_store.hpp"
+#include "../graph/parameter_store.hpp"
 
 namespace memfmt::onnx {
 
-using runtime::parameter;
+using graph::parameter;
 
 // The memfmt dtype of an ONNX TensorProto data type; unsupported_dtype naming `where` for the types
 // memfmt has no counterpart of (strings, complex, unsigned 16-64 bit).

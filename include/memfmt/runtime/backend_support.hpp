@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "../backends/op_query.hpp"
+#include "../layers/op_query.hpp"
 #include "../graph/cost_model.hpp"
 #include "../graph/network.hpp"
 

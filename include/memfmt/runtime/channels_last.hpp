@@ -2,10 +2,11 @@
 //
 // The spirit of Composer's apply_channels_last(model) and fastai's to_channelslast(), with the
 // formats chosen by measurement instead of "everything NHWC": channels_last(net, backend, params,
-// options) loads the timing cache (options.timing_cache_path, when the file exists; it must be this
-// device's and backend's), calibrates what it lacks on `backend`, writes the cache back, applies
-// the pins, solves, and returns an executor with the weights converted once into their layers'
-// formats. Reads and writes the timing cache file, so it needs the memfmt::graph_io component.
+// options) calibrates on `backend` what options.calibration.known (timings measured before, on this
+// device and backend: io::read_timing_cache_file_if_exists reads them) lacks, applies the pins,
+// solves, and returns an executor with the weights converted once into their layers' formats, and
+// the timing cache with every timing, for the caller to keep (io::write_timing_cache_file). No file
+// is read or written here: files are the caller's (io/, the tools).
 //
 // Calibration times layers one by one; inside the network their costs differ a little (caches,
 // conversions next to their producers), which can turn a close call the wrong way. So by default
@@ -22,7 +23,6 @@
 // precision the backend cannot compute in is an error naming it and the backend's reason.
 #pragma once
 
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +36,6 @@
 #include "../graph/policy.hpp"
 #include "../graph/solve.hpp"
 #include "../graph/timing_cache.hpp"
-#include "../io/timing_cache_json.hpp"
 #include "backend_support.hpp"
 #include "calibrate.hpp"
 #include "executor.hpp"
@@ -55,10 +54,9 @@ struct format_pin {
 };
 
 struct channels_last_options {
-  std::string timing_cache_path;  // empty: calibrate every time and keep nothing
   std::vector<format_pin> pins;
   graph::cost_priors priors;      // for what calibration does not measure
-  calibrate_options calibration;  // its `known` is the loaded cache
+  calibrate_options calibration;  // its `known`: timings measured before, not timed again
   executor_options execution;
   // float32, bfloat16 or float16 for every floating-point value and parameter; nullopt runs the
   // network in its own dtypes.
@@ -123,15 +121,7 @@ planned_executor<Backend> channels_last(const graph::network& net, Backend& back
       memfmt::detail::fail(errc::invalid_argument, "channels_last: pin on '" + p.node + "', which is no layer of the network");
     out.network.pin_format(*id, p.format, p.mandatory, p.priority, "channels_last option");
   }
-  calibrate_options cal = options.calibration;
-  std::optional<graph::timing_cache> known;
-  const std::string& path = options.timing_cache_path;
-  if (!path.empty() && std::filesystem::exists(path)) {
-    known = io::read_timing_cache_file(path, detail::key_of(backend, cal));
-  }
-  cal.known = known ? &*known : nullptr;
-  out.cache = calibrate(out.network, backend, cal);
-  if (!path.empty()) io::write_timing_cache_file(path, out.cache);
+  out.cache = calibrate(out.network, backend, options.calibration);  // refuses another device's `known`
   graph::cost_model model(options.priors);
   model.set_timing_cache(out.cache);
   model.set_support_query(support_query_for(backend));  // a format the backend refuses a layer is not planned

@@ -20,7 +20,7 @@ int main() {
     return 1;
   }
 #ifdef MEMFMT_CONSUMER_SAFETENSORS
-  memfmt::runtime::parameter_store store;
+  memfmt::graph::parameter_store store;
   store.insert<float>("w", {2}, {1.5f, -2.f});
   const auto back = memfmt::io::read_safetensors(memfmt::io::write_safetensors(store));
   if (back.at("w").values<float>() != std::vector<float>{1.5f, -2.f}) {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../reference/group_norm.hpp"
 #include "../reference/numeric.hpp"
 #include "../reference/view_access.hpp"

@@ -24,7 +24,7 @@
 
 #include "../../dtype.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../reference/pad.hpp"
 #include "../validate.hpp"
 #include "float_io.hpp"

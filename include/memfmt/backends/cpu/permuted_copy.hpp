@@ -1,4 +1,4 @@
-// memfmt/backends/cpu/permuted_copy.hpp - a permuted copy (backends/permuted_copy.hpp) on host
+// memfmt/backends/cpu/permuted_copy.hpp - a permuted copy (layers/permuted_copy.hpp) on host
 // memory, for the oneDNN backend's slices and rearrangements: oneDNN's reorder moves strided reads
 // element by element (BM_slice/.../w_step2 in bench_conv).
 //
@@ -21,7 +21,7 @@
 #include "../../error.hpp"
 #include "../../format/tags.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../permuted_copy.hpp"
+#include "../../layers/permuted_copy.hpp"
 #include "thread_shares.hpp"
 
 namespace memfmt::cpu {

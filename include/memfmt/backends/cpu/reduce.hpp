@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../reference/numeric.hpp"
 #include "../reference/reduce.hpp"
 #include "../validate.hpp"

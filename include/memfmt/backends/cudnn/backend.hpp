@@ -27,9 +27,9 @@
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../conv_params.hpp"
-#include "../layer_params.hpp"
-#include "../op_query.hpp"
+#include "../../layers/conv_params.hpp"
+#include "../../layers/layer_params.hpp"
+#include "../../layers/op_query.hpp"
 #include "../slice.hpp"
 #include "backward.hpp"
 #include "channel_padding.hpp"

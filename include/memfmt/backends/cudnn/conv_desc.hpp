@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../../error.hpp"
-#include "../conv_params.hpp"
+#include "../../layers/conv_params.hpp"
 #include "descriptor.hpp"
 
 namespace memfmt::cudnn {

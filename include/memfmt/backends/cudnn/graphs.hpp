@@ -17,7 +17,7 @@
 #include "../../dtype.hpp"
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../conv_params.hpp"
+#include "../../layers/conv_params.hpp"
 #include "../validate.hpp"
 #include "conv_desc.hpp"
 #include "graph.hpp"

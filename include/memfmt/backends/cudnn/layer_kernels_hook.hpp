@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../../dtype.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "layer_kernels_index.hpp"
 
 namespace memfmt::cudnn {

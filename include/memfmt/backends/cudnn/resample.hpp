@@ -20,7 +20,7 @@
 
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../validate.hpp"
 #include "graph.hpp"
 #include "graphs.hpp"

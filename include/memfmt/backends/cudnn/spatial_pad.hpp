@@ -28,7 +28,7 @@
 #include "../../dtype.hpp"
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../reference/pad.hpp"
 #include "../validate.hpp"
 #include "legacy_tensor.hpp"

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../permuted_copy.hpp"
+#include "../../layers/permuted_copy.hpp"
 #include "status.hpp"
 
 namespace memfmt::cudnn {
@@ -74,7 +74,7 @@ inline std::vector<copy_2d> format_conversion_copies(const packed_shape& from) {
   return out;
 }
 
-// The 2-D copies of a permuted copy (a rearrangement or a slice, backends/permuted_copy.hpp) of
+// The 2-D copies of a permuted copy (a rearrangement or a slice, layers/permuted_copy.hpp) of
 // elements of `element_bytes`: rows of the dims contiguous in both tensors (or single elements),
 // along the largest remaining dim, one copy per index of the others.
 inline std::vector<copy_2d> permuted_copies(const permuted_copy& m, std::size_t element_bytes) {

@@ -24,7 +24,7 @@
 
 #include "../../dtype.hpp"
 #include "../../error.hpp"
-#include "../op_query.hpp"
+#include "../../layers/op_query.hpp"
 
 namespace memfmt::cudnn {
 

@@ -27,7 +27,7 @@
 #include "../../error.hpp"
 #include "../../tensor/tensor_view.hpp"
 #include "../cpu/permuted_copy.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../reference/activation.hpp"
 #include "../reference/binary.hpp"
 #include "../reference/concat.hpp"

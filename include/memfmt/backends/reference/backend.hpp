@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../conv_params.hpp"
-#include "../layer_params.hpp"
-#include "../op_query.hpp"
+#include "../../layers/conv_params.hpp"
+#include "../../layers/layer_params.hpp"
+#include "../../layers/op_query.hpp"
 #include "activation.hpp"
 #include "batch_norm.hpp"
 #include "binary.hpp"

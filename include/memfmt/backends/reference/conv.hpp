@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../conv_params.hpp"
+#include "../../layers/conv_params.hpp"
 #include "../validate.hpp"
 #include "numeric.hpp"
 #include "view_access.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../validate.hpp"
 #include "group_norm.hpp"
 #include "numeric.hpp"

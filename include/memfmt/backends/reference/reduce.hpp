@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../../tensor/tensor_view.hpp"
-#include "../layer_params.hpp"
+#include "../../layers/layer_params.hpp"
 #include "../validate.hpp"
 #include "numeric.hpp"
 #include "view_access.hpp"

@@ -22,7 +22,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "../../runtime/parameter_store.hpp"
+#include "../../graph/parameter_store.hpp"
 #include "../tensor.hpp"
 #include "attributes.hpp"
 
@@ -36,7 +36,7 @@ struct known_input {
   bool present = true;
   std::optional<shape_t> shape;
   memfmt::dtype type = memfmt::dtype::float32;
-  const runtime::parameter* constant = nullptr;
+  const graph::parameter* constant = nullptr;
 };
 
 // A rule's view of a node: its attributes (typed reads) and the shapes of its inputs, every

@@ -1,4 +1,4 @@
-// memfmt/backends/cudnn/calibrate.hpp - runtime::calibrate on the cuDNN backend.
+// memfmt/runtime/cudnn/calibrate.hpp - runtime::calibrate on the cuDNN backend.
 //
 // A cuDNN timing belongs to the GPU (its name and compute capability: engines are chosen per
 // architecture) and to the cuDNN library actually loaded (cudnnGetVersion, not the headers':
@@ -14,9 +14,9 @@
 
 #include "../../error.hpp"
 #include "../../graph/timing_cache.hpp"
-#include "../../runtime/calibrate.hpp"
-#include "backend.hpp"
-#include "status.hpp"
+#include "../calibrate.hpp"
+#include "../../backends/cudnn/backend.hpp"
+#include "../../backends/cudnn/status.hpp"
 
 namespace memfmt::cudnn {
 

@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/calibrate.hpp - runtime::calibrate on the oneDNN backend.
+// memfmt/runtime/onednn/calibrate.hpp - runtime::calibrate on the oneDNN backend.
 //
 // A oneDNN timing belongs to the CPU model, the instruction set oneDNN dispatches to (its effective
 // ISA: DNNL_MAX_CPU_ISA=AVX2 on an AVX-512 machine runs other kernels, so it is another device)
@@ -12,9 +12,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "../../graph/timing_cache.hpp"
-#include "../../runtime/calibrate.hpp"
-#include "backend.hpp"
-#include "cpu_support.hpp"
+#include "../calibrate.hpp"
+#include "../../backends/dnnl/backend.hpp"
+#include "../../backends/dnnl/cpu_support.hpp"
 
 namespace memfmt::onednn {
 
