@@ -14,17 +14,18 @@ function(_memfmt_instances backend header calibrate_header type lib)
   set(instances "class memfmt::runtime::executor<${type}>" "class memfmt::runtime::trainer<${type}>"
       "memfmt::graph::timing_cache memfmt::runtime::calibrate<${type}>(const memfmt::graph::network&, ${type}&, const memfmt::runtime::calibrate_options&)")
   set(externs "")
-  set(definitions "")
   foreach(i IN LISTS instances)
     string(APPEND externs "extern template ${i};\n")
-    string(APPEND definitions "template ${i};\n")
   endforeach()
   set(includes "")
   foreach(h IN ITEMS ${header} ${calibrate_header} memfmt/runtime/executor.hpp memfmt/runtime/training.hpp)
     string(APPEND includes "#include <${h}>\n")
   endforeach()
   file(CONFIGURE OUTPUT "${dir}/extern_${backend}.hpp" @ONLY CONTENT "#pragma once\n${includes}\n${externs}")
-  file(CONFIGURE OUTPUT "${dir}/${backend}.cpp" @ONLY CONTENT "#include \"extern_${backend}.hpp\"\n\n${definitions}")
+  # The definitions through the public macro (runtime/instances.hpp), so a user's build that copies
+  # this arrangement compiles what memfmt's does.
+  file(CONFIGURE OUTPUT "${dir}/${backend}.cpp" @ONLY CONTENT
+       "#include \"extern_${backend}.hpp\"\n#include <memfmt/runtime/instances.hpp>\n\nMEMFMT_INSTANTIATE_RUNTIME(${type})\n")
   add_library(memfmt_instances_${backend} STATIC EXCLUDE_FROM_ALL "${dir}/${backend}.cpp")
   target_link_libraries(memfmt_instances_${backend} PUBLIC ${lib} PRIVATE memfmt_project_flags)
   target_include_directories(memfmt_instances_${backend} PUBLIC "${dir}")

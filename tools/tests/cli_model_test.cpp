@@ -374,8 +374,13 @@ TEST_F(CliModel, RunProfileSaysWhereTheTimeGoes) {
   const json& slowest = p.at("slowest");
   ASSERT_EQ(slowest.size(), 10u);
   for (std::size_t i = 0; i < slowest.size(); ++i) {
-    EXPECT_TRUE(net.find(slowest[i].at("layer").get<std::string>())) << slowest[i].dump();
-    EXPECT_EQ(slowest[i].at("format"), "channels_last");
+    const auto id = net.find(slowest[i].at("layer").get<std::string>());
+    ASSERT_TRUE(id) << slowest[i].dump();
+    // Every value with a layout is channels-last; the classifier's rank-2 values have none, and
+    // one of them is among the ten slowest when the machine is busy.
+    if (net.at(*id).spatial()) {
+      EXPECT_EQ(slowest[i].at("format"), "channels_last") << slowest[i].dump();
+    }
     if (i) {
       EXPECT_LE(slowest[i].at("ms").get<double>(), slowest[i - 1].at("ms").get<double>());
     }
