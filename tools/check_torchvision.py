@@ -128,7 +128,7 @@ def check(name, shape, kwargs, runnable, exporter, args, work):
     if export.returncode != 0:
         # PyTorch's exporter could not write the model (torch.export cannot trace the detectors'
         # data-dependent control flow): no ONNX file for memfmt to check, which is not its failure.
-        lines = export.stdout.strip().splitlines()
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", export.stdout).strip().splitlines()  # without colours
         # The exception's own line ("torch.export...Error: ..."), the last one raised.
         raised = [l for l in lines if re.match(r"^[\w.]*(Error|Exception): ", l.strip())]
         why = raised[-1] if raised else lines[-1] if lines else "no output"
