@@ -1578,11 +1578,9 @@ class importer {
                                            memfmt::detail::dims_to_string(axes));
       std::vector<double> full_scales(rank, 1.0);
       shape_t full_sizes = x.shape;
-      std::vector<bool> seen(rank, false);
+      const std::vector<std::size_t> dims = distinct_axes(r, axes, rank);
       for (std::size_t i = 0; i < axes.size(); ++i) {
-        const auto d = static_cast<std::size_t>(normalize_axis(r, axes[i], rank));
-        if (seen[d]) r.fail(errc::invalid_argument, "axes " + memfmt::detail::dims_to_string(axes) + " repeat an axis");
-        seen[d] = true;
+        const std::size_t d = dims[i];
         if (!sizes.empty()) full_sizes[d] = sizes[i];
         else full_scales[d] = scales[i];
       }
@@ -1675,6 +1673,20 @@ class importer {
     set_tensor(r, net().upsample(layer_name(r, nullptr), *x.node, p), lifted);
   }
 
+  // The opset-18 `axes` of Pad and Resize as dims of a rank-`rank` value (negative ones from the
+  // end), each named once.
+  static std::vector<std::size_t> distinct_axes(const node_reader& r, const shape_t& axes, std::size_t rank) {
+    std::vector<std::size_t> dims;
+    std::vector<bool> seen(rank, false);
+    for (std::int64_t a : axes) {
+      const auto d = static_cast<std::size_t>(normalize_axis(r, a, rank));
+      if (seen[d]) r.fail(errc::invalid_argument, "axes " + memfmt::detail::dims_to_string(axes) + " repeat an axis");
+      seen[d] = true;
+      dims.push_back(d);
+    }
+    return dims;
+  }
+
   void pad(const node_reader& r) {
     const value& x = tensor_input(r, 0);
     require_spatial_input(x);
@@ -1696,11 +1708,9 @@ class importer {
                                              std::to_string(2 * axes.size()) + " entries for axes " +
                                              memfmt::detail::dims_to_string(axes));
         shape_t full(2 * rank, 0);
-        std::vector<bool> seen(rank, false);
+        const std::vector<std::size_t> dims = distinct_axes(r, axes, rank);
         for (std::size_t i = 0; i < axes.size(); ++i) {
-          const auto d = static_cast<std::size_t>(normalize_axis(r, axes[i], rank));
-          if (seen[d]) r.fail(errc::invalid_argument, "axes " + memfmt::detail::dims_to_string(axes) + " repeat an axis");
-          seen[d] = true;
+          const std::size_t d = dims[i];
           full[d] = pads[i];
           full[d + rank] = pads[i + axes.size()];
         }
