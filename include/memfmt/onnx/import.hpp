@@ -1842,7 +1842,7 @@ class importer {
     if (target[0] != numel || numel > (std::int64_t{1} << 20)) return false;
     const ::onnx::NodeProto* gather = only_reader(r.proto().output(0));
     if (!is_node(gather, "Gather", 2) || gather->input(0) != r.proto().output(0) || gather->output_size() != 1 ||
-        node_reader(*gather, "").get_int("axis", 0) != 0)
+        node_reader(*gather, "ONNX node '" + gather->name() + "'").get_int("axis", 0) != 0)
       return false;
     const std::optional<value> indices = constant_named(gather->input(1));
     if (!indices || (indices->type != memfmt::dtype::int64 && indices->type != memfmt::dtype::int32) ||

@@ -128,7 +128,8 @@ class session {
     const auto format_of = [&](graph::node_id id) { return plan_.format(id).value_or(graph::family::channels_first); };
     std::map<std::string, std::vector<std::byte>> bytes;
     std::map<std::string, runtime::tensor_ref> in_refs, out_refs;
-    for (const io_value& in : model_->inputs) {
+    for (std::size_t i = 0; i < model_->inputs.size(); ++i) {
+      const io_value& in = model_->inputs[i];
       const auto it = feeds.find(in.name);
       if (it == feeds.end())
         memfmt::detail::fail(errc::invalid_argument, "session::run: no value for graph input '" + in.name + "' (" +
@@ -138,7 +139,7 @@ class session {
         memfmt::detail::fail(errc::shape_mismatch, "session::run: graph input '" + in.name + "' is " +
                                                        graph::describe(in.type, in.shape) + ", given " +
                                                        graph::describe(v.type, v.shape));
-      const graph::node_id id = *net.find(in.name);
+      const graph::node_id id = input_ids_[i];
       const auto& e = net.at(id).extents;
       bytes[in.name] = detail::relayout(v, e, format_of(id), true, "session::run: input '" + in.name + "'");
       in_refs[in.name] = runtime::tensor_ref{v.type, e, format_of(id), bytes[in.name].data()};
@@ -147,15 +148,17 @@ class session {
       if (!in_refs.count(name))
         memfmt::detail::fail(errc::invalid_argument, "session::run: '" + name + "' " + graph::describe(v.type, v.shape) +
                                                          " is no graph input of the model");
-    for (const io_value& out : model_->outputs) {
-      const auto& n = net.at(*net.find(out.name));
+    for (std::size_t i = 0; i < model_->outputs.size(); ++i) {
+      const io_value& out = model_->outputs[i];
+      const auto& n = net.at(output_ids_[i]);
       bytes[out.name].resize(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), out.name.c_str()));
-      out_refs[out.name] = runtime::tensor_ref{n.type, n.extents, format_of(*net.find(out.name)), bytes[out.name].data()};
+      out_refs[out.name] = runtime::tensor_ref{n.type, n.extents, format_of(output_ids_[i]), bytes[out.name].data()};
     }
     executor_->forward(in_refs, out_refs);
     std::map<std::string, graph::parameter> r;
-    for (const io_value& out : model_->outputs) {
-      const graph::node_id id = *net.find(out.name);
+    for (std::size_t i = 0; i < model_->outputs.size(); ++i) {
+      const io_value& out = model_->outputs[i];
+      const graph::node_id id = output_ids_[i];
       const graph::parameter planned{out.type, out.shape, std::move(bytes[out.name])};
       r[out.name] = graph::parameter{out.type, out.shape,
                                      detail::relayout(planned, net.at(id).extents, format_of(id), false,
@@ -184,13 +187,17 @@ class session {
     build(o.execution);
   }
 
+  // The network nodes of the model's inputs and outputs, found once here rather than on every run.
   void build(const runtime::executor_options& execution) {
-    for (const io_value& v : model_->inputs)
-      if (!model_->network.find(v.name))
-        memfmt::detail::fail(errc::invalid_argument, "session: input '" + v.name + "' is no node of the network");
-    for (const io_value& v : model_->outputs)
-      if (!model_->network.find(v.name))
-        memfmt::detail::fail(errc::invalid_argument, "session: output '" + v.name + "' is no node of the network");
+    const auto node_of = [&](const io_value& v, const char* what) {
+      const std::optional<graph::node_id> id = model_->network.find(v.name);
+      if (!id)
+        memfmt::detail::fail(errc::invalid_argument, std::string("session: ") + what + " '" + v.name +
+                                                         "' is no node of the network");
+      return *id;
+    };
+    for (const io_value& v : model_->inputs) input_ids_.push_back(node_of(v, "input"));
+    for (const io_value& v : model_->outputs) output_ids_.push_back(node_of(v, "output"));
     executor_ = std::make_unique<runtime::executor<Backend>>(model_->network, plan_, *backend_, model_->parameters,
                                                              execution);
   }
@@ -200,6 +207,7 @@ class session {
   std::unique_ptr<model> model_;
   graph::plan plan_;
   std::optional<graph::timing_cache> timings_;
+  std::vector<graph::node_id> input_ids_, output_ids_;  // model_->inputs[i] is node input_ids_[i]
   std::unique_ptr<runtime::executor<Backend>> executor_;
 };
 
