@@ -254,7 +254,8 @@ json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& 
       if (t.fused_into && *t.fused_into == id) fused.push_back(net.at(t.node).name);
     slowest.push_back({{"layer", node.name},
                        {"kind", layer_kind(net, node)},
-                       {"format", to_string(plan.format(id).value_or(family::channels_first))},
+                       // Rank-2 values have no layout: null, as in the plan's JSON.
+                       {"format", plan.format(id) ? json(to_string(*plan.format(id))) : json(nullptr)},
                        {"extents", node.extents},
                        {"ms", layer[id]},
                        {"fused", fused}});
@@ -641,7 +642,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         if (!fused.empty()) fused += ")";
         std::snprintf(line, sizeof line, "  %9.3f ms  ", l.at("ms").get<double>());
         out << line << l.at("layer").get<std::string>() << ": " << l.at("kind").get<std::string>() << ", "
-            << l.at("format").get<std::string>() << ", " << l.at("extents").dump() << fused << '\n';
+            << (l.at("format").is_null() ? std::string("no layout") : l.at("format").get<std::string>()) << ", "
+            << l.at("extents").dump() << fused << '\n';
       }
     }
     if (!output_.empty()) out << "output   " << output_ << '\n';

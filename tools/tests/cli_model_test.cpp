@@ -376,11 +376,10 @@ TEST_F(CliModel, RunProfileSaysWhereTheTimeGoes) {
   for (std::size_t i = 0; i < slowest.size(); ++i) {
     const auto id = net.find(slowest[i].at("layer").get<std::string>());
     ASSERT_TRUE(id) << slowest[i].dump();
-    // Every value with a layout is channels-last; the classifier's rank-2 values have none, and
-    // one of them is among the ten slowest when the machine is busy.
-    if (net.at(*id).spatial()) {
-      EXPECT_EQ(slowest[i].at("format"), "channels_last") << slowest[i].dump();
-    }
+    // Every value with a layout is channels-last; the classifier's rank-2 values have none (null),
+    // and one of them is among the ten slowest when the machine is busy.
+    EXPECT_EQ(slowest[i].at("format"), net.at(*id).spatial() ? json("channels_last") : json(nullptr))
+        << slowest[i].dump();
     if (i) {
       EXPECT_LE(slowest[i].at("ms").get<double>(), slowest[i - 1].at("ms").get<double>());
     }

@@ -396,28 +396,15 @@ class cost_model {
                             "batch norm prior, NHWC " + detail::ratio_text(ratio) +
                                 "x (" + priors_.batch_norm_benchmark + ")",
                             "prior: " + priors_.batch_norm_benchmark);
-        [[fallthrough]];
+        break;  // indifferent: memory-bound, as the layers below
       }
-      case node_kind::instance_norm:
-      case node_kind::group_norm:
-      case node_kind::layer_norm:
-      case node_kind::pad:
-      case node_kind::activation:
-      case node_kind::binary:
-      case node_kind::pool:
-      case node_kind::global_pool:
-      case node_kind::upsample:
-      case node_kind::concat:
-      case node_kind::slice:
-      case node_kind::rearrange:
-      case node_kind::softmax:
-      case node_kind::reduce:
-      case node_kind::dropout:
-      case node_kind::opaque: {
-        // Memory-bound: cost the same in both formats, so they inherit (oneDNN, cudnn-frontend).
-        return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
-                    "prior: " + priors_.bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
-      }
+      default: break;
+    }
+    // The layers that inherit their producer's format (network.hpp's list) and opaque nodes are
+    // memory-bound: the same cost in both formats (oneDNN, cudnn-frontend).
+    if (inherits_format(n.kind) || n.kind == node_kind::opaque) {
+      return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
+                  "prior: " + priors_.bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
     }
     return same(0, "?", "none");
   }

@@ -42,7 +42,7 @@
 #include "../graph/network.hpp"
 #include "../graph/timing_cache.hpp"
 #include "../tensor/relabel.hpp"
-#include "executor.hpp"
+#include "binding.hpp"
 
 namespace memfmt::runtime {
 

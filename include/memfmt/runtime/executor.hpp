@@ -65,6 +65,7 @@
 #include "../tensor/host_tensor.hpp"
 #include "../tensor/relabel.hpp"
 #include "backend_support.hpp"
+#include "binding.hpp"
 #include "check_io.hpp"
 #include "check_parameters.hpp"
 #include "memory_plan.hpp"
@@ -79,14 +80,6 @@ struct executor_options {
   bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + residual add + activation
 };
 
-// What a build decided and a forward pass ran.
-struct executor_report {
-  std::int64_t arena_bytes = 0;            // activations with reuse by liveness
-  std::int64_t allocate_all_bytes = 0;     // one buffer per value
-  std::int64_t conversions = 0;            // copies per forward pass (plan.conversions less relabels)
-  std::int64_t relabels = 0;               // conversions that share bytes
-  std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <activation>" per fused group
-};
 
 // One node's share of a profiled forward pass, in nanoseconds of the host clock.
 struct node_time {
@@ -104,275 +97,14 @@ struct forward_profile {
   std::int64_t total_ns = 0;     // the whole pass, the checks included
 };
 
-namespace detail {
-
-using memfmt::detail::dispatch_float_dtype;
-
-template <class F, class T>
-tensor_view<T, F> view_of(T* data, const std::vector<std::int64_t>& e) {
-  typename tensor_view<T, F>::extents_type x{};
-  for (std::size_t d = 0; d < x.size(); ++d) x[d] = e[d];
-  return tensor_view<T, F>(data, layout<F>::packed(x));
-}
-
-// The type the backends take per-channel parameters and statistics in (float, double for double).
-template <class T>
-using stats_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// A float element as double (half and bfloat16 convert through float).
-template <class T>
-double as_double(T v) {
-  if constexpr (std::is_same_v<T, double>) return v;
-  else return static_cast<double>(static_cast<float>(v));
-}
-
-// Extents as the kernels see a value: a rank-2 [N, F] is [N, F, 1, 1] (every format the same bytes).
-inline std::vector<std::int64_t> kernel_extents(const std::vector<std::int64_t>& e) {
-  return e.size() == 2 ? std::vector<std::int64_t>{e[0], e[1], 1, 1} : e;
-}
-
-// The parameter's values as U (the store holds them in T: the node's dtype, or stats_t of it for
-// a norm's, as graph::network::norm_parameter_type declares them).
-template <class T, class U>
-std::vector<U> values_as(const parameter_store& params, const std::string& name) {
-  const std::vector<T> v = params.at(name).template values<T>(name);
-  if constexpr (std::is_same_v<T, U>) {
-    return v;
-  } else {
-    std::vector<U> r(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) r[i] = static_cast<U>(as_double(v[i]));
-    return r;
-  }
-}
-
-// Keeps `v` alive as long as `owned` and returns where its elements are.
-template <class V>
-auto* keep(std::vector<std::shared_ptr<void>>& owned, V v) {
-  auto p = std::make_shared<V>(std::move(v));
-  owned.push_back(p);
-  return p->data();
-}
-
-// A weight of PyTorch shape [K, C, kernel...] (row-major) in the layout of format F (KCRS or
-// KRSC), kept alive by `owned`.
-template <class T, class F>
-tensor_view<const T, F> weight_in(std::vector<std::shared_ptr<void>>& owned, const std::vector<T>& w,
-                                  const std::vector<std::int64_t>& shape) {
-  auto t = std::make_shared<host_tensor<T, F>>(view_of<F>(static_cast<T*>(nullptr), shape).extents());
-  using CF = typename F::channels_first_t;
-  memfmt::convert(view_of<CF>(w.data(), shape), t->view());
-  owned.push_back(t);
-  return t->const_view();
-}
-
-// Every consumer of a flatten's value, through dropouts, is a linear.
-inline bool feeds_only_linears(const graph::network& net, graph::node_id id) {
-  for (graph::node_id c : net.consumers(id)) {
-    const graph::node& u = net.at(c);
-    if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(net, c) : u.kind != graph::node_kind::linear)
-      return false;
-  }
-  return true;
-}
-
-// Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
-// linear reading the 4-D value by its strides (a permuted weight) gets them right.
-inline void check_flatten_readers(const graph::network& net, const graph::node& n, graph::family format,
-                                  const std::string& who) {
-  if (n.kind == graph::node_kind::flatten && format == graph::family::channels_last &&
-      !is_ambiguous_shape(net.at(n.inputs[0]).extents) && !feeds_only_linears(net, n.id))
-    memfmt::detail::fail(errc::unsupported, who + ": a channels_last flatten of " +
-                                                memfmt::detail::dims_to_string(net.at(n.inputs[0]).extents) +
-                                                " orders its features (spatial, C); only linears may read it");
-}
-
-struct free_bytes {
-  void operator()(std::byte* p) const noexcept { std::free(p); }
-};
-
-// A host backend's arena of `bytes` (64-byte aligned) for the values of `who`'s network; one that
-// cannot be allocated is errc::out_of_memory naming its size.
-inline std::unique_ptr<std::byte, free_bytes> host_arena(std::int64_t bytes, const char* who) {
-  void* p = std::aligned_alloc(64, static_cast<std::size_t>(bytes));
-  if (!p)
-    memfmt::detail::fail(errc::out_of_memory, std::string(who) + ": the arena of the network's values (" +
-                                                  std::to_string(bytes) + " bytes) could not be allocated");
-  return std::unique_ptr<std::byte, free_bytes>(static_cast<std::byte*>(p));
-}
-
-// Backends whose conv_forward runs the epilogue activation(conv + bias + residual) in one call: they
-// name its options type Backend::conv_fusion (a struct with a memfmt::activation_params `activation`).
-template <class Backend, class = void>
-struct fuses_conv_epilogue : std::false_type {};
 template <class Backend>
-struct fuses_conv_epilogue<Backend, std::void_t<typename Backend::conv_fusion>> : std::true_type {};
+class executor : private detail::binding<Backend> {
+  using base = detail::binding<Backend>;
 
-// Backends whose bind_conv_forward(conv_forward's arguments) resolves a conv once and returns a
-// callable Backend::conv_forward_call that only executes: the executor binds its conv steps so.
-template <class Backend, class = void>
-struct binds_conv_forward : std::false_type {};
-template <class Backend>
-struct binds_conv_forward<Backend, std::void_t<typename Backend::conv_forward_call>> : std::true_type {};
-
-// Backends that keep a network's tensors in their own memory name these members:
-//   void* allocate(std::size_t bytes);                         the arena and each parameter
-//   void deallocate(void* p, std::size_t bytes) noexcept;
-//   void copy_in(void* dst, const void* host, std::size_t bytes);   host bytes reusable on return
-//   void copy_out(void* host, const void* src, std::size_t bytes);  after every queued step
-//   template <class T, class From, class To> void convert(tensor_view<const T, From>, tensor_view<T, To>);
-template <class Backend, class = void>
-struct owns_memory : std::false_type {};
-template <class Backend>
-struct owns_memory<Backend, std::void_t<decltype(std::declval<Backend&>().allocate(std::size_t{})),
-                                        decltype(std::declval<Backend&>().deallocate(nullptr, std::size_t{})),
-                                        decltype(std::declval<Backend&>().copy_in(nullptr, nullptr, std::size_t{})),
-                                        decltype(std::declval<Backend&>().copy_out(nullptr, nullptr, std::size_t{}))>>
-    : std::true_type {};
-
-// Waits for the backend's queued work (a GPU stream's); nothing for a backend whose calls return when
-// done.
-template <class B>
-using synchronize_op = decltype(std::declval<B&>().synchronize());
-template <class Backend, class = void>
-struct queues_work : std::false_type {};
-template <class Backend>
-struct queues_work<Backend, std::void_t<synchronize_op<Backend>>> : std::true_type {};
-template <class Backend>
-void settle(Backend& b) {
-  if constexpr (queues_work<Backend>::value) b.synchronize();
-  else (void)b;
-}
-
-// Backends with layer norm over channels (the cuDNN backend has none: its support query refuses the
-// layer before any step is bound).
-template <class Backend, class = void>
-struct runs_layer_norm : std::false_type {};
-template <class Backend>
-struct runs_layer_norm<Backend, std::void_t<decltype(std::declval<Backend&>().layer_norm_forward(
-                                    tensor_view<const float, nchw>(), tensor_view<float, nchw>(), (const float*)nullptr,
-                                    (const float*)nullptr, (float*)nullptr, (float*)nullptr, layer_norm_params{}))>>
-    : std::true_type {};
-
-// Backends with reductions (the cuDNN backend has none: its support query refuses
-// the layer before any step is bound).
-template <class Backend, class = void>
-struct runs_reduce : std::false_type {};
-template <class Backend>
-struct runs_reduce<Backend, std::void_t<decltype(std::declval<Backend&>().reduce_forward(
-                                        tensor_view<const float, nchw>(), tensor_view<float, nchw>(),
-                                        reduce_params{}))>> : std::true_type {};
-
-// The per-channel affine flag and the count of saved statistics (mean and invstd each) of a group,
-// instance or layer norm node: N * groups, or one per sample and position.
-struct norm_shape {
-  bool affine = true;
-  std::size_t stats = 0;
-};
-inline norm_shape norm_shape_of(const graph::node& n) {
-  if (n.kind == graph::node_kind::layer_norm)
-    return {n.get<graph::layer_norm_attrs>().affine,
-            static_cast<std::size_t>(n.numel() / std::max<std::int64_t>(n.extents[1], 1))};
-  const auto& a = n.get<graph::norm_attrs>();
-  return {a.affine, static_cast<std::size_t>(memfmt::detail::checked_mul(n.extents[0], a.params.groups, n.name))};
-}
-
-// Backends that cache prepared copies of weights by address (oneDNN's reordered weights).
-template <class Backend, class = void>
-struct caches_weights : std::false_type {};
-template <class Backend>
-struct caches_weights<Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
-    : std::true_type {};
-
-// Memory shared by the executor and the trainer: with owns_memory, `bytes` of the backend's memory
-// kept alive by `owned` (given back to the backend with it); copies to and from it.
-template <class Backend>
-void* backend_allocate(Backend& b, std::vector<std::shared_ptr<void>>& owned, std::size_t bytes) {
-  void* p = b.allocate(bytes);
-  Backend* bp = &b;
-  owned.push_back(std::shared_ptr<void>(p, [bp, bytes](void* q) { bp->deallocate(q, bytes); }));
-  return p;
-}
-// Empty values have no storage (null pointers): nothing to copy.
-template <class Backend>
-void copy_in(Backend& b, void* dst, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  if constexpr (owns_memory<Backend>::value) b.copy_in(dst, src, bytes);
-  else std::memcpy(dst, src, bytes);
-}
-template <class Backend>
-void copy_out(Backend& b, void* dst, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  if constexpr (owns_memory<Backend>::value) b.copy_out(dst, src, bytes);
-  else std::memcpy(dst, src, bytes);
-}
-
-// A host vector kept alive by `owned` where the backend reads it: the vector itself, or a copy in
-// the backend's memory.
-template <class Backend, class V>
-auto* backend_param(Backend& b, std::vector<std::shared_ptr<void>>& owned, V v) {
-  const std::size_t count = v.size();
-  auto* host = keep(owned, std::move(v));
-  if constexpr (owns_memory<Backend>::value) {
-    using E = std::remove_pointer_t<decltype(host)>;
-    const std::size_t bytes = count * sizeof(E);
-    if (bytes == 0) return host;
-    auto* dev = static_cast<E*>(backend_allocate(b, owned, bytes));
-    b.copy_in(dev, host, bytes);
-    return dev;
-  } else {
-    (void)count;
-    (void)b;
-    return host;
-  }
-}
-
-// A conv weight (see weight_in) where the backend reads it.
-template <class T, class F, class Backend>
-tensor_view<const T, F> backend_weight(Backend& b, std::vector<std::shared_ptr<void>>& owned, const std::vector<T>& w,
-                                       const std::vector<std::int64_t>& shape) {
-  tensor_view<const T, F> v = weight_in<T, F>(owned, w, shape);
-  if constexpr (owns_memory<Backend>::value) {
-    const std::size_t bytes = static_cast<std::size_t>(v.numel()) * sizeof(T);
-    void* dev = backend_allocate(b, owned, bytes);
-    b.copy_in(dev, v.data(), bytes);
-    v = tensor_view<const T, F>(static_cast<const T*>(dev), v.mapping());
-  } else {
-    (void)b;
-  }
-  return v;
-}
-
-// Constant node n's values (parameter "<name>.value") laid out once in format f where the backend
-// reads them, kept alive by `owned`: the bytes the executor and the trainer point its value at.
-template <class T, class Backend>
-std::byte* backend_constant(Backend& b, std::vector<std::shared_ptr<void>>& owned, const graph::node& n,
-                            graph::family f, const parameter_store& params) {
-  const std::string name = n.name + ".value";
-  const std::vector<T> v = params.at(name).template values<T>(name);
-  const void* p = nullptr;
-  if (n.spatial())
-    dispatch_format(f, static_cast<int>(n.extents.size()),
-                    [&](auto tag) { p = backend_weight<T, decltype(tag)>(b, owned, v, n.extents).data(); });
-  else
-    p = backend_param(b, owned, v);
-  return static_cast<std::byte*>(const_cast<void*>(p));  // never written: no step has it as output
-}
-
-}  // namespace detail
-
-template <class Backend>
-class executor {
  public:
   // Checks everything and binds every step (defined below the class, not inline: see there).
   executor(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
            executor_options options = {});
-
-  // The backend's copies of this executor's weights die with them: another executor's weights may
-  // later sit at the same addresses.
-  ~executor() {
-    if constexpr (detail::caches_weights<Backend>::value)
-      for (const void* w : weights_) backend_.invalidate_weights(w);
-  }
 
   executor(const executor&) = delete;  // steps point into this object
   executor& operator=(const executor&) = delete;
@@ -404,6 +136,9 @@ class executor {
   }
 
  private:
+  using base::backend_, base::base_, base::constants_, base::conversion_to, base::converted_slot_, base::format_of,
+      base::memory_, base::net_, base::owned_, base::plan_, base::read_format, base::read_slot, base::reads_own_bytes,
+      base::report_, base::slot_, base::sole_consumer, base::weights_, base::who;
   using step_list = std::vector<std::function<void()>>;
   using clock = std::chrono::steady_clock;
 
@@ -469,16 +204,9 @@ class executor {
            n.kind == graph::node_kind::dropout || fused_into_.count(n.id);
   }
 
-  std::string who(const graph::node& n) const {
-    return std::string("executor (") + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
-  }
-
   void check_supported(const graph::node& n) const {
-    if (net_.has_format(n.id) && !plan_.format(n.id))
-      memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
-    if (const std::optional<op_query> q = op_query_of(n, format_of(n.id)))
-      if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
-    detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
+    this->check_in_plan(n);
+    this->check_backend(n, false);
     if (n.kind == graph::node_kind::opaque) {
       const auto& a = n.get<graph::opaque_attrs>();
       const user_op* op = std::any_cast<user_op>(&a.callback);
@@ -495,25 +223,6 @@ class executor {
                                  graph::to_string(op->input_format) + " and writes " +
                                  graph::to_string(op->output_format));
     }
-  }
-
-  graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
-
-  // The conversion of value v to `to`, if the plan has one.
-  const graph::conversion* conversion_to(graph::node_id v, graph::family to) const {
-    for (const auto& c : plan_.conversions)
-      if (c.value == v && c.to == to) return &c;
-    return nullptr;
-  }
-
-  // The format consumer reads its spatial inputs in.
-  graph::family read_format(const graph::node& consumer) const {
-    return net_.read_format(consumer.id, format_of(consumer.id));
-  }
-
-  // Whether `consumer` reads value v's own bytes rather than a converted copy.
-  bool reads_own_bytes(const graph::node& consumer, graph::node_id v) const {
-    return !net_.at(v).spatial() || format_of(v) == read_format(consumer);
   }
 
   // An input that the plan converts and that nothing reads in its own format: forward converts
@@ -544,27 +253,6 @@ class executor {
     if (!out) return std::nullopt;
     const graph::conversion* c = conversion_to(v.id, read_format(net_.at(*out)));
     return c && !c->relabel ? out : std::nullopt;
-  }
-
-  // The storage `consumer` reads value v from.
-  std::size_t read_slot(const graph::node& consumer, graph::node_id v) const {
-    const graph::node& x = net_.at(v);
-    const graph::family f = read_format(consumer);
-    if (reads_own_bytes(consumer, v)) return slot_[v];
-    const graph::conversion* c = conversion_to(v, f);
-    if (!c)
-      memfmt::detail::fail(errc::invalid_argument, who(consumer) + " reads '" + x.name + "' in " +
-                                                       std::string(graph::to_string(f)) + " but '" + x.name + "' is " +
-                                                       std::string(graph::to_string(format_of(v))) +
-                                                       " and the plan converts it nowhere (a plan of another network?)");
-    return converted_slot_.at(v);
-  }
-
-  // The single consumer of v when there is exactly one and it runs in v's format.
-  std::optional<graph::node_id> sole_consumer(graph::node_id v) const {
-    const auto& c = net_.consumers(v);
-    if (c.size() != 1 || format_of(c[0]) != format_of(v)) return std::nullopt;
-    return c[0];
   }
 
   // The add that is the only reader of `last` (a conv's value, or its folded batch norm's) when it
@@ -704,17 +392,7 @@ class executor {
       const storage& s = storage_[i];
       v.push_back({s.name, constants_.count(i) ? 0 : s.bytes, s.first, s.last});
     }
-    memory_ = plan_memory(std::move(v), 64);
-    report_.arena_bytes = memory_.arena_bytes;
-    report_.allocate_all_bytes = memory_.total_bytes;
-    if (memory_.arena_bytes > 0) {
-      if constexpr (detail::owns_memory<Backend>::value) {
-        base_ = static_cast<std::byte*>(backend_memory(static_cast<std::size_t>(memory_.arena_bytes)));
-      } else {
-        arena_ = detail::host_arena(memory_.arena_bytes, "executor");
-        base_ = arena_.get();
-      }
-    }
+    this->allocate_arena(std::move(v));
     steps_.resize(net_.size());
     layer_steps_.assign(net_.size(), 0);
   }
@@ -940,16 +618,22 @@ class executor {
     int i = 0;
     for (const char* k : {"weight", "bias", "running_mean", "running_var"})
       s[i++] = param(detail::values_as<P, P>(params, n.name + "." + k));
-    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
-    T* yd = reinterpret_cast<T*>(buffer(n.id));
-    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
-      using F = decltype(tag);
-      const auto xv = detail::view_of<F>(xd, n.extents);
-      const auto yv = detail::view_of<F>(yd, n.extents);
+    same_shape_views<T>(n, [&](auto xv, auto yv) {
       Backend& b = backend_;
       step.push_back([&b, xv, yv, s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], p] {
         b.batch_norm_forward_inference(xv, yv, s0, s1, s2, s3, p);
       });
+    });
+  }
+
+  // bind(x, y): views of n's input and output, both of n's extents, in n's format.
+  template <class T, class Bind>
+  void same_shape_views(const graph::node& n, Bind&& bind) {
+    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
+    T* yd = reinterpret_cast<T*>(buffer(n.id));
+    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
+      using F = decltype(tag);
+      bind(detail::view_of<F>(xd, n.extents), detail::view_of<F>(yd, n.extents));
     });
   }
 
@@ -962,12 +646,7 @@ class executor {
     const P* beta = s.affine ? param(detail::values_as<P, P>(params, n.name + ".bias")) : nullptr;
     P* mean = param(std::vector<P>(s.stats));
     P* invstd = param(std::vector<P>(s.stats));
-    const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
-    T* yd = reinterpret_cast<T*>(buffer(n.id));
-    dispatch_format(format_of(n.id), static_cast<int>(n.extents.size()), [&](auto tag) {
-      using F = decltype(tag);
-      const auto xv = detail::view_of<F>(xd, n.extents);
-      const auto yv = detail::view_of<F>(yd, n.extents);
+    same_shape_views<T>(n, [&](auto xv, auto yv) {
       Backend& b = backend_;
       if (n.kind != graph::node_kind::layer_norm) {
         const group_norm_params p = n.get<graph::norm_attrs>().params;
@@ -1108,26 +787,14 @@ class executor {
     runtime::check_io(net_, plan_, given, kind, what, "executor");
   }
 
-  graph::network net_;  // copies: small, and a temporary plan must not dangle
-  graph::plan plan_;
-  Backend& backend_;
   executor_options options_;
-  executor_report report_;
   std::vector<storage> storage_;
-  std::vector<std::size_t> slot_;                      // per node: its value's storage
-  std::map<graph::node_id, std::size_t> converted_slot_;  // per converted value: the copy's storage
-  std::map<std::size_t, std::byte*> constants_;           // constant storages: their bytes, outside the arena
-  memory_plan memory_;
-  std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
-  std::byte* base_ = nullptr;                             // the arena, host or the backend's memory
   std::vector<std::vector<std::function<void()>>> steps_;  // per node
   std::vector<std::size_t> layer_steps_;  // per node: how many of its steps are the layer's, not conversions
   std::map<graph::node_id, std::function<void(const void*)>> converted_on_entry_;  // input -> its conversion
   std::vector<bool> enters_converted_;  // per node: an input converted on entry (assign_storage decides)
   std::map<graph::node_id, graph::node_id> exits_converted_;  // value converted on exit -> the output reading it
   std::map<graph::node_id, std::function<void(void*)>> converted_on_exit_;  // output -> the conversion into it
-  std::vector<std::shared_ptr<void>> owned_;            // weights in their layouts, statistics, scratch
-  std::vector<const void*> weights_;                    // the weights a backend may cache copies of
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
   std::map<graph::node_id, std::vector<graph::node_id>> folded_affine_;  // conv -> its channel_affine layers, in order
@@ -1142,17 +809,13 @@ class executor {
 template <class Backend>
 executor<Backend>::executor(const graph::network& net, const graph::plan& plan, Backend& backend,
                             const parameter_store& params, executor_options options)
-    : net_(net), plan_(plan), backend_(backend), options_(options) {
-  if (plan.nodes.size() != net.size())
-    memfmt::detail::fail(errc::shape_mismatch, "executor: the plan has " + std::to_string(plan.nodes.size()) +
-                                                   " nodes, the network " + std::to_string(net.size()));
+    : base("executor", net, plan, backend), options_(options) {
   if (detail::owns_memory<Backend>::value && options.poison)
     memfmt::detail::fail(errc::invalid_argument, std::string("executor (") + Backend::name +
                                                      " backend): poison mode writes NaN through host pointers, "
                                                      "and this backend keeps the arena in its own memory");
   for (const graph::node& n : net.nodes()) check_supported(n);
-  // After the backend's own answers, which say more: the element types the layers are compiled for.
-  for (const graph::node& n : net.nodes()) detail::dispatch_float_dtype<computed_types>(n.type, who(n), [](auto) {});
+  this->check_element_types();
   check_parameters(net, params);
   find_fusions();
   assign_storage();

@@ -53,7 +53,13 @@
 #include <utility>
 #include <vector>
 
-#include "executor.hpp"
+#include "../graph/network.hpp"
+#include "../graph/plan.hpp"
+#include "binding.hpp"
+#include "check_io.hpp"
+#include "check_parameters.hpp"
+#include "parameter_store.hpp"
+#include "tensor_ref.hpp"
 
 namespace memfmt::runtime {
 
@@ -62,19 +68,14 @@ struct trainer_options {
 };
 
 template <class Backend>
-class trainer {
+class trainer : private detail::binding<Backend> {
+  using base = detail::binding<Backend>;
+
  public:
   // Checks everything and binds the forward and backward steps (defined below the class, not
   // inline: see there).
   trainer(const graph::network& net, const graph::plan& plan, Backend& backend, const parameter_store& params,
           trainer_options options = {});
-
-  // The backend's copies of this trainer's weights die with them: another trainer's or executor's
-  // weights may later sit at the same addresses.
-  ~trainer() {
-    if constexpr (detail::caches_weights<Backend>::value)
-      for (const void* w : weights_) backend_.invalidate_weights(w);
-  }
 
   trainer(const trainer&) = delete;  // steps point into this object
   trainer& operator=(const trainer&) = delete;
@@ -118,6 +119,9 @@ class trainer {
   }
 
  private:
+  using base::backend_, base::base_, base::constants_, base::converted_slot_, base::format_of, base::memory_,
+      base::net_, base::owned_, base::plan_, base::read_slot, base::report_, base::slot_, base::sole_consumer,
+      base::weights_, base::who;
   using step_list = std::vector<std::function<void()>>;
   using computed_types = memfmt::detail::backend_element_types_t<Backend>;  // as the executor's
   static constexpr std::int64_t unused = std::numeric_limits<std::int64_t>::max();
@@ -134,33 +138,16 @@ class trainer {
     std::size_t contributions = 0;           // gradients: contributions bound so far
   };
 
-  std::string who(const graph::node& n) const {
-    return std::string("trainer (") + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
-  }
-
-  graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
   std::int64_t backward_step(graph::node_id id) const { return static_cast<std::int64_t>(2 * net_.size() - 1 - id); }
 
   void check_supported(const graph::node& n) const {
-    if (net_.has_format(n.id) && !plan_.format(n.id))
-      memfmt::detail::fail(errc::invalid_argument, who(n) + " has no format in the plan (a plan of another network?)");
+    this->check_in_plan(n);
     if (n.kind == graph::node_kind::opaque)
       memfmt::detail::fail(errc::unsupported, who(n) + ": a user_op has no backward function, so the network cannot be trained");
     if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
       memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
                                                   " in training draws a random mask, which the trainer does not (p 0 only)");
-    if (std::optional<op_query> q = op_query_of(n, format_of(n.id))) {
-      q->backward = true;
-      if (const op_support s = backend_.support(*q); !s) memfmt::detail::fail(s.code, who(n) + ": " + s.reason);
-    }
-    detail::check_flatten_readers(net_, n, format_of(n.id), who(n));
-  }
-
-  // The single consumer of v when there is exactly one and it runs in v's format.
-  std::optional<graph::node_id> sole_consumer(graph::node_id v) const {
-    const auto& c = net_.consumers(v);
-    if (c.size() != 1 || format_of(c[0]) != format_of(v)) return std::nullopt;
-    return c[0];
+    this->check_backend(n, true);
   }
 
   bool is_relu(std::optional<graph::node_id> id) const {
@@ -208,21 +195,21 @@ class trainer {
                           std::optional<graph::node_id> producer) {
     const std::int64_t n = memfmt::detail::checked_numel(extents, name.c_str());
     const auto bytes = static_cast<std::int64_t>(memfmt::detail::checked_bytes(n, size_of(type), name.c_str()));
-    storages_.push_back({std::move(name), type, detail::kernel_extents(extents), f, bytes, unused, -1, producer, 0});
-    return storages_.size() - 1;
+    storage_.push_back({std::move(name), type, detail::kernel_extents(extents), f, bytes, unused, -1, producer, 0});
+    return storage_.size() - 1;
   }
 
   // A value like s (dtype, extents, format) under another name.
   std::size_t like(std::size_t s, std::string name) {
-    const storage& x = storages_[s];
+    const storage& x = storage_[s];
     const std::string n = std::move(name);
-    storages_.push_back({n, x.type, x.extents, x.format, x.bytes, unused, -1, x.producer, 0});
-    return storages_.size() - 1;
+    storage_.push_back({n, x.type, x.extents, x.format, x.bytes, unused, -1, x.producer, 0});
+    return storage_.size() - 1;
   }
 
   void use(std::size_t s, std::int64_t step) {
-    storages_[s].first = std::min(storages_[s].first, step);
-    storages_[s].last = std::max(storages_[s].last, step);
+    storage_[s].first = std::min(storage_[s].first, step);
+    storage_[s].last = std::max(storage_[s].last, step);
   }
 
   template <class T>
@@ -231,32 +218,18 @@ class trainer {
   }
   template <class T, class F>
   tensor_view<T, F> out(std::size_t s) {
-    return detail::view_of<F>(data<T>(s), storages_[s].extents);
+    return detail::view_of<F>(data<T>(s), storage_[s].extents);
   }
   template <class T, class F>
   tensor_view<const T, F> in(std::size_t s) {
-    return detail::view_of<F>(static_cast<const T*>(data<T>(s)), storages_[s].extents);
-  }
-
-  // The storage `consumer` reads value v from: v's own, or the plan's converted copy.
-  std::size_t read_slot(const graph::node& consumer, graph::node_id v) const {
-    const graph::node& x = net_.at(v);
-    const graph::family f = net_.read_format(consumer.id, format_of(consumer.id));
-    if (!x.spatial() || format_of(v) == f) return slot_[v];
-    const auto it = converted_.find(v);
-    if (it == converted_.end())
-      memfmt::detail::fail(errc::invalid_argument, who(consumer) + " reads '" + x.name + "' in " +
-                                                       std::string(graph::to_string(f)) + " but '" + x.name + "' is " +
-                                                       std::string(graph::to_string(format_of(v))) +
-                                                       " and the plan converts it nowhere (a plan of another network?)");
-    return it->second;
+    return detail::view_of<F>(static_cast<const T*>(data<T>(s)), storage_[s].extents);
   }
 
   // The gradient of storage s (made on first request); none for graph inputs and their copies.
   std::optional<std::size_t> grad_of(std::size_t s) {
-    if (!storages_[s].producer) return std::nullopt;
+    if (!storage_[s].producer) return std::nullopt;
     if (const auto it = grad_.find(s); it != grad_.end()) return it->second;
-    const std::size_t g = like(s, "grad " + storages_[s].name);
+    const std::size_t g = like(s, "grad " + storage_[s].name);
     grad_[s] = g;
     if (const auto c = trainable_constants_.find(s); c != trainable_constants_.end()) constant_gradient(g, net_.at(c->second));
     return g;
@@ -282,8 +255,8 @@ class trainer {
   // time, a scratch value (added into g by finish()) after that.
   std::size_t contribute(std::size_t g, std::int64_t step) {
     use(g, step);
-    if (storages_[g].contributions++ == 0) return g;
-    const std::size_t s = like(g, storages_[g].name + " (partial)");
+    if (storage_[g].contributions++ == 0) return g;
+    const std::size_t s = like(g, storage_[g].name + " (partial)");
     use(s, step);
     return s;
   }
@@ -292,23 +265,23 @@ class trainer {
   // and the kernel writes one anyway.
   std::size_t contribute_or_scratch(std::size_t s, std::int64_t step) {
     if (const auto g = grad_of(s)) return contribute(*g, step);
-    const std::size_t t = like(s, storages_[s].name + " (unused gradient)");
+    const std::size_t t = like(s, storage_[s].name + " (unused gradient)");
     use(t, step);
     return t;
   }
 
   void finish(std::size_t g, std::size_t dst, step_list& step) {
     if (g == dst) return;
-    detail::dispatch_float_dtype<computed_types>(storages_[g].type, storages_[g].name, [&](auto tag) {
+    detail::dispatch_float_dtype<computed_types>(storage_[g].type, storage_[g].name, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (detail::owns_memory<Backend>::value) {
         // The backend's add, in place: a float sum rounded once, as the host loop's double sum is.
-        dispatch_format(storages_[g].format, static_cast<int>(storages_[g].extents.size()), [&](auto f) {
+        dispatch_format(storage_[g].format, static_cast<int>(storage_[g].extents.size()), [&](auto f) {
           using F = decltype(f);
           step.push_back([this, g, dst] { backend_.binary_forward(memfmt::binary_op::add, in<T, F>(g), in<T, F>(dst), out<T, F>(g)); });
         });
       } else {
-        step.push_back([this, g, dst, n = storages_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
+        step.push_back([this, g, dst, n = storage_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
           T* a = data<T>(g);
           const T* b = data<T>(dst);
           for (std::int64_t i = 0; i < n; ++i) a[i] = static_cast<T>(detail::as_double(a[i]) + detail::as_double(b[i]));
@@ -329,23 +302,13 @@ class trainer {
 
   void plan_arena() {
     std::vector<value_lifetime> v;
-    for (std::size_t i = 0; i < storages_.size(); ++i) {
-      const storage& s = storages_[i];
+    for (std::size_t i = 0; i < storage_.size(); ++i) {
+      const storage& s = storage_[i];
       v.push_back({s.name, constants_.count(i) ? 0 : s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
     }
-    memory_ = plan_memory(std::move(v), 64);
-    report_.arena_bytes = memory_.arena_bytes;
-    report_.allocate_all_bytes = memory_.total_bytes;
-    if (memory_.arena_bytes > 0) {
-      if constexpr (detail::owns_memory<Backend>::value) {
-        base_ = static_cast<std::byte*>(detail::backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
-      } else {
-        arena_ = detail::host_arena(memory_.arena_bytes, "trainer");
-        base_ = arena_.get();
-      }
-    }
-    address_.resize(storages_.size());
-    for (std::size_t i = 0; i < storages_.size(); ++i) {
+    this->allocate_arena(std::move(v));
+    address_.resize(storage_.size());
+    for (std::size_t i = 0; i < storage_.size(); ++i) {
       const auto c = constants_.find(i);
       address_[i] = c != constants_.end() ? c->second : base_ + memory_.offsets[i];
     }
@@ -451,13 +414,13 @@ class trainer {
     for (const auto& c : plan_.conversions) {
       if (c.value != n.id) continue;
       if (c.relabel) {
-        converted_[n.id] = slot_[n.id];
+        converted_slot_[n.id] = slot_[n.id];
         continue;
       }
       const std::size_t src = slot_[n.id];
       const std::size_t dst = add_storage(n.name + " (" + graph::to_string(c.to) + ")", n.type, n.extents, c.to,
-                                          storages_[src].producer);
-      converted_[n.id] = dst;
+                                          storage_[src].producer);
+      converted_slot_[n.id] = dst;
       use(src, t);
       use(dst, t);
       ++report_.conversions;
@@ -467,7 +430,7 @@ class trainer {
 
   // dst = src in dst's format (the two formats of one rank).
   void bind_convert(std::size_t src, std::size_t dst, step_list& step) {
-    const storage& s = storages_[src];
+    const storage& s = storage_[src];
     detail::dispatch_float_dtype<computed_types>(s.type, s.name, [&](auto tag) {
       using T = decltype(tag);
       dispatch_format(s.format, static_cast<int>(s.extents.size()), [&](auto from) {
@@ -685,7 +648,7 @@ class trainer {
     T* dbias = a.bias ? gradient<T, T>(bn, params.at(bn).shape) : nullptr;
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
-    dispatch_format(storages_[x].format, static_cast<int>(storages_[x].extents.size()), [&](auto tag) {
+    dispatch_format(storage_[x].format, static_cast<int>(storage_[x].extents.size()), [&](auto tag) {
       using F = decltype(tag);
       steps_[n.id].push_back([this, x, y, w, bias] { backend_.linear_forward(in<T, F>(x), w, bias, out<T, nchw>(y)); });
       backward_.emplace(n.id, [this, x, w, dw, dbias, tb](std::size_t dy, step_list& step) {
@@ -851,7 +814,7 @@ class trainer {
     auto& step = steps_[static_cast<std::size_t>(t)];
     if (n.kind == graph::node_kind::output) {
       into_grad(slot_[n.id], t, step, [&](std::size_t dst) {
-        step.push_back([this, dst, id = n.id] { detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storages_[dst].bytes)); });
+        step.push_back([this, dst, id = n.id] { detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storage_[dst].bytes)); });
       });
       return;
     }
@@ -862,10 +825,10 @@ class trainer {
     // The converted copies of every value these bytes hold: the node's, the fused layers', and
     // those of renamings (a dropout or flatten whose reader converts it).
     for (graph::node_id v : sharing_.at(s)) {
-      const auto c = converted_.find(v);
-      if (c == converted_.end() || c->second == s) continue;
+      const auto c = converted_slot_.find(v);
+      if (c == converted_slot_.end() || c->second == s) continue;
       const auto gc = grad_.find(c->second);
-      if (gc != grad_.end() && storages_[gc->second].contributions > 0) {
+      if (gc != grad_.end() && storage_[gc->second].contributions > 0) {
         use(gc->second, t);
         const std::size_t dst = contribute(g, t);
         bind_convert(gc->second, dst, step);
@@ -873,16 +836,16 @@ class trainer {
       }
     }
     use(g, t);
-    if (storages_[g].contributions == 0) {
-      ++storages_[g].contributions;
+    if (storage_[g].contributions == 0) {
+      ++storage_[g].contributions;
       if constexpr (detail::owns_memory<Backend>::value)
-        step.push_back([this, g, zeros = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(storages_[g].bytes))] {
+        step.push_back([this, g, zeros = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(storage_[g].bytes))] {
           detail::copy_in(backend_, data<std::byte>(g), zeros->data(), zeros->size());
         });
       else
         step.push_back([this, g] {
           // An empty gradient has no storage (a null pointer) to zero.
-          if (const auto bytes = static_cast<std::size_t>(storages_[g].bytes)) std::memset(data<std::byte>(g), 0, bytes);
+          if (const auto bytes = static_cast<std::size_t>(storage_[g].bytes)) std::memset(data<std::byte>(g), 0, bytes);
         });
     }
     it->second(g, step);
@@ -893,29 +856,17 @@ class trainer {
   }
 
 
-  graph::network net_;
-  graph::plan plan_;
-  Backend& backend_;
   trainer_options options_;
-  executor_report report_;
   std::map<graph::node_id, graph::node_id> fused_into_;                // fused add / relu -> its batch norm
   std::map<graph::node_id, std::vector<graph::node_id>> fused_tail_;  // batch norm -> its fused add?, relu
   std::map<std::size_t, std::vector<graph::node_id>> sharing_;  // storage -> the values it holds
   std::map<graph::node_id, graph::node_id> residual_;                 // batch norm -> its fused add's other operand
-  std::vector<storage> storages_;
-  std::vector<std::size_t> slot_;                          // per node: its value's storage
-  std::map<graph::node_id, std::size_t> converted_;        // per converted value: the copy's storage
+  std::vector<storage> storage_;
   std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
-  std::map<std::size_t, std::byte*> constants_;            // constants and their gradients: bytes outside the arena
   std::map<std::size_t, graph::node_id> trainable_constants_;  // storage -> its trainable constant node
   std::vector<std::byte*> address_;                        // per storage: where its bytes are
   std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
-  memory_plan memory_;
-  std::unique_ptr<std::byte, detail::free_bytes> arena_;  // host backends' arena
-  std::byte* base_ = nullptr;                              // the arena: arena_, or the backend's memory
   std::vector<step_list> steps_;                           // 2N: forward per node, then backward in reverse
-  std::vector<std::shared_ptr<void>> owned_;              // weights, statistics, parameter gradients
-  std::vector<const void*> weights_;                       // the weights a backend may cache copies of
   std::vector<std::pair<std::string, std::function<parameter()>>> gradients_;
   std::vector<std::pair<std::string, std::function<parameter()>>> running_;
   std::vector<std::pair<std::string, std::int64_t>> batches_tracked_;
@@ -929,13 +880,9 @@ class trainer {
 template <class Backend>
 trainer<Backend>::trainer(const graph::network& net, const graph::plan& plan, Backend& backend,
                           const parameter_store& params, trainer_options options)
-    : net_(net), plan_(plan), backend_(backend), options_(options) {
-  if (plan.nodes.size() != net.size())
-    memfmt::detail::fail(errc::shape_mismatch, "trainer: the plan has " + std::to_string(plan.nodes.size()) +
-                                                   " nodes, the network " + std::to_string(net.size()));
+    : base("trainer", net, plan, backend), options_(options) {
   for (const graph::node& n : net.nodes()) check_supported(n);
-  // After the backend's own answers, which say more: the element types the layers are compiled for.
-  for (const graph::node& n : net.nodes()) detail::dispatch_float_dtype<computed_types>(n.type, who(n), [](auto) {});
+  this->check_element_types();
   find_fusions();
   check_parameters(net, params);
   steps_.resize(2 * net.size());
