@@ -16,7 +16,9 @@ namespace {
 template <class T>
 struct device_array {
   T* p = nullptr;
-  explicit device_array(std::size_t n) { cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), (n ? n : 1) * sizeof(T)), "cudaMalloc"); }
+  explicit device_array(std::size_t n) {
+    cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), (n ? n : 1) * sizeof(T)), "cudaMalloc");
+  }
   ~device_array() { cudaFree(p); }
 };
 }  // namespace
@@ -53,7 +55,8 @@ int main() {
                                                  rm_ref.data(), rv_ref.data(), sm_ref.data(), si_ref.data(), bp);
 
     // GPU: upload NCHW, convert to NHWC on the device, conv + batch norm through cuDNN.
-    device_array<float> dx_nchw(x_nchw.numel()), dx(x_nchw.numel()), dw(w.numel()), dy(y_ref.numel()), dz(y_ref.numel());
+    device_array<float> dx_nchw(x_nchw.numel()), dx(x_nchw.numel()), dw(w.numel()), dy(y_ref.numel()),
+        dz(y_ref.numel());
     device_array<float> dg(c), db(c), drm(c), drv(c), dsm(c), dsi(c);
     cudnn::check_cuda(cudaMemcpy(dx_nchw.p, x_nchw.data(), x_nchw.size_bytes(), cudaMemcpyHostToDevice), "upload x");
     cudnn::check_cuda(cudaMemcpy(dw.p, w.data(), w.size_bytes(), cudaMemcpyHostToDevice), "upload w");
@@ -63,12 +66,13 @@ int main() {
     cudnn::check_cuda(cudaMemcpy(drv.p, rv.data(), c * 4, cudaMemcpyHostToDevice), "upload running var");
 
     cudnn::backend be;
-    memfmt::cuda::convert<float, nchw, nhwc>(nchw_view<const float>(dx_nchw.p, xe), nhwc_view<float>(dx.p, xe), be.stream());
-    be.conv_forward<float, nhwc, nhwc, nhwc>(nhwc_view<const float>(dx.p, xe), nhwc_view<const float>(dw.p, we), nullptr,
-                                             nhwc_view<float>(dy.p, ye), cp);
+    memfmt::cuda::convert<float, nchw, nhwc>(nchw_view<const float>(dx_nchw.p, xe), nhwc_view<float>(dx.p, xe),
+                                             be.stream());
+    be.conv_forward<float, nhwc, nhwc, nhwc>(nhwc_view<const float>(dx.p, xe), nhwc_view<const float>(dw.p, we),
+                                             nullptr, nhwc_view<float>(dy.p, ye), cp);
     const std::string conv_engine = be.last_engine();
-    be.batch_norm_forward_training<float, nhwc>(nhwc_view<const float>(dy.p, ye), nhwc_view<float>(dz.p, ye), dg.p, db.p,
-                                                drm.p, drv.p, dsm.p, dsi.p, bp);
+    be.batch_norm_forward_training<float, nhwc>(nhwc_view<const float>(dy.p, ye), nhwc_view<float>(dz.p, ye), dg.p,
+                                                db.p, drm.p, drv.p, dsm.p, dsi.p, bp);
     be.synchronize();
     std::vector<float> z(static_cast<std::size_t>(z_ref.numel()));
     cudnn::check_cuda(cudaMemcpy(z.data(), dz.p, z.size() * 4, cudaMemcpyDeviceToHost), "download z");
@@ -80,8 +84,9 @@ int main() {
       max_err = std::max(max_err, err);
       if (err > 1e-2 * (1.0 + std::fabs(z_ref.data()[i]))) ++bad;  // TF32 convolution is allowed
     }
-    std::printf("cuda_conv_bn: NCHW->NHWC on GPU, conv (%s) + batch norm + relu (%s): max |gpu - cpu| = %.3g, %zu mismatches\n",
-                conv_engine.c_str(), be.last_engine().c_str(), max_err, bad);
+    std::printf(
+        "cuda_conv_bn: NCHW->NHWC on GPU, conv (%s) + batch norm + relu (%s): max |gpu - cpu| = %.3g, %zu mismatches\n",
+        conv_engine.c_str(), be.last_engine().c_str(), max_err, bad);
     return bad == 0 ? 0 : 1;
   } catch (const memfmt::error& e) {
     std::fprintf(stderr, "cuda_conv_bn: %s\n", e.what());

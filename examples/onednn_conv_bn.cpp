@@ -65,10 +65,10 @@ int main() {
           max_err = err > max_err ? err : max_err;
           if (!(err <= 1e-4 * (1.0 + std::fabs(want)))) ok = false;  // fp32, 145-term sums
         }
-  std::printf("onednn_conv_bn: NHWC conv3x3 %lld->%lld + batch norm + ReLU on %lldx%lldx%lldx%lld (conv: %s): "
-              "max |diff| vs reference %.3g -> %s\n",
-              static_cast<long long>(c), static_cast<long long>(k), static_cast<long long>(n),
-              static_cast<long long>(c), static_cast<long long>(hw), static_cast<long long>(hw), conv_impl.c_str(),
-              max_err, ok ? "OK" : "MISMATCH");
+  std::printf(
+      "onednn_conv_bn: NHWC conv3x3 %lld->%lld + batch norm + ReLU on %lldx%lldx%lldx%lld (conv: %s): "
+      "max |diff| vs reference %.3g -> %s\n",
+      static_cast<long long>(c), static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(c),
+      static_cast<long long>(hw), static_cast<long long>(hw), conv_impl.c_str(), max_err, ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }

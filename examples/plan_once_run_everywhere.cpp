@@ -29,7 +29,8 @@ int main() {
   for (const graph::node& n : net.nodes())
     if (n.kind == graph::node_kind::conv) {
       const graph::format_costs c = rank0_costs.node_costs(net, n.id);
-      if (c.by_family[0] && c.by_family[1]) rank1_costs.override_node(net, n.id, *c.by_family[0] * 0.5, *c.by_family[1]);
+      if (c.by_family[0] && c.by_family[1])
+        rank1_costs.override_node(net, n.id, *c.by_family[0] * 0.5, *c.by_family[1]);
     }
   const graph::plan own = graph::solve(net, rank1_costs);
   const io::loaded_plan loaded = io::load_plan(published, net, rank1_costs);

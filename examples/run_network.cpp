@@ -41,7 +41,8 @@ int main() {
               {{"output", runtime::tensor_ref{dtype::float32, {2, 10}, graph::family::channels_first, y.data()}}});
 
   const runtime::executor_report& r = run.report();
-  std::printf("resnet18 on the %s backend, plan total cost %lld\n", backend_t::name, static_cast<long long>(plan.total()));
+  std::printf("resnet18 on the %s backend, plan total cost %lld\n", backend_t::name,
+              static_cast<long long>(plan.total()));
   std::printf("activation arena %lld bytes (one buffer per value: %lld), %lld conversions, %lld relabels\n",
               static_cast<long long>(r.arena_bytes), static_cast<long long>(r.allocate_all_bytes),
               static_cast<long long>(r.conversions), static_cast<long long>(r.relabels));

@@ -17,12 +17,29 @@ namespace {
 
 using memfmt_fuzz::require;
 
-const char* const words[] = {"explain", "pointwise", "conv", "batch_norm", "--sizes", "--strides", "--a", "--b",
-                             "--input", "--weight", "--stride", "--padding", "--dilation", "--groups", "--dtype",
-                             "--json", "--help", "float32", "float64", "int8", "@", "", "-", "--", "=", ","};
-const char* const numbers[] = {"0", "1", "2", "3", "4", "7", "8", "16", "-1", "4611686018427387904",
-                               "9223372036854775807", "9223372036854775808", "-9223372036854775808",
-                               "99999999999999999999", "0x10", "1e3", " 1", "+1", "1.5"};
+const char* const words[] = {"explain", "pointwise", "conv",     "batch_norm", "--sizes",   "--strides",  "--a",
+                             "--b",     "--input",   "--weight", "--stride",   "--padding", "--dilation", "--groups",
+                             "--dtype", "--json",    "--help",   "float32",    "float64",   "int8",       "@",
+                             "",        "-",         "--",       "=",          ","};
+const char* const numbers[] = {"0",
+                               "1",
+                               "2",
+                               "3",
+                               "4",
+                               "7",
+                               "8",
+                               "16",
+                               "-1",
+                               "4611686018427387904",
+                               "9223372036854775807",
+                               "9223372036854775808",
+                               "-9223372036854775808",
+                               "99999999999999999999",
+                               "0x10",
+                               "1e3",
+                               " 1",
+                               "+1",
+                               "1.5"};
 
 // A list of numbers ("2,3,4,5"), sometimes with an @ and strides: the shape of most arguments.
 std::string number_list(FuzzedDataProvider& in) {
@@ -38,9 +55,14 @@ std::string number_list(FuzzedDataProvider& in) {
 
 std::string argument(FuzzedDataProvider& in) {
   switch (in.ConsumeIntegralInRange<int>(0, 9)) {
-    case 0: case 1: case 2: case 3: return in.PickValueInArray(words);
-    case 4: case 5: return number_list(in);
-    case 6: case 7: return number_list(in) + "@" + number_list(in);
+    case 0:
+    case 1:
+    case 2:
+    case 3: return in.PickValueInArray(words);
+    case 4:
+    case 5: return number_list(in);
+    case 6:
+    case 7: return number_list(in) + "@" + number_list(in);
     default: return in.ConsumeRandomLengthString(64);
   }
 }

@@ -21,7 +21,6 @@ using memfmt_fuzz::require;
 // Enough for the tiled kernels (a 64 x 64 plane of bytes), few enough for thousands of runs a second.
 constexpr std::int64_t max_elements = 1 << 13;
 
-
 template <class T>
 T value_at(std::int64_t i) {
   T v{};
@@ -89,8 +88,10 @@ void run(FuzzedDataProvider& in) {
   memfmt::convert_options opt;
   opt.num_threads = 1;
   opt.allow_streaming_stores = in.ConsumeBool();
-  opt.prefetch = in.PickValueInArray({memfmt::far_prefetch::automatic, memfmt::far_prefetch::l1, memfmt::far_prefetch::l2});
-  opt.stage = in.PickValueInArray({memfmt::stage_stream::automatic, memfmt::stage_stream::burst, memfmt::stage_stream::slices});
+  opt.prefetch =
+      in.PickValueInArray({memfmt::far_prefetch::automatic, memfmt::far_prefetch::l1, memfmt::far_prefetch::l2});
+  opt.stage =
+      in.PickValueInArray({memfmt::stage_stream::automatic, memfmt::stage_stream::burst, memfmt::stage_stream::slices});
   memfmt::strided_desc desc{sizes, strides, memfmt::dtype_of_v<T>};
 
   std::vector<char> written(dst_len, 0);

@@ -90,8 +90,7 @@ void require_same_store(const graph::parameter_store& a, const graph::parameter_
     if (p.type == memfmt::dtype::float32)
       memfmt_fuzz::require_close(memfmt_fuzz::to_floats(p.bytes), memfmt_fuzz::to_floats(b.at(name).bytes),
                                  std::string(what) + " '" + name + "'", "all channels-first", "all channels-last");
-    else
-      require(p.bytes == b.at(name).bytes, std::string(what) + " '" + name + "' differs between the plans");
+    else require(p.bytes == b.at(name).bytes, std::string(what) + " '" + name + "' differs between the plans");
 }
 
 }  // namespace
@@ -111,8 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!reference) return 0;
   std::vector<std::optional<graph::family>> drawn(net.size());
   for (graph::node_id id = 0; id < net.size(); ++id)
-    if (net.has_format(id))
-      drawn[id] = in.ConsumeBool() ? graph::family::channels_last : graph::family::channels_first;
+    if (net.has_format(id)) drawn[id] = in.ConsumeBool() ? graph::family::channels_last : graph::family::channels_first;
   const graph::plan last = graph::plan_with(net, model, graph::policy::all_channels_last);
   std::vector<std::pair<const char*, graph::plan>> others{
       {"all channels-last", last}, {"optimal", graph::plan_with(net, model, graph::policy::optimal)}};
@@ -127,9 +125,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Training: the trainer refuses what has no backward here (a dropout with p > 0, a user op).
   const auto step_first = accepted([&] { return train(net, first, params); });
   if (!step_first) return 0;
-  const step_result step_last = must("a training step all channels-last after one all channels-first",
-                                     [&] { return train(net, last, params); });
-  memfmt_fuzz::require_close(step_first->y, step_last.y, "training output 'y'", "all channels-first", "all channels-last");
+  const step_result step_last =
+      must("a training step all channels-last after one all channels-first", [&] { return train(net, last, params); });
+  memfmt_fuzz::require_close(step_first->y, step_last.y, "training output 'y'", "all channels-first",
+                             "all channels-last");
   require_same_store(step_first->grads, step_last.grads, "gradient");
   require_same_store(step_first->stats, step_last.stats, "running statistic");
   return 0;

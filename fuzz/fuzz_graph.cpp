@@ -79,8 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(issues.empty(), "solve's plan fails verify: " + (issues.empty() ? std::string() : issues.front()));
   for (policy p : all_policies) {
     try {
-      require(plan_with(net, model, p).total() >= best.total(), std::string("policy ") + to_string(p) +
-                                                                     " beats the optimum");
+      require(plan_with(net, model, p).total() >= best.total(),
+              std::string("policy ") + to_string(p) + " beats the optimum");
     } catch (const memfmt::error&) {
     }
   }
@@ -100,8 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const memfmt::error&) {  // an assignment pins or support forbid
     }
   }
-  require(minimum && *minimum == best.total(),
-          "solve's total " + std::to_string(best.total()) + " is not the brute-force minimum " +
-              (minimum ? std::to_string(*minimum) : std::string("(none)")));
+  require(minimum && *minimum == best.total(), "solve's total " + std::to_string(best.total()) +
+                                                   " is not the brute-force minimum " +
+                                                   (minimum ? std::to_string(*minimum) : std::string("(none)")));
   return 0;
 }

@@ -51,8 +51,8 @@ void require_same_outputs(const mo::imported_model& m, const std::map<std::strin
     require(x.shape == out.shape && y.shape == out.shape && x.type == y.type,
             "output '" + out.name + "' is " + graph::describe(x.type, x.shape) + " and " +
                 graph::describe(y.type, y.shape) + ", the model says " + graph::describe(out.type, out.shape));
-    memfmt_fuzz::require_close(memfmt_fuzz::to_floats(x.bytes), memfmt_fuzz::to_floats(y.bytes), "output '" + out.name + "'", "all channels-first",
-                               "all channels-last");
+    memfmt_fuzz::require_close(memfmt_fuzz::to_floats(x.bytes), memfmt_fuzz::to_floats(y.bytes),
+                               "output '" + out.name + "'", "all channels-first", "all channels-last");
   }
 }
 
@@ -60,15 +60,54 @@ void require_same_outputs(const mo::imported_model& m, const std::map<std::strin
 
 // Ops to put in place of a node's: the importer's layers, the ops libonnx is asked to infer, and
 // some it never is (subgraphs, detectors' ops).
-const char* const mutation_ops[] = {
-    "Conv", "ConvTranspose", "Gemm", "MatMul", "Relu", "Add", "Mul", "Concat", "Reshape", "Transpose", "Gather",
-    "Slice", "Split", "Pad", "Resize", "Upsample", "MaxPool", "AveragePool", "GlobalAveragePool",
-    "BatchNormalization", "InstanceNormalization", "LayerNormalization", "ReduceMean", "Softmax", "Flatten",
-    "Squeeze", "Unsqueeze", "Expand", "Clip", "Shape", "Cast", "TopK", "ArgMax", "DepthToSpace", "Einsum",
-    "NonMaxSuppression", "If", "Loop", "LRN", "Where", "ConstantOfShape", "Range", "Tile", "GroupNormalization"};
-const char* const mutation_attributes[] = {"axis", "axes", "perm", "kernel_shape", "strides", "pads", "dilations",
-                                           "group", "transA", "transB", "alpha", "beta", "to", "keepdims", "mode",
-                                           "blocksize", "epsilon", "split", "num_outputs", "value", "k"};
+const char* const mutation_ops[] = {"Conv",
+                                    "ConvTranspose",
+                                    "Gemm",
+                                    "MatMul",
+                                    "Relu",
+                                    "Add",
+                                    "Mul",
+                                    "Concat",
+                                    "Reshape",
+                                    "Transpose",
+                                    "Gather",
+                                    "Slice",
+                                    "Split",
+                                    "Pad",
+                                    "Resize",
+                                    "Upsample",
+                                    "MaxPool",
+                                    "AveragePool",
+                                    "GlobalAveragePool",
+                                    "BatchNormalization",
+                                    "InstanceNormalization",
+                                    "LayerNormalization",
+                                    "ReduceMean",
+                                    "Softmax",
+                                    "Flatten",
+                                    "Squeeze",
+                                    "Unsqueeze",
+                                    "Expand",
+                                    "Clip",
+                                    "Shape",
+                                    "Cast",
+                                    "TopK",
+                                    "ArgMax",
+                                    "DepthToSpace",
+                                    "Einsum",
+                                    "NonMaxSuppression",
+                                    "If",
+                                    "Loop",
+                                    "LRN",
+                                    "Where",
+                                    "ConstantOfShape",
+                                    "Range",
+                                    "Tile",
+                                    "GroupNormalization"};
+const char* const mutation_attributes[] = {"axis",        "axes",     "perm",   "kernel_shape", "strides", "pads",
+                                           "dilations",   "group",    "transA", "transB",       "alpha",   "beta",
+                                           "to",          "keepdims", "mode",   "blocksize",    "epsilon", "split",
+                                           "num_outputs", "value",    "k"};
 
 template <class R, class T>
 const T& pick(R& rng, const T* items, std::size_t n) {
@@ -110,27 +149,39 @@ void mutate_model(::onnx::ModelProto& m, R& rng) {
       if (node && node->input_size()) node->set_input(one_in(node->input_size()), any_name());
       break;
     case 2:
-      if (node) one_in(2) ? node->add_input(any_name()) : (node->input_size() ? node->mutable_input()->RemoveLast() : void());
+      if (node)
+        one_in(2) ? node->add_input(any_name()) : (node->input_size() ? node->mutable_input()->RemoveLast() : void());
       break;
     case 3:
       if (node && node->output_size()) node->set_output(one_in(node->output_size()), one_in(2) ? any_name() : "fresh");
       break;
     case 4: {  // an attribute added or retyped, with small values
       if (!node) break;
-      ::onnx::AttributeProto* a = node->attribute_size() && one_in(2) ? node->mutable_attribute(one_in(node->attribute_size()))
-                                                                      : node->add_attribute();
-      if (a->name().empty() || one_in(4) == 0) a->set_name(pick(rng, mutation_attributes, std::size(mutation_attributes)));
+      ::onnx::AttributeProto* a = node->attribute_size() && one_in(2)
+                                      ? node->mutable_attribute(one_in(node->attribute_size()))
+                                      : node->add_attribute();
+      if (a->name().empty() || one_in(4) == 0)
+        a->set_name(pick(rng, mutation_attributes, std::size(mutation_attributes)));
       a->clear_ints();
       a->clear_floats();
       switch (one_in(4)) {
-        case 0: a->set_type(::onnx::AttributeProto::INT); a->set_i(small_int(rng)); break;
+        case 0:
+          a->set_type(::onnx::AttributeProto::INT);
+          a->set_i(small_int(rng));
+          break;
         case 1: {
           a->set_type(::onnx::AttributeProto::INTS);
           for (int k = one_in(7); k > 0; --k) a->add_ints(small_int(rng));
           break;
         }
-        case 2: a->set_type(::onnx::AttributeProto::FLOAT); a->set_f(static_cast<float>(small_int(rng)) / 4); break;
-        default: a->set_type(::onnx::AttributeProto::STRING); a->set_s(one_in(2) ? "constant" : "SAME_UPPER"); break;
+        case 2:
+          a->set_type(::onnx::AttributeProto::FLOAT);
+          a->set_f(static_cast<float>(small_int(rng)) / 4);
+          break;
+        default:
+          a->set_type(::onnx::AttributeProto::STRING);
+          a->set_s(one_in(2) ? "constant" : "SAME_UPPER");
+          break;
       }
       break;
     }
@@ -177,7 +228,7 @@ void mutate_model(::onnx::ModelProto& m, R& rng) {
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
 extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size, std::size_t max_size,
-                                              unsigned int seed) {
+                                               unsigned int seed) {
   std::minstd_rand rng(seed);
   ::onnx::ModelProto m;
   // One time in four, or where the bytes are no model, libFuzzer's own byte mutations.

@@ -16,8 +16,8 @@ using memfmt::graph::parameter_store;
 using memfmt_fuzz::require;
 
 void require_same(const parameter_store& a, const parameter_store& b) {
-  require(a.size() == b.size(), "a round trip changed the tensor count from " + std::to_string(a.size()) + " to " +
-                                    std::to_string(b.size()));
+  require(a.size() == b.size(),
+          "a round trip changed the tensor count from " + std::to_string(a.size()) + " to " + std::to_string(b.size()));
   require(a.metadata == b.metadata, "a round trip changed __metadata__");
   for (const auto& [name, p] : a) {
     const memfmt::graph::parameter* q = b.find(name);
@@ -42,8 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::vector<std::byte> written =
       memfmt_fuzz::must("writing the tensors read", [&] { return memfmt::io::write_safetensors(*store); });
-  const parameter_store again =
-      memfmt_fuzz::must("reading the written file back", [&] { return memfmt::io::read_safetensors(written, "written back"); });
+  const parameter_store again = memfmt_fuzz::must(
+      "reading the written file back", [&] { return memfmt::io::read_safetensors(written, "written back"); });
   require_same(*store, again);
   require(memfmt::io::write_safetensors(again) == written, "writing the same store twice gave different bytes");
   return 0;

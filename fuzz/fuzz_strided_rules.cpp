@@ -24,8 +24,9 @@ using memfmt_fuzz::require;
 
 constexpr std::int64_t brute_limit = 2048;
 
-const std::int64_t large_values[] = {std::int64_t{1} << 31, std::int64_t{1} << 32, std::int64_t{1} << 40,
-                                     std::int64_t{1} << 62, INT64_MAX, INT64_MAX - 1};
+const std::int64_t large_values[] = {
+    std::int64_t{1} << 31, std::int64_t{1} << 32, std::int64_t{1} << 40, std::int64_t{1} << 62, INT64_MAX,
+    INT64_MAX - 1};
 
 std::int64_t pick_size(FuzzedDataProvider& in) {
   if (in.ConsumeIntegralInRange<int>(0, 15) == 0) return in.PickValueInArray(large_values);
@@ -110,7 +111,8 @@ void check_classifier(const strided_desc& t) {
     std::vector<std::size_t> c_order(rank);
     for (std::size_t i = 0; i < rank; ++i) c_order[i] = i;
     require(cont == (n == 0 || brute_dense_in_order(t.sizes, t.strides, c_order)), "is_contiguous, " + where);
-    if (n > 0 && rank == 4) require(cl == brute_dense_in_order(t.sizes, t.strides, {0, 2, 3, 1}), "channels_last, " + where);
+    if (n > 0 && rank == 4)
+      require(cl == brute_dense_in_order(t.sizes, t.strides, {0, 2, 3, 1}), "channels_last, " + where);
     if (n > 0 && rank == 5)
       require(cl3 == brute_dense_in_order(t.sizes, t.strides, {0, 2, 3, 4, 1}), "channels_last_3d, " + where);
     require(nod == (n == 0 || memfmt_fuzz::offsets_are_a_permutation(t.sizes, t.strides, n)),
@@ -124,7 +126,8 @@ void check_classifier(const strided_desc& t) {
     } catch (const memfmt::error& e) {
       std::int64_t extent = 0;
       if (e.code() == memfmt::errc::overflow)
-        require(memfmt::detail::dense_extent_overflows(t.sizes, &extent), std::string("spurious overflow: ") + e.what());
+        require(memfmt::detail::dense_extent_overflows(t.sizes, &extent),
+                std::string("spurious overflow: ") + e.what());
     }
     try {
       const auto s = memfmt::empty_like_strides(t, f);
@@ -219,7 +222,8 @@ void check_conv(FuzzedDataProvider& in) {
   const auto spatial = in.ConsumeIntegralInRange<std::size_t>(1, 3);
   const bool batched = in.ConsumeIntegralInRange<int>(0, 7) != 0;
   memfmt::torch_conv_args args;
-  args.groups = in.ConsumeIntegralInRange<int>(0, 7) == 0 ? pick_size(in) : in.ConsumeIntegralInRange<std::int64_t>(1, 3);
+  args.groups =
+      in.ConsumeIntegralInRange<int>(0, 7) == 0 ? pick_size(in) : in.ConsumeIntegralInRange<std::int64_t>(1, 3);
   strided_desc w = pick_tensor(in, spatial + 2);
   strided_desc x = pick_tensor(in, spatial + (batched ? 2 : 1));
   if (in.ConsumeBool()) {  // mostly shapes that agree, so the rules run past their checks
@@ -231,7 +235,8 @@ void check_conv(FuzzedDataProvider& in) {
   }
   auto list = [&](std::int64_t lo, std::int64_t hi) {
     dims v(in.ConsumeBool() ? 1 : spatial);
-    for (auto& e : v) e = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? pick_size(in) : in.ConsumeIntegralInRange(lo, hi);
+    for (auto& e : v)
+      e = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? pick_size(in) : in.ConsumeIntegralInRange(lo, hi);
     return v;
   };
   args.stride = list(1, 3);

@@ -23,8 +23,8 @@ using memfmt_fuzz::require;
 
 constexpr std::int64_t brute_limit = 4096;
 
-const std::int64_t large_values[] = {std::int64_t{1} << 30, std::int64_t{1} << 31, std::int64_t{1} << 40,
-                                     std::int64_t{1} << 62, INT64_MAX, -1};
+const std::int64_t large_values[] = {
+    std::int64_t{1} << 30, std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{1} << 62, INT64_MAX, -1};
 
 std::int64_t pick(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
   if (in.ConsumeIntegralInRange<int>(0, 15) == 0) return in.PickValueInArray(large_values);
@@ -132,7 +132,8 @@ void check_dlpack(FuzzedDataProvider& in, T* buffer) {
   if (t.ndim > Format::rank) t.shape = nullptr;  // the array has Format::rank entries
   t.strides = null_strides ? nullptr : strides.data();
   t.byte_offset = in.ConsumeIntegralInRange<int>(0, 3) == 0
-                      ? (in.ConsumeBool() ? in.ConsumeIntegral<std::uint64_t>() : sizeof(T) * in.ConsumeIntegralInRange<std::uint64_t>(0, 3))
+                      ? (in.ConsumeBool() ? in.ConsumeIntegral<std::uint64_t>()
+                                          : sizeof(T) * in.ConsumeIntegralInRange<std::uint64_t>(0, 3))
                       : 0;
   std::optional<memfmt::tensor_view<T, Format>> v;
   try {

@@ -19,7 +19,8 @@ namespace memfmt_fuzz {
 
 using namespace memfmt::graph;
 
-inline const std::int64_t large_values[] = {std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{1} << 62, INT64_MAX};
+inline const std::int64_t large_values[] = {std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{1} << 62,
+                                            INT64_MAX};
 
 inline std::int64_t pick(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
   if (in.ConsumeIntegralInRange<int>(0, 31) == 0) return in.PickValueInArray(large_values);
@@ -36,13 +37,21 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
   const node_id a = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   const node_id b = in.ConsumeIntegralInRange<node_id>(0, net.size() - 1);
   switch (in.ConsumeIntegralInRange<int>(0, 24)) {
-    case 0: net.conv(name, a, conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
-                                        in.ConsumeBool() ? 1 : pick(in, 1, 4)));
+    case 0:
+      net.conv(name, a,
+               conv_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
+                         in.ConsumeBool() ? 1 : pick(in, 1, 4)));
       break;
     case 1: net.batch_norm(name, a); break;
     case 2: {  // any function (one past the last too) with parameters that may be NaN, infinite or crossed
-      const double values[] = {0.0, 0.01, -1.0, 6.0, 1e308, -std::numeric_limits<double>::infinity(),
-                               std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+      const double values[] = {0.0,
+                               0.01,
+                               -1.0,
+                               6.0,
+                               1e308,
+                               -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::quiet_NaN()};
       const memfmt::activation_params f(
           static_cast<memfmt::activation>(in.ConsumeIntegralInRange<int>(0, memfmt::activation_count)),
           in.PickValueInArray(values), in.PickValueInArray(values));
@@ -65,7 +74,8 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     }
     case 8: net.flatten(name, a); break;
     case 9: net.linear(name, a, pick(in, 1, 8)); break;
-    case 10: net.opaque(name, {a}, {pick(in, 0, 3), pick(in, 0, 8), pick(in, 1, 6), pick(in, 1, 6)}, pick_family(in));
+    case 10:
+      net.opaque(name, {a}, {pick(in, 0, 3), pick(in, 0, 8), pick(in, 1, 6), pick(in, 1, 6)}, pick_family(in));
       break;
     case 11: {  // a constant operand, of any extents (zero and huge ones too), on either side
       const node_id c = net.constant(name + ".c", {pick(in, 0, 2), pick(in, 0, 8), pick(in, 0, 6), pick(in, 0, 6)},
@@ -89,8 +99,10 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       net.layer_norm(name, a, in.PickValueInArray(eps), in.ConsumeBool());
       break;
     }
-    case 14: net.conv_transpose(name, a, conv_transpose_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
-                                                            pick(in, 0, 1), in.ConsumeBool() ? 1 : pick(in, 1, 4), in.ConsumeBool()));
+    case 14:
+      net.conv_transpose(name, a,
+                         conv_transpose_spec(pick(in, 1, 8), pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1),
+                                             pick(in, 0, 1), in.ConsumeBool() ? 1 : pick(in, 1, 4), in.ConsumeBool()));
       break;
     case 15: net.group_norm(name, a, pick(in, 1, 4), 1e-5, in.ConsumeBool()); break;
     case 16: net.instance_norm(name, a, 1e-5, in.ConsumeBool()); break;
@@ -102,10 +114,12 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
       net.pad(name, a, p);
       break;
     }
-    case 18: net.avg_pool(name, a, pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1), in.ConsumeBool(), in.ConsumeBool());
+    case 18:
+      net.avg_pool(name, a, pick(in, 1, 3), pick(in, 1, 2), pick(in, 0, 1), in.ConsumeBool(), in.ConsumeBool());
       break;
     case 19: {  // any axis (N and one past the last too), range and step
-      const memfmt::slice_params p{in.ConsumeIntegralInRange<int>(0, 5), pick(in, -1, 4), pick(in, 0, 8), pick(in, 0, 3)};
+      const memfmt::slice_params p{in.ConsumeIntegralInRange<int>(0, 5), pick(in, -1, 4), pick(in, 0, 8),
+                                   pick(in, 0, 3)};
       net.slice(name, a, p);
       break;
     }
@@ -113,13 +127,14 @@ inline void add_layer(FuzzedDataProvider& in, network& net, std::size_t i) {
     case 21: net.dropout(name, a, in.ConsumeBool() ? 0.0 : 0.5); break;
     case 22: net.upsample(name, a, pick(in, 1, 3), memfmt::resample_mode::linear); break;
     case 23:  // any reduction (one past the last too) over any axes (N and past the last too)
-      net.reduce(name, a, memfmt::reduce_params{static_cast<memfmt::reduce_op>(in.ConsumeIntegralInRange<int>(0, memfmt::reduce_op_count)),
-                                                in.ConsumeIntegralInRange<std::uint32_t>(0, 63)});
+      net.reduce(name, a,
+                 memfmt::reduce_params{
+                     static_cast<memfmt::reduce_op>(in.ConsumeIntegralInRange<int>(0, memfmt::reduce_op_count)),
+                     in.ConsumeIntegralInRange<std::uint32_t>(0, 63)});
       break;
     default: net.mul(name, a, b); break;
   }
 }
-
 
 // An input of rank 4 (or 5), up to `max_layers` layers, each on random earlier values (refused
 // layers are skipped), and a graph output on the last node; nullopt when the input or the output

@@ -27,8 +27,8 @@
 //   BM_overhead/<layer>/f32/nhwc   memfmt backend vs a hand-written oneDNN call (same primitive, weights
 //                                  pre-reordered), timed alternately; counters overhead_pct_median/_min
 // Counters: GFLOP/s (convolutions; 2*N*K*C/g*kernel*outputs per pass, x3 for fwdbwd), GB/s (batch
-// and group norm: bytes of x and y (and x, dy, dx) per step; padding: bytes of x and y). Label: oneDNN implementation name(s), e.g.
-// "brgconv:avx512_core" or "fwd|bwd_data|bwd_weights" names for fwdbwd.
+// and group norm: bytes of x and y (and x, dy, dx) per step; padding: bytes of x and y). Label: oneDNN implementation
+// name(s), e.g. "brgconv:avx512_core" or "fwd|bwd_data|bwd_weights" names for fwdbwd.
 //
 // Quick mode (default): batch 4, min time 0.05 s per benchmark (~2-4 minutes on 2 cores).
 // Environment: MEMFMT_BENCH_BATCH (batch size), MEMFMT_BENCH_MIN_TIME (seconds per benchmark).
@@ -68,7 +68,7 @@ onednn::backend& shared_backend() {
 
 struct conv_layer {
   std::string name;
-  std::vector<std::int64_t> x;       // C, spatial... (N is the batch)
+  std::vector<std::int64_t> x;  // C, spatial... (N is the batch)
   std::int64_t k;
   std::vector<std::int64_t> kernel;
   std::int64_t stride, groups;
@@ -89,9 +89,9 @@ std::vector<conv_layer> layers() {
       {"mbv2_dw3x3_144", {144, 56, 56}, 144, {3, 3}, 1, 144},
       {"mbv2_pw1x1_144_24", {144, 56, 56}, 24, {1, 1}, 1, 1},
       {"rnx_3x3_128_g32", {128, 56, 56}, 128, {3, 3}, 1, 32},
-      {"cnx_56_1x1_96_384", {96, 56, 56}, 384, {1, 1}, 1, 1},    // ConvNeXt-T: block expansion,
+      {"cnx_56_1x1_96_384", {96, 56, 56}, 384, {1, 1}, 1, 1},      // ConvNeXt-T: block expansion,
       {"cnx_14_1x1_1536_384", {1536, 14, 14}, 384, {1, 1}, 1, 1},  // projection,
-      {"cnx_dw7x7_96", {96, 56, 56}, 96, {7, 7}, 1, 96},            // depthwise 7x7
+      {"cnx_dw7x7_96", {96, 56, 56}, 96, {7, 7}, 1, 96},           // depthwise 7x7
       {"c3d_3x3x3_64", {64, 8, 28, 28}, 64, {3, 3, 3}, 1, 1},
   };
 }
@@ -200,8 +200,8 @@ void bm_bn(benchmark::State& state, std::int64_t c, std::int64_t hw, bool train)
       if (train) {
         b.batch_norm_forward_training(x.view(), y.view(), gamma.data(), beta.data(), rm.data(), rv.data(), sm.data(),
                                       si.data(), p);
-        b.batch_norm_backward(x.view(), dy.view(), dx.view(), gamma.data(), sm.data(), si.data(), dg.data(),
-                              db.data(), p);
+        b.batch_norm_backward(x.view(), dy.view(), dx.view(), gamma.data(), sm.data(), si.data(), dg.data(), db.data(),
+                              p);
       } else {
         b.batch_norm_forward_inference(x.view(), y.view(), gamma.data(), beta.data(), rm.data(), rv.data(), p);
       }
@@ -223,7 +223,8 @@ void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_
   fill_logical(dy.view(), 7);
   using P = param_t<T>;
   const bool layer = groups == 0;
-  const std::size_t cs = static_cast<std::size_t>(c), stats = static_cast<std::size_t>(batch * (layer ? hw * hw : groups));
+  const std::size_t cs = static_cast<std::size_t>(c),
+                    stats = static_cast<std::size_t>(batch * (layer ? hw * hw : groups));
   std::vector<P> gamma(cs, P(1.f)), beta(cs, P(0.f)), dg(cs), db(cs), mean(stats), invstd(stats);
   group_norm_params p;
   p.groups = groups;
@@ -240,8 +241,8 @@ void bm_gn(benchmark::State& state, std::int64_t c, std::int64_t hw, std::int64_
       }
       b.group_norm_forward(x.const_view(), y.view(), gamma.data(), beta.data(), mean.data(), invstd.data(), p);
       if (backward)
-        b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), invstd.data(), dg.data(),
-                              db.data(), p);
+        b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), invstd.data(),
+                              dg.data(), db.data(), p);
     });
   } catch (const memfmt::error& e) {
     state.SkipWithError(e.what());
@@ -367,8 +368,8 @@ void bm_overhead(benchmark::State& state, const conv_layer& l) {
   const dnnl::engine& eng = b.engine();
   dnnl::stream& s = b.stream();
   const dnnl::memory::dims xd(xe.begin(), xe.end()), yd(ye.begin(), ye.end()), wd(we.begin(), we.end());
-  const dnnl::memory::desc x_md(xd, dt::f32, tag::nhwc), y_md(yd, dt::f32, tag::nhwc),
-      w_user(wd, dt::f32, tag::ohwi), w_any(wd, dt::f32, tag::any);
+  const dnnl::memory::desc x_md(xd, dt::f32, tag::nhwc), y_md(yd, dt::f32, tag::nhwc), w_user(wd, dt::f32, tag::ohwi),
+      w_any(wd, dt::f32, tag::any);
   const dnnl::memory::dims st{l.stride, l.stride}, dil{0, 0}, pad{p.padding[0], p.padding[1]};
   dnnl::memory::dims pad_r{(ye[2] - 1) * l.stride + l.kernel[0] - xe[2] - pad[0],
                            (ye[3] - 1) * l.stride + l.kernel[1] - xe[3] - pad[1]};
@@ -436,19 +437,11 @@ void register_conv(const conv_layer& l) {
   for (const bool backward : {false, true}) {
     const std::string base = "BM_conv/" + l.name + "/" + dtype_name<T>() + "/" + (backward ? "fwdbwd" : "fwd") + "/";
     if (l.kernel.size() == 3) {
-      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) {
-        bm_conv<T, ncdhw>(s, l, backward);
-      });
-      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) {
-        bm_conv<T, ndhwc>(s, l, backward);
-      });
+      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) { bm_conv<T, ncdhw>(s, l, backward); });
+      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) { bm_conv<T, ndhwc>(s, l, backward); });
     } else {
-      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) {
-        bm_conv<T, nchw>(s, l, backward);
-      });
-      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) {
-        bm_conv<T, nhwc>(s, l, backward);
-      });
+      reg((base + "nchw").c_str(), [l, backward](benchmark::State& s) { bm_conv<T, nchw>(s, l, backward); });
+      reg((base + "nhwc").c_str(), [l, backward](benchmark::State& s) { bm_conv<T, nhwc>(s, l, backward); });
     }
   }
 }
@@ -458,12 +451,8 @@ void register_bn(std::int64_t c, std::int64_t hw) {
   for (const bool train : {false, true}) {
     const std::string base = "BM_bn/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" +
                              dtype_name<T>() + "/" + (train ? "train" : "infer") + "/";
-    reg((base + "nchw").c_str(), [c, hw, train](benchmark::State& s) {
-      bm_bn<T, nchw>(s, c, hw, train);
-    });
-    reg((base + "nhwc").c_str(), [c, hw, train](benchmark::State& s) {
-      bm_bn<T, nhwc>(s, c, hw, train);
-    });
+    reg((base + "nchw").c_str(), [c, hw, train](benchmark::State& s) { bm_bn<T, nchw>(s, c, hw, train); });
+    reg((base + "nhwc").c_str(), [c, hw, train](benchmark::State& s) { bm_bn<T, nhwc>(s, c, hw, train); });
   }
 }
 
@@ -506,8 +495,8 @@ void register_slice(std::int64_t c, std::int64_t hw) {
   const std::pair<slice_params, std::string> cases[] = {{slice_params{3, 0, hw, 2}, "w_step2"},
                                                         {slice_params{2, 1, hw - 1, 1}, "h_crop"}};
   for (const auto& [p, what] : cases) {
-    const std::string base =
-        "BM_slice/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) + "/" + what + "/f32/fwd/";
+    const std::string base = "BM_slice/" + std::to_string(c) + "x" + std::to_string(hw) + "x" + std::to_string(hw) +
+                             "/" + what + "/f32/fwd/";
     reg(base + "nchw", [=](benchmark::State& s) { bm_slice<nchw>(s, c, hw, p); });
     reg(base + "nhwc", [=](benchmark::State& s) { bm_slice<nhwc>(s, c, hw, p); });
   }

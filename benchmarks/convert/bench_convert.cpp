@@ -100,7 +100,8 @@ struct cache_flusher {
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(threads)
     {
-      const std::size_t k = static_cast<std::size_t>(omp_get_num_threads()), t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t k = static_cast<std::size_t>(omp_get_num_threads()),
+                        t = static_cast<std::size_t>(omp_get_thread_num());
       std::uint64_t sum = 0;
       for (std::size_t i = n / k * t / 8 * 8; i < n / k * (t + 1); i += 8) sum += data[i];
       benchmark::DoNotOptimize(sum);
@@ -241,10 +242,14 @@ void register_dtype(const char* dtype_name, const std::array<std::int64_t, 4>& e
   const std::string tail = std::string("/") + dtype_name + "/" + shape_name(e) + "/threads:" + std::to_string(threads);
   benchmark::RegisterBenchmark(("BM_convert/nchw_to_nhwc" + tail).c_str(),
                                [=](benchmark::State& s) { bm_convert<T, memfmt::nchw, memfmt::nhwc>(s, e, threads); })
-      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Iterations(reps)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(("BM_convert/nhwc_to_nchw" + tail).c_str(),
                                [=](benchmark::State& s) { bm_convert<T, memfmt::nhwc, memfmt::nchw>(s, e, threads); })
-      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMillisecond);
+      ->UseManualTime()
+      ->Iterations(reps)
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
@@ -260,10 +265,9 @@ int main(int argc, char** argv) {
   // (28 x 28 and 14 x 14: source or destination rows that are not whole lines, or pitches that
   // are multiples of 512 bytes), then three at batch 1 (inference: under the 4 MB streaming
   // threshold, so plain stores; 7 x 7 with C = 2048 goes through run_staged_blocks).
-  const std::array<std::int64_t, 4> shapes[] = {{64, 3, 224, 224}, {32, 64, 112, 112}, {32, 256, 56, 56},
-                                                {32, 2048, 7, 7},  {256, 64, 56, 56},  {32, 512, 28, 28},
-                                                {32, 1024, 14, 14}, {1, 64, 112, 112}, {1, 1024, 14, 14},
-                                                {1, 2048, 7, 7}};
+  const std::array<std::int64_t, 4> shapes[] = {
+      {64, 3, 224, 224}, {32, 64, 112, 112}, {32, 256, 56, 56}, {32, 2048, 7, 7},  {256, 64, 56, 56},
+      {32, 512, 28, 28}, {32, 1024, 14, 14}, {1, 64, 112, 112}, {1, 1024, 14, 14}, {1, 2048, 7, 7}};
   std::vector<int> thread_counts = {1};
   if (all > 1) thread_counts.push_back(all);
   for (const auto& e : shapes)
@@ -279,12 +283,10 @@ int main(int argc, char** argv) {
   const auto& caches = memfmt::detail::detected_cache_geometry();
   benchmark::AddCustomContext("memfmt_far_prefetch", memfmt::to_string(memfmt::detail::resolve(prefetch)));
   benchmark::AddCustomContext("memfmt_stage_stream", memfmt::to_string(memfmt::detail::resolve(stage)));
-  benchmark::AddCustomContext("memfmt_far_prefetch_from", prefetch == memfmt::far_prefetch::automatic
-                                                              ? "caches"
-                                                              : "MEMFMT_BENCH_PREFETCH");
-  benchmark::AddCustomContext("memfmt_stage_stream_from", stage == memfmt::stage_stream::automatic
-                                                              ? "caches"
-                                                              : "MEMFMT_BENCH_STAGE");
+  benchmark::AddCustomContext("memfmt_far_prefetch_from",
+                              prefetch == memfmt::far_prefetch::automatic ? "caches" : "MEMFMT_BENCH_PREFETCH");
+  benchmark::AddCustomContext("memfmt_stage_stream_from",
+                              stage == memfmt::stage_stream::automatic ? "caches" : "MEMFMT_BENCH_STAGE");
   benchmark::AddCustomContext("memfmt_convert_kernels", convert_kernels());
   benchmark::AddCustomContext("memfmt_l1d_bytes", std::to_string(caches.l1d_bytes));
   benchmark::AddCustomContext("memfmt_l2_bytes", std::to_string(caches.l2_bytes));

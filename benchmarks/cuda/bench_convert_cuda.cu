@@ -82,9 +82,8 @@ void measure(benchmark::State& state, const typename layout<From>::extents_type&
   float best_convert = 1e30f, best_copy = 1e30f;
   for (auto _ : state) {
     const float tc = timer.ms([&] { cuda::convert(src, dst); });
-    const float tm = timer.ms([&] {
-      check(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync");
-    });
+    const float tm =
+        timer.ms([&] { check(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync"); });
     best_convert = std::min(best_convert, tc);
     best_copy = std::min(best_copy, tm);
     state.SetIterationTime(tc * 1e-3);
@@ -114,15 +113,19 @@ std::string shape_name(const std::array<std::int64_t, R>& e) {
 }
 
 template <class Word, class First, class Last>
-void register_pair(const char* type, const typename layout<First>::extents_type& e, const char* first,
-                   const char* last, int reps) {
+void register_pair(const char* type, const typename layout<First>::extents_type& e, const char* first, const char* last,
+                   int reps) {
   const std::string tail = std::string("/") + type + "/" + shape_name(e);
   benchmark::RegisterBenchmark(("BM_convert_cuda/" + std::string(first) + "_to_" + last + tail).c_str(),
                                [=](benchmark::State& s) { bm_convert<Word, First, Last>(s, e); })
-      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMicrosecond);
+      ->UseManualTime()
+      ->Iterations(reps)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark(("BM_convert_cuda/" + std::string(last) + "_to_" + first + tail).c_str(),
                                [=](benchmark::State& s) { bm_convert<Word, Last, First>(s, e); })
-      ->UseManualTime()->Iterations(reps)->Unit(benchmark::kMicrosecond);
+      ->UseManualTime()
+      ->Iterations(reps)
+      ->Unit(benchmark::kMicrosecond);
 }
 
 // Element size by the name a user knows it under (the kernel only sees the size).
@@ -139,7 +142,8 @@ void register_type(const char* type, int reps) {
 int main(int argc, char** argv) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("bench_convert_cuda: no CUDA device found (cudaGetDeviceCount reports none or fails); nothing to measure.\n");
+    std::printf(
+        "bench_convert_cuda: no CUDA device found (cudaGetDeviceCount reports none or fails); nothing to measure.\n");
     return 0;
   }
   const int reps = 50;  // a few seconds in all: each launch takes well under a millisecond on a current GPU

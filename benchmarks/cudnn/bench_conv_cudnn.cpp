@@ -43,7 +43,10 @@ const layer layers[] = {
 template <class T>
 struct dev_buf {
   T* p = nullptr;
-  explicit dev_buf(std::int64_t n) { cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(T)), "cudaMalloc"); }
+  explicit dev_buf(std::int64_t n) {
+    cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), static_cast<std::size_t>(n > 0 ? n : 1) * sizeof(T)),
+                      "cudaMalloc");
+  }
   ~dev_buf() { cudaFree(p); }
 };
 
@@ -125,12 +128,12 @@ void register_type() {
   const double min_time = memfmt_bench::env_double("MEMFMT_BENCH_MIN_TIME", 0.05);
   for (const layer& L : layers)
     for (bool bwd : {false, true}) {
-      const std::string base =
-          std::string(L.name) + "/" + type_name<T>() + "/" + (bwd ? "fwd+bwd" : "fwd") + "/";
+      const std::string base = std::string(L.name) + "/" + type_name<T>() + "/" + (bwd ? "fwd+bwd" : "fwd") + "/";
       const auto add = [&](const char* format, auto run_format) {
-        benchmark::RegisterBenchmark((base + format).c_str(), [&L, bwd, run_format](benchmark::State& s) {
-          run_format(s, L, bwd);
-        })->UseManualTime()->MinTime(min_time);
+        benchmark::RegisterBenchmark((base + format).c_str(),
+                                     [&L, bwd, run_format](benchmark::State& s) { run_format(s, L, bwd); })
+            ->UseManualTime()
+            ->MinTime(min_time);
       };
       if (L.d > 0) {
         add("ncdhw", run<T, ncdhw>);
@@ -146,7 +149,8 @@ void register_type() {
 
 int main(int argc, char** argv) {
   if (cudnn::device_count() == 0) {
-    std::printf("bench_conv_cudnn: no CUDA device found (cudaGetDeviceCount reports none or fails); nothing to measure.\n");
+    std::printf(
+        "bench_conv_cudnn: no CUDA device found (cudaGetDeviceCount reports none or fails); nothing to measure.\n");
     return 0;
   }
   register_type<float>();

@@ -143,6 +143,4 @@ struct onednn_binding {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return run_main<onednn_binding>(argc, argv, 2, {dtype::float32, dtype::bfloat16});
-}
+int main(int argc, char** argv) { return run_main<onednn_binding>(argc, argv, 2, {dtype::float32, dtype::bfloat16}); }

@@ -108,7 +108,7 @@ struct variant {
 };
 
 inline constexpr graph::policy policies[] = {graph::policy::all_channels_first, graph::policy::all_channels_last,
-                                      graph::policy::pytorch_eager, graph::policy::optimal};
+                                             graph::policy::pytorch_eager, graph::policy::optimal};
 
 struct model_case {
   const char* name;
@@ -123,8 +123,8 @@ struct model_case {
   // "batch <b>, <size>": the label of a row that did not run, so that it still names its case.
   std::string size_label() const {
     const std::string r = std::to_string(run_resolution());
-    return "batch " + std::to_string(settings().batch) + ", " + (frames == 16 ? "" : std::to_string(frames) + "x") +
-           r + "x" + r;
+    return "batch " + std::to_string(settings().batch) + ", " + (frames == 16 ? "" : std::to_string(frames) + "x") + r +
+           "x" + r;
   }
   // tools/export_onnx.py's file of this model at this run's input size (bench_peers.py names it so).
   std::string onnx_file() const {
@@ -145,10 +145,7 @@ inline const model_case model_cases[] = {
     {"convnext_tiny", models::convnext_tiny, 224},
 };
 
-
-inline const char* dtype_name(dtype t) {
-  return t == dtype::float32 ? "f32" : t == dtype::float16 ? "f16" : "bf16";
-}
+inline const char* dtype_name(dtype t) { return t == dtype::float32 ? "f32" : t == dtype::float16 ? "f16" : "bf16"; }
 
 inline std::vector<double> as_doubles(const std::byte* p, std::size_t bytes, dtype t) {
   std::vector<double> v(bytes / size_of(t));
@@ -210,8 +207,9 @@ graph::timing_cache measured_costs(const graph::network& net, Backend& backend, 
     known = io::read_timing_cache_file(path, calibration_key(backend));  // another device's file is an error
 #else
   if (!path.empty())
-    memfmt::detail::fail(errc::unsupported, "MEMFMT_BENCH_TIMING_CACHE: this build has no memfmt::graph_io "
-                                            "(nlohmann-json) to read and write timing cache files");
+    memfmt::detail::fail(errc::unsupported,
+                         "MEMFMT_BENCH_TIMING_CACHE: this build has no memfmt::graph_io "
+                         "(nlohmann-json) to read and write timing cache files");
 #endif
   runtime::calibrate_options o;
   o.known = known ? &*known : nullptr;
@@ -237,7 +235,8 @@ double conversion_ms(Backend& backend, const graph::network& net, const graph::p
     if (c.relabel) continue;
     const graph::node& n = net.at(c.value);
     ns += static_cast<double>(runtime::detail::time_conversion_bytes(backend, n.extents, n.type, c.from, o));
-    if (and_back) ns += static_cast<double>(runtime::detail::time_conversion_bytes(backend, n.extents, n.type, c.to, o));
+    if (and_back)
+      ns += static_cast<double>(runtime::detail::time_conversion_bytes(backend, n.extents, n.type, c.to, o));
   }
   return ns * 1e-6;
 }
@@ -259,8 +258,13 @@ struct case_state {
 
   case_state(Backend& b, check_tolerances tol, std::string model_name, graph::network network,
              graph::parameter_store parameters, std::string in_name, std::string out_name)
-      : backend(b), tolerances(tol), model(std::move(model_name)), net(std::move(network)), params(std::move(parameters)),
-        input_name(std::move(in_name)), output_name(std::move(out_name)) {
+      : backend(b),
+        tolerances(tol),
+        model(std::move(model_name)),
+        net(std::move(network)),
+        params(std::move(parameters)),
+        input_name(std::move(in_name)),
+        output_name(std::move(out_name)) {
     const graph::node& in = net.at(*net.find(input_name));
     const graph::node& out = net.at(*net.find(output_name));
     input.resize(static_cast<std::size_t>(in.numel()) * size_of(type()));
@@ -423,8 +427,9 @@ inline graph::network without_dropout(graph::network net) {
     if (n["kind"] == "dropout") n["attrs"]["p"] = 0.0;
   return io::network_from_json(j);
 #else
-  memfmt::detail::fail(errc::unsupported, "a training step with dropout p > 0 needs the network rebuilt with p 0, "
-                                          "which takes memfmt::graph_io (nlohmann-json) in this build");
+  memfmt::detail::fail(errc::unsupported,
+                       "a training step with dropout p > 0 needs the network rebuilt with p 0, "
+                       "which takes memfmt::graph_io (nlohmann-json) in this build");
 #endif
 }
 
@@ -462,10 +467,12 @@ std::unique_ptr<case_state<typename Binding::backend_type>> make_state(const mod
     memfmt::detail::fail(errc::unsupported, m.onnx_file() + ": op " + im.unsupported[0].op + " (node '" +
                                                 im.unsupported[0].onnx_node + "'): " + im.unsupported[0].reason);
   if (im.inputs.size() != 1 || im.outputs.size() != 1)
-    memfmt::detail::fail(errc::invalid_argument, m.onnx_file() + ": " + std::to_string(im.inputs.size()) + " inputs and " +
-                                                     std::to_string(im.outputs.size()) + " outputs, the benchmark feeds one and reads one");
+    memfmt::detail::fail(errc::invalid_argument, m.onnx_file() + ": " + std::to_string(im.inputs.size()) +
+                                                     " inputs and " + std::to_string(im.outputs.size()) +
+                                                     " outputs, the benchmark feeds one and reads one");
   return std::make_unique<state>(Binding::backend(), Binding::tolerances(), std::string("onnx:") + m.name,
-                                 std::move(im.network), std::move(im.parameters), im.inputs[0].name, im.outputs[0].name);
+                                 std::move(im.network), std::move(im.parameters), im.inputs[0].name,
+                                 im.outputs[0].name);
 #else
   (void)t;
   memfmt::detail::fail(errc::unsupported, "this build has no memfmt::onnx (libonnx-dev) to import " + m.onnx_file());
@@ -474,7 +481,8 @@ std::unique_ptr<case_state<typename Binding::backend_type>> make_state(const mod
 
 template <class Binding>
 case_state<typename Binding::backend_type>& state_of(const model_case& m, dtype t, source from) {
-  static std::map<std::tuple<std::string, dtype, source>, std::unique_ptr<case_state<typename Binding::backend_type>>> states;
+  static std::map<std::tuple<std::string, dtype, source>, std::unique_ptr<case_state<typename Binding::backend_type>>>
+      states;
   auto& s = states[{m.name, t, from}];
   if (!s) s = make_state<Binding>(m, t, from);
   return *s;
@@ -489,8 +497,8 @@ inline double plan_id(const graph::plan& plan) {
     const auto f = plan.format(static_cast<graph::node_id>(i));
     mix(f ? static_cast<std::uint64_t>(*f) + 1 : 0);
   }
-  for (const auto& c : plan.conversions) mix((static_cast<std::uint64_t>(c.value) << 2) | (c.relabel ? 2u : 0u) |
-                                             static_cast<std::uint64_t>(c.to));
+  for (const auto& c : plan.conversions)
+    mix((static_cast<std::uint64_t>(c.value) << 2) | (c.relabel ? 2u : 0u) | static_cast<std::uint64_t>(c.to));
   return static_cast<double>(h & 0x7fffffffu);  // exact in a double counter
 }
 
@@ -612,7 +620,8 @@ void register_networks(const std::vector<dtype>& dtypes) {
       // Calibration times forward layers, so a calibrated plan is a forward plan: train rows use the priors.
       if (selected("MEMFMT_BENCH_TRAIN", m.name))
         for (graph::policy p : policies)
-          add(base + "train/" + graph::to_string(p), [&m, t, p](benchmark::State& s) { bm_train<Binding>(s, m, t, p); });
+          add(base + "train/" + graph::to_string(p),
+              [&m, t, p](benchmark::State& s) { bm_train<Binding>(s, m, t, p); });
     }
     if (!settings().onnx_dir.empty() && std::filesystem::exists(m.onnx_file())) {
       std::vector<variant> fwd;

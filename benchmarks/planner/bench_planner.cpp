@@ -56,7 +56,8 @@ void per_node(benchmark::State& state, std::size_t nodes) {
 // indifferent, so 1x1 and 3x3 convs pull apart and the plan converts inside every block.
 cost_model priced(const benchmark::State& state) {
   cost_priors p;
-  if (state.range(1) == 1) p.batch_norm_channels_last_speedup_fp32 = p.batch_norm_channels_last_speedup_low_precision = 1.0;
+  if (state.range(1) == 1)
+    p.batch_norm_channels_last_speedup_fp32 = p.batch_norm_channels_last_speedup_low_precision = 1.0;
   return cost_model(p);
 }
 
@@ -100,7 +101,8 @@ void BM_solve_explain(benchmark::State& state) {
 // A file in the temporary folder, removed when the benchmark ends.
 struct temp_file {
   explicit temp_file(const std::string& name)
-      : path((std::filesystem::temp_directory_path() / ("memfmt_bench_" + std::to_string(::getpid()) + "_" + name)).string()) {}
+      : path((std::filesystem::temp_directory_path() / ("memfmt_bench_" + std::to_string(::getpid()) + "_" + name))
+                 .string()) {}
   ~temp_file() { std::remove(path.c_str()); }
   std::string path;
 };
@@ -138,7 +140,8 @@ void BM_load_onnx_chain(benchmark::State& state) {
   auto* in = g->add_input();
   in->set_name("v0");
   in->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
-  for (std::int64_t d : {1, 8, 4, 4}) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  for (std::int64_t d : {1, 8, 4, 4})
+    in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
   for (std::size_t i = 0; i < n; ++i) {
     auto* node = g->add_node();
     node->set_op_type("Relu");

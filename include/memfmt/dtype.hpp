@@ -79,7 +79,7 @@ struct half {
     const std::uint32_t absx = x & 0x7fffffffu;
     if (absx >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
     if (absx >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
-    if (absx < 0x38800000u) {  // subnormal or zero in half
+    if (absx < 0x38800000u) {                                                    // subnormal or zero in half
       if (absx < 0x33000000u) return static_cast<std::uint16_t>(sign);
       const std::uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
       const int shift = 126 - static_cast<int>(absx >> 23);  // 14..24
@@ -104,7 +104,10 @@ struct half {
         x = sign;
       } else {  // normalise the subnormal
         int e = -1;
-        do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
+        do {
+          ++e;
+          mant <<= 1;
+        } while ((mant & 0x400u) == 0);
         x = sign | (static_cast<std::uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
       }
     } else if (exp == 31) {
@@ -144,17 +147,28 @@ struct bfloat16 {
 
 template <class T>
 struct dtype_of;  // undefined for unsupported element types: a compile error names T
-template <> struct dtype_of<float> : std::integral_constant<dtype, dtype::float32> {};
-template <> struct dtype_of<double> : std::integral_constant<dtype, dtype::float64> {};
-template <> struct dtype_of<half> : std::integral_constant<dtype, dtype::float16> {};
-template <> struct dtype_of<bfloat16> : std::integral_constant<dtype, dtype::bfloat16> {};
-template <> struct dtype_of<std::int8_t> : std::integral_constant<dtype, dtype::int8> {};
-template <> struct dtype_of<std::uint8_t> : std::integral_constant<dtype, dtype::uint8> {};
-template <> struct dtype_of<std::int16_t> : std::integral_constant<dtype, dtype::int16> {};
-template <> struct dtype_of<std::int32_t> : std::integral_constant<dtype, dtype::int32> {};
-template <> struct dtype_of<std::int64_t> : std::integral_constant<dtype, dtype::int64> {};
-template <> struct dtype_of<bool> : std::integral_constant<dtype, dtype::bool8> {};
-template <class T> struct dtype_of<const T> : dtype_of<T> {};
+template <>
+struct dtype_of<float> : std::integral_constant<dtype, dtype::float32> {};
+template <>
+struct dtype_of<double> : std::integral_constant<dtype, dtype::float64> {};
+template <>
+struct dtype_of<half> : std::integral_constant<dtype, dtype::float16> {};
+template <>
+struct dtype_of<bfloat16> : std::integral_constant<dtype, dtype::bfloat16> {};
+template <>
+struct dtype_of<std::int8_t> : std::integral_constant<dtype, dtype::int8> {};
+template <>
+struct dtype_of<std::uint8_t> : std::integral_constant<dtype, dtype::uint8> {};
+template <>
+struct dtype_of<std::int16_t> : std::integral_constant<dtype, dtype::int16> {};
+template <>
+struct dtype_of<std::int32_t> : std::integral_constant<dtype, dtype::int32> {};
+template <>
+struct dtype_of<std::int64_t> : std::integral_constant<dtype, dtype::int64> {};
+template <>
+struct dtype_of<bool> : std::integral_constant<dtype, dtype::bool8> {};
+template <class T>
+struct dtype_of<const T> : dtype_of<T> {};
 
 template <class T>
 inline constexpr dtype dtype_of_v = dtype_of<T>::value;

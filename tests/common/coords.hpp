@@ -20,8 +20,7 @@ void for_each_coord(const std::array<std::int64_t, R>& e, Fn&& fn) {
   for (std::int64_t i = 0;; ++i) {
     if constexpr (std::is_invocable_v<Fn&, const std::array<std::int64_t, R>&, std::int64_t>)
       fn(static_cast<const std::array<std::int64_t, R>&>(c), i);
-    else
-      fn(static_cast<const std::array<std::int64_t, R>&>(c));
+    else fn(static_cast<const std::array<std::int64_t, R>&>(c));
     std::size_t d = R;
     while (d > 0 && ++c[d - 1] == e[d - 1]) c[--d] = 0;
     if (d == 0) return;

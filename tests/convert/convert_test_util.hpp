@@ -57,7 +57,8 @@ void for_each_index(const std::array<std::int64_t, R>& e, Fn&& fn) {
   while (true) {
     fn(i);
     int d = static_cast<int>(R) - 1;
-    while (d >= 0 && ++i[static_cast<std::size_t>(d)] == e[static_cast<std::size_t>(d)]) i[static_cast<std::size_t>(d--)] = 0;
+    while (d >= 0 && ++i[static_cast<std::size_t>(d)] == e[static_cast<std::size_t>(d)])
+      i[static_cast<std::size_t>(d--)] = 0;
     if (d < 0) return;
   }
 }

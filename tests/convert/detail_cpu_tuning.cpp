@@ -52,7 +52,8 @@ TEST(ConvertCpuTuning, AutomaticFollowsDetectedCaches) {
   EXPECT_EQ(detail::resolve(far_prefetch::automatic), detail::far_prefetch_for(g)) << "L1d " << g.l1d_bytes;
   EXPECT_EQ(detail::resolve(stage_stream::automatic), detail::stage_stream_for(g)) << "L1d " << g.l1d_bytes;
   const convert_options o;
-  EXPECT_EQ(detail::far_prefetch_level(o) == detail::prefetch_into::l1, detail::far_prefetch_for(g) == far_prefetch::l1);
+  EXPECT_EQ(detail::far_prefetch_level(o) == detail::prefetch_into::l1,
+            detail::far_prefetch_for(g) == far_prefetch::l1);
   EXPECT_EQ(detail::stage_bursts(o), detail::stage_stream_for(g) == stage_stream::burst);
 }
 

@@ -21,7 +21,8 @@ struct rgba {  // 4 bytes, aligned to 1
 TEST(ConvertValidate, AlignmentIsTheCallers) {
   alignas(8) static rgba buf[2 * 24 + 1];
   const std::array<std::int64_t, 4> e{1, 2, 3, 4};
-  const tensor_view<const rgba, nchw> src(reinterpret_cast<const rgba*>(reinterpret_cast<const unsigned char*>(buf) + 1), e);
+  const tensor_view<const rgba, nchw> src(
+      reinterpret_cast<const rgba*>(reinterpret_cast<const unsigned char*>(buf) + 1), e);
   const tensor_view<rgba, nhwc> dst(buf + 25, e);
   EXPECT_EQ(detail::check_convert_views("alignof", src, dst, alignof(rgba)), 24);
   memfmt_test::expect_error([&] { detail::check_convert_views("element size", src, dst, sizeof(rgba)); },

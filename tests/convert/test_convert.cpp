@@ -50,11 +50,11 @@ void check_into(const tensor_view<T, From>& src, const tensor_view<T, To>& dst, 
     convert(src, dst, opt);
     const auto [first, bad] = first_difference(buffer, expected.data(), size);
     ASSERT_EQ(bad, 0) << From::name << "->" << To::name << " sizeof " << sizeof(T) << " extents "
-                    << detail::dims_to_string(dst.extents()) << " src strides "
-                    << detail::dims_to_string(src.mapping().strides()) << " dst strides "
-                    << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
-                    << " streaming " << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch) << " stage " << to_string(opt.stage)
-                    << " first wrong buffer index " << first;
+                      << detail::dims_to_string(dst.extents()) << " src strides "
+                      << detail::dims_to_string(src.mapping().strides()) << " dst strides "
+                      << detail::dims_to_string(dst.mapping().strides()) << " threads " << opt.num_threads
+                      << " streaming " << opt.allow_streaming_stores << " prefetch " << to_string(opt.prefetch)
+                      << " stage " << to_string(opt.stage) << " first wrong buffer index " << first;
   }
 }
 // The same into the whole of a tensor's buffer, filled with a pattern first.
@@ -82,15 +82,15 @@ void check_convert(const std::array<std::int64_t, From::rank>& e, const case_opt
 
 const std::vector<std::array<std::int64_t, 4>>& shapes_4d() {
   static const std::vector<std::array<std::int64_t, 4>> s = {
-      {1, 1, 1, 1},   {2, 3, 5, 7},    {1, 17, 3, 63},  {3, 1, 7, 7},   {2, 16, 8, 8},   {2, 32, 9, 17},
-      {1, 64, 17, 19}, {2, 3, 31, 33}, {1, 7, 1, 1},    {1, 2048, 7, 7}, {2, 63, 4, 9},  {1, 2, 17, 17},
-      {1, 4, 16, 1},  {4, 128, 1, 3},  {0, 3, 4, 5},    {2, 0, 3, 3},    {2, 3, 0, 3},   {1, 33, 16, 16}};
+      {1, 1, 1, 1},    {2, 3, 5, 7},   {1, 17, 3, 63}, {3, 1, 7, 7},    {2, 16, 8, 8}, {2, 32, 9, 17},
+      {1, 64, 17, 19}, {2, 3, 31, 33}, {1, 7, 1, 1},   {1, 2048, 7, 7}, {2, 63, 4, 9}, {1, 2, 17, 17},
+      {1, 4, 16, 1},   {4, 128, 1, 3}, {0, 3, 4, 5},   {2, 0, 3, 3},    {2, 3, 0, 3},  {1, 33, 16, 16}};
   return s;
 }
 const std::vector<std::array<std::int64_t, 5>>& shapes_5d() {
-  static const std::vector<std::array<std::int64_t, 5>> s = {
-      {1, 1, 1, 1, 1}, {2, 3, 3, 5, 7}, {1, 17, 2, 3, 9}, {1, 64, 4, 4, 5}, {2, 1, 3, 3, 3}, {1, 32, 1, 1, 1},
-      {0, 2, 2, 2, 2}, {1, 16, 3, 8, 8}};
+  static const std::vector<std::array<std::int64_t, 5>> s = {{1, 1, 1, 1, 1},  {2, 3, 3, 5, 7}, {1, 17, 2, 3, 9},
+                                                             {1, 64, 4, 4, 5}, {2, 1, 3, 3, 3}, {1, 32, 1, 1, 1},
+                                                             {0, 2, 2, 2, 2},  {1, 16, 3, 8, 8}};
   return s;
 }
 
@@ -114,8 +114,8 @@ void check_all_4d_or_5d() {
 
 template <class T>
 class ConvertTyped : public ::testing::Test {};
-using element_types = ::testing::Types<std::uint8_t, std::int16_t, half, bfloat16, float, std::int32_t, double,
-                                       std::int64_t>;
+using element_types =
+    ::testing::Types<std::uint8_t, std::int16_t, half, bfloat16, float, std::int32_t, double, std::int64_t>;
 TYPED_TEST_SUITE(ConvertTyped, element_types);
 
 TYPED_TEST(ConvertTyped, NchwToNhwc) { check_all_4d_or_5d<TypeParam, nchw, nhwc>(); }
@@ -134,7 +134,8 @@ TYPED_TEST(ConvertTyped, RoundTripIsIdentity) {
     host_tensor<T, nchw> a(e);
     host_tensor<T, nhwc> b(e);
     host_tensor<T, nchw> c(e);
-    for (std::int64_t k = 0; k < a.numel(); ++k) a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 3);
+    for (std::int64_t k = 0; k < a.numel(); ++k)
+      a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 3);
     convert(a.view(), b.view());
     convert(b.view(), c.view(), convert_options{1, false});
     if (a.numel() > 0) {
@@ -168,7 +169,8 @@ TEST(ConvertLargeStreaming, Int8) { check_large<std::int8_t>(); }
 template <class T, class From, class To>
 void check_aligned(const std::array<std::int64_t, 4>& e, const std::vector<convert_options>& opts) {
   host_tensor<T, From> a(e);
-  for (std::int64_t k = 0; k < a.numel(); ++k) a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 11);
+  for (std::int64_t k = 0; k < a.numel(); ++k)
+    a.data()[k] = convert_test::pattern<T>(static_cast<std::uint64_t>(k), 11);
   host_tensor<T, To> b(e);
   check_into(a.view(), b.view(), b, opts);
 }
@@ -187,11 +189,10 @@ void check_aligned(const std::array<std::int64_t, 4>& e, const std::vector<conve
 // checks its way back, where the planes of 9 and 25 positions take overlapping edge tiles.
 template <class T>
 void check_aligned_large() {
-  const std::array<std::int64_t, 4> shapes[] = {{2, 64, 96, 96},  {11, 2048, 7, 7}, {3, 48, 83, 85},
-                                                {1, 130, 97, 99}, {41, 1024, 5, 10}, {9, 256, 24, 40},
-                                                {2, 3, 512, 704}, {5, 4, 7, 9836}, {3, 256, 14, 14},
-                                                {2, 256, 7, 14}, {457, 1024, 3, 3}, {165, 1024, 5, 5},
-                                                {61, 1216, 5, 7}};
+  const std::array<std::int64_t, 4> shapes[] = {
+      {2, 64, 96, 96},   {11, 2048, 7, 7},  {3, 48, 83, 85}, {1, 130, 97, 99}, {41, 1024, 5, 10},
+      {9, 256, 24, 40},  {2, 3, 512, 704},  {5, 4, 7, 9836}, {3, 256, 14, 14}, {2, 256, 7, 14},
+      {457, 1024, 3, 3}, {165, 1024, 5, 5}, {61, 1216, 5, 7}};
   std::vector<convert_options> opts;
   for (int threads : {1, 2})
     for (bool streaming : {true, false}) opts.push_back({threads, streaming});
@@ -233,9 +234,9 @@ std::vector<convert_options> every_tuning_with(int threads_a, int threads_b) {
 
 template <class T>
 void check_short_rows() {
-  const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7},  {20, 5, 5},   {70, 9, 9},  {300, 14, 14},
-                                                 {37, 17, 17}, {40, 35, 35}, {65, 75, 75}, {66, 91, 93},
-                                                 {77, 3, 3},   {100, 2, 4},  {80, 5, 5}};
+  const std::array<std::int64_t, 3> planes[] = {{1001, 7, 7}, {20, 5, 5},   {70, 9, 9},   {300, 14, 14},
+                                                {37, 17, 17}, {40, 35, 35}, {65, 75, 75}, {66, 91, 93},
+                                                {77, 3, 3},   {100, 2, 4},  {80, 5, 5}};
   for (const auto& pl : planes) {
     const std::int64_t plane_bytes = pl[0] * pl[1] * pl[2] * static_cast<std::int64_t>(sizeof(T));
     const std::int64_t n = (std::int64_t{4} << 20) / plane_bytes + 1;
@@ -259,13 +260,13 @@ template <class T, class From, class To>
 void check_pitched(std::int64_t n, const convert_options& opt) {
   constexpr std::int64_t pitch = 1024 / static_cast<std::int64_t>(sizeof(T));
   const bool to_nchw = std::is_same_v<To, nchw>;
-  const std::array<std::int64_t, 4> e = to_nchw ? std::array<std::int64_t, 4>{n, 64, 10, 10}
-                                                : std::array<std::int64_t, 4>{n, 100, 8, 8};
+  const std::array<std::int64_t, 4> e =
+      to_nchw ? std::array<std::int64_t, 4>{n, 64, 10, 10} : std::array<std::int64_t, 4>{n, 100, 8, 8};
   // The destination buffer: a dense tensor whose rows are `pitch` elements long.
   host_tensor<T, To> buffer(to_nchw ? std::array<std::int64_t, 4>{n, 64, 1, pitch}
                                     : std::array<std::int64_t, 4>{n, pitch, 8, 8});
-  const std::array<std::int64_t, 4> strides =
-      to_nchw ? std::array<std::int64_t, 4>{64 * pitch, pitch, 10, 1} : std::array<std::int64_t, 4>{64 * pitch, 1, 8 * pitch, pitch};
+  const std::array<std::int64_t, 4> strides = to_nchw ? std::array<std::int64_t, 4>{64 * pitch, pitch, 10, 1}
+                                                      : std::array<std::int64_t, 4>{64 * pitch, 1, 8 * pitch, pitch};
   host_tensor<T, From> src(e);
   convert_test::fill(src.view(), 5);
   check_into(src.view(), tensor_view<T, To>(buffer.data(), layout<To>::strided(e, strides)), buffer, {opt});
@@ -300,9 +301,11 @@ void check_staged_blocks() {
   for (int threads : {1, 2}) {
     const convert_options opt{threads, false};
     for (const V& e : {V{2, 2048, 7, 7}, V{1, 1024, 7, 9}})
-      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nchw, nhwc>(e, c, {opt});
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}})
+        check_convert<T, nchw, nhwc>(e, c, {opt});
     for (const V& e : {V{2, 64, 32, 32}, V{3, 40, 16, 32}})
-      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}}) check_convert<T, nhwc, nchw>(e, c, {opt});
+      for (const auto& c : {case_options{0, 0, 0, 0}, case_options{3, 5, 0, 0}})
+        check_convert<T, nhwc, nchw>(e, c, {opt});
     constexpr std::int64_t pitch = 2048 / static_cast<std::int64_t>(sizeof(T));
     const V e{2, 1024, 10, 13};
     host_tensor<T, nchw> src_buffer(V{2, 1024, 1, pitch});

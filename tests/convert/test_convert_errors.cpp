@@ -45,8 +45,9 @@ TEST(ConvertErrors, NullPointers) {
 TEST(ConvertErrors, Overlap) {
   std::vector<float> buf(100, -1.0f);
   const std::array<std::int64_t, 4> e{1, 2, 3, 4};
-  expect_error([&] { convert(tensor_view<const float, nchw>(buf.data(), e), tensor_view<float, nhwc>(buf.data() + 10, e)); },
-               errc::invalid_argument, {"overlap"});
+  expect_error(
+      [&] { convert(tensor_view<const float, nchw>(buf.data(), e), tensor_view<float, nhwc>(buf.data() + 10, e)); },
+      errc::invalid_argument, {"overlap"});
   EXPECT_TRUE(all_equal(buf.data(), 100, -1.0f));
   // In place is an overlap too.
   expect_error([&] { convert(tensor_view<const float, nchw>(buf.data(), e), tensor_view<float, nchw>(buf.data(), e)); },
@@ -77,26 +78,48 @@ TEST(ConvertErrors, StridedDescMismatches) {
   host_tensor<float, nhwc> b(std::array<std::int64_t, 4>{1, 2, 3, 4});
   for (std::int64_t i = 0; i < b.numel(); ++i) b.data()[i] = -1.0f;
   // Rank.
-  expect_error([&] { convert(src.data(), strided_desc{{2, 3, 4}, {12, 4, 1}, dtype::float32}, b.view()); },
-               errc::invalid_argument, {"rank 3", "[2, 3, 4]", "nhwc", "rank 4"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{2, 3, 4}, {12, 4, 1}, dtype::float32}, b.view());
+      },
+      errc::invalid_argument, {"rank 3", "[2, 3, 4]", "nhwc", "rank 4"});
   // Sizes.
-  expect_error([&] { convert(src.data(), strided_desc{{1, 2, 4, 3}, {24, 12, 3, 1}, dtype::float32}, b.view()); },
-               errc::shape_mismatch, {"[1, 2, 4, 3]", "[1, 2, 3, 4]"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{1, 2, 4, 3}, {24, 12, 3, 1}, dtype::float32}, b.view());
+      },
+      errc::shape_mismatch, {"[1, 2, 4, 3]", "[1, 2, 3, 4]"});
   // Sizes and strides of different lengths.
-  expect_error([&] { convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, 12, 4}, dtype::float32}, b.view()); },
-               errc::invalid_argument, {"[24, 12, 4]"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, 12, 4}, dtype::float32}, b.view());
+      },
+      errc::invalid_argument, {"[24, 12, 4]"});
   // Element size.
-  expect_error([&] { convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, 12, 4, 1}, dtype::float16}, b.view()); },
-               errc::unsupported_dtype, {"float16", "2 bytes", "4 bytes"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, 12, 4, 1}, dtype::float16}, b.view());
+      },
+      errc::unsupported_dtype, {"float16", "2 bytes", "4 bytes"});
   // Negative size.
-  expect_error([&] { convert(src.data(), strided_desc{{1, -2, 3, 4}, {24, 12, 4, 1}, dtype::float32}, b.view()); },
-               errc::invalid_argument, {"[1, -2, 3, 4]"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{1, -2, 3, 4}, {24, 12, 4, 1}, dtype::float32}, b.view());
+      },
+      errc::invalid_argument, {"[1, -2, 3, 4]"});
   // Overlap with the destination.
-  expect_error([&] { convert(static_cast<const float*>(b.data()), strided_desc{{1, 2, 3, 4}, {24, 12, 4, 1}, dtype::float32}, b.view()); },
-               errc::invalid_argument, {"overlap"});
+  expect_error(
+      [&] {
+        convert(static_cast<const float*>(b.data()), strided_desc{{1, 2, 3, 4}, {24, 12, 4, 1}, dtype::float32},
+                b.view());
+      },
+      errc::invalid_argument, {"overlap"});
   // Offsets that overflow 64 bits.
-  expect_error([&] { convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, std::int64_t{1} << 62, 4, 1}, dtype::float32}, b.view()); },
-               errc::overflow, {"overflow"});
+  expect_error(
+      [&] {
+        convert(src.data(), strided_desc{{1, 2, 3, 4}, {24, std::int64_t{1} << 62, 4, 1}, dtype::float32}, b.view());
+      },
+      errc::overflow, {"overflow"});
   EXPECT_TRUE(all_equal(b.data(), b.numel(), -1.0f));
 }
 

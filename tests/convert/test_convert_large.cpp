@@ -27,19 +27,23 @@ TEST(ConvertLarge, MoreThan2Pow31Elements) {
   const std::int64_t N = 2, C = 8, H = 16384, W = 8200, S = H * W;
   const std::int64_t numel = N * C * S;
   ASSERT_GT(numel, std::int64_t{1} << 31);
-  std::unique_ptr<std::int8_t, free_deleter> src(static_cast<std::int8_t*>(std::malloc(static_cast<std::size_t>(numel))));
-  std::unique_ptr<std::int8_t, free_deleter> dst(static_cast<std::int8_t*>(std::malloc(static_cast<std::size_t>(numel))));
+  std::unique_ptr<std::int8_t, free_deleter> src(
+      static_cast<std::int8_t*>(std::malloc(static_cast<std::size_t>(numel))));
+  std::unique_ptr<std::int8_t, free_deleter> dst(
+      static_cast<std::int8_t*>(std::malloc(static_cast<std::size_t>(numel))));
   if (!src || !dst) GTEST_SKIP() << "not enough memory for 2 x " << numel << " bytes";
   std::int8_t* s = src.get();
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t c = 0; c < C; ++c)
       for (std::int64_t p = 0; p < S; ++p) s[(n * C + c) * S + p] = value_at(n, c, p);
 
-  convert(tensor_view<const std::int8_t, nchw>(s, {N, C, H, W}), tensor_view<std::int8_t, nhwc>(dst.get(), {N, C, H, W}));
+  convert(tensor_view<const std::int8_t, nchw>(s, {N, C, H, W}),
+          tensor_view<std::int8_t, nhwc>(dst.get(), {N, C, H, W}));
 
   // Sparse probes, including the last element and positions past 2^31 and 2^32 / C.
   const std::int8_t* d = dst.get();
-  const std::int64_t probes[] = {0, 1, S - 1, S, (std::int64_t{1} << 31) / C, (std::int64_t{1} << 31) / C + 5, S + 12345, 2 * S - 1};
+  const std::int64_t probes[] = {
+      0, 1, S - 1, S, (std::int64_t{1} << 31) / C, (std::int64_t{1} << 31) / C + 5, S + 12345, 2 * S - 1};
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t p : probes) {
       if (p >= S) continue;
@@ -48,12 +52,14 @@ TEST(ConvertLarge, MoreThan2Pow31Elements) {
     }
   // Position-weighted checksum over the whole destination against the closed form.
   std::uint64_t got = 0, want = 0;
-  for (std::int64_t k = 0; k < numel; ++k) got += static_cast<std::uint64_t>(static_cast<std::uint8_t>(d[k])) * static_cast<std::uint64_t>(k % 65521 + 1);
+  for (std::int64_t k = 0; k < numel; ++k)
+    got += static_cast<std::uint64_t>(static_cast<std::uint8_t>(d[k])) * static_cast<std::uint64_t>(k % 65521 + 1);
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t p = 0; p < S; ++p)
       for (std::int64_t c = 0; c < C; ++c) {
         const std::int64_t k = (n * S + p) * C + c;
-        want += static_cast<std::uint64_t>(static_cast<std::uint8_t>(value_at(n, c, p))) * static_cast<std::uint64_t>(k % 65521 + 1);
+        want += static_cast<std::uint64_t>(static_cast<std::uint8_t>(value_at(n, c, p))) *
+                static_cast<std::uint64_t>(k % 65521 + 1);
       }
   EXPECT_EQ(got, want);
 }

@@ -13,8 +13,8 @@ namespace {
 
 // Source buffer of `span` patterned elements; base at `base_offset` (so negative strides fit).
 template <class T, class To>
-void check_strided(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides,
-                   std::int64_t span, std::int64_t base_offset, std::int64_t dst_pad) {
+void check_strided(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides, std::int64_t span,
+                   std::int64_t base_offset, std::int64_t dst_pad) {
   std::int64_t lo = base_offset, hi = base_offset;  // the case must fit its buffer
   for (std::size_t d = 0; d < sizes.size(); ++d) (strides[d] < 0 ? lo : hi) += (sizes[d] - 1) * strides[d];
   ASSERT_GE(lo, 0);
@@ -23,7 +23,10 @@ void check_strided(const std::vector<std::int64_t>& sizes, const std::vector<std
   for (std::size_t k = 0; k < src.size(); ++k) src[k] = convert_test::pattern<T>(k, 11);
   std::array<std::int64_t, To::rank> e{};
   for (int d = 0; d < To::rank; ++d) e[static_cast<std::size_t>(d)] = sizes[static_cast<std::size_t>(d)];
-  const dtype t = sizeof(T) == 1 ? dtype::uint8 : sizeof(T) == 2 ? dtype::float16 : sizeof(T) == 4 ? dtype::float32 : dtype::float64;
+  const dtype t = sizeof(T) == 1   ? dtype::uint8
+                  : sizeof(T) == 2 ? dtype::float16
+                  : sizeof(T) == 4 ? dtype::float32
+                                   : dtype::float64;
   for (int threads : {1, 2}) {
     convert_test::padded_tensor<T, To> dst(e, dst_pad, 1);
     auto expected = dst.buffer;

@@ -36,8 +36,8 @@ TEST(Dtype, HalfKnownValuesAndRounding) {
   EXPECT_EQ(memfmt::half::from_float(1.0f), 0x3c00);
   EXPECT_EQ(memfmt::half::from_float(-2.0f), 0xc000);
   EXPECT_EQ(memfmt::half::from_float(65504.0f), 0x7bff);
-  EXPECT_EQ(memfmt::half::from_float(65520.0f), 0x7c00);  // rounds up to inf
-  EXPECT_EQ(memfmt::half::from_float(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(memfmt::half::from_float(65520.0f), 0x7c00);               // rounds up to inf
+  EXPECT_EQ(memfmt::half::from_float(5.9604645e-8f), 0x0001);          // smallest subnormal
   EXPECT_EQ(memfmt::half::from_float(1.0f + 1.0f / 2048.0f), 0x3c00);  // tie -> even
   EXPECT_EQ(memfmt::half::from_float(1.0f + 3.0f / 2048.0f), 0x3c02);  // tie -> even (up)
 }
@@ -71,7 +71,8 @@ TEST(FormatDispatch, RuntimeRequestsReachTheTags) {
   EXPECT_EQ(memfmt::format_name(memory_format::contiguous, 5), "ncdhw");
   EXPECT_EQ(memfmt::format_name(memory_format::channels_last, 4), "nhwc");
   EXPECT_EQ(memfmt::format_name(memory_format::channels_last_3d, 5), "ndhwc");
-  const int rank = memfmt::dispatch_format(memory_format::channels_last_3d, 5, [](auto tag) { return decltype(tag)::rank; });
+  const int rank =
+      memfmt::dispatch_format(memory_format::channels_last_3d, 5, [](auto tag) { return decltype(tag)::rank; });
   EXPECT_EQ(rank, 5);
   EXPECT_THROW(memfmt::format_name(memory_format::channels_last, 5), memfmt::error);
   EXPECT_THROW(memfmt::format_name(memory_format::preserve, 4), memfmt::error);

@@ -21,8 +21,8 @@ using memfmt_test::for_each_coord;
 namespace {
 
 using memfmt::layout;
-using memfmt::nchw;
 using memfmt::ncdhw;
+using memfmt::nchw;
 using memfmt::ndhwc;
 using memfmt::nhwc;
 
@@ -79,8 +79,8 @@ std::array<std::int64_t, R> torch_dense_strides(const std::array<std::int64_t, R
 }
 
 TEST(Layout, PackedStridesMatchTorchIncludingSizeZeroAndOne) {
-  const std::vector<std::array<std::int64_t, 4>> shapes = {
-      {2, 3, 4, 5}, {2, 1, 4, 5}, {2, 3, 1, 1}, {0, 3, 4, 5}, {2, 0, 4, 5}, {2, 3, 0, 5}, {1, 1, 1, 1}};
+  const std::vector<std::array<std::int64_t, 4>> shapes = {{2, 3, 4, 5}, {2, 1, 4, 5}, {2, 3, 1, 1}, {0, 3, 4, 5},
+                                                           {2, 0, 4, 5}, {2, 3, 0, 5}, {1, 1, 1, 1}};
   for (const auto& e : shapes) {
     EXPECT_EQ(layout<nchw>::packed(e).strides(), torch_dense_strides(e, nchw::order));
     EXPECT_EQ(layout<nhwc>::packed(e).strides(), torch_dense_strides(e, nhwc::order));
@@ -234,11 +234,11 @@ void expect_same_addresses(const typename layout<From>::extents_type& e) {
 }
 
 TEST(Relabel, AmbiguousShapesAreZeroCopy) {
-  expect_same_addresses<nchw, nhwc>({2, 1, 4, 5});   // N1HW
+  expect_same_addresses<nchw, nhwc>({2, 1, 4, 5});  // N1HW
   expect_same_addresses<nhwc, nchw>({2, 1, 4, 5});
-  expect_same_addresses<nchw, nhwc>({2, 7, 1, 1});   // NC11
+  expect_same_addresses<nchw, nhwc>({2, 7, 1, 1});  // NC11
   expect_same_addresses<nhwc, nchw>({2, 7, 1, 1});
-  expect_same_addresses<nchw, nhwc>({1, 1, 1, 1});   // N111
+  expect_same_addresses<nchw, nhwc>({1, 1, 1, 1});  // N111
   expect_same_addresses<ncdhw, ndhwc>({2, 1, 2, 3, 4});
   expect_same_addresses<ndhwc, ncdhw>({2, 5, 1, 1, 1});
   memfmt::host_tensor<float, nchw> empty({0, 3, 4, 5});

@@ -24,7 +24,8 @@ static_assert(is_format_v<nhwc> && !is_format_v<int>);
 
 // Layouts are constexpr: offsets computed at compile time.
 constexpr auto cl = layout<nhwc>::packed({2, 3, 4, 5});
-static_assert(cl(0, 0, 0, 0) == 0 && cl(0, 1, 0, 0) == 1 && cl(0, 0, 0, 1) == 3 && cl(0, 0, 1, 0) == 15 && cl(1, 0, 0, 0) == 60);
+static_assert(cl(0, 0, 0, 0) == 0 && cl(0, 1, 0, 0) == 1 && cl(0, 0, 0, 1) == 3 && cl(0, 0, 1, 0) == 15 &&
+              cl(1, 0, 0, 0) == 60);
 static_assert(cl.stride(1) == 1 && cl.stride(3) == 3 && cl.stride(2) == 15 && cl.stride(0) == 60);
 static_assert(cl.required_span_size() == 120 && cl.numel() == 120 && cl.is_packed());
 constexpr auto cf = layout<ncdhw>::packed({2, 3, 4, 5, 6});

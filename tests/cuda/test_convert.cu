@@ -34,9 +34,9 @@ std::string device_problem() {
   return {};
 }
 
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    static const std::string problem = device_problem();                       \
+#define REQUIRE_GPU()                                                                \
+  do {                                                                               \
+    static const std::string problem = device_problem();                             \
     if (!problem.empty()) GTEST_SKIP() << "needs a CUDA device (" << problem << ")"; \
   } while (0)
 
@@ -156,10 +156,11 @@ constexpr std::array<std::array<std::int64_t, 4>, 23> shapes_4d = {{
     {1, 130, 5, 1},  // W == 1
     {4, 67, 33, 65},
     {2, 256, 28, 28},
-    {2, 3, 45, 67},  // C = 3: the narrow path, 3015 positions over 3 blocks, the last one partial
-    {2, 3, 64, 96},  // C = 3, 6144 positions: 16-byte vectors for 1 and 2 bytes, 2-6 blocks an image
-    {2, 48, 2, 2},   // 4 positions, 48 channels: the same, the other way round
-    {2, 15, 16, 69},  // 1 byte, N = 15: 69 units an image, full warps and a partial last one
+    {2, 3, 45, 67},    // C = 3: the narrow path, 3015 positions over 3 blocks, the
+                       // last one partial
+    {2, 3, 64, 96},    // C = 3, 6144 positions: 16-byte vectors for 1 and 2 bytes, 2-6 blocks an image
+    {2, 48, 2, 2},     // 4 positions, 48 channels: the same, the other way round
+    {2, 15, 16, 69},   // 1 byte, N = 15: 69 units an image, full warps and a partial last one
     {1, 1104, 1, 11},  // N = 11 positions, 1104 channels: the same, the other way round
     {2, 200, 7, 7},    // 49 positions: runs of short rows (dense_mode), the last tile partial
     {3, 200, 8, 8},    // 64 positions: runs towards channels-first for 1- and 2-byte elements
@@ -173,7 +174,7 @@ constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
     {2, 33, 1, 1, 1},
     {1, 40, 1, 3, 32},
     {2, 48, 5, 9, 16},
-    {2, 32, 3, 3, 3},  // D*H*W = 27: whole-tile runs, wider than the lines allow
+    {2, 32, 3, 3, 3},   // D*H*W = 27: whole-tile runs, wider than the lines allow
     {1, 5, 4, 16, 16},  // 5 channels, 1024 positions: the narrow path's vectors in 3-D
 }};
 

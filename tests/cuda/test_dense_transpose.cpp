@@ -79,7 +79,8 @@ void replay_bytes_n(const cd::narrow_plan& q, const std::uint8_t* s, std::uint8_
         cd::narrow_bytes_stage_run<N>(q, first + lane, s, stage.data() + canary + 16 * N * lane);
       for (int lane = 0; lane < 32; ++lane) cd::narrow_bytes_store_run<N>(first, units, lane, stage.data() + canary, d);
     } else {
-      for (int lane = 0; lane < 32 && first + lane < units; ++lane) cd::narrow_bytes_unit_to_rows<N>(q, first + lane, s, d);
+      for (int lane = 0; lane < 32 && first + lane < units; ++lane)
+        cd::narrow_bytes_unit_to_rows<N>(q, first + lane, s, d);
     }
   }
   for (int k = 0; k < canary; ++k) {
@@ -179,7 +180,8 @@ void check_case(const typename layout<From>::extents_type& e, int misalign, repl
   std::int64_t wrong = 0;
   for_each_coord(e, [&](const auto& c) {
     if (d[ld(c)] != s[ls(c)] && ++wrong <= 5)
-      ADD_FAILURE() << "at " << memfmt::detail::dims_to_string(c) << ": dst offset " << ld(c) << " src offset " << ls(c);
+      ADD_FAILURE() << "at " << memfmt::detail::dims_to_string(c) << ": dst offset " << ld(c) << " src offset "
+                    << ls(c);
   });
   EXPECT_EQ(wrong, 0);
   for (int k = 0; k < canary + misalign; ++k) ASSERT_EQ(dst[static_cast<std::size_t>(k)], Word(0x77)) << "underrun";
@@ -192,12 +194,11 @@ void check_all() {
   replay_counts counts;
   // Dense tiles; then narrow sides: 3, 5, 13 or 15 channels, 1, 3, 4 or 9 positions (long sides
   // over several blocks, and long sides of whole 16-byte vectors, included).
-  const std::array<std::int64_t, 4> shapes[] = {{2, 16, 5, 7},   {1, 64, 8, 8},  {3, 130, 3, 11}, {2, 256, 7, 7},
-                                                 {1, 17, 4, 4},   {2, 20, 9, 9},  {2, 33, 65, 1},  {1, 128, 16, 8},
-                                                 {1, 300, 1, 129}, {2, 16, 4, 4},  {2, 3, 5, 7},    {1, 3, 40, 41},
-                                                 {2, 15, 33, 3},  {1, 17, 1, 1},  {3, 1100, 2, 2}, {2, 1, 9, 9},
-                                                 {1, 13, 40, 40}, {2, 3, 64, 96},  {1, 5, 32, 32},  {1, 2048, 3, 1},
-                                                 {2, 48, 1, 1}};
+  const std::array<std::int64_t, 4> shapes[] = {
+      {2, 16, 5, 7},  {1, 64, 8, 8},   {3, 130, 3, 11},  {2, 256, 7, 7}, {1, 17, 4, 4},   {2, 20, 9, 9},
+      {2, 33, 65, 1}, {1, 128, 16, 8}, {1, 300, 1, 129}, {2, 16, 4, 4},  {2, 3, 5, 7},    {1, 3, 40, 41},
+      {2, 15, 33, 3}, {1, 17, 1, 1},   {3, 1100, 2, 2},  {2, 1, 9, 9},   {1, 13, 40, 40}, {2, 3, 64, 96},
+      {1, 5, 32, 32}, {1, 2048, 3, 1}, {2, 48, 1, 1}};
   for (int misalign : {0, 1})
     for (const auto& e : shapes) {
       check_case<Word, nchw, nhwc>(e, misalign, counts);
@@ -205,8 +206,8 @@ void check_all() {
     }
   // Short rows (16-64 elements) as runs: 7x7 maps both ways, 4x4, 8x8 (towards channels-first, 1-
   // and 2-byte elements), an odd 5x11 (55); the last tile partial (C = 200).
-  for (const std::array<std::int64_t, 4> e : {std::array<std::int64_t, 4>{2, 200, 7, 7}, {1, 64, 4, 4},
-                                              {3, 200, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
+  for (const std::array<std::int64_t, 4> e :
+       {std::array<std::int64_t, 4>{2, 200, 7, 7}, {1, 64, 4, 4}, {3, 200, 8, 8}, {2, 96, 5, 11}, {1, 48, 4, 16}}) {
     check_case<Word, nchw, nhwc>(e, 0, counts);
     check_case<Word, nhwc, nchw>(e, 0, counts);
   }
@@ -218,8 +219,8 @@ void check_all() {
     check_case<Word, nchw, nhwc>({2, 32, narrow, 1}, 0, counts);
     check_case<Word, nhwc, nchw>({2, 32, 1, narrow}, 0, counts);
   }
-  for (const std::array<std::int64_t, 5> e : {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8},
-                                              {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
+  for (const std::array<std::int64_t, 5> e :
+       {std::array<std::int64_t, 5>{2, 16, 3, 5, 7}, {1, 256, 2, 4, 8}, {2, 3, 4, 5, 6}, {1, 3, 4, 16, 16}}) {
     check_case<Word, ncdhw, ndhwc>(e, 0, counts);
     check_case<Word, ndhwc, ncdhw>(e, 0, counts);
   }
@@ -305,10 +306,10 @@ TEST(CudaDenseTranspose, RefusesWhatItDoesNotCover) {
   // in one tile, 128 channels a tile); towards channels-last, as runs of source rows (64 channels
   // a tile).
   const std::array<std::int64_t, 4> r50{32, 2048, 7, 7};
-  expect_plan(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4), cd::dense_run_r, 4,
-              2, 1, 16);
-  expect_plan(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4), cd::dense_run_k, 4,
-              2, 32, 1);
+  expect_plan(cd::make_dense_plan(layout<nhwc>::packed(r50), layout<nchw>::packed(r50), 0, 0, 4), cd::dense_run_r, 4, 2,
+              1, 16);
+  expect_plan(cd::make_dense_plan(layout<nchw>::packed(r50), layout<nhwc>::packed(r50), 0, 0, 4), cd::dense_run_k, 4, 2,
+              32, 1);
   // Even short source rows stay square (8x8 = 64 positions towards channels-last), as does a
   // source base off its vectors.
   const std::array<std::int64_t, 4> r8{2, 256, 8, 8};

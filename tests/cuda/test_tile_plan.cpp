@@ -39,8 +39,9 @@ template <std::size_t R>
 std::string case_name(const std::array<std::int64_t, R>& e, const char* from, const char* to, int elem, int pad,
                       int misalign_src, int misalign_dst, std::int64_t grid_limit) {
   return std::string(from) + "->" + to + " sizes " + memfmt::detail::dims_to_string(e) + " elem " +
-         std::to_string(elem) + " pad (src*100+dst) " + std::to_string(pad) + " misalign " + std::to_string(misalign_src) + "/" +
-         std::to_string(misalign_dst) + " grid limit " + std::to_string(grid_limit);
+         std::to_string(elem) + " pad (src*100+dst) " + std::to_string(pad) + " misalign " +
+         std::to_string(misalign_src) + "/" + std::to_string(misalign_dst) + " grid limit " +
+         std::to_string(grid_limit);
 }
 
 // The shared-tile slot of element k of a group, computed directly (the kernel steps through them,
@@ -139,8 +140,8 @@ replay_stats replay_indices(const layout<From>& src, const layout<To>& dst, int 
           const cd::element_group g = cd::write_group(p, t, thread, it);
           if (!g.active) continue;
           const std::uintptr_t bytes = static_cast<std::uintptr_t>(g.count) * static_cast<std::uintptr_t>(elem);
-          check((dst_addr + static_cast<std::uintptr_t>(g.offset) * elem) % bytes == 0, "misaligned write", t,
-                thread, it);
+          check((dst_addr + static_cast<std::uintptr_t>(g.offset) * elem) % bytes == 0, "misaligned write", t, thread,
+                it);
           if (g.count > 1) ++stats.vector_writes;
           stats.group_sizes |= static_cast<unsigned>(g.count);
           for (int k = 0; k < g.count; ++k) {
@@ -205,15 +206,15 @@ void replay_data(const layout<From>& src, const layout<To>& dst, int misalign_sr
   // Distinct-looking values in every byte, so a lost or swapped byte shows.
   for (std::int64_t i = 0; i < src_span; ++i)
     sbuf.data[i] = static_cast<Word>(static_cast<std::uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull);
-  const cd::convert_plan p =
-      cd::make_plan(src, dst, reinterpret_cast<std::uintptr_t>(sbuf.data), reinterpret_cast<std::uintptr_t>(dbuf.data),
-                    static_cast<int>(sizeof(Word)));
+  const cd::convert_plan p = cd::make_plan(src, dst, reinterpret_cast<std::uintptr_t>(sbuf.data),
+                                           reinterpret_cast<std::uintptr_t>(dbuf.data), static_cast<int>(sizeof(Word)));
   const std::int64_t blocks = cd::grid_blocks(p, grid_limit);
   std::vector<Word> tile(static_cast<std::size_t>(cd::tile_slots(sizeof(Word))));
   for (std::int64_t b = 0; b < blocks; ++b)
     for (std::int64_t i = b; i < p.total_tiles; i += blocks) {
       const cd::tile_origin t = cd::tile_at(p, i);
-      for (int thread = 0; thread < cd::block_threads; ++thread) cd::read_tile_part(p, t, thread, sbuf.data, tile.data());
+      for (int thread = 0; thread < cd::block_threads; ++thread)
+        cd::read_tile_part(p, t, thread, sbuf.data, tile.data());
       for (int thread = 0; thread < cd::block_threads; ++thread)
         cd::write_tile_part(p, t, thread, tile.data(), dbuf.data);
     }
@@ -232,23 +233,13 @@ void replay_data(const layout<From>& src, const layout<To>& dst, int misalign_sr
 constexpr std::array<std::array<std::int64_t, 4>, 19> shapes_4d = {{
     {2, 12, 3, 20},  // 4-element groups for every size
     {1, 6, 3, 10},   // 2-element groups
-    {1, 1, 1, 1},
-    {1, 3, 7, 7},
-    {2, 17, 5, 9},
-    {3, 33, 1, 63},
-    {1, 64, 8, 8},
-    {2, 7, 17, 33},
-    {1, 1, 13, 17},   // C == 1: ambiguous
-    {3, 65, 1, 1},    // every spatial extent 1: ambiguous
-    {1, 128, 4, 4},
-    {2, 16, 2, 32},
-    {1, 63, 33, 2},
-    {0, 3, 4, 4},     // empty
-    {2, 3, 0, 5},     // empty spatial
-    {1, 24, 3, 16},
-    {1, 130, 5, 1},   // W == 1: the spatial unit dim is H
-    {1, 8, 65, 64},
-    {2, 3, 45, 67},   // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
+    {1, 1, 1, 1},   {1, 3, 7, 7},   {2, 17, 5, 9},  {3, 33, 1, 63},
+    {1, 64, 8, 8},  {2, 7, 17, 33}, {1, 1, 13, 17},                // C == 1: ambiguous
+    {3, 65, 1, 1},                                                 // every spatial extent 1: ambiguous
+    {1, 128, 4, 4}, {2, 16, 2, 32}, {1, 63, 33, 2}, {0, 3, 4, 4},  // empty
+    {2, 3, 0, 5},                                                  // empty spatial
+    {1, 24, 3, 16}, {1, 130, 5, 1},                                // W == 1: the spatial unit dim is H
+    {1, 8, 65, 64}, {2, 3, 45, 67},  // C = 3: tiles 4 channels wide and 256-1024 positions long, the last one partial
 }};
 
 constexpr std::array<std::array<std::int64_t, 5>, 10> shapes_5d = {{
@@ -289,9 +280,9 @@ void run_shapes(const std::array<std::array<std::int64_t, R>, N>& shapes) {
   replay_stats total;
   for (const auto& e : shapes) {
     run_case<Word, From, To>(e, 0, 0, 0, 0, cd::max_grid_blocks, &total);  // packed, aligned
-    run_case<Word, From, To>(e, 3, 4, 0, 1, 3, &total);                   // both padded, misaligned dst, 3 blocks
-    run_case<Word, From, To>(e, 0, 2, 1, 0, 1, &total);                   // padded dst, misaligned src, one block
-    run_case<Word, From, To>(e, 1, 0, 0, 0, 7, &total);                   // padded src, 7 blocks
+    run_case<Word, From, To>(e, 3, 4, 0, 1, 3, &total);                    // both padded, misaligned dst, 3 blocks
+    run_case<Word, From, To>(e, 0, 2, 1, 0, 1, &total);                    // padded dst, misaligned src, one block
+    run_case<Word, From, To>(e, 1, 0, 0, 0, 7, &total);                    // padded src, 7 blocks
     if (::testing::Test::HasFailure()) return;
   }
   // Vector groups are exercised in both phases, in every size from 1 element to 16 bytes.
@@ -426,7 +417,8 @@ TEST(CudaTilePlan, VectorWidthChoice) {
     EXPECT_EQ(p.spatial_rank, 2);  // rows padded in dst: H and W stay apart
   }
   {  // double: at most 2-wide
-    const auto p = cd::make_plan(layout<ndhwc>::packed({1, 8, 2, 2, 2}), layout<ncdhw>::packed({1, 8, 2, 2, 2}), 0, 0, 8);
+    const auto p =
+        cd::make_plan(layout<ndhwc>::packed({1, 8, 2, 2, 2}), layout<ncdhw>::packed({1, 8, 2, 2, 2}), 0, 0, 8);
     EXPECT_EQ(p.read_vec, 2);
     EXPECT_EQ(p.write_vec, 2);
   }
@@ -483,7 +475,6 @@ T* fake_pointer(std::uintptr_t addr) {
   return reinterpret_cast<T*>(addr);  // never dereferenced: validation only looks at addresses
 }
 
-
 TEST(CudaConvertValidation, ShapeMismatchNamesBothShapes) {
   const tensor_view<const float, nchw> src(fake_pointer<const float>(0x1000), {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst(fake_pointer<float>(0x9000), {{1, 3, 5, 4}});
@@ -496,7 +487,8 @@ TEST(CudaConvertValidation, ShapeMismatchNamesBothShapes) {
 TEST(CudaConvertValidation, NullPointers) {
   const tensor_view<const float, nchw> src(nullptr, {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst(fake_pointer<float>(0x9000), {{1, 3, 4, 5}});
-  EXPECT_NE(error_message([&] { cd::validate_convert(src, dst); }, errc::null_pointer).find("source"), std::string::npos);
+  EXPECT_NE(error_message([&] { cd::validate_convert(src, dst); }, errc::null_pointer).find("source"),
+            std::string::npos);
   const tensor_view<const float, nchw> src2(fake_pointer<const float>(0x1000), {{1, 3, 4, 5}});
   const tensor_view<float, nhwc> dst2(nullptr, {{1, 3, 4, 5}});
   EXPECT_NE(error_message([&] { cd::validate_convert(src2, dst2); }, errc::null_pointer).find("destination"),

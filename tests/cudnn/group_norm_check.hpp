@@ -138,8 +138,8 @@ void check(std::vector<std::int64_t> extents, std::int64_t groups, double offset
                                         want.invstd.data(), gp);
   memfmt::reference::group_norm_backward(cview<T, XF>(in.x, extents), cview<T, YF>(in.dy, extents),
                                          view<T, YF>(want.dx, extents), data_or_null<T>(in.gamma), want.mean.data(),
-                                         want.invstd.data(), data_or_null<T>(want.dgamma),
-                                         data_or_null<T>(want.dbeta), gp);
+                                         want.invstd.data(), data_or_null<T>(want.dgamma), data_or_null<T>(want.dbeta),
+                                         gp);
 
   io<T> got = in;
   run_forward(got);

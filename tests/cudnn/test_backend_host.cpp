@@ -169,7 +169,7 @@ void check_conversion(const std::array<std::int64_t, From::rank>& e) {
 }
 
 TEST(CudnnStridedCopy, FormatConversionEqualsConvert) {
-  check_conversion<nchw, nhwc>({2, 3, 4, 5});   // fewer channels than positions
+  check_conversion<nchw, nhwc>({2, 3, 4, 5});  // fewer channels than positions
   check_conversion<nhwc, nchw>({2, 3, 4, 5});
   check_conversion<nchw, nhwc>({2, 40, 2, 3});  // more channels than positions
   check_conversion<nhwc, nchw>({2, 40, 2, 3});
@@ -279,7 +279,7 @@ TEST(CudnnPadPlan, EveryModeAndFormatEqualsTheReference) {
   check_pad<float, nhwc>({2, 3, 4, 5}, p4);
   check_pad<float, nhwc>({1, 2, 3, 3}, pads({0, 2, 0}, {0, 0, 0}));  // W only, one side
   check_pad<float, nchw>({2, 2, 3, 3}, pads({2, 0, 0}, {1, 0, 0}));  // H only
-  const pad_params p5 = pads({1, 0, 2}, {2, 3, 1});  // D 1 / 2, H 0 / 3, W 2 / 1
+  const pad_params p5 = pads({1, 0, 2}, {2, 3, 1});                  // D 1 / 2, H 0 / 3, W 2 / 1
   check_pad<half, ncdhw>({2, 3, 3, 4, 5}, p5);
   check_pad<half, ndhwc>({2, 3, 3, 4, 5}, p5);
   check_pad<double, ndhwc>({1, 2, 2, 2, 3}, pads({1, 1, 1}, {0, 1, 2}));
@@ -290,13 +290,13 @@ TEST(CudnnPadPlan, EveryModeAndFormatEqualsTheReference) {
 TEST(CudnnPadPlan, FewCopies) {
   pad_params p = pads({1, 2, 0}, {2, 1, 0});
   p.mode = pad_mode::reflect;
-  const auto plan = cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, false, 4, p),
-                                            p.mode);
+  const auto plan =
+      cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, false, 4, p), p.mode);
   EXPECT_EQ(plan.from_x.size(), 6u);    // one per (n, c) plane: the rows skip the H borders
   EXPECT_EQ(plan.within_y.size(), 6u);  // 3 border rows + 3 border columns, one copy each
   for (const auto& k : plan.within_y) EXPECT_GE(k.height, 6u);
-  const auto cl = cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, true, 4, p),
-                                          p.mode);
+  const auto cl =
+      cudnn::plan_pad_forward(cudnn::pad_geometry_of(std::array<std::int64_t, 4>{2, 3, 4, 5}, true, 4, p), p.mode);
   EXPECT_EQ(cl.from_x.size(), 2u);  // one per sample; a pixel is the 3 channels (12 bytes)
   EXPECT_EQ(cl.from_x[0].width, 5u * 12u);
 }

@@ -159,7 +159,8 @@ void check_conv_unchanged(std::array<std::int64_t, F::rank> xe, std::array<std::
   cudnn::apply_pad_copy_host(x.data(), xp.data(), cudnn::pad_copy_for<F>(xe, cp, sizeof(T)));
   cudnn::apply_pad_copy_host(w.data(), wp.data(), cudnn::pad_copy_for<F>(we, cp, sizeof(T)));
   ref.conv_forward<T, F, F, F>(xp.const_view(), wp.const_view(), bias.data(), yp.view(), p);
-  for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(to_float(y.data()[i]), to_float(yp.data()[i])) << F::name << " at " << i;
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    ASSERT_EQ(to_float(y.data()[i]), to_float(yp.data()[i])) << F::name << " at " << i;
 }
 
 TEST(ChannelPadding, ConvolutionResultUnchanged) {

@@ -45,7 +45,8 @@ void check_conversion(cudnn::backend& be, const std::array<std::int64_t, From::r
   void* src = be.allocate(bytes);
   void* dst = be.allocate(bytes);
   be.copy_in(src, host.data(), bytes);
-  be.convert(tensor_view<const Word, From>(static_cast<const Word*>(src), e), tensor_view<Word, To>(static_cast<Word*>(dst), e));
+  be.convert(tensor_view<const Word, From>(static_cast<const Word*>(src), e),
+             tensor_view<Word, To>(static_cast<Word*>(dst), e));
   std::vector<Word> got(host.size());
   be.copy_out(got.data(), dst, bytes);
   be.deallocate(src, bytes);
@@ -77,7 +78,6 @@ TEST(CudnnKernelConverter, EveryElementSizeAgainstTheIndexArithmetic) {
   check_every_shape<std::uint32_t>(be);
   check_every_shape<std::uint64_t>(be);
 }
-
 
 // A host vector's copy in device memory (null for an empty vector), freed by the backend.
 template <class V>
@@ -113,8 +113,9 @@ struct on_device {
       a.invstd = a.mean;
       device_copy<T> x(be, a.x), y(be, a.y);
       device_copy<P> gamma(be, a.gamma), beta(be, a.beta), mean(be, a.mean), invstd(be, a.invstd);
-      be.group_norm_forward(tensor_view<const T, XF>(x.get(), gnc::dims<XF>(e)), tensor_view<T, YF>(y.get(), gnc::dims<YF>(e)),
-                            gamma.get(), beta.get(), mean.get(), invstd.get(), gp);
+      be.group_norm_forward(tensor_view<const T, XF>(x.get(), gnc::dims<XF>(e)),
+                            tensor_view<T, YF>(y.get(), gnc::dims<YF>(e)), gamma.get(), beta.get(), mean.get(),
+                            invstd.get(), gp);
       y.copy_out(a.y);
       mean.copy_out(a.mean);
       invstd.copy_out(a.invstd);

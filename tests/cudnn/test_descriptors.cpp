@@ -95,8 +95,10 @@ TEST(CudnnTensorDescriptor, DimsStridesTypeReadBack) {
 }
 
 TEST(CudnnTensorDescriptor, NhwcIsAStrideOrderNotAShape) {
-  const descriptor a = cudnn::make_tensor(cudnn::spec_of(nchw_view<const half>(fake_ptr<const half>(), {8, 16, 14, 14}), 1));
-  const descriptor b = cudnn::make_tensor(cudnn::spec_of(nhwc_view<const half>(fake_ptr<const half>(), {8, 16, 14, 14}), 1));
+  const descriptor a =
+      cudnn::make_tensor(cudnn::spec_of(nchw_view<const half>(fake_ptr<const half>(), {8, 16, 14, 14}), 1));
+  const descriptor b =
+      cudnn::make_tensor(cudnn::spec_of(nhwc_view<const half>(fake_ptr<const half>(), {8, 16, 14, 14}), 1));
   const auto ra = read_tensor(a), rb = read_tensor(b);
   EXPECT_EQ(ra.dims, rb.dims);
   EXPECT_EQ(ra.strides, (std::vector<std::int64_t>{16 * 14 * 14, 14 * 14, 14, 1}));
@@ -145,8 +147,9 @@ cudnnConvolutionMode_t read_conv_mode(const descriptor& d) {
   if (cudnnBackendGetAttribute(d.get(), CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &n, &m) ==
       CUDNN_STATUS_SUCCESS)
     return m;
-  cudnn::check_cudnn(cudnnBackendGetAttribute(d.get(), CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_DATA_TYPE, 1, &n, &m),
-                     "get CUDNN_ATTR_CONVOLUTION_CONV_MODE");
+  cudnn::check_cudnn(
+      cudnnBackendGetAttribute(d.get(), CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_DATA_TYPE, 1, &n, &m),
+      "get CUDNN_ATTR_CONVOLUTION_CONV_MODE");
   return m;
 }
 
@@ -390,7 +393,8 @@ void check_bn_graphs(const std::array<std::int64_t, F::rank>& e) {
     cudnn::graph_builder ep = cudnn::epilogue_graph(pr);
     EXPECT_TRUE(ep.finalize_graph().finalized());
     EXPECT_EQ(ep.operations().size(), 2u);
-    EXPECT_EQ(read_tensor(ep.tensor_by_uid(cudnn::uid::aux)).strides, read_tensor(ep.tensor_by_uid(cudnn::uid::y)).strides);
+    EXPECT_EQ(read_tensor(ep.tensor_by_uid(cudnn::uid::aux)).strides,
+              read_tensor(ep.tensor_by_uid(cudnn::uid::y)).strides);
     cudnn::graph_builder inv = cudnn::inv_std_graph(pr);
     EXPECT_TRUE(inv.finalize_graph().finalized());
     EXPECT_EQ(read_tensor(inv.tensor_by_uid(cudnn::uid::inv_variance)).dims, cdims);
@@ -467,10 +471,11 @@ TEST(CudnnPointwiseFrame, OnePositionBecomesPackedChannelsLast) {
   check_pointwise_frame<float, nchw>({2, 8, 5, 7}, form::as_is, {2, 8, 5, 7}, {1, 8, 1, 1});
   check_pointwise_frame<float, nhwc>({2, 1, 5, 7}, form::as_is, {2, 1, 5, 7}, {1, 1, 1, 1});
   // The conv bias-add fallback over a one-position output: y [N, K, 1, 1] channels-first.
-  const cudnn::tensor_spec y = cudnn::spec_of(nchw_view<const float>(fake_ptr<const float>(), {2, 8, 1, 1}), cudnn::uid::y);
+  const cudnn::tensor_spec y =
+      cudnn::spec_of(nchw_view<const float>(fake_ptr<const float>(), {2, 8, 1, 1}), cudnn::uid::y);
   EXPECT_EQ(y.strides, (std::vector<std::int64_t>{8, 1, 1, 1}));
-  cudnn::graph_builder g = cudnn::bias_add_graph(y, cudnn::channel_spec(8, 4, dtype::float32, cudnn::uid::bias),
-                                                 CUDNN_DATA_FLOAT);
+  cudnn::graph_builder g =
+      cudnn::bias_add_graph(y, cudnn::channel_spec(8, 4, dtype::float32, cudnn::uid::bias), CUDNN_DATA_FLOAT);
   ASSERT_TRUE(g.finalize_graph().finalized());
   EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::aux)).strides, (std::vector<std::int64_t>{8, 1, 8, 8}));
 }

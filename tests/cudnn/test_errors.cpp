@@ -24,8 +24,9 @@ TEST(CudnnErrors, ConvShapesGroupsDtypeCheckedFirst) {
   nhwc_view<const half> x(fake_ptr<const half>(1), {2, 8, 6, 6});
   nhwc_view<const half> w(fake_ptr<const half>(2), {16, 8, 3, 3});
   nhwc_view<half> y_bad(fake_ptr<half>(3), {2, 16, 6, 6});  // needs padding 1 for 6x6
-  expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, x, w, y_bad, conv_params{}, false, nullptr); },
-                            errc::shape_mismatch, "[2, 16, 4, 4]");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_conv_problem(conv_direction::forward, x, w, y_bad, conv_params{}, false, nullptr); },
+      errc::shape_mismatch, "[2, 16, 4, 4]");
   conv_params g3;
   g3.groups = 3;
   nhwc_view<half> y(fake_ptr<half>(3), {2, 16, 4, 4});
@@ -33,22 +34,26 @@ TEST(CudnnErrors, ConvShapesGroupsDtypeCheckedFirst) {
                             errc::invalid_argument, "groups = 3");
   conv_params g2;
   g2.groups = 2;  // weight has 8 input channels but C / groups = 4
-  expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::backward_data, x, w, y, g2, false, nullptr); },
-                            errc::shape_mismatch, "C / groups");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_conv_problem(conv_direction::backward_data, x, w, y, g2, false, nullptr); },
+      errc::shape_mismatch, "C / groups");
   // int32 tensors: a valid shape, an unsupported element type.
   nhwc_view<const std::int32_t> xi(fake_ptr<const std::int32_t>(1), {2, 8, 6, 6});
   nhwc_view<const std::int32_t> wi(fake_ptr<const std::int32_t>(2), {16, 8, 3, 3});
   nhwc_view<std::int32_t> yi(fake_ptr<std::int32_t>(3), {2, 16, 4, 4});
-  expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, xi, wi, yi, conv_params{}, false, nullptr); },
-                            errc::unsupported_dtype, "int32");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_conv_problem(conv_direction::forward, xi, wi, yi, conv_params{}, false, nullptr); },
+      errc::unsupported_dtype, "int32");
   nhwc_view<const half> xnull(nullptr, {2, 8, 6, 6});
-  expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, xnull, w, y, conv_params{}, false, nullptr); },
-                            errc::null_pointer, "input x (nhwc, sizes [2, 8, 6, 6])");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_conv_problem(conv_direction::forward, xnull, w, y, conv_params{}, false, nullptr); },
+      errc::null_pointer, "input x (nhwc, sizes [2, 8, 6, 6])");
   nhwc_view<const float> xmis(reinterpret_cast<const float*>(0x100002), {2, 8, 6, 6});
   nhwc_view<const float> wf(fake_ptr<const float>(2), {16, 8, 3, 3});
   nhwc_view<float> yf(fake_ptr<float>(3), {2, 16, 4, 4});
-  expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, xmis, wf, yf, conv_params{}, false, nullptr); },
-                            errc::misaligned, "aligned to 2 bytes");
+  expect_error_before_cudnn(
+      [&] { cudnn::make_conv_problem(conv_direction::forward, xmis, wf, yf, conv_params{}, false, nullptr); },
+      errc::misaligned, "aligned to 2 bytes");
   conv_params neg;
   neg.stride = {0, 1, 1};
   expect_error_before_cudnn([&] { cudnn::make_conv_problem(conv_direction::forward, x, w, y, neg, false, nullptr); },
@@ -81,8 +86,8 @@ TEST(CudnnErrors, BatchNormParamsCheckedFirst) {
   batch_norm_params relu;
   relu.fuse_relu = true;
   expect_error_before_cudnn(
-      [&] { cudnn::make_bn_backward_problem<double, nchw>(xd, xd, yd, sd, sd, sd, sd, sd, relu); },
-      errc::null_pointer, "fuse_relu needs the forward output y");
+      [&] { cudnn::make_bn_backward_problem<double, nchw>(xd, xd, yd, sd, sd, sd, sd, sd, relu); }, errc::null_pointer,
+      "fuse_relu needs the forward output y");
 }
 
 // The cuDNN problems run the checks every backend shares (backends/validate.hpp) first: the same
@@ -174,8 +179,7 @@ TEST(CudnnErrors, BatchNormMessagesAreTheSharedOnes) {
       [&] { validate_batch_norm_forward_training(x1, y1, s, s, s, s, s, s, p, cview{}); }, errc::invalid_argument,
       "1 value(s) per channel");
   expect_same_as_shared(
-      "inference null running_var",
-      [&] { cudnn::make_bn_inference_problem<float, ndhwc>(x, y, s, s, s, nullptr, p); },
+      "inference null running_var", [&] { cudnn::make_bn_inference_problem<float, ndhwc>(x, y, s, s, s, nullptr, p); },
       [&] { validate_batch_norm_forward_inference(x, y, s, s, s, nullptr, p, cview{}); }, errc::null_pointer,
       "running_var");
   batch_norm_params bad = p;
@@ -288,7 +292,7 @@ TEST(CudnnPlanCache, LeastRecentlyUsed) {
   c.insert("a", 1);
   c.insert("b", 2);
   ASSERT_NE(c.find("a"), nullptr);  // a is now the most recent
-  c.insert("c", 3);                  // evicts b
+  c.insert("c", 3);                 // evicts b
   EXPECT_EQ(c.find("b"), nullptr);
   ASSERT_NE(c.find("a"), nullptr);
   EXPECT_EQ(*c.find("a"), 1);

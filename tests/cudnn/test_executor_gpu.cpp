@@ -53,8 +53,9 @@ graph::network every_layer(bool upsample = false) {
   const auto av = net.avg_pool("avg", m, 3, 1, 1, false, false);
   const auto u = upsample ? net.upsample("up", av, 2, resample_mode::nearest)
                           : net.conv_transpose("up", av, graph::conv_transpose_spec(16, 2, 2));
-  const auto ub = upsample ? net.upsample("up_bilinear", net.avg_pool("avg2", u, 2, 2), 2, resample_mode::linear)
-                           : net.conv_transpose("up_2", net.avg_pool("avg2", u, 2, 2), graph::conv_transpose_spec(16, 2, 2));
+  const auto ub = upsample
+                      ? net.upsample("up_bilinear", net.avg_pool("avg2", u, 2, 2), 2, resample_mode::linear)
+                      : net.conv_transpose("up_2", net.avg_pool("avg2", u, 2, 2), graph::conv_transpose_spec(16, 2, 2));
   const auto sl = net.slice("slice", net.concat("cat", {ub, r}), 8, 24);
   const auto gate = net.activation("gate", net.global_pool("squeeze", sl), activation::sigmoid);
   const auto e = net.slice("stride", net.mul("excite", sl, gate), memfmt::slice_params{3, 1, 8, 2});

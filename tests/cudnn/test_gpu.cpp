@@ -30,13 +30,21 @@ class CudnnGpu : public ::testing::Test {
 };
 
 template <class T>
-T from_float(float f) { return T(f); }
+T from_float(float f) {
+  return T(f);
+}
 template <>
-float from_float<float>(float f) { return f; }
+float from_float<float>(float f) {
+  return f;
+}
 template <class T>
-double to_float(T v) { return static_cast<double>(static_cast<float>(v)); }
+double to_float(T v) {
+  return static_cast<double>(static_cast<float>(v));
+}
 template <>
-double to_float<double>(double v) { return v; }
+double to_float<double>(double v) {
+  return v;
+}
 
 // Values exactly representable in bf16 and fp16, small enough that sums stay accurate.
 template <class T>
@@ -53,11 +61,15 @@ template <class T>
 struct dev {
   T* p = nullptr;
   std::size_t n = 0;
-  explicit dev(std::size_t count) : n(count) { cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
+  explicit dev(std::size_t count) : n(count) {
+    cudnn::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
   dev(const T* host, std::size_t count) : dev(count) { upload(host); }
   ~dev() { cudaFree(p); }
   dev(const dev&) = delete;
-  void upload(const T* host) { cudnn::check_cuda(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
+  void upload(const T* host) {
+    cudnn::check_cuda(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
   std::vector<T> download() const {
     std::vector<T> h(n);
     cudnn::check_cuda(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
@@ -203,10 +215,12 @@ TEST_F(CudnnGpu, ChannelPaddingLeavesTheResultUnchanged) {
   fill(w.data(), w.numel(), 6u);
   reference::backend().conv_forward<half, nhwc, nhwc, nhwc>(x.const_view(), w.const_view(), nullptr, yref.view(), p);
   dev<half> dx(x.data(), x.numel()), dw(w.data(), w.numel()), dy1(yref.numel()), dy2(yref.numel());
-  padded.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()), nhwc_view<const half>(dw.p, w.mapping()),
-                                              nullptr, nhwc_view<half>(dy1.p, yref.mapping()), p);
-  plain.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()), nhwc_view<const half>(dw.p, w.mapping()),
-                                             nullptr, nhwc_view<half>(dy2.p, yref.mapping()), p);
+  padded.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()),
+                                              nhwc_view<const half>(dw.p, w.mapping()), nullptr,
+                                              nhwc_view<half>(dy1.p, yref.mapping()), p);
+  plain.conv_forward<half, nhwc, nhwc, nhwc>(nhwc_view<const half>(dx.p, x.mapping()),
+                                             nhwc_view<const half>(dw.p, w.mapping()), nullptr,
+                                             nhwc_view<half>(dy2.p, yref.mapping()), p);
   auto h1 = dy1.download(), h2 = dy2.download();
   expect_close(h1.data(), yref.data(), yref.numel(), tolerance<half>(), "padded stem vs reference");
   expect_close(h2.data(), yref.data(), yref.numel(), tolerance<half>(), "unpadded stem vs reference");
@@ -221,8 +235,7 @@ TEST_F(CudnnGpu, ChannelPaddingLeavesTheResultUnchanged) {
     if (bytes == scratch_bytes) scratch = ptr;
   ASSERT_NE(scratch, nullptr) << "the padded backend allocated no scratch of " << scratch_bytes
                               << " bytes (x and w padded to 8 channels)";
-  for (const auto& [ptr, bytes] : plain_mem.live)
-    EXPECT_NE(bytes, scratch_bytes) << "the unpadded backend padded too";
+  for (const auto& [ptr, bytes] : plain_mem.live) EXPECT_NE(bytes, scratch_bytes) << "the unpadded backend padded too";
   host_tensor<half, nhwc> xp(cudnn::with_channels(x.extents(), 8)), wp(cudnn::with_channels(w.extents(), 8)),
       xp_ref(xp.extents()), wp_ref(wp.extents());
   padded.synchronize();
@@ -248,9 +261,9 @@ struct bn_expectation {
   bool float64;
   bool channels_first;  // a channels-first tensor with more than one position
   bn_op op;
-  bool epilogue;                      // residual and/or relu
+  bool epilogue;                     // residual and/or relu
   std::vector<std::string> refusal;  // words the refusal names; empty: the call must run
-  bool may_run = false;               // the refusal depends on the shape: running is right too
+  bool may_run = false;              // the refusal depends on the shape: running is right too
 };
 
 const std::vector<bn_expectation>& bn_expectations() {

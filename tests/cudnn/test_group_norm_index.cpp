@@ -157,10 +157,9 @@ void replay_backward(io<T>& a) {
   replay_elements(gn::numel(sh), [&](std::int64_t j) {
     const gn::position q = gn::position_at(a.y_channels_last, sh, j);
     const auto i = static_cast<std::size_t>(gn::stat_index(sh, q.n, q.c));
-    const A v = gn::input_grad(load(a.x, gn::offset(a.x_channels_last, sh, q.n, q.c, q.s)),
-                               load(a.dy, gn::offset(dy_cl, sh, q.n, q.c, q.s)),
-                               gn::group_stats<A>{a.mean.at(i), a.invstd.at(i)}, group.at(i),
-                               data_or_null<T>(a.gamma), q.c, m);
+    const A v = gn::input_grad(
+        load(a.x, gn::offset(a.x_channels_last, sh, q.n, q.c, q.s)), load(a.dy, gn::offset(dy_cl, sh, q.n, q.c, q.s)),
+        gn::group_stats<A>{a.mean.at(i), a.invstd.at(i)}, group.at(i), data_or_null<T>(a.gamma), q.c, m);
     a.dx.at(static_cast<std::size_t>(j)) = static_cast<T>(v);
   });
 }

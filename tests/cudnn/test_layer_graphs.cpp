@@ -61,7 +61,8 @@ std::vector<cudnnPointwiseMode_t> modes_of(const cudnn::graph_builder& g) {
 
 // The tensor `id` of `g` has the dims `d`, the packed strides of `order` and T's cuDNN type.
 template <class T>
-void expect_packed_tensor(const cudnn::graph_builder& g, std::int64_t id, const dims& d, const std::vector<int>& order) {
+void expect_packed_tensor(const cudnn::graph_builder& g, std::int64_t id, const dims& d,
+                          const std::vector<int>& order) {
   SCOPED_TRACE("uid " + std::to_string(id));
   const auto r = read_tensor(g.tensor_by_uid(id));
   EXPECT_EQ(r.dims, d);
@@ -153,8 +154,9 @@ void check_activations(const std::array<std::int64_t, 4>& e, const std::vector<i
                 r.mode == CUDNN_POINTWISE_SOFTPLUS_FWD ? std::optional<double>(1.0) : std::nullopt);
     }
     const bool six = f.kind == activation::relu6 || f.kind == activation::hardswish;
-    EXPECT_EQ(clip, six ? std::optional<double>(6.0)
-                        : f.kind == activation::hardsigmoid ? std::optional<double>(1.0) : std::nullopt);
+    EXPECT_EQ(clip, six                                 ? std::optional<double>(6.0)
+                    : f.kind == activation::hardsigmoid ? std::optional<double>(1.0)
+                                                        : std::nullopt);
     EXPECT_EQ(slope, f.kind == activation::leaky_relu ? std::optional<double>(0.125) : std::nullopt);
     EXPECT_EQ(elu_alpha, f.kind == activation::elu ? std::optional<double>(1.5) : std::nullopt);
     // The by-value constants are tensors of the graph with the values the variant pack will pass.
@@ -235,7 +237,8 @@ TEST(CudnnLayerGraphs, BinaryBroadcastOverChannelsBatchAndSpatial) {
   struct operand {
     std::array<std::int64_t, 4> e;
   };
-  for (const operand& o : {operand{{2, 8, 4, 5}}, operand{{1, 8, 1, 1}}, operand{{2, 1, 4, 5}}, operand{{2, 8, 1, 1}}}) {
+  for (const operand& o :
+       {operand{{2, 8, 4, 5}}, operand{{1, 8, 1, 1}}, operand{{2, 1, 4, 5}}, operand{{2, 8, 1, 1}}}) {
     const nhwc_view<const half> b(fake_ptr<const half>(2), o.e);
     for (binary_op k : {binary_op::add, binary_op::sub, binary_op::mul, binary_op::div}) {
       SCOPED_TRACE(memfmt::detail::dims_to_string(o.e) + " op " + std::to_string(static_cast<int>(k)));
@@ -504,7 +507,8 @@ TEST(CudnnLayerGraphs, LinearAsMatmulPlusBias) {
   // One position: channels-last holds the features in flatten order too.
   const nhwc_view<const half> x1(fake_ptr<const half>(1), {3, 4, 1, 1});
   const nhwc_view<half> y1(fake_ptr<half>(2), {3, 7, 1, 1});
-  cudnn::graph_builder g1 = cudnn::linear_graph(cudnn::make_linear_problem<half>(x1, fake_ptr<const half>(3), nullptr, y1));
+  cudnn::graph_builder g1 =
+      cudnn::linear_graph(cudnn::make_linear_problem<half>(x1, fake_ptr<const half>(3), nullptr, y1));
   finalized(g1);
   EXPECT_EQ(read_tensor(g1.tensor_by_uid(cudnn::uid::x)).strides, (dims{12, 4, 1}));
 }
@@ -516,8 +520,9 @@ TEST(CudnnLayerGraphs, LinearErrorsBeforeCudnn) {
                             errc::unsupported, "flatten (C, spatial) order");
   const nchw_view<const float> xc(fake_ptr<const float>(1), {3, 4, 2, 5});
   const nchw_view<float> y_bad(fake_ptr<float>(2), {2, 7, 1, 1});
-  expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(xc, fake_ptr<const float>(3), nullptr, y_bad); },
-                            errc::shape_mismatch, "[2, 7, 1, 1]");
+  expect_error_before_cudnn(
+      [&] { (void)cudnn::make_linear_problem<float>(xc, fake_ptr<const float>(3), nullptr, y_bad); },
+      errc::shape_mismatch, "[2, 7, 1, 1]");
   expect_error_before_cudnn([&] { (void)cudnn::make_linear_problem<float>(xc, nullptr, nullptr, y); },
                             errc::null_pointer, "7 x 40");
 }
@@ -650,8 +655,8 @@ TEST(CudnnLayerGraphs, BinaryBackwardSumsBroadcastOperands) {
   const std::array<std::int64_t, 4> full{2, 8, 4, 5};
   const nhwc_view<const half> a(fake_ptr<const half>(1), full), dy(fake_ptr<const half>(3), full);
   const nhwc_view<half> da(fake_ptr<half>(4), full);
-  for (const std::array<std::int64_t, 4>& be : {full, std::array<std::int64_t, 4>{1, 8, 1, 1},
-                                                std::array<std::int64_t, 4>{2, 1, 4, 5}}) {
+  for (const std::array<std::int64_t, 4>& be :
+       {full, std::array<std::int64_t, 4>{1, 8, 1, 1}, std::array<std::int64_t, 4>{2, 1, 4, 5}}) {
     const nhwc_view<const half> b(fake_ptr<const half>(2), be);
     const nhwc_view<half> db(fake_ptr<half>(5), be);
     const bool broadcast = be != full;
@@ -730,9 +735,9 @@ TEST(CudnnLayerGraphs, PoolBackwardIsResampleBackward) {
     EXPECT_EQ(g.log()[0].x, cudnn::uid::dy);
     EXPECT_EQ(g.log()[0].y, cudnn::uid::dx);
     const resample_readback r = read_resample(g);
-    EXPECT_EQ(r.mode, kind == pool_kind::max    ? CUDNN_RESAMPLE_MAXPOOL
-                      : p.count_include_pad ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
-                                            : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
+    EXPECT_EQ(r.mode, kind == pool_kind::max ? CUDNN_RESAMPLE_MAXPOOL
+                      : p.count_include_pad  ? CUDNN_RESAMPLE_AVGPOOL_INCLUDE_PADDING
+                                             : CUDNN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING);
     EXPECT_EQ(text(r.window), "[3, 2]");
     EXPECT_EQ(text(r.strides), "[2, 1]");
     EXPECT_EQ(text(r.pre), "[1, 0]");
@@ -759,11 +764,11 @@ TEST(CudnnLayerGraphs, PoolBackwardIsResampleBackward) {
   c.count_include_pad = true;
   const ncdhw_view<const float> dy3(fake_ptr<const float>(2), {1, 4, 3, 2, 2});
   const ncdhw_view<float> dx3(fake_ptr<float>(3), {1, 4, 5, 4, 4});
-  expect_error_before_cudnn(
-      [&] { (void)cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c); }, errc::unsupported,
-      "with ceil_mode and count_include_pad");
+  expect_error_before_cudnn([&] { (void)cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c); },
+                            errc::unsupported, "with ceil_mode and count_include_pad");
   c.count_include_pad = false;
-  const cudnn::resample_backward_problem pr3 = cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c);
+  const cudnn::resample_backward_problem pr3 =
+      cudnn::make_pool_backward_problem(ncdhw_view<const float>{}, dy3, dx3, c);
   EXPECT_FALSE(pr3.forward.has_value());  // no x given: X and Y bound to dx and dy
   EXPECT_TRUE(pr3.xy_alias);
   cudnn::graph_builder g3 = cudnn::resample_backward_graph(pr3);
@@ -814,11 +819,13 @@ TEST(CudnnLayerGraphs, UpsampleAndGlobalPoolBackward) {
     SCOPED_TRACE(cl ? "nhwc" : "nchw");
     cudnn::resample_backward_problem pr;
     if (cl)
-      pr = cudnn::make_global_average_pool_backward_problem(nhwc_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
-                                                            nhwc_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
+      pr =
+          cudnn::make_global_average_pool_backward_problem(nhwc_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
+                                                           nhwc_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
     else
-      pr = cudnn::make_global_average_pool_backward_problem(nchw_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
-                                                            nchw_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
+      pr =
+          cudnn::make_global_average_pool_backward_problem(nchw_view<const half>(fake_ptr<const half>(1), {2, 8, 1, 1}),
+                                                           nchw_view<half>(fake_ptr<half>(2), {2, 8, 3, 5}));
     EXPECT_EQ(pr.xy_alias, !cl);
     cudnn::graph_builder g = cudnn::resample_backward_graph(pr);
     finalized(g);
@@ -829,8 +836,7 @@ TEST(CudnnLayerGraphs, UpsampleAndGlobalPoolBackward) {
     EXPECT_EQ(text(r.pre), "[0, 0]");
     EXPECT_EQ(text(r.post), "[0, 0]");
     EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dy)).strides, (dims{8, 1, 8, 8}));
-    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dx)).strides,
-              packed({2, 8, 3, 5}, cl ? nhwc_order : nchw_order));
+    EXPECT_EQ(read_tensor(g.tensor_by_uid(cudnn::uid::dx)).strides, packed({2, 8, 3, 5}, cl ? nhwc_order : nchw_order));
   }
 }
 
@@ -874,9 +880,8 @@ TEST(CudnnLayerGraphs, LinearBackwardAsMatmuls) {
   expect_error_before_cudnn(
       [&] { (void)cudnn::make_linear_backward_data_problem(dy, fake_ptr<const float>(4), dx_cl); }, errc::unsupported,
       "flatten (C, spatial) order");
-  expect_error_before_cudnn(
-      [&] { (void)cudnn::make_linear_backward_weights_problem<float>(x, dy, nullptr, nullptr); }, errc::null_pointer,
-      "7 x 40");
+  expect_error_before_cudnn([&] { (void)cudnn::make_linear_backward_weights_problem<float>(x, dy, nullptr, nullptr); },
+                            errc::null_pointer, "7 x 40");
 }
 
 }  // namespace

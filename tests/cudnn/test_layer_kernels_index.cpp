@@ -104,8 +104,13 @@ void broadcast_sum_case(const std::array<std::int64_t, 4>& be) {
 }
 
 TEST(CudnnLayerKernelsIndex, BroadcastGradientSums) {
-  for (const auto& be : {std::array<std::int64_t, 4>{1, 6, 1, 1}, {2, 6, 1, 1}, {1, 1, 4, 3}, {2, 1, 4, 3},
-                         {1, 6, 4, 1}, {1, 1, 1, 1}, {2, 6, 4, 3}}) {
+  for (const auto& be : {std::array<std::int64_t, 4>{1, 6, 1, 1},
+                         {2, 6, 1, 1},
+                         {1, 1, 4, 3},
+                         {2, 1, 4, 3},
+                         {1, 6, 4, 1},
+                         {1, 1, 1, 1},
+                         {2, 6, 4, 3}}) {
     broadcast_sum_case<nchw>(be);
     broadcast_sum_case<nhwc>(be);
   }
@@ -131,9 +136,9 @@ void binary_case(binary_op op, bool b_broadcast, const std::array<std::int64_t, 
   for (std::int64_t i = 0; i < lk::numel(yv); ++i) {
     std::int64_t at[5];
     lk::unravel(yv, i, at);
-    y.view().data()[lk::offset(yv, at)] = lk::binary_at<double>(
-        static_cast<int>(op), a.view().data()[lk::expand_source_offset(av, yv, i)],
-        b.view().data()[lk::expand_source_offset(bv, yv, i)]);
+    y.view().data()[lk::offset(yv, at)] =
+        lk::binary_at<double>(static_cast<int>(op), a.view().data()[lk::expand_source_offset(av, yv, i)],
+                              b.view().data()[lk::expand_source_offset(bv, yv, i)]);
   }
   ref.binary_forward(op, a.const_view(), b.const_view(), want_y.view());
   expect_near(y, want_y, "binary forward");

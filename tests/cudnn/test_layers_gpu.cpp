@@ -281,9 +281,9 @@ TEST_F(CudnnLayersGpu, BinaryBackwardSumsOverBroadcastDims) {
   reference::backend ref;
   const std::array<std::int64_t, 4> full{2, 8, 4, 3};
   mirrored<float, nhwc> dy(*be_, full, 24), a(*be_, full, 25);
-  for (const std::array<std::int64_t, 4>& bext : {full, std::array<std::int64_t, 4>{1, 8, 1, 1},
-                                                std::array<std::int64_t, 4>{2, 1, 4, 3},
-                                                std::array<std::int64_t, 4>{2, 8, 1, 1}}) {
+  for (const std::array<std::int64_t, 4>& bext :
+       {full, std::array<std::int64_t, 4>{1, 8, 1, 1}, std::array<std::int64_t, 4>{2, 1, 4, 3},
+        std::array<std::int64_t, 4>{2, 8, 1, 1}}) {
     mirrored<float, nhwc> b(*be_, bext, 26);
     // Divisors away from zero.
     float* bp = b.host.view().data();

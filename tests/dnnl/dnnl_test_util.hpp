@@ -48,7 +48,6 @@ void expect_same_bits_for_any_thread_count(Run&& run, const std::string& what) {
 #endif
 }
 
-
 template <class T>
 double to_d(T v) {
   if constexpr (std::is_same_v<T, float>) return v;
@@ -127,8 +126,8 @@ inline ::testing::AssertionResult arrays_close(const float* got, const float* wa
   for (std::int64_t i = 0; i < n; ++i) {
     const double tol = tolerance<float>(want[i], length, magnitude);
     if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want " << want[i]
-                                           << " (tol " << tol << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << got[i] << ", want " << want[i] << " (tol " << tol << ")";
   }
   return ::testing::AssertionSuccess();
 }

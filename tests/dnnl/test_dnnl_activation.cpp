@@ -27,13 +27,20 @@ using dnnl_test::all_close;
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 const activation_params all_activations[] = {
-    activation::identity,  activation::relu,
-    activation::relu6,     activation::silu,
-    activation::sigmoid,   activation::hardsigmoid,
-    activation::hardswish, activation::tanh,
-    activation::elu,       activation::leaky_relu,
-    activation::gelu,      activation::gelu_tanh,
-    activation::softplus,  activation::mish,
+    activation::identity,
+    activation::relu,
+    activation::relu6,
+    activation::silu,
+    activation::sigmoid,
+    activation::hardsigmoid,
+    activation::hardswish,
+    activation::tanh,
+    activation::elu,
+    activation::leaky_relu,
+    activation::gelu,
+    activation::gelu_tanh,
+    activation::softplus,
+    activation::mish,
     activation_params::hardsigmoid(0.2, 0.5),  // ONNX's default
     activation_params::hardsigmoid(-0.25, 0.25),
     activation_params::leaky_relu(0.2),
@@ -128,9 +135,9 @@ TEST(DnnlActivation, FloatEveryFunctionAndFormatPairMatchesReference) { check_ty
 TEST(DnnlActivation, Bfloat16EveryFunctionAndFormatPairMatchesReference) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({1, 2, 3, 4}), y({1, 2, 3, 4});
-  const std::string refused = dnnl_test::refused_on_this_cpu<bfloat16>(
-      "onednn::activation_forward",
-      [&] { b.activation_forward<bfloat16>(activation::hardsigmoid, x.const_view(), y.view()); });
+  const std::string refused = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::activation_forward", [&] {
+    b.activation_forward<bfloat16>(activation::hardsigmoid, x.const_view(), y.view());
+  });
   if (!refused.empty()) GTEST_SKIP() << refused;
   check_type<bfloat16>();
 }

@@ -40,7 +40,7 @@ void expect_every_layer_timed(const network& net, const timing_cache& cache, con
     EXPECT_GT(*t[1], 0);
   }
   EXPECT_TRUE(skipped.empty()) << skipped.front();  // oneDNN runs every layer of this network
-  EXPECT_EQ(cache.conversions().size(), 1u);  // every value is [1, 8, 8, 8]
+  EXPECT_EQ(cache.conversions().size(), 1u);        // every value is [1, 8, 8, 8]
 }
 
 TEST(DnnlCalibrate, KeyNamesOneDnnVersionAndIsa) {
@@ -48,7 +48,8 @@ TEST(DnnlCalibrate, KeyNamesOneDnnVersionAndIsa) {
   const cache_key k = calibration_key(backend);
   EXPECT_EQ(k.backend, "onednn");
   const dnnl_version_t* v = dnnl::version();
-  EXPECT_EQ(k.backend_version, std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch));
+  EXPECT_EQ(k.backend_version,
+            std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch));
   EXPECT_NE(k.device.find(std::string("isa ") + memfmt::onednn::isa_name(memfmt::onednn::effective_isa())),
             std::string::npos)
       << k.device;

@@ -50,7 +50,12 @@ const std::vector<conv_case>& cases_2d() {
       {"3x3_groups2", {2, 6, 6, 7}, 10, {3, 3}, make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 2), true},
       {"depthwise_stride2", {2, 8, 9, 9}, 8, {3, 3}, make_params({2, 2, 1}, {1, 1, 0}, {1, 1, 1}, 8), true},
       {"1x1_stride2_even", {1, 4, 6, 6}, 4, {1, 1}, make_params({2, 2, 1}, {0, 0, 0}, {1, 1, 1}, 1), false},
-      {"1x1_stride2_batch4_downsample", {4, 4, 8, 8}, 8, {1, 1}, make_params({2, 2, 1}, {0, 0, 0}, {1, 1, 1}, 1), false},
+      {"1x1_stride2_batch4_downsample",
+       {4, 4, 8, 8},
+       8,
+       {1, 1},
+       make_params({2, 2, 1}, {0, 0, 0}, {1, 1, 1}, 1),
+       false},
       // Odd extents: every other row of 7 is 4 rows, a view oneDNN's strided descriptors refuse.
       {"1x1_stride2_odd_downsample", {2, 4, 7, 5}, 6, {1, 1}, make_params({2, 2, 1}, {0, 0, 0}, {1, 1, 1}, 1), true},
       {"3x5_asym", {2, 3, 8, 11}, 5, {3, 5}, make_params({2, 1, 1}, {1, 2, 0}, {1, 1, 1}, 1), true},
@@ -61,8 +66,7 @@ const std::vector<conv_case>& cases_2d() {
 const std::vector<conv_case>& cases_3d() {
   static const std::vector<conv_case> c = {
       {"3d_3x3x3", {1, 3, 5, 6, 5}, 4, {3, 3, 3}, make_params({1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1), true},
-      {"3d_1x3x3_groups2_stride", {2, 4, 4, 5, 5}, 6, {1, 3, 3}, make_params({1, 2, 2}, {0, 1, 1}, {1, 1, 1}, 2),
-       true},
+      {"3d_1x3x3_groups2_stride", {2, 4, 4, 5, 5}, 6, {1, 3, 3}, make_params({1, 2, 2}, {0, 1, 1}, {1, 1, 1}, 2), true},
   };
   return c;
 }
@@ -100,8 +104,7 @@ void check_conv(onednn::backend& b, const conv_case& cc) {
 
   reference::conv_forward<T, XF, WF, YF>(x.view(), w.view(), bias_ptr, y_ref.view(), cc.p);
   b.conv_forward(x.view(), w.view(), bias_ptr, y.view(), cc.p);
-  EXPECT_TRUE(all_close<T>(y.const_view(), y_ref.const_view(), static_cast<double>(wv[1] * kernel + 1)))
-      << "forward";
+  EXPECT_TRUE(all_close<T>(y.const_view(), y_ref.const_view(), static_cast<double>(wv[1] * kernel + 1))) << "forward";
   EXPECT_FALSE(b.last_impl_name().empty());
 
   reference::conv_backward_data<T, YF, WF, XF>(dy.view(), w.view(), dx_ref.view(), cc.p);
@@ -195,8 +198,8 @@ void check_fusion(std::int64_t kernel = 3) {
   reference::conv_forward<double, F, F, F>(widened(x).view(), widened(w).view(), bias_d.data(), conv_ref.view(), p);
   const auto expect = [&](activation kind, bool residual) {
     for (std::int64_t i = 0; i < want.numel(); ++i)
-      want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(reference::detail::activation_value(
-          kind, conv_ref.data()[i] + (residual ? to_d(r.data()[i]) : 0.0))));
+      want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(
+          reference::detail::activation_value(kind, conv_ref.data()[i] + (residual ? to_d(r.data()[i]) : 0.0))));
   };
   for (const activation kind : {activation::identity, activation::relu, activation::relu6, activation::silu,
                                 activation::sigmoid, activation::hardsigmoid, activation::hardswish, activation::tanh,
@@ -331,20 +334,26 @@ TEST(DnnlConv, ValidationErrors) {
   onednn::backend b;
   conv_params p;
   host_tensor<float, nhwc> x({1, 4, 5, 5}), w({6, 4, 3, 3}), y({1, 6, 3, 3}), y_bad({1, 6, 4, 3});
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); }) == errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); }) ==
+              errc::shape_mismatch);
   conv_params g3 = p;
   g3.groups = 3;
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), g3); }) == errc::invalid_argument);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), g3); }) ==
+              errc::invalid_argument);
   tensor_view<float, nhwc> null_x(nullptr, x.extents());
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(null_x, w.view(), nullptr, y.view(), p); }) == errc::null_pointer);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(null_x, w.view(), nullptr, y.view(), p); }) ==
+              errc::null_pointer);
   host_tensor<double, nhwc> xd({1, 4, 5, 5}), wd({6, 4, 3, 3}), yd({1, 6, 3, 3});
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(xd.view(), wd.view(), nullptr, yd.view(), p); }) == errc::unsupported_dtype);
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_data(y_bad.view(), w.view(), x.view(), p); }) == errc::shape_mismatch);
-  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_weights(x.view(), y_bad.view(), w.view(), nullptr, p); }) == errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_forward(xd.view(), wd.view(), nullptr, yd.view(), p); }) ==
+              errc::unsupported_dtype);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_data(y_bad.view(), w.view(), x.view(), p); }) ==
+              errc::shape_mismatch);
+  EXPECT_TRUE(memfmt_test::error_code([&] { b.conv_backward_weights(x.view(), y_bad.view(), w.view(), nullptr, p); }) ==
+              errc::shape_mismatch);
   // Nothing was written on error.
   for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], 0.f);
-  memfmt_test::expect_error([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); },
-                            errc::shape_mismatch, {"[1, 6, 4, 3]"});
+  memfmt_test::expect_error([&] { b.conv_forward(x.view(), w.view(), nullptr, y_bad.view(), p); }, errc::shape_mismatch,
+                            {"[1, 6, 4, 3]"});
 }
 
 // oneDNN's own failures surface as memfmt::error(backend_failure) with oneDNN's status.

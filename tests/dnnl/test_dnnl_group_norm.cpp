@@ -28,7 +28,7 @@ using dnnl_test::fill;
 
 struct gn_case {
   std::int64_t groups;
-  bool affine;  // gamma, beta, dgamma and dbeta given (else all null)
+  bool affine;                // gamma, beta, dgamma and dbeta given (else all null)
   float lo = -2.f, hi = 3.f;  // range of x
 };
 
@@ -64,8 +64,8 @@ void check_gn(onednn::backend& b, const typename layout<XF>::extents_type& e, co
     EXPECT_NEAR(si[i] / si_ref[i], 1.0, dnnl_test::tolerance<float>(1.0, m)) << "saved_invstd " << i;
 
   reference::group_norm_backward<T, XF, YF, XF>(x.view(), dy.view(), dx_ref.view(), g, sm_ref.data(), si_ref.data(),
-                                                k.affine ? dg_ref.data() : nullptr,
-                                                k.affine ? db_ref.data() : nullptr, p);
+                                                k.affine ? dg_ref.data() : nullptr, k.affine ? db_ref.data() : nullptr,
+                                                p);
   b.group_norm_backward(x.const_view(), dy.const_view(), dx.view(), g, sm_ref.data(), si_ref.data(),
                         k.affine ? dg.data() : nullptr, k.affine ? db.data() : nullptr, p);
   // dx scales with invstd: the tolerance's magnitude is the largest invstd.
@@ -217,13 +217,11 @@ TEST(DnnlGroupNorm, Errors) {
     group_norm_params p;
     p.groups = groups;
     const auto ref = memfmt_test::error_code([&] {
-      reference::group_norm_forward<float, nhwc, nhwc>(x.view(), y.view(), s.data(), s.data(), sm.data(), si.data(),
-                                                       p);
+      reference::group_norm_forward<float, nhwc, nhwc>(x.view(), y.view(), s.data(), s.data(), sm.data(), si.data(), p);
     });
     ASSERT_TRUE(ref.has_value());
-    EXPECT_EQ(memfmt_test::error_code([&] {
-                b.group_norm_forward(x.const_view(), y.view(), s.data(), s.data(), sm.data(), si.data(), p);
-              }),
+    EXPECT_EQ(memfmt_test::error_code(
+                  [&] { b.group_norm_forward(x.const_view(), y.view(), s.data(), s.data(), sm.data(), si.data(), p); }),
               ref);
     EXPECT_EQ(memfmt_test::error_code([&] {
                 b.group_norm_backward(x.const_view(), y.const_view(), y.view(), s.data(), sm.data(), si.data(),
@@ -233,13 +231,11 @@ TEST(DnnlGroupNorm, Errors) {
   }
   group_norm_params p;
   p.groups = 2;
-  EXPECT_EQ(memfmt_test::error_code([&] {
-              b.group_norm_forward(x.const_view(), y_bad.view(), nullptr, nullptr, sm.data(), si.data(), p);
-            }),
+  EXPECT_EQ(memfmt_test::error_code(
+                [&] { b.group_norm_forward(x.const_view(), y_bad.view(), nullptr, nullptr, sm.data(), si.data(), p); }),
             errc::shape_mismatch);
-  EXPECT_EQ(memfmt_test::error_code([&] {
-              b.group_norm_forward(x.const_view(), y.view(), nullptr, nullptr, nullptr, si.data(), p);
-            }),
+  EXPECT_EQ(memfmt_test::error_code(
+                [&] { b.group_norm_forward(x.const_view(), y.view(), nullptr, nullptr, nullptr, si.data(), p); }),
             errc::null_pointer);
   memfmt_test::expect_error(
       [&] {

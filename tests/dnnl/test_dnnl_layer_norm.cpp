@@ -174,9 +174,8 @@ TEST(DnnlLayerNorm, Errors) {
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 6, 2, 2}), y_bad({2, 6, 2, 1});
   std::vector<float> sm(8), si(8);
   layer_norm_params p;
-  EXPECT_EQ(memfmt_test::error_code([&] {
-              b.layer_norm_forward(x.const_view(), y_bad.view(), nullptr, nullptr, sm.data(), si.data(), p);
-            }),
+  EXPECT_EQ(memfmt_test::error_code(
+                [&] { b.layer_norm_forward(x.const_view(), y_bad.view(), nullptr, nullptr, sm.data(), si.data(), p); }),
             errc::shape_mismatch);
   memfmt_test::expect_error(
       [&] { b.layer_norm_forward(x.const_view(), y.view(), nullptr, nullptr, nullptr, si.data(), p); },

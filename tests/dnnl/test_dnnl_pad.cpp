@@ -96,13 +96,15 @@ void check_all_modes(onednn::backend& b) {
       check_pad<T, XF, YF>(b, {1, 5, 3, 4}, make(mode, {0, 0, 0}, {0, 0, 0}));
       check_pad<T, XF, YF>(b, {0, 3, 2, 2}, make(mode, {1, 1, 0}, {1, 0, 0}));  // no samples
       check_pad<T, XF, YF>(b, {2, 0, 2, 2}, make(mode, {1, 1, 0}, {0, 1, 0}));  // no channels
-      check_pad<T, XF, YF>(b, {2, 1, 4, 3}, make(mode, reflect ? spatial3{3, 2, 0} : spatial3{6, 0, 0},
-                                                  reflect ? spatial3{1, 0, 0} : spatial3{2, 5, 0}, 0.1));
+      check_pad<T, XF, YF>(b, {2, 1, 4, 3},
+                           make(mode, reflect ? spatial3{3, 2, 0} : spatial3{6, 0, 0},
+                                reflect ? spatial3{1, 0, 0} : spatial3{2, 5, 0}, 0.1));
     } else {
       check_pad<T, XF, YF>(b, {2, 3, 4, 5, 3}, make(mode, {1, 0, 2}, {2, 3, 0}, 2.0));
       check_pad<T, XF, YF>(b, {1, 2, 3, 3, 5}, make(mode, {0, 0, 0}, {0, 0, 0}));
-      check_pad<T, XF, YF>(b, {1, 3, 3, 2, 4}, make(mode, reflect ? spatial3{2, 1, 3} : spatial3{4, 3, 0},
-                                                     reflect ? spatial3{0, 1, 2} : spatial3{0, 2, 5}));
+      check_pad<T, XF, YF>(
+          b, {1, 3, 3, 2, 4},
+          make(mode, reflect ? spatial3{2, 1, 3} : spatial3{4, 3, 0}, reflect ? spatial3{0, 1, 2} : spatial3{0, 2, 5}));
     }
   }
 }

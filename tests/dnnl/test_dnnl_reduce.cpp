@@ -94,7 +94,8 @@ void run_grid() {
 template <class XF, class YF>
 void check_padded(const ext<XF>& e, std::uint32_t axes, reduce_op op) {
   const reduce_params p{op, axes};
-  SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " padded, " + to_string(op) + " over " + axes_to_string(axes));
+  SCOPED_TRACE(std::string(XF::name) + " -> " + YF::name + " padded, " + to_string(op) + " over " +
+               axes_to_string(axes));
   onednn::backend b;
   const auto ye = reduce_output_extents(e, p);
   const auto xl = memfmt_test::padded_layout<XF>(e, 3);
@@ -149,9 +150,8 @@ TEST(DnnlReduce, GridFloat) { run_grid<float>(); }
 TEST(DnnlReduce, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 1, 2, 2});
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::reduce_forward", [&] {
-    b.reduce_forward(x.const_view(), y.view(), reduce_params{});
-  });
+  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>(
+      "onednn::reduce_forward", [&] { b.reduce_forward(x.const_view(), y.view(), reduce_params{}); });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   run_grid<bfloat16>();
 }
@@ -175,8 +175,7 @@ void nan_and_ties() {
   b.reduce_forward(x.const_view(), y.view(), reduce_params{reduce_op::max});
   EXPECT_EQ(y.view()(ext<F>{0, 0, 0, 1}), 3.f);
   dy.view()(ext<F>{0, 0, 0, 1}) = 1.f;
-  b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(),
-                            reduce_params{reduce_op::max});
+  b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), reduce_params{reduce_op::max});
   const float want[] = {0.5f, 0.f, 0.5f, 0.f};
   for (std::int64_t c = 0; c < 4; ++c) EXPECT_EQ(dx.view()(ext<F>{0, c, 0, 1}), want[c]) << "channel " << c;
 }
@@ -229,8 +228,11 @@ TEST(DnnlReduce, Errors) {
   memfmt_test::expect_error([&] { b.reduce_forward(none.const_view(), y.view(), reduce_params{}); },
                             errc::invalid_argument, {"reduce over axes [1]", "axis 1 has no values", "[2, 0, 2, 2]"});
   for (const std::uint32_t axes : {0u, axis_bit(0) | c_axis, axis_bit(4)})
-    memfmt_test::expect_error([&] { b.reduce_forward(x.const_view(), y.view(), reduce_params{reduce_op::sum, axes}); },
-                              errc::invalid_argument, {"reduce over axes " + axes_to_string(axes), "spatial axes (2 to 3)"});
+    memfmt_test::expect_error(
+        [&] {
+          b.reduce_forward(x.const_view(), y.view(), reduce_params{reduce_op::sum, axes});
+        },
+        errc::invalid_argument, {"reduce over axes " + axes_to_string(axes), "spatial axes (2 to 3)"});
   memfmt_test::expect_error(
       [&] { b.reduce_forward(x.const_view(), y.view(), reduce_params{static_cast<reduce_op>(9)}); },
       errc::invalid_argument, {"reduce_forward", "unknown reduction 9"});

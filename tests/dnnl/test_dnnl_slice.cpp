@@ -38,9 +38,7 @@ std::string describe(const slice_params& p) {
 template <class T, class F>
 bool same_bits(tensor_view<const T, F> a, tensor_view<const T, F> b) {
   bool same = a.extents() == b.extents();
-  for_each_coord(a.extents(), [&](const auto& c) {
-    same = same && std::memcmp(&a(c), &b(c), sizeof(T)) == 0;
-  });
+  for_each_coord(a.extents(), [&](const auto& c) { same = same && std::memcmp(&a(c), &b(c), sizeof(T)) == 0; });
   return same;
 }
 
@@ -66,9 +64,9 @@ void check_slice(onednn::backend& b, const ext<XF>& e, const slice_params& p) {
 template <class T>
 void run_grid() {
   onednn::backend b;
-  for (const slice_params& p : {slice_params{1, 2, 7, 1}, slice_params{1, 0, 9, 2}, slice_params{2, 1, 10, 2},
-                                slice_params{2, 1, 9, 1}, slice_params{3, 0, 13, 2}, slice_params{3, 1, 12, 3},
-                                slice_params{3, 4, 5, 1}}) {
+  for (const slice_params& p :
+       {slice_params{1, 2, 7, 1}, slice_params{1, 0, 9, 2}, slice_params{2, 1, 10, 2}, slice_params{2, 1, 9, 1},
+        slice_params{3, 0, 13, 2}, slice_params{3, 1, 12, 3}, slice_params{3, 4, 5, 1}}) {
     check_slice<T, nchw, nchw>(b, {2, 9, 11, 13}, p);
     check_slice<T, nhwc, nhwc>(b, {2, 9, 11, 13}, p);
     check_slice<T, nchw, nhwc>(b, {2, 9, 11, 13}, p);
@@ -90,8 +88,9 @@ TEST(DnnlSlice, GridFloat) { run_grid<float>(); }
 TEST(DnnlSlice, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 2, 2, 2});
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>(
-      "onednn::slice_forward", [&] { b.slice_forward(x.const_view(), slice_params{1, 0, 2, 1}, y.view()); });
+  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::slice_forward", [&] {
+    b.slice_forward(x.const_view(), slice_params{1, 0, 2, 1}, y.view());
+  });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   run_grid<bfloat16>();
 }
@@ -310,16 +309,27 @@ TEST(DnnlSlice, EmptyBatchAndErrors) {
   fill(x, 61);
   fill(y, 62);
   const std::vector<float> y_before(y.data(), y.data() + y.numel());
-  memfmt_test::expect_error([&] { b.slice_forward(x.const_view(), slice_params{2, 0, 6, 2}, y_bad.view()); },
-                            errc::shape_mismatch,
-                            {"onednn::slice_forward", "output y has sizes [2, 4, 2, 6]", "expected [2, 4, 3, 6]"});
-  memfmt_test::expect_error([&] { b.slice_forward(x.const_view(), slice_params{2, 2, 7, 2}, y.view()); },
-                            errc::invalid_argument, {"need 0 <= begin < end <= 6"});
-  memfmt_test::expect_error([&] { b.slice_forward(x.const_view(), slice_params{2, 0, 6, -2}, y.view()); },
-                            errc::invalid_argument, {"step -2", "step >= 1"});
-  memfmt_test::expect_error([&] { b.slice_forward(tensor_view<const float, nhwc>(nullptr, x.view().mapping()),
-                                                  slice_params{2, 0, 6, 2}, y.view()); },
-                            errc::null_pointer, {"onednn::slice_forward", "input x"});
+  memfmt_test::expect_error(
+      [&] {
+        b.slice_forward(x.const_view(), slice_params{2, 0, 6, 2}, y_bad.view());
+      },
+      errc::shape_mismatch, {"onednn::slice_forward", "output y has sizes [2, 4, 2, 6]", "expected [2, 4, 3, 6]"});
+  memfmt_test::expect_error(
+      [&] {
+        b.slice_forward(x.const_view(), slice_params{2, 2, 7, 2}, y.view());
+      },
+      errc::invalid_argument, {"need 0 <= begin < end <= 6"});
+  memfmt_test::expect_error(
+      [&] {
+        b.slice_forward(x.const_view(), slice_params{2, 0, 6, -2}, y.view());
+      },
+      errc::invalid_argument, {"step -2", "step >= 1"});
+  memfmt_test::expect_error(
+      [&] {
+        b.slice_forward(tensor_view<const float, nhwc>(nullptr, x.view().mapping()), slice_params{2, 0, 6, 2},
+                        y.view());
+      },
+      errc::null_pointer, {"onednn::slice_forward", "input x"});
   EXPECT_EQ(std::vector<float>(y.data(), y.data() + y.numel()), y_before) << "a refused call wrote y";
 }
 

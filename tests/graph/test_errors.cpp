@@ -30,11 +30,18 @@ TEST(GraphErrors, BuilderNamesNodeAndValues) {
   network net = small();
   expect_error([&] { net.relu("relu", 7); }, errc::invalid_argument, {"'relu'", "input id 7", "cycle"});
   expect_error([&] { net.relu("relu", 2); }, errc::invalid_argument, {"'relu'", "input id 2"});
-  expect_error([&] { net.input("bad", {2, 3, 4}, memfmt::dtype::float32, family::channels_first); },
-               errc::invalid_argument, {"'bad'", "[2, 3, 4]", "rank 2, 4 or 5"});
-  expect_error([&] { net.input("neg", {2, -3, 4, 4}, memfmt::dtype::float32, family::channels_first); },
-               errc::invalid_argument, {"'neg'", "[2, -3, 4, 4]"});
-  expect_error([&] { net.conv("conv", 0, conv_spec(4, 1)); }, errc::invalid_argument, {"'conv'", "already used by node 1"});
+  expect_error(
+      [&] {
+        net.input("bad", {2, 3, 4}, memfmt::dtype::float32, family::channels_first);
+      },
+      errc::invalid_argument, {"'bad'", "[2, 3, 4]", "rank 2, 4 or 5"});
+  expect_error(
+      [&] {
+        net.input("neg", {2, -3, 4, 4}, memfmt::dtype::float32, family::channels_first);
+      },
+      errc::invalid_argument, {"'neg'", "[2, -3, 4, 4]"});
+  expect_error([&] { net.conv("conv", 0, conv_spec(4, 1)); }, errc::invalid_argument,
+               {"'conv'", "already used by node 1"});
   expect_error([&] { net.conv("g", 0, conv_spec(16, 3, 1, 1, 3)); }, errc::invalid_argument,
                {"'g'", "groups 3", "channels 8", "16"});
   expect_error([&] { net.conv("big", 0, conv_spec(16, 32)); }, errc::invalid_argument,
@@ -49,13 +56,18 @@ TEST(GraphErrors, BuilderNamesNodeAndValues) {
   expect_error([&] { net.linear("l0", net.flatten("none_flat", none), 3); }, errc::invalid_argument,
                {"'l0'", "'none_flat' [2, 0] has no features"});
   const node_id flat = net.flatten("flat", 1);
-  expect_error([&] { net.batch_norm("bn", flat); }, errc::invalid_argument, {"'bn'", "'flat'", "[2, 4096]", "rank 4 or 5"});
-  expect_error([&] { net.linear("fc", 1, 10); }, errc::invalid_argument, {"'fc'", "'conv'", "[2, 16, 16, 16]", "rank 2"});
+  expect_error([&] { net.batch_norm("bn", flat); }, errc::invalid_argument,
+               {"'bn'", "'flat'", "[2, 4096]", "rank 4 or 5"});
+  expect_error([&] { net.linear("fc", 1, 10); }, errc::invalid_argument,
+               {"'fc'", "'conv'", "[2, 16, 16, 16]", "rank 2"});
   expect_error([&] { net.add("sum", 0, 1); }, errc::invalid_argument,
                {"'sum'", "'x' [2, 8, 16, 16]", "'conv' [2, 16, 16, 16]"});
   const node_id small_map = net.max_pool("pool", 1, 2, 2);
-  expect_error([&] { net.concat("cat", {1, small_map}); }, errc::invalid_argument,
-               {"'cat'", "'pool' [2, 16, 8, 8]", "'conv' [2, 16, 16, 16]"});
+  expect_error(
+      [&] {
+        net.concat("cat", {1, small_map});
+      },
+      errc::invalid_argument, {"'cat'", "'pool' [2, 16, 8, 8]", "'conv' [2, 16, 16, 16]"});
   expect_error([&] { net.concat("cat", {}); }, errc::invalid_argument, {"'cat'", "at least one"});
   expect_error([&] { net.upsample("up", 1, 0); }, errc::invalid_argument, {"'up'", "scale 0"});
   const node_id x3 = net.input("x3", {2, 8, 4, 4, 4}, memfmt::dtype::float32, family::channels_first);
@@ -131,8 +143,8 @@ TEST(GraphErrors, CostsTooLargeToScaleForTheTieRule) {
   EXPECT_EQ(p.total(), model2.conversion_cost(plain, 0));
   // Sums past int64 are reported, not wrapped.
   network two;
-  const node_id a =
-      two.conv("a", two.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first), conv_spec(8, 3, 1, 1));
+  const node_id a = two.conv("a", two.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first),
+                             conv_spec(8, 3, 1, 1));
   two.output("y", two.conv("b", a, conv_spec(8, 3, 1, 1)), family::channels_first);
   cost_model model3;
   model3.override_node(two, a, std::numeric_limits<cost_t>::max(), 0, "absurd");
@@ -144,11 +156,18 @@ TEST(GraphErrors, CostsTooLargeToScaleForTheTieRule) {
 TEST(GraphErrors, MakePlanRejectsBadAssignments) {
   network net = small();
   const cost_model model;
-  expect_error([&] { make_plan(net, model, {family::channels_first}); }, errc::shape_mismatch, {"1 formats", "2 nodes"});
-  expect_error([&] { make_plan(net, model, {family::channels_last, family::channels_last}); }, errc::invalid_argument,
-               {"'x'", "pinned to channels_first", "'graph input'", "channels_last"});
-  expect_error([&] { make_plan(net, model, {family::channels_first, std::nullopt}); }, errc::invalid_argument,
-               {"'conv'", "none"});
+  expect_error([&] { make_plan(net, model, {family::channels_first}); }, errc::shape_mismatch,
+               {"1 formats", "2 nodes"});
+  expect_error(
+      [&] {
+        make_plan(net, model, {family::channels_last, family::channels_last});
+      },
+      errc::invalid_argument, {"'x'", "pinned to channels_first", "'graph input'", "channels_last"});
+  expect_error(
+      [&] {
+        make_plan(net, model, {family::channels_first, std::nullopt});
+      },
+      errc::invalid_argument, {"'conv'", "none"});
 }
 
 TEST(GraphErrors, VerifierCatchesBrokenPlans) {

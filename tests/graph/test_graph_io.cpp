@@ -21,8 +21,7 @@ using nlohmann::json;
 
 std::vector<network> every_kind_of_network() {
   using memfmt::dtype;
-  std::vector<network> nets{zoo::eager_mixed(),
-                            models::resnet50(zoo::sized(dtype::float32, 2, 64)),
+  std::vector<network> nets{zoo::eager_mixed(), models::resnet50(zoo::sized(dtype::float32, 2, 64)),
                             models::mobilenet_v2(zoo::sized(dtype::bfloat16, 2, 64)),
                             models::unet(zoo::sized(dtype::float32, 1, 64)),
                             models::r3d_18(zoo::sized(dtype::float16, 1, 32))};
@@ -47,22 +46,27 @@ std::vector<network> every_kind_of_network() {
   memfmt::softmax_params log_softmax;
   log_softmax.log = true;
   const node_id r = n.depth_to_space("d2s", n.channel_shuffle("shuffle", parts[1], 5), 1, memfmt::block_order::dcr);
-  const node_id g = n.activation("gelu", n.layer_norm("ln", n.space_to_depth("s2d", r, 1), 1e-3, false),
-                                  memfmt::activation::gelu);
+  const node_id g =
+      n.activation("gelu", n.layer_norm("ln", n.space_to_depth("s2d", r, 1), 1e-3, false), memfmt::activation::gelu);
   const node_id d = n.dropout(
       "drop",
-      n.mul("gate", n.mul("hgate", g, n.reduce("hsum", g, {memfmt::reduce_op::sum, memfmt::axis_bit(2) | memfmt::axis_bit(1)})),
+      n.mul("gate",
+            n.mul("hgate", g, n.reduce("hsum", g, {memfmt::reduce_op::sum, memfmt::axis_bit(2) | memfmt::axis_bit(1)})),
             n.channel_reduce("amax", g, memfmt::reduce_op::max)),
       0.25);
-  const node_id s0 = n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last,
-                                                      family::channels_first), memfmt::binary_op::sub);
-  const node_id s = n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);
+  const node_id s0 =
+      n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last, family::channels_first),
+               memfmt::binary_op::sub);
+  const node_id s =
+      n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);
   const node_id u = n.upsample("up", n.softmax("logsm", s, log_softmax), up);
   n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
   n.output("y", n.pool("pool", u, pool), family::channels_first);
-  const node_id logits = n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false);
-  n.output("strided", n.slice("stride", n.slice("crop", x, memfmt::slice_params{2, 2, 8, 1}),
-                              memfmt::slice_params{3, 1, 8, 3}), family::channels_last);
+  const node_id logits =
+      n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false);
+  n.output("strided",
+           n.slice("stride", n.slice("crop", x, memfmt::slice_params{2, 2, 8, 1}), memfmt::slice_params{3, 1, 8, 3}),
+           family::channels_last);
   n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
            family::channels_first);
   n.output("axial", n.concat("hcat", {n.transpose("swap", parts[0], {0, 1, 3, 2}), parts[0]}, {2}),
@@ -128,7 +132,8 @@ TEST(GraphIo, LoadedPlanReproducesTheFormatsAndAnotherNetworkIsRefused) {
       << refused;
   network repinned = net;
   repinned.pin_format(*net.find("layer1.0.conv2"), family::channels_first, false, 1, "user");
-  EXPECT_NE(memfmt_test::error_text([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"), std::string::npos);
+  EXPECT_NE(memfmt_test::error_text([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"),
+            std::string::npos);
 }
 
 TEST(GraphIo, JsonReportCarriesThePlan) {
@@ -192,10 +197,13 @@ TEST(GraphIo, ActivationParametersRoundTrip) {
   network n;
   node_id h = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, family::channels_first);
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<memfmt::activation_params> functions = {
-      memfmt::activation::relu6, memfmt::activation_params::leaky_relu(0.2), memfmt::activation_params::elu(0.75),
-      memfmt::activation_params::hardsigmoid(0.2, 0.5), memfmt::activation_params::clip(-1.5, 2.0),
-      memfmt::activation_params::clip(-inf, 2.0), memfmt::activation_params::clip(0.5, inf)};
+  const std::vector<memfmt::activation_params> functions = {memfmt::activation::relu6,
+                                                            memfmt::activation_params::leaky_relu(0.2),
+                                                            memfmt::activation_params::elu(0.75),
+                                                            memfmt::activation_params::hardsigmoid(0.2, 0.5),
+                                                            memfmt::activation_params::clip(-1.5, 2.0),
+                                                            memfmt::activation_params::clip(-inf, 2.0),
+                                                            memfmt::activation_params::clip(0.5, inf)};
   for (std::size_t i = 0; i < functions.size(); ++i) h = n.activation("f" + std::to_string(i), h, functions[i]);
   n.output("y", h, family::channels_first);
   const std::string text = memfmt::io::save_network(n);
@@ -226,7 +234,8 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   const auto has = [](const std::string& message, const std::string& part) {
     EXPECT_NE(message.find(part), std::string::npos) << message;
   };
-  has(memfmt_test::error_text([] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
+  has(memfmt_test::error_text(
+          [] { memfmt::io::load_network("{\n \"format\": \"memfmt.network\",\n \"nodes\": [,]\n}"); }),
       "network file: not valid JSON: [json.exception.parse_error.101] parse error at line 3");
   // A number no double holds: nlohmann throws out_of_range, not parse_error.
   has(memfmt_test::error_text([] { memfmt::io::load_network("{\"format\": \"memfmt.network\", \"version\": 1e605}"); }),
@@ -254,8 +263,9 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   has(load(j), "node 'conv1': groups 5 must divide input channels 3");
   // A slice's axis and step may be left out (a channel slice); out of range they are named.
   network sliced;
-  sliced.output("y", sliced.slice("crop", sliced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
-                                     memfmt::slice_params{2, 1, 5, 2}),
+  sliced.output("y",
+                sliced.slice("crop", sliced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
+                             memfmt::slice_params{2, 1, 5, 2}),
                 family::channels_first);
   j = memfmt::io::network_to_json(sliced);
   ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"axis": 2, "begin": 1, "end": 5, "step": 2})"));
@@ -267,13 +277,17 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   has(load(j), "nodes[1] ('crop') attrs: key 'axis' must be 1 (C) or a spatial axis (2 to 4), got 9");
   j["nodes"][1]["attrs"]["axis"] = 3;
   j["nodes"][1]["attrs"]["step"] = 0;
-  has(load(j), "node 'crop' (of 'x'): slice of axis 3 [1, 5) step 0: input [1, 8, 6, 6]: need 0 <= begin < end <= 6 and step >= 1");
+  has(load(j),
+      "node 'crop' (of 'x'): slice of axis 3 [1, 5) step 0: input [1, 8, 6, 6]: need 0 <= begin < end <= 6 and step >= "
+      "1");
   // A reduction's axes may be left out (over C), and its name before it took spatial axes,
   // "channel_reduce", still reads; other axes are named.
   network reduced;
-  reduced.output("y", reduced.reduce("norm", reduced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
-                                     {memfmt::reduce_op::l2, memfmt::axis_bit(2) | memfmt::axis_bit(3)}),
-                 family::channels_first);
+  reduced.output(
+      "y",
+      reduced.reduce("norm", reduced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
+                     {memfmt::reduce_op::l2, memfmt::axis_bit(2) | memfmt::axis_bit(3)}),
+      family::channels_first);
   j = memfmt::io::network_to_json(reduced);
   ASSERT_EQ(j["nodes"][1]["kind"], "reduce");
   ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"op": "l2", "axes": [2, 3]})"));
@@ -284,7 +298,9 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   j["nodes"][1]["attrs"]["axes"] = json::array({0, 1});
   has(load(j), "nodes[1] ('norm') attrs: key 'axes' must hold C (1) or spatial axes (2 to 4), got 0");
   j["nodes"][1]["attrs"]["axes"] = json::array({4});
-  has(load(j), "node 'norm' (of 'x'): reduce over axes [4]: input [1, 8, 6, 6]: the axes must be C (1) or spatial axes (2 to 3)");
+  has(load(j),
+      "node 'norm' (of 'x'): reduce over axes [4]: input [1, 8, 6, 6]: the axes must be C (1) or spatial axes (2 to "
+      "3)");
   // A concatenation's axis may be left out (along C); a transpose names its perm.
   network joined;
   const node_id jx = joined.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first);
@@ -312,7 +328,8 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
       "plan file: layers[3]: key 'format' is 'nhwc', not one of channels_first, channels_last");
   plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][0]["format"] = "channels_last";  // the input is pinned channels_first
-  has(memfmt_test::error_text([&] { memfmt::io::plan_from_json(plan, net, model); }), "node 'input' is pinned to channels_first");
+  has(memfmt_test::error_text([&] { memfmt::io::plan_from_json(plan, net, model); }),
+      "node 'input' is pinned to channels_first");
   has(memfmt_test::error_text([&] { memfmt::io::read_network_file("/nonexistent/net.json"); }),
       "network file '/nonexistent/net.json' cannot be opened");
 }

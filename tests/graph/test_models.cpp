@@ -56,7 +56,8 @@ std::map<std::string, entry> state_dict_of(const network& net) {
   std::map<std::string, entry> m;
   for (const node& n : net.nodes())
     for (const parameter_spec& p : net.parameters(n.id)) {
-      EXPECT_EQ(p.trainable, p.name.find("running_") == std::string::npos && p.name.find("num_batches") == std::string::npos)
+      EXPECT_EQ(p.trainable,
+                p.name.find("running_") == std::string::npos && p.name.find("num_batches") == std::string::npos)
           << p.name;
       EXPECT_TRUE(m.emplace(p.name, entry{std::string(memfmt::to_string(p.type)), p.extents}).second) << p.name;
     }
@@ -79,11 +80,13 @@ TEST(GraphModels, StateDictsAndParameterCountsAreTorchvisions) {
   const auto truth = read_fixture();
   models::options video;
   video.resolution = 112;
-  const std::pair<const char*, network> nets[] = {
-      {"resnet18", models::resnet18()},         {"resnet50", models::resnet50()},
-      {"resnext50_32x4d", models::resnext50_32x4d()}, {"mobilenet_v2", models::mobilenet_v2()},
-      {"vgg16_bn", models::vgg16_bn()},          {"r3d_18", models::r3d_18(video)},
-      {"shufflenet_v2_x1_0", models::shufflenet_v2_x1_0()}};
+  const std::pair<const char*, network> nets[] = {{"resnet18", models::resnet18()},
+                                                  {"resnet50", models::resnet50()},
+                                                  {"resnext50_32x4d", models::resnext50_32x4d()},
+                                                  {"mobilenet_v2", models::mobilenet_v2()},
+                                                  {"vgg16_bn", models::vgg16_bn()},
+                                                  {"r3d_18", models::r3d_18(video)},
+                                                  {"shufflenet_v2_x1_0", models::shufflenet_v2_x1_0()}};
   ASSERT_EQ(truth.size(), std::size(nets));
   for (const auto& [name, net] : nets) {
     SCOPED_TRACE(name);
@@ -116,7 +119,7 @@ TEST(GraphModels, ConvNeXtTiny) {
   const network net = models::convnext_tiny(o);
   EXPECT_EQ(net.parameter_count(), 28'589'128);
   EXPECT_EQ(count(net, node_kind::layer_norm), 18u + 3u + 2u);  // one per block, 3 downsamples, stem, classifier
-  EXPECT_EQ(count(net, node_kind::conv), 18u * 3u + 4u);         // 3 per block, stem, 3 downsamples
+  EXPECT_EQ(count(net, node_kind::conv), 18u * 3u + 4u);        // 3 per block, stem, 3 downsamples
   EXPECT_EQ(extents_of(net, "features.0.1"), (std::vector<std::int64_t>{2, 96, 56, 56}));
   EXPECT_EQ(extents_of(net, "features.1.2.block.3"), (std::vector<std::int64_t>{2, 384, 56, 56}));
   EXPECT_EQ(extents_of(net, "features.7.2.add"), (std::vector<std::int64_t>{2, 768, 7, 7}));
@@ -201,12 +204,15 @@ TEST(GraphModels, EveryModelSolvesAndVerifiesSmallAndFull) {
       o.width = small ? 0.25 : 1.0;
       o.resolution = small ? 32 : 224;  // 32: VGG's last map 1x1, upsampled to 7x7 as the adaptive pool does
       o.frames = small ? 4 : 16;
-      const std::pair<const char*, network> nets[] = {
-          {"resnet18", models::resnet18(o)},       {"resnet50", models::resnet50(o)},
-          {"resnext50", models::resnext50_32x4d(o)}, {"mobilenet_v2", models::mobilenet_v2(o)},
-          {"vgg16_bn", models::vgg16_bn(o)},        {"unet", models::unet(o)},
-          {"r3d_18", models::r3d_18(o)},           {"shufflenet_v2", models::shufflenet_v2_x1_0(o)},
-          {"convnext_tiny", models::convnext_tiny(o)}};
+      const std::pair<const char*, network> nets[] = {{"resnet18", models::resnet18(o)},
+                                                      {"resnet50", models::resnet50(o)},
+                                                      {"resnext50", models::resnext50_32x4d(o)},
+                                                      {"mobilenet_v2", models::mobilenet_v2(o)},
+                                                      {"vgg16_bn", models::vgg16_bn(o)},
+                                                      {"unet", models::unet(o)},
+                                                      {"r3d_18", models::r3d_18(o)},
+                                                      {"shufflenet_v2", models::shufflenet_v2_x1_0(o)},
+                                                      {"convnext_tiny", models::convnext_tiny(o)}};
       for (const auto& [name, net] : nets) {
         SCOPED_TRACE(std::string(name) + (small ? " small " : " full ") + std::string(memfmt::to_string(type)));
         const cost_model model;

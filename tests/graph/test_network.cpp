@@ -69,7 +69,8 @@ TEST(GraphNetwork, PoolPadUpsampleShapes) {
   // MaxPool2d(3, 2, padding=1, ceil_mode=True) on 6: ceil(5 / 2) + 1 = 4, last window starts at 5: kept.
   EXPECT_EQ(net.at(net.max_pool("ceil2", x, 3, 2, 1, true)).extents, (dims{1, 4, 4, 4}));
   EXPECT_EQ(net.at(net.max_pool("floor", x, 3, 2, 1)).extents, (dims{1, 4, 3, 3}));
-  expect_error([&] { net.max_pool("half", x, 2, 2, 2); }, errc::invalid_argument, {"'half'", "padding 2/2", "padding < kernel"});
+  expect_error([&] { net.max_pool("half", x, 2, 2, 2); }, errc::invalid_argument,
+               {"'half'", "padding 2/2", "padding < kernel"});
   // ONNX pads up to kernel - 1: (6 + 2 + 2 - 3) / 2 + 1 = 4.
   EXPECT_EQ(net.at(net.max_pool("wide", x, 3, 2, 2)).extents, (dims{1, 4, 4, 4}));
   memfmt::pad_params pad;
@@ -78,7 +79,8 @@ TEST(GraphNetwork, PoolPadUpsampleShapes) {
   pad.end = {3, 0, 0};
   EXPECT_EQ(net.at(net.pad("reflect", x, pad)).extents, (dims{1, 4, 10, 8}));
   pad.begin = {6, 0, 0};
-  expect_error([&] { net.pad("too_far", x, pad); }, errc::invalid_argument, {"'too_far'", "reflect pad 6/3", "extent 6"});
+  expect_error([&] { net.pad("too_far", x, pad); }, errc::invalid_argument,
+               {"'too_far'", "reflect pad 6/3", "extent 6"});
   EXPECT_EQ(net.at(net.upsample("x2", x, 2, memfmt::resample_mode::linear)).extents, (dims{1, 4, 12, 12}));
   memfmt::upsample_params size;
   size.output = {5, 9, 1};
@@ -94,13 +96,18 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(net.at(net.mul("excite", s, x)).extents, (dims{2, 6, 5, 5}));
   EXPECT_EQ(net.at(net.binary("div", x, s, memfmt::binary_op::div)).extents, (dims{2, 6, 5, 5}));
   const node_id other = net.input("y", {2, 3, 5, 5}, memfmt::dtype::bfloat16, family::channels_last);
-  expect_error([&] { net.add("sum", x, other); }, errc::invalid_argument, {"'sum'", "'x' [2, 6, 5, 5]", "'y' [2, 3, 5, 5]"});
+  expect_error([&] { net.add("sum", x, other); }, errc::invalid_argument,
+               {"'sum'", "'x' [2, 6, 5, 5]", "'y' [2, 3, 5, 5]"});
   const auto parts = net.split("split", x, {2, 4});
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(net.at(parts[1]).name, "split.1");
   EXPECT_EQ(net.at(parts[1]).extents, (dims{2, 4, 5, 5}));
   EXPECT_EQ(net.at(parts[1]).get<memfmt::slice_params>().begin, 2);
-  expect_error([&] { net.split("bad_split", x, {2, 3}); }, errc::invalid_argument, {"'bad_split'", "[2, 3]", "sum to C"});
+  expect_error(
+      [&] {
+        net.split("bad_split", x, {2, 3});
+      },
+      errc::invalid_argument, {"'bad_split'", "[2, 3]", "sum to C"});
   EXPECT_EQ(net.at(net.concat("cat", {parts[1], parts[0]})).extents, (dims{2, 6, 5, 5}));
   // Along a spatial axis: the parts agree outside it; a transpose swaps spatial extents.
   const node_id crop = net.slice("crop", x, memfmt::slice_params{3, 0, 2, 1});  // [2, 6, 5, 2]
@@ -108,16 +115,23 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(net.at(swapped).extents, (dims{2, 6, 2, 5}));
   EXPECT_EQ(net.at(net.concat("hcat", {x, swapped}, {2})).extents, (dims{2, 6, 7, 5}));
   EXPECT_EQ(net.at(net.concat("wcat", {x, crop}, {3})).extents, (dims{2, 6, 5, 7}));
-  expect_error([&] { net.concat("bad_hcat", {x, crop}, {2}); }, errc::invalid_argument,
-               {"'bad_hcat'", "'crop' [2, 6, 5, 2]", "does not match 'x' [2, 6, 5, 5]", "outside axis 2"});
+  expect_error(
+      [&] {
+        net.concat("bad_hcat", {x, crop}, {2});
+      },
+      errc::invalid_argument,
+      {"'bad_hcat'", "'crop' [2, 6, 5, 2]", "does not match 'x' [2, 6, 5, 5]", "outside axis 2"});
   expect_error([&] { net.concat("ncat", {x, x}, {0}); }, errc::invalid_argument, {"'ncat'", "concat axis 0"});
   expect_error([&] { net.concat("far", {x, x}, {4}); }, errc::invalid_argument, {"'far'", "concat axis 4"});
-  expect_error([&] { net.transpose("bad_swap", x, {0, 2, 1, 3}); }, errc::invalid_argument,
-               {"'bad_swap'", "transpose [0, 2, 1, 3]", "perm must keep N and C first"});
+  expect_error(
+      [&] {
+        net.transpose("bad_swap", x, {0, 2, 1, 3});
+      },
+      errc::invalid_argument, {"'bad_swap'", "transpose [0, 2, 1, 3]", "perm must keep N and C first"});
   expect_error([&] { net.transpose("short", x, {0, 1, 2}); }, errc::invalid_argument, {"'short'", "one entry per dim"});
   const node_id gn = net.group_norm("gn", x, 3);
   EXPECT_EQ(net.parameters(gn).size(), 2u);
-  EXPECT_EQ(net.parameters(gn)[0].type, memfmt::dtype::float32);  // a bfloat16 norm's parameters, as AMP keeps them
+  EXPECT_EQ(net.parameters(gn)[0].type, memfmt::dtype::float32);     // a bfloat16 norm's parameters, as AMP keeps them
   EXPECT_EQ(net.parameters(net.instance_norm("in", x)).size(), 0u);  // InstanceNorm2d(affine=False)
   expect_error([&] { net.group_norm("gn4", x, 4); }, errc::invalid_argument, {"'gn4'", "groups 4", "channels 6"});
   const node_id bn = net.batch_norm("bn", x, {1e-3, 0.01, false});
@@ -144,9 +158,9 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
 }
 
-// A constant is a buffer (or, trainable, a parameter) named "<node>.value" of its extents; it costs nothing in either format,
-// so the solver lays it out as its readers run and no conversion of it is planned. PyTorch's eager
-// rules keep a 4-D buffer channels_last after model.to(channels_last), other ranks contiguous.
+// A constant is a buffer (or, trainable, a parameter) named "<node>.value" of its extents; it costs nothing in either
+// format, so the solver lays it out as its readers run and no conversion of it is planned. PyTorch's eager rules keep a
+// 4-D buffer channels_last after model.to(channels_last), other ranks contiguous.
 TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   network net;
   const node_id x = net.input("x", {2, 3, 6, 6}, memfmt::dtype::float32, family::channels_first);
@@ -189,12 +203,21 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   EXPECT_EQ(eager.format(pos), family::channels_last);
   EXPECT_NE(eager.nodes[pos].reason.find("4-D buffers"), std::string::npos) << eager.nodes[pos].reason;
 
-  expect_error([&] { net.constant("flat3", {1, 3, 4}, memfmt::dtype::float32); }, errc::invalid_argument,
-               {"'flat3'", "[1, 3, 4]", "rank 2, 4 or 5"});
-  expect_error([&] { net.constant("empty", {1, 0, 2, 2}, memfmt::dtype::float32); }, errc::invalid_argument,
-               {"'empty'", "[1, 0, 2, 2]", ">= 1"});
-  expect_error([&] { net.constant("ints", {1, 3, 1, 1}, memfmt::dtype::int64); }, errc::invalid_argument,
-               {"'ints'", "int64", "floating-point"});
+  expect_error(
+      [&] {
+        net.constant("flat3", {1, 3, 4}, memfmt::dtype::float32);
+      },
+      errc::invalid_argument, {"'flat3'", "[1, 3, 4]", "rank 2, 4 or 5"});
+  expect_error(
+      [&] {
+        net.constant("empty", {1, 0, 2, 2}, memfmt::dtype::float32);
+      },
+      errc::invalid_argument, {"'empty'", "[1, 0, 2, 2]", ">= 1"});
+  expect_error(
+      [&] {
+        net.constant("ints", {1, 3, 1, 1}, memfmt::dtype::int64);
+      },
+      errc::invalid_argument, {"'ints'", "int64", "floating-point"});
   expect_error([&] { net.constant("huge", {two62, 4, 1, 1}, memfmt::dtype::float32); }, errc::overflow, {"'huge'"});
   expect_error([&] { net.add("wrong", x, pos); }, errc::invalid_argument, {"'wrong'", "'pos' [1, 8, 6, 6]"});
 }
@@ -235,8 +258,8 @@ TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
   const node_id s = net.channel_shuffle("shuffle", c, 3);
   const node_id d = net.depth_to_space("d2s", s, 2);
   const node_id u = net.space_to_depth("s2d", d, 2, memfmt::block_order::dcr);
-  const node_id v = net.channel_shuffle("shuffle3d", net.input("v", {1, 4, 2, 3, 2}, memfmt::dtype::float32,
-                                                                 family::channels_first), 2);
+  const node_id v = net.channel_shuffle(
+      "shuffle3d", net.input("v", {1, 4, 2, 3, 2}, memfmt::dtype::float32, family::channels_first), 2);
   net.output("y", net.conv("conv2", u, conv_spec(4, 1)), family::channels_first);
   net.output("w", v, family::channels_first);
   EXPECT_EQ(net.at(s).extents, (dims{2, 12, 4, 6}));
@@ -323,27 +346,44 @@ TEST(GraphNetwork, HostileExtentsAreRefused) {
   const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
   expect_error([&] { net.upsample("up", x, two62); }, errc::overflow, {"'up'", "16 * 4611686018427387904"});
   const node_id wide = net.input("wide", {1, two62, 1, 1}, memfmt::dtype::uint8, family::channels_first);
-  expect_error([&] { net.concat("cat", {wide, wide, wide}); }, errc::overflow,
-               {"'cat'", "concat: ", "4611686018427387904 + 4611686018427387904"});
+  expect_error(
+      [&] {
+        net.concat("cat", {wide, wide, wide});
+      },
+      errc::overflow, {"'cat'", "concat: ", "4611686018427387904 + 4611686018427387904"});
   // No elements, but C x H x W past 64 bits: its dense strides (and a flatten's features) would wrap.
-  expect_error([&] { net.input("empty", {0, std::int64_t{1} << 40, std::int64_t{1} << 40, 1}, memfmt::dtype::float32,
-                               family::channels_first); },
-               errc::overflow, {"'empty'", "dense strides", "[0, 1099511627776, 1099511627776, 1]"});
-  expect_error([&] { net.input("huge", {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1}, memfmt::dtype::float32,
-                               family::channels_first); },
-               errc::overflow, {"'huge'", "[1099511627776, 1099511627776, 1, 1]"});
-  expect_error([&] { net.input("bytes", {1, two62, 1, 1}, memfmt::dtype::float32, family::channels_first); },
-               errc::overflow, {"'bytes'", "4611686018427387904 elements of 4 bytes"});
-  expect_error([&] { net.opaque("neg", {x}, {-2, -8, 16, 16}, family::channels_first); }, errc::invalid_argument,
-               {"'neg'", "negative size", "[-2, -8, 16, 16]"});
+  expect_error(
+      [&] {
+        net.input("empty", {0, std::int64_t{1} << 40, std::int64_t{1} << 40, 1}, memfmt::dtype::float32,
+                  family::channels_first);
+      },
+      errc::overflow, {"'empty'", "dense strides", "[0, 1099511627776, 1099511627776, 1]"});
+  expect_error(
+      [&] {
+        net.input("huge", {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1}, memfmt::dtype::float32,
+                  family::channels_first);
+      },
+      errc::overflow, {"'huge'", "[1099511627776, 1099511627776, 1, 1]"});
+  expect_error(
+      [&] {
+        net.input("bytes", {1, two62, 1, 1}, memfmt::dtype::float32, family::channels_first);
+      },
+      errc::overflow, {"'bytes'", "4611686018427387904 elements of 4 bytes"});
+  expect_error(
+      [&] {
+        net.opaque("neg", {x}, {-2, -8, 16, 16}, family::channels_first);
+      },
+      errc::invalid_argument, {"'neg'", "negative size", "[-2, -8, 16, 16]"});
   expect_error([&] { net.conv("pad62", x, conv_spec(8, 3, 1, two62)); }, errc::overflow,
                {"'pad62'", "padded extent", "4611686018427387904"});
   conv_attrs big_kernel = conv_spec(8, 3, 1, 1);
   big_kernel.params.dilation = {two62, two62, 1};
   expect_error([&] { net.conv("dilated", x, big_kernel); }, errc::overflow, {"'dilated'", "dilated kernel"});
   // A weight too large for 64 bits is refused although the activation fits.
-  const node_id bytes = net.flatten("f", net.input("small", {1, 8, 2, 2}, memfmt::dtype::uint8, family::channels_first));
-  expect_error([&] { net.linear("fc", bytes, two62); }, errc::overflow, {"'fc'", "'fc.weight'", "[4611686018427387904, 32]"});
+  const node_id bytes =
+      net.flatten("f", net.input("small", {1, 8, 2, 2}, memfmt::dtype::uint8, family::channels_first));
+  expect_error([&] { net.linear("fc", bytes, two62); }, errc::overflow,
+               {"'fc'", "'fc.weight'", "[4611686018427387904, 32]"});
   EXPECT_EQ(net.size(), 4u);  // x, wide, small, f: nothing refused was added
 }
 

@@ -48,8 +48,8 @@ TEST(GraphNetworks, PlanBeatsNaiveAndGreedy) {
       }
       for (const node& n : net.nodes()) EXPECT_NE(report.find("  " + n.name + " ("), std::string::npos) << n.name;
       std::printf("%s %s: plan %zu conversions + %zu relabels (%s), greedy %zu (%s), naive %zu (%s)\n", entry.name,
-                  std::string(memfmt::to_string(type)).c_str(), p.copies(), p.relabels(), cost_string(p.total()).c_str(),
-                  greedy.copies(), cost_string(greedy.total()).c_str(), naive.copies(),
+                  std::string(memfmt::to_string(type)).c_str(), p.copies(), p.relabels(),
+                  cost_string(p.total()).c_str(), greedy.copies(), cost_string(greedy.total()).c_str(), naive.copies(),
                   cost_string(naive.total()).c_str());
     }
 }
@@ -68,7 +68,8 @@ TEST(GraphNetworks, GroupedAndDepthwiseFollowTheirPriors) {
     const conv_speedup prior =
         default_conv_speedup(224, net.at(id).get<conv_attrs>().params.groups, 9, 4, memfmt::dtype::float32);
     EXPECT_EQ(p.format(id), prior.channels_last > 1 ? family::channels_last : family::channels_first)
-        << net.at(id).name << ": " << prior.basis << "\n" << explain(net, model, p);
+        << net.at(id).name << ": " << prior.basis << "\n"
+        << explain(net, model, p);
   }
   EXPECT_EQ(p.format(dw1), family::channels_last);
   EXPECT_EQ(p.format(grouped), family::channels_first);

@@ -92,10 +92,11 @@ TEST(GraphPolicies, LostChannelsLastListsTheLayersWithoutSupport) {
   for (node_id id : lost_channels_last(net, p)) lost.push_back(net.at(id).name);
   // Each reads a channels_last input and returns contiguous in PyTorch (the fixture).
   // The thrashing verify() reports: NCHW-only layers between channels_last convs.
-  EXPECT_EQ(verify(net, model, p), (std::vector<std::string>{
-                                       "'inorm' sits between inverse conversions channels_last -> channels_first -> channels_last",
-                                       "'rpad' sits between inverse conversions channels_last -> channels_first -> channels_last",
-                                       "'rep' sits between inverse conversions channels_last -> channels_first -> channels_last"}));
+  EXPECT_EQ(verify(net, model, p),
+            (std::vector<std::string>{
+                "'inorm' sits between inverse conversions channels_last -> channels_first -> channels_last",
+                "'rpad' sits between inverse conversions channels_last -> channels_first -> channels_last",
+                "'rep' sits between inverse conversions channels_last -> channels_first -> channels_last"}));
   EXPECT_EQ(lost, (std::vector<std::string>{"up", "inorm", "rpad", "rep", "softmax", "add_cf_first", "cat_mixed",
                                             "cat_cf_first", "shuffle", "inorm2", "pool_h"}));
   // All channels_last loses it only at the barrier that writes NCHW (outputs are no operators).
@@ -104,8 +105,9 @@ TEST(GraphPolicies, LostChannelsLastListsTheLayersWithoutSupport) {
 }
 
 TEST(GraphPolicies, EveryPolicyGivesAVerifiedPlanAndOptimalIsTheLeast) {
-  for (const network& net : {zoo::eager_mixed(), small_unet(), models::resnet50(zoo::sized(memfmt::dtype::float32, 2, 64)),
-                             models::mobilenet_v2(zoo::sized(memfmt::dtype::bfloat16, 2, 64))}) {
+  for (const network& net :
+       {zoo::eager_mixed(), small_unet(), models::resnet50(zoo::sized(memfmt::dtype::float32, 2, 64)),
+        models::mobilenet_v2(zoo::sized(memfmt::dtype::bfloat16, 2, 64))}) {
     const cost_model model;
     const plan best = plan_with(net, model, policy::optimal);
     EXPECT_EQ(best.total(), solve(net, model).total());

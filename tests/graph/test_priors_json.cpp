@@ -83,7 +83,8 @@ TEST(PriorsJson, MalformedFilesNameTheRowAndKey) {
       {"no benchmark", [&](json& j) { j["rows"][bw].erase("benchmark"); },
        "rows[" + std::to_string(bw) + "]: key 'benchmark' is missing"},
       {"no key", [&](json& j) { j["rows"][bw].erase("memory_bytes_per_ns"); }, "key 'memory_bytes_per_ns' is missing"},
-      {"not positive", [&](json& j) { j["rows"][kxk]["low_precision"] = 0; }, "cost_priors::kxk_conv.low_precision = 0"},
+      {"not positive", [&](json& j) { j["rows"][kxk]["low_precision"] = 0; },
+       "cost_priors::kxk_conv.low_precision = 0"},
       {"pin unit", [](json& j) { j["preferred_pin_unit_ns"] = 1.5; }, "key 'preferred_pin_unit_ns' must be an integer"},
   };
   for (const malformed& m : cases) {

@@ -21,7 +21,7 @@ using namespace memfmt::graph;
 
 struct parsed_dot {
   std::set<std::pair<node_id, node_id>> edges, marked;  // marked: conversion edges
-  std::size_t first = 0, last = 0, none = 0;             // boxes by fill colour
+  std::size_t first = 0, last = 0, none = 0;            // boxes by fill colour
 };
 
 // Reads the DOT text line by line (plain string parsing: GCC 12 warns inside <regex> under the

@@ -1,5 +1,5 @@
-// graph/detail/residual_cut.hpp (the planner's minimum cut) against brute force (every s-t cut of small random graphs) and on a
-// chain deep enough that a recursive search would exhaust a small thread stack.
+// graph/detail/residual_cut.hpp (the planner's minimum cut) against brute force (every s-t cut of small random graphs)
+// and on a chain deep enough that a recursive search would exhaust a small thread stack.
 #include <gtest/gtest.h>
 #include <pthread.h>
 

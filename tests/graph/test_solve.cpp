@@ -98,7 +98,11 @@ std::vector<std::size_t> identity(std::size_t n) {
 recipe random_recipe(std::mt19937& rng, bool random_costs) {
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   recipe r;
-  struct value { std::string name; std::int64_t channels; bool spatial, pooled; };
+  struct value {
+    std::string name;
+    std::int64_t channels;
+    bool spatial, pooled;
+  };
   std::vector<value> values;
   const std::size_t inputs = 1 + pick(2), ops = 4 + pick(7);
   for (std::size_t i = 0; i < inputs; ++i) {
@@ -125,8 +129,14 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         values.push_back({name, out, true, false});
         break;
       }
-      case 2: r.ops.push_back({node_kind::batch_norm, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
-      case 3: r.ops.push_back({node_kind::activation, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
+      case 2:
+        r.ops.push_back({node_kind::batch_norm, name, {in.name}});
+        values.push_back({name, in.channels, true, false});
+        break;
+      case 3:
+        r.ops.push_back({node_kind::activation, name, {in.name}});
+        values.push_back({name, in.channels, true, false});
+        break;
       case 4: {
         std::vector<std::string> same;
         for (const value& v : values)
@@ -146,10 +156,19 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         values.push_back({name, in.channels + other.channels, true, false});
         break;
       }
-      case 6: r.ops.push_back({node_kind::pool, name, {in.name}}); values.push_back({name, in.channels, true, false}); break;
+      case 6:
+        r.ops.push_back({node_kind::pool, name, {in.name}});
+        values.push_back({name, in.channels, true, false});
+        break;
       case 7: {  // a barrier that may read one format and write the other
         const family writes = pick(2) ? family::channels_last : family::channels_first;
-        r.ops.push_back({node_kind::opaque, name, {in.name}, in.channels, 1, 1, writes,
+        r.ops.push_back({node_kind::opaque,
+                         name,
+                         {in.name},
+                         in.channels,
+                         1,
+                         1,
+                         writes,
                          pick(2) ? family::channels_last : family::channels_first});
         values.push_back({name, in.channels, true, false});
         break;
@@ -170,12 +189,18 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   std::size_t outputs = 0;
   for (const value& v : values)
     if (!used.count(v.name) && r.ops.size() < 13)
-      r.ops.push_back({node_kind::output, "out" + std::to_string(outputs++), {v.name}, 0, 1, 1,
+      r.ops.push_back({node_kind::output,
+                       "out" + std::to_string(outputs++),
+                       {v.name},
+                       0,
+                       1,
+                       1,
                        pick(2) ? family::channels_last : family::channels_first});
   if (!random_costs) return r;
   std::set<std::string> mandatory;
   for (const op& o : r.ops) {
-    if (o.kind == node_kind::input || o.kind == node_kind::output || o.kind == node_kind::opaque) mandatory.insert(o.name);
+    if (o.kind == node_kind::input || o.kind == node_kind::output || o.kind == node_kind::opaque)
+      mandatory.insert(o.name);
     if (o.kind == node_kind::linear || o.kind == node_kind::input || o.kind == node_kind::output) continue;
     if (pick(5) == 0 && !mandatory.count(o.name)) {
       const family f = pick(2) ? family::channels_last : family::channels_first;
@@ -207,9 +232,18 @@ std::size_t count_inherit_breaks(const network& net, const std::vector<std::opti
       if (net.at(i).kind == node_kind::constant && net.at(i).extents.size() >= 4) constants.insert(i);
     for (node_id c : constants) breaks += f[c] != f[n.id];
     switch (n.kind) {
-      case node_kind::batch_norm: case node_kind::instance_norm: case node_kind::group_norm: case node_kind::pad:
-      case node_kind::activation: case node_kind::binary: case node_kind::pool: case node_kind::global_pool:
-      case node_kind::upsample: case node_kind::concat: case node_kind::slice: case node_kind::softmax:
+      case node_kind::batch_norm:
+      case node_kind::instance_norm:
+      case node_kind::group_norm:
+      case node_kind::pad:
+      case node_kind::activation:
+      case node_kind::binary:
+      case node_kind::pool:
+      case node_kind::global_pool:
+      case node_kind::upsample:
+      case node_kind::concat:
+      case node_kind::slice:
+      case node_kind::softmax:
       case node_kind::dropout: break;
       default: continue;
     }
@@ -228,8 +262,8 @@ std::size_t count_inherit_breaks(const network& net, const plan& p) {
 }
 
 struct brute_force_result {
-  std::vector<node_id> vars;     // the nodes with a layout; bit i of a mask is vars[i] channels_last
-  std::vector<score> by_mask;    // infeasible where pins or support forbid the assignment
+  std::vector<node_id> vars;   // the nodes with a layout; bit i of a mask is vars[i] channels_last
+  std::vector<score> by_mask;  // infeasible where pins or support forbid the assignment
   score best = infeasible;
   std::vector<std::array<score, 2>> best_with;  // best with node id in family f
 
@@ -305,7 +339,8 @@ TEST(GraphSolve, MinCutEqualsBruteForceOnRandomDags) {
     const brute_force_result truth = brute_force(b.net, b.model);
     // Primary: the minimum total; secondary: the fewest inherit breaks among plans of that total.
     ASSERT_EQ(p.total(), truth.best.first) << "trial " << trial << "\n" << explain(b.net, b.model, p);
-    ASSERT_EQ(count_inherit_breaks(b.net, p), truth.best.second) << "trial " << trial << "\n" << explain(b.net, b.model, p);
+    ASSERT_EQ(count_inherit_breaks(b.net, p), truth.best.second) << "trial " << trial << "\n"
+                                                                 << explain(b.net, b.model, p);
     EXPECT_EQ(p.inherit_breaks, truth.best.second) << "trial " << trial;
     EXPECT_EQ(verify(b.net, b.model, p), std::vector<std::string>{}) << "trial " << trial;
     // How often the secondary criterion changed something: the best plan by total alone (lowest mask
@@ -357,9 +392,10 @@ TEST(GraphSolve, MinCutEqualsBruteForceOnRandomDags) {
   EXPECT_GT(lexicographic_wins, 20);
   EXPECT_GT(tied_conversions, 10);
   EXPECT_GT(conversions_placed_by_inheritance, 2);
-  std::printf("ties %d (by inheritance %d), secondary changed the plan in %d trials, tied conversions %d (by "
-              "inheritance %d)\n",
-              with_ties, ties_by_inheritance, lexicographic_wins, tied_conversions, conversions_placed_by_inheritance);
+  std::printf(
+      "ties %d (by inheritance %d), secondary changed the plan in %d trials, tied conversions %d (by "
+      "inheritance %d)\n",
+      with_ties, ties_by_inheritance, lexicographic_wins, tied_conversions, conversions_placed_by_inheritance);
 }
 
 // conv 1x1 (fp32 prior: NCHW faster) -> bn -> relu -> conv 3x3 (NHWC faster): the conversion costs
@@ -433,7 +469,8 @@ TEST(GraphSolve, SamePlanForAnyInsertionOrder) {
     while (!pending.empty()) {
       std::vector<std::size_t> ready;
       for (std::size_t i : pending)
-        if (std::all_of(r.ops[i].inputs.begin(), r.ops[i].inputs.end(), [&](const auto& n) { return placed.count(n) > 0; }))
+        if (std::all_of(r.ops[i].inputs.begin(), r.ops[i].inputs.end(),
+                        [&](const auto& n) { return placed.count(n) > 0; }))
           ready.push_back(i);
       const std::size_t i = ready[rng() % ready.size()];
       order.push_back(i);

@@ -67,12 +67,13 @@ TEST(TimingCacheJson, ALoadedCachePlansAsTheOriginal) {
 
 TEST(TimingCacheJson, AnotherDevicesOrVersionsFileIsRefusedNamingWhoseItIs) {
   const std::string text = memfmt::io::save_timing_cache(sample());
-  for (const cache_key& other : {cache_key{"Other CPU (isa avx512_core)", "onednn", "2.6.3"},
-                                 cache_key{key().device, "reference", "2.6.3"},
-                                 cache_key{key().device, "onednn", "3.1.0"}}) {
+  for (const cache_key& other :
+       {cache_key{"Other CPU (isa avx512_core)", "onednn", "2.6.3"}, cache_key{key().device, "reference", "2.6.3"},
+        cache_key{key().device, "onednn", "3.1.0"}}) {
     const std::string e = memfmt_test::error_text([&] { memfmt::io::load_timing_cache(text, other); });
-    EXPECT_NE(e.find("timing cache file holds the measurements of device 'Test CPU 9000 (isa avx2)', backend onednn 2.6.3"),
-              std::string::npos)
+    EXPECT_NE(
+        e.find("timing cache file holds the measurements of device 'Test CPU 9000 (isa avx2)', backend onednn 2.6.3"),
+        std::string::npos)
         << e;
     EXPECT_NE(e.find(to_string(other)), std::string::npos) << e;
   }
@@ -102,14 +103,15 @@ TEST(TimingCacheJson, MalformedFilesNameTheKey) {
       {"ns fraction", [](json& j) { j["layers"][0]["channels_last_ns"] = 1.5; },
        "layers[0]: key 'channels_last_ns' must be an integer"},
       {"negative", [](json& j) { j["layers"][0]["channels_first_ns"] = -3; }, "key 'channels_first_ns' is -3"},
-      {"both null",
-       [](json& j) { j["layers"][0]["channels_first_ns"] = j["layers"][0]["channels_last_ns"] = nullptr; },
+      {"both null", [](json& j) { j["layers"][0]["channels_first_ns"] = j["layers"][0]["channels_last_ns"] = nullptr; },
        "layers[0]: keys 'channels_first_ns' and 'channels_last_ns' are both null"},
       {"twice", [](json& j) { j["layers"].push_back(j["layers"][0]); }, "layers[2]: key 'signature'"},
       {"from", [](json& j) { j["conversions"][0]["from"] = "nhwc"; },
        "conversions[0]: key 'from' is 'nhwc', not one of channels_first, channels_last"},
-      {"conversion null", [](json& j) { j["conversions"][2]["ns"] = nullptr; }, "conversions[2]: key 'ns' must be an integer"},
-      {"conversion twice", [](json& j) { j["conversions"].push_back(j["conversions"][1]); }, "conversions[3]: conversion"},
+      {"conversion null", [](json& j) { j["conversions"][2]["ns"] = nullptr; },
+       "conversions[2]: key 'ns' must be an integer"},
+      {"conversion twice", [](json& j) { j["conversions"].push_back(j["conversions"][1]); },
+       "conversions[3]: conversion"},
   };
   for (const malformed& m : cases) {
     json j = valid;
@@ -119,7 +121,9 @@ TEST(TimingCacheJson, MalformedFilesNameTheKey) {
   }
   const std::string syntax = memfmt_test::error_text([] { memfmt::io::load_timing_cache("{\"format\": \n"); });
   EXPECT_NE(syntax.find("timing cache file: not valid JSON"), std::string::npos) << syntax;
-  EXPECT_NE(memfmt_test::error_text([] { memfmt::io::read_timing_cache_file("/nonexistent/cache.json"); }).find("cannot be opened"),
+  EXPECT_NE(memfmt_test::error_text([] {
+              memfmt::io::read_timing_cache_file("/nonexistent/cache.json");
+            }).find("cannot be opened"),
             std::string::npos);
 }
 

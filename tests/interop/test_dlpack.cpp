@@ -84,8 +84,7 @@ TEST(DlpackDtype, MatchesTorchEncoding) {
     EXPECT_EQ(r.got.lanes, 1) << r.name;
     EXPECT_EQ(memfmt::dlpack::to_string(r.got), r.name);
   }
-  EXPECT_TRUE(memfmt::dlpack::same_dtype(memfmt::dlpack::dtype_for<const float>(),
-                                         memfmt::dlpack::dtype_for<float>()));
+  EXPECT_TRUE(memfmt::dlpack::same_dtype(memfmt::dlpack::dtype_for<const float>(), memfmt::dlpack::dtype_for<float>()));
   EXPECT_EQ(memfmt::dlpack::to_string(DLDataType{2, 32, 4}), "code 2 bits 32 lanes 4");
 }
 
@@ -205,9 +204,9 @@ TEST(DlpackIn, NullStridesOfAnEmptyHugeTensorAreRefused) {
   float f = 0;
   const std::int64_t q = std::int64_t{1} << 62;
   dl_fixture e(&f, {0, q, q, q}, {}, memfmt::dlpack::dtype_for<float>());
-  expect_contains(error_message([&] { memfmt::view_as<memfmt::nchw, float>(e.t); }, errc::overflow),
-                  {"strides NULL", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]",
-                   "overflows 64 bits"});
+  expect_contains(
+      error_message([&] { memfmt::view_as<memfmt::nchw, float>(e.t); }, errc::overflow),
+      {"strides NULL", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]", "overflows 64 bits"});
   // An address past the end of the address space is refused too.
   dl_fixture a(reinterpret_cast<void*>(~std::uintptr_t{0} - 15), {1, 1, 1, 1}, {}, memfmt::dlpack::dtype_for<float>(),
                DLDevice{kDLCPU, 0}, 64);
@@ -221,8 +220,8 @@ TEST(DlpackIn, RejectsNonDenseAndNullData) {
   const dims bad_strides[] = {{96, 32, 8, 1}, {60, 20, 1, 4}, {0, 20, 5, 1}, {48, 16, 4, 1}};
   for (const auto& s : bad_strides) {
     dl_fixture f(buf.data(), {2, 3, 4, 5}, s, dt);
-    EXPECT_EQ(error_message([&] { memfmt::view_as<memfmt::nchw, float>(f.t); }, errc::format_mismatch).find(
-                  memfmt::detail::dims_to_string(s)) != std::string::npos,
+    EXPECT_EQ(error_message([&] { memfmt::view_as<memfmt::nchw, float>(f.t); }, errc::format_mismatch)
+                      .find(memfmt::detail::dims_to_string(s)) != std::string::npos,
               true);
     error_message([&] { memfmt::view_as<memfmt::nhwc, float>(f.t); }, errc::format_mismatch);
   }
@@ -265,8 +264,8 @@ void expect_torch_acceptable(const DLManagedTensor* m, const V& v, DLDevice dev)
   if (!std::is_same_v<U, bool>) {  // torch 1.13 accepts exactly these (code, bits)
     const bool ok = (t.dtype.code == kDLFloat && (t.dtype.bits == 16 || t.dtype.bits == 32 || t.dtype.bits == 64)) ||
                     (t.dtype.code == kDLBfloat && t.dtype.bits == 16) ||
-                    (t.dtype.code == kDLInt && (t.dtype.bits == 8 || t.dtype.bits == 16 || t.dtype.bits == 32 ||
-                                                t.dtype.bits == 64)) ||
+                    (t.dtype.code == kDLInt &&
+                     (t.dtype.bits == 8 || t.dtype.bits == 16 || t.dtype.bits == 32 || t.dtype.bits == 64)) ||
                     (t.dtype.code == kDLUInt && t.dtype.bits == 8);
     EXPECT_TRUE(ok) << memfmt::dlpack::to_string(t.dtype);
   }
@@ -321,8 +320,7 @@ TEST(DlpackOut, PaddedViewExportsItsStridesButIsNotDense) {
   const memfmt::nhwc_view<float> v(buf.data() + 3, lay);
   memfmt::dlpack::unique_managed m(memfmt::to_dlpack(v));
   expect_torch_acceptable(m.get(), v, DLDevice{kDLCPU, 0});
-  const std::string msg =
-      error_message([&] { memfmt::view_as<memfmt::nhwc, float>(*m); }, errc::format_mismatch);
+  const std::string msg = error_message([&] { memfmt::view_as<memfmt::nhwc, float>(*m); }, errc::format_mismatch);
   expect_contains(msg, {"[2, 3, 4, 5]", "[320, 1, 80, 8]", "not dense in nhwc"});
 }
 
@@ -333,9 +331,9 @@ TEST(DlpackOut, CudaDeviceAndConstView) {
   expect_torch_acceptable(m.get(), v, DLDevice{kDLCUDA, 3});
   const auto back = memfmt::view_as<memfmt::nchw, const float>(*m, kDLCUDA);
   EXPECT_EQ(back.data(), pretend_device);
-  expect_contains(error_message([&] { memfmt::view_as<memfmt::nchw, const float>(*m, kDLCPU); },
-                                errc::invalid_argument),
-                  {"on cuda:3"});
+  expect_contains(
+      error_message([&] { memfmt::view_as<memfmt::nchw, const float>(*m, kDLCPU); }, errc::invalid_argument),
+      {"on cuda:3"});
 }
 
 TEST(DlpackOut, DeleterReleasesOwnerExactlyThen) {

@@ -124,13 +124,12 @@ void check_fixture_rank(const std::vector<fixture_row>& rows, int* checked, int*
     if (v_first) expect_addresses_match_strides(*v_first, base, r.sizes, r.strides);
     if (v_last) expect_addresses_match_strides(*v_last, base, r.sizes, r.strides);
     if (!r.contiguous) {
-      const std::string msg = error_message([&] { memfmt::view_as<First>(base, r.sizes, r.strides); },
-                                            errc::format_mismatch);
+      const std::string msg =
+          error_message([&] { memfmt::view_as<First>(base, r.sizes, r.strides); }, errc::format_mismatch);
       EXPECT_NE(msg.find(std::string("not dense in ") + First::name), std::string::npos) << msg;
       if (r.channels_last)
         EXPECT_NE(msg.find(std::string("they are dense in ") + Last::name), std::string::npos) << msg;
-      else
-        EXPECT_NE(msg.find("not dense in any format"), std::string::npos) << msg;
+      else EXPECT_NE(msg.find("not dense in any format"), std::string::npos) << msg;
     }
   }
 }
@@ -239,17 +238,17 @@ void check_both_views_agree(const dims& sizes, const dims& strides) {
 }
 
 TEST(FromStridedAmbiguous, BothFormatsSameAddresses) {
-  using memfmt::nchw;
-  using memfmt::nhwc;
   using memfmt::ncdhw;
+  using memfmt::nchw;
   using memfmt::ndhwc;
-  check_both_views_agree<nchw, nhwc>({3, 1, 4, 5}, {20, 20, 5, 1});    // N1HW, nchw strides
-  check_both_views_agree<nchw, nhwc>({3, 1, 4, 5}, {20, 1, 5, 1});     // N1HW, torch-exported
-  check_both_views_agree<nchw, nhwc>({3, 6, 1, 1}, {6, 1, 6, 6});      // NC11, nhwc strides
-  check_both_views_agree<nchw, nhwc>({3, 6, 1, 1}, {6, 1, 1, 1});      // NC11, nchw strides
-  check_both_views_agree<nchw, nhwc>({5, 1, 1, 1}, {1, 1, 1, 1});      // N111
-  check_both_views_agree<nchw, nhwc>({1, 1, 1, 1}, {0, 0, 0, 0});      // one element
-  check_both_views_agree<nchw, nhwc>({0, 3, 4, 5}, {60, 20, 5, 1});    // empty
+  using memfmt::nhwc;
+  check_both_views_agree<nchw, nhwc>({3, 1, 4, 5}, {20, 20, 5, 1});  // N1HW, nchw strides
+  check_both_views_agree<nchw, nhwc>({3, 1, 4, 5}, {20, 1, 5, 1});   // N1HW, torch-exported
+  check_both_views_agree<nchw, nhwc>({3, 6, 1, 1}, {6, 1, 6, 6});    // NC11, nhwc strides
+  check_both_views_agree<nchw, nhwc>({3, 6, 1, 1}, {6, 1, 1, 1});    // NC11, nchw strides
+  check_both_views_agree<nchw, nhwc>({5, 1, 1, 1}, {1, 1, 1, 1});    // N111
+  check_both_views_agree<nchw, nhwc>({1, 1, 1, 1}, {0, 0, 0, 0});    // one element
+  check_both_views_agree<nchw, nhwc>({0, 3, 4, 5}, {60, 20, 5, 1});  // empty
   check_both_views_agree<ncdhw, ndhwc>({2, 1, 2, 3, 4}, {24, 24, 12, 4, 1});
   check_both_views_agree<ncdhw, ndhwc>({2, 5, 1, 1, 1}, {5, 1, 5, 5, 5});
   check_both_views_agree<ncdhw, ndhwc>({2, 0, 1, 1, 1}, {0, 0, 0, 0, 0});
@@ -294,11 +293,17 @@ void expect_contains(const std::string& msg, std::initializer_list<const char*> 
 
 TEST(FromStridedErrors, WrongRank) {
   std::vector<float> buf(64);
-  std::string m = error_message([&] { memfmt::view_as<memfmt::nchw>(buf.data(), {2, 3, 4}, {12, 4, 1}); },
-                                errc::invalid_argument);
+  std::string m = error_message(
+      [&] {
+        memfmt::view_as<memfmt::nchw>(buf.data(), {2, 3, 4}, {12, 4, 1});
+      },
+      errc::invalid_argument);
   expect_contains(m, {"view_as<nchw>", "4 sizes", "got 3", "[2, 3, 4]"});
-  m = error_message([&] { memfmt::view_as<memfmt::ndhwc>(buf.data(), {1, 2, 3, 4}, {24, 1, 8, 2}); },
-                    errc::invalid_argument);
+  m = error_message(
+      [&] {
+        memfmt::view_as<memfmt::ndhwc>(buf.data(), {1, 2, 3, 4}, {24, 1, 8, 2});
+      },
+      errc::invalid_argument);
   expect_contains(m, {"view_as<ndhwc>", "5 sizes", "got 4", "[1, 2, 3, 4]"});
   EXPECT_FALSE(memfmt::is_dense_in<memfmt::nchw>({2, 3, 4}, {12, 4, 1}));
   EXPECT_FALSE(memfmt::try_view_as<memfmt::nchw>(buf.data(), {2, 3, 4}, {12, 4, 1}).has_value());
@@ -307,7 +312,10 @@ TEST(FromStridedErrors, WrongRank) {
 TEST(FromStridedErrors, LengthMismatch) {
   std::vector<float> buf(64);
   const std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nhwc>(buf.data(), {1, 2, 2, 2}, {8, 1, 4}); }, errc::invalid_argument);
+      [&] {
+        memfmt::view_as<memfmt::nhwc>(buf.data(), {1, 2, 2, 2}, {8, 1, 4});
+      },
+      errc::invalid_argument);
   expect_contains(m, {"[1, 2, 2, 2]", "[8, 1, 4]", "differ in length", "4 vs 3"});
   EXPECT_FALSE(memfmt::is_dense_in<memfmt::nhwc>({1, 2, 2, 2}, {8, 1, 4}));
 }
@@ -315,7 +323,10 @@ TEST(FromStridedErrors, LengthMismatch) {
 TEST(FromStridedErrors, NegativeSize) {
   std::vector<float> buf(64);
   const std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nchw>(buf.data(), {2, -3, 4, 5}, {60, 20, 5, 1}); }, errc::invalid_argument);
+      [&] {
+        memfmt::view_as<memfmt::nchw>(buf.data(), {2, -3, 4, 5}, {60, 20, 5, 1});
+      },
+      errc::invalid_argument);
   expect_contains(m, {"negative size", "[2, -3, 4, 5]"});
   EXPECT_FALSE(memfmt::try_view_as<memfmt::nchw>(buf.data(), {2, -3, 4, 5}, {60, 20, 5, 1}).has_value());
 }
@@ -324,7 +335,10 @@ TEST(FromStridedErrors, Overflow) {
   float f = 0;
   const std::int64_t big = std::int64_t{1} << 40;
   std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nchw>(&f, {big, big, 1, 1}, {big, 1, 1, 1}); }, errc::overflow);
+      [&] {
+        memfmt::view_as<memfmt::nchw>(&f, {big, big, 1, 1}, {big, 1, 1, 1});
+      },
+      errc::overflow);
   expect_contains(m, {"overflows 64 bits", "[1099511627776, 1099511627776, 1, 1]"});
   // 2^62 elements fit in int64, their bytes (8 each) do not.
   double g = 0;
@@ -340,9 +354,12 @@ TEST(FromStridedErrors, EmptyTensorWhoseDenseStridesOverflow) {
   float f = 0;
   const std::int64_t q = std::int64_t{1} << 62;
   const std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nchw>(&f, {0, q, q, q}, {q, q, q, 1}); }, errc::overflow);
-  expect_contains(m, {"view_as<nchw>", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]",
-                      "overflows 64 bits"});
+      [&] {
+        memfmt::view_as<memfmt::nchw>(&f, {0, q, q, q}, {q, q, q, 1});
+      },
+      errc::overflow);
+  expect_contains(
+      m, {"view_as<nchw>", "[0, 4611686018427387904, 4611686018427387904, 4611686018427387904]", "overflows 64 bits"});
   EXPECT_FALSE(memfmt::try_view_as<memfmt::nhwc>(&f, {0, q, q, q}, {q, 1, q, q}).has_value());
   EXPECT_FALSE(memfmt::is_dense_in<memfmt::nchw>({0, q, q, q}, {q, q, q, 1}));
   // Within the limit (2^60 elements of 4 bytes as dense strides) it works, with PyTorch's
@@ -356,7 +373,10 @@ TEST(FromStridedErrors, EmptyTensorWhoseDenseStridesOverflow) {
 TEST(FromStridedErrors, NullData) {
   float* null = nullptr;
   const std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nhwc>(null, {1, 2, 2, 2}, {8, 1, 4, 2}); }, errc::null_pointer);
+      [&] {
+        memfmt::view_as<memfmt::nhwc>(null, {1, 2, 2, 2}, {8, 1, 4, 2});
+      },
+      errc::null_pointer);
   expect_contains(m, {"null data", "[1, 2, 2, 2]"});
   // No element, nothing to read: a null pointer is fine.
   const auto v = memfmt::view_as<memfmt::nhwc>(null, {0, 2, 2, 2}, {8, 1, 4, 2});
@@ -368,7 +388,10 @@ TEST(FromStridedErrors, Misaligned) {
   alignas(8) unsigned char raw[64] = {};
   float* bad = reinterpret_cast<float*>(raw + 2);
   const std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nchw>(bad, {1, 1, 2, 2}, {4, 4, 2, 1}); }, errc::misaligned);
+      [&] {
+        memfmt::view_as<memfmt::nchw>(bad, {1, 1, 2, 2}, {4, 4, 2, 1});
+      },
+      errc::misaligned);
   expect_contains(m, {"not aligned to 4 bytes", "[1, 1, 2, 2]"});
   EXPECT_FALSE(memfmt::try_view_as<memfmt::nchw>(bad, {1, 1, 2, 2}, {4, 4, 2, 1}).has_value());
   // The same bytes are fine for a 1-byte element type.
@@ -379,14 +402,23 @@ TEST(FromStridedErrors, Misaligned) {
 TEST(FromStridedErrors, FormatMismatchNamesEverything) {
   std::vector<float> buf(256);
   std::string m = error_message(
-      [&] { memfmt::view_as<memfmt::nhwc>(buf.data(), {2, 3, 4, 5}, {60, 20, 5, 1}); }, errc::format_mismatch);
-  expect_contains(m, {"view_as<nhwc>", "[2, 3, 4, 5]", "[60, 20, 5, 1]", "not dense in nhwc", "channels_last",
-                      "dense in nchw"});
-  m = error_message([&] { memfmt::view_as<memfmt::nchw>(buf.data(), {2, 3, 4, 5}, {60, 20, 1, 4}); },
-                    errc::format_mismatch);
+      [&] {
+        memfmt::view_as<memfmt::nhwc>(buf.data(), {2, 3, 4, 5}, {60, 20, 5, 1});
+      },
+      errc::format_mismatch);
+  expect_contains(
+      m, {"view_as<nhwc>", "[2, 3, 4, 5]", "[60, 20, 5, 1]", "not dense in nhwc", "channels_last", "dense in nchw"});
+  m = error_message(
+      [&] {
+        memfmt::view_as<memfmt::nchw>(buf.data(), {2, 3, 4, 5}, {60, 20, 1, 4});
+      },
+      errc::format_mismatch);
   expect_contains(m, {"view_as<nchw>", "[60, 20, 1, 4]", "not dense in nchw", "not dense in any format"});
-  m = error_message([&] { memfmt::view_as<memfmt::ncdhw>(buf.data(), {2, 3, 2, 3, 4}, {72, 1, 36, 12, 3}); },
-                    errc::format_mismatch);
+  m = error_message(
+      [&] {
+        memfmt::view_as<memfmt::ncdhw>(buf.data(), {2, 3, 2, 3, 4}, {72, 1, 36, 12, 3});
+      },
+      errc::format_mismatch);
   expect_contains(m, {"view_as<ncdhw>", "[72, 1, 36, 12, 3]", "dense in ndhwc", "channels_last_3d"});
 }
 

@@ -33,10 +33,10 @@ DLManagedTensor* export_filled(const std::int64_t* sizes) {
   typename memfmt::layout<F>::extents_type e{};
   std::copy(sizes, sizes + F::rank, e.begin());
   auto owner = std::shared_ptr<memfmt::host_tensor<float, F>>(new memfmt::host_tensor<float, F>(e),
-                                                                [](memfmt::host_tensor<float, F>* p) {
-                                                                  --live_buffers;
-                                                                  delete p;
-                                                                });
+                                                              [](memfmt::host_tensor<float, F>* p) {
+                                                                --live_buffers;
+                                                                delete p;
+                                                              });
   ++live_buffers;
   auto v = owner->view();
   for_each_coord(e, [&](const auto& c) { v(c) = static_cast<float>(value_at(c)); });

@@ -110,7 +110,9 @@ TEST(Utf8, AgreesWithABruteForceDecoderOnEveryShortSequence) {
 
 TEST(Utf8, PrintableEscapesAndBounds) {
   EXPECT_EQ(memfmt::detail::printable("conv1"), "conv1");
-  EXPECT_EQ(memfmt::detail::printable("a\xFF\xFE" "b"), "a\\xFF\\xFEb");
+  EXPECT_EQ(memfmt::detail::printable("a\xFF\xFE"
+                                      "b"),
+            "a\\xFF\\xFEb");
   EXPECT_EQ(memfmt::detail::printable("caf\xC3\xA9"), "caf\xC3\xA9");
   EXPECT_EQ(memfmt::detail::printable(std::string("x\0y\n", 4)), "x\\x00y\\x0A");
   const std::string long_name(100000, 'n');
@@ -129,8 +131,8 @@ TEST(Json, DepthNulAndExcerpts) {
   const std::string e = memfmt_test::error_text([&] { memfmt::io::parse_json(deep, "deep.json"); });
   EXPECT_NE(e.find("deeper than 64"), std::string::npos) << e;
   EXPECT_LT(e.size(), 200u);
-  expect_error([] { memfmt::io::parse_json(std::string("{\"a\": 1}\0junk", 13), "cache.json"); }, errc::invalid_argument,
-               {"cache.json", "byte 8 is a NUL byte"});
+  expect_error([] { memfmt::io::parse_json(std::string("{\"a\": 1}\0junk", 13), "cache.json"); },
+               errc::invalid_argument, {"cache.json", "byte 8 is a NUL byte"});
   // A syntax error quotes no more than a bounded, escaped excerpt, even of a huge or binary token.
   const std::string junk = "{\"a\": \"" + std::string(1 << 20, 'x') + "\xFF\"}";
   const std::string s = memfmt_test::error_text([&] { memfmt::io::parse_json(junk, "junk.json"); });
@@ -148,21 +150,25 @@ TEST(Json, NamesThatAreNotUtf8AreAnErrorWhenWritten) {
   expect_error([&] { memfmt::io::save_network(net); }, errc::invalid_argument, {"network file", "not valid UTF-8"});
   memfmt::graph::parameter_store s;
   s.insert<float>("w\xFE", {1}, {1.f});
-  expect_error([&] { memfmt::io::write_safetensors(s); }, errc::invalid_argument, {"safetensors header", "not valid UTF-8"});
+  expect_error([&] { memfmt::io::write_safetensors(s); }, errc::invalid_argument,
+               {"safetensors header", "not valid UTF-8"});
 }
 
 TEST_F(HostileFiles, DeepNestingInEveryJsonFileIsRefused) {
   const std::string deep = nested(100000);
-  const std::string net = write("net.json", R"({"format": "memfmt.network", "version": 1, "nodes": [{"extents": )" + deep + "}]}");
+  const std::string net =
+      write("net.json", R"({"format": "memfmt.network", "version": 1, "nodes": [{"extents": )" + deep + "}]}");
   expect_error([&] { memfmt::io::read_network_file(net); }, errc::invalid_argument, {"network file", "deeper than 64"});
   const std::string cache = write("cache.json", "{\"format\": " + deep + "}");
-  expect_error([&] { memfmt::io::read_timing_cache_file(cache); }, errc::invalid_argument, {"timing cache", "deeper than 64"});
+  expect_error([&] { memfmt::io::read_timing_cache_file(cache); }, errc::invalid_argument,
+               {"timing cache", "deeper than 64"});
   const std::string priors = write("priors.json", "[" + deep + "]");
-  expect_error([&] { memfmt::io::read_priors_file(priors); }, errc::invalid_argument, {"priors file", "deeper than 64"});
-  for (const std::string& at : {std::string("{\"__metadata__\": ") + deep + "}",
-                                std::string(R"({"w": {"dtype": "F32", "shape": )") + deep + R"(, "data_offsets": [0, 0]}})",
-                                std::string(R"({"w": {"dtype": )") + deep + "}}",
-                                std::string(R"({"w": {"data_offsets": )") + deep + "}}"}) {
+  expect_error([&] { memfmt::io::read_priors_file(priors); }, errc::invalid_argument,
+               {"priors file", "deeper than 64"});
+  for (const std::string& at :
+       {std::string("{\"__metadata__\": ") + deep + "}",
+        std::string(R"({"w": {"dtype": "F32", "shape": )") + deep + R"(, "data_offsets": [0, 0]}})",
+        std::string(R"({"w": {"dtype": )") + deep + "}}", std::string(R"({"w": {"data_offsets": )") + deep + "}}"}) {
     const std::string f = write("deep.safetensors", safetensors_bytes(at));
     const std::string e = memfmt_test::error_text([&] { memfmt::io::load_safetensors(f); });
     EXPECT_NE(e.find("deeper than 64"), std::string::npos) << e.substr(0, 300);

@@ -14,8 +14,8 @@
 
 namespace {
 
-using memfmt::errc;
 using memfmt::dtype;
+using memfmt::errc;
 using memfmt::graph::parameter;
 using memfmt::graph::parameter_store;
 using memfmt_test::expect_error;
@@ -43,7 +43,8 @@ std::vector<std::byte> zeros(std::size_t n) { return std::vector<std::byte>(n); 
 parameter_store read(const std::vector<std::byte>& f) { return memfmt::io::read_safetensors(f, "test.safetensors"); }
 
 TEST(Safetensors, ReadsTheReferenceWritersFile) {
-  const parameter_store s = memfmt::io::load_safetensors(std::string(MEMFMT_IO_FIXTURE_DIR) + "/reference_writer.safetensors");
+  const parameter_store s =
+      memfmt::io::load_safetensors(std::string(MEMFMT_IO_FIXTURE_DIR) + "/reference_writer.safetensors");
   ASSERT_EQ(s.size(), 8u);
   EXPECT_EQ(s.metadata.at("format"), "pt");
   EXPECT_EQ(s.metadata.at("writer"), "safetensors");
@@ -119,7 +120,8 @@ TEST(Safetensors, RoundTripKeepsEveryTensorAndAlignsThem) {
 }
 
 TEST(Safetensors, RewritesTheReferenceWritersFileLosslessly) {
-  const parameter_store s = memfmt::io::load_safetensors(std::string(MEMFMT_IO_FIXTURE_DIR) + "/reference_writer.safetensors");
+  const parameter_store s =
+      memfmt::io::load_safetensors(std::string(MEMFMT_IO_FIXTURE_DIR) + "/reference_writer.safetensors");
   expect_same(s, read(memfmt::io::write_safetensors(s)));
 }
 
@@ -136,7 +138,8 @@ TEST(Safetensors, AcceptsAHandBuiltSpecFileWithPaddingAndNoMetadata) {
   EXPECT_TRUE(s.metadata.empty());
 }
 
-std::string one(const std::string& name, const std::string& dtype, const std::string& shape, const std::string& offsets) {
+std::string one(const std::string& name, const std::string& dtype, const std::string& shape,
+                const std::string& offsets) {
   return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":" + offsets + "}";
 }
 
@@ -162,12 +165,18 @@ TEST(SafetensorsErrors, HeaderNotAnObjectOrNotJson) {
 }
 
 TEST(SafetensorsErrors, OffsetsOverlapGapTrailingAndBackwards) {
-  expect_error([] { read(make_file("{" + one("a", "F32", "[2]", "[0,8]") + "," + one("b", "F32", "[2]", "[4,12]") + "}",
-                                   zeros(12))); },
-               errc::invalid_argument, {"'b' [4, 12)", "overlaps", "'a' [0, 8)"});
-  expect_error([] { read(make_file("{" + one("a", "F32", "[1]", "[0,4]") + "," + one("b", "F32", "[1]", "[8,12]") + "}",
-                                   zeros(12))); },
-               errc::invalid_argument, {"4 bytes before tensor 'b' [8, 12)", "belong to no tensor"});
+  expect_error(
+      [] {
+        read(
+            make_file("{" + one("a", "F32", "[2]", "[0,8]") + "," + one("b", "F32", "[2]", "[4,12]") + "}", zeros(12)));
+      },
+      errc::invalid_argument, {"'b' [4, 12)", "overlaps", "'a' [0, 8)"});
+  expect_error(
+      [] {
+        read(
+            make_file("{" + one("a", "F32", "[1]", "[0,4]") + "," + one("b", "F32", "[1]", "[8,12]") + "}", zeros(12)));
+      },
+      errc::invalid_argument, {"4 bytes before tensor 'b' [8, 12)", "belong to no tensor"});
   expect_error([] { read(make_file("{" + one("a", "F32", "[1]", "[0,4]") + "}", zeros(9))); }, errc::invalid_argument,
                {"9 bytes", "end at 4", "5 bytes belong to no tensor"});
   expect_error([] { read(make_file("{" + one("a", "F32", "[0]", "[8,4]") + "}", zeros(8))); }, errc::invalid_argument,
@@ -179,8 +188,8 @@ TEST(SafetensorsErrors, OffsetsOverlapGapTrailingAndBackwards) {
 }
 
 TEST(SafetensorsErrors, SizeNotMatchingShapeTimesDtype) {
-  expect_error([] { read(make_file("{" + one("w", "F64", "[2,3]", "[0,24]") + "}", zeros(24))); },
-               errc::shape_mismatch, {"'w'", "F64 [2, 3] is 48 bytes", "[0, 24] hold 24"});
+  expect_error([] { read(make_file("{" + one("w", "F64", "[2,3]", "[0,24]") + "}", zeros(24))); }, errc::shape_mismatch,
+               {"'w'", "F64 [2, 3] is 48 bytes", "[0, 24] hold 24"});
 }
 
 TEST(SafetensorsErrors, DtypesShapesAndOverflow) {
@@ -208,21 +217,29 @@ TEST(SafetensorsErrors, DtypesShapesAndOverflow) {
 }
 
 TEST(SafetensorsErrors, DuplicateNamesAndKeys) {
-  expect_error([] { read(make_file("{" + one("w", "F32", "[1]", "[0,4]") + "," + one("w", "F32", "[1]", "[4,8]") + "}",
-                                   zeros(8))); },
-               errc::invalid_argument, {"duplicate key 'w'", "tensor names are unique"});
-  expect_error([] { read(make_file(R"({"w":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}})", zeros(4))); },
-               errc::invalid_argument, {"duplicate key 'dtype'", "in tensor 'w'"});
+  expect_error(
+      [] {
+        read(make_file("{" + one("w", "F32", "[1]", "[0,4]") + "," + one("w", "F32", "[1]", "[4,8]") + "}", zeros(8)));
+      },
+      errc::invalid_argument, {"duplicate key 'w'", "tensor names are unique"});
+  expect_error(
+      [] { read(make_file(R"({"w":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}})", zeros(4))); },
+      errc::invalid_argument, {"duplicate key 'dtype'", "in tensor 'w'"});
 }
 
 TEST(ParameterStore, RejectsDuplicatesMismatchedBytesAndWrongTypes) {
   parameter_store s;
   s.insert<float>("w", {2}, {1, 2});
-  expect_error([&] { s.insert<float>("w", {1}, {3}); }, errc::invalid_argument, {"'w' is already present", "float32 [2]"});
-  expect_error([&] { s.insert<float>("v", {3}, {1, 2}); }, errc::shape_mismatch,
-               {"'v'", "float32 [3]", "12 bytes", "8 bytes were given"});
+  expect_error([&] { s.insert<float>("w", {1}, {3}); }, errc::invalid_argument,
+               {"'w' is already present", "float32 [2]"});
+  expect_error(
+      [&] {
+        s.insert<float>("v", {3}, {1, 2});
+      },
+      errc::shape_mismatch, {"'v'", "float32 [3]", "12 bytes", "8 bytes were given"});
   expect_error([&] { s.insert<float>("n", {-1}, {}); }, errc::invalid_argument, {"'n'", "negative size"});
-  expect_error([&] { (void)s.at("w").values<double>("w"); }, errc::unsupported_dtype, {"'w' is float32, read as float64"});
+  expect_error([&] { (void)s.at("w").values<double>("w"); }, errc::unsupported_dtype,
+               {"'w' is float32, read as float64"});
   expect_error([&] { (void)s.at("missing"); }, errc::invalid_argument, {"no parameter 'missing'"});
   parameter p;
   p.type = dtype::float64;

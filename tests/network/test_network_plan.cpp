@@ -45,7 +45,8 @@ graph::network tiny(dtype t) {
 std::vector<std::optional<family>> mixed_assignment(const graph::network& net) {
   std::vector<std::optional<family>> a = uniform(net, family::channels_first);
   for (const auto& n : net.nodes())
-    if (n.kind != graph::node_kind::input && a[n.id]) a[n.id] = (n.id * 7) % 3 == 0 ? family::channels_last : family::channels_first;
+    if (n.kind != graph::node_kind::input && a[n.id])
+      a[n.id] = (n.id * 7) % 3 == 0 ? family::channels_last : family::channels_first;
   return a;
 }
 

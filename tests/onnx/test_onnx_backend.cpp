@@ -38,12 +38,52 @@
 namespace {
 
 const std::set<std::string>& mapped_ops() {
-  static const std::set<std::string> ops = {
-      "Conv", "ConvTranspose", "BatchNormalization", "InstanceNormalization", "Relu", "Clip", "Sigmoid",
-      "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu", "Elu", "Softplus", "Mish", "PRelu", "Add", "Sub", "Mul", "Div",
-      "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Split", "Slice", "Resize", "Upsample", "Pad",
-      "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare", "Flatten", "Reshape", "Gemm", "MatMul", "Softmax", "LogSoftmax", "Dropout",
-      "Identity", "Constant", "Shape"};
+  static const std::set<std::string> ops = {"Conv",
+                                            "ConvTranspose",
+                                            "BatchNormalization",
+                                            "InstanceNormalization",
+                                            "Relu",
+                                            "Clip",
+                                            "Sigmoid",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "Tanh",
+                                            "LeakyRelu",
+                                            "Elu",
+                                            "Softplus",
+                                            "Mish",
+                                            "PRelu",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "MaxPool",
+                                            "AveragePool",
+                                            "GlobalAveragePool",
+                                            "GlobalMaxPool",
+                                            "Concat",
+                                            "Split",
+                                            "Slice",
+                                            "Resize",
+                                            "Upsample",
+                                            "Pad",
+                                            "ReduceMean",
+                                            "ReduceMax",
+                                            "ReduceMin",
+                                            "ReduceSum",
+                                            "ReduceL1",
+                                            "ReduceL2",
+                                            "ReduceSumSquare",
+                                            "Flatten",
+                                            "Reshape",
+                                            "Gemm",
+                                            "MatMul",
+                                            "Softmax",
+                                            "LogSoftmax",
+                                            "Dropout",
+                                            "Identity",
+                                            "Constant",
+                                            "Shape"};
   return ops;
 }
 
@@ -57,7 +97,8 @@ class OnnxBackendTests : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(OnnxBackendTests, ImportEveryTest) {
   const std::string data = memfmt::onnx::backend_test_root();
-  if (data.empty()) GTEST_SKIP() << "ONNX backend test data not found (Debian libonnx-testdata, or set MEMFMT_ONNX_BACKEND_TESTS)";
+  if (data.empty())
+    GTEST_SKIP() << "ONNX backend test data not found (Debian libonnx-testdata, or set MEMFMT_ONNX_BACKEND_TESTS)";
   const std::string root = data + "/" + GetParam();
   const auto dirs = memfmt::onnx::list_backend_tests(root);
   ASSERT_FALSE(dirs.empty()) << root;
@@ -116,7 +157,8 @@ TEST_P(OnnxBackendTests, ImportEveryTest) {
   EXPECT_GT(runnable, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, OnnxBackendTests, ::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
+INSTANTIATE_TEST_SUITE_P(Suites, OnnxBackendTests,
+                         ::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
@@ -199,9 +241,10 @@ std::string reason_key(const std::string& what) {
     const auto from = at + key.size();
     return label + what.substr(from, what.find_first_of(" ):,", from) - from);
   };
-  for (const auto& [key, label] :
-       {std::pair<std::string, std::string>{"unsupported op ", "op "}, {"has rank ", "rank "},
-        {"ONNX element type ", "element type "}, {"dtype ", "dtype "}}) {
+  for (const auto& [key, label] : {std::pair<std::string, std::string>{"unsupported op ", "op "},
+                                   {"has rank ", "rank "},
+                                   {"ONNX element type ", "element type "},
+                                   {"dtype ", "dtype "}}) {
     const std::string k = word_after(key, label);
     if (!k.empty()) return k;
   }
@@ -291,10 +334,10 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, Backend& back
       failures.push_back(where + name + ": " + r.detail);
     }
   }
-  std::printf("ONNX backend tests %s, %s backend, plan %s: %zu passed / %zu failed / %zu unsupported / "
-              "%zu known failures / %zu skipped for size (%zu run with channels_last layers)\n",
-              suite.c_str(), Backend::name, p.name, n.passed, n.failed, n.unsupported, n.known, n.too_large,
-              n.channels_last);
+  std::printf(
+      "ONNX backend tests %s, %s backend, plan %s: %zu passed / %zu failed / %zu unsupported / "
+      "%zu known failures / %zu skipped for size (%zu run with channels_last layers)\n",
+      suite.c_str(), Backend::name, p.name, n.passed, n.failed, n.unsupported, n.known, n.too_large, n.channels_last);
   return n;
 }
 
@@ -349,10 +392,12 @@ TEST_P(OnnxBackendRun, RunEverySupportedTest) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SuitesAndPlans, OnnxBackendRun,
-                         ::testing::Combine(::testing::Values("node", "pytorch-converted", "pytorch-operator", "simple"),
+                         ::testing::Combine(::testing::Values("node", "pytorch-converted", "pytorch-operator",
+                                                              "simple"),
                                             ::testing::Values(0, 1, 2)),
                          [](const auto& info) {
-                           std::string n = std::string(std::get<0>(info.param)) + "_" + plans[std::get<1>(info.param)].name;
+                           std::string n =
+                               std::string(std::get<0>(info.param)) + "_" + plans[std::get<1>(info.param)].name;
                            for (char& ch : n)
                              if (ch == '-') ch = '_';
                            return n;

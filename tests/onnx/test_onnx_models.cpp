@@ -31,7 +31,13 @@ using dims = std::vector<std::int64_t>;
 
 // ONNX's inferred shapes of every value, the graph input's batch set to `batch`.
 std::map<std::string, dims> onnx_shapes(::onnx::ModelProto m, std::int64_t batch) {
-  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(batch);
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(batch);
   ::onnx::shape_inference::InferShapes(m);
   std::map<std::string, dims> r;
   for (const auto& vi : m.graph().value_info()) {

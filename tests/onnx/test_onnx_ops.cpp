@@ -141,7 +141,10 @@ TEST(OnnxImport, ConvTransposeOutputShapePastTheFullOutput) {
 TEST(OnnxImport, BatchNormKeptSeparateWithPyTorchMomentumAndNames) {
   onnx_builder b;
   b.input("x", {1, 3, 4, 4}).output("y");
-  b.floats("bn.weight", {3}, 1.f).floats("bn.bias", {3}, 0.5f).floats("bn.running_mean", {3}).floats("bn.running_var", {3}, 1.f);
+  b.floats("bn.weight", {3}, 1.f)
+      .floats("bn.bias", {3}, 0.5f)
+      .floats("bn.running_mean", {3})
+      .floats("bn.running_var", {3}, 1.f);
   b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"}, "BN_0")
       .attr_f("epsilon", 1e-3f)
       .attr_f("momentum", 0.75f);
@@ -316,9 +319,9 @@ TEST(OnnxFold, FoldingBudgetBoundsAModelsWork) {
 // Elementwise shape arithmetic (numpy's and ONNX's definitions, by hand), and integer results past
 // int64 refused rather than wrapped.
 TEST(OnnxFold, ArithmeticLogicAndRounding) {
-  using memfmt::onnx::parameter;
-  using memfmt::onnx::int64_vector;
   using memfmt::onnx::int64_values;
+  using memfmt::onnx::int64_vector;
+  using memfmt::onnx::parameter;
   const auto run = fold_last_node;
   const auto floats = [](std::vector<float> v) {
     parameter p = memfmt::onnx::make_parameter(memfmt::dtype::float32, {static_cast<std::int64_t>(v.size())}, "test");
@@ -392,13 +395,17 @@ TEST(OnnxFold, ArithmeticLogicAndRounding) {
   b.node("ReduceMean", {"x"}, {"o"});
   EXPECT_EQ(run(b, {&halves_mean}).values<float>(), (std::vector<float>{3.5f}));
 
-  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max(), least = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t big = std::numeric_limits<std::int64_t>::max(),
+                         least = std::numeric_limits<std::int64_t>::min();
   const parameter bigs = int64_vector({big}), ones = int64_vector({1}), twos = int64_vector({2}),
                   leasts = int64_vector({least}), minus_ones = int64_vector({-1}), zeros = int64_vector({0});
   for (const char* op : {"Add", "Mul"}) {
     b.node(op, {"a", "b"}, {"o"});
-    memfmt_test::expect_error([&] { run(b, {&bigs, op == std::string("Add") ? &ones : &twos}); }, memfmt::errc::overflow,
-                              {"overflows 64 bits"});
+    memfmt_test::expect_error(
+        [&] {
+          run(b, {&bigs, op == std::string("Add") ? &ones : &twos});
+        },
+        memfmt::errc::overflow, {"overflows 64 bits"});
   }
   b.node("Sub", {"a", "b"}, {"o"});
   memfmt_test::expect_error([&] { run(b, {&leasts, &ones}); }, memfmt::errc::overflow, {"overflows 64 bits"});
@@ -410,7 +417,8 @@ TEST(OnnxFold, ArithmeticLogicAndRounding) {
   EXPECT_EQ(int64_values(run(b, {&leasts, &minus_ones})), (dims{0}));
   memfmt_test::expect_error([&] { run(b, {&ones, &zeros}); }, memfmt::errc::invalid_argument, {"division by zero"});
   // Floats without an int64 value (an attention mask's -inf) saturate when cast, not undefined.
-  const parameter odd = floats({1e30f, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -2.7f});
+  const parameter odd =
+      floats({1e30f, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -2.7f});
   b.node("Cast", {"a"}, {"c"}).attr("to", std::int64_t{::onnx::TensorProto::INT64});
   EXPECT_EQ(int64_values(run(b, {&odd})), (dims{big, least, 0, -2}));
   b.node("Where", {"c", "a", "b"}, {"w"});
@@ -480,7 +488,10 @@ TEST(OnnxImport, ResizeToAHugeSideKeepsOnnxsRule) {
 TEST(OnnxImport, PoolingCeilModeAndCountIncludePad) {
   onnx_builder b;
   b.input("x", {1, 2, 6, 7}).output("y").output("z");
-  b.node("MaxPool", {"x"}, {"y"}).attr("kernel_shape", dims{3, 3}).attr("strides", dims{2, 2}).attr("ceil_mode", std::int64_t{1});
+  b.node("MaxPool", {"x"}, {"y"})
+      .attr("kernel_shape", dims{3, 3})
+      .attr("strides", dims{2, 2})
+      .attr("ceil_mode", std::int64_t{1});
   b.node("AveragePool", {"x"}, {"z"})
       .attr("kernel_shape", dims{3, 2})
       .attr("pads", dims{1, 0, 1, 1})
@@ -568,7 +579,8 @@ TEST(OnnxImport, ReductionsOverChannels) {
   b.node("ReduceProd", {"x"}, {"p"}).attr("axes", dims{1});
   const imported_model m = import_model(b.model());
   ASSERT_EQ(m.unsupported.size(), 4u);
-  const std::string reasons[] = {"would keep axes where ONNX drops them", "all axes", "N among them", "no memfmt layer"};
+  const std::string reasons[] = {"would keep axes where ONNX drops them", "all axes", "N among them",
+                                 "no memfmt layer"};
   for (std::size_t i = 0; i < 4; ++i)
     EXPECT_NE(m.unsupported[i].reason.find(reasons[i]), std::string::npos) << m.unsupported[i].reason;
 }
@@ -741,12 +753,12 @@ TEST(OnnxImport, TransposesOfSpatialDims) {
   b.input("x", {2, 4, 3, 5}).input("v", {1, 2, 3, 4, 5}).output("hw").output("cl").output("back").output("d3");
   b.output("same");
   b.node("Transpose", {"x"}, {"hw"}, "hw").attr("perm", dims{0, 1, 3, 2});
-  b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});          // [N, H, W, C] view
+  b.node("Transpose", {"x"}, {"xt"}).attr("perm", dims{0, 2, 3, 1});                // [N, H, W, C] view
   b.node("Transpose", {"xt"}, {"cl"}, "from_view").attr("perm", dims{0, 3, 2, 1});  // [N, C, W, H]
   b.node("Transpose", {"xt"}, {"vt"}, "view_swap").attr("perm", dims{0, 2, 1, 3});  // [N, W, H, C] view
   b.node("Transpose", {"vt"}, {"back"}).attr("perm", dims{0, 3, 1, 2});             // [N, C, W, H]
   b.node("Transpose", {"v"}, {"d3"}, "d3").attr("perm", dims{0, 1, 4, 2, 3});
-  b.node("Transpose", {"vt"}, {"vtt"}).attr("perm", dims{0, 2, 1, 3});             // xt again, a second layer
+  b.node("Transpose", {"vt"}, {"vtt"}).attr("perm", dims{0, 2, 1, 3});  // xt again, a second layer
   b.node("Transpose", {"vtt"}, {"same"}).attr("perm", dims{0, 3, 1, 2});
   const imported_model m = import_model(b.model());
   ASSERT_TRUE(m.unsupported.empty()) << m.unsupported[0].reason;
@@ -862,10 +874,12 @@ TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   EXPECT_EQ(m.parameters.at("two.value").values<float>(), std::vector<float>{2.f});
   ASSERT_EQ(m.unsupported.size(), 2u);
   EXPECT_EQ(m.unsupported[0].onnx_node, "too_high");
-  EXPECT_NE(m.unsupported[0].reason.find("constant 'big' [1, 1, 2, 3] has a higher rank than [2, 3]"), std::string::npos)
+  EXPECT_NE(m.unsupported[0].reason.find("constant 'big' [1, 1, 2, 3] has a higher rank than [2, 3]"),
+            std::string::npos)
       << m.unsupported[0].reason;
   EXPECT_EQ(m.unsupported[1].onnx_node, "empty");
-  EXPECT_NE(m.unsupported[1].reason.find("constant 'nothing' [0] is empty"), std::string::npos) << m.unsupported[1].reason;
+  EXPECT_NE(m.unsupported[1].reason.find("constant 'nothing' [0] is empty"), std::string::npos)
+      << m.unsupported[1].reason;
   memfmt::runtime::check_parameters(m.network, m.parameters);
 }
 
@@ -1218,7 +1232,8 @@ TEST(OnnxImportErrors, MalformedModelsNameTheNodeAndValues) {
   {
     onnx_builder b = conv({2, 3, 1, 1});  // float_data shorter than the dims say
     b.model().mutable_graph()->mutable_initializer(0)->add_dims(2);
-    expect_error([&] { import_model(b.model()); }, errc::shape_mismatch, {"'w'", "needs 12 elements, float_data holds 6"});
+    expect_error([&] { import_model(b.model()); }, errc::shape_mismatch,
+                 {"'w'", "needs 12 elements, float_data holds 6"});
   }
   {
     onnx_builder b = conv({2, 3, 1, 1});  // dims claiming 2^60 elements over 6 stored: refused, not allocated
@@ -1299,7 +1314,8 @@ TEST(OnnxImportErrors, GraphsThatBreakOnnxRulesAreRefusedBeforeLibonnxSeesThem) 
     onnx_builder b;  // a node writing a graph input
     b.input("x", {1, 3, 4, 4}).output("y");
     b.node("Relu", {"x"}, {"x"}, "a").node("Relu", {"x"}, {"y"}, "b");
-    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'a' (Relu)", "'x'", "is already a graph input"});
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument,
+                 {"'a' (Relu)", "'x'", "is already a graph input"});
   }
   {
     onnx_builder b;
@@ -1311,7 +1327,8 @@ TEST(OnnxImportErrors, GraphsThatBreakOnnxRulesAreRefusedBeforeLibonnxSeesThem) 
     onnx_builder b;  // a node reading a value written after it: not topologically sorted
     b.input("x", {1, 3, 4, 4}).output("y");
     b.node("Relu", {"t"}, {"y"}, "second").node("Relu", {"x"}, {"t"}, "first");
-    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'second' (Relu)", "'t'", "no earlier node"});
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument,
+                 {"'second' (Relu)", "'t'", "no earlier node"});
   }
   for (const std::int64_t opset : {std::int64_t{99}, std::int64_t{-5}, std::int64_t{0}}) {
     onnx_builder b(opset);
@@ -1340,7 +1357,8 @@ TEST(OnnxImportErrors, GraphsThatBreakOnnxRulesAreRefusedBeforeLibonnxSeesThem) 
     onnx_builder b;  // attributes against the op's schema: unknown, twice, of the wrong type, missing
     b.input("x", {1, 3, 4, 4}).output("y");
     b.node("LeakyRelu", {"x"}, {"y"}, "l").attr_f("alpha", 0.1f).attr_f("beta", 0.2f);
-    expect_error([&] { import_model(b.model()); }, errc::invalid_argument, {"'l' (LeakyRelu)", "attribute 'beta' is not one of"});
+    expect_error([&] { import_model(b.model()); }, errc::invalid_argument,
+                 {"'l' (LeakyRelu)", "attribute 'beta' is not one of"});
     onnx_builder c;
     c.input("x", {1, 3, 4, 4}).output("y");
     c.node("LeakyRelu", {"x"}, {"y"}, "l").attr_f("alpha", 0.1f).attr_f("alpha", 0.2f);
@@ -1348,11 +1366,13 @@ TEST(OnnxImportErrors, GraphsThatBreakOnnxRulesAreRefusedBeforeLibonnxSeesThem) 
     onnx_builder d;
     d.input("x", {1, 3, 4, 4}).output("y");
     d.node("LeakyRelu", {"x"}, {"y"}, "l").attr("alpha", std::int64_t{1});
-    expect_error([&] { import_model(d.model()); }, errc::invalid_argument, {"attribute 'alpha' has type INT, expected FLOAT"});
+    expect_error([&] { import_model(d.model()); }, errc::invalid_argument,
+                 {"attribute 'alpha' has type INT, expected FLOAT"});
     onnx_builder e;  // Cast's `to` is required
     e.input("x", {1, 3, 4, 4}).output("y");
     e.node("Cast", {"x"}, {"y"}, "cast");
-    expect_error([&] { import_model(e.model()); }, errc::invalid_argument, {"'cast' (Cast)", "required attribute 'to'"});
+    expect_error([&] { import_model(e.model()); }, errc::invalid_argument,
+                 {"'cast' (Cast)", "required attribute 'to'"});
     onnx_builder f;  // Relu of two inputs
     f.input("x", {1, 3, 4, 4}).output("y");
     f.node("Relu", {"x", "x"}, {"y"}, "r");
@@ -1420,7 +1440,12 @@ TEST(OnnxInference, OnlyNodesWhoseRanksTheRuleAcceptsAreInferred) {
 TEST(OnnxImport, SamePaddingComputedAtRunTimeFoldsIntoAPadLayer) {
   onnx_builder b;
   b.input("x", {1, 3, 10, 9}).floats("w", {4, 3, 3, 3}).output("y");
-  b.ints("hw", {2, 3}).ints("s", {2, 2}).ints("s_minus", {1, 1}).ints("kd", {3, 3}).ints("zero", {0}).ints("two", {2, 2});
+  b.ints("hw", {2, 3})
+      .ints("s", {2, 2})
+      .ints("s_minus", {1, 1})
+      .ints("kd", {3, 3})
+      .ints("zero", {0})
+      .ints("two", {2, 2});
   b.ints("zeros2", {0, 0});
   b.node("Shape", {"x"}, {"shape"}).node("Gather", {"shape", "hw"}, {"i"}).attr("axis", std::int64_t{0});
   b.node("Add", {"i", "s_minus"}, {"i_up"}).node("Div", {"i_up", "s"}, {"blocks"});
@@ -1432,7 +1457,8 @@ TEST(OnnxImport, SamePaddingComputedAtRunTimeFoldsIntoAPadLayer) {
   b.node("Pad", {"x", "pads"}, {"padded"}, "same_pad");
   b.node("Conv", {"padded", "w"}, {"y"}, "conv").attr("strides", dims{2, 2});
   const imported_model m = import_model(b.model());
-  EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? "" : m.unsupported.front().op + ": " + m.unsupported.front().reason);
+  EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? ""
+                                                      : m.unsupported.front().op + ": " + m.unsupported.front().reason);
   EXPECT_EQ(only(m, node_kind::conv).extents, (dims{1, 4, 5, 5}));
 }
 

@@ -77,7 +77,9 @@ TEST(OnnxOpsets, EveryFixtureImportsAsLayersOnly) {
     EXPECT_EQ(count(m, node_kind::opaque), 0) << name;
   }
   // The ops themselves, not a decomposition that happens to run.
-  const auto imported = [](const char* name) { return memfmt::onnx::import_file(fixture(std::string(name) + ".onnx")); };
+  const auto imported = [](const char* name) {
+    return memfmt::onnx::import_file(fixture(std::string(name) + ".onnx"));
+  };
   EXPECT_EQ(count(imported("gelu_exact_opset20"), node_kind::activation, memfmt::activation::gelu), 1);
   EXPECT_EQ(count(imported("gelu_tanh_opset20"), node_kind::activation, memfmt::activation::gelu_tanh), 1);
   EXPECT_EQ(count(imported("group_norm_opset18"), node_kind::group_norm), 1);
@@ -207,8 +209,8 @@ TEST(OnnxOpsets, ASessionFromTheFileGivesTheEvaluatorsOutputs) {
   onnx_builder lrn;
   lrn.input("x", {1, 2, 3, 3}).output("y");
   lrn.node("LRN", {"x"}, {"y"}, "lrn").attr("size", std::int64_t{3});
-  const std::string why = memfmt_test::error_message(
-      [&] { memfmt::model_of(memfmt::onnx::import_model(lrn.model())); }, memfmt::errc::unsupported);
+  const std::string why = memfmt_test::error_message([&] { memfmt::model_of(memfmt::onnx::import_model(lrn.model())); },
+                                                     memfmt::errc::unsupported);
   EXPECT_NE(why.find("op LRN (ONNX node 'lrn')"), std::string::npos) << why;
 }
 
@@ -223,28 +225,41 @@ TEST(OnnxOpsets, MalformedNewFormsAreErrorsNamingTheValues) {
   const auto message = [](const ::onnx::ModelProto& m) {
     return memfmt_test::error_message([&] { memfmt::onnx::import_model(m); }, errc::invalid_argument);
   };
-  EXPECT_NE(message(model_with("Gelu", [](onnx_builder& b) {
-              b.node("Gelu", {"x"}, {"y"}).attr("approximate", std::string("fast"));
-            })).find("approximate = 'fast'"),
+  EXPECT_NE(message(model_with(
+                        "Gelu",
+                        [](onnx_builder& b) { b.node("Gelu", {"x"}, {"y"}).attr("approximate", std::string("fast")); }))
+                .find("approximate = 'fast'"),
             std::string::npos);
-  EXPECT_NE(message(model_with("GroupNormalization", [](onnx_builder& b) {
-              b.float_vector("s", {1.f, 1.f, 1.f, 1.f}).float_vector("t", {0.f, 0.f, 0.f, 0.f});
-              b.node("GroupNormalization", {"x", "s", "t"}, {"y"}).attr("num_groups", std::int64_t{4});
-            })).find("num_groups 4 does not divide the 6 channels"),
+  EXPECT_NE(
+      message(model_with("GroupNormalization",
+                         [](onnx_builder& b) {
+                           b.float_vector("s", {1.f, 1.f, 1.f, 1.f}).float_vector("t", {0.f, 0.f, 0.f, 0.f});
+                           b.node("GroupNormalization", {"x", "s", "t"}, {"y"}).attr("num_groups", std::int64_t{4});
+                         }))
+          .find("num_groups 4 does not divide the 6 channels"),
+      std::string::npos);
+  EXPECT_NE(
+      message(
+          model_with(
+              "Split",
+              [](onnx_builder& b) {
+                b.node("Split", {"x"}, {"y", "z"}).attr("axis", std::int64_t{1}).attr("num_outputs", std::int64_t{3});
+              }))
+          .find("num_outputs 3 for 2 outputs"),
+      std::string::npos);
+  EXPECT_NE(message(model_with("Pad",
+                               [](onnx_builder& b) {
+                                 b.ints("pads", {1, 1}).ints("axes", {2, -2});
+                                 b.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+                               }))
+                .find("need 4 entries for axes [2, -2]"),
             std::string::npos);
-  EXPECT_NE(message(model_with("Split", [](onnx_builder& b) {
-              b.node("Split", {"x"}, {"y", "z"}).attr("axis", std::int64_t{1}).attr("num_outputs", std::int64_t{3});
-            })).find("num_outputs 3 for 2 outputs"),
-            std::string::npos);
-  EXPECT_NE(message(model_with("Pad", [](onnx_builder& b) {
-              b.ints("pads", {1, 1}).ints("axes", {2, -2});
-              b.node("Pad", {"x", "pads", "", "axes"}, {"y"});
-            })).find("need 4 entries for axes [2, -2]"),
-            std::string::npos);
-  EXPECT_NE(message(model_with("Pad", [](onnx_builder& b) {
-              b.ints("pads", {1, 1, 1, 1}).ints("axes", {2, -2});
-              b.node("Pad", {"x", "pads", "", "axes"}, {"y"});
-            })).find("repeat an axis"),
+  EXPECT_NE(message(model_with("Pad",
+                               [](onnx_builder& b) {
+                                 b.ints("pads", {1, 1, 1, 1}).ints("axes", {2, -2});
+                                 b.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+                               }))
+                .find("repeat an axis"),
             std::string::npos);
 }
 

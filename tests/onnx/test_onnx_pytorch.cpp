@@ -57,8 +57,8 @@ void expect_pytorchs_output_in_every_plan(const std::string& model, const std::s
 TEST(OnnxPyTorch, CommittedModelsGivePyTorchsRecordedOutputsInEveryPlan) {
   for (const char* name : {"small_resnet18", "small_mobilenet_v2", "small_normalized_prelu_net", "small_shufflenet_v2",
                            "small_super_resolution", "small_convnext", "small_convnext_opset13",
-                           "small_layernorm2d_net", "small_groupnorm_net", "small_cbam_net",
-                           "small_focus_crop_net", "small_simam_net", "small_coord_att_net", "small_same_pad_net"}) {
+                           "small_layernorm2d_net", "small_groupnorm_net", "small_cbam_net", "small_focus_crop_net",
+                           "small_simam_net", "small_coord_att_net", "small_same_pad_net"}) {
     const std::string base = std::string(MEMFMT_ONNX_TEST_DATA) + "/" + name;
     expect_pytorchs_output_in_every_plan(base + ".onnx", base + ".safetensors", 1e-5);
   }
@@ -108,31 +108,27 @@ TEST_P(OnnxTorchvision, ExportedModelGivesPyTorchsOutputsInEveryPlan) {
   std::filesystem::create_directories(dir);
   const std::string model = dir + "/model.onnx", recording = dir + "/recorded.safetensors";
   const std::string cmd = std::string("/usr/bin/python3 ") + MEMFMT_EXPORT_ONNX + " " + c.model + " " + model +
-                          " --input-shape 1,3,64,64 --seed 0 " + c.flags + " --output-fixture " + recording +
-                          " >" + dir + "/export.log 2>&1";
+                          " --input-shape 1,3,64,64 --seed 0 " + c.flags + " --output-fixture " + recording + " >" +
+                          dir + "/export.log 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << " (see " << dir << "/export.log)";
   expect_pytorchs_output_in_every_plan(model, recording, 1e-4);
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OnnxTorchvision,
-                         ::testing::Values(torchvision_case{"resnet50", ""},
-                                           torchvision_case{"mobilenet_v2", "--keep-batchnorm"},
-                                           torchvision_case{"shufflenet_v2_x0_5", ""},
-                                           torchvision_case{"convnext_tiny",
-                                                            "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"},
-                                           torchvision_case{"densenet121", ""},
-                                           torchvision_case{"efficientnet_b0", ""},
-                                           torchvision_case{"regnet_y_400mf", ""},
-                                           torchvision_case{"googlenet", ""},
-                                           torchvision_case{"mobilenet_v3_large", ""},
-                                           torchvision_case{"squeezenet1_1", ""},
-                                           torchvision_case{"segmentation.lraspp_mobilenet_v3_large", segmentation},
-                                           torchvision_case{"segmentation.deeplabv3_mobilenet_v3_large", segmentation}),
-                         [](const auto& info) {
-                           std::string name = info.param.model;
-                           std::replace(name.begin(), name.end(), '.', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, OnnxTorchvision,
+    ::testing::Values(torchvision_case{"resnet50", ""}, torchvision_case{"mobilenet_v2", "--keep-batchnorm"},
+                      torchvision_case{"shufflenet_v2_x0_5", ""},
+                      torchvision_case{"convnext_tiny", "--opset 17 --kwargs '{\"layer_scale\": 0.5}'"},
+                      torchvision_case{"densenet121", ""}, torchvision_case{"efficientnet_b0", ""},
+                      torchvision_case{"regnet_y_400mf", ""}, torchvision_case{"googlenet", ""},
+                      torchvision_case{"mobilenet_v3_large", ""}, torchvision_case{"squeezenet1_1", ""},
+                      torchvision_case{"segmentation.lraspp_mobilenet_v3_large", segmentation},
+                      torchvision_case{"segmentation.deeplabv3_mobilenet_v3_large", segmentation}),
+    [](const auto& info) {
+      std::string name = info.param.model;
+      std::replace(name.begin(), name.end(), '.', '_');
+      return name;
+    });
 
 }  // namespace

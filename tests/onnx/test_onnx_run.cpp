@@ -56,7 +56,8 @@ std::vector<double> conv_by_definition(const parameter& x, std::int64_t k_out, s
                 const std::int64_t yi = i + r - ph, xj = j + q - pad;
                 if (yi < 0 || yi >= h || xj < 0 || xj >= w) continue;
                 const double wv = 0.01 * static_cast<double>(((k * c + ch) * kh + r) * kernel + q) - 0.2;
-                sum += wv * memfmt::onnx::element_as_double(x, static_cast<std::size_t>(((b * c + ch) * h + yi) * w + xj));
+                sum +=
+                    wv * memfmt::onnx::element_as_double(x, static_cast<std::size_t>(((b * c + ch) * h + yi) * w + xj));
               }
           y.push_back(sum);
         }
@@ -75,7 +76,8 @@ onnx_builder conv_model(const std::vector<std::int64_t>& x, std::int64_t k_out, 
 
 TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
   memfmt::reference::backend backend;
-  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
     const onnx_builder b = conv_model(shape, 4, 3, 1);
     const parameter x = ramp(shape, -1.f, 0.037f);
     const std::vector<double> truth = conv_by_definition(x, 4, 3, 1);
@@ -90,7 +92,8 @@ TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
       ASSERT_EQ(y.shape, expected_shape) << p.name;  // a 1-D net's output is [N, C, L] again
       ASSERT_EQ(static_cast<std::size_t>(y.numel()), truth.size());
       for (std::size_t i = 0; i < truth.size(); ++i)
-        ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), truth[i], 1e-4) << p.name << " rank " << shape.size() << " element " << i;
+        ASSERT_NEAR(memfmt::onnx::element_as_double(y, i), truth[i], 1e-4)
+            << p.name << " rank " << shape.size() << " element " << i;
     }
   }
 }
@@ -101,10 +104,13 @@ TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
 // for a 1-D net); the truth is that arithmetic and the convolution written out in logical order.
 TEST(OnnxRun, ConstantOperandsInEveryPlan) {
   memfmt::reference::backend backend;
-  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{2, 3, 7}, std::vector<std::int64_t>{2, 3, 4, 5}}) {
     const bool two_d = shape.size() == 4;
-    const std::vector<std::int64_t> per_channel = two_d ? std::vector<std::int64_t>{3, 1, 1} : std::vector<std::int64_t>{3, 1};
-    const std::vector<std::int64_t> per_output = two_d ? std::vector<std::int64_t>{4, 1, 1} : std::vector<std::int64_t>{4, 1};
+    const std::vector<std::int64_t> per_channel =
+        two_d ? std::vector<std::int64_t>{3, 1, 1} : std::vector<std::int64_t>{3, 1};
+    const std::vector<std::int64_t> per_output =
+        two_d ? std::vector<std::int64_t>{4, 1, 1} : std::vector<std::int64_t>{4, 1};
     const std::vector<std::int64_t> map(shape.begin() + 1, shape.end());
     const std::size_t spatial = static_cast<std::size_t>(two_d ? shape[2] * shape[3] : shape[2]);
     std::vector<std::int64_t> wshape{4, 3, 3};
@@ -225,7 +231,10 @@ TEST(OnnxRun, SiluSoftplusAndMishByTheirDefinitions) {
   const auto softplus = [](double v) { return std::log1p(std::exp(v)); };
   const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
   expect_conv_then_one_activation(
-      memfmt::activation::silu, [](onnx_builder& b) { b.node("Sigmoid", {"y"}, {"s"}).node("Mul", {"y", "s"}, {"z"}); },
+      memfmt::activation::silu,
+      [](onnx_builder& b) {
+        b.node("Sigmoid", {"y"}, {"s"}).node("Mul", {"y", "s"}, {"z"});
+      },
       [&](double v) { return v * sigmoid(v); });
   expect_conv_then_one_activation(
       memfmt::activation::mish,
@@ -343,17 +352,19 @@ TEST(OnnxRun, ChannelsLastBlocksRunAsLayersOverC) {
         std::vector<double> ln(static_cast<std::size_t>(c)), hidden(static_cast<std::size_t>(k));
         for (std::int64_t ch = 0; ch < c; ++ch)
           ln[static_cast<std::size_t>(ch)] = (memfmt::onnx::element_as_double(x, at(ch)) - mean) /
-                                                  std::sqrt(var + static_cast<double>(1e-6f)) *
-                                                  ramp_at(0.5f, 0.25f, ch) +
-                                              ramp_at(-0.3f, 0.2f, ch);
+                                                 std::sqrt(var + static_cast<double>(1e-6f)) *
+                                                 ramp_at(0.5f, 0.25f, ch) +
+                                             ramp_at(-0.3f, 0.2f, ch);
         for (std::int64_t o = 0; o < k; ++o) {
           double v = ramp_at(0.1f, -0.05f, o);
-          for (std::int64_t ch = 0; ch < c; ++ch) v += ln[static_cast<std::size_t>(ch)] * ramp_at(-0.3f, 0.025f, ch * k + o);
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            v += ln[static_cast<std::size_t>(ch)] * ramp_at(-0.3f, 0.025f, ch * k + o);
           hidden[static_cast<std::size_t>(o)] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
         }
         for (std::int64_t ch = 0; ch < c; ++ch) {
           double v = ramp_at(-0.1f, 0.07f, ch);
-          for (std::int64_t o = 0; o < k; ++o) v += hidden[static_cast<std::size_t>(o)] * ramp_at(0.2f, -0.02f, o * c + ch);
+          for (std::int64_t o = 0; o < k; ++o)
+            v += hidden[static_cast<std::size_t>(o)] * ramp_at(0.2f, -0.02f, o * c + ch);
           truth[at(ch)] = v + memfmt::onnx::element_as_double(x, at(ch));
         }
       }
@@ -366,8 +377,9 @@ TEST(OnnxRun, ChannelsLastBlocksRunAsLayersOverC) {
       ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
       // Layer norm, two 1x1 convs with their biases, one GELU, the residual add: nothing else.
       const std::map<std::string, int> kinds = kinds_of(m.network);
-      EXPECT_EQ(kinds, (std::map<std::string, int>{
-                           {"input", 1}, {"output", 1}, {"layer_norm", 1}, {"conv", 2}, {"activation", 1}, {"binary", 1}}));
+      EXPECT_EQ(kinds,
+                (std::map<std::string, int>{
+                    {"input", 1}, {"output", 1}, {"layer_norm", 1}, {"conv", 2}, {"activation", 1}, {"binary", 1}}));
       const parameter y = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("y");
       ASSERT_EQ(y.shape, (dims{n, c, h, w}));
       for (std::size_t e = 0; e < truth.size(); ++e)
@@ -387,7 +399,8 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
   const float eps = 1e-6f;
   const auto build = [&](bool channel_weight) {
     onnx_builder b = conv_model({n, c_in, h, w}, c, 3, 1);
-    b.floats("gamma", channel_weight ? dims{c, 1, 1} : dims{1, 1, c}, 0.5f, 0.25f).floats("beta", {c, 1, 1}, -0.3f, 0.2f);
+    b.floats("gamma", channel_weight ? dims{c, 1, 1} : dims{1, 1, c}, 0.5f, 0.25f)
+        .floats("beta", {c, 1, 1}, -0.3f, 0.2f);
     b.node("ReduceMean", {"y"}, {"mean"}, "mean").attr("axes", dims{1});
     b.node("Sub", {"y", "mean"}, {"d"}, "sub");
     b.scalar("two", 2.f).node("Pow", {"d", "two"}, {"sq"}, "pow");
@@ -422,7 +435,8 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
   memfmt::reference::backend backend;
   for (const bool channel_weight : {true, false})
     for (const auto& p : memfmt_test::plans) {
-      SCOPED_TRACE(std::string(channel_weight ? "weight [C, 1, 1]" : "weight [1, 1, C] along W") + " in plan " + p.name);
+      SCOPED_TRACE(std::string(channel_weight ? "weight [C, 1, 1]" : "weight [1, 1, C] along W") + " in plan " +
+                   p.name);
       const auto m = memfmt::onnx::import_model(build(channel_weight).model(), memfmt_test::options_for(p));
       ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
       const std::map<std::string, int> kinds = kinds_of(m.network);
@@ -434,7 +448,8 @@ TEST(OnnxRun, LayerNorm2dOverAxisOneIsOneLayerNorm) {
       ASSERT_EQ(out.shape, (dims{n, c, h, w}));
       const std::vector<double> t = truth(channel_weight);
       for (std::size_t e = 0; e < t.size(); ++e)
-        EXPECT_NEAR(memfmt::onnx::element_as_double(out, e), t[e], 1e-5 * std::max(1.0, std::fabs(t[e]))) << "element " << e;
+        EXPECT_NEAR(memfmt::onnx::element_as_double(out, e), t[e], 1e-5 * std::max(1.0, std::fabs(t[e])))
+            << "element " << e;
     }
 }
 
@@ -467,8 +482,9 @@ TEST(OnnxRun, SquaresSummedOverChannelsAreOneReduction) {
     SCOPED_TRACE(p.name);
     const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
     ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
-    EXPECT_EQ(kinds_of(m.network), (std::map<std::string, int>{{"input", 1}, {"output", 3}, {"conv", 1},
-                                                              {"reduce", 2}, {"binary", 2}, {"constant", 1}}));
+    EXPECT_EQ(kinds_of(m.network),
+              (std::map<std::string, int>{
+                  {"input", 1}, {"output", 3}, {"conv", 1}, {"reduce", 2}, {"binary", 2}, {"constant", 1}}));
     const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
     ASSERT_EQ(out.at("energy").shape, (dims{n, 1, h, w}));
     for (std::size_t e = 0; e < energy.size(); ++e)
@@ -522,8 +538,8 @@ TEST(OnnxRun, GroupNormPatternIsOneGroupNorm) {
       }
       for (std::int64_t i = 0; i < per_group; ++i) {
         const std::int64_t ch = grp * (c / g) + i / (h * w);
-        const double normed = (y[first + static_cast<std::size_t>(i)] - mean) / std::sqrt(var + static_cast<double>(eps)) *
-                                  ramp_at(0.75f, 0.5f, grp) +
+        const double normed = (y[first + static_cast<std::size_t>(i)] - mean) /
+                                  std::sqrt(var + static_cast<double>(eps)) * ramp_at(0.75f, 0.5f, grp) +
                               ramp_at(-0.2f, 0.3f, grp);
         truth[first + static_cast<std::size_t>(i)] = normed * ramp_at(1.5f, -0.25f, ch) + ramp_at(0.1f, 0.05f, ch);
       }
@@ -550,7 +566,8 @@ TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
   const onnx_builder b = conv_model({1, 3, 4, 5}, 2, 3, 1);
   const auto m = memfmt::onnx::import_model(b.model());
   const auto plan = memfmt_test::plan_of(m, memfmt_test::plans[0]);
-  const auto expect_error = [&](const std::map<std::string, parameter>& feeds, memfmt::errc code, const std::string& text) {
+  const auto expect_error = [&](const std::map<std::string, parameter>& feeds, memfmt::errc code,
+                                const std::string& text) {
     try {
       memfmt::onnx::run_model(m, plan, backend, feeds);
       ADD_FAILURE() << "no error; expected one saying " << text;

@@ -26,7 +26,6 @@ using memfmt::training_test::expect_close_in_norm;
 using memfmt::training_test::starts_with;
 using memfmt::training_test::values;
 
-
 // The recording's entries under `prefix` ("grad:", "after:") against the trainer's store `got`,
 // whose names map to ONNX initializers through `source`. Every recorded entry must be matched by
 // exactly one of the trainer's (a parameter the importer made without an initializer, such as the
@@ -69,8 +68,8 @@ void expect_pytorchs_training_step(Backend& backend, const std::string& model) {
     ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
     // float32 against PyTorch's float64 step: the rounding of float32 sums over a few thousand terms.
     const double tol = 1e-4;
-    const auto got = memfmt::training_test::train_on<float>(backend, m.network, memfmt_test::plan_of(m, p),
-                                                             m.parameters, x, r);
+    const auto got =
+        memfmt::training_test::train_on<float>(backend, m.network, memfmt_test::plan_of(m, p), m.parameters, x, r);
     expect_close_in_norm(got.output, y, tol, "output");
     expect_recorded(rec, "grad:", got.grads, m.source, tol, floor_rms);
     expect_recorded(rec, "after:", got.stats, m.source, tol, 0.0);

@@ -39,8 +39,8 @@ struct shared_runner {
     validate_conv_backward_data(dy, w, dx, p);
   }
   template <class XF, class YF, class WF>
-  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy,
-                             tensor_view<float, WF> dw, float*, const conv_params& p) {
+  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy, tensor_view<float, WF> dw,
+                             float*, const conv_params& p) {
     validate_conv_backward_weights(x, dy, dw, p);
   }
   template <class F>
@@ -75,8 +75,8 @@ struct reference_runner {
     be.conv_backward_data<float, YF, WF, XF>(dy, w, dx, p);
   }
   template <class XF, class YF, class WF>
-  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy,
-                             tensor_view<float, WF> dw, float* dbias, const conv_params& p) {
+  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy, tensor_view<float, WF> dw,
+                             float* dbias, const conv_params& p) {
     be.conv_backward_weights<float, XF, YF, WF>(x, dy, dw, dbias, p);
   }
   template <class F>
@@ -112,8 +112,8 @@ struct onednn_runner {
     be.conv_backward_data(dy, w, dx, p);
   }
   template <class XF, class YF, class WF>
-  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy,
-                             tensor_view<float, WF> dw, float* dbias, const conv_params& p) {
+  void conv_backward_weights(tensor_view<const float, XF> x, tensor_view<const float, YF> dy, tensor_view<float, WF> dw,
+                             float* dbias, const conv_params& p) {
     be.conv_backward_weights(x, dy, dw, dbias, p);
   }
   template <class F>
@@ -247,74 +247,65 @@ TEST_F(ConvValidation, ValidBaselineAcceptedEverywhere) {
 
 TEST_F(ConvValidation, Forward) {
   auto y_bad = filled<nhwc>({2, 6, 3, 4}, sentinel);
-  expect_same_error(
-      "output sizes", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), bias.data(), y_bad.view(), p); },
-      errc::shape_mismatch, {"conv_forward", "output y", "[2, 6, 3, 4]", "[2, 6, 3, 3]"});
+  expect_same_error("output sizes",
+                    [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), bias.data(), y_bad.view(), p); },
+                    errc::shape_mismatch, {"conv_forward", "output y", "[2, 6, 3, 4]", "[2, 6, 3, 3]"});
   EXPECT_TRUE(all_sentinel(y_bad.data(), y_bad.numel()));
   conv_params q = p;
   q.groups = 3;
-  expect_same_error(
-      "groups 3", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
-      errc::invalid_argument, {"groups = 3", "C = 4"});
+  expect_same_error("groups 3", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
+                    errc::invalid_argument, {"groups = 3", "C = 4"});
   q = p;
   q.groups = 1;
-  expect_same_error(
-      "groups 1", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
-      errc::shape_mismatch, {"2 input channels per group", "4 / 1"});
+  expect_same_error("groups 1", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
+                    errc::shape_mismatch, {"2 input channels per group", "4 / 1"});
   q = p;
   q.stride[1] = 0;
-  expect_same_error(
-      "stride 0", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
-      errc::invalid_argument, {"stride 0", "spatial dim 1"});
+  expect_same_error("stride 0", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
+                    errc::invalid_argument, {"stride 0", "spatial dim 1"});
   q = p;
   q.padding[0] = -1;
-  expect_same_error(
-      "padding -1", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
-      errc::invalid_argument, {"padding -1", "spatial dim 0"});
+  expect_same_error("padding -1",
+                    [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
+                    errc::invalid_argument, {"padding -1", "spatial dim 0"});
   q = p;
   q.dilation[0] = 3;
-  expect_same_error(
-      "dilation 3", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
-      errc::invalid_argument, {"dilated kernel 7", "padded input 5"});
+  expect_same_error("dilation 3",
+                    [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, y.view(), q); },
+                    errc::invalid_argument, {"dilated kernel 7", "padded input 5"});
   tensor_view<const float, nchw> null_x(nullptr, x.extents());
-  expect_same_error(
-      "null x", [&](auto& r) { r.conv_forward(null_x, w.const_view(), nullptr, y.view(), p); }, errc::null_pointer,
-      {"input x", "nchw", "[2, 4, 5, 5]"});
+  expect_same_error("null x", [&](auto& r) { r.conv_forward(null_x, w.const_view(), nullptr, y.view(), p); },
+                    errc::null_pointer, {"input x", "nchw", "[2, 4, 5, 5]"});
   tensor_view<const float, nhwc> null_w(nullptr, w.extents());
-  expect_same_error(
-      "null w", [&](auto& r) { r.conv_forward(x.const_view(), null_w, nullptr, y.view(), p); }, errc::null_pointer,
-      {"weight w", "nhwc", "[6, 2, 3, 3]"});
+  expect_same_error("null w", [&](auto& r) { r.conv_forward(x.const_view(), null_w, nullptr, y.view(), p); },
+                    errc::null_pointer, {"weight w", "nhwc", "[6, 2, 3, 3]"});
   tensor_view<float, nhwc> null_y(nullptr, y.extents());
-  expect_same_error(
-      "null y", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, null_y, p); },
-      errc::null_pointer, {"output y", "[2, 6, 3, 3]"});
+  expect_same_error("null y", [&](auto& r) { r.conv_forward(x.const_view(), w.const_view(), nullptr, null_y, p); },
+                    errc::null_pointer, {"output y", "[2, 6, 3, 3]"});
   host_tensor<float, nhwc> w0({6, 2, 0, 3});
   host_tensor<float, nhwc> y0({2, 6, 3, 3});
-  expect_same_error(
-      "empty kernel", [&](auto& r) { r.conv_forward(x.const_view(), w0.const_view(), nullptr, y0.view(), p); },
-      errc::invalid_argument, {"weight [6, 2, 0, 3]", "weight sizes must be positive"});
+  expect_same_error("empty kernel",
+                    [&](auto& r) { r.conv_forward(x.const_view(), w0.const_view(), nullptr, y0.view(), p); },
+                    errc::invalid_argument, {"weight [6, 2, 0, 3]", "weight sizes must be positive"});
   expect_outputs_untouched();
 }
 
 TEST_F(ConvValidation, BackwardData) {
   auto dx_bad = filled<nchw>({2, 4, 6, 5}, sentinel);  // gives dy [2, 6, 4, 3]
-  expect_same_error(
-      "dx sizes", [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), dx_bad.view(), p); },
-      errc::shape_mismatch, {"conv_backward_data", "output gradient dy", "[2, 6, 3, 3]", "[2, 6, 4, 3]"});
+  expect_same_error("dx sizes",
+                    [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), dx_bad.view(), p); },
+                    errc::shape_mismatch, {"conv_backward_data", "output gradient dy", "[2, 6, 3, 3]", "[2, 6, 4, 3]"});
   EXPECT_TRUE(all_sentinel(dx_bad.data(), dx_bad.numel()));
   tensor_view<const float, nhwc> null_dy(nullptr, dy.extents());
-  expect_same_error(
-      "null dy", [&](auto& r) { r.conv_backward_data(null_dy, w.const_view(), dx.view(), p); }, errc::null_pointer,
-      {"output gradient dy", "[2, 6, 3, 3]"});
+  expect_same_error("null dy", [&](auto& r) { r.conv_backward_data(null_dy, w.const_view(), dx.view(), p); },
+                    errc::null_pointer, {"output gradient dy", "[2, 6, 3, 3]"});
   tensor_view<float, nchw> null_dx(nullptr, dx.extents());
-  expect_same_error(
-      "null dx", [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), null_dx, p); },
-      errc::null_pointer, {"input gradient dx", "[2, 4, 5, 5]"});
+  expect_same_error("null dx", [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), null_dx, p); },
+                    errc::null_pointer, {"input gradient dx", "[2, 4, 5, 5]"});
   conv_params q = p;
   q.groups = 4;
-  expect_same_error(
-      "groups 4", [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), dx.view(), q); },
-      errc::invalid_argument, {"groups = 4", "K = 6"});
+  expect_same_error("groups 4", [&](auto& r) { r.conv_backward_data(dy.const_view(), w.const_view(), dx.view(), q); },
+                    errc::invalid_argument, {"groups = 4", "K = 6"});
   expect_outputs_untouched();
 }
 
@@ -327,13 +318,12 @@ TEST_F(ConvValidation, BackwardWeights) {
   EXPECT_TRUE(all_sentinel(dw_bad.data(), dw_bad.numel()));
   tensor_view<float, nhwc> null_dw(nullptr, dw.extents());
   expect_same_error(
-      "null dw",
-      [&](auto& r) { r.conv_backward_weights(x.const_view(), dy.const_view(), null_dw, dbias.data(), p); },
+      "null dw", [&](auto& r) { r.conv_backward_weights(x.const_view(), dy.const_view(), null_dw, dbias.data(), p); },
       errc::null_pointer, {"weight gradient dw", "[6, 2, 3, 3]"});
   tensor_view<const float, nchw> null_x(nullptr, x.extents());
-  expect_same_error(
-      "null x", [&](auto& r) { r.conv_backward_weights(null_x, dy.const_view(), dw.view(), dbias.data(), p); },
-      errc::null_pointer, {"input x", "[2, 4, 5, 5]"});
+  expect_same_error("null x",
+                    [&](auto& r) { r.conv_backward_weights(null_x, dy.const_view(), dw.view(), dbias.data(), p); },
+                    errc::null_pointer, {"input x", "[2, 4, 5, 5]"});
   expect_outputs_untouched();
 }
 
@@ -383,14 +373,11 @@ TEST_F(BatchNormValidation, ValidBaselineAcceptedEverywhere) {
 TEST_F(BatchNormValidation, Training) {
   auto train = [&](cview xv, view yv, const float* g, float* rvar, float* sinv, const batch_norm_params& q,
                    cview res = {}) {
-    return [=](auto& r) {
-      r.bn_training(xv, yv, g, beta.data(), rm.data(), rvar, sm.data(), sinv, q, res);
-    };
+    return [=](auto& r) { r.bn_training(xv, yv, g, beta.data(), rm.data(), rvar, sm.data(), sinv, q, res); };
   };
   auto y_bad = filled<nhwc>({2, 3, 2, 3}, sentinel);
   expect_same_error("y sizes", train(x.const_view(), y_bad.view(), gamma.data(), rv.data(), si.data(), p),
-                    errc::shape_mismatch,
-                    {"batch_norm_forward_training", "output y", "[2, 3, 2, 3]", "[2, 3, 2, 2]"});
+                    errc::shape_mismatch, {"batch_norm_forward_training", "output y", "[2, 3, 2, 3]", "[2, 3, 2, 2]"});
   EXPECT_TRUE(all_sentinel(y_bad.data(), y_bad.numel()));
   auto res = filled<nhwc>({2, 3, 1, 2}, 0.f);
   expect_same_error("residual sizes",
@@ -401,8 +388,8 @@ TEST_F(BatchNormValidation, Training) {
   expect_same_error("one value per channel", train(x1.const_view(), y1.view(), gamma.data(), rv.data(), si.data(), p),
                     errc::invalid_argument, {"[1, 3, 1, 1]", "1 value(s) per channel"});
   EXPECT_TRUE(all_sentinel(y1.data(), y1.numel()));
-  expect_same_error("null gamma", train(x.const_view(), y.view(), nullptr, rv.data(), si.data(), p),
-                    errc::null_pointer, {"gamma", "C = 3"});
+  expect_same_error("null gamma", train(x.const_view(), y.view(), nullptr, rv.data(), si.data(), p), errc::null_pointer,
+                    {"gamma", "C = 3"});
   expect_same_error("null running_var", train(x.const_view(), y.view(), gamma.data(), nullptr, si.data(), p),
                     errc::null_pointer, {"running_var", "C = 3"});
   expect_same_error("null saved_invstd", train(x.const_view(), y.view(), gamma.data(), rv.data(), nullptr, p),
@@ -442,8 +429,8 @@ TEST_F(BatchNormValidation, Inference) {
   q.epsilon = -1;
   expect_same_error("epsilon -1", infer(x.const_view(), y.view(), run_mean.data(), q), errc::invalid_argument,
                     {"epsilon = -1.000000"});
-  expect_same_error("null y", infer(x.const_view(), view(nullptr, x.extents()), run_mean.data(), p),
-                    errc::null_pointer, {"output y", "[2, 3, 2, 2]"});
+  expect_same_error("null y", infer(x.const_view(), view(nullptr, x.extents()), run_mean.data(), p), errc::null_pointer,
+                    {"output y", "[2, 3, 2, 2]"});
   expect_outputs_untouched();
 }
 
@@ -459,8 +446,7 @@ TEST_F(BatchNormValidation, Backward) {
   expect_same_error("fuse_relu without y", bwd(dy.const_view(), dx.view(), invstd.data(), dg.data(), relu),
                     errc::null_pointer, {"batch_norm_backward", "fuse_relu", "forward output y"});
   auto y_bad = filled<nhwc>({2, 3, 1, 2}, 1.f);
-  expect_same_error("y sizes",
-                    bwd(dy.const_view(), dx.view(), invstd.data(), dg.data(), relu, y_bad.const_view()),
+  expect_same_error("y sizes", bwd(dy.const_view(), dx.view(), invstd.data(), dg.data(), relu, y_bad.const_view()),
                     errc::shape_mismatch, {"forward output y", "[2, 3, 1, 2]"});
   auto dres = filled<nhwc>({2, 2, 2, 2}, sentinel);
   expect_same_error("dresidual sizes",
@@ -468,11 +454,11 @@ TEST_F(BatchNormValidation, Backward) {
                     errc::shape_mismatch, {"residual gradient dresidual", "[2, 2, 2, 2]"});
   EXPECT_TRUE(all_sentinel(dres.data(), dres.numel()));
   auto dy_bad = filled<nhwc>({3, 3, 2, 2}, 1.f);
-  expect_same_error("dy sizes", bwd(dy_bad.const_view(), dx.view(), invstd.data(), dg.data(), p),
-                    errc::shape_mismatch, {"output gradient dy", "[3, 3, 2, 2]", "[2, 3, 2, 2]"});
+  expect_same_error("dy sizes", bwd(dy_bad.const_view(), dx.view(), invstd.data(), dg.data(), p), errc::shape_mismatch,
+                    {"output gradient dy", "[3, 3, 2, 2]", "[2, 3, 2, 2]"});
   auto dx_bad = filled<nhwc>({2, 3, 2, 1}, sentinel);
-  expect_same_error("dx sizes", bwd(dy.const_view(), dx_bad.view(), invstd.data(), dg.data(), p),
-                    errc::shape_mismatch, {"input gradient dx", "[2, 3, 2, 1]"});
+  expect_same_error("dx sizes", bwd(dy.const_view(), dx_bad.view(), invstd.data(), dg.data(), p), errc::shape_mismatch,
+                    {"input gradient dx", "[2, 3, 2, 1]"});
   expect_same_error("null saved_invstd", bwd(dy.const_view(), dx.view(), nullptr, dg.data(), p), errc::null_pointer,
                     {"saved_invstd", "C = 3"});
   expect_same_error("null dgamma", bwd(dy.const_view(), dx.view(), invstd.data(), nullptr, p), errc::null_pointer,
@@ -481,8 +467,8 @@ TEST_F(BatchNormValidation, Backward) {
                     errc::null_pointer, {"input gradient dx"});
   batch_norm_params q = p;
   q.epsilon = 0;
-  expect_same_error("epsilon 0", bwd(dy.const_view(), dx.view(), invstd.data(), dg.data(), q),
-                    errc::invalid_argument, {"epsilon"});
+  expect_same_error("epsilon 0", bwd(dy.const_view(), dx.view(), invstd.data(), dg.data(), q), errc::invalid_argument,
+                    {"epsilon"});
   expect_outputs_untouched();
 }
 

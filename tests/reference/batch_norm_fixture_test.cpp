@@ -35,8 +35,9 @@ void expect_params_close(const std::string& what, const std::vector<P>& got, con
                          const std::vector<double>& extra_tol = {}) {
   const double scale = max_abs(want.data);
   expect_close(
-      what, static_cast<std::int64_t>(got.size()), [&](std::int64_t i) { return static_cast<double>(got[static_cast<std::size_t>(i)]); },
-      want.data, [&](std::int64_t i, double w) {
+      what, static_cast<std::int64_t>(got.size()),
+      [&](std::int64_t i) { return static_cast<double>(got[static_cast<std::size_t>(i)]); }, want.data,
+      [&](std::int64_t i, double w) {
         return ulp<P>(w) + slack * scale + (extra_tol.empty() ? 0.0 : extra_tol[static_cast<std::size_t>(i)]);
       });
 }
@@ -88,7 +89,8 @@ void check_train_case(const fixture_case& fc) {
   for_each_coord(xe, [&](const auto& c, std::int64_t i) {
     const auto ch = static_cast<std::size_t>(c[1]);
     const double mean = fc.tensor("saved_mean").data[ch], inv = fc.tensor("saved_invstd").data[ch];
-    const double g = (!p.fuse_relu || fy.data[static_cast<std::size_t>(i)] > 0) ? fdy.data[static_cast<std::size_t>(i)] : 0.0;
+    const double g =
+        (!p.fuse_relu || fy.data[static_cast<std::size_t>(i)] > 0) ? fdy.data[static_cast<std::size_t>(i)] : 0.0;
     const double xhat = (fx.data[static_cast<std::size_t>(i)] - mean) * inv;
     sum_g[ch] += std::fabs(g);
     sum_gx[ch] += std::fabs(g * xhat);
@@ -99,9 +101,12 @@ void check_train_case(const fixture_case& fc) {
   const double eps_p = std::is_same_v<P, double> ? slack : epsilon<P>();
   std::vector<double> dx_extra(channels), dgamma_extra(channels);
   for (std::size_t ch = 0; ch < channels; ++ch) {
-    const double k = std::fabs(fc.tensor("gamma").data[ch]) * fc.tensor("saved_invstd").data[ch] / static_cast<double>(m);
+    const double k =
+        std::fabs(fc.tensor("gamma").data[ch]) * fc.tensor("saved_invstd").data[ch] / static_cast<double>(m);
     const double terms = k * (static_cast<double>(m) * max_g[ch] + sum_g[ch] + max_xhat[ch] * sum_gx[ch]);
-    dx_extra[ch] = 4 * eps_p * (terms * (1 + mean_rel[ch]) + k * (max_xhat[ch] + mean_rel[ch]) * (sum_gx[ch] + max_xhat[ch] * sum_g[ch]));
+    dx_extra[ch] =
+        4 * eps_p *
+        (terms * (1 + mean_rel[ch]) + k * (max_xhat[ch] + mean_rel[ch]) * (sum_gx[ch] + max_xhat[ch] * sum_g[ch]));
     dgamma_extra[ch] = 4 * eps_p * (sum_gx[ch] + mean_rel[ch] * sum_g[ch]);
   }
 

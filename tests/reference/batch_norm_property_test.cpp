@@ -65,8 +65,8 @@ void check_gradients(bool relu, bool residual, std::uint64_t seed) {
   reference::batch_norm_forward_training<double>(x.const_view(), y.view(), gamma.data(), beta.data(), rm.data(),
                                                  rv.data(), sm.data(), si.data(), p,
                                                  residual ? res.const_view() : tensor_view<const double, F>());
-  reference::batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), sm.data(),
-                                         si.data(), dgamma.data(), dbeta.data(), p, y.const_view(),
+  reference::batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), sm.data(), si.data(),
+                                         dgamma.data(), dbeta.data(), p, y.const_view(),
                                          residual ? dres.view() : tensor_view<double, F>());
 
   // Central differences. ReLU kinks make a few elements non-differentiable at the step size; random data
@@ -156,8 +156,8 @@ TEST(ReferenceBatchNormProperties, InPlaceEqualsOutOfPlace) {
 
   std::vector<double> dg(3), db(3), dg2(3), db2(3);
   host_tensor<double, nchw> dx(x.extents());
-  reference::batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), sm.data(),
-                                         si.data(), dg.data(), db.data(), p, y.const_view());
+  reference::batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), sm.data(), si.data(),
+                                         dg.data(), db.data(), p, y.const_view());
   auto dy_inplace = dy.clone();
   reference::batch_norm_backward<double>(x.const_view(), dy_inplace.const_view(), dy_inplace.view(), gamma.data(),
                                          sm.data(), si.data(), dg2.data(), db2.data(), p, y.const_view());

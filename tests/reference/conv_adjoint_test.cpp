@@ -43,15 +43,17 @@ struct random_case {
   std::array<std::int64_t, 3> in, ker;
   conv_params p;
   std::string describe() const {
-    return "n=" + std::to_string(n) + " c=" + std::to_string(c) + " k=" + std::to_string(k) + " groups=" +
-           std::to_string(groups) + " in=" + memfmt::detail::dims_to_string(in) + " ker=" + memfmt::detail::dims_to_string(ker) +
-           " stride=" + memfmt::detail::dims_to_string(p.stride) + " pad=" + memfmt::detail::dims_to_string(p.padding) +
-           " dil=" + memfmt::detail::dims_to_string(p.dilation);
+    return "n=" + std::to_string(n) + " c=" + std::to_string(c) + " k=" + std::to_string(k) +
+           " groups=" + std::to_string(groups) + " in=" + memfmt::detail::dims_to_string(in) +
+           " ker=" + memfmt::detail::dims_to_string(ker) + " stride=" + memfmt::detail::dims_to_string(p.stride) +
+           " pad=" + memfmt::detail::dims_to_string(p.padding) + " dil=" + memfmt::detail::dims_to_string(p.dilation);
   }
 };
 
 random_case make_case(int spatial_rank, std::mt19937_64& rng) {
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
   for (;;) {
     random_case rc{};
     rc.groups = pick(1, 3);
@@ -155,7 +157,8 @@ TEST(ReferenceConvAdjoint, FormatsDoNotChangeResults) {
   std::mt19937_64 rng(99);
   for (int i = 0; i < 10; ++i) {
     const auto rc = make_case(2, rng);
-    const std::array<std::int64_t, 4> xe{rc.n, rc.c, rc.in[0], rc.in[1]}, we{rc.k, rc.c / rc.groups, rc.ker[0], rc.ker[1]};
+    const std::array<std::int64_t, 4> xe{rc.n, rc.c, rc.in[0], rc.in[1]},
+        we{rc.k, rc.c / rc.groups, rc.ker[0], rc.ker[1]};
     const auto ye = conv_output_extents(xe, we, rc.p);
     const auto x1 = random_tensor<nchw>(xe, rng);
     const auto w1 = random_tensor<nchw>(we, rng);

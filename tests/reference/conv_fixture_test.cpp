@@ -127,7 +127,8 @@ TEST(ReferenceConvStrided, PaddedViewsGiveTheFixtureResults) {
   const std::int64_t wp = xe[3] + 3, hp = xe[2] + 2;
   std::vector<double> xbuf(static_cast<std::size_t>(xe[0] * xe[1] * hp * wp), 1e300);
   const auto xl = layout<nchw>::strided(xe, {xe[1] * hp * wp, hp * wp, wp, 1});
-  for_each_coord(xe, [&](const auto& c, std::int64_t) { xbuf[static_cast<std::size_t>(xl(c))] = xd(c[0], c[1], c[2], c[3]); });
+  for_each_coord(
+      xe, [&](const auto& c, std::int64_t) { xbuf[static_cast<std::size_t>(xl(c))] = xd(c[0], c[1], c[2], c[3]); });
   // y: NHWC with C padded by 5.
   const std::int64_t cp = ye[1] + 5;
   std::vector<double> ybuf(static_cast<std::size_t>(ye[0] * ye[2] * ye[3] * cp), -7.0);
@@ -141,8 +142,10 @@ TEST(ReferenceConvStrided, PaddedViewsGiveTheFixtureResults) {
     got[static_cast<std::size_t>(i)] = ybuf[static_cast<std::size_t>(yl(c))];
     is_data[static_cast<std::size_t>(yl(c))] = true;
   });
-  expect_close("padded y", static_cast<std::int64_t>(got.size()), [&](std::int64_t i) { return got[static_cast<std::size_t>(i)]; },
-               fc->tensor("y").data, [](std::int64_t, double) { return 0.0; });
+  expect_close(
+      "padded y", static_cast<std::int64_t>(got.size()),
+      [&](std::int64_t i) { return got[static_cast<std::size_t>(i)]; }, fc->tensor("y").data,
+      [](std::int64_t, double) { return 0.0; });
   for (std::size_t i = 0; i < ybuf.size(); ++i) {
     if (!is_data[i]) {
       ASSERT_EQ(ybuf[i], -7.0) << "padding element " << i << " was written";

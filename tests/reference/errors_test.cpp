@@ -84,8 +84,8 @@ TEST_F(ConvErrors, ForwardNullData) {
   expect_error([&] { be.conv_forward<double>(null_x, w.const_view(), nullptr, y.view(), p); }, errc::null_pointer,
                {"input x", "[2, 4, 5, 5]"});
   tensor_view<double, nhwc> null_y(nullptr, y.extents());
-  expect_error([&] { be.conv_forward<double>(x.const_view(), w.const_view(), nullptr, null_y, p); },
-               errc::null_pointer, {"output y"});
+  expect_error([&] { be.conv_forward<double>(x.const_view(), w.const_view(), nullptr, null_y, p); }, errc::null_pointer,
+               {"output y"});
   expect_untouched(y, "y");
 }
 
@@ -163,8 +163,8 @@ TEST_F(BatchNormErrors, NullParameters) {
       errc::null_pointer, {"running_var"});
   expect_error(
       [&] {
-        be.batch_norm_forward_inference<double>(x.const_view(), y.view(), gamma.data(), beta.data(), nullptr,
-                                                rv.data(), p);
+        be.batch_norm_forward_inference<double>(x.const_view(), y.view(), gamma.data(), beta.data(), nullptr, rv.data(),
+                                                p);
       },
       errc::null_pointer, {"running_mean"});
   expect_outputs_untouched();
@@ -202,8 +202,8 @@ TEST_F(BatchNormErrors, Backward) {
       errc::shape_mismatch, {"dresidual", "[2, 2, 2, 2]"});
   expect_error(
       [&] {
-        be.batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(),
-                                       nullptr, dg.data(), db.data(), p);
+        be.batch_norm_backward<double>(x.const_view(), dy.const_view(), dx.view(), gamma.data(), mean.data(), nullptr,
+                                       dg.data(), db.data(), p);
       },
       errc::null_pointer, {"saved_invstd"});
   expect_untouched(dx, "dx");
@@ -215,10 +215,10 @@ TEST_F(BatchNormErrors, Backward) {
 // No channels: nothing to read, so null parameter pointers are fine; an empty batch in inference is a no-op.
 TEST_F(BatchNormErrors, EmptyTensorsNeedNoParameters) {
   host_tensor<double, nchw> x0({2, 0, 3, 3}), y0({2, 0, 3, 3});
-  EXPECT_NO_THROW(be.batch_norm_forward_inference<double>(x0.const_view(), y0.view(), nullptr, nullptr, nullptr,
-                                                          nullptr, p));
-  EXPECT_NO_THROW(be.batch_norm_forward_training<double>(x0.const_view(), y0.view(), nullptr, nullptr, nullptr,
-                                                         nullptr, nullptr, nullptr, p));
+  EXPECT_NO_THROW(
+      be.batch_norm_forward_inference<double>(x0.const_view(), y0.view(), nullptr, nullptr, nullptr, nullptr, p));
+  EXPECT_NO_THROW(be.batch_norm_forward_training<double>(x0.const_view(), y0.view(), nullptr, nullptr, nullptr, nullptr,
+                                                         nullptr, nullptr, p));
   host_tensor<double, nchw> xe({0, 3, 3, 3}), ye({0, 3, 3, 3});
   EXPECT_NO_THROW(be.batch_norm_forward_inference<double>(xe.const_view(), ye.view(), gamma.data(), beta.data(),
                                                           rm.data(), rv.data(), p));
@@ -231,12 +231,16 @@ const reference::backend layers;
 TEST(ReferenceLayerErrors, Activation) {
   const auto x = filled<nchw>({2, 3, 4, 4}, 1.0);
   auto y = filled<nhwc>({2, 3, 4, 5});
-  expect_error([&] { layers.activation_forward<double>(activation::relu, x.const_view(), y.view()); }, errc::shape_mismatch,
+  expect_error([&] { layers.activation_forward<double>(activation::relu, x.const_view(), y.view()); },
+               errc::shape_mismatch,
                {"activation_forward", "output y has sizes [2, 3, 4, 5]", "expected [2, 3, 4, 4]"});
   expect_untouched(y, "y");
   auto dx = filled<nchw>({2, 3, 4, 4});
   expect_error(
-      [&] { layers.activation_backward<double>(activation::silu, x.const_view(), tensor_view<const double, nchw>(nullptr, x.extents()), dx.view()); },
+      [&] {
+        layers.activation_backward<double>(activation::silu, x.const_view(),
+                                           tensor_view<const double, nchw>(nullptr, x.extents()), dx.view());
+      },
       errc::null_pointer, {"activation_backward", "output gradient dy", "null data pointer"});
   expect_untouched(dx, "dx");
 }
@@ -277,8 +281,9 @@ TEST(ReferenceLayerErrors, BinaryBroadcasting) {
   expect_untouched(y, "y");
   const auto b_ok = filled<nhwc>({2, 3, 1, 1}, 1.0);
   auto y_small = filled<nchw>({2, 3, 1, 1});
-  expect_error([&] { layers.binary_forward<double>(binary_op::add, a.const_view(), b_ok.const_view(), y_small.view()); },
-               errc::shape_mismatch, {"binary_forward", "output y has sizes [2, 3, 1, 1]", "expected [2, 3, 4, 4]"});
+  expect_error(
+      [&] { layers.binary_forward<double>(binary_op::add, a.const_view(), b_ok.const_view(), y_small.view()); },
+      errc::shape_mismatch, {"binary_forward", "output y has sizes [2, 3, 1, 1]", "expected [2, 3, 4, 4]"});
   expect_untouched(y_small, "y");
   // mul's gradient of a needs b's data; a wrongly sized db is named.
   const auto dy = filled<nchw>({2, 3, 4, 4}, 1.0);
@@ -286,12 +291,16 @@ TEST(ReferenceLayerErrors, BinaryBroadcasting) {
   auto db = filled<nhwc>({2, 3, 1, 2});
   expect_error(
       [&] {
-        layers.binary_backward<double>(binary_op::mul, a.const_view(), tensor_view<const double, nhwc>(nullptr, b_ok.extents()),
-                                   dy.const_view(), da.view(), tensor_view<double, nhwc>{});
+        layers.binary_backward<double>(binary_op::mul, a.const_view(),
+                                       tensor_view<const double, nhwc>(nullptr, b_ok.extents()), dy.const_view(),
+                                       da.view(), tensor_view<double, nhwc>{});
       },
       errc::null_pointer, {"binary_backward", "operand b"});
   expect_error(
-      [&] { layers.binary_backward<double>(binary_op::add, a.const_view(), b_ok.const_view(), dy.const_view(), da.view(), db.view()); },
+      [&] {
+        layers.binary_backward<double>(binary_op::add, a.const_view(), b_ok.const_view(), dy.const_view(), da.view(),
+                                       db.view());
+      },
       errc::shape_mismatch, {"gradient db has sizes [2, 3, 1, 2]", "expected [2, 3, 1, 1]"});
   expect_untouched(da, "da");
   expect_untouched(db, "db");
@@ -309,7 +318,8 @@ TEST(ReferenceLayerErrors, Pooling) {
                {"max_pool: input [1, 2, 5, 5]", "padding 3 / 1", "spatial dim 1", "0 <= padding < kernel"});
   p.padding = {1, 1, 0};
   p.stride = {0, 2, 1};
-  expect_error([&] { layers.pool_forward<double>(x.const_view(), y.view(), p); }, errc::invalid_argument, {"stride 0", "spatial dim 0"});
+  expect_error([&] { layers.pool_forward<double>(x.const_view(), y.view(), p); }, errc::invalid_argument,
+               {"stride 0", "spatial dim 0"});
   p.stride = {2, 2, 1};
   auto y_wrong = filled<nhwc>({1, 2, 2, 3});
   expect_error([&] { layers.pool_forward<double>(x.const_view(), y_wrong.view(), p); }, errc::shape_mismatch,
@@ -362,7 +372,8 @@ TEST(ReferenceLayerErrors, UpsampleAndPad) {
                {"padding -1 / 0", "spatial dim 1", "need >= 0"});
   p.mode = pad_mode::constant;
   p.begin = {1, std::numeric_limits<std::int64_t>::max(), 0};
-  expect_error([&] { layers.pad_forward<double>(x.const_view(), yp.view(), p); }, errc::overflow, {"pad: input", "overflows"});
+  expect_error([&] { layers.pad_forward<double>(x.const_view(), yp.view(), p); }, errc::overflow,
+               {"pad: input", "overflows"});
   expect_untouched(yp, "pad y");
 }
 
@@ -372,15 +383,22 @@ TEST(ReferenceLayerErrors, GroupNorm) {
   std::vector<double> mean(8, sentinel), invstd(8, sentinel);
   group_norm_params p;
   p.groups = 4;
-  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p); },
-               errc::invalid_argument, {"group_norm_forward", "groups = 4", "divide C = 6", "[2, 6, 3, 3]"});
+  expect_error(
+      [&] {
+        layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p);
+      },
+      errc::invalid_argument, {"group_norm_forward", "groups = 4", "divide C = 6", "[2, 6, 3, 3]"});
   p.groups = 3;
   p.epsilon = 0.0;
-  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p); },
-               errc::invalid_argument, {"epsilon = 0", "finite and > 0"});
+  expect_error(
+      [&] {
+        layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, mean.data(), invstd.data(), p);
+      },
+      errc::invalid_argument, {"epsilon = 0", "finite and > 0"});
   p.epsilon = 1e-5;
-  expect_error([&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, nullptr, invstd.data(), p); },
-               errc::null_pointer, {"saved_mean or saved_invstd is null", "N * groups = 6"});
+  expect_error(
+      [&] { layers.group_norm_forward<double>(x.const_view(), y.view(), nullptr, nullptr, nullptr, invstd.data(), p); },
+      errc::null_pointer, {"saved_mean or saved_invstd is null", "N * groups = 6"});
   expect_untouched(y, "y");
   for (double v : mean) ASSERT_EQ(v, sentinel);
 }
@@ -437,34 +455,47 @@ TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
   const auto dy = filled<nhwc>({2, 5, 3, 3}, 1.0);
   auto dx = filled<nchw>({2, 5, 3, 2});
   expect_error([&] { layers.softmax_backward<double>(y.const_view(), dy.const_view(), dx.view(), softmax_params{}); },
-               errc::shape_mismatch, {"softmax_backward", "input gradient dx has sizes [2, 5, 3, 2]", "expected [2, 5, 3, 3]"});
+               errc::shape_mismatch,
+               {"softmax_backward", "input gradient dx has sizes [2, 5, 3, 2]", "expected [2, 5, 3, 3]"});
   expect_untouched(dx, "softmax dx");
 
   const auto x = filled<nhwc>({2, 3, 2, 2}, 1.0);
   std::vector<double> w(4 * 12, 0.5);
   auto out = filled<nchw>({3, 4, 1, 1});
-  expect_error([&] { layers.linear_forward<double>(x.const_view(), w.data(), nullptr, out.view()); }, errc::shape_mismatch,
-               {"linear_forward", "output y has sizes [3, 4, 1, 1]", "expected [2, 4, 1, 1]"});
+  expect_error([&] { layers.linear_forward<double>(x.const_view(), w.data(), nullptr, out.view()); },
+               errc::shape_mismatch, {"linear_forward", "output y has sizes [3, 4, 1, 1]", "expected [2, 4, 1, 1]"});
   auto out_ok = filled<nchw>({2, 4, 1, 1});
-  expect_error([&] { layers.linear_forward<double>(x.const_view(), nullptr, nullptr, out_ok.view()); }, errc::null_pointer,
-               {"weight w is null", "K x F = 4 x 12"});
+  expect_error([&] { layers.linear_forward<double>(x.const_view(), nullptr, nullptr, out_ok.view()); },
+               errc::null_pointer, {"weight w is null", "K x F = 4 x 12"});
   expect_untouched(out, "linear y");
   expect_untouched(out_ok, "linear y");
 
   const auto a = filled<nchw>({2, 3, 4, 4}, 1.0), b = filled<nchw>({2, 2, 4, 4}, 1.0);
   auto whole = filled<nhwc>({2, 6, 4, 4});
-  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), b.const_view()}, whole.view()); }, errc::shape_mismatch,
-               {"concat_forward", "2 parts have 5 entries along axis 1 in all", "output y has 6"});
+  expect_error(
+      [&] {
+        layers.concat_forward<double, nchw>({a.const_view(), b.const_view()}, whole.view());
+      },
+      errc::shape_mismatch, {"concat_forward", "2 parts have 5 entries along axis 1 in all", "output y has 6"});
   const auto c = filled<nchw>({2, 2, 4, 5}, 1.0);
-  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), c.const_view()}, whole.view()); }, errc::shape_mismatch,
-               {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]", "outside axis 1"});
+  expect_error(
+      [&] {
+        layers.concat_forward<double, nchw>({a.const_view(), c.const_view()}, whole.view());
+      },
+      errc::shape_mismatch, {"part 1 has sizes [2, 2, 4, 5]", "expected [2, 2, 4, 4]", "outside axis 1"});
   // Along W: parts must match the whole outside W, and their W add up to the whole's; along N or
   // past the rank: no axis.
   const auto a6 = filled<nchw>({2, 6, 4, 2}, 1.0), c5 = filled<nchw>({2, 5, 4, 2}, 1.0);
-  expect_error([&] { layers.concat_forward<double, nchw>({a6.const_view(), c5.const_view()}, whole.view(), {3}); },
-               errc::shape_mismatch, {"part 1 has sizes [2, 5, 4, 2]", "expected [2, 6, 4, 2]", "outside axis 3"});
-  expect_error([&] { layers.concat_forward<double, nchw>({a.const_view(), a.const_view()}, whole.view(), {3}); },
-               errc::shape_mismatch, {"part 0 has sizes [2, 3, 4, 4]", "expected [2, 6, 4, 4]"});
+  expect_error(
+      [&] {
+        layers.concat_forward<double, nchw>({a6.const_view(), c5.const_view()}, whole.view(), {3});
+      },
+      errc::shape_mismatch, {"part 1 has sizes [2, 5, 4, 2]", "expected [2, 6, 4, 2]", "outside axis 3"});
+  expect_error(
+      [&] {
+        layers.concat_forward<double, nchw>({a.const_view(), a.const_view()}, whole.view(), {3});
+      },
+      errc::shape_mismatch, {"part 0 has sizes [2, 3, 4, 4]", "expected [2, 6, 4, 4]"});
   expect_error(
       [&] {
         layers.concat_forward<double, nchw>({a6.const_view(), a6.const_view(), a6.const_view()}, whole.view(), {3});
@@ -475,19 +506,37 @@ TEST(ReferenceLayerErrors, SoftmaxLinearConcatSlice) {
                  errc::invalid_argument, {"concatenation axis " + std::to_string(axis), "spatial axis (2 to 3)"});
   expect_untouched(whole, "concat y");
   auto part = filled<nchw>({2, 3, 4, 4});
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{1, 4, 7, 1}, part.view()); },
-               errc::invalid_argument, {"slice of axis 1 [4, 7) step 1", "need 0 <= begin < end <= 6"});
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{1, -1, 2, 1}, part.view()); },
-               errc::invalid_argument, {"[-1, 2)"});
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 0}, part.view()); },
-               errc::invalid_argument, {"step 0", "step >= 1"});
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{4, 0, 1, 1}, part.view()); },
-               errc::invalid_argument, {"the axis must be C (1) or a spatial axis (2 to 3)"});
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{0, 0, 1, 1}, part.view()); },
-               errc::invalid_argument, {"slice of axis 0"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{1, 4, 7, 1}, part.view());
+      },
+      errc::invalid_argument, {"slice of axis 1 [4, 7) step 1", "need 0 <= begin < end <= 6"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{1, -1, 2, 1}, part.view());
+      },
+      errc::invalid_argument, {"[-1, 2)"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 0}, part.view());
+      },
+      errc::invalid_argument, {"step 0", "step >= 1"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{4, 0, 1, 1}, part.view());
+      },
+      errc::invalid_argument, {"the axis must be C (1) or a spatial axis (2 to 3)"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{0, 0, 1, 1}, part.view());
+      },
+      errc::invalid_argument, {"slice of axis 0"});
   // Valid parameters, a part of other sizes: [0, 4) step 3 of H takes 2 rows, not 4.
-  expect_error([&] { layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 3}, part.view()); },
-               errc::shape_mismatch, {"output y has sizes [2, 3, 4, 4]", "expected [2, 6, 2, 4]"});
+  expect_error(
+      [&] {
+        layers.slice_forward<double>(whole.const_view(), slice_params{2, 0, 4, 3}, part.view());
+      },
+      errc::shape_mismatch, {"output y has sizes [2, 3, 4, 4]", "expected [2, 6, 2, 4]"});
   expect_untouched(part, "slice y");
 }
 
@@ -541,14 +590,15 @@ TEST(ReferenceLayerErrors, ConvEndPadding) {
   p.padding = {1, 1, 0};
   p.padding_end = std::array<std::int64_t, 3>{0, -1, 0};
   auto y = filled<nchw>({1, 3, 4, 4});
-  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); }, errc::invalid_argument,
-               {"padding 1 (end -1)", "spatial dim 1"});
+  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); },
+               errc::invalid_argument, {"padding 1 (end -1)", "spatial dim 1"});
   p.padding_end = std::array<std::int64_t, 3>{0, 2, 0};
   EXPECT_EQ(conv_output_extents(x.extents(), w.extents(), p), (std::array<std::int64_t, 4>{1, 3, 4, 6}));
-  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); }, errc::shape_mismatch,
-               {"output y has sizes [1, 3, 4, 4]", "expected [1, 3, 4, 6]"});
+  expect_error([&] { layers.conv_forward<double>(x.const_view(), w.const_view(), nullptr, y.view(), p); },
+               errc::shape_mismatch, {"output y has sizes [1, 3, 4, 4]", "expected [1, 3, 4, 6]"});
   p.padding_end = std::array<std::int64_t, 3>{std::numeric_limits<std::int64_t>::max(), 0, 0};
-  expect_error([&] { (void)conv_output_extents(x.extents(), w.extents(), p); }, errc::overflow, {"padded input", "overflows"});
+  expect_error([&] { (void)conv_output_extents(x.extents(), w.extents(), p); }, errc::overflow,
+               {"padded input", "overflows"});
   expect_untouched(y, "conv y");
 }
 

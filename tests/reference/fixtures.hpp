@@ -136,11 +136,28 @@ T from_f64_exact(double v) {
   return t;
 }
 
-template <class T> struct float_traits;
-template <> struct float_traits<double> { static constexpr int digits = 53, min_exp = -1022; static constexpr const char* name = "double"; };
-template <> struct float_traits<float> { static constexpr int digits = 24, min_exp = -126; static constexpr const char* name = "float"; };
-template <> struct float_traits<half> { static constexpr int digits = 11, min_exp = -14; static constexpr const char* name = "half"; };
-template <> struct float_traits<bfloat16> { static constexpr int digits = 8, min_exp = -126; static constexpr const char* name = "bfloat16"; };
+template <class T>
+struct float_traits;
+template <>
+struct float_traits<double> {
+  static constexpr int digits = 53, min_exp = -1022;
+  static constexpr const char* name = "double";
+};
+template <>
+struct float_traits<float> {
+  static constexpr int digits = 24, min_exp = -126;
+  static constexpr const char* name = "float";
+};
+template <>
+struct float_traits<half> {
+  static constexpr int digits = 11, min_exp = -14;
+  static constexpr const char* name = "half";
+};
+template <>
+struct float_traits<bfloat16> {
+  static constexpr int digits = 8, min_exp = -126;
+  static constexpr const char* name = "bfloat16";
+};
 
 // One unit in the last place of T at magnitude |v| (the subnormal spacing below T's normal range).
 template <class T>
@@ -150,7 +167,9 @@ double ulp(double v) {
   return std::ldexp(1.0, e - (float_traits<T>::digits - 1));
 }
 template <class T>
-double epsilon() { return std::ldexp(1.0, 1 - float_traits<T>::digits); }
+double epsilon() {
+  return std::ldexp(1.0, 1 - float_traits<T>::digits);
+}
 
 // ---- tensors from fixtures ----
 
@@ -214,11 +233,12 @@ void expect_close(const std::string& what, std::int64_t numel, Got&& got, const 
 
 // A tensor result (any format) against a fixture tensor, within `ulps` ulps of T plus `abs_tol`.
 template <class T, class F>
-void expect_tensor_close(const std::string& what, const host_tensor<T, F>& got, const fixture_tensor& want,
-                         double ulps, double abs_tol) {
+void expect_tensor_close(const std::string& what, const host_tensor<T, F>& got, const fixture_tensor& want, double ulps,
+                         double abs_tol) {
   ASSERT_EQ(got.extents(), to_extents<F::rank>(want)) << what;
   std::vector<std::int64_t> offset(static_cast<std::size_t>(got.numel()));
-  for_each_coord(got.extents(), [&](const auto& c, std::int64_t i) { offset[static_cast<std::size_t>(i)] = got.mapping()(c); });
+  for_each_coord(got.extents(),
+                 [&](const auto& c, std::int64_t i) { offset[static_cast<std::size_t>(i)] = got.mapping()(c); });
   expect_close(
       what + " (" + float_traits<T>::name + ", " + F::name + ")", got.numel(),
       [&](std::int64_t i) { return to_f64(got.data()[offset[static_cast<std::size_t>(i)]]); }, want.data,

@@ -32,7 +32,9 @@ using results = std::map<std::string, std::vector<double>>;  // each in logical 
 template <class T, class F>
 std::vector<double> logical(const host_tensor<T, F>& t) {
   std::vector<double> v(static_cast<std::size_t>(t.numel()));
-  for_each_coord(t.extents(), [&](const auto& c, std::int64_t i) { v[static_cast<std::size_t>(i)] = to_f64(t.data()[t.mapping()(c)]); });
+  for_each_coord(t.extents(), [&](const auto& c, std::int64_t i) {
+    v[static_cast<std::size_t>(i)] = to_f64(t.data()[t.mapping()(c)]);
+  });
   return v;
 }
 
@@ -104,7 +106,8 @@ results run_case(const fixture_case& fc) {
     auto dx = in_like("dx");
     be.pool_forward<T>(x.const_view(), y.view(), p);
     // Average pooling does not read x: an empty view proves it.
-    const tensor_view<const T, XF> x_for_backward = p.kind == pool_kind::max ? x.const_view() : tensor_view<const T, XF>{};
+    const tensor_view<const T, XF> x_for_backward =
+        p.kind == pool_kind::max ? x.const_view() : tensor_view<const T, XF>{};
     be.pool_backward<T>(x_for_backward, dy.const_view(), dx.view(), p);
     r["y"] = logical(y);
     r["dx"] = logical(dx);
@@ -353,7 +356,8 @@ void check_against_fixture(const fixture_case& fc, const results& got, const std
     expect_close(
         fc.name + " " + name + " (" + float_traits<T>::name + ", " + formats + ")",
         static_cast<std::int64_t>(values.size()), [&](std::int64_t i) { return values[static_cast<std::size_t>(i)]; },
-        want.data, [&](std::int64_t i, double w) {
+        want.data,
+        [&](std::int64_t i, double w) {
           const double u = param ? ulp<param_t<T>>(w) : ulp<T>(w);
           return u + slack * scale + (it == extra.end() ? 0.0 : it->second[static_cast<std::size_t>(i)]);
         });

@@ -38,7 +38,9 @@ std::mt19937_64& rng() {
   static std::mt19937_64 r(0x5eed1e55u);
   return r;
 }
-std::int64_t pick(std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng()); }
+std::int64_t pick(std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng());
+}
 
 template <class F>
 tensor<F> random_tensor(const ext<F>& e, double lo = -1.0, double hi = 1.0) {
@@ -75,7 +77,8 @@ std::pair<double, double> dot(const std::vector<double>& a, const std::vector<do
   return {s, m};
 }
 
-void expect_equal_dots(std::pair<double, double> lhs, std::pair<double, double> rhs, double rel, const std::string& what) {
+void expect_equal_dots(std::pair<double, double> lhs, std::pair<double, double> rhs, double rel,
+                       const std::string& what) {
   const double scale = std::max({lhs.second, rhs.second, 1e-300});
   EXPECT_NEAR(lhs.first, rhs.first, rel * scale) << what;
 }
@@ -338,8 +341,8 @@ void asymmetric_conv_adjoint() {
       xe[2 + s] = std::max(xe[2 + s], p.dilation[s] * (we[2 + s] - 1) + 1);
     }
     p.padding_end = end;
-    SCOPED_TRACE("conv x " + memfmt::detail::dims_to_string(xe) + " w " + memfmt::detail::dims_to_string(we) +
-                 " pad " + memfmt::detail::dims_to_string(p.padding) + " / " + memfmt::detail::dims_to_string(end));
+    SCOPED_TRACE("conv x " + memfmt::detail::dims_to_string(xe) + " w " + memfmt::detail::dims_to_string(we) + " pad " +
+                 memfmt::detail::dims_to_string(p.padding) + " / " + memfmt::detail::dims_to_string(end));
     const auto ye = conv_output_extents(xe, we, p);
     const auto x = random_tensor<XF>(xe);
     const auto w = random_tensor<XF>(we);
@@ -512,7 +515,8 @@ void group_norm_fd() {
       reference::group_norm_forward<double>(in.const_view(), out.view(), g.data(), b.data(), scratch_m.data(),
                                             scratch_i.data(), p);
     };
-    const double num_x = directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) { run(in, out, gamma, beta); });
+    const double num_x =
+        directional(x, v, dy, [&](const tensor<XF>& in, tensor<YF>& out) { run(in, out, gamma, beta); });
     expect_fd(num_x, dot(dx, v), "group norm dx, groups " + std::to_string(groups));
     // gamma and beta enter linearly: <dy, y(gamma + v) - y(gamma)> == <dgamma, v>.
     const auto vg = random_vector(channels);
@@ -557,7 +561,8 @@ double reduction_by_hand(reduce_op op, const std::vector<double>& v) {
     case reduce_op::mean: return sum / static_cast<double>(v.size());
     case reduce_op::max: return *std::max_element(v.begin(), v.end());
     case reduce_op::min: return *std::min_element(v.begin(), v.end());
-    case reduce_op::l1: return std::accumulate(v.begin(), v.end(), 0.0, [](double a, double b) { return a + std::fabs(b); });
+    case reduce_op::l1:
+      return std::accumulate(v.begin(), v.end(), 0.0, [](double a, double b) { return a + std::fabs(b); });
     case reduce_op::l2: return std::sqrt(squares);
     case reduce_op::sum_square: return squares;
   }
@@ -645,7 +650,8 @@ struct padded {
 
 template <class F>
 void expect_same(const tensor<F>& dense, const padded<F>& strided, const char* what) {
-  for_each_coord(dense.extents(), [&](const auto& c) { ASSERT_EQ(dense.data()[dense.mapping()(c)], strided.at(c)) << what; });
+  for_each_coord(dense.extents(),
+                 [&](const auto& c) { ASSERT_EQ(dense.data()[dense.mapping()(c)], strided.at(c)) << what; });
   std::int64_t fill = 0;  // the gaps between the elements keep their fill
   for (double v : strided.buffer) fill += v == -999.0;
   EXPECT_EQ(fill, static_cast<std::int64_t>(strided.buffer.size()) - dense.numel()) << what;
@@ -788,7 +794,8 @@ TEST(ReferenceUpsample, OnnxCoordinatesByHand) {
   EXPECT_DOUBLE_EQ(z.data()[2], 1000.0);
   // A scale with PyTorch's coordinates is refused, naming the value.
   p.coordinates = resample_coordinates::pytorch;
-  const std::string e = memfmt_test::error_text([&] { reference::upsample_forward<double>(x.const_view(), z.view(), p); });
+  const std::string e =
+      memfmt_test::error_text([&] { reference::upsample_forward<double>(x.const_view(), z.view(), p); });
   EXPECT_NE(e.find("scale 0.6"), std::string::npos) << e;
 }
 

@@ -60,7 +60,8 @@ void check_rounding() {
   // Beside every halfway point (and on it) between adjacent values, in every binade.
   for (std::size_t i = 0; i + 1 < table.value.size(); i += 7) {
     const double mid = table.value[i] + (table.value[i + 1] - table.value[i]) / 2;
-    for (double rel : {0.0, 1e-12, -1e-12, 1e-9, -1e-9, 0x1p-30, -0x1p-30}) inputs.push_back(mid * (1 + rel) + (mid == 0 ? rel : 0));
+    for (double rel : {0.0, 1e-12, -1e-12, 1e-9, -1e-9, 0x1p-30, -0x1p-30})
+      inputs.push_back(mid * (1 + rel) + (mid == 0 ? rel : 0));
     inputs.push_back(table.value[i]);
   }
   std::mt19937_64 rng(5);
@@ -96,8 +97,10 @@ TEST(ReferenceRounding, FloatIsCorrectlyRoundedWithoutOverflowUB) {
   const double fmax = std::numeric_limits<float>::max();
   EXPECT_EQ(reference::detail::from_double<float>(1e300), std::numeric_limits<float>::infinity());
   EXPECT_EQ(reference::detail::from_double<float>(-1e300), -std::numeric_limits<float>::infinity());
-  EXPECT_EQ(reference::detail::from_double<float>(fmax + 0x1p102), std::numeric_limits<float>::max());  // below half an ulp
-  EXPECT_EQ(reference::detail::from_double<float>(fmax + 0x1p103), std::numeric_limits<float>::infinity());  // tie -> even (inf)
+  EXPECT_EQ(reference::detail::from_double<float>(fmax + 0x1p102),
+            std::numeric_limits<float>::max());  // below half an ulp
+  EXPECT_EQ(reference::detail::from_double<float>(fmax + 0x1p103),
+            std::numeric_limits<float>::infinity());                      // tie -> even (inf)
   EXPECT_EQ(reference::detail::from_double<float>(1.0 + 0x1p-24), 1.0f);  // tie -> even
   EXPECT_EQ(reference::detail::from_double<float>(1.0 + 0x1p-24 + 0x1p-50), 1.0f + 0x1p-23f);
   EXPECT_TRUE(std::isnan(reference::detail::from_double<float>(std::nan(""))));

@@ -35,7 +35,8 @@ inline std::vector<float> random_input(const memfmt::graph::network& net, std::u
   return x;
 }
 
-inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net, memfmt::graph::family f) {
+inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net,
+                                                                 memfmt::graph::family f) {
   std::vector<std::optional<memfmt::graph::family>> a(net.size());
   for (const auto& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;

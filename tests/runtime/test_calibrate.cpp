@@ -112,7 +112,8 @@ TEST(Calibrate, TimesEachDistinctSignatureOnceInBothFormats) {
   // Every spatial value with a reader, but the relabels (gap's [1, 16, 1, 1]): both directions.
   std::set<std::string> values;
   for (const node& n : blk.net.nodes())
-    if (n.spatial() && !blk.net.consumers(n.id).empty() && !memfmt::is_ambiguous_shape(n.extents)) values.insert(conversion_signature(n.extents, n.type));
+    if (n.spatial() && !blk.net.consumers(n.id).empty() && !memfmt::is_ambiguous_shape(n.extents))
+      values.insert(conversion_signature(n.extents, n.type));
   ASSERT_EQ(cache.conversions().size(), values.size());
   for (const auto& [sig, t] : cache.conversions()) {
     EXPECT_TRUE(values.count(sig)) << sig;

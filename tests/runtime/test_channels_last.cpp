@@ -102,8 +102,7 @@ void check_precision(Backend& backend, memfmt::dtype precision) {
     EXPECT_NE(signature.find(memfmt::to_string(precision)), std::string::npos) << signature;
 
   const bool bf16 = precision == memfmt::dtype::bfloat16;
-  const std::vector<float> got =
-      bf16 ? run<memfmt::bfloat16>(*planned.run, x) : run<memfmt::half>(*planned.run, x);
+  const std::vector<float> got = bf16 ? run<memfmt::bfloat16>(*planned.run, x) : run<memfmt::half>(*planned.run, x);
   double scale = 1;
   for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
   const double eps = bf16 ? 1.0 / 256 : 1.0 / 2048;
@@ -281,13 +280,14 @@ void check_batch_norm_parameters_stay_float32(Backend& backend) {
   planned.run->forward({{"x", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, in.data()}}},
                        {{"y", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, out.data()}}});
   const std::vector<double> want = m.by_hand([](double v) { return v; });
-  const std::vector<double> rounded =
-      m.by_hand([](double v) { return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v)))); });
+  const std::vector<double> rounded = m.by_hand(
+      [](double v) { return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v)))); });
   const double eps = precision == memfmt::dtype::bfloat16 ? 1.0 / 256 : 1.0 / 2048;
   double rounding_error = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     const double tol = 2 * eps * (1 + std::fabs(want[i]));  // the output's rounding and float32 arithmetic
-    EXPECT_NEAR(static_cast<float>(out[i]), want[i], tol) << "element " << i << ", rounded parameters give " << rounded[i];
+    EXPECT_NEAR(static_cast<float>(out[i]), want[i], tol)
+        << "element " << i << ", rounded parameters give " << rounded[i];
     rounding_error = std::max(rounding_error, std::fabs(rounded[i] - want[i]) / tol);
   }
   EXPECT_GT(rounding_error, 20) << "the case does not tell float32 parameters from rounded ones";
@@ -351,7 +351,7 @@ TEST(SelectPlan, KeepsThePlanThatRunsFastest) {
   EXPECT_LT(picked.timings[1].ms, picked.timings[0].ms);
   EXPECT_EQ(picked.timings[2].same_as, "last");  // same formats: timed once, the time shared
   EXPECT_EQ(picked.timings[2].ms, picked.timings[0].ms);
-  EXPECT_EQ(picked.timings[0].conversions, 2);   // the channels_first input in, the output out
+  EXPECT_EQ(picked.timings[0].conversions, 2);  // the channels_first input in, the output out
   EXPECT_EQ(picked.timings[1].conversions, 0);
 
   // The executor it returns is the chosen plan's, ready to run.

@@ -1,7 +1,7 @@
 // The executor on the reference backend: every plan (all channels-first, all channels-last, mixed)
 // gives the outputs of the layers called one by one on NCHW tensors (networks with constants: their
-// arithmetic written out); poisoning every value when its liveness ends changes nothing; bad inputs, outputs, parameters and unsupported layers are errors
-// before any work, naming the node or tensor.
+// arithmetic written out); poisoning every value when its liveness ends changes nothing; bad inputs, outputs,
+// parameters and unsupported layers are errors before any work, naming the node or tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,7 +68,8 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
         const bool var = p.name.find("running_var") != std::string::npos;
         const float lo = var ? 0.5f : -1.f, hi = var ? 2.f : 1.f;
         if (p.type == memfmt::dtype_of_v<T>) s.insert<T>(p.name, p.extents, random_values<T>(count, seed++, lo, hi));
-        else s.insert<float>(p.name, p.extents, random_values<float>(count, seed++, lo, hi));  // a norm's in a T network
+        else
+          s.insert<float>(p.name, p.extents, random_values<float>(count, seed++, lo, hi));  // a norm's in a T network
       }
     }
   return s;
@@ -118,10 +119,12 @@ direct<T, F> run_direct(const small_net& m, const parameter_store& s, const memf
   auto c1 = tensor_from<T, F>(n.at(m.c1).extents);
   const auto w1 = weight_of<T, F>(s, "c1.weight");
   const auto bias = s.at("c1.bias").values<T>();
-  b.conv_forward(x.const_view(), w1.const_view(), bias.data(), c1.view(), n.at(m.c1).get<memfmt::graph::conv_attrs>().params);
+  b.conv_forward(x.const_view(), w1.const_view(), bias.data(), c1.view(),
+                 n.at(m.c1).get<memfmt::graph::conv_attrs>().params);
   direct<T, F> r{tensor_from<T, F>(n.at(m.c2).extents), tensor_from<T, F>(n.at(m.bn).extents)};
   std::vector<std::vector<P>> st;
-  for (const char* k : {"weight", "bias", "running_mean", "running_var"}) st.push_back(s.at(std::string("bn.") + k).values<P>());
+  for (const char* k : {"weight", "bias", "running_mean", "running_var"})
+    st.push_back(s.at(std::string("bn.") + k).values<P>());
   b.batch_norm_forward_inference(c1.const_view(), r.features.view(), st[0].data(), st[1].data(), st[2].data(),
                                  st[3].data(), n.at(m.bn).get<memfmt::batch_norm_params>());
   const auto w2 = weight_of<T, F>(s, "c2.weight");
@@ -147,7 +150,8 @@ std::pair<memfmt::host_tensor<T, CF>, memfmt::host_tensor<T, CL>> run_executor(
 
 // Element by element in logical order (both converted to the channels-first format).
 template <class T, class FA, class FB>
-void expect_equal(const memfmt::host_tensor<T, FA>& got, const memfmt::host_tensor<T, FB>& want, const std::string& what) {
+void expect_equal(const memfmt::host_tensor<T, FA>& got, const memfmt::host_tensor<T, FB>& want,
+                  const std::string& what) {
   ASSERT_EQ(got.extents(), want.extents()) << what;
   using CF = typename FA::channels_first_t;
   memfmt::host_tensor<T, CF> a(got.extents()), b(want.extents());
@@ -211,7 +215,8 @@ TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;
   const auto bytes_of_x = [&](std::optional<family> f) {
-    memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, f), b, make_params<float>(m.net, 1));
+    memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, f), b,
+                                                             make_params<float>(m.net, 1));
     for (const auto& v : ex.memory().values)
       if (v.name == "x") return v.bytes;
     ADD_FAILURE() << "no value 'x' in the memory plan";
@@ -228,7 +233,7 @@ TEST(Executor, OutputReadOnlyThroughAConversionIsConvertedOnExit) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, family::channels_last), b,
-                                                            make_params<float>(m.net, 1));
+                                                           make_params<float>(m.net, 1));
   std::map<std::string, std::int64_t> bytes;
   for (const auto& v : ex.memory().values) bytes[v.name] = v.bytes;
   ASSERT_EQ(bytes.count("c2 (channels_first)"), 1u);
@@ -252,8 +257,9 @@ TEST(Executor, FlattenAliasesItsInput) {
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
   std::copy(v.begin(), v.end(), in.data());
   std::vector<float> flat(2 * 40, -7.f);
-  ex.forward({{"x", memfmt::runtime::ref(in.const_view())}},
-             {{"features", memfmt::runtime::ref_matrix(flat.data(), 2, 40)}, {"map", memfmt::runtime::ref(map.view())}});
+  ex.forward(
+      {{"x", memfmt::runtime::ref(in.const_view())}},
+      {{"features", memfmt::runtime::ref_matrix(flat.data(), 2, 40)}, {"map", memfmt::runtime::ref(map.view())}});
   for (std::int64_t i = 0; i < map.numel(); ++i) ASSERT_EQ(flat[static_cast<std::size_t>(i)], map.data()[i]) << i;
   // A channels_last flatten feeding something other than a linear would order the features
   // (H, W, C): refused.
@@ -270,8 +276,8 @@ TEST(Executor, FlattenAliasesItsInput) {
   conv_in.value = cx;
   conv_in.consumers = {cc};
   plan.conversions.push_back(conv_in);
-  expect_error([&] { ex_t(cl, plan, b, make_params<float>(cl, 1)); },
-               errc::unsupported, {"node 'flat' (flatten)", "channels_last flatten of [2, 2, 4, 5]", "only linears"});
+  expect_error([&] { ex_t(cl, plan, b, make_params<float>(cl, 1)); }, errc::unsupported,
+               {"node 'flat' (flatten)", "channels_last flatten of [2, 2, 4, 5]", "only linears"});
 }
 
 // A linear after a channels_last flatten reads the 4-D value by its strides:
@@ -286,8 +292,8 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
   std::copy(v.begin(), v.end(), in.data());
   memfmt::reference::backend b;
-  b.conv_forward(in.const_view(), weight_of<float, memfmt::nchw>(s, "c.weight").const_view(), static_cast<const float*>(nullptr),
-                 conv.view(), net.at(c).get<memfmt::graph::conv_attrs>().params);
+  b.conv_forward(in.const_view(), weight_of<float, memfmt::nchw>(s, "c.weight").const_view(),
+                 static_cast<const float*>(nullptr), conv.view(), net.at(c).get<memfmt::graph::conv_attrs>().params);
   const auto w = s.at("fc.weight").values<float>(), bias = s.at("fc.bias").values<float>();
   for (auto f : {family::channels_first, family::channels_last}) {
     const auto plan = plan_for(net, f);
@@ -320,7 +326,8 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
   auto want = tensor_from<float, memfmt::nchw>(net.at(up).extents);
   ASSERT_EQ(want.extents(), (memfmt::host_tensor<float, memfmt::nchw>::extents_type{2, 6, 6, 9}));
   memfmt::reference::backend b;
-  b.conv_backward_data(in.const_view(), weight_of<float, memfmt::nchw>(s, "up.weight").const_view(), want.view(), a.params);
+  b.conv_backward_data(in.const_view(), weight_of<float, memfmt::nchw>(s, "up.weight").const_view(), want.view(),
+                       a.params);
   const auto bias = s.at("up.bias").values<float>();
   for (std::int64_t i = 0; i < want.numel(); ++i) want.data()[i] += bias[static_cast<std::size_t>(i / 54 % 6)];
   for (auto f : {family::channels_first, family::channels_last}) {
@@ -344,8 +351,8 @@ TEST(Executor, ConstantsInEveryPlan) {
   const node_id half = net.constant("half", {1, 1, 1, 1}, memfmt::dtype::float32);
   const node_id pos = net.constant("pos", {1, 3, 4, 5}, memfmt::dtype::float32);
   const node_id bias = net.constant("bias", {1, 3}, memfmt::dtype::float32);
-  const node_id a = net.binary("normalize", net.binary("center", x, mean, memfmt::binary_op::sub), stdev,
-                               memfmt::binary_op::div);
+  const node_id a =
+      net.binary("normalize", net.binary("center", x, mean, memfmt::binary_op::sub), stdev, memfmt::binary_op::div);
   const node_id d = net.binary("embed", pos, net.mul("halve", half, a), memfmt::binary_op::sub);
   net.output("y", d, family::channels_first);
   net.output("z", net.add("shift", net.flatten("flat", net.global_pool("gap", d)), bias), family::channels_first);
@@ -356,7 +363,8 @@ TEST(Executor, ConstantsInEveryPlan) {
     for (std::size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
     return v;
   };
-  const auto mv = ramp(3, -0.5f, 0.25f), sv = ramp(3, 0.5f, 0.75f), pv = ramp(60, -1.f, 0.0625f), bv = ramp(3, 2.f, -1.5f);
+  const auto mv = ramp(3, -0.5f, 0.25f), sv = ramp(3, 0.5f, 0.75f), pv = ramp(60, -1.f, 0.0625f),
+             bv = ramp(3, 2.f, -1.5f);
   s.insert<float>("mean.value", {1, 3, 1, 1}, mv);
   s.insert<float>("std.value", {1, 3, 1, 1}, sv);
   s.insert<float>("half.value", {1, 1, 1, 1}, {0.5f});
@@ -398,7 +406,8 @@ TEST(Executor, ConstantsInEveryPlan) {
                  {{"y", memfmt::runtime::ref(y.view())}, {"z", memfmt::runtime::ref_matrix(z.data(), 2, 3)}});
       for (std::size_t e = 0; e < y_truth.size(); ++e)
         ASSERT_NEAR(y.data()[e], y_truth[e], 1e-5) << "pass " << pass << " y element " << e;
-      for (std::size_t k = 0; k < z_truth.size(); ++k) ASSERT_NEAR(z[k], z_truth[k], 1e-5) << "pass " << pass << " z " << k;
+      for (std::size_t k = 0; k < z_truth.size(); ++k)
+        ASSERT_NEAR(z[k], z_truth[k], 1e-5) << "pass " << pass << " z " << k;
     }
   }
   // The constants' bytes live outside the arena.
@@ -434,7 +443,8 @@ TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
                {{"y", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, family::channels_first, y.data()}}});
     return y;
   };
-  for (const std::optional<family> f : {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)})
+  for (const std::optional<family> f :
+       {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)})
     EXPECT_EQ(run(f, true), run(f, false));
 }
 
@@ -445,13 +455,15 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
   network net;
   const std::vector<std::int64_t> e{2, 4, 5, 3};
   const node_id x = net.input("x", e, memfmt::dtype::float32, family::channels_first);
-  const auto per_channel = [&](const std::string& name) { return net.constant(name, {1, 4, 1, 1}, memfmt::dtype::float32); };
+  const auto per_channel = [&](const std::string& name) {
+    return net.constant(name, {1, 4, 1, 1}, memfmt::dtype::float32);
+  };
   node_id v = net.batch_norm("bn", net.conv("conv", x, memfmt::graph::conv_spec(4, 3, 1, 1, 1, false)));
   v = net.mul("scale", per_channel("gamma"), v);
   v = net.binary("shift", v, per_channel("beta"), memfmt::binary_op::add);
   v = net.binary("minus", v, per_channel("mu"), memfmt::binary_op::sub);
   v = net.binary("over", v, per_channel("sigma"), memfmt::binary_op::div);
-  v = net.binary("from", per_channel("k"), v, memfmt::binary_op::sub);         // k - x: not folded
+  v = net.binary("from", per_channel("k"), v, memfmt::binary_op::sub);                     // k - x: not folded
   v = net.mul("map", v, net.constant("map_scale", {1, 4, 5, 3}, memfmt::dtype::float32));  // not per channel
   const node_id tail = net.conv("conv2", v, memfmt::graph::conv_spec(4, 1, 1, 0, 1, true));
   net.output("y", net.mul("tail_scale", tail, per_channel("t")), family::channels_first);
@@ -475,7 +487,8 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
                {{"y", tensor_ref{memfmt::dtype::float32, e, family::channels_first, y.data()}}});
     return y;
   };
-  for (const std::optional<family> f : {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)}) {
+  for (const std::optional<family> f :
+       {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)}) {
     std::vector<std::string> fusions;
     const std::vector<float> fused = run(f, true, &fusions), plain = run(f, false, nullptr);
     EXPECT_EQ(fusions, (std::vector<std::string>{"conv + bias + bn + scale + shift + minus + over",
@@ -499,19 +512,38 @@ TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   std::fill(f.data(), f.data() + f.numel(), 7.f);
   using memfmt::runtime::ref;
   const std::map<std::string, tensor_ref> outs{{"y", ref(y.view())}, {"features", ref(f.view())}};
-  expect_error([&] { ex.forward({{"x", ref(small.const_view())}}, outs); }, errc::shape_mismatch,
-               {"input 'x'", "expected float32 [2, 4, 7, 6] channels_first", "given float32 [2, 4, 7, 5]"});
-  expect_error([&] { ex.forward({{"x", ref(xd.const_view())}}, outs); }, errc::unsupported_dtype,
-               {"input 'x'", "given float64"});
-  expect_error([&] { ex.forward({{"x", ref(x_last.const_view())}}, outs); }, errc::format_mismatch,
-               {"input 'x'", "given float32 [2, 4, 7, 6] channels_last"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(small.const_view())}}, outs);
+      },
+      errc::shape_mismatch,
+      {"input 'x'", "expected float32 [2, 4, 7, 6] channels_first", "given float32 [2, 4, 7, 5]"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(xd.const_view())}}, outs);
+      },
+      errc::unsupported_dtype, {"input 'x'", "given float64"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(x_last.const_view())}}, outs);
+      },
+      errc::format_mismatch, {"input 'x'", "given float32 [2, 4, 7, 6] channels_last"});
   expect_error([&] { ex.forward({}, outs); }, errc::invalid_argument, {"no input 'x'"});
-  expect_error([&] { ex.forward({{"x", ref(x.const_view())}, {"c1", ref(x.const_view())}}, outs); },
-               errc::invalid_argument, {"'c1'", "is no input"});
-  expect_error([&] { ex.forward({{"x", ref(x.const_view())}}, {{"y", ref(y.view())}}); }, errc::invalid_argument,
-               {"no output 'features'"});
-  expect_error([&] { ex.forward({{"x", ref(x.const_view())}}, {{"y", ref(y.view())}, {"features", ref(x_last.view())}}); },
-               errc::shape_mismatch, {"output 'features'", "expected float32 [2, 6, 7, 6] channels_last"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(x.const_view())}, {"c1", ref(x.const_view())}}, outs);
+      },
+      errc::invalid_argument, {"'c1'", "is no input"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(x.const_view())}}, {{"y", ref(y.view())}});
+      },
+      errc::invalid_argument, {"no output 'features'"});
+  expect_error(
+      [&] {
+        ex.forward({{"x", ref(x.const_view())}}, {{"y", ref(y.view())}, {"features", ref(x_last.view())}});
+      },
+      errc::shape_mismatch, {"output 'features'", "expected float32 [2, 6, 7, 6] channels_last"});
   for (std::int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], 7.f) << "output written despite the error";
   for (std::int64_t i = 0; i < f.numel(); ++i) ASSERT_EQ(f.data()[i], 7.f) << "output written despite the error";
 }
@@ -533,9 +565,11 @@ TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
                {"'bn.running_var' (layer 'bn') expected float32 [6], missing",
                 "'bn.running_varr' float32 [6] belongs to no layer"});
   // A plan of another network: sizes differ.
-  expect_error([&] { ex_t(m.net, plan_for(memfmt::graph::models::resnet18({1, 32, 16, 0.125}), family::channels_first), b,
-                          missing); },
-               errc::shape_mismatch, {"the plan has", "nodes, the network"});
+  expect_error(
+      [&] {
+        ex_t(m.net, plan_for(memfmt::graph::models::resnet18({1, 32, 16, 0.125}), family::channels_first), b, missing);
+      },
+      errc::shape_mismatch, {"the plan has", "nodes, the network"});
   network op;
   const node_id in = op.input("x", {1, 2, 4, 4}, memfmt::dtype::float32, family::channels_first);
   op.output("y", op.opaque("user", {in}, {1, 2, 4, 4}, family::channels_first), family::channels_first);

@@ -100,9 +100,9 @@ struct fake_device : memfmt::reference::backend {
                                     const memfmt::param_t<T>* g, const memfmt::param_t<T>* b,
                                     const memfmt::param_t<T>* m, const memfmt::param_t<T>* v,
                                     const memfmt::batch_norm_params& p, memfmt::tensor_view<const T, F> residual = {}) {
-    for (const void* q : {static_cast<const void*>(x.data()), static_cast<const void*>(y.data()),
-                          static_cast<const void*>(g), static_cast<const void*>(b), static_cast<const void*>(m),
-                          static_cast<const void*>(v)})
+    for (const void* q :
+         {static_cast<const void*>(x.data()), static_cast<const void*>(y.data()), static_cast<const void*>(g),
+          static_cast<const void*>(b), static_cast<const void*>(m), static_cast<const void*>(v)})
       require_device(q, 1);
     ++layer_calls;
     memfmt::reference::backend::batch_norm_forward_inference(x, y, g, b, m, v, p, residual);
@@ -144,9 +144,9 @@ struct fake_device : memfmt::reference::backend {
 
 static_assert(memfmt::runtime::detail::owns_memory<fake_device>::value, "the fake device names every hook");
 static_assert(std::is_same_v<memfmt::detail::backend_element_types_t<fake_device>, memfmt::element_types<float>>);
-static_assert(std::is_same_v<memfmt::detail::backend_element_types_t<memfmt::reference::backend>,
-                             memfmt::float_element_types>,
-              "a backend that names no element types is compiled for every floating type");
+static_assert(
+    std::is_same_v<memfmt::detail::backend_element_types_t<memfmt::reference::backend>, memfmt::float_element_types>,
+    "a backend that names no element types is compiled for every floating type");
 static_assert(!memfmt::runtime::detail::owns_memory<memfmt::reference::backend>::value, "host backends do not");
 
 // conv (bias) -> batch norm -> relu -> 1x1 conv -> + relu -> global average pool -> flatten ->
@@ -166,7 +166,8 @@ network test_network() {
 
 template <class Backend>
 std::map<std::string, std::vector<float>> run(Backend& b, const network& net, const memfmt::graph::plan& plan,
-                                              const std::vector<float>& input, memfmt::runtime::executor_report* report) {
+                                              const std::vector<float>& input,
+                                              memfmt::runtime::executor_report* report) {
   const auto params = memfmt_test::make_params(net, 3);
   memfmt::runtime::executor<Backend> ex(net, plan, b, params);
   std::map<std::string, std::vector<float>> out;
@@ -237,11 +238,15 @@ TEST(ExecutorDeviceMemory, ElementTypesTheBackendDoesNotNameAreRefused) {
 
 TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {
   const network net = test_network();
-  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_last));
+  const auto plan =
+      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_last));
   fake_device dev;
   const auto params = memfmt_test::make_params(net, 3);
-  memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params, {true, true}); },
-                            errc::invalid_argument, {"fake_device", "poison mode"});
+  memfmt_test::expect_error(
+      [&] {
+        memfmt::runtime::executor<fake_device> ex(net, plan, dev, params, {true, true});
+      },
+      errc::invalid_argument, {"fake_device", "poison mode"});
   EXPECT_EQ(dev.allocations, 0);
 }
 
@@ -274,8 +279,7 @@ TEST(TrainerDeviceMemory, HooksCarryEveryByteAndTheStepEqualsTheHostStep) {
     for (const auto* stores : {&want.grads, &want.stats}) {
       const auto& mine = stores == &want.grads ? got.grads : got.stats;
       ASSERT_EQ(mine.names(), stores->names());
-      for (const std::string& name : stores->names())
-        EXPECT_EQ(mine.at(name).bytes, stores->at(name).bytes) << name;
+      for (const std::string& name : stores->names()) EXPECT_EQ(mine.at(name).bytes, stores->at(name).bytes) << name;
     }
     EXPECT_FALSE(want.grads.names().empty());
     // The arena, every parameter, statistic and gradient came from the hooks and went back.

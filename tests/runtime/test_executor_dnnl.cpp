@@ -58,19 +58,18 @@ void check_model(const std::string& name, models::options o) {
   SCOPED_TRACE(name);
   constexpr bool bf16 = std::is_same_v<T, memfmt::bfloat16>;
   if constexpr (bf16)
-    if (!memfmt::onednn::supports(dtype::bfloat16))
-      GTEST_SKIP() << memfmt::onednn::support_for(dtype::bfloat16).reason;
+    if (!memfmt::onednn::supports(dtype::bfloat16)) GTEST_SKIP() << memfmt::onednn::support_for(dtype::bfloat16).reason;
   const auto build = [&](dtype t) {
     o.type = t;
-    return name == "resnet18" ? models::resnet18(o)
-           : name == "resnet50" ? models::resnet50(o)
-           : name == "resnext50_32x4d" ? models::resnext50_32x4d(o)
-           : name == "mobilenet_v2" ? models::mobilenet_v2(o)
-           : name == "vgg16_bn" ? models::vgg16_bn(o)
-           : name == "unet" ? models::unet(o)
+    return name == "resnet18"             ? models::resnet18(o)
+           : name == "resnet50"           ? models::resnet50(o)
+           : name == "resnext50_32x4d"    ? models::resnext50_32x4d(o)
+           : name == "mobilenet_v2"       ? models::mobilenet_v2(o)
+           : name == "vgg16_bn"           ? models::vgg16_bn(o)
+           : name == "unet"               ? models::unet(o)
            : name == "shufflenet_v2_x1_0" ? models::shufflenet_v2_x1_0(o)
-           : name == "convnext_tiny" ? models::convnext_tiny(o)
-                            : models::r3d_18(o);
+           : name == "convnext_tiny"      ? models::convnext_tiny(o)
+                                          : models::r3d_18(o);
   };
   const network ref_net = build(dtype::float32);
   const network net = build(bf16 ? dtype::bfloat16 : dtype::float32);
@@ -78,8 +77,9 @@ void check_model(const std::string& name, models::options o) {
   const std::vector<float> x = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
-  const auto truth = run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
-                                ref_params, x, false);
+  const auto truth =
+      run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
+                 ref_params, x, false);
   double scale = 1;
   for (float v : truth) scale = std::max(scale, static_cast<double>(std::fabs(v)));
   // oneDNN sums in float in its own order (float32) or rounds every activation and weight to 8
@@ -97,9 +97,9 @@ void check_model(const std::string& name, models::options o) {
     EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;
     // A ResNet's identity blocks end in conv + batch norm + add + relu, one oneDNN call each.
     if (name.rfind("res", 0) == 0 && plan_name != "solved") {
-      EXPECT_TRUE(std::any_of(report.fusions.begin(), report.fusions.end(),
-                              [](const std::string& g) { return g.find(".add + ") != std::string::npos; }))
-          << plan_name;
+      EXPECT_TRUE(std::any_of(report.fusions.begin(), report.fusions.end(), [](const std::string& g) {
+        return g.find(".add + ") != std::string::npos;
+      })) << plan_name;
     }
     // MobileNetV2's conv + batch norm + relu6 is one oneDNN call (the clip is a post-op).
     if (name == "mobilenet_v2") {
@@ -180,7 +180,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   const auto pooled = net.global_pool("gap", h, memfmt::pool_kind::average);
   const auto gate = net.activation("sigmoid", pooled, memfmt::activation::sigmoid);
   h = net.binary("sub", gate, h, memfmt::binary_op::sub);  // the broadcast operand first, not commuting
-  h = net.mul("mul", gate, h);  // the broadcast operand first, commuting
+  h = net.mul("mul", gate, h);                             // the broadcast operand first, commuting
   h = net.activation("hardswish", h, memfmt::activation::hardswish);
   h = net.activation("relu6", h, memfmt::activation::relu6);
   h = net.activation("silu", h, memfmt::activation::silu);
@@ -266,7 +266,7 @@ TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
     memfmt::onednn::backend dnnl;
     try {
       memfmt::runtime::executor<memfmt::onednn::backend> ex(net, memfmt::graph::solve(net, priors), dnnl,
-                                                             make_params(net, 1));
+                                                            make_params(net, 1));
       ADD_FAILURE() << "no error for " << node;
     } catch (const memfmt::error& e) {
       EXPECT_EQ(e.code(), code) << e.what();

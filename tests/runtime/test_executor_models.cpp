@@ -60,7 +60,8 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   const parameter_store params = make_params(net, 11);
   const std::vector<float> x = random_input(net, 5);
   const memfmt::graph::cost_model model{};
-  const auto truth = run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
+  const auto truth =
+      run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
   EXPECT_TRUE(truth.report.fusions.empty());
   double scale = 0;
   for (float v : truth.output) {
@@ -69,8 +70,8 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   }
   // Plans differ in the rounding of folded weights only (the reference sums in double and rounds
   // each output once): a few float32 ulps per weight, through every layer's longest sum.
-  const double tol = 16.0 * std::numeric_limits<float>::epsilon() * std::sqrt(static_cast<double>(longest_reduction(net))) *
-                     std::max(1.0, scale);
+  const double tol = 16.0 * std::numeric_limits<float>::epsilon() *
+                     std::sqrt(static_cast<double>(longest_reduction(net))) * std::max(1.0, scale);
   for (const auto& [plan_name, plan] : plans_of(net)) {
     const auto got = run(net, plan, params, x, true);  // fused
     // A solved plan may convert between a conv and its batch norm, which then stay apart.
@@ -124,11 +125,11 @@ TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
     const auto& out = net.at(*net.find("output"));
     std::vector<float> x = input, plain(static_cast<std::size_t>(out.numel())), profiled(plain.size());
     const tensor_ref x_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()};
-    ex.forward({{"input", x_ref}}, {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first,
-                                                           plain.data()}}});
+    ex.forward({{"input", x_ref}},
+               {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, plain.data()}}});
     const memfmt::runtime::forward_profile p = ex.forward_profiled(
-        {{"input", x_ref}}, {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first,
-                                                   profiled.data()}}});
+        {{"input", x_ref}},
+        {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, profiled.data()}}});
     EXPECT_EQ(plain, profiled);
     ASSERT_EQ(p.nodes.size(), net.size());
     std::set<memfmt::graph::node_id> copied;
@@ -182,17 +183,17 @@ network every_layer(memfmt::runtime::user_op op) {
   pp.mode = memfmt::pad_mode::reflect;
   pp.begin = {1, 2, 0};
   pp.end = {2, 1, 0};
-  auto h = net.pad("pad", x, pp);                                     // [2, 4, 9, 9]
+  auto h = net.pad("pad", x, pp);                                          // [2, 4, 9, 9]
   h = net.conv("conv", h, memfmt::graph::conv_spec(8, 3, 2, 1, 2, true));  // [2, 8, 5, 5]
   h = net.group_norm("gn", h, 2);
   h = net.activation("act", h, memfmt::activation::hardswish);
-  const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
-                                 memfmt::activation::sigmoid);
-  h = net.mul("se.mul", h, se);                                       // [2, 8, 5, 5] * [2, 8, 1, 1]
+  const auto se =
+      net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max), memfmt::activation::sigmoid);
+  h = net.mul("se.mul", h, se);  // [2, 8, 5, 5] * [2, 8, 1, 1]
   memfmt::upsample_params up;
   up.mode = memfmt::resample_mode::linear;
   up.output = {7, 8, 0};
-  h = net.upsample("up", h, up);                                      // [2, 8, 7, 8]
+  h = net.upsample("up", h, up);  // [2, 8, 7, 8]
   const auto parts = net.split("split", h, {3, 5});
   h = net.concat("cat", {net.instance_norm("in", parts[1], 1e-5, true), parts[0]});
   h = net.opaque("user", {h}, {2, 8, 7, 8}, op.output_format, op.input_format);
@@ -218,13 +219,16 @@ memfmt::runtime::user_op doubling(family in, family out, std::optional<family> r
     if (in == family::channels_first) {
       std::copy(src, src + tmp.numel(), tmp.data());
     } else {
-      memfmt::convert(memfmt::tensor_view<const float, memfmt::nhwc>(src, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())),
-                      tmp.view());
+      memfmt::convert(
+          memfmt::tensor_view<const float, memfmt::nhwc>(src, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())),
+          tmp.view());
     }
     for (std::int64_t i = 0; i < tmp.numel(); ++i) tmp.data()[i] *= 2.f;
     auto* dst = static_cast<float*>(output.data);
     if (out == family::channels_first) std::copy(tmp.data(), tmp.data() + tmp.numel(), dst);
-    else memfmt::convert(tmp.const_view(), memfmt::tensor_view<float, memfmt::nhwc>(dst, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())));
+    else
+      memfmt::convert(tmp.const_view(), memfmt::tensor_view<float, memfmt::nhwc>(
+                                            dst, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())));
     if (reported) output.format = *reported;
   };
   return op;

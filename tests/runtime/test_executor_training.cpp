@@ -64,30 +64,30 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
   return s;
 }
 
-
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
 // a residual add (fan-out), max pool, nearest and linear upsampling, concat, a channel shuffle,
 // space to depth and depth to space (the other block order), transposed conv, reflect pad, group
 // and instance norm, a crop and a strided slice, a split, squeeze-and-excitation (global max pool,
-// sigmoid, broadcast mul), CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions),
-// average pool, flatten, linear, a split and concat of its features, and softmax; and constants in both operand positions of sub, div
-// and mul: buffers per channel, trainable ones whole-map and rank 2.
+// sigmoid, broadcast mul), CBAM's spatial attention and every other reduction over C
+// (spatial_attention_and_reductions), average pool, flatten, linear, a split and concat of its features, and softmax;
+// and constants in both operand positions of sub, div and mul: buffers per channel, trainable ones whole-map and
+// rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
   const auto x0 = net.input("input", {2, 3, 6, 6}, type, family::channels_first);
-  const auto x = net.binary("normalize", net.binary("center", x0, net.constant("mean", {1, 3, 1, 1}, type),
-                                                    memfmt::binary_op::sub),
+  const auto x = net.binary("normalize",
+                            net.binary("center", x0, net.constant("mean", {1, 3, 1, 1}, type), memfmt::binary_op::sub),
                             net.constant("std", {1, 3, 1, 1}, type), memfmt::binary_op::div);
   auto h = net.relu("relu1", net.batch_norm("bn1", net.conv("conv1", x, conv_spec(4, 3, 1, 1))));
   // Over sigmoid(relu) >= 1/2: a smooth denominator away from 0.
   h = net.binary("rdiv", net.constant("numerator", {1, 4, 6, 6}, type, true),
                  net.activation("positive", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
   const auto y = net.batch_norm("bn2", net.conv("conv2", h, conv_spec(4, 3, 1, 1, 2, true)));
-  h = net.relu("relu2", net.add("add", y, h));                              // [2, 4, 6, 6]
-  auto d = net.max_pool("pool", h, 2, 2);                                   // [2, 4, 3, 3]
-  d = net.upsample("up", d, 2);                                             // [2, 4, 6, 6]
-  h = net.concat("cat", {h, d});                                            // [2, 8, 6, 6]
+  h = net.relu("relu2", net.add("add", y, h));  // [2, 4, 6, 6]
+  auto d = net.max_pool("pool", h, 2, 2);       // [2, 4, 3, 3]
+  d = net.upsample("up", d, 2);                 // [2, 4, 6, 6]
+  h = net.concat("cat", {h, d});                // [2, 8, 6, 6]
   h = net.channel_shuffle("shuffle", h, 4);
   h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2), 2, memfmt::block_order::dcr);  // [2, 8, 6, 6]
   h = net.activation("gelu", net.layer_norm("ln", h), memfmt::activation::gelu);
@@ -97,17 +97,17 @@ network every_layer(memfmt::dtype type) {
   pp.mode = memfmt::pad_mode::reflect;
   pp.begin = {1, 0, 0};
   pp.end = {0, 1, 0};
-  h = net.group_norm("gn", net.pad("pad", h, pp), 2);                       // [2, 4, 7, 7]
-  h = net.slice("crop", h, memfmt::slice_params{2, 1, 7, 1});               // [2, 4, 6, 7]
-  h = net.slice("stride", h, memfmt::slice_params{3, 0, 7, 2});             // [2, 4, 6, 4]
+  h = net.group_norm("gn", net.pad("pad", h, pp), 2);            // [2, 4, 7, 7]
+  h = net.slice("crop", h, memfmt::slice_params{2, 1, 7, 1});    // [2, 4, 6, 7]
+  h = net.slice("stride", h, memfmt::slice_params{3, 0, 7, 2});  // [2, 4, 6, 4]
   const auto parts = net.split("split", h, {1, 3});
   h = net.concat("cat2", {net.instance_norm("in", parts[1], 1e-5, true), parts[0]});
-  const auto se = net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
-                                 memfmt::activation::sigmoid);
+  const auto se =
+      net.activation("se.sigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max), memfmt::activation::sigmoid);
   h = net.mul("se.mul", h, se);
   h = net.activation("reductions.tanh", spatial_attention_and_reductions(net, h), memfmt::activation::tanh);
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 9, 6, 4]
-  h = net.avg_pool("avg2", h, 2, 2);                                        // [2, 9, 3, 2]
+  h = net.avg_pool("avg2", h, 2, 2);                                                           // [2, 9, 3, 2]
   h = net.linear("fc", net.flatten("flatten", h), 5);
   const auto features = net.split("fsplit", h, {2, 3});  // rank 2: along F
   h = net.concat("fcat", {features[1], net.slice("fslice", features[0], memfmt::slice_params{1, 0, 2, 1})});
@@ -296,7 +296,8 @@ TEST(Training, BatchNormRunningStatistics) {
         mean[cc] = 0.75 * mean[cc] + 0.25 * m;
         var[cc] = 0.75 * var[cc] + 0.25 * sq / 17.0;
         for (std::size_t i : idx)
-          EXPECT_NEAR(ys.data[physical(in.extents, i, f)], gamma[cc] * (x[i] - m) / std::sqrt(sq / 18.0 + 1e-5) + beta[cc], 1e-12);
+          EXPECT_NEAR(ys.data[physical(in.extents, i, f)],
+                      gamma[cc] * (x[i] - m) / std::sqrt(sq / 18.0 + 1e-5) + beta[cc], 1e-12);
       }
       const parameter_store st = t.running_stats();
       const auto rm = st.at("bn.running_mean").values<double>(), rv = st.at("bn.running_var").values<double>();
@@ -385,7 +386,8 @@ TEST(TrainingErrors, BadOutputGradients) {
   const tensor_ref in{memfmt::dtype::float32, {2, 3, 6, 6}, family::channels_first, x.data()};
   const tensor_ref out{memfmt::dtype::float32, {2, 5}, family::channels_first, y.data()};
   const auto before = t.running_stats();
-  const auto expect_error = [&](const std::map<std::string, tensor_ref>& grads, memfmt::errc code, const std::string& text) {
+  const auto expect_error = [&](const std::map<std::string, tensor_ref>& grads, memfmt::errc code,
+                                const std::string& text) {
     try {
       t.train_step({{"input", in}}, {{"output", out}}, grads);
       ADD_FAILURE() << "no error for " << text;
@@ -421,7 +423,8 @@ TEST(TrainingErrors, BadOutputGradients) {
     ADD_FAILURE() << "no error";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::format_mismatch);
-    EXPECT_NE(std::string(e.what()).find("expected float32 [1, 2, 3, 3] channels_last, given float32 [1, 2, 3, 3] channels_first"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "expected float32 [1, 2, 3, 3] channels_last, given float32 [1, 2, 3, 3] channels_first"),
               std::string::npos)
         << e.what();
   }

@@ -19,7 +19,8 @@ using namespace memfmt::training_test;
 namespace models = memfmt::graph::models;
 
 // Elements within tol of the expected ones, relative to the largest expected magnitude (at least 1).
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double scale = 1;
   for (double v : want) scale = std::max(scale, std::fabs(v));
@@ -58,8 +59,7 @@ void check_fixture(const std::string& file, const network& net) {
         ASSERT_TRUE(got.stats.contains(n)) << n;
         if (p.type == memfmt::dtype::int64)
           EXPECT_EQ(got.stats.at(n).values<std::int64_t>(), p.values<std::int64_t>()) << n;
-        else
-          expect_close(values(got.stats.at(n)), values(p), tol, n + " after the step");
+        else expect_close(values(got.stats.at(n)), values(p), tol, n + " after the step");
       }
     }
     EXPECT_EQ(grads, got.grads.size());

@@ -58,7 +58,8 @@ TEST(MemoryPlan, RandomInstancesNeverOverlapLiveValues) {
       for (std::size_t j = 0; j < i; ++j) {
         if (!memfmt::runtime::lifetimes_overlap(values[i], values[j]) || values[i].bytes == 0 || values[j].bytes == 0)
           continue;
-        const bool disjoint = p.offsets[i] + values[i].bytes <= p.offsets[j] || p.offsets[j] + values[j].bytes <= p.offsets[i];
+        const bool disjoint =
+            p.offsets[i] + values[i].bytes <= p.offsets[j] || p.offsets[j] + values[j].bytes <= p.offsets[i];
         EXPECT_TRUE(disjoint) << "trial " << trial << ": " << values[i].name << " and " << values[j].name;
       }
     }
@@ -103,7 +104,8 @@ TEST(MemoryPlan, PlacesAsThePlainGreedyDoes) {
     std::uniform_int_distribution<int> step(0, 20 + trial * 10), bytes(0, 4000), coin(0, 9);
     for (int i = 0; i < 5 + trial; ++i) {
       const int first = step(rng);
-      const int len = coin(rng) == 0 ? std::uniform_int_distribution<int>(60, 400)(rng) : std::uniform_int_distribution<int>(0, 8)(rng);
+      const int len = coin(rng) == 0 ? std::uniform_int_distribution<int>(60, 400)(rng)
+                                     : std::uniform_int_distribution<int>(0, 8)(rng);
       values.push_back({"v" + std::to_string(i), bytes(rng), first, first + len});
     }
     const memory_plan p = plan_memory(values, 64);
@@ -131,11 +133,14 @@ TEST(MemoryPlan, PoisonModeLeavesLiveValuesIntact) {
     std::vector<std::byte> arena(static_cast<std::size_t>(p.arena_bytes));
     std::int64_t steps = 0;
     for (const auto& v : values) steps = std::max(steps, v.last + 1);
-    const auto pattern = [](std::size_t i, std::int64_t k) { return static_cast<std::byte>((i * 31 + static_cast<std::size_t>(k)) % 251); };
+    const auto pattern = [](std::size_t i, std::int64_t k) {
+      return static_cast<std::byte>((i * 31 + static_cast<std::size_t>(k)) % 251);
+    };
     for (std::int64_t s = 0; s < steps; ++s) {
       for (std::size_t i = 0; i < values.size(); ++i)
         if (values[i].first == s)
-          for (std::int64_t k = 0; k < values[i].bytes; ++k) arena[static_cast<std::size_t>(p.offsets[i] + k)] = pattern(i, k);
+          for (std::int64_t k = 0; k < values[i].bytes; ++k)
+            arena[static_cast<std::size_t>(p.offsets[i] + k)] = pattern(i, k);
       for (std::size_t i = 0; i < values.size(); ++i) {
         if (values[i].first > s || s > values[i].last) continue;
         for (std::int64_t k = 0; k < values[i].bytes; ++k)
@@ -162,13 +167,19 @@ TEST(MemoryPlan, PoisonIsNaNInEveryFloatType) {
 
 TEST(MemoryPlanErrors, BadLifetimesAndAlignment) {
   using memfmt::errc;
-  memfmt_test::expect_error([] { plan_memory({{"a", 8, 0, 1}, {"b", 8, 3, 2}}); }, errc::invalid_argument,
-                            {"value 1 'b'", "[3, 2]"});
+  memfmt_test::expect_error(
+      [] {
+        plan_memory({{"a", 8, 0, 1}, {"b", 8, 3, 2}});
+      },
+      errc::invalid_argument, {"value 1 'b'", "[3, 2]"});
   memfmt_test::expect_error([] { plan_memory({{"a", -8, 0, 1}}); }, errc::invalid_argument, {"'a'", "-8 bytes"});
   memfmt_test::expect_error([] { plan_memory({{"a", 8, 0, 1}}, 48); }, errc::invalid_argument, {"alignment 48"});
   memfmt_test::expect_error([] { plan_memory({{"a", INT64_MAX - 3, 0, 1}}); }, errc::overflow, {"'a'"});
-  memfmt_test::expect_error([] { plan_memory({{"a", INT64_MAX / 2, 0, 1}, {"b", INT64_MAX / 2 + 1 - 63, 0, 1}}, 64); },
-                            errc::overflow, {"memory plan"});
+  memfmt_test::expect_error(
+      [] {
+        plan_memory({{"a", INT64_MAX / 2, 0, 1}, {"b", INT64_MAX / 2 + 1 - 63, 0, 1}}, 64);
+      },
+      errc::overflow, {"memory plan"});
 }
 
 }  // namespace

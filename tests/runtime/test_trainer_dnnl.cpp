@@ -50,7 +50,7 @@ network other_layers(dtype type) {
   h = net.concat("cat", {net.activation("tanh", parts[1], memfmt::activation::tanh),
                          net.activation("silu", parts[0], memfmt::activation::silu)});
   h = net.channel_shuffle("shuffle", h, 3);
-  h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);  // [2, 6, 8, 8]
+  h = net.upsample("up", net.max_pool("pool", h, 2, 2), 2);                                     // [2, 6, 8, 8]
   h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2, memfmt::block_order::dcr), 2);  // [2, 6, 8, 8]
   h = net.activation("gelu", net.layer_norm("ln", h, 1e-6), memfmt::activation::gelu);
   h = net.pad("pad.reflect", h, {memfmt::pad_mode::reflect, {2, 0, 0}, {0, 2, 0}, 0.0});  // [2, 6, 10, 10]
@@ -62,9 +62,9 @@ network other_layers(dtype type) {
   const auto se = net.activation("se.hardsigmoid", net.global_pool("se.pool", h, memfmt::pool_kind::max),
                                  memfmt::activation::hardsigmoid);
   h = net.mul("se.mul", h, se);
-  h = net.pad("pad.replicate", h, {memfmt::pad_mode::replicate, {1, 2, 0}, {2, 0, 0}, 0.0});  // [2, 4, 13, 12]
+  h = net.pad("pad.replicate", h, {memfmt::pad_mode::replicate, {1, 2, 0}, {2, 0, 0}, 0.0});   // [2, 4, 13, 12]
   h = net.upsample("up2", net.avg_pool("avg", h, 3, 2, 1), 2, memfmt::resample_mode::linear);  // [2, 4, 14, 12]
-  h = net.activation("relu6", net.avg_pool("avg2", h, 2, 2), memfmt::activation::relu6);      // [2, 4, 7, 6]
+  h = net.activation("relu6", net.avg_pool("avg2", h, 2, 2), memfmt::activation::relu6);       // [2, 4, 7, 6]
   h = net.activation("clip", h, memfmt::activation_params::clip(0.25, 0.75));
   h = net.pad("pad.constant", h, {memfmt::pad_mode::constant, {0, 1, 0}, {1, 0, 0}, 0.5});  // [2, 4, 8, 7]
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
@@ -82,7 +82,8 @@ network channel_reductions(dtype type) {
   const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
   auto h = net.activation("silu", net.conv("conv1", x, conv_spec(8, 3, 1, 1, 1, true)), memfmt::activation::silu);
   const auto mlp = [&](const std::string& name, memfmt::graph::node_id v) {
-    return net.conv(name + ".fc2", net.relu(name + ".relu", net.conv(name + ".fc1", v, conv_spec(2, 1))), conv_spec(8, 1));
+    return net.conv(name + ".fc2", net.relu(name + ".relu", net.conv(name + ".fc1", v, conv_spec(2, 1))),
+                    conv_spec(8, 1));
   };
   const auto gate = net.add("ca.add", mlp("ca.avg", net.global_pool("ca.avg_pool", h)),
                             mlp("ca.max", net.global_pool("ca.max_pool", h, memfmt::pool_kind::max)));
@@ -117,7 +118,8 @@ std::int64_t longest_sum(const network& net) {
 }
 
 // got within tol * (the largest |want|, at least 1) of want, element by element.
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   double scale = 1;
   for (double v : want) scale = std::max(scale, std::fabs(v));
@@ -145,8 +147,9 @@ void check_model(const std::string& name, bool fuse) {
   const auto x = random_values(static_cast<std::size_t>(net.at(*net.find("input")).numel()), 1);
   const auto r = random_values(static_cast<std::size_t>(net.at(*net.find("output")).numel()), 2);
   const memfmt::graph::cost_model priors{};
-  const step_result truth = train<float>(ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
-                                         ref_params, x, r, {false});
+  const step_result truth =
+      train<float>(ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
+                   ref_params, x, r, {false});
   // oneDNN sums in float in its own order (float32) or rounds every value to 8 bits of mantissa
   // (bfloat16): a few units of the dtype's epsilon per step through the longest sum, relative to
   // the scale of what is compared; the backward pass runs through the network twice as deep.
@@ -171,7 +174,8 @@ void check_model(const std::string& name, bool fuse) {
   // step checks the output and the running statistics only; its float32 step checks every gradient.
   const bool check_grads = !(bf16 && name == "unet");
   const step_result grad_truth =
-      bf16 ? train<T>(net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)), params, x, r, {false})
+      bf16 ? train<T>(net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)), params, x, r,
+                      {false})
            : truth;
 
   memfmt::onednn::backend dnnl;
@@ -256,8 +260,8 @@ TEST(TrainerOneDnnErrors, UntrainableLayers) {
   net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), family::channels_first);
   const parameter_store params = make_params(net, 1);
   try {
-    memfmt::runtime::trainer<memfmt::onednn::backend> t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}), dnnl,
-                                                        params);
+    memfmt::runtime::trainer<memfmt::onednn::backend> t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}),
+                                                        dnnl, params);
     ADD_FAILURE() << "no error";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::unsupported_dtype) << e.what();

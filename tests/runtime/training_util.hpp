@@ -76,8 +76,8 @@ struct step_result {
 // are those of L = sum(output * R)), on backend b.
 template <class T, class Backend>
 step_result train_on(Backend& b, const network& net, const memfmt::graph::plan& plan, const parameter_store& params,
-                     const std::vector<double>& x, const std::vector<double>& r, memfmt::runtime::trainer_options o = {},
-                     std::vector<std::string>* fusions = nullptr) {
+                     const std::vector<double>& x, const std::vector<double>& r,
+                     memfmt::runtime::trainer_options o = {}, std::vector<std::string>* fusions = nullptr) {
   memfmt::runtime::trainer<Backend> t(net, plan, b, params, o);
   if (fusions) *fusions = t.report().fusions;
   const auto& in = net.at(*net.find("input"));
@@ -145,8 +145,9 @@ inline void expect_close_in_norm(const std::vector<double>& got, const std::vect
 inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::network& net, memfmt::graph::node_id h) {
   const auto sa = net.concat("sa.cat", {net.channel_reduce("sa.mean", h, memfmt::reduce_op::mean),
                                         net.channel_reduce("sa.max", h, memfmt::reduce_op::max)});
-  h = net.mul("sa.mul", h, net.activation("sa.sigmoid", net.conv("sa.conv", sa, memfmt::graph::conv_spec(1, 3, 1, 1)),
-                                          memfmt::activation::sigmoid));
+  h = net.mul("sa.mul", h,
+              net.activation("sa.sigmoid", net.conv("sa.conv", sa, memfmt::graph::conv_spec(1, 3, 1, 1)),
+                             memfmt::activation::sigmoid));
   const std::uint32_t first = memfmt::axis_bit(2), all = ((1u << net.at(h).extents.size()) - 1) & ~3u;
   h = net.mul("sp.mul", h,
               net.activation("sp.sigmoid", net.reduce("sp.mean", h, {memfmt::reduce_op::mean, first}),
@@ -160,19 +161,19 @@ inline memfmt::graph::node_id spatial_attention_and_reductions(memfmt::graph::ne
   for (int d = 0; d <= last; ++d) swap[static_cast<std::size_t>(d)] = d;
   std::swap(swap[2], swap[static_cast<std::size_t>(last)]);
   const auto pooled_h = net.reduce("coord.pool_h", h, {memfmt::reduce_op::mean, memfmt::axis_bit(last)});
-  const auto pooled_w = net.transpose("coord.pool_w_t", net.reduce("coord.pool_w", h, {memfmt::reduce_op::max, first}),
-                                      swap);
-  const auto gates = net.activation("coord.sigmoid", net.concat("coord.cat", {pooled_h, pooled_w}, {2}),
-                                    memfmt::activation::sigmoid);
+  const auto pooled_w =
+      net.transpose("coord.pool_w_t", net.reduce("coord.pool_w", h, {memfmt::reduce_op::max, first}), swap);
+  const auto gates =
+      net.activation("coord.sigmoid", net.concat("coord.cat", {pooled_h, pooled_w}, {2}), memfmt::activation::sigmoid);
   const std::int64_t e = net.at(pooled_h).extents[2], w = net.at(pooled_w).extents[2];
   h = net.mul("coord.mul_h", h, net.slice("coord.gate_h", gates, memfmt::slice_params{2, 0, e, 1}));
-  h = net.mul("coord.mul_w", h,
-              net.transpose("coord.gate_w", net.slice("coord.gate_w_t", gates, memfmt::slice_params{2, e, e + w, 1}),
-                            swap));
-  h = net.add("axial.add", h,
-              net.transpose("axial.back", net.activation("axial.tanh", net.transpose("axial", h, swap),
-                                                         memfmt::activation::tanh),
-                            swap));
+  h = net.mul(
+      "coord.mul_w", h,
+      net.transpose("coord.gate_w", net.slice("coord.gate_w_t", gates, memfmt::slice_params{2, e, e + w, 1}), swap));
+  h = net.add(
+      "axial.add", h,
+      net.transpose("axial.back",
+                    net.activation("axial.tanh", net.transpose("axial", h, swap), memfmt::activation::tanh), swap));
   std::vector<memfmt::graph::node_id> joined{h};
   for (const auto op : {memfmt::reduce_op::sum, memfmt::reduce_op::min, memfmt::reduce_op::l1, memfmt::reduce_op::l2,
                         memfmt::reduce_op::sum_square})

@@ -65,7 +65,8 @@ strided_desc random_tensor(std::mt19937_64& rng) {
   std::uniform_int_distribution<int> rank_d(0, 6), size_d(0, 4), pct(0, 99), small_stride(0, 12);
   const auto rank = static_cast<std::size_t>(rank_d(rng));
   strided_desc t;
-  for (std::size_t d = 0; d < rank; ++d) t.sizes.push_back(pct(rng) < 8 ? 0 : size_d(rng) % 4 + (pct(rng) < 30 ? 0 : 1));
+  for (std::size_t d = 0; d < rank; ++d)
+    t.sizes.push_back(pct(rng) < 8 ? 0 : size_d(rng) % 4 + (pct(rng) < 30 ? 0 : 1));
   // Dense in a random order, then perturbed: sliced, broadcast, or a free stride on a size-1 dim.
   auto order = identity_order(rank);
   std::shuffle(order.begin(), order.end(), rng);

@@ -160,7 +160,9 @@ TEST(format_requests, errors_carry_pytorch_text) {
             "required rank 4 tensor to use channels_last format");
   EXPECT_EQ(error_text([&] { memfmt::contiguous_format(t3, memory_format::channels_last_3d); }),
             "required rank 5 tensor to use channels_last_3d format");
-  EXPECT_EQ(error_text([&] { memfmt::contiguous_format(T({2, 3, 4}, {1, 2, 6}), memory_format::preserve); }),
+  EXPECT_EQ(error_text([&] {
+              memfmt::contiguous_format(T({2, 3, 4}, {1, 2, 6}), memory_format::preserve);
+            }),
             "preserve memory format is unsupported by the contiguous operator");
   EXPECT_EQ(error_text([&] { memfmt::dense_strides({2}, memory_format::preserve); }),
             "unsupported memory format Preserve");
@@ -177,10 +179,13 @@ TEST(format_requests, bad_descriptors_throw_naming_values) {
   EXPECT_NE(neg.find("[2, -3, 1, 1]"), std::string::npos) << neg;
   EXPECT_NE(error_text([] { memfmt::dense_strides({-1}, memory_format::contiguous); }), "<no error>");
   const auto big = std::int64_t{1} << 40;
-  EXPECT_NE(error_text([&] { memfmt::dense_strides({big, big, big}, memory_format::contiguous); }).find("overflow"),
+  EXPECT_NE(error_text([&] {
+              memfmt::dense_strides({big, big, big}, memory_format::contiguous);
+            }).find("overflow"),
             std::string::npos);
-  EXPECT_NE(error_text([&] { memfmt::dense_strides({2, big, big, big}, memory_format::channels_last); })
-                .find("overflow"),
+  EXPECT_NE(error_text([&] {
+              memfmt::dense_strides({2, big, big, big}, memory_format::channels_last);
+            }).find("overflow"),
             std::string::npos);
   // Sizes whose product overflows are not mistaken for empty, and an expected stride past 2^63
   // never matches (PyTorch would wrap it to 0 and accept stride 0; no real tensor is that big).

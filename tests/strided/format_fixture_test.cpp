@@ -105,8 +105,8 @@ TEST_P(format_fixture, every_case_matches_pytorch) {
     }
   }
   std::cout << "[ fixture  ] " << GetParam() << ": " << cases.size() << " cases checked (" << n.requests_checked
-            << " request results compared, " << n.requests_unobserved << " not observed by the generator), "
-            << failed << " mismatched\n";
+            << " request results compared, " << n.requests_unobserved << " not observed by the generator), " << failed
+            << " mismatched\n";
   EXPECT_EQ(failed, 0u);
 }
 

@@ -20,9 +20,9 @@
 
 namespace memfmt_test {
 
-inline const std::array<const char*, 5> format_fixture_files = {
-    "format_rank4.json", "format_rank4_small_strides.json", "format_rank5.json", "format_rank5_small_strides.json",
-    "format_other.json"};
+inline const std::array<const char*, 5> format_fixture_files = {"format_rank4.json", "format_rank4_small_strides.json",
+                                                                "format_rank5.json", "format_rank5_small_strides.json",
+                                                                "format_other.json"};
 
 // What a request returned: x itself, a new tensor with these strides, or an error with this text
 // (or unobserved: the generator samples the requests that can only fail, see its Recorder).

@@ -82,17 +82,23 @@ TEST(PointwiseResult, UnaryAndDtypePromotion) {
   // torch.neg(x.permute(3,1,0,2)): a dense permutation is kept
   expect_layout(memfmt::pointwise_result({t({5, 3, 2, 4}, {1, 20, 60, 5})}), {5, 3, 2, 4}, {1, 20, 60, 5});
   // x.double().contiguous(channels_last) + a W/H-transposed float view
-  const auto r = memfmt::pointwise_result({t({2, 3, 4, 5}, {60, 1, 15, 3}, memfmt::dtype::float64),
-                                           t({2, 3, 4, 5}, {60, 20, 1, 4})});
+  const auto r = memfmt::pointwise_result(
+      {t({2, 3, 4, 5}, {60, 1, 15, 3}, memfmt::dtype::float64), t({2, 3, 4, 5}, {60, 20, 1, 4})});
   expect_layout(r, {2, 3, 4, 5}, {60, 1, 15, 3});
   EXPECT_EQ(r.type, memfmt::dtype::float64);
 }
 
 TEST(PointwiseResult, BroadcastErrorNamesTheSizes) {
-  expect_error([] { memfmt::pointwise_result({t({2, 3}, {3, 1}), t({4, 3}, {3, 1})}); },
-               "The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0");
-  expect_error([] { memfmt::pointwise_result({t({2, 3}, {3})}); },
-               "strided_desc: sizes [2, 3] and strides [3] differ in length");
+  expect_error(
+      [] {
+        memfmt::pointwise_result({t({2, 3}, {3, 1}), t({4, 3}, {3, 1})});
+      },
+      "The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0");
+  expect_error(
+      [] {
+        memfmt::pointwise_result({t({2, 3}, {3})});
+      },
+      "strided_desc: sizes [2, 3] and strides [3] differ in length");
 }
 
 // ---- cat -----------------------------------------------------------------------------------
@@ -112,14 +118,24 @@ TEST(CatResult, LegacyEmptyInputsAreSkippedButVoteContiguous) {
 }
 
 TEST(CatResult, Errors) {
-  expect_error([] { memfmt::cat_result({xc, xc}, 4); },
-               "Dimension out of range (expected to be in range of [-4, 3], but got 4)");
-  expect_error([] { memfmt::cat_result({x, t({2, 4, 4, 5}, {80, 20, 5, 1})}, 0); },
-               "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 "
-               "in the list.");
-  expect_error([] { memfmt::cat_result({x, t({3, 5}, {5, 1})}, 0); },
-               "Tensors must have same number of dimensions: got 4 and 2");
-  expect_error([] { memfmt::cat_result({scalar}, 0); }, "zero-dimensional tensor (at position 0) cannot be concatenated");
+  expect_error(
+      [] {
+        memfmt::cat_result({xc, xc}, 4);
+      },
+      "Dimension out of range (expected to be in range of [-4, 3], but got 4)");
+  expect_error(
+      [] {
+        memfmt::cat_result({x, t({2, 4, 4, 5}, {80, 20, 5, 1})}, 0);
+      },
+      "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for tensor number 1 "
+      "in the list.");
+  expect_error(
+      [] {
+        memfmt::cat_result({x, t({3, 5}, {5, 1})}, 0);
+      },
+      "Tensors must have same number of dimensions: got 4 and 2");
+  expect_error([] { memfmt::cat_result({scalar}, 0); },
+               "zero-dimensional tensor (at position 0) cannot be concatenated");
   expect_error([] { memfmt::cat_result({}, 0); }, "torch.cat(): expected a non-empty list of Tensors");
 }
 
@@ -166,8 +182,9 @@ TEST(ConvResult, UnbatchedInputAndGroups) {
   // grouped float64 (per-group thnn + cat): randn(1,4,5,5).to(channels_last), randn(4,2,3,3), groups=2
   memfmt::torch_conv_args g2;
   g2.groups = 2;
-  expect_layout(memfmt::conv_result(as_f64(t({1, 4, 5, 5}, {100, 1, 20, 4})), as_f64(t({4, 2, 3, 3}, {18, 9, 3, 1})), g2),
-                {1, 4, 3, 3}, {36, 1, 12, 4});
+  expect_layout(
+      memfmt::conv_result(as_f64(t({1, 4, 5, 5}, {100, 1, 20, 4})), as_f64(t({4, 2, 3, 3}, {18, 9, 3, 1})), g2),
+      {1, 4, 3, 3}, {36, 1, 12, 4});
 }
 
 TEST(ConvResult, EmptyBatchGoesThroughTheViewPath) {
@@ -179,34 +196,49 @@ TEST(ConvResult, EmptyBatchGoesThroughTheViewPath) {
   // weight.view(-1) cannot flatten this weight: PyTorch 1.13 fails the same way
   memfmt::torch_conv_args s;
   s.stride = {2, 3};
-  expect_error([&] { memfmt::conv_result(t({0, 3, 9, 8}, {216, 72, 8, 1}), t({2, 3, 3, 1}, {9, 1, 3, 3}), s); },
-               "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
-               "two contiguous subspaces). Use .reshape(...) instead.");
+  expect_error(
+      [&] {
+        memfmt::conv_result(t({0, 3, 9, 8}, {216, 72, 8, 1}), t({2, 3, 3, 1}, {9, 1, 3, 3}), s);
+      },
+      "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+      "two contiguous subspaces). Use .reshape(...) instead.");
 }
 
 TEST(ConvResult, ShapeErrorsCarryPyTorchsMessages) {
-  expect_error([] { memfmt::conv_result(t({2, 5, 5, 5}, {125, 25, 5, 1}), w, {}); },
-               "Given groups=1, weight of size [6, 3, 3, 3], expected input[2, 5, 5, 5] to have 3 channels, but got 5 "
-               "channels instead");
-  expect_error([] { memfmt::conv_result(t({2, 3, 5}, {15, 5, 1}), w, {}); },
-               "Given groups=1, weight of size [6, 3, 3, 3], expected input[1, 2, 3, 5] to have 3 channels, but got 2 "
-               "channels instead");
+  expect_error(
+      [] {
+        memfmt::conv_result(t({2, 5, 5, 5}, {125, 25, 5, 1}), w, {});
+      },
+      "Given groups=1, weight of size [6, 3, 3, 3], expected input[2, 5, 5, 5] to have 3 channels, but got 5 "
+      "channels instead");
+  expect_error(
+      [] {
+        memfmt::conv_result(t({2, 3, 5}, {15, 5, 1}), w, {});
+      },
+      "Given groups=1, weight of size [6, 3, 3, 3], expected input[1, 2, 3, 5] to have 3 channels, but got 2 "
+      "channels instead");
   // F.conv2d(x, randn(6,3,3)): conv2d's own output_padding has two entries
   memfmt::torch_conv_args s2;
   s2.stride = {1, 1};
   memfmt::torch_conv_context conv2d;
   conv2d.spatial_dims = 2;
-  expect_error([&] { memfmt::conv_result(x, t({6, 3, 3}, {9, 3, 1}), s2, conv2d); },
-               "expected stride to be a single integer value or a list of 1 values to match the convolution "
-               "dimensions, but got stride=[1, 1]");
+  expect_error(
+      [&] {
+        memfmt::conv_result(x, t({6, 3, 3}, {9, 3, 1}), s2, conv2d);
+      },
+      "expected stride to be a single integer value or a list of 1 values to match the convolution "
+      "dimensions, but got stride=[1, 1]");
   memfmt::torch_conv_args g4;
   g4.groups = 4;
   expect_error([&] { memfmt::conv_result(x, w, g4); },
                "Given groups=4, expected weight to be divisible by 4 at dimension 0, but got weight of size [[6, 3, 3, "
                "3]] instead");
-  expect_error([] { memfmt::conv_result(t({2, 3, 2, 2}, {12, 4, 2, 1}), w, {}); },
-               "Calculated padded input size per channel: (2 x 2). Kernel size: (3 x 3). Kernel size can't be greater "
-               "than actual input size");
+  expect_error(
+      [] {
+        memfmt::conv_result(t({2, 3, 2, 2}, {12, 4, 2, 1}), w, {});
+      },
+      "Calculated padded input size per channel: (2 x 2). Kernel size: (3 x 3). Kernel size can't be greater "
+      "than actual input size");
 }
 
 // ---- batch_norm ----------------------------------------------------------------------------
@@ -235,8 +267,11 @@ TEST(BatchNormResult, EmptyInputIsClonedThenScaled) {
 }
 
 TEST(BatchNormResult, TrainingNeedsMoreThanOneValuePerChannel) {
-  expect_error([] { memfmt::batch_norm_result(t({1, 3, 1, 1}, {3, 1, 1, 1}), true, true); },
-               "Expected more than 1 value per channel when training, got input size torch.Size([1, 3, 1, 1])");
+  expect_error(
+      [] {
+        memfmt::batch_norm_result(t({1, 3, 1, 1}, {3, 1, 1, 1}), true, true);
+      },
+      "Expected more than 1 value per channel when training, got input size torch.Size([1, 3, 1, 1])");
   EXPECT_NO_THROW(memfmt::batch_norm_result(t({1, 3, 1, 1}, {3, 1, 1, 1}), false, true));
 }
 
@@ -246,11 +281,17 @@ namespace {
 
 // Inputs PyTorch cannot even represent are rejected with the offending values in the message.
 TEST(OpRulesValidation, RejectsNegativeStridesAndOverflow) {
-  expect_error([] { memfmt::pointwise_result({t({2, 3}, {3, -1})}); },
-               "pointwise_result: negative stride in strides [3, -1] (PyTorch tensors have none)");
+  expect_error(
+      [] {
+        memfmt::pointwise_result({t({2, 3}, {3, -1})});
+      },
+      "pointwise_result: negative stride in strides [3, -1] (PyTorch tensors have none)");
   const std::int64_t big = std::int64_t{1} << 40;
-  expect_error([&] { memfmt::cat_result({t({big, big}, {big, 1})}, 0); },
-               "cat_result: the dense strides of sizes [1099511627776, 1099511627776] overflow 64 bits");
+  expect_error(
+      [&] {
+        memfmt::cat_result({t({big, big}, {big, 1})}, 0);
+      },
+      "cat_result: the dense strides of sizes [1099511627776, 1099511627776] overflow 64 bits");
   memfmt::torch_conv_args huge;
   huge.padding = {std::int64_t{1} << 62};
   try {
@@ -297,8 +338,9 @@ TEST(OpRulesOverflow, ConvOperandsWhoseSpanOrStridesPass64Bits) {
   auto m = overflow_message([] { memfmt::conv_result(t({3, 8, 8}, {q62, 24, 3}), w, {}); });
   EXPECT_NE(m.find("[4611686018427387904, 24, 3]"), std::string::npos) << m;
   // An empty input of extents near 2^63: its view's strides used to come out as [1, 1, MAX, 1].
-  m = overflow_message(
-      [] { memfmt::conv_result(t({2, 0, max64, max64}, {1, 1, 1, 1}), t({4, 0, 1, 1}, {1, 1, 1, 1}), {}); });
+  m = overflow_message([] {
+    memfmt::conv_result(t({2, 0, max64, max64}, {1, 1, 1, 1}), t({4, 0, 1, 1}, {1, 1, 1, 1}), {});
+  });
   EXPECT_NE(m.find("[2, 0, 9223372036854775807, 9223372036854775807]"), std::string::npos) << m;
   memfmt::torch_conv_args dilated;
   dilated.dilation = {max64, 1};

@@ -75,7 +75,8 @@ void check_case(const json& c, const std::function<strided_desc()>& op, tally& t
   const auto want = to_desc(c.at("out"));
   if (threw || result != want) {
     ++t.layout_mismatches;
-    t.report(c.dump() + "\n    expected: " + describe(want) + "\n    got: " + (threw ? "error " + got : describe(result)));
+    t.report(c.dump() + "\n    expected: " + describe(want) +
+             "\n    got: " + (threw ? "error " + got : describe(result)));
   }
 }
 
@@ -97,7 +98,8 @@ TEST(StridedOpsFixtures, Pointwise) {
   for (const auto& c : j.at("cases")) {
     std::vector<strided_desc> ops;
     for (const auto& o : c.at("operands")) ops.push_back(to_desc(o));
-    check_case(c, [&] { return memfmt::pointwise_result(ops); }, t);
+    check_case(
+        c, [&] { return memfmt::pointwise_result(ops); }, t);
   }
   expect_clean("pointwise", t, j.at("cases").size());
 }
@@ -109,7 +111,8 @@ TEST(StridedOpsFixtures, Cat) {
     std::vector<strided_desc> inputs;
     for (const auto& o : c.at("inputs")) inputs.push_back(to_desc(o));
     const auto dim = c.at("dim").get<std::int64_t>();
-    check_case(c, [&] { return memfmt::cat_result(inputs, dim); }, t);
+    check_case(
+        c, [&] { return memfmt::cat_result(inputs, dim); }, t);
   }
   expect_clean("cat", t, j.at("cases").size());
 }
@@ -128,7 +131,8 @@ TEST(StridedOpsFixtures, Conv) {
     memfmt::torch_conv_context ctx;
     ctx.spatial_dims = c.at("spatial_dims").get<int>();
     ctx.num_threads = c.at("threads").get<int>();
-    check_case(c, [&] { return memfmt::conv_result(input, weight, args, ctx); }, t);
+    check_case(
+        c, [&] { return memfmt::conv_result(input, weight, args, ctx); }, t);
   }
   expect_clean("conv", t, j.at("cases").size());
 }
@@ -140,7 +144,8 @@ TEST(StridedOpsFixtures, BatchNorm) {
     const auto input = to_desc(c.at("input"));
     const bool training = c.at("training").get<bool>();
     const bool affine = c.at("affine").get<bool>();
-    check_case(c, [&] { return memfmt::batch_norm_result(input, training, affine); }, t);
+    check_case(
+        c, [&] { return memfmt::batch_norm_result(input, training, affine); }, t);
   }
   expect_clean("batch_norm", t, j.at("cases").size());
 }

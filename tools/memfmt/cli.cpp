@@ -56,8 +56,7 @@ std::int64_t parse_int(const std::string& item, const std::string& text, const s
   const char* last = item.data() + item.size();
   const auto [ptr, ec] = std::from_chars(first, last, v);
   const std::string where = "'" + item + "'" + (item == text ? std::string() : " in '" + text + "'");
-  if (ec == std::errc::result_out_of_range)
-    throw usage_error{what + ": " + where + " does not fit in 64 bits"};
+  if (ec == std::errc::result_out_of_range) throw usage_error{what + ": " + where + " does not fit in 64 bits"};
   if (item.empty() || ec != std::errc() || ptr != last)
     throw usage_error{what + ": " + where + " is not a decimal integer"};
   return v;
@@ -73,7 +72,8 @@ dims parse_dims(const std::string& text, const std::string& what) {
     if (out.size() == max_dims)
       throw usage_error{what + ": more than " + std::to_string(max_dims) + " values in '" + text +
                         "' (memfmt's limit on dimensions)"};
-    out.push_back(parse_int(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), text, what));
+    out.push_back(
+        parse_int(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), text, what));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -146,7 +146,9 @@ json explain_json(const memfmt::strided_desc& t) {
     const std::string name(to_string(f));
     to[name] = request_json([&] { return memfmt::to_format(t, f); });
     contiguous[name] = request_json([&] { return memfmt::contiguous_format(t, f); });
-    empty_like[name] = request_json([&] { return memfmt::format_result{false, t.sizes, memfmt::empty_like_strides(t, f)}; });
+    empty_like[name] = request_json([&] {
+      return memfmt::format_result{false, t.sizes, memfmt::empty_like_strides(t, f)};
+    });
   }
   j["to"] = to;
   j["contiguous"] = contiguous;
@@ -180,13 +182,15 @@ std::vector<std::string> notes_for(const memfmt::strided_desc& t, const json& j)
     if (cl_contig && j["is_contiguous"].get<bool>() && suggest == "channels_last")
       notes.push_back("ambiguous: " + reason + ", so .contiguous() aliases while .to(contiguous_format) copies");
     if (suggest == "channels_last" && !cl_contig)
-      notes.push_back("strided like channels last but not dense: .to(channels_last) aliases while "
-                      ".contiguous(channels_last) copies");
+      notes.push_back(
+          "strided like channels last but not dense: .to(channels_last) aliases while "
+          ".contiguous(channels_last) copies");
     if (t.strides[1] == 0) notes.push_back("C has stride 0 (broadcast): PyTorch never calls that channels last");
   }
   if (t.dim() == 5 && suggest == "channels_last_3d" && !j["is_contiguous_channels_last_3d"].get<bool>())
-    notes.push_back("strided like channels_last_3d but not dense: .to(channels_last_3d) aliases while "
-                    ".contiguous(channels_last_3d) copies");
+    notes.push_back(
+        "strided like channels_last_3d but not dense: .to(channels_last_3d) aliases while "
+        ".contiguous(channels_last_3d) copies");
   const json& preserve = j["empty_like"]["preserve"];
   if (!j["non_overlapping_and_dense"].get<bool>() && preserve.contains("strides"))
     notes.push_back("overlapping or with gaps: empty_like/clone(preserve) infer dense strides " +
@@ -201,19 +205,19 @@ void print_explain(const memfmt::strided_desc& t, bool as_json, std::ostream& ou
     return;
   }
   out << "tensor sizes " << memfmt::detail::dims_to_string(t.sizes) << " strides "
-            << memfmt::detail::dims_to_string(t.strides) << '\n'
-            << "  contiguous: " << yes_no(j["is_contiguous"].get<bool>())
-            << "; channels last: " << yes_no(j["is_contiguous_channels_last"].get<bool>())
-            << "; channels last 3d: " << yes_no(j["is_contiguous_channels_last_3d"].get<bool>())
-            << "; non-overlapping and dense: " << yes_no(j["non_overlapping_and_dense"].get<bool>()) << '\n'
-            << "  suggested memory format: " << j["suggest"].get<std::string>() << '\n';
+      << memfmt::detail::dims_to_string(t.strides) << '\n'
+      << "  contiguous: " << yes_no(j["is_contiguous"].get<bool>())
+      << "; channels last: " << yes_no(j["is_contiguous_channels_last"].get<bool>())
+      << "; channels last 3d: " << yes_no(j["is_contiguous_channels_last_3d"].get<bool>())
+      << "; non-overlapping and dense: " << yes_no(j["non_overlapping_and_dense"].get<bool>()) << '\n'
+      << "  suggested memory format: " << j["suggest"].get<std::string>() << '\n';
   for (const auto& note : notes_for(t, j)) out << "  note: " << note << '\n';
   for (auto f : memfmt::all_memory_formats) {
     const std::string name(to_string(f));
     out << "  memory_format=" << name << ":\n"
-              << "    .to          " << describe_request(j["to"][name]) << '\n'
-              << "    .contiguous  " << describe_request(j["contiguous"][name]) << '\n'
-              << "    empty_like   " << describe_request(j["empty_like"][name]) << '\n';
+        << "    .to          " << describe_request(j["to"][name]) << '\n'
+        << "    .contiguous  " << describe_request(j["contiguous"][name]) << '\n'
+        << "    empty_like   " << describe_request(j["empty_like"][name]) << '\n';
   }
 }
 
@@ -226,15 +230,13 @@ int print_op(const char* what, bool as_json, std::ostream& os, F&& op) {
       os << json{{"output", json{{"sizes", out.sizes}, {"strides", out.strides}}}}.dump() << '\n';
     } else {
       os << what << " output: sizes " << memfmt::detail::dims_to_string(out.sizes) << " strides "
-         << memfmt::detail::dims_to_string(out.strides) << " (suggests " << to_string(memfmt::suggest_memory_format(out))
-         << ")\n";
+         << memfmt::detail::dims_to_string(out.strides) << " (suggests "
+         << to_string(memfmt::suggest_memory_format(out)) << ")\n";
     }
     return 0;
   } catch (const memfmt::error& e) {
-    if (as_json)
-      os << json{{"error", e.what()}, {"error_source", error_source(e)}}.dump() << '\n';
-    else
-      os << what << ": " << error_label(e) << e.what() << '\n';
+    if (as_json) os << json{{"error", e.what()}, {"error_source", error_source(e)}}.dump() << '\n';
+    else os << what << ": " << error_label(e) << e.what() << '\n';
     return 1;
   }
 }
@@ -258,7 +260,8 @@ int run_checked(int argc, const char* const* argv, std::ostream& out, std::ostre
   pointwise->add_flag("--json", op_json, "print JSON");
 
   auto* conv = explain->add_subcommand("conv", "F.conv{1,2,3}d on CPU (no bias)");
-  std::string input_text, weight_text, stride_text = "1", padding_text = "0", dilation_text = "1", dtype_text = "float32";
+  std::string input_text, weight_text, stride_text = "1", padding_text = "0", dilation_text = "1",
+                                       dtype_text = "float32";
   std::string groups_text = "1";
   conv->add_option("--input", input_text, "SIZES@STRIDES")->required();
   conv->add_option("--weight", weight_text, "SIZES@STRIDES")->required();
@@ -314,8 +317,9 @@ int run_checked(int argc, const char* const* argv, std::ostream& out, std::ostre
       return print_op("batch_norm", as_json, out, [&] { return memfmt::batch_norm_result(input); });
     }
     if (!*sizes_opt || !*strides_opt)
-      throw usage_error{"explain: --sizes and --strides are both required (or name an operation: pointwise, conv, "
-                        "batch_norm)"};
+      throw usage_error{
+          "explain: --sizes and --strides are both required (or name an operation: pointwise, conv, "
+          "batch_norm)"};
     const auto t = make_desc(parse_dims(sizes_text, "--sizes"), parse_dims(strides_text, "--strides"), "explain");
     print_explain(t, as_json, out);
     return 0;

@@ -23,9 +23,9 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }
 
 [[noreturn, maybe_unused]] void missing_component(const std::string& what, const char* component, const char* debian) {
-  memfmt::detail::fail(memfmt::errc::unsupported, what + " needs the " + component +
-                                                      " component, which this build of memfmt lacks (Debian: " + debian +
-                                                      ", then reconfigure)");
+  memfmt::detail::fail(memfmt::errc::unsupported,
+                       what + " needs the " + component +
+                           " component, which this build of memfmt lacks (Debian: " + debian + ", then reconfigure)");
 }
 
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
@@ -113,11 +113,12 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
   m.network = memfmt::io::read_network_file(path);
   bool has_output = false;
-  for (const memfmt::graph::node& n : m.network.nodes()) has_output = has_output || n.kind == memfmt::graph::node_kind::output;
+  for (const memfmt::graph::node& n : m.network.nodes())
+    has_output = has_output || n.kind == memfmt::graph::node_kind::output;
   if (!has_output)
-    memfmt::detail::fail(memfmt::errc::invalid_argument,
-                         path + ": the network has no output node (" + std::to_string(m.network.size()) +
-                             " nodes): nothing to plan or run");
+    memfmt::detail::fail(memfmt::errc::invalid_argument, path + ": the network has no output node (" +
+                                                             std::to_string(m.network.size()) +
+                                                             " nodes): nothing to plan or run");
   if (batch)
     m.network = rebuilt(m.network, [&](nlohmann::json& n) {
       // Every value's first extent is the batch (4-D/5-D activations and [N, features] alike).

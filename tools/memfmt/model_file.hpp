@@ -33,7 +33,7 @@ struct model_file {
   // An ONNX model's initializers; a network JSON document carries no weights.
   std::optional<memfmt::graph::parameter_store> parameters;
   std::vector<memfmt::onnx::unsupported_node> unsupported;  // in the ONNX graph's node order
-  std::string kind;                       // "ONNX model" or "network JSON"
+  std::string kind;                                         // "ONNX model" or "network JSON"
 };
 
 // The first `shown` entries of m.unsupported, one "op 'X' (ONNX node 'Y'): why" per line after
@@ -63,8 +63,10 @@ CLI::Validator positive_integer() {
       [](std::string& text) -> std::string {
         T v{};
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec == std::errc::result_out_of_range) return "'" + text + "' does not fit in " + std::to_string(sizeof(T) * 8) + " bits";
-        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return "'" + text + "' is not a decimal integer";
+        if (ec == std::errc::result_out_of_range)
+          return "'" + text + "' does not fit in " + std::to_string(sizeof(T) * 8) + " bits";
+        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
+          return "'" + text + "' is not a decimal integer";
         if (v <= 0) return "'" + text + "' is not positive";
         return std::string();
       },

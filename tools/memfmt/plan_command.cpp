@@ -39,9 +39,12 @@ json compare_json(const memfmt::graph::network& net, const std::vector<memfmt::g
   for (const auto& s : rows) {
     json lost = json::array();
     for (auto id : s.lost) lost.push_back(net.at(id).name);
-    out.push_back({{"policy", to_string(s.which)}, {"conversions", s.result.copies()},
-                   {"relabels", s.result.relabels()}, {"bytes_moved", s.bytes_moved},
-                   {"estimated_ns", s.result.total()}, {"lose_channels_last", lost}});
+    out.push_back({{"policy", to_string(s.which)},
+                   {"conversions", s.result.copies()},
+                   {"relabels", s.result.relabels()},
+                   {"bytes_moved", s.bytes_moved},
+                   {"estimated_ns", s.result.total()},
+                   {"lose_channels_last", lost}});
   }
   return out;
 }
@@ -83,18 +86,18 @@ memfmt::graph::cache_key key_for(const std::string& backend) {
     }
   }
 #endif
-  memfmt::detail::fail(memfmt::errc::unsupported,
-                       "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
-                           (backend == "onednn" ? " (built without oneDNN, the memfmt::dnnl component)"
-                            : backend == "cudnn"
-                                ? " (built without cuDNN, the memfmt::cudnn component; for cuDNN's costs plan with "
+  memfmt::detail::fail(
+      memfmt::errc::unsupported,
+      "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
+          (backend == "onednn"  ? " (built without oneDNN, the memfmt::dnnl component)"
+           : backend == "cudnn" ? " (built without cuDNN, the memfmt::cudnn component; for cuDNN's costs plan with "
                                   "--priors data/priors/cudnn_gpu.json)"
                                 : "") +
-                           "; use --calibrate reference" +
+          "; use --calibrate reference" +
 #ifdef MEMFMT_CLI_HAVE_DNNL
-                           " or --calibrate onednn"
+          " or --calibrate onednn"
 #else
-                           ""
+          ""
 #endif
   );
 }
@@ -126,12 +129,13 @@ memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, co
   const bool have_file = !cache_path.empty() && fs::exists(cache_path);
   if (backend.empty()) {
     if (!have_file)
-      memfmt::detail::fail(memfmt::errc::invalid_argument,
-                           "--cache '" + cache_path + "' does not exist; add --calibrate BACKEND to measure and create it");
+      memfmt::detail::fail(
+          memfmt::errc::invalid_argument,
+          "--cache '" + cache_path + "' does not exist; add --calibrate BACKEND to measure and create it");
     memfmt::graph::timing_cache c = memfmt::io::read_timing_cache_file(cache_path);
     c.require_key(key_for(c.key().backend), "timing cache file '" + cache_path + "'");
     err << "memfmt plan: " << c.layers().size() << " layer signatures and " << c.conversions().size()
-              << " conversions measured on " << to_string(c.key()) << " (from " << cache_path << ")\n";
+        << " conversions measured on " << to_string(c.key()) << " (from " << cache_path << ")\n";
     return c;
   }
   const memfmt::graph::cache_key key = key_for(backend);
@@ -144,8 +148,8 @@ memfmt::graph::timing_cache measured_costs(const memfmt::graph::network& net, co
   memfmt::graph::timing_cache c = calibrate_on(backend, net, o);
   const std::size_t before = known ? known->layers().size() : 0;
   err << "memfmt plan: calibrated on " << to_string(key) << ": " << c.layers().size() - before
-            << " layer signatures timed, " << before << " from the cache, " << c.conversions().size()
-            << " conversion shapes; " << skipped.size() << " signatures keep their priors\n";
+      << " layer signatures timed, " << before << " from the cache, " << c.conversions().size()
+      << " conversion shapes; " << skipped.size() << " signatures keep their priors\n";
   for (const std::string& s : skipped) err << "  prior kept: " << s << '\n';
   if (!cache_path.empty()) {
     memfmt::io::write_timing_cache_file(cache_path, c);
@@ -165,10 +169,12 @@ plan_command::plan_command(CLI::App& app) {
       ->excludes(policy);
   cmd_->add_option("--calibrate", calibrate_, "time the layers on this backend before planning")
       ->check(CLI::IsMember({"onednn", "reference", "cudnn"}));
-  cmd_->add_option("--cache", cache_, "timing cache file: loaded when present (it must be this device's), "
-                                      "updated with what --calibrate measures");
-  cmd_->add_option("--priors", priors_, "prior table (memfmt.priors JSON, e.g. data/priors/cudnn_gpu.json) for "
-                                        "what is not measured; default the compiled-in oneDNN CPU table");
+  cmd_->add_option("--cache", cache_,
+                   "timing cache file: loaded when present (it must be this device's), "
+                   "updated with what --calibrate measures");
+  cmd_->add_option("--priors", priors_,
+                   "prior table (memfmt.priors JSON, e.g. data/priors/cudnn_gpu.json) for "
+                   "what is not measured; default the compiled-in oneDNN CPU table");
   cmd_->add_flag("--json", json_, "print JSON (the memfmt.plan document, or the comparison rows)");
   cmd_->add_option("--dot", dot_path_, "write the plan (the --policy one; optimal with --compare) as Graphviz DOT");
 }
@@ -207,7 +213,7 @@ int plan_command::run(std::ostream& out, std::ostream& err) const {
             << '\n';
       } else {
         out << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers)\n"
-                  << memfmt::graph::compare_text(net, rows);
+            << memfmt::graph::compare_text(net, rows);
       }
     } else if (json_) {
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
@@ -220,8 +226,8 @@ int plan_command::run(std::ostream& out, std::ostream& err) const {
 #endif
     } else {
       out << "network " << network_path_ << " (" << m.kind << ", " << net.size() << " layers), policy "
-                << to_string(which) << '\n'
-                << memfmt::graph::explain(net, model, p);
+          << to_string(which) << '\n'
+          << memfmt::graph::explain(net, model, p);
     }
     if (!m.unsupported.empty() && !json_) {
       out << "opaque barriers (planned around, not runnable):\n" << unsupported_lines(m, "  ");

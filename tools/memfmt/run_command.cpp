@@ -154,8 +154,9 @@ parameter_store random_weights(const memfmt::graph::network& net, std::uint32_t 
         return spec.name.size() >= t.size() && spec.name.compare(spec.name.size() - t.size(), t.size(), t) == 0;
       };
       double lo = -0.1, hi = 0.1;
-      if (ends(".running_var") || (n.kind != memfmt::graph::node_kind::conv && n.kind != memfmt::graph::node_kind::conv_transpose &&
-                                   n.kind != memfmt::graph::node_kind::linear && ends(".weight"))) {
+      if (ends(".running_var") ||
+          (n.kind != memfmt::graph::node_kind::conv && n.kind != memfmt::graph::node_kind::conv_transpose &&
+           n.kind != memfmt::graph::node_kind::linear && ends(".weight"))) {
         lo = 0.5, hi = 1.5;  // positive variances, scales near 1
       } else if (spec.extents.size() >= 2) {
         const double fan_in = static_cast<double>(p.numel() / std::max<std::int64_t>(spec.extents[0], 1));
@@ -237,13 +238,18 @@ json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& 
     order.push_back(node.id);
   }
   std::vector<std::pair<std::string, std::pair<std::size_t, double>>> by_kind(kinds.begin(), kinds.end());
-  std::sort(by_kind.begin(), by_kind.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::sort(by_kind.begin(), by_kind.end(),
+            [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
   json kinds_json = json::array();
   for (const auto& [k, v] : by_kind)
-    kinds_json.push_back({{"kind", k}, {"layers", v.first}, {"ms", v.second}, {"share", total > 0 ? v.second / total : 0.0}});
-  kinds_json.push_back({{"kind", "conversions"}, {"layers", copies}, {"ms", converting},
+    kinds_json.push_back(
+        {{"kind", k}, {"layers", v.first}, {"ms", v.second}, {"share", total > 0 ? v.second / total : 0.0}});
+  kinds_json.push_back({{"kind", "conversions"},
+                        {"layers", copies},
+                        {"ms", converting},
                         {"share", total > 0 ? converting / total : 0.0}});
-  kinds_json.push_back({{"kind", "inputs and outputs"}, {"layers", 0}, {"ms", io}, {"share", total > 0 ? io / total : 0.0}});
+  kinds_json.push_back(
+      {{"kind", "inputs and outputs"}, {"layers", 0}, {"ms", io}, {"share", total > 0 ? io / total : 0.0}});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return layer[a] > layer[b]; });
   if (order.size() > top) order.resize(top);
   json slowest = json::array();
@@ -268,37 +274,46 @@ json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& 
 run_command::run_command(CLI::App& app) {
   cmd_ = app.add_subcommand("run", "run a model in its planned formats and time it");
   cmd_->add_option("model", model_path_, "MODEL.onnx or NETWORK.json (memfmt.network)")->required();
-  cmd_->add_option("--weights", weights_, "safetensors file of the parameters (a network JSON has none; an ONNX "
-                                          "model's initializers are replaced by the tensors of the same name)");
-  auto* input = cmd_->add_option("--input", input_, "safetensors file, one tensor per graph input, by name, "
-                                                    "channels-first");
-  cmd_->add_flag("--random", random_, "random inputs of the model's shapes (the default without --input)")->excludes(input);
+  cmd_->add_option("--weights", weights_,
+                   "safetensors file of the parameters (a network JSON has none; an ONNX "
+                   "model's initializers are replaced by the tensors of the same name)");
+  auto* input = cmd_->add_option("--input", input_,
+                                 "safetensors file, one tensor per graph input, by name, "
+                                 "channels-first");
+  cmd_->add_flag("--random", random_, "random inputs of the model's shapes (the default without --input)")
+      ->excludes(input);
   cmd_->add_option("--output", output_, "write the graph outputs (channels-first) to this safetensors file");
   cmd_->add_option("--backend", backend_, "reference, onednn or cudnn (default reference)")
       ->check(CLI::IsMember({"reference", "onednn", "cudnn"}));
-  auto* policy = cmd_->add_option("--policy", policy_, "the format plan: all_channels_first, all_channels_last, "
-                                                      "pytorch_eager, greedy or optimal (default)");
-  auto* calibrate = cmd_->add_flag("--calibrate", calibrate_, "also time whole networks: the calibrated plan, the "
-                                                               "priors' plan and all channels-last, and run the "
-                                                               "fastest")
+  auto* policy = cmd_->add_option("--policy", policy_,
+                                  "the format plan: all_channels_first, all_channels_last, "
+                                  "pytorch_eager, greedy or optimal (default)");
+  auto* calibrate = cmd_->add_flag("--calibrate", calibrate_,
+                                   "also time whole networks: the calibrated plan, the "
+                                   "priors' plan and all channels-last, and run the "
+                                   "fastest")
                         ->excludes(policy);
-  auto* priors_only = cmd_->add_flag("--priors-only", priors_only_, "plan from the prior cost table alone, timing "
-                                                                    "nothing (the optimal policy on onednn and cudnn "
-                                                                    "otherwise times the layers first)")
+  auto* priors_only = cmd_->add_flag("--priors-only", priors_only_,
+                                     "plan from the prior cost table alone, timing "
+                                     "nothing (the optimal policy on onednn and cudnn "
+                                     "otherwise times the layers first)")
                           ->excludes(calibrate);
-  cmd_->add_option("--cache", cache_, "timing cache file for the layer timings: loaded when present (it must be "
-                                      "this device's and backend's), updated with what is measured")
+  cmd_->add_option("--cache", cache_,
+                   "timing cache file for the layer timings: loaded when present (it must be "
+                   "this device's and backend's), updated with what is measured")
       ->excludes(priors_only);
   cmd_->add_option("--dtype", dtype_, "float32 (default), bfloat16 or float16: weights and inputs are rounded to it")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
-  batch_opt_ = cmd_->add_option("--batch", batch_, "batch size (an ONNX model's symbolic batch; default 1, a "
-                                                   "network JSON its own)")
+  batch_opt_ = cmd_->add_option("--batch", batch_,
+                                "batch size (an ONNX model's symbolic batch; default 1, a "
+                                "network JSON its own)")
                    ->check(positive_integer<std::int64_t>());
   cmd_->add_option("--threads", threads_, "OpenMP threads (default: OpenMP's)")->check(positive_integer<int>());
   cmd_->add_option("--repeat", repeat_, "timed forward passes after one warm-up (default 10)")
       ->check(positive_integer<int>());
-  cmd_->add_flag("--profile", profile_, "after the timed passes, time every layer in --repeat more passes and "
-                                        "report where the time goes: by layer kind, and the slowest layers");
+  cmd_->add_flag("--profile", profile_,
+                 "after the timed passes, time every layer in --repeat more passes and "
+                 "report where the time goes: by layer kind, and the slowest layers");
   cmd_->add_flag("--json", json_, "print JSON");
 }
 
@@ -349,7 +364,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     parameter_store weights;
     if (!weights_.empty()) {
       const parameter_store file = load_tensor_file(weights_, "--weights");
-      if (file.size() == 0) fail(memfmt::errc::invalid_argument, "--weights " + weights_ + ": the file holds no tensors");
+      if (file.size() == 0)
+        fail(memfmt::errc::invalid_argument, "--weights " + weights_ + ": the file holds no tensors");
       if (m.parameters) {
         weights = std::move(*m.parameters);
         for (const auto& [name, p] : file) weights.assign(name, p);
@@ -390,7 +406,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     // timings: they take a second or two, and the prior table can be wrong for the CPU at hand (a
     // 1x1 conv is faster channels-first on some, channels-last on others). The reference backend is
     // the truth, not a speed target: its plans come from the priors.
-    const bool measure = calibrate_ || (which == memfmt::graph::policy::optimal && backend_ != "reference" && !priors_only_);
+    const bool measure =
+        calibrate_ || (which == memfmt::graph::policy::optimal && backend_ != "reference" && !priors_only_);
     if (!cache_.empty() && !measure)
       throw usage_error{"--cache: nothing is timed " +
                         std::string(which != memfmt::graph::policy::optimal
@@ -426,8 +443,11 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         if (calibrate_) {
           json candidates = json::array();
           for (const auto& c : planned.candidates)
-            candidates.push_back({{"plan", c.name}, {"ms_per_batch", c.ms}, {"conversions", c.conversions},
-                                  {"same_as", c.same_as}, {"error", c.error}});
+            candidates.push_back({{"plan", c.name},
+                                  {"ms_per_batch", c.ms},
+                                  {"conversions", c.conversions},
+                                  {"same_as", c.same_as},
+                                  {"error", c.error}});
           calibration = {{"backend", backend_},
                          {"cache", cache_},
                          {"layer_signatures", costs.at("layer_signatures")},
@@ -484,7 +504,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         const parameter* t = given->find(n.name);
         if (!t)
           fail(memfmt::errc::invalid_argument, "--input " + input_ + ": no tensor named '" + n.name +
-                                                   "' (the graph input, " + memfmt::graph::describe(n.type, n.extents) + ")");
+                                                   "' (the graph input, " + memfmt::graph::describe(n.type, n.extents) +
+                                                   ")");
         if (t->shape != n.extents || !memfmt::is_floating(t->type))
           fail(memfmt::errc::shape_mismatch, "--input " + input_ + ": tensor '" + n.name + "' is " +
                                                  memfmt::graph::describe(t->type, t->shape) + ", the graph input is " +
@@ -540,8 +561,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     }
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
-    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    const double median =
+        sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     double mean = 0;
     for (double v : ms) mean += v / static_cast<double>(ms.size());
     const std::int64_t images = inputs.empty() ? 0 : net.at(inputs.front()).extents.at(0);
@@ -577,8 +598,11 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
              {"policy", plan_name},
              {"costs", costs},
              {"weights", weights_from},
-             {"plan", {{"conversions", plan.copies()}, {"relabels", plan.relabels()}, {"bytes_moved", bytes_moved},
-                       {"estimated_ns", plan.total()}}},
+             {"plan",
+              {{"conversions", plan.copies()},
+               {"relabels", plan.relabels()},
+               {"bytes_moved", bytes_moved},
+               {"estimated_ns", plan.total()}}},
              {"repeat", repeat_},
              {"ms_per_batch", median},
              {"ms_min", sorted.front()},
@@ -595,18 +619,17 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       out << j.dump(1) << '\n';
       return 0;
     }
-    out << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images
-              << ", " << to_string(type) << ", backend " << backend_ << ", " << threads_in_use() << " thread(s)\n"
-              << "weights  " << weights_from << "; inputs " << (given ? input_ : std::string("random (seed 2)")) << '\n'
-              << "plan     " << plan_name << ": " << plan.copies() << " conversions + " << plan.relabels()
-              << " relabels, " << bytes_moved << " bytes moved, estimated " << memfmt::graph::cost_string(plan.total())
-              << '\n'
-              << "time     " << median << " ms per batch (median of " << repeat_ << "; min " << sorted.front()
-              << ", mean " << mean << "), " << images_per_s << " images/s\n"
-              << "ran      " << rep.conversions << " conversions + " << rep.relabels << " relabels per pass, "
-              << rep.fusions.size() << " fusions\n"
-              << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
-              << " with one buffer per value)\n";
+    out << "model    " << model_path_ << " (" << m.kind << ", " << net.size() << " layers), batch " << images << ", "
+        << to_string(type) << ", backend " << backend_ << ", " << threads_in_use() << " thread(s)\n"
+        << "weights  " << weights_from << "; inputs " << (given ? input_ : std::string("random (seed 2)")) << '\n'
+        << "plan     " << plan_name << ": " << plan.copies() << " conversions + " << plan.relabels() << " relabels, "
+        << bytes_moved << " bytes moved, estimated " << memfmt::graph::cost_string(plan.total()) << '\n'
+        << "time     " << median << " ms per batch (median of " << repeat_ << "; min " << sorted.front() << ", mean "
+        << mean << "), " << images_per_s << " images/s\n"
+        << "ran      " << rep.conversions << " conversions + " << rep.relabels << " relabels per pass, "
+        << rep.fusions.size() << " fusions\n"
+        << "memory   peak activations " << mib(rep.arena_bytes) << " (" << mib(rep.allocate_all_bytes)
+        << " with one buffer per value)\n";
     if (measure)
       out << "costs    layers timed on " << backend_ << ": " << costs.at("layer_signatures").get<std::size_t>()
           << " signatures in the timing cache, " << costs.at("seconds").get<double>() << " s\n";
@@ -617,7 +640,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       for (const auto& c : calibration.at("candidates")) {
         out << ' ' << c.at("plan").get<std::string>() << ' ';
         if (!c.at("error").get<std::string>().empty()) out << "(not run: " << c.at("error").get<std::string>() << ")";
-        else if (!c.at("same_as").get<std::string>().empty()) out << "(the " << c.at("same_as").get<std::string>() << " plan)";
+        else if (!c.at("same_as").get<std::string>().empty())
+          out << "(the " << c.at("same_as").get<std::string>() << " plan)";
         else out << c.at("ms_per_batch").get<double>() << " ms";
       }
       out << '\n';

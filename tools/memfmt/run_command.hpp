@@ -32,7 +32,7 @@ class run_command {
   CLI::App* cmd_ = nullptr;
   CLI::Option* batch_opt_ = nullptr;
   std::string model_path_, weights_, input_, output_, backend_ = "reference", policy_ = "optimal", dtype_ = "float32",
-      cache_;
+                                                      cache_;
   bool random_ = false, json_ = false, calibrate_ = false, priors_only_ = false, profile_ = false;
   std::int64_t batch_ = 1;
   int threads_ = 0, repeat_ = 10;

@@ -81,7 +81,8 @@ TEST_F(CliHostile, GraphsThatCrashedShapeInferenceAreRefused) {
     b.node("Gemm", {"x", "B", "C"}, {"y"}, "gemm");
     const std::string f = model("gemm.onnx", b);
     for (const char* cmd : {"plan", "run"})
-      expect_refused(run_cli({cmd, f}), 1, {"'gemm' (Gemm)", "not 2"}, std::string(cmd) + " Gemm B rank " + std::to_string(b_shape.size()));
+      expect_refused(run_cli({cmd, f}), 1, {"'gemm' (Gemm)", "not 2"},
+                     std::string(cmd) + " Gemm B rank " + std::to_string(b_shape.size()));
   }
 }
 
@@ -89,8 +90,9 @@ TEST_F(CliHostile, GraphsThatCrashedShapeInferenceAreRefused) {
 TEST_F(CliHostile, DeepJsonIsRefusedWithAShortMessage) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string net = network_file("net.json");
-  for (const std::string& header : {"{\"__metadata__\": " + deep + "}",
-                                    std::string(R"({"x": {"dtype": "F32", "shape": )") + deep + R"(, "data_offsets": [0, 0]}})"}) {
+  for (const std::string& header :
+       {"{\"__metadata__\": " + deep + "}",
+        std::string(R"({"x": {"dtype": "F32", "shape": )") + deep + R"(, "data_offsets": [0, 0]}})"}) {
     const std::string f = write("deep.safetensors", safetensors_bytes(header));
     for (const char* flag : {"--input", "--weights"}) {
       const auto r = run_cli({"run", net, flag, f});
@@ -113,7 +115,8 @@ TEST_F(CliHostile, NamesThatAreNotUtf8AreRefusedAtImport) {
   b.input("x", {1, 3, 4, 4}).output("y\xFF");
   b.node("Relu", {"x"}, {"y\xFF"}, "relu");
   const std::string f = model("names.onnx", b);
-  expect_refused(run_cli({"run", f, "--output", path("out.safetensors")}), 1, {"'y\\xFF'", "not UTF-8"}, "run --output");
+  expect_refused(run_cli({"run", f, "--output", path("out.safetensors")}), 1, {"'y\\xFF'", "not UTF-8"},
+                 "run --output");
   expect_refused(run_cli({"plan", f, "--json"}), 1, {"not UTF-8"}, "plan --json");
 }
 
@@ -123,8 +126,10 @@ TEST_F(CliHostile, FilesThatAreNotRegularOrFarLargerThanDeclared) {
   expect_refused(run_cli({"run", net, "--input", dir_.string()}), 1, {"--input", "is a directory"}, "directory");
   expect_refused(run_cli({"plan", dir_.string() + "/"}), 1, {"is a directory"}, "plan directory");
   if (fs::exists("/dev/zero")) {
-    expect_refused(run_cli({"run", net, "--weights", "/dev/zero"}), 1, {"/dev/zero", "character device"}, "/dev/zero weights");
-    expect_refused(run_cli({"run", net, "--input", "/dev/zero"}), 1, {"/dev/zero", "character device"}, "/dev/zero input");
+    expect_refused(run_cli({"run", net, "--weights", "/dev/zero"}), 1, {"/dev/zero", "character device"},
+                   "/dev/zero weights");
+    expect_refused(run_cli({"run", net, "--input", "/dev/zero"}), 1, {"/dev/zero", "character device"},
+                   "/dev/zero input");
     expect_refused(run_cli({"plan", "/dev/zero"}), 1, {"/dev/zero", "character device"}, "/dev/zero network");
   }
   const std::string zeros = path("zeros.safetensors");
@@ -136,7 +141,8 @@ TEST_F(CliHostile, FilesThatAreNotRegularOrFarLargerThanDeclared) {
   const std::string onnx_zeros = path("zeros.onnx");
   std::ofstream(onnx_zeros, std::ios::binary).flush();
   fs::resize_file(onnx_zeros, std::uint64_t{1} << 30);
-  expect_refused(run_cli({"plan", onnx_zeros}), 1, {"zeros.onnx", "not a serialized ONNX ModelProto"}, "1 GiB of zeros");
+  expect_refused(run_cli({"plan", onnx_zeros}), 1, {"zeros.onnx", "not a serialized ONNX ModelProto"},
+                 "1 GiB of zeros");
 }
 
 // 8. Single assignment: two writers of one value, two graph inputs of one name.
@@ -163,7 +169,8 @@ TEST_F(CliHostile, WhatWasAcceptedSilentlyIsRefused) {
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   write("cache.json", text + std::string("\0junk", 5));
-  expect_refused(run_cli({"plan", net, "--calibrate", "reference", "--cache", cache}), 1, {"cache.json", "NUL byte"}, "NUL");
+  expect_refused(run_cli({"plan", net, "--calibrate", "reference", "--cache", cache}), 1, {"cache.json", "NUL byte"},
+                 "NUL");
   EXPECT_EQ(fs::file_size(cache), text.size() + 5) << "the refused cache was rewritten";
 
   for (const std::int64_t opset : {std::int64_t{99}, std::int64_t{-5}}) {
@@ -173,8 +180,10 @@ TEST_F(CliHostile, WhatWasAcceptedSilentlyIsRefused) {
     expect_refused(run_cli({"plan", model("opset.onnx", b)}), 1, {"opset " + std::to_string(opset), "1 to 21"},
                    "opset " + std::to_string(opset));
   }
-  expect_refused(run_cli({"run", net, "--batch", "9223372036854775808"}), 2, {"--batch", "does not fit in 64 bits"}, "batch");
-  expect_refused(run_cli({"run", net, "--threads", "99999999999"}), 2, {"--threads", "does not fit in 32 bits"}, "threads");
+  expect_refused(run_cli({"run", net, "--batch", "9223372036854775808"}), 2, {"--batch", "does not fit in 64 bits"},
+                 "batch");
+  expect_refused(run_cli({"run", net, "--threads", "99999999999"}), 2, {"--threads", "does not fit in 32 bits"},
+                 "threads");
 
   memfmt::graph::parameter_store in;
   in.insert<float>("x", {1, 3, 4, 4}, std::vector<float>(48, 1.f));

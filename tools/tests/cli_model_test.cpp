@@ -99,7 +99,8 @@ TEST_F(CliModel, PlanGivesTheLibrarysPlanForEveryPolicy) {
     ASSERT_EQ(j.at("layers").size(), net.size());
     for (const auto& n : net.nodes()) {
       const auto& f = want.format(n.id);
-      EXPECT_EQ(j["layers"][n.id]["format"], f ? json(to_string(*f)) : json(nullptr)) << to_string(which) << " " << n.name;
+      EXPECT_EQ(j["layers"][n.id]["format"], f ? json(to_string(*f)) : json(nullptr))
+          << to_string(which) << " " << n.name;
     }
     EXPECT_EQ(j.at("totals").at("copies").get<std::size_t>(), want.copies()) << to_string(which);
     EXPECT_EQ(j.at("totals").at("total_ns").get<memfmt::graph::cost_t>(), want.total()) << to_string(which);
@@ -107,7 +108,8 @@ TEST_F(CliModel, PlanGivesTheLibrarysPlanForEveryPolicy) {
   // The text report is the explanation of the plan.
   const auto text = run_cli({"plan", file}, false);
   ASSERT_EQ(text.exit_code, 0) << text.output;
-  EXPECT_NE(text.output.find("format plan: " + std::to_string(net.size()) + " layers"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("format plan: " + std::to_string(net.size()) + " layers"), std::string::npos)
+      << text.output;
 }
 
 TEST_F(CliModel, CompareListsEveryPolicy) {
@@ -117,7 +119,8 @@ TEST_F(CliModel, CompareListsEveryPolicy) {
   ASSERT_EQ(text.exit_code, 0) << text.output;
   for (const auto which : memfmt::graph::all_policies)
     EXPECT_NE(text.output.find(std::string("\n") + to_string(which) + " "), std::string::npos)
-        << to_string(which) << " missing:\n" << text.output;
+        << to_string(which) << " missing:\n"
+        << text.output;
 
   const auto r = run_cli({"plan", file, "--compare", "--json"}, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -136,7 +139,8 @@ TEST_F(CliModel, CompareListsEveryPolicy) {
 // Counts the DOT edges marked as conversions: one per (converted value, consumer) pair.
 std::size_t conversion_edges(const std::string& dot) {
   std::size_t n = 0;
-  for (std::size_t at = dot.find("class=conversion"); at != std::string::npos; at = dot.find("class=conversion", at + 1))
+  for (std::size_t at = dot.find("class=conversion"); at != std::string::npos;
+       at = dot.find("class=conversion", at + 1))
     ++n;
   return n;
 }
@@ -288,8 +292,8 @@ TEST_F(CliModel, CalibrationAndMissingBackendsAreClearErrors) {
 
   // Another device's cache is refused naming whose it is, with or without --calibrate.
   const memfmt::graph::cache_key here = calibration_key(memfmt::reference::backend{});
-  memfmt::io::write_timing_cache_file(path("other.json"),
-                                      memfmt::graph::timing_cache({"Other CPU 1234", "reference", here.backend_version}));
+  memfmt::io::write_timing_cache_file(
+      path("other.json"), memfmt::graph::timing_cache({"Other CPU 1234", "reference", here.backend_version}));
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{}, std::vector<std::string>{"--calibrate", "reference"}}) {
     std::vector<std::string> args{"plan", file, "--cache", path("other.json")};
@@ -329,9 +333,13 @@ TEST_F(CliModel, RunRandomReportsThroughputAndThePlan) {
     const auto r = run_cli({"run", file, "--policy", which, "--batch", "3", "--repeat", "2", "--json"}, false);
     ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
     const json j = parse_json(r);
-    const memfmt::graph::plan want = memfmt::graph::plan_with(
-        memfmt::graph::models::resnet18([] { auto o = tiny(); o.batch = 3; return o; }()), memfmt::graph::cost_model{},
-        memfmt::graph::parse_policy(which));
+    const memfmt::graph::plan want =
+        memfmt::graph::plan_with(memfmt::graph::models::resnet18([] {
+                                   auto o = tiny();
+                                   o.batch = 3;
+                                   return o;
+                                 }()),
+                                 memfmt::graph::cost_model{}, memfmt::graph::parse_policy(which));
     EXPECT_EQ(j.at("batch"), 3) << which;
     EXPECT_EQ(j.at("conversions_run").get<std::size_t>(), want.copies()) << which;
     EXPECT_GT(j.at("images_per_second").get<double>(), 0.0) << which;
@@ -404,8 +412,8 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   memfmt::io::save_safetensors(inputs, path("input.safetensors"));
 
   // The truth: the executor in this process, every layer channels-first, nothing fused.
-  const memfmt::graph::plan first = memfmt::graph::plan_with(net, memfmt::graph::cost_model{},
-                                                             memfmt::graph::policy::all_channels_first);
+  const memfmt::graph::plan first =
+      memfmt::graph::plan_with(net, memfmt::graph::cost_model{}, memfmt::graph::policy::all_channels_first);
   memfmt::reference::backend backend;
   memfmt::runtime::executor<memfmt::reference::backend> ex(net, first, backend, params, {false, false});
   std::map<std::string, std::vector<float>> want;
@@ -426,8 +434,9 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   for (const auto& plan_args : plans) {
     const std::string which = plan_args.back() == cache ? "calibrated" : plan_args.back();
     const std::string out = path(which + ".safetensors");
-    std::vector<std::string> args{"run", file, "--weights", path("weights.safetensors"), "--input",
-                                  path("input.safetensors"), "--output", out, "--repeat", "1"};
+    std::vector<std::string> args{
+        "run", file,       "--weights", path("weights.safetensors"), "--input", path("input.safetensors"), "--output",
+        out,   "--repeat", "1"};
     args.insert(args.end(), plan_args.begin(), plan_args.end());
     const auto r = run_cli(args);
     ASSERT_EQ(r.exit_code, 0) << which << ": " << r.output;
@@ -531,7 +540,8 @@ TEST_F(CliModel, RunOptimalOnOnednnPlansOverTheLayersTimedThere) {
   EXPECT_EQ(r.output.find("costs "), std::string::npos) << r.output;
   r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--cache", cache});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--policy all_channels_last (only optimal's costs are timed)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--policy all_channels_last (only optimal's costs are timed)"), std::string::npos)
+      << r.output;
   r = run_cli({"run", file, "--backend", "onednn", "--policy", "all_channels_last", "--repeat", "1", "--json"}, false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(parse_json(r).at("costs").at("source"), "none");
@@ -590,27 +600,26 @@ TEST_F(CliModel, OnnxOutputsMatchPyTorchInEveryPlan) {
     for (const char* which : {"all_channels_first", "all_channels_last", "pytorch_eager", "optimal"})
       for (const char* dtype : {"float32", "bfloat16"})
         for (const char* backend : backends) {
-        const std::string out = path(std::string(model) + which + dtype + backend + ".safetensors");
-        const auto r = run_cli({"run", onnx_file((std::string(model) + ".onnx").c_str()), "--input", fixture,
-                                "--output", out, "--policy", which, "--dtype", dtype, "--repeat", "1", "--backend",
-                                backend});
-        // oneDNN computes bfloat16 only on CPUs with AVX-512; elsewhere it says so before running.
-        if (r.exit_code == 1 && std::string(backend) == "onednn" && std::string(dtype) == "bfloat16" &&
-            r.output.find("avx512") != std::string::npos)
-          continue;
-        ASSERT_EQ(r.exit_code, 0) << model << " " << which << " " << dtype << " " << backend << ": " << r.output;
-        const auto written = memfmt::io::load_safetensors(out);
-        const auto& t = written.at("output");
-        std::vector<float> got;
-        if (t.type == memfmt::dtype::bfloat16)
-          for (auto v : t.values<memfmt::bfloat16>()) got.push_back(static_cast<float>(v));
-        else
-          got = t.values<float>();
-        ASSERT_EQ(got.size(), recorded.size());
-        const float tol = std::string(dtype) == "float32" ? 1e-5f : 0.02f * scale;
-        for (std::size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], recorded[i], tol) << model << " " << which << " " << dtype << " " << backend << " output["
-                                                << i << "]";
+          const std::string out = path(std::string(model) + which + dtype + backend + ".safetensors");
+          const auto r =
+              run_cli({"run", onnx_file((std::string(model) + ".onnx").c_str()), "--input", fixture, "--output", out,
+                       "--policy", which, "--dtype", dtype, "--repeat", "1", "--backend", backend});
+          // oneDNN computes bfloat16 only on CPUs with AVX-512; elsewhere it says so before running.
+          if (r.exit_code == 1 && std::string(backend) == "onednn" && std::string(dtype) == "bfloat16" &&
+              r.output.find("avx512") != std::string::npos)
+            continue;
+          ASSERT_EQ(r.exit_code, 0) << model << " " << which << " " << dtype << " " << backend << ": " << r.output;
+          const auto written = memfmt::io::load_safetensors(out);
+          const auto& t = written.at("output");
+          std::vector<float> got;
+          if (t.type == memfmt::dtype::bfloat16)
+            for (auto v : t.values<memfmt::bfloat16>()) got.push_back(static_cast<float>(v));
+          else got = t.values<float>();
+          ASSERT_EQ(got.size(), recorded.size());
+          const float tol = std::string(dtype) == "float32" ? 1e-5f : 0.02f * scale;
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_NEAR(got[i], recorded[i], tol)
+                << model << " " << which << " " << dtype << " " << backend << " output[" << i << "]";
         }
   }
 }

@@ -112,10 +112,12 @@ bool cudnn_runs_here() {
 TEST_F(CliStreams, CudnnWithoutAGpuIsAClearError) {
   if (cudnn_runs_here()) GTEST_SKIP() << "a CUDA device is present: cuDNN calibrates and runs";
 #ifdef MEMFMT_CLI_TEST_HAVE_CUDNN
-  const std::string plan_why = "memfmt plan: --calibrate cudnn: cuDNN calibration: no CUDA device (cudaGetDeviceCount returned ";
+  const std::string plan_why =
+      "memfmt plan: --calibrate cudnn: cuDNN calibration: no CUDA device (cudaGetDeviceCount returned ";
   const std::string run_why = "memfmt run: --backend cudnn: no CUDA device (cudaGetDeviceCount returned ";
 #else
-  const std::string plan_why = "memfmt plan: --calibrate cudnn: this build of memfmt cannot calibrate on cudnn (built without cuDNN";
+  const std::string plan_why =
+      "memfmt plan: --calibrate cudnn: this build of memfmt cannot calibrate on cudnn (built without cuDNN";
   const std::string run_why = "memfmt run: --backend cudnn: this memfmt was built without cuDNN";
 #endif
   result r = run({"plan", file_, "--calibrate", "cudnn"});

@@ -45,9 +45,7 @@ void expect_request(const json& got, const memfmt_test::outcome& want, const mem
   using memfmt_test::outcome;
   switch (want.kind) {
     case outcome::unobserved: return;
-    case outcome::error:
-      EXPECT_EQ(got.value("error", std::string("<none>")), want.message) << where;
-      return;
+    case outcome::error: EXPECT_EQ(got.value("error", std::string("<none>")), want.message) << where; return;
     case outcome::alias:
       ASSERT_TRUE(got.contains("alias")) << where << ": " << got.dump();
       EXPECT_TRUE(got["alias"].get<bool>()) << where;
@@ -131,8 +129,7 @@ TEST(memfmt_cli, conv_matches_pytorch_fixtures) {
   for (const auto& c : doc.at("cases")) {
     // The CLI models F.conv{weight rank - 2}d with several threads, as the fixture's default run.
     const auto& w = c.at("weight");
-    if (c.at("threads").get<int>() != 2 ||
-        c.at("spatial_dims").get<std::size_t>() + 2 != w.at("sizes").size() ||
+    if (c.at("threads").get<int>() != 2 || c.at("spatial_dims").get<std::size_t>() + 2 != w.at("sizes").size() ||
         c.at("input").at("dtype") != w.at("dtype"))
       continue;
     if (seen++ % 40 != 0) continue;
@@ -153,8 +150,7 @@ TEST(memfmt_cli, batch_norm_matches_pytorch_fixtures) {
   for (const auto& c : doc.at("cases")) {
     if (c.at("training").get<bool>() || !c.at("affine").get<bool>()) continue;  // the CLI: eval mode, affine
     if (seen++ % 8 != 0) continue;
-    expect_op({"explain", "batch_norm", "--input", tensor_arg(c.at("input")), "--json"}, c,
-              "batch_norm " + c.dump());
+    expect_op({"explain", "batch_norm", "--input", tensor_arg(c.at("input")), "--json"}, c, "batch_norm " + c.dump());
     ++checked;
   }
   std::cout << "[ cli      ] batch_norm: " << checked << " fixture cases checked\n";
@@ -219,9 +215,8 @@ TEST(memfmt_cli, explain_text_mode_survives_a_failed_empty_like) {
       << r.output;
   EXPECT_NE(r.output.find(".contiguous  PyTorch raises: preserve memory format is unsupported"), std::string::npos)
       << r.output;
-  const auto j = json::parse(run_cli({"explain", "--sizes", "4611686018427387904,2", "--strides", "1,1", "--json"},
-                                     false)
-                                 .output);
+  const auto j =
+      json::parse(run_cli({"explain", "--sizes", "4611686018427387904,2", "--strides", "1,1", "--json"}, false).output);
   EXPECT_EQ(j["empty_like"]["preserve"].value("error_source", ""), "memfmt") << j.dump();
   EXPECT_EQ(j["contiguous"]["preserve"].value("error_source", ""), "pytorch") << j.dump();
 }
@@ -268,8 +263,8 @@ TEST(memfmt_cli, groups_are_parsed_like_sizes) {
       {"99999999999999999999", "'99999999999999999999' does not fit in 64 bits"},
   };
   for (const auto& [groups, message] : bad) {
-    const auto r = run_cli({"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "3,1,3,3@9,9,3,1",
-                            "--groups", groups});
+    const auto r = run_cli(
+        {"explain", "conv", "--input", "1,3,8,8@192,64,8,1", "--weight", "3,1,3,3@9,9,3,1", "--groups", groups});
     EXPECT_EQ(r.exit_code, 2) << groups << ": " << r.output;
     EXPECT_NE(r.output.find("--groups: " + message), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("179769"), std::string::npos) << "no 309-digit bound: " << r.output;

@@ -109,9 +109,10 @@ template <class T, class F>
 void require_position_stats(const char* op, const tensor_view<T, F>& x, const void* saved_mean,
                             const void* saved_invstd) {
   if (x.numel() > 0 && (saved_mean == nullptr || saved_invstd == nullptr))
-    detail::fail(errc::null_pointer, std::string(op) + ": saved_mean or saved_invstd is null but one value per "
-                                         "sample and position (" + std::to_string(x.numel() / x.channels()) +
-                                         ") is needed");
+    detail::fail(errc::null_pointer, std::string(op) +
+                                         ": saved_mean or saved_invstd is null but one value per "
+                                         "sample and position (" +
+                                         std::to_string(x.numel() / x.channels()) + ") is needed");
 }
 
 template <class XF, class WF, class YF>
@@ -146,8 +147,7 @@ typename layout<YF>::extents_type validate_conv_backward_data(const tensor_view<
   backend_detail::static_check_conv_ranks<XF, WF, YF>();
   constexpr const char* op = "conv_backward_data";
   const auto ye = conv_output_extents(dx.extents(), w.extents(), p);
-  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye,
-                                  "(from input gradient dx and weight w)");
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input gradient dx and weight w)");
   backend_detail::require_data(op, "output gradient dy", dy);
   backend_detail::require_data(op, "weight w", w);
   backend_detail::require_data(op, "input gradient dx", dx);
@@ -161,8 +161,7 @@ typename layout<YF>::extents_type validate_conv_backward_weights(const tensor_vi
   backend_detail::static_check_conv_ranks<XF, WF, YF>();
   constexpr const char* op = "conv_backward_weights";
   const auto ye = conv_output_extents(x.extents(), dw.extents(), p);
-  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye,
-                                  "(from input x and weight gradient dw)");
+  backend_detail::require_extents(op, "output gradient dy", dy.extents(), ye, "(from input x and weight gradient dw)");
   backend_detail::require_data(op, "input x", x);
   backend_detail::require_data(op, "output gradient dy", dy);
   backend_detail::require_data(op, "weight gradient dw", dw);
@@ -174,10 +173,10 @@ typename layout<YF>::extents_type validate_conv_backward_weights(const tensor_vi
 // Optional views (residual, y, dresidual) are "not given" when their data pointer is null.
 
 template <class XT, class YT, class RT, class F>
-void validate_batch_norm_forward_training(const tensor_view<XT, F>& x, const tensor_view<YT, F>& y,
-                                          const void* gamma, const void* beta, const void* running_mean,
-                                          const void* running_var, const void* saved_mean, const void* saved_invstd,
-                                          const batch_norm_params& p, const tensor_view<RT, F>& residual) {
+void validate_batch_norm_forward_training(const tensor_view<XT, F>& x, const tensor_view<YT, F>& y, const void* gamma,
+                                          const void* beta, const void* running_mean, const void* running_var,
+                                          const void* saved_mean, const void* saved_invstd, const batch_norm_params& p,
+                                          const tensor_view<RT, F>& residual) {
   constexpr const char* op = "batch_norm_forward_training";
   backend_detail::require_bn_params(op, p);
   backend_detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
@@ -190,19 +189,19 @@ void validate_batch_norm_forward_training(const tensor_view<XT, F>& x, const ten
     detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " + detail::dims_to_string(x.extents()) +
                                              " give " + std::to_string(m) +
                                              " value(s) per channel; training needs at least 2");
-  backend_detail::require_channel_params(op, channels, {{"gamma", gamma},
-                                                        {"beta", beta},
-                                                        {"running_mean", running_mean},
-                                                        {"running_var", running_var},
-                                                        {"saved_mean", saved_mean},
-                                                        {"saved_invstd", saved_invstd}});
+  backend_detail::require_channel_params(op, channels,
+                                         {{"gamma", gamma},
+                                          {"beta", beta},
+                                          {"running_mean", running_mean},
+                                          {"running_var", running_var},
+                                          {"saved_mean", saved_mean},
+                                          {"saved_invstd", saved_invstd}});
 }
 
 template <class XT, class YT, class RT, class F>
-void validate_batch_norm_forward_inference(const tensor_view<XT, F>& x, const tensor_view<YT, F>& y,
-                                           const void* gamma, const void* beta, const void* running_mean,
-                                           const void* running_var, const batch_norm_params& p,
-                                           const tensor_view<RT, F>& residual) {
+void validate_batch_norm_forward_inference(const tensor_view<XT, F>& x, const tensor_view<YT, F>& y, const void* gamma,
+                                           const void* beta, const void* running_mean, const void* running_var,
+                                           const batch_norm_params& p, const tensor_view<RT, F>& residual) {
   constexpr const char* op = "batch_norm_forward_inference";
   backend_detail::require_bn_params(op, p);
   backend_detail::require_extents(op, "output y", y.extents(), x.extents(), "(the sizes of x)");
@@ -320,8 +319,7 @@ typename layout<YF>::extents_type validate_pool_forward(const tensor_view<XT, XF
 }
 
 template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
-typename layout<DYF>::extents_type validate_pool_backward(const tensor_view<XT, XF>& x,
-                                                          const tensor_view<DYT, DYF>& dy,
+typename layout<DYF>::extents_type validate_pool_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
                                                           const tensor_view<DXT, DXF>& dx, const pool_params& p) {
   backend_detail::static_check_same_rank<DXF, DYF>();
   backend_detail::static_check_same_rank<DXF, XF>();
@@ -381,7 +379,8 @@ void validate_reduce_forward(const tensor_view<XT, XF>& x, const tensor_view<YT,
 
 template <class XT, class XF, class YT, class YF, class DYT, class DYF, class DXT, class DXF>
 void validate_reduce_backward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y,
-                              const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx, const reduce_params& p) {
+                              const tensor_view<DYT, DYF>& dy, const tensor_view<DXT, DXF>& dx,
+                              const reduce_params& p) {
   backend_detail::static_check_same_rank<XF, YF>();
   backend_detail::static_check_same_rank<XF, DYF>();
   backend_detail::static_check_same_rank<XF, DXF>();
@@ -521,7 +520,8 @@ template <class XT, class XF, class YT, class YF>
 std::int64_t validate_linear(const char* op, const char* x_name, const tensor_view<XT, XF>& x, const char* y_name,
                              const tensor_view<YT, YF>& y, const void* w, const char* w_name) {
   std::int64_t features = 1;
-  for (int d = 1; d < XF::rank; ++d) features = detail::checked_mul(features, x.extent(d), std::string(op) + ": features");
+  for (int d = 1; d < XF::rank; ++d)
+    features = detail::checked_mul(features, x.extent(d), std::string(op) + ": features");
   auto ye = y.extents();
   ye[0] = x.batch();
   for (int d = 2; d < YF::rank; ++d) ye[d] = 1;
@@ -533,9 +533,9 @@ std::int64_t validate_linear(const char* op, const char* x_name, const tensor_vi
     detail::fail(errc::overflow, std::string(op) + ": weight K x F = " + std::to_string(y.channels()) + " x " +
                                      std::to_string(features) + " overflows 64 bits");
   if (wsize > 0 && w == nullptr)
-    detail::fail(errc::null_pointer, std::string(op) + ": " + w_name + " is null but K x F = " +
-                                         std::to_string(y.channels()) + " x " + std::to_string(features) +
-                                         " values are needed");
+    detail::fail(errc::null_pointer, std::string(op) + ": " + w_name +
+                                         " is null but K x F = " + std::to_string(y.channels()) + " x " +
+                                         std::to_string(features) + " values are needed");
   return features;
 }
 

@@ -95,13 +95,13 @@ void convert(const T* src, const strided_desc& src_desc, tensor_view<T, To> dst,
   for (int d = 0; d < rank; ++d)
     if (src_desc.sizes[d] != de[d])
       detail::fail(errc::shape_mismatch, "memfmt::convert: src_desc sizes " + detail::dims_to_string(src_desc.sizes) +
-                                             " differ from destination extents " + detail::dims_to_string(de) +
-                                             " (" + To::name + ")");
+                                             " differ from destination extents " + detail::dims_to_string(de) + " (" +
+                                             To::name + ")");
   const std::int64_t numel = detail::checked_numel(de, "memfmt::convert");
   if (numel == 0) return;
   const auto ds = dst.strides();
-  detail::check_convert_memory<rank>("memfmt::convert", src, src_desc.sizes.data(), src_desc.strides.data(),
-                                     dst.data(), de.data(), ds.data(), numel, sizeof(T), alignof(T));
+  detail::check_convert_memory<rank>("memfmt::convert", src, src_desc.sizes.data(), src_desc.strides.data(), dst.data(),
+                                     de.data(), ds.data(), numel, sizeof(T), alignof(T));
   detail::convert_checked<T, rank, To>(src, src_desc.strides.data(), dst, opt);
 }
 

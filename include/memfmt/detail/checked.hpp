@@ -95,8 +95,8 @@ std::int64_t checked_numel(const Range& sizes, const char* what) {
   if (zero) return 0;
   for (auto s : sizes) {
     if (mul_overflows(n, static_cast<std::int64_t>(s), &n))
-      fail(errc::overflow, std::string(what) + ": element count of sizes " + dims_to_string(sizes) +
-                               " overflows 64 bits");
+      fail(errc::overflow,
+           std::string(what) + ": element count of sizes " + dims_to_string(sizes) + " overflows 64 bits");
   }
   return n;
 }

@@ -28,7 +28,8 @@ constexpr const char* to_string(format_family f) noexcept {
 
 // The family of a tag, and of a memory_format request (`preserve` names none).
 template <class F>
-inline constexpr format_family family_v = F::channels_last ? format_family::channels_last : format_family::channels_first;
+inline constexpr format_family family_v =
+    F::channels_last ? format_family::channels_last : format_family::channels_first;
 
 inline format_family family_of(memory_format f) {
   switch (f) {
@@ -58,9 +59,10 @@ decltype(auto) dispatch_format(memory_format f, int rank, Fn&& fn) {
   if (f == memory_format::contiguous && rank == 5) return fn(ncdhw{});
   if (f == memory_format::channels_last && rank == 4) return fn(nhwc{});
   if (f == memory_format::channels_last_3d && rank == 5) return fn(ndhwc{});
-  detail::fail(errc::invalid_argument, std::string("no memfmt format for memory_format ") + std::string(to_string(f)) +
-                                           " at rank " + std::to_string(rank) +
-                                           " (contiguous: rank 4 or 5; channels_last: rank 4; channels_last_3d: rank 5)");
+  detail::fail(errc::invalid_argument,
+               std::string("no memfmt format for memory_format ") + std::string(to_string(f)) + " at rank " +
+                   std::to_string(rank) +
+                   " (contiguous: rank 4 or 5; channels_last: rank 4; channels_last_3d: rank 5)");
 }
 
 // The tag of family F at rank 4 or 5.

@@ -70,8 +70,8 @@ class layout {
     layout m;
     for (int d = 0; d < rank; ++d) {
       if (e[d] < 0)
-        detail::fail(errc::invalid_argument, std::string("layout<") + Format::name + ">: negative size in sizes " +
-                                                 detail::dims_to_string(e));
+        detail::fail(errc::invalid_argument,
+                     std::string("layout<") + Format::name + ">: negative size in sizes " + detail::dims_to_string(e));
       m.ext_[d] = e[d];
     }
     if (e[unit_dim] > 1 && s[unit_dim] != 1) bad_strides(e, s, "the innermost dimension must have stride 1");
@@ -184,8 +184,8 @@ class layout {
   }
   [[noreturn]] static void bad_strides(const extents_type& e, const strides_type& s, const char* why) {
     detail::fail(errc::format_mismatch, std::string("sizes ") + detail::dims_to_string(e) + " with strides " +
-                                            detail::dims_to_string(s) + " are not a " + Format::name + " layout: " +
-                                            why);
+                                            detail::dims_to_string(s) + " are not a " + Format::name +
+                                            " layout: " + why);
   }
 
   // Memory position i -> logical dimension (the tag's `order`, as a function usable in device code;

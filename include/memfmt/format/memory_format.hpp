@@ -30,8 +30,7 @@ constexpr std::optional<memory_format> parse_memory_format(std::string_view s) n
   return std::nullopt;
 }
 
-inline constexpr memory_format all_memory_formats[] = {
-    memory_format::contiguous, memory_format::channels_last, memory_format::channels_last_3d,
-    memory_format::preserve};
+inline constexpr memory_format all_memory_formats[] = {memory_format::contiguous, memory_format::channels_last,
+                                                       memory_format::channels_last_3d, memory_format::preserve};
 
 }  // namespace memfmt

@@ -67,10 +67,14 @@ struct ndhwc {
 
 template <class F>
 struct is_format : std::false_type {};
-template <> struct is_format<nchw> : std::true_type {};
-template <> struct is_format<nhwc> : std::true_type {};
-template <> struct is_format<ncdhw> : std::true_type {};
-template <> struct is_format<ndhwc> : std::true_type {};
+template <>
+struct is_format<nchw> : std::true_type {};
+template <>
+struct is_format<nhwc> : std::true_type {};
+template <>
+struct is_format<ncdhw> : std::true_type {};
+template <>
+struct is_format<ndhwc> : std::true_type {};
 template <class F>
 inline constexpr bool is_format_v = is_format<F>::value;
 

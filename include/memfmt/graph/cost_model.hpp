@@ -32,7 +32,6 @@
 
 namespace memfmt::graph {
 
-
 // "1.234 ms", "56 ns": how reports print a cost.
 inline std::string cost_string(cost_t ns) {
   const char* unit = "ns";
@@ -212,8 +211,8 @@ class cost_model {
         {"kxk_conv.low_precision", priors.kxk_conv.low_precision}};
     for (const auto& [name, v] : rates)
       if (!(v > 0.0) || !std::isfinite(v))
-        memfmt::detail::fail(errc::invalid_argument, std::string("cost_priors::") + name + " = " + detail::ratio_text(v) +
-                                                         " must be positive and finite");
+        memfmt::detail::fail(errc::invalid_argument, std::string("cost_priors::") + name + " = " +
+                                                         detail::ratio_text(v) + " must be positive and finite");
     if (priors.preferred_pin_unit < 0)
       memfmt::detail::fail(errc::invalid_argument, "cost_priors::preferred_pin_unit = " +
                                                        std::to_string(priors.preferred_pin_unit) + " must be >= 0");
@@ -258,7 +257,8 @@ class cost_model {
     const std::size_t needed = std::max(last(node_overrides_), last(conversion_overrides_));
     if (needed > net.size())
       memfmt::detail::fail(errc::invalid_argument, "cost model overrides node " + std::to_string(needed - 1) +
-                                                       ", but the network has " + std::to_string(net.size()) + " nodes");
+                                                       ", but the network has " + std::to_string(net.size()) +
+                                                       " nodes");
   }
 
   format_costs node_costs(const network& net, node_id id) const {
@@ -350,8 +350,8 @@ class cost_model {
         const double volume = kernel_volume(a.kernel, n.extents.size());
         const conv_speedup s = default_conv_speedup(x.extents[1], a.params.groups, static_cast<std::int64_t>(volume),
                                                     n.extents.size(), n.type, priors_);
-        const double flops = 2.0 * static_cast<double>(n.numel()) *
-                             static_cast<double>(x.extents[1] / a.params.groups) * volume;
+        const double flops =
+            2.0 * static_cast<double>(n.numel()) * static_cast<double>(x.extents[1] / a.params.groups) * volume;
         return by_speedup(roofline(flops, n, x), s.channels_last, s.basis, "prior: " + s.benchmark);
       }
       case node_kind::conv_transpose: {
@@ -379,9 +379,11 @@ class cost_model {
           absorbable = !net.consumers(id).empty();
           for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == node_kind::linear;
         }
-        format_costs c = same(0, absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
-                                            : "flatten feeding a non-linear: needs channels_first element order",
-                              "none: a view");
+        format_costs c =
+            same(0,
+                 absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
+                            : "flatten feeding a non-linear: needs channels_first element order",
+                 "none: a view");
         if (!absorbable) c.by_family[index(family::channels_last)].reset();
         return c;
       }
@@ -392,10 +394,10 @@ class cost_model {
         const double ratio = wide ? priors_.batch_norm_channels_last_speedup_fp32
                                   : priors_.batch_norm_channels_last_speedup_low_precision;
         if (ratio != 1.0)
-          return by_speedup(memory_bound_ns(net, n), ratio,
-                            "batch norm prior, NHWC " + detail::ratio_text(ratio) +
-                                "x (" + priors_.batch_norm_benchmark + ")",
-                            "prior: " + priors_.batch_norm_benchmark);
+          return by_speedup(
+              memory_bound_ns(net, n), ratio,
+              "batch norm prior, NHWC " + detail::ratio_text(ratio) + "x (" + priors_.batch_norm_benchmark + ")",
+              "prior: " + priors_.batch_norm_benchmark);
         break;  // indifferent: memory-bound, as the layers below
       }
       default: break;
@@ -427,8 +429,8 @@ class cost_model {
   }
   // Compute bound or memory bound, whichever is slower, in the faster format.
   double roofline(double flops, const node& y, const node& x) const {
-    const double bytes = (static_cast<double>(y.numel()) + static_cast<double>(x.numel())) *
-                         static_cast<double>(size_of(y.type));
+    const double bytes =
+        (static_cast<double>(y.numel()) + static_cast<double>(x.numel())) * static_cast<double>(size_of(y.type));
     return std::max(flops / flops_per_ns(y.type), bytes / priors_.memory_bytes_per_ns);
   }
   static double kernel_volume(const spatial3& kernel, std::size_t rank) {
@@ -444,7 +446,8 @@ class cost_model {
   // Costs are rounded to whole ns; a cost past int64 is an error, not a wrapped value.
   static cost_t round(double v) {
     if (!(v >= 0.0) || v >= 9.2e18)
-      memfmt::detail::fail(errc::overflow, "cost model: a cost of " + detail::ratio_text(v) + " ns does not fit int64 ns");
+      memfmt::detail::fail(errc::overflow,
+                           "cost model: a cost of " + detail::ratio_text(v) + " ns does not fit int64 ns");
     return static_cast<cost_t>(std::llround(v));
   }
   static std::string cost_text(const std::optional<cost_t>& c) { return c ? std::to_string(*c) : "unsupported"; }

@@ -21,8 +21,8 @@ namespace memfmt::graph {
 
 inline std::string explain(const network& net, const cost_model& model, const plan& p) {
   if (p.nodes.size() != net.size())
-    memfmt::detail::fail(errc::shape_mismatch, "explain: plan has " + std::to_string(p.nodes.size()) + " nodes, network " +
-                                           std::to_string(net.size()));
+    memfmt::detail::fail(errc::shape_mismatch, "explain: plan has " + std::to_string(p.nodes.size()) +
+                                                   " nodes, network " + std::to_string(net.size()));
   const plan naive = naive_plan(net, model);
   std::ostringstream os;
   os << "format plan: " << net.size() << " layers, " << p.copies() << " conversions + " << p.relabels()
@@ -43,15 +43,13 @@ inline std::string explain(const network& net, const cost_model& model, const pl
     }
     os << ": " << c.bytes << " bytes, adds " << cost_string(c.cost) << " (" << model.conversion_source(net, c.value)
        << "), saves ";
-    if (c.saves_unknown)
-      os << "- (not computed: keeping " << to_string(c.from) << " is too far-reaching a question)";
+    if (c.saves_unknown) os << "- (not computed: keeping " << to_string(c.from) << " is too far-reaching a question)";
     else if (c.saves)
       os << cost_string(*c.saves) << " vs keeping " << to_string(c.from)
-         << (*c.saves != c.cost   ? ""
+         << (*c.saves != c.cost  ? ""
              : c.kept_breaks > 0 ? " (a tie in cost: placed so memory-bound layers keep their producer's format)"
                                  : " (a tie: placed by the channels_last rule)");
-    else
-      os << "- (keeping " << to_string(c.from) << " breaks a pin or support)";
+    else os << "- (keeping " << to_string(c.from) << " breaks a pin or support)";
     os << '\n';
   }
   for (node_id id : p.permuted_linears)
@@ -60,8 +58,8 @@ inline std::string explain(const network& net, const cost_model& model, const pl
   for (const node& n : net.nodes()) {
     const node_decision& d = p.nodes[n.id];
     os << "  " << n.name << " (" << to_string(n.kind) << ' ' << memfmt::detail::dims_to_string(n.extents) << ' '
-       << memfmt::to_string(n.type) << "): " << (d.format ? to_string(*d.format) : "-") << ", "
-       << cost_string(d.cost) << ". " << d.reason << " [costs: " << model.node_costs(net, n.id).source << "]\n";
+       << memfmt::to_string(n.type) << "): " << (d.format ? to_string(*d.format) : "-") << ", " << cost_string(d.cost)
+       << ". " << d.reason << " [costs: " << model.node_costs(net, n.id).source << "]\n";
   }
   return os.str();
 }

@@ -53,8 +53,8 @@ inline std::int64_t scaled(const options& o, std::int64_t c) {
 
 // torchvision's _make_divisible: the nearest multiple of 8, never more than 10 % below v.
 inline std::int64_t make_divisible(double v, std::int64_t divisor = 8) {
-  std::int64_t r = std::max<std::int64_t>(divisor, static_cast<std::int64_t>(v + static_cast<double>(divisor) / 2) /
-                                                        divisor * divisor);
+  std::int64_t r = std::max<std::int64_t>(
+      divisor, static_cast<std::int64_t>(v + static_cast<double>(divisor) / 2) / divisor * divisor);
   if (static_cast<double>(r) < 0.9 * v) r += divisor;
   return r;
 }
@@ -94,9 +94,9 @@ inline network resnet(const options& o, const resnet_shape& shape, const char* m
       const std::int64_t stride = (b == 0 && stage > 0) ? 2 : 1, out = planes * expansion;
       node_id y = h;
       if (shape.bottleneck) {
-        const std::int64_t width =
-            static_cast<std::int64_t>(static_cast<double>(planes) * (static_cast<double>(shape.width_per_group) / 64.0)) *
-            shape.groups;
+        const std::int64_t width = static_cast<std::int64_t>(static_cast<double>(planes) *
+                                                             (static_cast<double>(shape.width_per_group) / 64.0)) *
+                                   shape.groups;
         y = conv_bn(net, y, p + "conv1", conv_spec(width, 1), p + "bn1", p + "relu1");
         y = conv_bn(net, y, p + "conv2", conv_spec(width, 3, stride, 1, shape.groups), p + "bn2", p + "relu2");
         y = conv_bn(net, y, p + "conv3", conv_spec(out, 1), p + "bn3");
@@ -149,7 +149,7 @@ inline network mobilenet_v2(const options& o = {}) {
   struct stage {
     std::int64_t expand, out, repeat, stride;
   };
-  const stage stages[] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  const stage stages[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                           {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   int index = 1;
   for (const stage& s : stages) {
@@ -348,9 +348,10 @@ inline network r3d_18(const options& o = {}) {
       const std::int64_t stride = (b == 0 && stage > 0) ? 2 : 1;
       node_id y = conv_bn(net, h, p + "conv1.0", conv_spec(planes, 3, stride, 1), p + "conv1.1", p + "conv1.2");
       y = conv_bn(net, y, p + "conv2.0", conv_spec(planes, 3, 1, 1), p + "conv2.1");
-      const node_id shortcut = stride != 1 || inplanes != planes
-                                   ? conv_bn(net, h, p + "downsample.0", conv_spec(planes, 1, stride), p + "downsample.1")
-                                   : h;
+      const node_id shortcut =
+          stride != 1 || inplanes != planes
+              ? conv_bn(net, h, p + "downsample.0", conv_spec(planes, 1, stride), p + "downsample.1")
+              : h;
       h = net.relu(p + "relu", net.add(p + "add", y, shortcut));
       inplanes = planes;
     }

@@ -46,9 +46,30 @@ constexpr family other(family f) noexcept {
 constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>(f); }
 
 enum class node_kind : std::uint8_t {
-  input, output, conv, conv_transpose, batch_norm, instance_norm, group_norm, pad, activation, binary, pool,
-  global_pool, upsample, concat, slice, flatten, linear, softmax, dropout, opaque, constant, rearrange,
-  layer_norm, reduce,
+  input,
+  output,
+  conv,
+  conv_transpose,
+  batch_norm,
+  instance_norm,
+  group_norm,
+  pad,
+  activation,
+  binary,
+  pool,
+  global_pool,
+  upsample,
+  concat,
+  slice,
+  flatten,
+  linear,
+  softmax,
+  dropout,
+  opaque,
+  constant,
+  rearrange,
+  layer_norm,
+  reduce,
 };
 
 constexpr const char* to_string(node_kind k) noexcept {
@@ -214,12 +235,12 @@ struct opaque_attrs {
 
 // Per-kind attributes; input, output and flatten have none (monostate). instance_norm and
 // group_norm both hold norm_attrs; node::kind tells them apart.
-using node_attrs = std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
-                                memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
-                                global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs,
-                                memfmt::softmax_params, dropout_attrs, opaque_attrs, constant_attrs,
-                                memfmt::rearrange_params, layer_norm_attrs, memfmt::reduce_params,
-                                memfmt::concat_params>;
+using node_attrs =
+    std::variant<std::monostate, conv_attrs, conv_transpose_attrs, memfmt::batch_norm_params, norm_attrs,
+                 memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
+                 global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs, memfmt::softmax_params,
+                 dropout_attrs, opaque_attrs, constant_attrs, memfmt::rearrange_params, layer_norm_attrs,
+                 memfmt::reduce_params, memfmt::concat_params>;
 
 struct node {
   node_id id = 0;
@@ -239,15 +260,14 @@ struct node {
   template <class A>
   const A& get() const {
     if (const A* a = std::get_if<A>(&attrs)) return *a;
-    memfmt::detail::fail(errc::invalid_argument, "node '" + name + "' (" + to_string(kind) +
-                                                     ") does not hold the attributes asked for");
+    memfmt::detail::fail(errc::invalid_argument,
+                         "node '" + name + "' (" + to_string(kind) + ") does not hold the attributes asked for");
   }
   // The winning pin: the mandatory one, else the highest-priority preferred one.
   const pin* binding_pin() const noexcept {
     const pin* best = nullptr;
     for (const auto& p : pins)
-      if (!best || (p.mandatory && !best->mandatory) ||
-          (p.mandatory == best->mandatory && p.priority > best->priority))
+      if (!best || (p.mandatory && !best->mandatory) || (p.mandatory == best->mandatory && p.priority > best->priority))
         best = &p;
     return best;
   }
@@ -305,7 +325,8 @@ class network {
     for (std::int64_t e : extents)
       if (e < 1) fail_node(n.name, "constant extents " + memfmt::detail::dims_to_string(extents) + " must all be >= 1");
     if (!memfmt::is_floating(type))
-      fail_node(n.name, "constant of dtype " + std::string(memfmt::to_string(type)) + " (a floating-point dtype is needed)");
+      fail_node(n.name,
+                "constant of dtype " + std::string(memfmt::to_string(type)) + " (a floating-point dtype is needed)");
     n.extents = std::move(extents);
     n.type = type;
     n.attrs = constant_attrs{trainable};
@@ -327,9 +348,9 @@ class network {
     n.extents = x.extents;
     n.extents[1] = a.out_channels;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
-      n.extents[d + 2] = window_extent(n.name, "conv", d, x.extents[d + 2], a.kernel[d], a.params.stride[d],
-                                       a.params.padding[d], detail::padding_end(a.params, d), a.params.dilation[d],
-                                       false);
+      n.extents[d + 2] =
+          window_extent(n.name, "conv", d, x.extents[d + 2], a.kernel[d], a.params.stride[d], a.params.padding[d],
+                        detail::padding_end(a.params, d), a.params.dilation[d], false);
     n.attrs = std::move(a);
     return append(std::move(n));
   }
@@ -351,7 +372,8 @@ class network {
         fail_node(n.name, "conv_transpose output_padding " + std::to_string(op) + " in spatial dim " +
                               std::to_string(d) + " must be >= 0 and smaller than stride " + std::to_string(stride) +
                               " or dilation " + std::to_string(dilation));
-      const std::string what = "node '" + n.name + "': conv_transpose output extent in spatial dim " + std::to_string(d);
+      const std::string what =
+          "node '" + n.name + "': conv_transpose output extent in spatial dim " + std::to_string(d);
       std::int64_t e = checked_mul(x.extents[d + 2] - 1, stride, what);
       e = checked_sub(e, a.params.padding[d], what);
       e = checked_sub(e, detail::padding_end(a.params, d), what);
@@ -374,8 +396,10 @@ class network {
       fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
                             " must have rank 2 (flatten it first)");
     if (x.extents[1] <= 0)
-      fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) + " has no features");
-    if (out_features <= 0) fail_node(n.name, "linear out_features " + std::to_string(out_features) + " must be positive");
+      fail_node(n.name,
+                "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) + " has no features");
+    if (out_features <= 0)
+      fail_node(n.name, "linear out_features " + std::to_string(out_features) + " must be positive");
     n.extents = {x.extents[0], out_features};
     n.attrs = linear_attrs{out_features, bias};
     return append(std::move(n));
@@ -439,7 +463,8 @@ class network {
     const node& x = require_value(n, a);
     const node& y = require_value(n, b);
     const auto describe = [](const node& v) {
-      return "'" + v.name + "' " + memfmt::detail::dims_to_string(v.extents) + " " + std::string(memfmt::to_string(v.type));
+      return "'" + v.name + "' " + memfmt::detail::dims_to_string(v.extents) + " " +
+             std::string(memfmt::to_string(v.type));
     };
     bool ok = x.extents.size() == y.extents.size() && x.type == y.type;
     for (std::size_t d = 0; ok && d < x.extents.size(); ++d)
@@ -542,8 +567,8 @@ class network {
     memfmt::upsample_params p;
     p.mode = mode;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
-      p.output[d] = memfmt::detail::checked_mul(x.extents[d + 2], scale,
-                                                "node '" + n.name + "': upsample extent in spatial dim " + std::to_string(d));
+      p.output[d] = memfmt::detail::checked_mul(
+          x.extents[d + 2], scale, "node '" + n.name + "': upsample extent in spatial dim " + std::to_string(d));
     return finish_upsample(std::move(n), x, p);
   }
   // Upsampling to explicit output extents (nn.Upsample(size=...)): p.output per spatial dim.
@@ -561,8 +586,8 @@ class network {
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
       const std::int64_t e = x.extents[d + 2], b = p.begin[d], f = p.end[d];
       if (b < 0 || f < 0)
-        fail_node(n.name, "pad " + std::to_string(b) + "/" + std::to_string(f) + " in spatial dim " + std::to_string(d) +
-                              " must be >= 0");
+        fail_node(n.name, "pad " + std::to_string(b) + "/" + std::to_string(f) + " in spatial dim " +
+                              std::to_string(d) + " must be >= 0");
       if (p.mode == memfmt::pad_mode::reflect && (b >= e || f >= e))
         fail_node(n.name, "reflect pad " + std::to_string(b) + "/" + std::to_string(f) + " in spatial dim " +
                               std::to_string(d) + " must be smaller than the extent " + std::to_string(e));
@@ -688,8 +713,9 @@ class network {
     const node& x = require_spatial(n, in);
     std::int64_t features = 1;
     for (std::size_t d = 1; d < x.extents.size(); ++d)
-      features = memfmt::detail::checked_mul(features, x.extents[d], "node '" + n.name + "': flatten features of " +
-                                                                         memfmt::detail::dims_to_string(x.extents));
+      features = memfmt::detail::checked_mul(
+          features, x.extents[d],
+          "node '" + n.name + "': flatten features of " + memfmt::detail::dims_to_string(x.extents));
     n.extents = {x.extents[0], features};
     return append(std::move(n));
   }
@@ -698,8 +724,8 @@ class network {
   // A layer the planner knows nothing about: it reads its spatial inputs in `input_format` (default:
   // `output_format`) and writes `extents` in `output_format`; its dtype is its first input's
   // (float32 without inputs). The executor attaches the function that runs it (set_callback).
-  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents,
-                 family output_format, std::optional<family> input_format = std::nullopt) {
+  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents, family output_format,
+                 std::optional<family> input_format = std::nullopt) {
     node n = make(std::move(name), node_kind::opaque, std::move(inputs));
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "opaque extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
@@ -897,12 +923,11 @@ class network {
       fail_node(name, "groups " + std::to_string(p.groups) + " must divide input channels " + std::to_string(c) +
                           " and out_channels " + std::to_string(out_channels));
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d)
-      if (kernel[d] <= 0 || p.stride[d] <= 0 || p.dilation[d] <= 0 || p.padding[d] < 0 ||
-          detail::padding_end(p, d) < 0)
+      if (kernel[d] <= 0 || p.stride[d] <= 0 || p.dilation[d] <= 0 || p.padding[d] < 0 || detail::padding_end(p, d) < 0)
         fail_node(name, std::string(kind) + " kernel " + std::to_string(kernel[d]) + ", stride " +
-                            std::to_string(p.stride[d]) + ", dilation " + std::to_string(p.dilation[d]) +
-                            ", padding " + std::to_string(p.padding[d]) + "/" +
-                            std::to_string(detail::padding_end(p, d)) + " in spatial dim " + std::to_string(d) +
+                            std::to_string(p.stride[d]) + ", dilation " + std::to_string(p.dilation[d]) + ", padding " +
+                            std::to_string(p.padding[d]) + "/" + std::to_string(detail::padding_end(p, d)) +
+                            " in spatial dim " + std::to_string(d) +
                             " (need kernel, stride, dilation >= 1 and padding >= 0)");
   }
 
@@ -915,10 +940,10 @@ class network {
     using memfmt::detail::checked_add;
     using memfmt::detail::checked_mul;
     const std::string what = "node '" + name + "': " + kind + " spatial dim " + std::to_string(d);
-    const std::int64_t padded = checked_add(checked_add(in, pad_begin, what + " padded extent"), pad_end,
-                                            what + " padded extent");
-    const std::int64_t reach = checked_add(checked_mul(dilation, kernel - 1, what + " dilated kernel"), 1,
-                                           what + " dilated kernel");
+    const std::int64_t padded =
+        checked_add(checked_add(in, pad_begin, what + " padded extent"), pad_end, what + " padded extent");
+    const std::int64_t reach =
+        checked_add(checked_mul(dilation, kernel - 1, what + " dilated kernel"), 1, what + " dilated kernel");
     if (padded < reach)
       fail_node(name, std::string(kind) + " window " + std::to_string(reach) + " (kernel " + std::to_string(kernel) +
                           ", dilation " + std::to_string(dilation) + ") is larger than the padded extent " +

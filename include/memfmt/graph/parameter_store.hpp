@@ -36,8 +36,9 @@ struct parameter {
   template <class T>
   std::vector<T> values(std::string_view name = "parameter") const {
     if (dtype_of_v<T> != type)
-      memfmt::detail::fail(errc::unsupported_dtype, "parameter '" + std::string(name) + "' is " + std::string(to_string(type)) +
-                                                ", read as " + std::string(to_string(dtype_of_v<T>)));
+      memfmt::detail::fail(errc::unsupported_dtype, "parameter '" + std::string(name) + "' is " +
+                                                        std::string(to_string(type)) + ", read as " +
+                                                        std::string(to_string(dtype_of_v<T>)));
     std::vector<T> v(bytes.size() / sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {  // vector<bool> has no data()
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = bytes[i] != std::byte{0};
@@ -62,14 +63,14 @@ class parameter_store {
     if (name.empty()) memfmt::detail::fail(errc::invalid_argument, "parameter store: a parameter needs a name");
     if (params_.count(name))
       memfmt::detail::fail(errc::invalid_argument, "parameter store: '" + name + "' is already present (" +
-                                               describe(params_.at(name).type, params_.at(name).shape) + ")");
+                                                       describe(params_.at(name).type, params_.at(name).shape) + ")");
     const std::string what = "parameter '" + name + "' " + memfmt::detail::dims_to_string(p.shape);
     const std::int64_t n = memfmt::detail::checked_numel(p.shape, what.c_str());
     const std::size_t expected = memfmt::detail::checked_bytes(n, size_of(p.type), what.c_str());
     if (p.bytes.size() != expected)
-      memfmt::detail::fail(errc::shape_mismatch, "parameter store: '" + name + "' is " + describe(p.type, p.shape) + ", " +
-                                             std::to_string(expected) + " bytes, but " +
-                                             std::to_string(p.bytes.size()) + " bytes were given");
+      memfmt::detail::fail(errc::shape_mismatch, "parameter store: '" + name + "' is " + describe(p.type, p.shape) +
+                                                     ", " + std::to_string(expected) + " bytes, but " +
+                                                     std::to_string(p.bytes.size()) + " bytes were given");
     params_.emplace(std::move(name), std::move(p));
   }
 
@@ -81,7 +82,8 @@ class parameter_store {
     p.shape = std::move(shape);
     p.bytes.resize(values.size() * sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {
-      for (std::size_t i = 0; i < values.size(); ++i) p.bytes[i] = std::byte{values[i] ? std::uint8_t{1} : std::uint8_t{0}};
+      for (std::size_t i = 0; i < values.size(); ++i)
+        p.bytes[i] = std::byte{values[i] ? std::uint8_t{1} : std::uint8_t{0}};
     } else if (!values.empty()) {
       std::memcpy(p.bytes.data(), values.data(), p.bytes.size());
     }
@@ -102,7 +104,7 @@ class parameter_store {
   const parameter& at(std::string_view name) const {
     if (const parameter* p = find(name)) return *p;
     memfmt::detail::fail(errc::invalid_argument, "parameter store: no parameter '" + std::string(name) + "' (" +
-                                             std::to_string(params_.size()) + " parameters)");
+                                                     std::to_string(params_.size()) + " parameters)");
   }
 
   std::size_t size() const noexcept { return params_.size(); }

@@ -79,7 +79,7 @@ struct plan {
 inline plan make_plan(const network& net, const cost_model& model, const std::vector<std::optional<family>>& formats) {
   if (formats.size() != net.size())
     memfmt::detail::fail(errc::shape_mismatch, "assignment has " + std::to_string(formats.size()) + " formats for " +
-                                           std::to_string(net.size()) + " nodes");
+                                                   std::to_string(net.size()) + " nodes");
   model.check_overrides(net);
   plan p;
   p.nodes.resize(net.size());
@@ -87,17 +87,19 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
     node_decision& d = p.nodes[n.id];
     const std::optional<family> f = formats[n.id];
     if (f.has_value() != net.has_format(n.id))
-      memfmt::detail::fail(errc::invalid_argument, "node '" + n.name + "': assignment " +
-                                               (f ? std::string(to_string(*f)) : std::string("none")) +
-                                               (f ? " given to a node without layout" : " for a node with a layout"));
+      memfmt::detail::fail(errc::invalid_argument,
+                           "node '" + n.name + "': assignment " +
+                               (f ? std::string(to_string(*f)) : std::string("none")) +
+                               (f ? " given to a node without layout" : " for a node with a layout"));
     const format_costs costs = model.node_costs(net, n.id);
     const family run_as = f.value_or(family::channels_first);  // layout-free nodes cost the same in both
     if (!costs.supports(run_as))
-      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' cannot run in " + to_string(run_as) + " (" + costs.basis + ")");
+      memfmt::detail::fail(errc::unsupported,
+                           "node '" + n.name + "' cannot run in " + to_string(run_as) + " (" + costs.basis + ")");
     if (f && !model.allowed(net, n.id, *f))
-      memfmt::detail::fail(errc::invalid_argument, "node '" + n.name + "' is pinned to " +
-                                               to_string(n.binding_pin()->format) + " ('" + n.binding_pin()->origin +
-                                               "'), assignment says " + to_string(*f));
+      memfmt::detail::fail(errc::invalid_argument,
+                           "node '" + n.name + "' is pinned to " + to_string(n.binding_pin()->format) + " ('" +
+                               n.binding_pin()->origin + "'), assignment says " + to_string(*f));
     d.format = f;
     d.cost = *costs.by_family[index(run_as)];
     d.pin_penalty = f ? model.pin_penalty(net, n.id, *f) : 0;

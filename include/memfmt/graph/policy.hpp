@@ -100,7 +100,8 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
   const auto contiguous = [](const char* why) { return placed{family::channels_first, why}; };
   switch (n.kind) {
     case node_kind::conv:
-      if (n.extents.size() == 4) return {family::channels_last, "conv with a channels_last weight writes channels_last"};
+      if (n.extents.size() == 4)
+        return {family::channels_last, "conv with a channels_last weight writes channels_last"};
       return contiguous("3-D conv: model.to(channels_last) leaves 5-D weights, Conv3d returns contiguous");
     case node_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
     case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
@@ -120,7 +121,8 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
       }
       return first_spatial();
     case node_kind::constant:
-      if (n.extents.size() == 4) return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
+      if (n.extents.size() == 4)
+        return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
       return contiguous("model.to(channels_last) leaves buffers of other ranks contiguous");
     case node_kind::pad:
       if (n.get<memfmt::pad_params>().mode != memfmt::pad_mode::constant)
@@ -141,7 +143,9 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
   }
 }
 
-inline placed uniform_rule(family f, policy p) { return {f, std::string(to_string(p)) + ": every layer " + to_string(f)}; }
+inline placed uniform_rule(family f, policy p) {
+  return {f, std::string(to_string(p)) + ": every layer " + to_string(f)};
+}
 
 inline placed greedy_reason(const network& net, const cost_model& model, node_id id,
                             const std::vector<std::optional<family>>& formats) {
@@ -164,7 +168,8 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
     std::vector<std::optional<family>> formats;
     for (const node_decision& d : p.nodes) formats.push_back(d.format);
     for (node_id id = 0; id < net.size(); ++id)
-      p.nodes[id].reason = formats[id] ? detail::greedy_reason(net, model, id, formats).reason : "no layout (rank-2 value)";
+      p.nodes[id].reason =
+          formats[id] ? detail::greedy_reason(net, model, id, formats).reason : "no layout (rank-2 value)";
     return p;
   }
   std::vector<std::optional<family>> formats(net.size());
@@ -172,8 +177,10 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
   for (const node& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
     detail::placed wanted =
-        which == policy::pytorch_eager ? detail::eager_rule(net, n.id, formats)
-        : detail::uniform_rule(which == policy::all_channels_last ? family::channels_last : family::channels_first, which);
+        which == policy::pytorch_eager
+            ? detail::eager_rule(net, n.id, formats)
+            : detail::uniform_rule(which == policy::all_channels_last ? family::channels_last : family::channels_first,
+                                   which);
     const detail::placed got = detail::hold_constraints(net, model, n.id, std::move(wanted));
     formats[n.id] = got.format;
     reasons[n.id] = got.reason;
@@ -190,7 +197,9 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
 inline std::vector<node_id> lost_channels_last(const network& net, const plan& p) {
   std::vector<node_id> lost;
   for (const node& n : net.nodes()) {
-    if (!n.spatial() || n.kind == node_kind::output || is_ambiguous_shape(n.extents) || p.nodes.at(n.id).format != family::channels_first) continue;
+    if (!n.spatial() || n.kind == node_kind::output || is_ambiguous_shape(n.extents) ||
+        p.nodes.at(n.id).format != family::channels_first)
+      continue;
     for (node_id i : n.inputs)
       if (net.at(i).spatial() && !is_ambiguous_shape(net.at(i).extents) && p.nodes[i].format == family::channels_last) {
         lost.push_back(n.id);

@@ -45,21 +45,21 @@ inline std::string dot_quote(const std::string& s) {
 
 inline std::string to_dot(const network& net, const plan& p, const std::string& title = "format plan") {
   if (p.nodes.size() != net.size())
-    memfmt::detail::fail(errc::shape_mismatch, "to_dot: plan has " + std::to_string(p.nodes.size()) + " nodes, network " +
-                                                   std::to_string(net.size()));
+    memfmt::detail::fail(errc::shape_mismatch, "to_dot: plan has " + std::to_string(p.nodes.size()) +
+                                                   " nodes, network " + std::to_string(net.size()));
   std::map<std::pair<node_id, node_id>, const conversion*> converted;  // (value, consumer)
   for (const conversion& c : p.conversions)
     for (node_id u : c.consumers) converted[{c.value, u}] = &c;
   std::ostringstream os;
-  os << "digraph plan {\n  label=" << detail::dot_quote(title + ": " + std::to_string(p.copies()) + " conversions, " +
-                                                        std::to_string(p.relabels()) + " relabels, total " +
-                                                        cost_string(p.total()))
+  os << "digraph plan {\n  label="
+     << detail::dot_quote(title + ": " + std::to_string(p.copies()) + " conversions, " + std::to_string(p.relabels()) +
+                          " relabels, total " + cost_string(p.total()))
      << ";\n  labelloc=t;\n  node [shape=box, style=filled, fontname=Helvetica];\n";
   for (const node& n : net.nodes()) {
     const auto& f = p.nodes[n.id].format;
     const char* fill = !f ? "#dddddd" : *f == family::channels_first ? "#9ecae1" : "#fdae6b";
-    os << "  n" << n.id << " [label=" << detail::dot_quote(n.name + "\n" + to_string(n.kind) + " " +
-                                                           (f ? to_string(*f) : "-"))
+    os << "  n" << n.id
+       << " [label=" << detail::dot_quote(n.name + "\n" + to_string(n.kind) + " " + (f ? to_string(*f) : "-"))
        << ", fillcolor=\"" << fill << "\"];\n";
   }
   for (const node& n : net.nodes())
@@ -68,8 +68,9 @@ inline std::string to_dot(const network& net, const plan& p, const std::string& 
       const auto it = converted.find({i, n.id});
       if (it != converted.end()) {
         const conversion& c = *it->second;
-        const std::string what = std::string(to_string(c.from)) + " -> " + to_string(c.to) + "\n" +
-                                 (c.relabel ? std::string("relabel") : std::to_string(c.bytes) + " B, " + cost_string(c.cost));
+        const std::string what =
+            std::string(to_string(c.from)) + " -> " + to_string(c.to) + "\n" +
+            (c.relabel ? std::string("relabel") : std::to_string(c.bytes) + " B, " + cost_string(c.cost));
         os << " [color=red, penwidth=2.5, fontcolor=red, class=conversion" << (c.relabel ? ", style=dashed" : "")
            << ", label=" << detail::dot_quote(what) << "]";
       }
@@ -114,7 +115,8 @@ inline std::string compare_text(const network& net, const std::vector<policy_sum
     if (s.which != policy::pytorch_eager) continue;
     os << "layers that lose channels_last under pytorch_eager:";
     if (s.lost.empty()) os << " none";
-    for (node_id id : s.lost) os << "\n  " << net.at(id).name << " (" << to_string(net.at(id).kind) << "): " << s.result.nodes[id].reason;
+    for (node_id id : s.lost)
+      os << "\n  " << net.at(id).name << " (" << to_string(net.at(id).kind) << "): " << s.result.nodes[id].reason;
     os << '\n';
   }
   return os.str();

@@ -63,13 +63,16 @@ inline assignment_terms make_terms(const network& net, const cost_model& model) 
   for (const node& n : net.nodes()) {
     const format_costs costs = model.node_costs(net, n.id);
     for (family f : {family::channels_first, family::channels_last})
-      if (model.allowed(net, n.id, f)) t.unary[n.id][index(f)] = *costs.by_family[index(f)] + model.pin_penalty(net, n.id, f);
+      if (model.allowed(net, n.id, f))
+        t.unary[n.id][index(f)] = *costs.by_family[index(f)] + model.pin_penalty(net, n.id, f);
     if (net.has_format(n.id) && !t.unary[n.id][0] && !t.unary[n.id][1]) {
       const pin* p = n.binding_pin();
       if (!p || !p->mandatory)
-        memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' cannot run in either format (" + costs.basis + ")");
-      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' is pinned to " + std::string(to_string(p->format)) +
-                                                  " ('" + p->origin + "') but cannot run in it (" + costs.basis + ")");
+        memfmt::detail::fail(errc::unsupported,
+                             "node '" + n.name + "' cannot run in either format (" + costs.basis + ")");
+      memfmt::detail::fail(errc::unsupported, "node '" + n.name + "' is pinned to " +
+                                                  std::string(to_string(p->format)) + " ('" + p->origin +
+                                                  "') but cannot run in it (" + costs.basis + ")");
     }
     t.conversion[n.id] = model.conversion_cost(net, n.id);
   }
@@ -78,8 +81,8 @@ inline assignment_terms make_terms(const network& net, const cost_model& model) 
 
 struct assignment {
   std::vector<std::optional<family>> formats;
-  cost_t total = 0;                 // primary: plan::total()
-  std::size_t inherit_breaks = 0;   // secondary: plan::inherit_breaks
+  cost_t total = 0;                // primary: plan::total()
+  std::size_t inherit_breaks = 0;  // secondary: plan::inherit_breaks
 };
 
 // a + b and a * b on costs, failing with the solver's overflow error.
@@ -140,7 +143,7 @@ class format_cut {
       const cost_t base = first && last ? std::min(*first, *last) : first ? *first : *last;
       constant_ = add_cost(constant_, base, "constant");
       // Every finite primary capacity is below `infinite`, so its scaled value fits.
-      graph_.add_edge(s, var(id), last ? (*last - base) * scale_ : infinite_);      // cut when channels_last
+      graph_.add_edge(s, var(id), last ? (*last - base) * scale_ : infinite_);       // cut when channels_last
       graph_.add_edge(var(id), sink, first ? (*first - base) * scale_ : infinite_);  // cut when channels_first
     }
     for (node_id v = 0; v < net.size(); ++v) {
@@ -154,8 +157,7 @@ class format_cut {
         if (u != v && net.at(u).kind == node_kind::opaque) {  // reads in its declared format, whatever it writes
           if (net.read_format(u, family::channels_first) == family::channels_last)
             graph_.add_edge(also_last, sink, infinite_);  // the channels_last copy must exist
-          else
-            graph_.add_edge(s, not_first, infinite_);  // the channels_first copy must exist
+          else graph_.add_edge(s, not_first, infinite_);  // the channels_first copy must exist
           return;
         }
         graph_.add_edge(also_last, var(u), infinite_);  // u channels_last needs the channels_last copy
@@ -231,8 +233,9 @@ inline std::string describe(const network& net, const cost_model& model, const p
   } else if (const auto pref = costs.preferred()) {
     const std::optional<cost_t> alt = costs.by_family[index(other(f))];
     if (*pref == f)
-      why = "own preference, " + (alt ? cost_string(*alt - d.cost) + " cheaper here" : std::string("the only format it runs in")) +
-            ": " + costs.basis;
+      why = "own preference, " +
+            (alt ? cost_string(*alt - d.cost) + " cheaper here" : std::string("the only format it runs in")) + ": " +
+            costs.basis;
     else
       why = "against own preference (+" + cost_string(d.cost - *alt) + " here, " + costs.basis +
             "), the conversions it avoids cost more";
@@ -241,23 +244,21 @@ inline std::string describe(const network& net, const cost_model& model, const p
     std::size_t readers_in_f = 0;
     for (node_id u : net.consumers(id)) readers_in_f += p.nodes[u].format == f;
     if (n.kind == node_kind::constant && readers_in_f > 0)
-      why = (readers_in_f == net.consumers(id).size()
-                 ? std::string("laid out as its readers run")
-                 : "laid out as " + std::to_string(readers_in_f) + " of its " +
-                       std::to_string(net.consumers(id).size()) + " readers run") +
+      why = (readers_in_f == net.consumers(id).size() ? std::string("laid out as its readers run")
+                                                      : "laid out as " + std::to_string(readers_in_f) + " of its " +
+                                                            std::to_string(net.consumers(id).size()) + " readers run") +
             " (" + costs.basis + ")";
     else if (producer && p.nodes[*producer].format == f)
       why = "inherits from '" + net.at(*producer).name + "' (" + costs.basis + ")";
-    else
-      why = "follows its consumers (" + costs.basis + ")";
+    else why = "follows its consumers (" + costs.basis + ")";
   }
   if (binding && !binding->mandatory && binding->format != f)
     why += "; overrides preferred pin '" + binding->origin + "' (+" + cost_string(d.pin_penalty) + ")";
   if (d.flip_unknown)
-    why += "; the cost of " + std::string(to_string(other(f))) + " here is not computed (too far from any layer with "
+    why += "; the cost of " + std::string(to_string(other(f))) +
+           " here is not computed (too far from any layer with "
            "a cost of its own)";
-  else if (!d.flip_delta)
-    why += "; " + std::string(to_string(other(f))) + " not allowed";
+  else if (!d.flip_delta) why += "; " + std::string(to_string(other(f))) + " not allowed";
   else if (*d.flip_delta == 0 && d.flip_breaks > 0 && n.kind == node_kind::constant)
     why += "; tie in cost with " + std::string(to_string(other(f))) + ", unlike " + std::to_string(d.flip_breaks) +
            " more of its readers";
@@ -265,10 +266,8 @@ inline std::string describe(const network& net, const cost_model& model, const p
     why += "; tie in cost with " + std::string(to_string(other(f))) + ", which would take " +
            std::to_string(d.flip_breaks) + " more memory-bound layer" + (d.flip_breaks == 1 ? "" : "s") +
            " off the producer's format";
-  else if (*d.flip_delta == 0)
-    why += "; tie with " + std::string(to_string(other(f))) + ", channels_last by rule";
-  else
-    why += "; " + std::string(to_string(other(f))) + " would cost +" + cost_string(*d.flip_delta) + " overall";
+  else if (*d.flip_delta == 0) why += "; tie with " + std::string(to_string(other(f))) + ", channels_last by rule";
+  else why += "; " + std::string(to_string(other(f))) + " would cost +" + cost_string(*d.flip_delta) + " overall";
   return why;
 }
 

@@ -84,8 +84,8 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     }
     case node_kind::conv_transpose: {
       const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
-      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) +
-           " output_padding " + detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
+      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) + " output_padding " +
+           detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
       break;
     }
     case node_kind::batch_norm: s += n.get<memfmt::batch_norm_params>().fuse_relu ? " relu" : ""; break;
@@ -114,13 +114,12 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
     case node_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
     case node_kind::pool: {
       const memfmt::pool_params& p = n.get<memfmt::pool_params>();
-      s += " " + std::to_string(static_cast<int>(p.kind)) + detail::window_text(p.kernel, p.stride, p.padding, p.padding_end, dims) +
-           (p.ceil_mode ? " ceil" : "") + (p.count_include_pad ? " include_pad" : "");
+      s += " " + std::to_string(static_cast<int>(p.kind)) +
+           detail::window_text(p.kernel, p.stride, p.padding, p.padding_end, dims) + (p.ceil_mode ? " ceil" : "") +
+           (p.count_include_pad ? " include_pad" : "");
       break;
     }
-    case node_kind::global_pool:
-      s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind));
-      break;
+    case node_kind::global_pool: s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind)); break;
     case node_kind::upsample: {
       const auto& u = n.get<memfmt::upsample_params>();
       s += " mode " + std::to_string(static_cast<int>(u.mode));
@@ -186,8 +185,8 @@ class timing_cache {
   // One layer signature in both families; at least one must be measured.
   void record_layer(const std::string& signature, family_timings t) {
     if ((!t[0] && !t[1]) || (t[0] && *t[0] < 0) || (t[1] && *t[1] < 0))
-      memfmt::detail::fail(errc::invalid_argument, "timing cache: layer '" + signature +
-                                                       "' needs a cost >= 0 in at least one family");
+      memfmt::detail::fail(errc::invalid_argument,
+                           "timing cache: layer '" + signature + "' needs a cost >= 0 in at least one family");
     layers_[signature] = t;
   }
   // A conversion of `signature` from `from` to the other family.

@@ -104,8 +104,9 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
   for (const node& n : net.nodes())
     for (node_id from : net.inherits_from(n.id)) breaks += p.nodes[from].format != p.nodes[n.id].format;
   if (breaks != p.inherit_breaks)
-    bad.push_back("inherit breaks " + std::to_string(p.inherit_breaks) + " differ from the " + std::to_string(breaks) +
-                  " memory-bound layers (and constant readers) whose format differs from their producer's (constant's)");
+    bad.push_back(
+        "inherit breaks " + std::to_string(p.inherit_breaks) + " differ from the " + std::to_string(breaks) +
+        " memory-bound layers (and constant readers) whose format differs from their producer's (constant's)");
   if (node_sum != p.node_cost || conversion_sum != p.conversion_cost || penalty_sum != p.pin_penalty)
     bad.push_back("totals (layers " + std::to_string(p.node_cost) + ", conversions " +
                   std::to_string(p.conversion_cost) + ", penalties " + std::to_string(p.pin_penalty) +

@@ -157,14 +157,15 @@ tensor_view<T, Format> view_as(const DLTensor& t, std::optional<DLDeviceType> re
     detail::fail(errc::unsupported_dtype, context() + ": dtype " + dlpack::to_string(t.dtype) +
                                               " does not match element type " + dlpack::to_string(want));
   if (t.ndim != Format::rank)
-    detail::fail(errc::invalid_argument, context() + ": " + Format::name + " needs ndim " +
-                                             std::to_string(Format::rank) + ", got ndim " + std::to_string(t.ndim) +
-                                             (t.shape != nullptr && t.ndim > 0
-                                                  ? " (shape " + detail::dims_to_string(fs::dims_ref{
-                                                                     t.shape, static_cast<std::size_t>(t.ndim)}) + ")"
-                                                  : std::string()));
-  if (t.shape == nullptr) detail::fail(errc::invalid_argument, context() + ": shape is NULL for ndim " +
-                                                                   std::to_string(t.ndim));
+    detail::fail(
+        errc::invalid_argument,
+        context() + ": " + Format::name + " needs ndim " + std::to_string(Format::rank) + ", got ndim " +
+            std::to_string(t.ndim) +
+            (t.shape != nullptr && t.ndim > 0
+                 ? " (shape " + detail::dims_to_string(fs::dims_ref{t.shape, static_cast<std::size_t>(t.ndim)}) + ")"
+                 : std::string()));
+  if (t.shape == nullptr)
+    detail::fail(errc::invalid_argument, context() + ": shape is NULL for ndim " + std::to_string(t.ndim));
   if (required_device && t.device.device_type != *required_device)
     detail::fail(errc::invalid_argument,
                  context() + ": the caller needs device " + dlpack::to_string(DLDevice{*required_device, 0}) +
@@ -186,8 +187,8 @@ tensor_view<T, Format> view_as(const DLTensor& t, std::optional<DLDeviceType> re
 
   std::uintptr_t address = reinterpret_cast<std::uintptr_t>(t.data);
   if (detail::add_address_overflows(address, t.byte_offset, &address))
-    detail::fail(errc::overflow, context() + ": data + byte_offset " + std::to_string(t.byte_offset) +
-                                     " overflows the address space");
+    detail::fail(errc::overflow,
+                 context() + ": data + byte_offset " + std::to_string(t.byte_offset) + " overflows the address space");
   if (t.data == nullptr && t.byte_offset != 0) address = 0;  // a null buffer stays null
   T* data = reinterpret_cast<T*>(address);
   return fs::view_or_throw<Format>(data, sizes, strides, context);
@@ -215,8 +216,8 @@ DLManagedTensor* to_dlpack(const tensor_view<T, Format>& v, DLDevice device = DL
   if (device.device_type != kDLCPU && device.device_type != kDLCUDA)
     detail::fail(errc::invalid_argument, context() + ": device must be cpu or cuda");
   if (device.device_id < 0 || (device.device_type == kDLCPU && device.device_id != 0))
-    detail::fail(errc::invalid_argument, context() + ": bad device_id " + std::to_string(device.device_id) +
-                                             " (cpu needs 0, cuda needs >= 0)");
+    detail::fail(errc::invalid_argument,
+                 context() + ": bad device_id " + std::to_string(device.device_id) + " (cpu needs 0, cuda needs >= 0)");
   if (v.data() == nullptr && v.numel() > 0) detail::fail(errc::null_pointer, context() + ": null data");
 
   auto h = std::make_unique<holder>();

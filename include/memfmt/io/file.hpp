@@ -82,9 +82,8 @@ inline std::string read_text_file(const std::string& path, const std::string& wh
                                   std::uint64_t max_bytes = std::uint64_t{1} << 30) {
   input_file f(path, what);
   if (f.size() > max_bytes)
-    memfmt::detail::fail(errc::invalid_argument, f.label() + " is " + std::to_string(f.size()) +
-                                                     " bytes, past the " + std::to_string(max_bytes) +
-                                                     " this reader takes");
+    memfmt::detail::fail(errc::invalid_argument, f.label() + " is " + std::to_string(f.size()) + " bytes, past the " +
+                                                     std::to_string(max_bytes) + " this reader takes");
   std::string text(static_cast<std::size_t>(f.size()), '\0');
   if (!text.empty()) f.read(0, text.data(), f.size());
   return text;

@@ -25,7 +25,8 @@ struct json_limits {
 
 // An event hook of the parse (nlohmann's parser callback without the discard: every value is
 // kept). safetensors uses it to refuse duplicate keys.
-using json_event_hook = std::function<void(int depth, nlohmann::json::parse_event_t event, const nlohmann::json& parsed)>;
+using json_event_hook =
+    std::function<void(int depth, nlohmann::json::parse_event_t event, const nlohmann::json& parsed)>;
 
 // `v` for a message: compact JSON, invalid UTF-8 replaced, cut after `max_chars` with "...".
 // @pre v is nested at most json_limits::max_depth deep (every value parse_json returned is).
@@ -47,8 +48,8 @@ inline nlohmann::json parse_json(std::string_view text, const std::string& what,
                                  const json_limits& limits = {}) {
   using json = nlohmann::json;
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
-    memfmt::detail::fail(errc::invalid_argument, what + ": byte " + std::to_string(nul) +
-                                                     " is a NUL byte, which JSON text does not contain");
+    memfmt::detail::fail(errc::invalid_argument,
+                         what + ": byte " + std::to_string(nul) + " is a NUL byte, which JSON text does not contain");
   const json::parser_callback_t check = [&](int depth, json::parse_event_t ev, json& parsed) {
     if ((ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) &&
         depth >= limits.max_depth)
@@ -60,7 +61,8 @@ inline nlohmann::json parse_json(std::string_view text, const std::string& what,
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::exception& e) {
-    memfmt::detail::fail(errc::invalid_argument, what + ": not valid JSON: " + memfmt::detail::printable(e.what(), 200));
+    memfmt::detail::fail(errc::invalid_argument,
+                         what + ": not valid JSON: " + memfmt::detail::printable(e.what(), 200));
   }
 }
 

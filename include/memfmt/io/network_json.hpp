@@ -42,9 +42,9 @@ struct enum_names {
 };
 
 inline constexpr enum_names<graph::node_kind, 24> kind_names{
-    {"input", "output", "conv", "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad", "activation",
-     "binary", "pool", "global_pool", "upsample", "concat", "slice", "flatten", "linear", "softmax", "dropout",
-     "opaque", "constant", "rearrange", "layer_norm", "reduce"}};
+    {"input",      "output",  "conv",    "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad",
+     "activation", "binary",  "pool",    "global_pool",    "upsample",   "concat",        "slice",      "flatten",
+     "linear",     "softmax", "dropout", "opaque",         "constant",   "rearrange",     "layer_norm", "reduce"}};
 inline constexpr enum_names<memfmt::reduce_op, memfmt::reduce_op_count> reduce_names{memfmt::reduce_op_names};
 inline constexpr enum_names<memfmt::rearrange_kind, 4> rearrange_names{
     {"channel_shuffle", "depth_to_space", "space_to_depth", "transpose"}};
@@ -116,7 +116,9 @@ inline std::vector<std::int64_t> integers(const json& j, const char* key, const 
 }
 inline spatial3 triple(const json& j, const char* key, const std::string& where) {
   const std::vector<std::int64_t> v = integers(j, key, where);
-  if (v.size() != 3) bad(where, "key '" + std::string(key) + "' must have 3 entries (D, H, W order; 2-D uses the first 2), got " + std::to_string(v.size()));
+  if (v.size() != 3)
+    bad(where, "key '" + std::string(key) + "' must have 3 entries (D, H, W order; 2-D uses the first 2), got " +
+                   std::to_string(v.size()));
   return {v[0], v[1], v[2]};
 }
 template <class E, std::size_t N>
@@ -135,9 +137,13 @@ inline json triple_json(const spatial3& a) { return json::array({a[0], a[1], a[2
 // The attributes conv and conv_transpose share (conv_attrs, conv_transpose_attrs).
 template <class A>
 json conv_json(const A& c) {
-  return {{"out_channels", c.out_channels}, {"kernel", triple_json(c.kernel)}, {"stride", triple_json(c.params.stride)},
-          {"padding", triple_json(c.params.padding)}, {"dilation", triple_json(c.params.dilation)},
-          {"groups", c.params.groups}, {"bias", c.bias}};
+  return {{"out_channels", c.out_channels},
+          {"kernel", triple_json(c.kernel)},
+          {"stride", triple_json(c.params.stride)},
+          {"padding", triple_json(c.params.padding)},
+          {"dilation", triple_json(c.params.dilation)},
+          {"groups", c.params.groups},
+          {"bias", c.bias}};
 }
 template <class A>
 void read_conv(const json& a, const std::string& at, A& c) {
@@ -185,7 +191,10 @@ inline json attrs_json(const graph::node& n) {
     }
     case node_kind::pad: {
       const auto& p = n.get<memfmt::pad_params>();
-      a = {{"mode", pad_names(p.mode)}, {"begin", triple_json(p.begin)}, {"end", triple_json(p.end)}, {"value", p.value}};
+      a = {{"mode", pad_names(p.mode)},
+           {"begin", triple_json(p.begin)},
+           {"end", triple_json(p.end)},
+           {"value", p.value}};
       break;
     }
     case node_kind::activation: {
@@ -202,9 +211,13 @@ inline json attrs_json(const graph::node& n) {
     case node_kind::binary: a["op"] = binary_names(n.get<memfmt::binary_op>()); break;
     case node_kind::pool: {
       const auto& p = n.get<memfmt::pool_params>();
-      a = {{"kind", pool_names(p.kind)}, {"kernel", triple_json(p.kernel)}, {"stride", triple_json(p.stride)},
-           {"padding", triple_json(p.padding)}, {"padding_end", triple_json(p.padding_end)},
-           {"ceil_mode", p.ceil_mode}, {"count_include_pad", p.count_include_pad}};
+      a = {{"kind", pool_names(p.kind)},
+           {"kernel", triple_json(p.kernel)},
+           {"stride", triple_json(p.stride)},
+           {"padding", triple_json(p.padding)},
+           {"padding_end", triple_json(p.padding_end)},
+           {"ceil_mode", p.ceil_mode},
+           {"count_include_pad", p.count_include_pad}};
       break;
     }
     case node_kind::global_pool: a["kind"] = pool_names(n.get<graph::global_pool_attrs>().kind); break;
@@ -366,7 +379,8 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
         u.rounding = named(rounding_names, a, "rounding", at);
         const json& s = member(a, "scale", at);
         if (!s.is_array() || s.size() != 3 || !s[0].is_number() || !s[1].is_number() || !s[2].is_number())
-          bad(at, "key 'scale' must be an array of 3 numbers (D, H, W order; 2-D uses the first 2), got " + io::excerpt(s));
+          bad(at,
+              "key 'scale' must be an array of 3 numbers (D, H, W order; 2-D uses the first 2), got " + io::excerpt(s));
         for (std::size_t i = 0; i < 3; ++i) u.scale[i] = s[i].get<double>();
       }
       return net.upsample(name, in[0], u);
@@ -386,7 +400,9 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       return net.slice(name, in[0], p);
     }
     case node_kind::flatten: arity(1); return net.flatten(name, in[0]);
-    case node_kind::linear: arity(1); return net.linear(name, in[0], integer(a, "out_features", at), boolean(a, "bias", at));
+    case node_kind::linear:
+      arity(1);
+      return net.linear(name, in[0], integer(a, "out_features", at), boolean(a, "bias", at));
     case node_kind::softmax: {
       arity(1);
       memfmt::softmax_params p;
@@ -460,11 +476,17 @@ inline nlohmann::json network_to_json(const graph::network& net) {
     for (graph::node_id i : n.inputs) inputs.push_back(net.at(i).name);
     json pins = json::array();
     for (const graph::pin& p : n.pins)
-      pins.push_back({{"format", detail::family_names(p.format)}, {"mandatory", p.mandatory},
-                      {"priority", p.priority}, {"origin", p.origin}});
-    nodes.push_back({{"name", n.name}, {"kind", detail::kind_names(n.kind)}, {"inputs", inputs},
-                     {"extents", n.extents}, {"dtype", detail::dtype_names(n.type)},
-                     {"attrs", detail::attrs_json(n)}, {"pins", pins}});
+      pins.push_back({{"format", detail::family_names(p.format)},
+                      {"mandatory", p.mandatory},
+                      {"priority", p.priority},
+                      {"origin", p.origin}});
+    nodes.push_back({{"name", n.name},
+                     {"kind", detail::kind_names(n.kind)},
+                     {"inputs", inputs},
+                     {"extents", n.extents},
+                     {"dtype", detail::dtype_names(n.type)},
+                     {"attrs", detail::attrs_json(n)},
+                     {"pins", pins}});
   }
   return {{"format", "memfmt.network"}, {"version", network_format_version}, {"nodes", nodes}};
 }
@@ -494,7 +516,8 @@ inline graph::network network_from_json(const nlohmann::json& j) {
       const std::string origin = detail::text(p, "origin", where + " pin");
       bool present = false;  // the builder's own pins (graph boundaries, barriers)
       for (const graph::pin& q : n.pins)
-        present = present || (q.format == f && q.mandatory == mandatory && q.priority == priority && q.origin == origin);
+        present =
+            present || (q.format == f && q.mandatory == mandatory && q.priority == priority && q.origin == origin);
       if (!present) net.pin_format(id, f, mandatory, static_cast<int>(priority), origin);
     }
   }

@@ -70,10 +70,13 @@ inline nlohmann::json plan_to_json(const graph::network& net, const graph::cost_
   json layers = json::array();
   for (const graph::node& n : net.nodes()) {
     const graph::node_decision& d = p.nodes[n.id];
-    layers.push_back({{"name", n.name}, {"kind", detail::kind_names(n.kind)},
+    layers.push_back({{"name", n.name},
+                      {"kind", detail::kind_names(n.kind)},
                       {"format", d.format ? json(detail::family_names(*d.format)) : json(nullptr)},
-                      {"cost_ns", d.cost}, {"pin_penalty_ns", d.pin_penalty},
-                      {"flip_delta_ns", detail::optional_cost(d.flip_delta)}, {"flip_delta_computed", !d.flip_unknown},
+                      {"cost_ns", d.cost},
+                      {"pin_penalty_ns", d.pin_penalty},
+                      {"flip_delta_ns", detail::optional_cost(d.flip_delta)},
+                      {"flip_delta_computed", !d.flip_unknown},
                       {"reason", d.reason}});
   }
   json conversions = json::array();
@@ -82,9 +85,14 @@ inline nlohmann::json plan_to_json(const graph::network& net, const graph::cost_
     json users = json::array();
     for (graph::node_id u : c.consumers) users.push_back(net.at(u).name);
     bytes += c.bytes;
-    conversions.push_back({{"value", net.at(c.value).name}, {"from", detail::family_names(c.from)},
-                           {"to", detail::family_names(c.to)}, {"consumers", users}, {"relabel", c.relabel},
-                           {"bytes", c.bytes}, {"cost_ns", c.cost}, {"saves_ns", detail::optional_cost(c.saves)},
+    conversions.push_back({{"value", net.at(c.value).name},
+                           {"from", detail::family_names(c.from)},
+                           {"to", detail::family_names(c.to)},
+                           {"consumers", users},
+                           {"relabel", c.relabel},
+                           {"bytes", c.bytes},
+                           {"cost_ns", c.cost},
+                           {"saves_ns", detail::optional_cost(c.saves)},
                            {"saves_computed", !c.saves_unknown}});
   }
   json permuted = json::array();
@@ -95,9 +103,14 @@ inline nlohmann::json plan_to_json(const graph::network& net, const graph::cost_
           {"network_fingerprint", network_fingerprint(net)},
           {"cost_fingerprint", cost_fingerprint(net, model)},
           {"totals",
-           {{"total_ns", p.total()}, {"layers_ns", p.node_cost}, {"conversions_ns", p.conversion_cost},
-            {"pin_penalties_ns", p.pin_penalty}, {"copies", p.copies()}, {"relabels", p.relabels()},
-            {"bytes_moved", bytes}, {"inherit_breaks", p.inherit_breaks}}},
+           {{"total_ns", p.total()},
+            {"layers_ns", p.node_cost},
+            {"conversions_ns", p.conversion_cost},
+            {"pin_penalties_ns", p.pin_penalty},
+            {"copies", p.copies()},
+            {"relabels", p.relabels()},
+            {"bytes_moved", bytes},
+            {"inherit_breaks", p.inherit_breaks}}},
           {"layers", layers},
           {"conversions", conversions},
           {"permuted_linears", permuted}};
@@ -128,7 +141,8 @@ inline loaded_plan plan_from_json(const nlohmann::json& j, const graph::network&
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const std::string where = "plan file: layers[" + std::to_string(i) + "]";
     const std::string name = detail::text(layers[i], "name", where);
-    if (name != net.at(i).name) detail::bad(where, "key 'name' is '" + name + "', the network's node is '" + net.at(i).name + "'");
+    if (name != net.at(i).name)
+      detail::bad(where, "key 'name' is '" + name + "', the network's node is '" + net.at(i).name + "'");
     if (!detail::member(layers[i], "format", where).is_null())
       formats[i] = detail::named(detail::family_names, layers[i], "format", where);
     reasons[i] = detail::text(layers[i], "reason", where);

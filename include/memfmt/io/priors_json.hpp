@@ -67,10 +67,12 @@ inline nlohmann::json priors_to_json(const graph::cost_priors& p, std::string_vi
   using detail::json;
   json rows = json::array();
   for (const auto& r : detail::rate_rows())
-    rows.push_back({{"prior", r.prior}, {r.first_key, p.*r.first}, {r.second_key, p.*r.second},
-                    {"benchmark", p.*r.benchmark}});
+    rows.push_back(
+        {{"prior", r.prior}, {r.first_key, p.*r.first}, {r.second_key, p.*r.second}, {"benchmark", p.*r.benchmark}});
   for (const auto& [name, field] : detail::conv_rows())
-    rows.push_back({{"prior", name}, {"fp32", (p.*field).fp32}, {"low_precision", (p.*field).low_precision},
+    rows.push_back({{"prior", name},
+                    {"fp32", (p.*field).fp32},
+                    {"low_precision", (p.*field).low_precision},
                     {"benchmark", (p.*field).benchmark}});
   return {{"format", "memfmt.priors"},
           {"version", priors_format_version},
@@ -120,7 +122,9 @@ inline graph::cost_priors priors_from_json(const nlohmann::json& j) {
 inline std::string save_priors(const graph::cost_priors& p, std::string_view backend_family) {
   return io::dump_json(priors_to_json(p, backend_family), 1, "priors file") + "\n";
 }
-inline graph::cost_priors load_priors(std::string_view text) { return priors_from_json(detail::parse(text, "priors file")); }
+inline graph::cost_priors load_priors(std::string_view text) {
+  return priors_from_json(detail::parse(text, "priors file"));
+}
 inline graph::cost_priors read_priors_file(const std::string& path) {
   return priors_from_json(detail::parse(detail::read_file(path, "priors file"), "priors file '" + path + "'"));
 }

@@ -92,7 +92,8 @@ inline bool host_is_little_endian() noexcept {
 // File (little-endian) <-> host byte order, in place; nothing to do on little-endian hosts.
 inline void to_from_little_endian(std::vector<std::byte>& bytes, std::size_t elem) {
   if (host_is_little_endian() || elem == 1) return;
-  for (std::size_t i = 0; i + elem <= bytes.size(); i += elem) std::reverse(bytes.begin() + i, bytes.begin() + i + elem);
+  for (std::size_t i = 0; i + elem <= bytes.size(); i += elem)
+    std::reverse(bytes.begin() + i, bytes.begin() + i + elem);
 }
 
 // A JSON number that is a non-negative integer, as uint64; anything else is an error naming `what`.
@@ -122,7 +123,8 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
   if (const auto m = safetensors_dtype(dts)) {
     e.type = *m;
   } else if (known_unsupported(dts)) {
-    fail(errc::unsupported_dtype, t + ": dtype " + dts + " has no memfmt element type (F64, F32, F16, BF16, I64, I32, "
+    fail(errc::unsupported_dtype, t + ": dtype " + dts +
+                                      " has no memfmt element type (F64, F32, F16, BF16, I64, I32, "
                                       "I16, I8, U8 and BOOL have)");
   } else {
     fail(errc::invalid_argument, t + ": unknown dtype \"" + memfmt::detail::printable(dts) + "\"");
@@ -130,9 +132,11 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
   const nlohmann::json& shape = v.at("shape");
   if (!shape.is_array()) fail(errc::invalid_argument, t + ": shape " + io::excerpt(shape) + " is not an array");
   for (std::size_t i = 0; i < shape.size(); ++i) {
-    const std::uint64_t s = non_negative_integer(shape[i], t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i));
+    const std::uint64_t s =
+        non_negative_integer(shape[i], t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i));
     if (s > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      fail(errc::overflow, t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i) + " does not fit in int64");
+      fail(errc::overflow,
+           t + ": shape " + io::excerpt(shape) + " entry " + std::to_string(i) + " does not fit in int64");
     e.shape.push_back(static_cast<std::int64_t>(s));
   }
   const nlohmann::json& off = v.at("data_offsets");
@@ -141,8 +145,8 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
   e.begin = non_negative_integer(off[0], t + ": data_offsets begin");
   e.end = non_negative_integer(off[1], t + ": data_offsets end");
   if (e.begin > e.end)
-    fail(errc::invalid_argument, t + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                                     "] end before begin");
+    fail(errc::invalid_argument,
+         t + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] end before begin");
   if (e.end > buffer_size)
     fail(errc::invalid_argument, t + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                                      "] run past the end of the " + std::to_string(buffer_size) + "-byte data buffer");
@@ -160,9 +164,10 @@ inline entry parse_entry(const std::string& where, const std::string& name, cons
 // (nlohmann keeps the last one silently).
 inline nlohmann::json parse_header(const std::string& where, const char* text, std::size_t size) {
   if (size == 0 || text[0] != '{')
-    fail(errc::invalid_argument, where + ": the header does not start with '{'" +
-                                     (size ? " (it starts with byte " + std::to_string(static_cast<unsigned char>(text[0])) + ")"
-                                           : std::string(" (it is empty)")));
+    fail(errc::invalid_argument,
+         where + ": the header does not start with '{'" +
+             (size ? " (it starts with byte " + std::to_string(static_cast<unsigned char>(text[0])) + ")"
+                   : std::string(" (it is empty)")));
   std::vector<std::vector<std::string>> open;  // the keys seen in each enclosing object
   std::string tensor;                          // the top-level key being read
   using json = nlohmann::json;
@@ -197,11 +202,12 @@ inline header_contents read_header(const std::string& where, const char* text, s
   header_contents h;
   for (const auto& [name, v] : header.items()) {
     if (name == "__metadata__") {
-      if (!v.is_object()) fail(errc::invalid_argument, where + ": __metadata__ is " + io::excerpt(v) + ", not an object");
+      if (!v.is_object())
+        fail(errc::invalid_argument, where + ": __metadata__ is " + io::excerpt(v) + ", not an object");
       for (const auto& [k, s] : v.items()) {
         if (!s.is_string())
-          fail(errc::invalid_argument, where + ": __metadata__ '" + memfmt::detail::printable(k) + "' is " +
-                                           io::excerpt(s) + ", not a string");
+          fail(errc::invalid_argument,
+               where + ": __metadata__ '" + memfmt::detail::printable(k) + "' is " + io::excerpt(s) + ", not a string");
         h.metadata[k] = s.get<std::string>();
       }
       continue;
@@ -209,25 +215,27 @@ inline header_contents read_header(const std::string& where, const char* text, s
     h.entries.push_back(parse_entry(where, name, v, buffer_size));
   }
   // The tensors must tile the buffer: sorted by offsets, each begins where the previous ended.
-  std::sort(h.entries.begin(), h.entries.end(), [](const entry& a, const entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  std::sort(h.entries.begin(), h.entries.end(),
+            [](const entry& a, const entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   std::uint64_t at = 0;
   const entry* prev = nullptr;
   for (const entry& e : h.entries) {
     const auto range = [](const entry& x) {
-      return "'" + memfmt::detail::printable(x.name) + "' [" + std::to_string(x.begin) + ", " + std::to_string(x.end) + ")";
+      return "'" + memfmt::detail::printable(x.name) + "' [" + std::to_string(x.begin) + ", " + std::to_string(x.end) +
+             ")";
     };
     if (e.begin < at) fail(errc::invalid_argument, where + ": tensor " + range(e) + " overlaps tensor " + range(*prev));
     if (e.begin > at)
       fail(errc::invalid_argument, where + ": " + std::to_string(e.begin - at) + " bytes before tensor " + range(e) +
-                                       " belong to no tensor (" + (prev ? "after " + range(*prev) : std::string("at the start")) + ")");
+                                       " belong to no tensor (" +
+                                       (prev ? "after " + range(*prev) : std::string("at the start")) + ")");
     at = e.end;
     if (e.end > e.begin) prev = &e;
   }
   if (at != buffer_size)
-    fail(errc::invalid_argument, where + ": the data buffer is " + std::to_string(buffer_size) + " bytes but the tensors end at " +
-                                     std::to_string(at) + " (" + std::to_string(buffer_size - at) + " bytes belong to no tensor)");
+    fail(errc::invalid_argument, where + ": the data buffer is " + std::to_string(buffer_size) +
+                                     " bytes but the tensors end at " + std::to_string(at) + " (" +
+                                     std::to_string(buffer_size - at) + " bytes belong to no tensor)");
   return h;
 }
 
@@ -241,7 +249,8 @@ inline std::uint64_t header_length(const std::string& where, const unsigned char
   for (int i = 7; i >= 0; --i) n = (n << 8) | first8[i];
   if (n > size - 8)
     fail(errc::invalid_argument, where + ": header length " + std::to_string(n) + " runs past the end of the file (" +
-                                     std::to_string(size) + " bytes, " + std::to_string(size - 8) + " after the length)");
+                                     std::to_string(size) + " bytes, " + std::to_string(size - 8) +
+                                     " after the length)");
   if (n > max_header_bytes)
     fail(errc::invalid_argument, where + ": header length " + std::to_string(n) + " is past the " +
                                      std::to_string(max_header_bytes) + " bytes the format allows");
@@ -275,7 +284,7 @@ graph::parameter_store to_store(const header_contents& h, ReadBytes&& read_bytes
 
 // Reads a whole safetensors file held in memory. `where` names it in messages (a path).
 inline graph::parameter_store read_safetensors(const std::byte* data, std::size_t size,
-                                                 const std::string& where = "safetensors") {
+                                               const std::string& where = "safetensors") {
   detail::too_short(where, size);
   const auto* bytes = reinterpret_cast<const unsigned char*>(data);
   const std::uint64_t n = detail::header_length(where, bytes, size);
@@ -286,7 +295,8 @@ inline graph::parameter_store read_safetensors(const std::byte* data, std::size_
   });
 }
 
-inline graph::parameter_store read_safetensors(const std::vector<std::byte>& file, const std::string& where = "safetensors") {
+inline graph::parameter_store read_safetensors(const std::vector<std::byte>& file,
+                                               const std::string& where = "safetensors") {
   return read_safetensors(file.data(), file.size(), where);
 }
 
@@ -302,9 +312,8 @@ inline graph::parameter_store load_safetensors(const std::string& path) {
   std::string text(static_cast<std::size_t>(n), '\0');
   f.read(8, text.data(), n);
   const detail::header_contents h = detail::read_header(path, text.data(), text.size(), f.size() - 8 - n);
-  return detail::to_store(h, [&](std::uint64_t offset, std::byte* out, std::uint64_t count) {
-    f.read(8 + n + offset, out, count);
-  });
+  return detail::to_store(
+      h, [&](std::uint64_t offset, std::byte* out, std::uint64_t count) { f.read(8 + n + offset, out, count); });
 }
 
 // The file bytes of a store. Tensors go in order of element size (largest first), then name, and the

@@ -40,13 +40,15 @@ inline nlohmann::json timing_cache_to_json(const graph::timing_cache& cache) {
   using detail::json;
   json layers = json::array();
   for (const auto& [sig, t] : cache.layers())
-    layers.push_back({{"signature", sig}, {"channels_first_ns", detail::optional_ns(t[0])},
+    layers.push_back({{"signature", sig},
+                      {"channels_first_ns", detail::optional_ns(t[0])},
                       {"channels_last_ns", detail::optional_ns(t[1])}});
   json conversions = json::array();
   for (const auto& [sig, t] : cache.conversions())
     for (graph::family from : {graph::family::channels_first, graph::family::channels_last})
       if (t[graph::index(from)])
-        conversions.push_back({{"signature", sig}, {"from", detail::family_names(from)}, {"ns", *t[graph::index(from)]}});
+        conversions.push_back(
+            {{"signature", sig}, {"from", detail::family_names(from)}, {"ns", *t[graph::index(from)]}});
   return {{"format", "memfmt.timing_cache"},
           {"version", timing_cache_format_version},
           {"device", cache.key().device},
@@ -83,7 +85,8 @@ inline graph::timing_cache timing_cache_from_json(const nlohmann::json& j,
     const std::string where = what + ": conversions[" + std::to_string(i) + "]";
     const std::string sig = detail::text(conversions[i], "signature", where);
     const graph::family from = detail::named(detail::family_names, conversions[i], "from", where);
-    if (cache.find_conversion(sig, from)) detail::bad(where, "conversion '" + sig + "' from " + std::string(graph::to_string(from)) + " is listed twice");
+    if (cache.find_conversion(sig, from))
+      detail::bad(where, "conversion '" + sig + "' from " + std::string(graph::to_string(from)) + " is listed twice");
     cache.record_conversion(sig, from, *detail::read_ns(conversions[i], "ns", where, false));
   }
   return cache;
@@ -101,8 +104,8 @@ inline void write_timing_cache_file(const std::string& path, const graph::timing
 }
 inline graph::timing_cache read_timing_cache_file(const std::string& path,
                                                   const std::optional<graph::cache_key>& expected = std::nullopt) {
-  return timing_cache_from_json(detail::parse(detail::read_file(path, "timing cache file"), "timing cache file '" + path + "'"),
-                                expected);
+  return timing_cache_from_json(
+      detail::parse(detail::read_file(path, "timing cache file"), "timing cache file '" + path + "'"), expected);
 }
 
 // The file's cache where the file exists, none where it does not (the first run on a machine).

@@ -33,7 +33,7 @@ struct conv_params {
 
 struct batch_norm_params {
   double epsilon = 1e-5;
-  double momentum = 0.1;  // running = (1 - momentum) * running + momentum * batch (PyTorch's convention)
+  double momentum = 0.1;   // running = (1 - momentum) * running + momentum * batch (PyTorch's convention)
   bool fuse_relu = false;  // y = max(0, bn(x) [+ residual])
 };
 
@@ -46,7 +46,9 @@ Extents conv_output_extents(const Extents& x, const Extents& w, const conv_param
   constexpr int rank = static_cast<int>(std::tuple_size<Extents>::value);
   static_assert(rank == 4 || rank == 5, "conv: 2-D (rank 4) or 3-D (rank 5) tensors");
   // The message prefix is built only on failure: every backend's conv validates with this per call.
-  const auto where = [&] { return "conv: input " + detail::dims_to_string(x) + ", weight " + detail::dims_to_string(w); };
+  const auto where = [&] {
+    return "conv: input " + detail::dims_to_string(x) + ", weight " + detail::dims_to_string(w);
+  };
   for (int d = 0; d < rank; ++d) {
     if (x[d] <= 0) detail::fail(errc::invalid_argument, where() + ": input sizes must be positive");
     if (w[d] <= 0) detail::fail(errc::invalid_argument, where() + ": weight sizes must be positive");
@@ -59,20 +61,19 @@ Extents conv_output_extents(const Extents& x, const Extents& w, const conv_param
     detail::fail(errc::invalid_argument, where() + ": groups = " + std::to_string(p.groups) +
                                              " does not divide output channels K = " + std::to_string(w[0]));
   if (w[1] * p.groups != x[1])
-    detail::fail(errc::shape_mismatch, where() + ": weight has " + std::to_string(w[1]) + " input channels per group, " +
-                                           "expected C / groups = " + std::to_string(x[1]) + " / " +
-                                           std::to_string(p.groups));
+    detail::fail(errc::shape_mismatch,
+                 where() + ": weight has " + std::to_string(w[1]) + " input channels per group, " +
+                     "expected C / groups = " + std::to_string(x[1]) + " / " + std::to_string(p.groups));
   Extents y{};
   y[0] = x[0];
   y[1] = w[0];
   for (int i = 0; i < rank - 2; ++i) {
     const std::int64_t pad_end = p.end_padding(i);
     if (p.stride[i] < 1 || p.dilation[i] < 1 || p.padding[i] < 0 || pad_end < 0)
-      detail::fail(errc::invalid_argument, where() + ": stride " + std::to_string(p.stride[i]) + ", dilation " +
-                                               std::to_string(p.dilation[i]) + ", padding " +
-                                               std::to_string(p.padding[i]) + " (end " + std::to_string(pad_end) +
-                                               ") in spatial dim " + std::to_string(i) +
-                                               " (need stride >= 1, dilation >= 1, padding >= 0)");
+      detail::fail(errc::invalid_argument,
+                   where() + ": stride " + std::to_string(p.stride[i]) + ", dilation " + std::to_string(p.dilation[i]) +
+                       ", padding " + std::to_string(p.padding[i]) + " (end " + std::to_string(pad_end) +
+                       ") in spatial dim " + std::to_string(i) + " (need stride >= 1, dilation >= 1, padding >= 0)");
     std::int64_t eff = 0, padded = 0;
     if (detail::mul_overflows(p.dilation[i], w[2 + i] - 1, &eff) || detail::add_overflows(eff, 1, &eff))
       detail::fail(errc::overflow, where() + ": dilated kernel, dilation " + std::to_string(p.dilation[i]) + " * (" +

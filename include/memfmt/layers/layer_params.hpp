@@ -33,15 +33,28 @@ using spatial3 = std::array<std::int64_t, 3>;
 //   threshold of 20 differs by under e^-20); mish x * tanh(softplus(x)) (YOLOv4's); identity
 //   (dropout in inference).
 enum class activation : std::uint8_t {
-  identity, relu, relu6, silu, sigmoid, hardsigmoid, hardswish, tanh, leaky_relu, clip, elu, gelu, gelu_tanh, softplus,
+  identity,
+  relu,
+  relu6,
+  silu,
+  sigmoid,
+  hardsigmoid,
+  hardswish,
+  tanh,
+  leaky_relu,
+  clip,
+  elu,
+  gelu,
+  gelu_tanh,
+  softplus,
   mish
 };
 inline constexpr int activation_count = 15;
 
 // The functions' names in enum order (the network JSON's "function" values).
 inline constexpr std::array<const char*, activation_count> activation_names{
-    "identity", "relu", "relu6", "silu", "sigmoid", "hardsigmoid", "hardswish", "tanh", "leaky_relu", "clip", "elu", "gelu",
-    "gelu_tanh", "softplus", "mish"};
+    "identity",   "relu", "relu6", "silu", "sigmoid",   "hardsigmoid", "hardswish", "tanh",
+    "leaky_relu", "clip", "elu",   "gelu", "gelu_tanh", "softplus",    "mish"};
 
 constexpr const char* to_string(activation f) noexcept {
   return static_cast<int>(f) < activation_count ? activation_names[static_cast<std::size_t>(f)] : "?";
@@ -182,7 +195,12 @@ enum class resample_mode : std::uint8_t { nearest, linear };
 // tf_half_pixel_for_nn (o + 1/2) / s.
 // pytorch is PyTorch's own rule of each mode (upsample_params), which backends run natively.
 enum class resample_coordinates : std::uint8_t {
-  pytorch, half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn
+  pytorch,
+  half_pixel,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_half_pixel_for_nn
 };
 // How nearest rounds that coordinate to an input index (ONNX's nearest_mode), then clamped to
 // [0, in - 1].
@@ -204,8 +222,7 @@ struct upsample_params {
 };
 
 // The input coordinate output index o samples (resample_coordinates); not for pytorch.
-inline double resample_source(resample_coordinates c, std::int64_t o, std::int64_t in, std::int64_t out,
-                              double scale) {
+inline double resample_source(resample_coordinates c, std::int64_t o, std::int64_t in, std::int64_t out, double scale) {
   const double od = static_cast<double>(o);
   const double s = scale > 0.0 ? scale : static_cast<double>(out) / static_cast<double>(in);
   const double length = scale > 0.0 ? static_cast<double>(in) * scale : static_cast<double>(out);
@@ -238,16 +255,15 @@ template <class Where>
 void require_upsample_rules(const upsample_params& p, const Where& where) {
   if (static_cast<int>(p.coordinates) > static_cast<int>(resample_coordinates::tf_half_pixel_for_nn) ||
       static_cast<int>(p.rounding) > static_cast<int>(nearest_rounding::ceil))
-    detail::fail(errc::invalid_argument, where() + ": coordinate mode " + std::to_string(static_cast<int>(p.coordinates)) +
-                                             " / nearest rounding " + std::to_string(static_cast<int>(p.rounding)) +
-                                             " out of range");
+    detail::fail(errc::invalid_argument, where() + ": coordinate mode " +
+                                             std::to_string(static_cast<int>(p.coordinates)) + " / nearest rounding " +
+                                             std::to_string(static_cast<int>(p.rounding)) + " out of range");
   for (int i = 0; i < 3; ++i) {
     const double s = p.scale[static_cast<std::size_t>(i)];
-    if (!(s == 0.0 || (s > 0.0 && std::isfinite(s))) ||
-        (s != 0.0 && p.coordinates == resample_coordinates::pytorch))
-      detail::fail(errc::invalid_argument, where() + ": scale " + std::to_string(s) + " in spatial dim " +
-                                               std::to_string(i) +
-                                               " (need 0 for out / in, or a finite positive scale with ONNX coordinates)");
+    if (!(s == 0.0 || (s > 0.0 && std::isfinite(s))) || (s != 0.0 && p.coordinates == resample_coordinates::pytorch))
+      detail::fail(errc::invalid_argument,
+                   where() + ": scale " + std::to_string(s) + " in spatial dim " + std::to_string(i) +
+                       " (need 0 for out / in, or a finite positive scale with ONNX coordinates)");
   }
 }
 
@@ -299,8 +315,8 @@ enum class reduce_op : std::uint8_t { sum, mean, max, min, l1, l2, sum_square };
 inline constexpr int reduce_op_count = 7;
 
 // The reductions' names in enum order (the network JSON's "op" values).
-inline constexpr std::array<const char*, reduce_op_count> reduce_op_names{"sum", "mean", "max", "min",
-                                                                          "l1", "l2", "sum_square"};
+inline constexpr std::array<const char*, reduce_op_count> reduce_op_names{"sum", "mean", "max",       "min",
+                                                                          "l1",  "l2",   "sum_square"};
 
 constexpr const char* to_string(reduce_op r) noexcept {
   return static_cast<int>(r) < reduce_op_count ? reduce_op_names[static_cast<std::size_t>(r)] : "?";
@@ -449,7 +465,9 @@ Extents global_pool_output_extents(const Extents& x) {
 // least one, each of extent >= 1.
 template <class Extents>
 Extents reduce_output_extents(const Extents& x, const reduce_params& p) {
-  const auto where = [&] { return "reduce over axes " + axes_to_string(p.axes) + ": input " + detail::dims_to_string(x); };
+  const auto where = [&] {
+    return "reduce over axes " + axes_to_string(p.axes) + ": input " + detail::dims_to_string(x);
+  };
   layer_detail::require_input_sizes(where, x);
   if (p.axes == 0 || (p.axes & axis_bit(0)) || (p.axes >> x.size()) != 0)
     detail::fail(errc::invalid_argument, where() + ": the axes must be C (1) or spatial axes (2 to " +
@@ -457,7 +475,8 @@ Extents reduce_output_extents(const Extents& x, const reduce_params& p) {
   Extents y = x;
   for (std::size_t d = 1; d < x.size(); ++d)
     if (p.axes & axis_bit(static_cast<int>(d))) {
-      if (x[d] < 1) detail::fail(errc::invalid_argument, where() + ": axis " + std::to_string(d) + " has no values to reduce");
+      if (x[d] < 1)
+        detail::fail(errc::invalid_argument, where() + ": axis " + std::to_string(d) + " has no values to reduce");
       y[d] = 1;
     }
   return y;
@@ -473,12 +492,12 @@ Extents slice_output_extents(const Extents& x, const slice_params& p) {
   if (x.size() < 3) detail::fail(errc::invalid_argument, where() + ": needs an input of rank 3 or more");
   layer_detail::require_input_sizes(where, x);
   if (p.axis < 1 || static_cast<std::size_t>(p.axis) >= x.size())
-    detail::fail(errc::invalid_argument, where() + ": the axis must be C (1) or a spatial axis (2 to " +
-                                             std::to_string(x.size() - 1) + ")");
+    detail::fail(errc::invalid_argument,
+                 where() + ": the axis must be C (1) or a spatial axis (2 to " + std::to_string(x.size() - 1) + ")");
   const std::int64_t extent = x[static_cast<std::size_t>(p.axis)];
   if (p.begin < 0 || p.end <= p.begin || p.end > extent || p.step < 1)
-    detail::fail(errc::invalid_argument, where() + ": need 0 <= begin < end <= " + std::to_string(extent) +
-                                             " and step >= 1");
+    detail::fail(errc::invalid_argument,
+                 where() + ": need 0 <= begin < end <= " + std::to_string(extent) + " and step >= 1");
   Extents y = x;
   y[static_cast<std::size_t>(p.axis)] = (p.end - p.begin - 1) / p.step + 1;  // no overflow: end - begin > 0
   return y;
@@ -573,8 +592,8 @@ Extents rearrange_output_extents(const Extents& x, const rearrange_params& p) {
       std::uint32_t seen = 0;
       for (std::size_t d = 0; d < p.perm.size(); ++d) {
         const int v = p.perm[d];
-        const bool ok = d < 2 || d >= rank ? v == static_cast<int>(d)
-                                           : v >= 2 && v < static_cast<int>(rank) && !(seen & (1u << v));
+        const bool ok =
+            d < 2 || d >= rank ? v == static_cast<int>(d) : v >= 2 && v < static_cast<int>(rank) && !(seen & (1u << v));
         if (!ok)
           detail::fail(errc::invalid_argument, where() + ": perm must keep N and C first and permute the " +
                                                    std::to_string(rank - 2) + " spatial dims (" + std::to_string(d) +
@@ -586,14 +605,14 @@ Extents rearrange_output_extents(const Extents& x, const rearrange_params& p) {
     }
     case rearrange_kind::channel_shuffle:
       if (x[1] % p.factor != 0)
-        detail::fail(errc::invalid_argument, where() + ": " + std::to_string(p.factor) + " groups must divide channels " +
-                                                 std::to_string(x[1]));
+        detail::fail(errc::invalid_argument, where() + ": " + std::to_string(p.factor) +
+                                                 " groups must divide channels " + std::to_string(x[1]));
       break;
     case rearrange_kind::depth_to_space: {
       std::int64_t block = 0;
       if (detail::mul_overflows(p.factor, p.factor, &block) || x[1] % block != 0)
-        detail::fail(errc::invalid_argument, where() + ": channels " + std::to_string(x[1]) +
-                                                 " must be a multiple of the block size squared");
+        detail::fail(errc::invalid_argument,
+                     where() + ": channels " + std::to_string(x[1]) + " must be a multiple of the block size squared");
       y[1] = x[1] / block;
       y[2] = detail::checked_mul(x[2], p.factor, where);
       y[3] = detail::checked_mul(x[3], p.factor, where);

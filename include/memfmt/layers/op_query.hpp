@@ -21,8 +21,23 @@ namespace memfmt {
 
 // The forward operations of a backend (the methods of reference::backend of the same names).
 enum class op_kind : std::uint8_t {
-  conv, conv_transpose, batch_norm, group_norm, activation, binary, pool, global_average_pool, upsample, pad,
-  softmax, linear, concat, slice, rearrange, layer_norm, reduce,
+  conv,
+  conv_transpose,
+  batch_norm,
+  group_norm,
+  activation,
+  binary,
+  pool,
+  global_average_pool,
+  upsample,
+  pad,
+  softmax,
+  linear,
+  concat,
+  slice,
+  rearrange,
+  layer_norm,
+  reduce,
 };
 
 constexpr const char* to_string(op_kind k) noexcept {
@@ -52,12 +67,12 @@ struct op_query {
   op_kind op = op_kind::conv;
   dtype type = dtype::float32;
   format_family format = format_family::channels_first;
-  int rank = 4;                                           // of the activations: 4 (2-D) or 5 (3-D)
-  activation_params function = activation::identity;     // op_kind::activation
-  pool_kind pool = pool_kind::max;                        // op_kind::pool
-  resample_mode resample = resample_mode::nearest;        // op_kind::upsample
+  int rank = 4;                                                      // of the activations: 4 (2-D) or 5 (3-D)
+  activation_params function = activation::identity;                 // op_kind::activation
+  pool_kind pool = pool_kind::max;                                   // op_kind::pool
+  resample_mode resample = resample_mode::nearest;                   // op_kind::upsample
   resample_coordinates coordinates = resample_coordinates::pytorch;  // op_kind::upsample
-  pad_mode padding = pad_mode::constant;                  // op_kind::pad
+  pad_mode padding = pad_mode::constant;                             // op_kind::pad
   bool backward = false;  // the training step's backward pass as well (runtime::trainer asks so)
 };
 

@@ -63,8 +63,8 @@ permuted_copy rearrange_copy(const rearrange_params& p, const Dims& xe, const Di
   const std::int64_t h = to_space ? xe[2] : ye[2], w = to_space ? xe[3] : ye[3];
   const auto deep = [&](std::array<std::int64_t, 6>& strides, const Dims& t) {
     const bool crd = p.order == block_order::crd;
-    strides = {t[0], crd ? scaled(t[1], f * f, c) : t[1], t[2], crd ? scaled(t[1], f, f) : scaled(t[1], f * c, f), t[3],
-               crd ? t[1] : scaled(t[1], c, f)};
+    strides = {t[0], crd ? scaled(t[1], f * f, c) : t[1], t[2], crd ? scaled(t[1], f, f) : scaled(t[1], f * c, f),
+               t[3], crd ? t[1] : scaled(t[1], c, f)};
   };
   const auto wide = [&](std::array<std::int64_t, 6>& strides, const Dims& t) {
     strides = {t[0], t[1], scaled(t[2], f, h), t[2], scaled(t[3], f, w), t[3]};

@@ -90,7 +90,8 @@ inline backend_test_case load_backend_test(const std::string& dir, int data_set 
     const fs::path f = data / ("output_" + std::to_string(k++) + ".pb");
     if (!fs::exists(f))
       memfmt::detail::fail(errc::invalid_argument, "backend test '" + c.name + "' lacks " + f.string());
-    c.outputs.emplace_back(out.name(), to_parameter(read_tensor_proto(f.string()), c.name + " " + f.filename().string()));
+    c.outputs.emplace_back(out.name(),
+                           to_parameter(read_tensor_proto(f.string()), c.name + " " + f.filename().string()));
   }
   return c;
 }
@@ -105,10 +106,8 @@ inline backend_import import_backend_test(const backend_test_case& c, import_opt
   const std::set<std::string> weights = parameter_inputs(c.model);
   backend_import r;
   for (const auto& [name, value] : c.inputs) {
-    if (weights.count(name))
-      options.input_values[name] = value;
-    else
-      r.feeds[name] = value;
+    if (weights.count(name)) options.input_values[name] = value;
+    else r.feeds[name] = value;
   }
   // The test's data fixes the symbolic dims.
   for (const auto& in : c.model.graph().input())

@@ -44,8 +44,8 @@ inline imported_model import_bytes(std::string_view bytes, const import_options&
   ::onnx::ModelProto model;
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    memfmt::detail::fail(errc::invalid_argument, what + ": not a serialized ONNX ModelProto (" +
-                                                     std::to_string(bytes.size()) + " bytes)");
+    memfmt::detail::fail(errc::invalid_argument,
+                         what + ": not a serialized ONNX ModelProto (" + std::to_string(bytes.size()) + " bytes)");
   if (!model.has_graph()) memfmt::detail::fail(errc::invalid_argument, what + ": the model has no graph");
   return import_model(model, options);
 }
@@ -61,8 +61,8 @@ inline imported_model import_file(const std::string& path, const import_options&
   std::ifstream in(path, std::ios::binary);
   ::onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
-    memfmt::detail::fail(errc::invalid_argument, f.label() + ": not a serialized ONNX ModelProto (" +
-                                                     std::to_string(f.size()) + " bytes)");
+    memfmt::detail::fail(errc::invalid_argument,
+                         f.label() + ": not a serialized ONNX ModelProto (" + std::to_string(f.size()) + " bytes)");
   if (!model.has_graph()) memfmt::detail::fail(errc::invalid_argument, f.label() + ": the model has no graph");
   return import_model(model, options);
 }

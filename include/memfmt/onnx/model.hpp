@@ -18,8 +18,8 @@
 namespace memfmt::onnx {
 
 struct import_options {
-  std::int64_t batch = 1;                     // a symbolic first dim of a graph input
-  std::map<std::string, std::int64_t> dims;   // other symbolic dims, by their dim_param name
+  std::int64_t batch = 1;                                       // a symbolic first dim of a graph input
+  std::map<std::string, std::int64_t> dims;                     // other symbolic dims, by their dim_param name
   graph::family input_format = graph::family::channels_first;   // the pins of the graph inputs
   graph::family output_format = graph::family::channels_first;  // and outputs
   // Values for graph inputs that are weights at run time (ONNX's backend tests feed a Conv's W as
@@ -41,7 +41,7 @@ struct graph_value {
 
 struct imported_model {
   graph::network network;
-  graph::parameter_store parameters;        // every parameter network.parameters() lists
+  graph::parameter_store parameters;          // every parameter network.parameters() lists
   std::map<std::string, std::string> source;  // parameter name -> the ONNX tensor it came from
   // The graph's inputs and the outputs that are network values (one that is not, such as a
   // detector's boxes behind a barrier, ends the barrier in an opaque node instead).
@@ -58,13 +58,35 @@ imported_model import_model(const ::onnx::ModelProto& model, const import_option
 // Input `index` of `op` is a weight or shape operand (a Conv's W and B, a Pad's pads, ...), not
 // data: the importer needs it constant.
 inline bool is_parameter_slot(const std::string& op, int index) {
-  static const std::map<std::string, int> first_parameter = {
-      {"Conv", 1}, {"ConvTranspose", 1}, {"BatchNormalization", 1}, {"InstanceNormalization", 1}, {"LayerNormalization", 1},
-      {"GroupNormalization", 1},
-      {"Gemm", 1}, {"MatMul", 1}, {"Pad", 1}, {"Resize", 1}, {"Upsample", 1}, {"Clip", 1},
-      {"Reshape", 1}, {"Slice", 1}, {"Split", 1}, {"Dropout", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
-      {"Expand", 1}, {"ConstantOfShape", 0}, {"ReduceMean", 1}, {"ReduceMax", 1}, {"ReduceMin", 1}, {"ReduceSum", 1}, {"ReduceL1", 1},
-      {"ReduceL2", 1}, {"ReduceSumSquare", 1}, {"PRelu", 1}, {"Pow", 1}};
+  static const std::map<std::string, int> first_parameter = {{"Conv", 1},
+                                                             {"ConvTranspose", 1},
+                                                             {"BatchNormalization", 1},
+                                                             {"InstanceNormalization", 1},
+                                                             {"LayerNormalization", 1},
+                                                             {"GroupNormalization", 1},
+                                                             {"Gemm", 1},
+                                                             {"MatMul", 1},
+                                                             {"Pad", 1},
+                                                             {"Resize", 1},
+                                                             {"Upsample", 1},
+                                                             {"Clip", 1},
+                                                             {"Reshape", 1},
+                                                             {"Slice", 1},
+                                                             {"Split", 1},
+                                                             {"Dropout", 1},
+                                                             {"Unsqueeze", 1},
+                                                             {"Squeeze", 1},
+                                                             {"Expand", 1},
+                                                             {"ConstantOfShape", 0},
+                                                             {"ReduceMean", 1},
+                                                             {"ReduceMax", 1},
+                                                             {"ReduceMin", 1},
+                                                             {"ReduceSum", 1},
+                                                             {"ReduceL1", 1},
+                                                             {"ReduceL2", 1},
+                                                             {"ReduceSumSquare", 1},
+                                                             {"PRelu", 1},
+                                                             {"Pow", 1}};
   const auto it = first_parameter.find(op);
   return it != first_parameter.end() && index >= it->second;
 }

@@ -83,10 +83,9 @@ inline parameter to_parameter(const ::onnx::TensorProto& t, const std::string& w
   const std::size_t elem = memfmt::size_of(p.type);
   const std::size_t bytes = memfmt::detail::checked_bytes(n, elem, what.c_str());
   const auto mismatch = [&](const char* field, std::size_t found) {
-    memfmt::detail::fail(errc::shape_mismatch, what + " " + std::string(to_string(p.type)) + " " +
-                                                   memfmt::detail::dims_to_string(p.shape) + " needs " +
-                                                   std::to_string(n) + " elements, " + field + " holds " +
-                                                   std::to_string(found));
+    memfmt::detail::fail(errc::shape_mismatch,
+                         what + " " + std::string(to_string(p.type)) + " " + memfmt::detail::dims_to_string(p.shape) +
+                             " needs " + std::to_string(n) + " elements, " + field + " holds " + std::to_string(found));
   };
   // The data's length is checked before anything is allocated: dims claiming more than the file
   // holds are an error, not an allocation of what they claim.

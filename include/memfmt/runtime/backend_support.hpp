@@ -75,14 +75,15 @@ inline std::optional<op_query> op_query_of(const graph::node& n, graph::family f
 // runtime::trainer). The backend must outlive the cost model holding the query.
 template <class Backend>
 graph::support_query support_query_for(const Backend& backend, bool training = false) {
-  return [&backend, training](const graph::network&, const graph::node& n, graph::family f) -> std::optional<std::string> {
-    std::optional<op_query> q = op_query_of(n, f);
-    if (!q) return std::nullopt;
-    q->backward = training;
-    op_support s = backend.support(*q);
-    if (s) return std::nullopt;
-    return std::move(s.reason);
-  };
+  return
+      [&backend, training](const graph::network&, const graph::node& n, graph::family f) -> std::optional<std::string> {
+        std::optional<op_query> q = op_query_of(n, f);
+        if (!q) return std::nullopt;
+        q->backward = training;
+        op_support s = backend.support(*q);
+        if (s) return std::nullopt;
+        return std::move(s.reason);
+      };
 }
 
 }  // namespace memfmt::runtime

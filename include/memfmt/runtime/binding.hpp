@@ -40,11 +40,11 @@ namespace memfmt::runtime {
 
 // What a build decided and a forward pass ran.
 struct executor_report {
-  std::int64_t arena_bytes = 0;            // activations with reuse by liveness
-  std::int64_t allocate_all_bytes = 0;     // one buffer per value
-  std::int64_t conversions = 0;            // copies per forward pass (plan.conversions less relabels)
-  std::int64_t relabels = 0;               // conversions that share bytes
-  std::vector<std::string> fusions;        // "<conv> + bias + <bn> + <activation>" per fused group
+  std::int64_t arena_bytes = 0;         // activations with reuse by liveness
+  std::int64_t allocate_all_bytes = 0;  // one buffer per value
+  std::int64_t conversions = 0;         // copies per forward pass (plan.conversions less relabels)
+  std::int64_t relabels = 0;            // conversions that share bytes
+  std::vector<std::string> fusions;     // "<conv> + bias + <bn> + <activation>" per fused group
 };
 
 namespace detail {
@@ -202,8 +202,8 @@ template <class Backend, class = void>
 struct runs_reduce : std::false_type {};
 template <class Backend>
 struct runs_reduce<Backend, std::void_t<decltype(std::declval<Backend&>().reduce_forward(
-                                        tensor_view<const float, nchw>(), tensor_view<float, nchw>(),
-                                        reduce_params{}))>> : std::true_type {};
+                                tensor_view<const float, nchw>(), tensor_view<float, nchw>(), reduce_params{}))>>
+    : std::true_type {};
 
 // The per-channel affine flag and the count of saved statistics (mean and invstd each) of a group,
 // instance or layer norm node: N * groups, or one per sample and position.
@@ -223,7 +223,8 @@ inline norm_shape norm_shape_of(const graph::node& n) {
 template <class Backend, class = void>
 struct caches_weights : std::false_type {};
 template <class Backend>
-struct caches_weights<Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
+struct caches_weights<
+    Backend, std::void_t<decltype(std::declval<Backend&>().invalidate_weights(static_cast<const void*>(nullptr)))>>
     : std::true_type {};
 
 // Memory shared by the executor and the trainer: with owns_memory, `bytes` of the backend's memory
@@ -296,8 +297,7 @@ std::byte* backend_constant(Backend& b, std::vector<std::shared_ptr<void>>& owne
   if (n.spatial())
     dispatch_format(f, static_cast<int>(n.extents.size()),
                     [&](auto tag) { p = backend_weight<T, decltype(tag)>(b, owned, v, n.extents).data(); });
-  else
-    p = backend_param(b, owned, v);
+  else p = backend_param(b, owned, v);
   return static_cast<std::byte*>(const_cast<void*>(p));  // never written: no step has it as output
 }
 
@@ -325,7 +325,8 @@ class binding {
   binding& operator=(const binding&) = delete;
 
   std::string who(const graph::node& n) const {
-    return std::string(role_) + " (" + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) + ")";
+    return std::string(role_) + " (" + Backend::name + " backend): node '" + n.name + "' (" + graph::to_string(n.kind) +
+           ")";
   }
 
   graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
@@ -353,10 +354,11 @@ class binding {
     const auto it = converted_slot_.find(v);
     if (it == converted_slot_.end()) {
       const graph::node& x = net_.at(v);
-      memfmt::detail::fail(errc::invalid_argument, who(consumer) + " reads '" + x.name + "' in " +
-                                                       std::string(graph::to_string(read_format(consumer))) + " but '" +
-                                                       x.name + "' is " + std::string(graph::to_string(format_of(v))) +
-                                                       " and the plan converts it nowhere (a plan of another network?)");
+      memfmt::detail::fail(errc::invalid_argument,
+                           who(consumer) + " reads '" + x.name + "' in " +
+                               std::string(graph::to_string(read_format(consumer))) + " but '" + x.name + "' is " +
+                               std::string(graph::to_string(format_of(v))) +
+                               " and the plan converts it nowhere (a plan of another network?)");
     }
     return it->second;
   }
@@ -398,7 +400,8 @@ class binding {
     report_.allocate_all_bytes = memory_.total_bytes;
     if (memory_.arena_bytes <= 0) return;
     if constexpr (owns_memory<Backend>::value) {
-      base_ = static_cast<std::byte*>(backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
+      base_ =
+          static_cast<std::byte*>(backend_allocate(backend_, owned_, static_cast<std::size_t>(memory_.arena_bytes)));
     } else {
       arena_ = host_arena(memory_.arena_bytes, role_);
       base_ = arena_.get();

@@ -202,7 +202,6 @@ class filler {
   std::uint64_t state_;
 };
 
-
 // The data a timed call reads and writes: the host vectors themselves, or copies in the memory of
 // a backend that owns its tensors, given back when this goes.
 template <class Backend>
@@ -301,7 +300,8 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   } else if constexpr (has_v<conv_op, Backend>) {
     if (n.kind == k::conv) {
       const auto& a = n.get<graph::conv_attrs>();
-      const std::vector<std::int64_t> we = weight_extents(n.extents[1], c / a.params.groups, a.kernel, n.extents.size());
+      const std::vector<std::int64_t> we =
+          weight_extents(n.extents[1], c / a.params.groups, a.kernel, n.extents.size());
       const std::vector<T> w = fill.values<T>(memfmt::detail::checked_numel(we, "calibrate: weight"));
       const std::vector<T> bias = fill.values<T>(n.extents[1]);
       const auto wv = view_of<F>(at.place(w), we);
@@ -358,13 +358,12 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   if constexpr (has_v<softmax_op, Backend>)
     if (n.kind == k::softmax) return median_ns(o, b, [&] { b.softmax_forward(ins[0], y, n.get<softmax_params>()); });
   if constexpr (runs_reduce<Backend>::value)
-    if (n.kind == k::reduce)
-      return median_ns(o, b, [&] { b.reduce_forward(ins[0], y, n.get<reduce_params>()); });
+    if (n.kind == k::reduce) return median_ns(o, b, [&] { b.reduce_forward(ins[0], y, n.get<reduce_params>()); });
   if constexpr (has_v<slice_op, Backend>)
-    if (n.kind == k::slice)
-      return median_ns(o, b, [&] { b.slice_forward(ins[0], n.get<slice_params>(), y); });
+    if (n.kind == k::slice) return median_ns(o, b, [&] { b.slice_forward(ins[0], n.get<slice_params>(), y); });
   if constexpr (has_v<rearrange_op, Backend>)
-    if (n.kind == k::rearrange) return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
+    if (n.kind == k::rearrange)
+      return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
   if constexpr (has_v<concat_op, Backend>)
     if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y, n.get<concat_params>()); });
   memfmt::detail::fail(errc::unsupported, "calibrate: no " + std::string(Backend::name) + " method runs node '" +

@@ -118,7 +118,8 @@ planned_executor<Backend> channels_last(const graph::network& net, Backend& back
   for (const format_pin& p : options.pins) {
     const std::optional<graph::node_id> id = net.find(p.node);
     if (!id)
-      memfmt::detail::fail(errc::invalid_argument, "channels_last: pin on '" + p.node + "', which is no layer of the network");
+      memfmt::detail::fail(errc::invalid_argument,
+                           "channels_last: pin on '" + p.node + "', which is no layer of the network");
     out.network.pin_format(*id, p.format, p.mandatory, p.priority, "channels_last option");
   }
   out.cache = calibrate(out.network, backend, options.calibration);  // refuses another device's `known`

@@ -36,11 +36,13 @@ inline void check_io(const graph::network& net, const graph::plan& plan, const s
     if (t.type != n.type || t.extents != n.extents || (n.spatial() && t.format != format_of(n.id))) {
       const std::string expect = describe(n.type, n.extents) +
                                  (n.spatial() ? " " + std::string(graph::to_string(format_of(n.id))) : std::string());
-      const std::string found = describe(t.type, t.extents) +
-                                (n.spatial() ? " " + std::string(graph::to_string(t.format)) : std::string());
-      memfmt::detail::fail(t.type != n.type ? errc::unsupported_dtype : t.extents != n.extents ? errc::shape_mismatch
-                                                                                              : errc::format_mismatch,
-                           std::string(who) + ": " + what + " '" + n.name + "' expected " + expect + ", given " + found);
+      const std::string found =
+          describe(t.type, t.extents) + (n.spatial() ? " " + std::string(graph::to_string(t.format)) : std::string());
+      memfmt::detail::fail(
+          t.type != n.type         ? errc::unsupported_dtype
+          : t.extents != n.extents ? errc::shape_mismatch
+                                   : errc::format_mismatch,
+          std::string(who) + ": " + what + " '" + n.name + "' expected " + expect + ", given " + found);
     }
     if (t.data == nullptr && t.numel() > 0)
       memfmt::detail::fail(errc::null_pointer, std::string(who) + ": " + what + " '" + n.name + "' has no data");
@@ -48,9 +50,9 @@ inline void check_io(const graph::network& net, const graph::plan& plan, const s
   for (const auto& [name, t] : given) {
     const auto id = net.find(name);
     if (!id || net.at(*id).kind != kind)
-      memfmt::detail::fail(errc::invalid_argument, std::string(who) + ": '" + name + "' " +
-                                                       describe(t.type, t.extents) + " is no " + what + " of the network (" +
-                                                       std::to_string(expected) + " " + what + "s)");
+      memfmt::detail::fail(errc::invalid_argument,
+                           std::string(who) + ": '" + name + "' " + describe(t.type, t.extents) + " is no " + what +
+                               " of the network (" + std::to_string(expected) + " " + what + "s)");
   }
 }
 

@@ -80,12 +80,11 @@ struct executor_options {
   bool fuse = true;     // inference fusions: batch norm folded into its conv, conv + residual add + activation
 };
 
-
 // One node's share of a profiled forward pass, in nanoseconds of the host clock.
 struct node_time {
   graph::node_id node = 0;
-  std::int64_t layer_ns = 0;       // its step; 0 where it has none (inputs, constants, aliases) or is fused
-  std::int64_t conversion_ns = 0;  // the copy of its value into the other format, made right after it
+  std::int64_t layer_ns = 0;                 // its step; 0 where it has none (inputs, constants, aliases) or is fused
+  std::int64_t conversion_ns = 0;            // the copy of its value into the other format, made right after it
   std::optional<graph::node_id> fused_into;  // the conv whose step runs this batch norm, add or activation
 };
 
@@ -212,16 +211,17 @@ class executor : private detail::binding<Backend> {
       const user_op* op = std::any_cast<user_op>(&a.callback);
       if (!op || !op->run)
         memfmt::detail::fail(errc::invalid_argument,
-                             who(n) + ": " + (!a.callback.has_value() ? std::string("no callback attached")
-                                              : !op ? std::string("the callback is not a memfmt::runtime::user_op")
-                                                    : std::string("the user_op has no run function")) +
+                             who(n) + ": " +
+                                 (!a.callback.has_value() ? std::string("no callback attached")
+                                  : !op ? std::string("the callback is not a memfmt::runtime::user_op")
+                                        : std::string("the user_op has no run function")) +
                                  " (network::set_callback with a runtime::user_op)");
       if (op->input_format != a.input_format || op->output_format != a.output_format)
-        memfmt::detail::fail(errc::format_mismatch,
-                             who(n) + " is declared to read " + graph::to_string(a.input_format) + " and write " +
-                                 graph::to_string(a.output_format) + ", its user_op reads " +
-                                 graph::to_string(op->input_format) + " and writes " +
-                                 graph::to_string(op->output_format));
+        memfmt::detail::fail(errc::format_mismatch, who(n) + " is declared to read " +
+                                                        graph::to_string(a.input_format) + " and write " +
+                                                        graph::to_string(a.output_format) + ", its user_op reads " +
+                                                        graph::to_string(op->input_format) + " and writes " +
+                                                        graph::to_string(op->output_format));
     }
   }
 
@@ -230,9 +230,9 @@ class executor : private detail::binding<Backend> {
   // backends only (a backend's own memory needs the copy in first).
   bool converted_on_entry(const graph::node& n) const {
     if (detail::owns_memory<Backend>::value || n.kind != graph::node_kind::input || n.numel() == 0) return false;
-    const graph::conversion* c = conversion_to(n.id, format_of(n.id) == graph::family::channels_first
-                                                        ? graph::family::channels_last
-                                                        : graph::family::channels_first);
+    const graph::conversion* c =
+        conversion_to(n.id, format_of(n.id) == graph::family::channels_first ? graph::family::channels_last
+                                                                             : graph::family::channels_first);
     if (!c || c->relabel) return false;
     const auto& readers = net_.consumers(n.id);
     return std::none_of(readers.begin(), readers.end(),
@@ -285,8 +285,7 @@ class executor : private detail::binding<Backend> {
     const auto b = sole_consumer(last);
     if (!b) return std::nullopt;
     const graph::node& a = net_.at(*b);
-    if (a.kind != graph::node_kind::binary || a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
-      return std::nullopt;
+    if (a.kind != graph::node_kind::binary || a.inputs.size() != 2 || a.inputs[0] == a.inputs[1]) return std::nullopt;
     const bool chain_first = a.inputs[0] == last;
     const graph::node& k = net_.at(chain_first ? a.inputs[1] : a.inputs[0]);
     const memfmt::binary_op op = a.template get<memfmt::binary_op>();
@@ -400,7 +399,9 @@ class executor : private detail::binding<Backend> {
   // `bytes` of the backend's memory, given back with this executor (backends with owns_memory only:
   // a template, so that an explicit instantiation for a host backend leaves it out).
   template <class B = Backend>
-  void* backend_memory(std::size_t bytes) { return detail::backend_allocate<B>(backend_, owned_, bytes); }
+  void* backend_memory(std::size_t bytes) {
+    return detail::backend_allocate<B>(backend_, owned_, bytes);
+  }
   void copy_in(void* dst, const void* src, std::size_t bytes) { detail::copy_in(backend_, dst, src, bytes); }
   void copy_out(void* dst, const void* src, std::size_t bytes) { detail::copy_out(backend_, dst, src, bytes); }
 
@@ -455,7 +456,8 @@ class executor : private detail::binding<Backend> {
           using From = decltype(from);
           const auto s = detail::view_of<From>(reinterpret_cast<const T*>(src), n.extents);
           // The other format of the same rank (nchw <-> nhwc, ncdhw <-> ndhwc).
-          using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
+          using To =
+              std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
           const auto d = detail::view_of<To>(reinterpret_cast<T*>(dst), n.extents);
           if constexpr (detail::owns_memory<Backend>::value) {
             step.push_back([&b = backend_, s, d] { b.convert(s, d); });
@@ -499,9 +501,10 @@ class executor : private detail::binding<Backend> {
     const memfmt::activation_params act =
         fused == fused_activation_.end() ? memfmt::activation_params{} : fused->second;
     const auto res = residual_.find(n.id);
-    const T* rd = res == residual_.end() ? nullptr
-                                         : reinterpret_cast<const T*>(slot_data(read_slot(
-                                               net_.at(res->second.first), other_input(res->second.first, res->second.second))));
+    const T* rd = res == residual_.end()
+                      ? nullptr
+                      : reinterpret_cast<const T*>(slot_data(
+                            read_slot(net_.at(res->second.first), other_input(res->second.first, res->second.second))));
     dispatch_format(f, static_cast<int>(n.extents.size()), [&](auto tag) {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, x.extents);
@@ -541,7 +544,8 @@ class executor : private detail::binding<Backend> {
   // (a product scales s and t, a sum shifts t). The conv becomes weights w * s and bias
   // bias * s + t, computed in double from the parameters and rounded once to the conv's dtype.
   template <class T>
-  void fold_channel_affine(const graph::node& n, const parameter_store& params, std::vector<T>& w, std::vector<T>& bias) {
+  void fold_channel_affine(const graph::node& n, const parameter_store& params, std::vector<T>& w,
+                           std::vector<T>& bias) {
     const auto bn = folded_bn_.find(n.id);
     const auto affine = folded_affine_.find(n.id);
     if (bn == folded_bn_.end() && affine == folded_affine_.end()) return;
@@ -650,12 +654,15 @@ class executor : private detail::binding<Backend> {
       Backend& b = backend_;
       if (n.kind != graph::node_kind::layer_norm) {
         const group_norm_params p = n.get<graph::norm_attrs>().params;
-        step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+        step.push_back(
+            [&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
       } else if constexpr (detail::runs_layer_norm<Backend>::value) {
         const layer_norm_params p = n.get<graph::layer_norm_attrs>().params;
-        step.push_back([&b, xv, yv, gamma, beta, mean, invstd, p] { b.layer_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
+        step.push_back(
+            [&b, xv, yv, gamma, beta, mean, invstd, p] { b.layer_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
       } else {
-        memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) + " backend has no layer norm");
+        memfmt::detail::fail(errc::unsupported,
+                             who(n) + ": the " + std::string(Backend::name) + " backend has no layer norm");
       }
     });
   }
@@ -745,8 +752,8 @@ class executor : private detail::binding<Backend> {
           if constexpr (detail::runs_reduce<Backend>::value)
             step.push_back([&b, x, y, p = n.get<memfmt::reduce_params>()] { b.reduce_forward(x, y, p); });
           else
-            memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) +
-                                                        " backend has no reductions");
+            memfmt::detail::fail(errc::unsupported,
+                                 who(n) + ": the " + std::string(Backend::name) + " backend has no reductions");
           break;
         case graph::node_kind::slice:
           step.push_back([&b, x, y, p = n.get<memfmt::slice_params>()] { b.slice_forward(x, p, y); });
@@ -775,11 +782,12 @@ class executor : private detail::binding<Backend> {
     step.push_back([op, ins, out, w = who(n)] {
       tensor_ref o = out;
       op.run(ins, o);
-      if (o.type != out.type || o.extents != out.extents || o.data != out.data || (out.extents.size() > 2 && o.format != out.format))
-        memfmt::detail::fail(errc::format_mismatch,
-                             w + ": the user_op returned " + describe(o.type, o.extents) + " " +
-                                 graph::to_string(o.format) + ", declared " + describe(out.type, out.extents) + " " +
-                                 graph::to_string(out.format) + " in the executor's buffer");
+      if (o.type != out.type || o.extents != out.extents || o.data != out.data ||
+          (out.extents.size() > 2 && o.format != out.format))
+        memfmt::detail::fail(errc::format_mismatch, w + ": the user_op returned " + describe(o.type, o.extents) + " " +
+                                                        graph::to_string(o.format) + ", declared " +
+                                                        describe(out.type, out.extents) + " " +
+                                                        graph::to_string(out.format) + " in the executor's buffer");
     });
   }
 
@@ -797,10 +805,12 @@ class executor : private detail::binding<Backend> {
   std::map<graph::node_id, std::function<void(void*)>> converted_on_exit_;  // output -> the conversion into it
   std::map<graph::node_id, graph::node_id> fused_into_;  // batch norm / add / activation -> the conv whose step runs it
   std::map<graph::node_id, graph::node_id> folded_bn_;   // conv -> the batch norm folded into it
-  std::map<graph::node_id, std::vector<graph::node_id>> folded_affine_;  // conv -> its channel_affine layers, in order
+  std::map<graph::node_id, std::vector<graph::node_id>> folded_affine_;   // conv -> its channel_affine layers, in order
   std::map<graph::node_id, memfmt::activation_params> fused_activation_;  // conv -> the activation run on its output
-  std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>> residual_;  // conv -> its fused add, the chain value it adds to
-  std::map<graph::node_id, graph::node_id> chain_input_;  // fused add or affine -> the chain value it shares the bytes of
+  std::map<graph::node_id, std::pair<graph::node_id, graph::node_id>>
+      residual_;  // conv -> its fused add, the chain value it adds to
+  std::map<graph::node_id, graph::node_id>
+      chain_input_;  // fused add or affine -> the chain value it shares the bytes of
 };
 
 // Out of the class body, so not implicitly inline: where `extern template class executor<B>;` is

@@ -26,15 +26,15 @@
 #include "training.hpp"
 
 // Declares the executor, trainer and calibrate of `Backend` extern: this file does not compile them.
-#define MEMFMT_EXTERN_RUNTIME(Backend)                                                                               \
-  extern template class memfmt::runtime::executor<Backend>;                                                          \
-  extern template class memfmt::runtime::trainer<Backend>;                                                           \
-  extern template memfmt::graph::timing_cache memfmt::runtime::calibrate<Backend>(                                  \
+#define MEMFMT_EXTERN_RUNTIME(Backend)                                             \
+  extern template class memfmt::runtime::executor<Backend>;                        \
+  extern template class memfmt::runtime::trainer<Backend>;                         \
+  extern template memfmt::graph::timing_cache memfmt::runtime::calibrate<Backend>( \
       const memfmt::graph::network&, Backend&, const memfmt::runtime::calibrate_options&);
 
 // Compiles them, once in the program.
-#define MEMFMT_INSTANTIATE_RUNTIME(Backend)                                                                          \
-  template class memfmt::runtime::executor<Backend>;                                                                 \
-  template class memfmt::runtime::trainer<Backend>;                                                                  \
-  template memfmt::graph::timing_cache memfmt::runtime::calibrate<Backend>(                                         \
-      const memfmt::graph::network&, Backend&, const memfmt::runtime::calibrate_options&);
+#define MEMFMT_INSTANTIATE_RUNTIME(Backend)                                                                         \
+  template class memfmt::runtime::executor<Backend>;                                                                \
+  template class memfmt::runtime::trainer<Backend>;                                                                 \
+  template memfmt::graph::timing_cache memfmt::runtime::calibrate<Backend>(const memfmt::graph::network&, Backend&, \
+                                                                           const memfmt::runtime::calibrate_options&);

@@ -41,11 +41,11 @@ constexpr bool lifetimes_overlap(const value_lifetime& a, const value_lifetime& 
 
 struct memory_plan {
   std::vector<value_lifetime> values;
-  std::vector<std::int64_t> offsets;   // per value, a multiple of `alignment`
+  std::vector<std::int64_t> offsets;  // per value, a multiple of `alignment`
   std::int64_t alignment = 64;
-  std::int64_t arena_bytes = 0;        // the arena: max(offset + size)
-  std::int64_t total_bytes = 0;        // allocate-everything: the sum of the aligned sizes
-  std::int64_t live_peak_bytes = 0;    // max over steps of the aligned sizes live then (a lower bound)
+  std::int64_t arena_bytes = 0;      // the arena: max(offset + size)
+  std::int64_t total_bytes = 0;      // allocate-everything: the sum of the aligned sizes
+  std::int64_t live_peak_bytes = 0;  // max over steps of the aligned sizes live then (a lower bound)
 
   // All-ones bytes: a NaN in float16/bfloat16/float32/float64 and -1 in the integer types.
   static constexpr unsigned char poison_byte = 0xFF;
@@ -60,8 +60,7 @@ struct memory_plan {
 
   // Fills value i's bytes in the arena at `base` with poison_byte.
   void poison(std::byte* base, std::size_t i) const {
-    if (values[i].bytes > 0)
-      std::memset(base + offsets[i], poison_byte, static_cast<std::size_t>(values[i].bytes));
+    if (values[i].bytes > 0) std::memset(base + offsets[i], poison_byte, static_cast<std::size_t>(values[i].bytes));
   }
 };
 
@@ -74,18 +73,18 @@ inline std::int64_t align_up(std::int64_t n, std::int64_t alignment, const std::
 // is not a positive power of two is an error naming it.
 inline memory_plan plan_memory(std::vector<value_lifetime> values, std::int64_t alignment = 64) {
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
-    memfmt::detail::fail(errc::invalid_argument, "memory plan: alignment " + std::to_string(alignment) +
-                                             " is not a positive power of two");
+    memfmt::detail::fail(errc::invalid_argument,
+                         "memory plan: alignment " + std::to_string(alignment) + " is not a positive power of two");
   memory_plan plan;
   plan.alignment = alignment;
   std::vector<std::int64_t> size(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const value_lifetime& v = values[i];
     if (v.bytes < 0 || v.first < 0 || v.last < v.first)
-      memfmt::detail::fail(errc::invalid_argument, "memory plan: value " + std::to_string(i) + " '" + v.name + "' has " +
-                                               std::to_string(v.bytes) + " bytes live over steps [" +
-                                               std::to_string(v.first) + ", " + std::to_string(v.last) +
-                                               "] (need bytes >= 0, 0 <= first <= last)");
+      memfmt::detail::fail(errc::invalid_argument, "memory plan: value " + std::to_string(i) + " '" + v.name +
+                                                       "' has " + std::to_string(v.bytes) + " bytes live over steps [" +
+                                                       std::to_string(v.first) + ", " + std::to_string(v.last) +
+                                                       "] (need bytes >= 0, 0 <= first <= last)");
     size[i] = align_up(v.bytes, alignment, "memory plan: size of '" + v.name + "'");
     plan.total_bytes = memfmt::detail::checked_add(plan.total_bytes, size[i], "memory plan: total bytes");
   }

@@ -52,10 +52,12 @@ inline parameter_store random_parameters(const graph::network& net, std::uint32_
       for (auto& e : v) e = d(rng);
       if (p.type == dtype::float32) s.insert<float>(p.name, p.extents, v);
       else if (p.type == dtype::float64) s.insert<double>(p.name, p.extents, std::vector<double>(v.begin(), v.end()));
-      else if (p.type == dtype::bfloat16) s.insert<bfloat16>(p.name, p.extents, std::vector<bfloat16>(v.begin(), v.end()));
-      else memfmt::detail::fail(errc::unsupported_dtype, "random_parameters: '" + p.name + "' is " +
-                                                              std::string(to_string(p.type)) +
-                                                              " (float32, float64, bfloat16 or int64 drawn)");
+      else if (p.type == dtype::bfloat16)
+        s.insert<bfloat16>(p.name, p.extents, std::vector<bfloat16>(v.begin(), v.end()));
+      else
+        memfmt::detail::fail(errc::unsupported_dtype, "random_parameters: '" + p.name + "' is " +
+                                                          std::string(to_string(p.type)) +
+                                                          " (float32, float64, bfloat16 or int64 drawn)");
     }
   return s;
 }

@@ -92,8 +92,8 @@ class io_tensors {
         return b;
       });
       data_.push_back(std::move(bytes));
-      refs_[n.name] = tensor_ref{n.type, n.extents, plan.format(n.id).value_or(graph::family::channels_first),
-                                 data_.back().data()};
+      refs_[n.name] =
+          tensor_ref{n.type, n.extents, plan.format(n.id).value_or(graph::family::channels_first), data_.back().data()};
     }
   }
   const std::map<std::string, tensor_ref>& refs() const { return refs_; }
@@ -113,11 +113,11 @@ plan_selection<Backend> select_plan(const graph::network& net, Backend& backend,
                                     const plan_selection_options& o = {}) {
   if (candidates.empty()) memfmt::detail::fail(errc::invalid_argument, "select_plan: no candidate plans");
   if (o.repetitions < 1 || o.warmup < 0 || o.max_repetitions < o.repetitions || !(o.min_seconds >= 0))
-    memfmt::detail::fail(errc::invalid_argument,
-                         "select_plan: repetitions " + std::to_string(o.repetitions) + " (>= 1), max_repetitions " +
-                             std::to_string(o.max_repetitions) + " (>= repetitions), warmup " +
-                             std::to_string(o.warmup) + " (>= 0), min_seconds " + std::to_string(o.min_seconds) +
-                             " (>= 0)");
+    memfmt::detail::fail(errc::invalid_argument, "select_plan: repetitions " + std::to_string(o.repetitions) +
+                                                     " (>= 1), max_repetitions " + std::to_string(o.max_repetitions) +
+                                                     " (>= repetitions), warmup " + std::to_string(o.warmup) +
+                                                     " (>= 0), min_seconds " + std::to_string(o.min_seconds) +
+                                                     " (>= 0)");
   struct entry {
     std::size_t index;
     std::unique_ptr<executor<Backend>> run;
@@ -141,8 +141,11 @@ plan_selection<Backend> select_plan(const graph::network& net, Backend& backend,
       try {
         auto ex = std::make_unique<executor<Backend>>(net, candidates[i].plan, backend, params, o.execution);
         t.conversions = ex->report().conversions;
-        runs.push_back(entry{i, std::move(ex), detail::io_tensors(net, candidates[i].plan, graph::node_kind::input, o.seed),
-                             detail::io_tensors(net, candidates[i].plan, graph::node_kind::output, o.seed), {}});
+        runs.push_back(entry{i,
+                             std::move(ex),
+                             detail::io_tensors(net, candidates[i].plan, graph::node_kind::input, o.seed),
+                             detail::io_tensors(net, candidates[i].plan, graph::node_kind::output, o.seed),
+                             {}});
       } catch (const error& e) {
         t.error = e.what();
         if (first_error.empty()) first_error = "select_plan: candidate '" + t.name + "': " + e.what();

@@ -3,8 +3,8 @@
 // A trainer is built once from (network, plan, backend, parameters), like the executor, and checks
 // the same things then, the backend's support() for every layer included (asked with
 // op_query::backward set, so a backend refuses a layer whose backward it lacks); it also refuses
-// what has no backward here (an opaque layer: a user_op has no backward function; a dropout with p > 0: its random mask is not
-// reproduced) with errc::unsupported naming the node. train_step() runs
+// what has no backward here (an opaque layer: a user_op has no backward function; a dropout with p > 0: its random mask
+// is not reproduced) with errc::unsupported naming the node. train_step() runs
 //   - the forward pass in training mode: batch norm normalises with the batch statistics and updates
 //     running_mean and running_var as PyTorch does (momentum, the unbiased batch variance for
 //     running_var, num_batches_tracked counted); nothing folded;
@@ -86,7 +86,8 @@ class trainer : private detail::binding<Backend> {
   // One step. `inputs` names every graph input, `outputs` every graph output (the forward results
   // are written there), `output_grads` the gradient of the loss for every graph output, with the
   // output's dtype, extents and format. Everything is checked before any work.
-  parameter_store train_step(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs,
+  parameter_store train_step(const std::map<std::string, tensor_ref>& inputs,
+                             const std::map<std::string, tensor_ref>& outputs,
                              const std::map<std::string, tensor_ref>& output_grads) {
     check_io(inputs, graph::node_kind::input, "input");
     check_io(outputs, graph::node_kind::output, "output");
@@ -143,10 +144,12 @@ class trainer : private detail::binding<Backend> {
   void check_supported(const graph::node& n) const {
     this->check_in_plan(n);
     if (n.kind == graph::node_kind::opaque)
-      memfmt::detail::fail(errc::unsupported, who(n) + ": a user_op has no backward function, so the network cannot be trained");
+      memfmt::detail::fail(errc::unsupported,
+                           who(n) + ": a user_op has no backward function, so the network cannot be trained");
     if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
-      memfmt::detail::fail(errc::unsupported, who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
-                                                  " in training draws a random mask, which the trainer does not (p 0 only)");
+      memfmt::detail::fail(errc::unsupported,
+                           who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
+                               " in training draws a random mask, which the trainer does not (p 0 only)");
     this->check_backend(n, true);
   }
 
@@ -191,8 +194,8 @@ class trainer : private detail::binding<Backend> {
 
   // ---- storage ----
 
-  std::size_t add_storage(std::string name, memfmt::dtype type, const std::vector<std::int64_t>& extents, graph::family f,
-                          std::optional<graph::node_id> producer) {
+  std::size_t add_storage(std::string name, memfmt::dtype type, const std::vector<std::int64_t>& extents,
+                          graph::family f, std::optional<graph::node_id> producer) {
     const std::int64_t n = memfmt::detail::checked_numel(extents, name.c_str());
     const auto bytes = static_cast<std::int64_t>(memfmt::detail::checked_bytes(n, size_of(type), name.c_str()));
     storage_.push_back({std::move(name), type, detail::kernel_extents(extents), f, bytes, unused, -1, producer, 0});
@@ -231,7 +234,8 @@ class trainer : private detail::binding<Backend> {
     if (const auto it = grad_.find(s); it != grad_.end()) return it->second;
     const std::size_t g = like(s, "grad " + storage_[s].name);
     grad_[s] = g;
-    if (const auto c = trainable_constants_.find(s); c != trainable_constants_.end()) constant_gradient(g, net_.at(c->second));
+    if (const auto c = trainable_constants_.find(s); c != trainable_constants_.end())
+      constant_gradient(g, net_.at(c->second));
     return g;
   }
 
@@ -278,7 +282,9 @@ class trainer : private detail::binding<Backend> {
         // The backend's add, in place: a float sum rounded once, as the host loop's double sum is.
         dispatch_format(storage_[g].format, static_cast<int>(storage_[g].extents.size()), [&](auto f) {
           using F = decltype(f);
-          step.push_back([this, g, dst] { backend_.binary_forward(memfmt::binary_op::add, in<T, F>(g), in<T, F>(dst), out<T, F>(g)); });
+          step.push_back([this, g, dst] {
+            backend_.binary_forward(memfmt::binary_op::add, in<T, F>(g), in<T, F>(dst), out<T, F>(g));
+          });
         });
       } else {
         step.push_back([this, g, dst, n = storage_[g].bytes / static_cast<std::int64_t>(sizeof(T))] {
@@ -304,7 +310,8 @@ class trainer : private detail::binding<Backend> {
     std::vector<value_lifetime> v;
     for (std::size_t i = 0; i < storage_.size(); ++i) {
       const storage& s = storage_[i];
-      v.push_back({s.name, constants_.count(i) ? 0 : s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
+      v.push_back(
+          {s.name, constants_.count(i) ? 0 : s.bytes, s.first == unused ? 0 : s.first, s.first == unused ? 0 : s.last});
     }
     this->allocate_arena(std::move(v));
     address_.resize(storage_.size());
@@ -418,8 +425,8 @@ class trainer : private detail::binding<Backend> {
         continue;
       }
       const std::size_t src = slot_[n.id];
-      const std::size_t dst = add_storage(n.name + " (" + graph::to_string(c.to) + ")", n.type, n.extents, c.to,
-                                          storage_[src].producer);
+      const std::size_t dst =
+          add_storage(n.name + " (" + graph::to_string(c.to) + ")", n.type, n.extents, c.to, storage_[src].producer);
       converted_slot_[n.id] = dst;
       use(src, t);
       use(dst, t);
@@ -435,11 +442,11 @@ class trainer : private detail::binding<Backend> {
       using T = decltype(tag);
       dispatch_format(s.format, static_cast<int>(s.extents.size()), [&](auto from) {
         using From = decltype(from);
-        using To = std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
+        using To =
+            std::conditional_t<From::channels_last, typename From::channels_first_t, typename From::channels_last_t>;
         if constexpr (detail::owns_memory<Backend>::value)
           step.push_back([this, src, dst] { backend_.convert(in<T, From>(src), out<T, To>(dst)); });
-        else
-          step.push_back([this, src, dst] { memfmt::convert(in<T, From>(src), out<T, To>(dst)); });
+        else step.push_back([this, src, dst] { memfmt::convert(in<T, From>(src), out<T, To>(dst)); });
       });
     });
   }
@@ -472,9 +479,11 @@ class trainer : private detail::binding<Backend> {
       weights_.push_back(wv.data());
       const auto dw = weight_gradient<T, F>(wn, shape);
       if (!transposed) {
-        steps_[n.id].push_back([this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
+        steps_[n.id].push_back(
+            [this, x, y, wv, bias, p] { backend_.conv_forward(in<T, F>(x), wv, bias, out<T, F>(y), p); });
         backward_.emplace(n.id, [this, x, wv, dw, dbias, p, tb](std::size_t dy, step_list& step) {
-          step.push_back([this, x, dy, dw, dbias, p] { backend_.conv_backward_weights(in<T, F>(x), in<T, F>(dy), dw, dbias, p); });
+          step.push_back(
+              [this, x, dy, dw, dbias, p] { backend_.conv_backward_weights(in<T, F>(x), in<T, F>(dy), dw, dbias, p); });
           into_grad(x, tb, step, [&](std::size_t dx) {
             step.push_back([this, dy, dx, wv, p] { backend_.conv_backward_data(in<T, F>(dy), wv, out<T, F>(dx), p); });
           });
@@ -541,7 +550,8 @@ class trainer : private detail::binding<Backend> {
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const auto res = residual_.find(n.id);
     const std::optional<std::size_t> r =
-        res == residual_.end() ? std::nullopt : std::optional<std::size_t>(read_slot(net_.at(fused_tail_.at(n.id)[0]), res->second));
+        res == residual_.end() ? std::nullopt
+                               : std::optional<std::size_t>(read_slot(net_.at(fused_tail_.at(n.id)[0]), res->second));
     if (r) use(*r, static_cast<std::int64_t>(n.id));
     const std::string b = n.name + ".";
     const std::vector<std::int64_t> shape = params.at(b + "weight").shape;
@@ -554,27 +564,31 @@ class trainer : private detail::binding<Backend> {
     P* saved_invstd = detail::backend_param(backend_, owned_, std::vector<P>(c));
     P* dgamma = gradient<P, P>(b + "weight", shape);
     P* dbeta = gradient<P, P>(b + "bias", shape);
-    running_.emplace_back(b + "running_mean", [this, mean, c, shape] { return as_parameter<P>(host_copy(mean, c).data(), c, shape); });
-    running_.emplace_back(b + "running_var", [this, var, c, shape] { return as_parameter<P>(host_copy(var, c).data(), c, shape); });
+    running_.emplace_back(b + "running_mean",
+                          [this, mean, c, shape] { return as_parameter<P>(host_copy(mean, c).data(), c, shape); });
+    running_.emplace_back(b + "running_var",
+                          [this, var, c, shape] { return as_parameter<P>(host_copy(var, c).data(), c, shape); });
     if (const parameter* t = params.find(b + "num_batches_tracked"))
-      batches_tracked_.emplace_back(b + "num_batches_tracked", t->template values<std::int64_t>(b + "num_batches_tracked").at(0));
+      batches_tracked_.emplace_back(b + "num_batches_tracked",
+                                    t->template values<std::int64_t>(b + "num_batches_tracked").at(0));
     const std::int64_t tb = backward_step(n.id);
     use(x, tb);
     if (p.fuse_relu) use(y, tb);
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
       steps_[n.id].push_back([this, x, y, r, gamma, beta, mean, var, saved_mean, saved_invstd, p] {
-        backend_.batch_norm_forward_training(in<T, F>(x), out<T, F>(y), gamma, beta, mean, var, saved_mean, saved_invstd, p,
-                                             r ? in<T, F>(*r) : tensor_view<const T, F>{});
+        backend_.batch_norm_forward_training(in<T, F>(x), out<T, F>(y), gamma, beta, mean, var, saved_mean,
+                                             saved_invstd, p, r ? in<T, F>(*r) : tensor_view<const T, F>{});
       });
-      backward_.emplace(n.id, [this, x, y, r, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
+      backward_.emplace(n.id, [this, x, y, r, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, tb](std::size_t dy,
+                                                                                                     step_list& step) {
         const auto g = grad_of(x);
         const std::size_t dx = contribute_or_scratch(x, tb);
         const auto gr = r ? grad_of(*r) : std::nullopt;
         const std::optional<std::size_t> dr = gr ? std::optional<std::size_t>(contribute(*gr, tb)) : std::nullopt;
         step.push_back([this, x, y, dy, dx, dr, gamma, saved_mean, saved_invstd, dgamma, dbeta, p] {
-          backend_.batch_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, saved_mean, saved_invstd, dgamma,
-                                       dbeta, p, p.fuse_relu ? in<T, F>(y) : tensor_view<const T, F>{},
+          backend_.batch_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, saved_mean, saved_invstd,
+                                       dgamma, dbeta, p, p.fuse_relu ? in<T, F>(y) : tensor_view<const T, F>{},
                                        dr ? out<T, F>(*dr) : tensor_view<T, F>{});
         });
         if (g) finish(*g, dx, step);
@@ -590,8 +604,8 @@ class trainer : private detail::binding<Backend> {
       if constexpr (detail::runs_layer_norm<Backend>::value)
         bind_norm<T>(n, params, n.get<graph::layer_norm_attrs>().params);
       else
-        memfmt::detail::fail(errc::unsupported, "node '" + n.name + "': the " + std::string(Backend::name) +
-                                                    " backend has no layer norm");
+        memfmt::detail::fail(errc::unsupported,
+                             "node '" + n.name + "': the " + std::string(Backend::name) + " backend has no layer norm");
     } else {
       bind_norm<T>(n, params, n.get<graph::norm_attrs>().params);
     }
@@ -603,8 +617,10 @@ class trainer : private detail::binding<Backend> {
     const detail::norm_shape s = detail::norm_shape_of(n);
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
     const std::string b = n.name + ".";
-    const P* gamma = s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
-    const P* beta = s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
+    const P* gamma =
+        s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "weight")) : nullptr;
+    const P* beta =
+        s.affine ? detail::backend_param(backend_, owned_, detail::values_as<P, P>(params, b + "bias")) : nullptr;
     P* dgamma = s.affine ? gradient<P, P>(b + "weight", params.at(b + "weight").shape) : nullptr;
     P* dbeta = s.affine ? gradient<P, P>(b + "bias", params.at(b + "bias").shape) : nullptr;
     P* mean = detail::backend_param(backend_, owned_, std::vector<P>(s.stats));
@@ -616,17 +632,18 @@ class trainer : private detail::binding<Backend> {
       steps_[n.id].push_back([this, x, y, gamma, beta, mean, invstd, p] {
         if constexpr (std::is_same_v<Params, layer_norm_params>)
           backend_.layer_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
-        else
-          backend_.group_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
+        else backend_.group_norm_forward(in<T, F>(x), out<T, F>(y), gamma, beta, mean, invstd, p);
       });
       backward_.emplace(n.id, [this, x, gamma, mean, invstd, dgamma, dbeta, p, tb](std::size_t dy, step_list& step) {
         const auto g = grad_of(x);
         const std::size_t dx = contribute_or_scratch(x, tb);
         step.push_back([this, x, dy, dx, gamma, mean, invstd, dgamma, dbeta, p] {
           if constexpr (std::is_same_v<Params, layer_norm_params>)
-            backend_.layer_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
+            backend_.layer_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta,
+                                         p);
           else
-            backend_.group_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta, p);
+            backend_.group_norm_backward(in<T, F>(x), in<T, F>(dy), out<T, F>(dx), gamma, mean, invstd, dgamma, dbeta,
+                                         p);
         });
         if (g) finish(*g, dx, step);
       });
@@ -652,7 +669,8 @@ class trainer : private detail::binding<Backend> {
       using F = decltype(tag);
       steps_[n.id].push_back([this, x, y, w, bias] { backend_.linear_forward(in<T, F>(x), w, bias, out<T, nchw>(y)); });
       backward_.emplace(n.id, [this, x, w, dw, dbias, tb](std::size_t dy, step_list& step) {
-        step.push_back([this, x, dy, dw, dbias] { backend_.linear_backward_weights(in<T, F>(x), in<T, nchw>(dy), dw, dbias); });
+        step.push_back(
+            [this, x, dy, dw, dbias] { backend_.linear_backward_weights(in<T, F>(x), in<T, nchw>(dy), dw, dbias); });
         into_grad(x, tb, step, [&](std::size_t dx) {
           step.push_back([this, dy, dx, w] { backend_.linear_backward_data(in<T, nchw>(dy), w, out<T, F>(dx)); });
         });
@@ -699,7 +717,8 @@ class trainer : private detail::binding<Backend> {
       // The backward of a layer whose dx depends on dy (and x or y) only through `fn(dy, dx)`.
       const auto backward_dx = [&](auto fn) {
         backward_.emplace(n.id, [this, x, tb, fn](std::size_t dy, step_list& s) {
-          into_grad(x, tb, s, [&](std::size_t dx) { s.push_back([this, fn, dy, dx] { fn(in<T, F>(dy), out<T, F>(dx)); }); });
+          into_grad(x, tb, s,
+                    [&](std::size_t dx) { s.push_back([this, fn, dy, dx] { fn(in<T, F>(dy), out<T, F>(dx)); }); });
         });
       };
       switch (n.kind) {
@@ -723,7 +742,8 @@ class trainer : private detail::binding<Backend> {
             const std::optional<std::size_t> d1 = g1 ? std::optional<std::size_t>(contribute(*g1, tb)) : std::nullopt;
             const std::optional<std::size_t> d2 = g2 ? std::optional<std::size_t>(contribute(*g2, tb)) : std::nullopt;
             s.push_back([this, x, x2, dy, d1, d2, k] {
-              backend_.binary_backward(k, in<T, F>(x), in<T, F>(x2), in<T, F>(dy), d1 ? out<T, F>(*d1) : tensor_view<T, F>{},
+              backend_.binary_backward(k, in<T, F>(x), in<T, F>(x2), in<T, F>(dy),
+                                       d1 ? out<T, F>(*d1) : tensor_view<T, F>{},
                                        d2 ? out<T, F>(*d2) : tensor_view<T, F>{});
             });
             if (g1) finish(*g1, *d1, s);
@@ -738,7 +758,9 @@ class trainer : private detail::binding<Backend> {
             p = n.get<memfmt::pool_params>();
           } else if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
             step.push_back([this, x, y] { backend_.global_average_pool_forward(in<T, F>(x), out<T, F>(y)); });
-            backward_dx([this](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.global_average_pool_backward(dy, dx); });
+            backward_dx([this](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
+              backend_.global_average_pool_backward(dy, dx);
+            });
             break;
           } else {  // a max pool whose window is the whole map
             const auto& e = net_.at(n.inputs[0]).extents;
@@ -746,19 +768,23 @@ class trainer : private detail::binding<Backend> {
           }
           use(x, tb);
           step.push_back([this, x, y, p] { backend_.pool_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx([this, x, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pool_backward(in<T, F>(x), dy, dx, p); });
+          backward_dx([this, x, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
+            backend_.pool_backward(in<T, F>(x), dy, dx, p);
+          });
           break;
         }
         case graph::node_kind::upsample: {
           const auto p = n.get<memfmt::upsample_params>();
           step.push_back([this, x, y, p] { backend_.upsample_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.upsample_backward(dy, dx, p); });
+          backward_dx(
+              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.upsample_backward(dy, dx, p); });
           break;
         }
         case graph::node_kind::pad: {
           const auto p = n.get<memfmt::pad_params>();
           step.push_back([this, x, y, p] { backend_.pad_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pad_backward(dy, dx, p); });
+          backward_dx(
+              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pad_backward(dy, dx, p); });
           break;
         }
         case graph::node_kind::softmax: {
@@ -780,21 +806,23 @@ class trainer : private detail::binding<Backend> {
               backend_.reduce_backward(in<T, F>(x), in<T, F>(y), dy, dx, p);
             });
           } else {
-            memfmt::detail::fail(errc::unsupported, who(n) + ": the " + std::string(Backend::name) +
-                                                        " backend has no reductions");
+            memfmt::detail::fail(errc::unsupported,
+                                 who(n) + ": the " + std::string(Backend::name) + " backend has no reductions");
           }
           break;
         }
         case graph::node_kind::slice: {
           const auto p = n.get<memfmt::slice_params>();
           step.push_back([this, x, y, p] { backend_.slice_forward(in<T, F>(x), p, out<T, F>(y)); });
-          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.slice_backward(dy, p, dx); });
+          backward_dx(
+              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.slice_backward(dy, p, dx); });
           break;
         }
         case graph::node_kind::rearrange: {
           const auto p = n.get<memfmt::rearrange_params>();
           step.push_back([this, x, y, p] { backend_.rearrange_forward(in<T, F>(x), p, out<T, F>(y)); });
-          backward_dx([this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.rearrange_backward(dy, p, dx); });
+          backward_dx(
+              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.rearrange_backward(dy, p, dx); });
           break;
         }
         default:
@@ -814,7 +842,10 @@ class trainer : private detail::binding<Backend> {
     auto& step = steps_[static_cast<std::size_t>(t)];
     if (n.kind == graph::node_kind::output) {
       into_grad(slot_[n.id], t, step, [&](std::size_t dst) {
-        step.push_back([this, dst, id = n.id] { detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id], static_cast<std::size_t>(storage_[dst].bytes)); });
+        step.push_back([this, dst, id = n.id] {
+          detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id],
+                          static_cast<std::size_t>(storage_[dst].bytes));
+        });
       });
       return;
     }
@@ -839,9 +870,10 @@ class trainer : private detail::binding<Backend> {
     if (storage_[g].contributions == 0) {
       ++storage_[g].contributions;
       if constexpr (detail::owns_memory<Backend>::value)
-        step.push_back([this, g, zeros = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(storage_[g].bytes))] {
-          detail::copy_in(backend_, data<std::byte>(g), zeros->data(), zeros->size());
-        });
+        step.push_back(
+            [this, g, zeros = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(storage_[g].bytes))] {
+              detail::copy_in(backend_, data<std::byte>(g), zeros->data(), zeros->size());
+            });
       else
         step.push_back([this, g] {
           // An empty gradient has no storage (a null pointer) to zero.
@@ -855,18 +887,18 @@ class trainer : private detail::binding<Backend> {
     runtime::check_io(net_, plan_, given, kind, what, "trainer");
   }
 
-
   trainer_options options_;
-  std::map<graph::node_id, graph::node_id> fused_into_;                // fused add / relu -> its batch norm
+  std::map<graph::node_id, graph::node_id> fused_into_;               // fused add / relu -> its batch norm
   std::map<graph::node_id, std::vector<graph::node_id>> fused_tail_;  // batch norm -> its fused add?, relu
-  std::map<std::size_t, std::vector<graph::node_id>> sharing_;  // storage -> the values it holds
+  std::map<std::size_t, std::vector<graph::node_id>> sharing_;        // storage -> the values it holds
   std::map<graph::node_id, graph::node_id> residual_;                 // batch norm -> its fused add's other operand
   std::vector<storage> storage_;
-  std::map<std::size_t, std::size_t> grad_;                // storage -> its gradient's storage
+  std::map<std::size_t, std::size_t> grad_;                    // storage -> its gradient's storage
   std::map<std::size_t, graph::node_id> trainable_constants_;  // storage -> its trainable constant node
-  std::vector<std::byte*> address_;                        // per storage: where its bytes are
-  std::map<graph::node_id, std::function<void(std::size_t, step_list&)>> backward_;  // binds a layer's backward given dy
-  std::vector<step_list> steps_;                           // 2N: forward per node, then backward in reverse
+  std::vector<std::byte*> address_;                            // per storage: where its bytes are
+  std::map<graph::node_id, std::function<void(std::size_t, step_list&)>>
+      backward_;                  // binds a layer's backward given dy
+  std::vector<step_list> steps_;  // 2N: forward per node, then backward in reverse
   std::vector<std::pair<std::string, std::function<parameter()>>> gradients_;
   std::vector<std::pair<std::string, std::function<parameter()>>> running_;
   std::vector<std::pair<std::string, std::int64_t>> batches_tracked_;

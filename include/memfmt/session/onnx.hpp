@@ -24,10 +24,10 @@ namespace memfmt {
 // @pre m.runnable(); otherwise memfmt::error (unsupported) naming the first node without a layer.
 inline model model_of(const onnx::imported_model& m) {
   if (!m.runnable())
-    memfmt::detail::fail(errc::unsupported, "the model has " + std::to_string(m.unsupported.size()) +
-                                                " node(s) without a memfmt layer; the first is op " +
-                                                m.unsupported.front().op + " (ONNX node '" +
-                                                m.unsupported.front().onnx_node + "'): " + m.unsupported.front().reason);
+    memfmt::detail::fail(errc::unsupported,
+                         "the model has " + std::to_string(m.unsupported.size()) +
+                             " node(s) without a memfmt layer; the first is op " + m.unsupported.front().op +
+                             " (ONNX node '" + m.unsupported.front().onnx_node + "'): " + m.unsupported.front().reason);
   model out;
   out.network = m.network;
   out.parameters = m.parameters;

@@ -109,8 +109,7 @@ template <class Backend>
 class session {
  public:
   // A session that owns its backend (default-constructed).
-  explicit session(model m, const session_options& o = {})
-      : session(std::move(m), std::make_shared<Backend>(), o) {}
+  explicit session(model m, const session_options& o = {}) : session(std::move(m), std::make_shared<Backend>(), o) {}
   // On a backend the caller owns; it must outlive the session.
   session(model m, Backend& backend, const session_options& o = {})
       : session(std::move(m), std::shared_ptr<Backend>(&backend, [](Backend*) {}), o) {}
@@ -146,8 +145,9 @@ class session {
     }
     for (const auto& [name, v] : feeds)
       if (!in_refs.count(name))
-        memfmt::detail::fail(errc::invalid_argument, "session::run: '" + name + "' " + graph::describe(v.type, v.shape) +
-                                                         " is no graph input of the model");
+        memfmt::detail::fail(
+            errc::invalid_argument,
+            "session::run: '" + name + "' " + graph::describe(v.type, v.shape) + " is no graph input of the model");
     for (std::size_t i = 0; i < model_->outputs.size(); ++i) {
       const io_value& out = model_->outputs[i];
       const auto& n = net.at(output_ids_[i]);
@@ -192,14 +192,14 @@ class session {
     const auto node_of = [&](const io_value& v, const char* what) {
       const std::optional<graph::node_id> id = model_->network.find(v.name);
       if (!id)
-        memfmt::detail::fail(errc::invalid_argument, std::string("session: ") + what + " '" + v.name +
-                                                         "' is no node of the network");
+        memfmt::detail::fail(errc::invalid_argument,
+                             std::string("session: ") + what + " '" + v.name + "' is no node of the network");
       return *id;
     };
     for (const io_value& v : model_->inputs) input_ids_.push_back(node_of(v, "input"));
     for (const io_value& v : model_->outputs) output_ids_.push_back(node_of(v, "output"));
-    executor_ = std::make_unique<runtime::executor<Backend>>(model_->network, plan_, *backend_, model_->parameters,
-                                                             execution);
+    executor_ =
+        std::make_unique<runtime::executor<Backend>>(model_->network, plan_, *backend_, model_->parameters, execution);
   }
 
   // Declared first, destroyed last: the executor holds a reference to the backend.

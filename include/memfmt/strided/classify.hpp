@@ -137,8 +137,8 @@ inline bool channels_last_strides_fit(const std::vector<std::int64_t>& sizes, co
   return true;
 }
 
-inline std::vector<std::int64_t> channels_last_strides_for(const std::vector<std::int64_t>& sizes,
-                                                           const int* walk, std::size_t walk_len) {
+inline std::vector<std::int64_t> channels_last_strides_for(const std::vector<std::int64_t>& sizes, const int* walk,
+                                                           std::size_t walk_len) {
   std::vector<std::int64_t> strides;
   if (!channels_last_strides_fit(sizes, walk, walk_len, strides))
     fail(errc::overflow, "dense_strides: strides of sizes " + dims_to_string(sizes) + " overflow 64 bits");
@@ -188,7 +188,8 @@ inline bool is_channels_last_3d_strides_like(const strided_desc& t) {
 // not. Wrong ranks and `preserve` throw memfmt::error with PyTorch's own message.
 inline std::vector<std::int64_t> dense_strides(const std::vector<std::int64_t>& sizes, memory_format f) {
   for (auto s : sizes)
-    if (s < 0) detail::fail(errc::invalid_argument, "dense_strides: negative size in sizes " + detail::dims_to_string(sizes));
+    if (s < 0)
+      detail::fail(errc::invalid_argument, "dense_strides: negative size in sizes " + detail::dims_to_string(sizes));
   switch (f) {
     case memory_format::contiguous: {
       std::vector<std::int64_t> strides(sizes.size(), 1);
@@ -246,8 +247,8 @@ inline std::vector<std::int64_t> infer_dense_strides(const strided_desc& t) {
   for (auto d : perm) {
     out[d] = stride;
     if (t.sizes[d] > 1 && detail::mul_overflows(stride, t.sizes[d], &stride))
-      detail::fail(errc::overflow, "infer_dense_strides: strides of sizes " + detail::dims_to_string(t.sizes) +
-                                       " overflow 64 bits");
+      detail::fail(errc::overflow,
+                   "infer_dense_strides: strides of sizes " + detail::dims_to_string(t.sizes) + " overflow 64 bits");
   }
   return out;
 }

@@ -108,8 +108,8 @@ inline strided_desc cat_copies(const strided_desc& t, std::int64_t copies, std::
   strided_desc out;
   out.type = t.type;
   out.sizes = t.sizes;
-  out.sizes[dim] = checked_mul(t.sizes[dim], copies, "cat_result: the concatenated size along dimension " +
-                                                         std::to_string(dim));
+  out.sizes[dim] =
+      checked_mul(t.sizes[dim], copies, "cat_result: the concatenated size along dimension " + std::to_string(dim));
   out.strides = dense_strides(out.sizes, cat_memory_format({t}));
   return out;
 }
@@ -166,12 +166,12 @@ inline strided_desc cat_result(const std::vector<strided_desc>& inputs, std::int
       for (std::size_t k = 0; k < first.sizes.size(); ++k)
         if (k != d && first.sizes[k] != t.sizes[k])
           detail::fail(errc::shape_mismatch, "Sizes of tensors must match except in dimension " + std::to_string(dim) +
-                                                 ". Expected size " + std::to_string(first.sizes[k]) + " but got size " +
-                                                 std::to_string(t.sizes[k]) + " for tensor number " + std::to_string(i) +
-                                                 " in the list.");
+                                                 ". Expected size " + std::to_string(first.sizes[k]) +
+                                                 " but got size " + std::to_string(t.sizes[k]) + " for tensor number " +
+                                                 std::to_string(i) + " in the list.");
       if (detail::add_overflows(total, t.sizes[d], &total))
-        detail::fail(errc::overflow, "cat_result: the concatenated size along dimension " + std::to_string(dim) +
-                                         " overflows 64 bits");
+        detail::fail(errc::overflow,
+                     "cat_result: the concatenated size along dimension " + std::to_string(dim) + " overflows 64 bits");
     }
     out.sizes = first.sizes;
     out.sizes[d] = total;
@@ -351,8 +351,10 @@ inline strided_desc conv_result(const strided_desc& input, const strided_desc& w
     detail::fail(errc::unsupported_dtype, "conv_result: input dtype " + std::string(to_string(input.type)) +
                                               " and weight dtype " + std::string(to_string(weight.type)) + " differ");
   if (input.type != dtype::float32 && input.type != dtype::float64)
-    detail::fail(errc::unsupported_dtype, "conv_result: PyTorch 1.13 CPU convolution is modelled for float32 and "
-                                          "float64 only, got " + std::string(to_string(input.type)));
+    detail::fail(errc::unsupported_dtype,
+                 "conv_result: PyTorch 1.13 CPU convolution is modelled for float32 and "
+                 "float64 only, got " +
+                     std::string(to_string(input.type)));
   const int spatial = ctx.spatial_dims > 0 ? ctx.spatial_dims : static_cast<int>(weight.dim()) - 2;
   if (spatial < 1 || spatial > 3)
     detail::fail(errc::invalid_argument, "conv_result: cannot tell conv1d/2d/3d from a weight of sizes " +
@@ -362,8 +364,8 @@ inline strided_desc conv_result(const strided_desc& input, const strided_desc& w
   if (input.dim() != unbatched_rank && input.dim() != unbatched_rank + 1)
     detail::fail(errc::invalid_argument, "Expected " + std::to_string(unbatched_rank) + "D (unbatched) or " +
                                              std::to_string(unbatched_rank + 1) + "D (batched) input to conv" +
-                                             std::to_string(spatial) + "d, but got input of size: " +
-                                             detail::dims_to_string(input.sizes));
+                                             std::to_string(spatial) +
+                                             "d, but got input of size: " + detail::dims_to_string(input.sizes));
   const bool batched = input.dim() == unbatched_rank + 1;
   strided_desc in = batched ? input : detail::torch_unsqueeze(input, 0);
   strided_desc w = weight;
@@ -414,7 +416,8 @@ inline strided_desc conv_result(const strided_desc& input, const strided_desc& w
     std::string padded, kernel;
     for (std::size_t i = 2; i < k; ++i) {
       std::int64_t in_size = 0, k_size = 0;
-      if (detail::mul_overflows(p.padding[i - 2], 2, &in_size) || detail::add_overflows(in_size, in.sizes[i], &in_size) ||
+      if (detail::mul_overflows(p.padding[i - 2], 2, &in_size) ||
+          detail::add_overflows(in_size, in.sizes[i], &in_size) ||
           detail::mul_overflows(p.dilation[i - 2], w.sizes[i] - 1, &k_size) ||
           detail::add_overflows(k_size, 1, &k_size))
         detail::fail(errc::overflow, "conv_result: padding " + detail::dims_to_string(p.padding) + " or dilation " +
@@ -460,8 +463,8 @@ inline strided_desc conv_result(const strided_desc& input, const strided_desc& w
 inline strided_desc batch_norm_result(const strided_desc& input, bool training, bool affine) {
   detail::check_operand(input, "batch_norm_result");
   if (input.dim() < 2)
-    detail::fail(errc::invalid_argument,
-                 "batch_norm_result: input of sizes " + detail::dims_to_string(input.sizes) + " has no channel dimension");
+    detail::fail(errc::invalid_argument, "batch_norm_result: input of sizes " + detail::dims_to_string(input.sizes) +
+                                             " has no channel dimension");
   if (training) {
     // PyTorch multiplies N and the spatial sizes and compares with 1; sizes are >= 0, so the
     // product is 1 exactly when each factor is (no product, no overflow).

@@ -71,9 +71,13 @@ class host_tensor {
   operator const_view_type() const noexcept { return const_view(); }
 
   template <class... I>
-  T& operator()(I... idx) noexcept { return data()[map_(idx...)]; }
+  T& operator()(I... idx) noexcept {
+    return data()[map_(idx...)];
+  }
   template <class... I>
-  const T& operator()(I... idx) const noexcept { return data()[map_(idx...)]; }
+  const T& operator()(I... idx) const noexcept {
+    return data()[map_(idx...)];
+  }
 
  private:
   struct free_deleter {

@@ -35,8 +35,8 @@ tensor_view<T, To> relabel(const tensor_view<T, From>& v) {
                  std::string("relabel ") + From::name + " -> " + To::name + ": sizes " + detail::dims_to_string(e) +
                      " are not ambiguous (need C == 1, all spatial sizes == 1, or numel == 0); use convert()");
   if (v.numel() == 0)
-    return tensor_view<T, To>(v.data(), layout<To>::packed_checked(e, std::string("relabel ") + From::name + " -> " +
-                                                                          To::name));
+    return tensor_view<T, To>(v.data(),
+                              layout<To>::packed_checked(e, std::string("relabel ") + From::name + " -> " + To::name));
   // Same strides, read through the other format's checks: offsets are unchanged by construction,
   // and layout<To>::strided() rejects the case where the bytes differ (a padded unit dimension).
   return tensor_view<T, To>(v.data(), layout<To>::strided(e, v.strides()));

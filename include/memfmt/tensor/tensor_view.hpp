@@ -78,10 +78,14 @@ class tensor_view {
 };
 
 // Shorthands.
-template <class T> using nchw_view = tensor_view<T, nchw>;
-template <class T> using nhwc_view = tensor_view<T, nhwc>;
-template <class T> using ncdhw_view = tensor_view<T, ncdhw>;
-template <class T> using ndhwc_view = tensor_view<T, ndhwc>;
+template <class T>
+using nchw_view = tensor_view<T, nchw>;
+template <class T>
+using nhwc_view = tensor_view<T, nhwc>;
+template <class T>
+using ncdhw_view = tensor_view<T, ncdhw>;
+template <class T>
+using ndhwc_view = tensor_view<T, ndhwc>;
 
 template <class V>
 struct is_tensor_view : std::false_type {};

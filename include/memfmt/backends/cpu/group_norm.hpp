@@ -137,9 +137,9 @@ inline std::vector<double> per_channel(const std::vector<double>& by_group, cons
 
 template <class T, class P>
 constexpr void check_types() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16> ||
-                    std::is_same_v<T, half>,
-                "memfmt::cpu::group_norm: T must be float, double, half or bfloat16");
+  static_assert(
+      std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16> || std::is_same_v<T, half>,
+      "memfmt::cpu::group_norm: T must be float, double, half or bfloat16");
   static_assert(std::is_floating_point_v<P>, "memfmt::cpu::group_norm: parameters must be float or double");
 }
 
@@ -161,8 +161,8 @@ using double_passes::sum8;
 // per-channel factors indexed by the run's position (a pixel's run of channels) or fixed (a row of
 // one channel, index 0).
 template <bool PerElement, class T, class Step>
-void normalize_run(const T* __restrict xp, T* __restrict yp, std::int64_t len, Step step,
-                   const double* __restrict mean, const double* __restrict scale, const double* __restrict shift) {
+void normalize_run(const T* __restrict xp, T* __restrict yp, std::int64_t len, Step step, const double* __restrict mean,
+                   const double* __restrict scale, const double* __restrict shift) {
   for (std::int64_t j = 0; j < len; ++j) {
     const std::int64_t c = PerElement ? j : 0;
     yp[j * step] = round_out<T>((reference::detail::to_double(xp[j * step]) - mean[c]) * scale[c] + shift[c]);
@@ -207,8 +207,8 @@ void unit_or_strided(std::int64_t step, Fn&& fn) {
 }  // namespace group_norm_detail
 
 template <class T, class P, class XF, class YF>
-void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const P* gamma, const P* beta,
-                        P* saved_mean, P* saved_invstd, const group_norm_params& p) {
+void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const P* gamma, const P* beta, P* saved_mean,
+                        P* saved_invstd, const group_norm_params& p) {
   namespace gd = group_norm_detail;
   namespace rd = reference::detail;
   gd::check_types<T, P>();
@@ -231,8 +231,7 @@ void group_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
         const T* xp = xd + base;
         if (ch.channels_inner)
           for (std::int64_t j = 0; j < len; ++j) acc[c + j] += rd::to_double(xp[j * step]);
-        else
-          acc[c] += gd::sum8(len, [&](std::int64_t j) { return rd::to_double(xp[j * step]); });
+        else acc[c] += gd::sum8(len, [&](std::int64_t j) { return rd::to_double(xp[j * step]); });
       });
     });
   });
@@ -318,7 +317,8 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
     mean[i] = static_cast<double>(saved_mean[i]);
     invstd[i] = static_cast<double>(saved_invstd[i]);
   }
-  const std::vector<double> mean_c = gd::per_channel(mean, e, p.groups), invstd_c = gd::per_channel(invstd, e, p.groups);
+  const std::vector<double> mean_c = gd::per_channel(mean, e, p.groups),
+                            invstd_c = gd::per_channel(invstd, e, p.groups);
 
   // Per chunk and channel: sum of dy and of dy * xhat.
   std::vector<double> part_dy(static_cast<std::size_t>(ch.chunks) * C, 0.0), part_dyx(part_dy.size(), 0.0);
@@ -354,7 +354,8 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
       });
     });
   });
-  const std::vector<double> total_dy = gd::channel_totals(part_dy, e, ch), total_dyx = gd::channel_totals(part_dyx, e, ch);
+  const std::vector<double> total_dy = gd::channel_totals(part_dy, e, ch),
+                            total_dyx = gd::channel_totals(part_dyx, e, ch);
   for (std::int64_t c = 0; c < e.c; ++c) {
     double sum_dy = 0.0, sum_dyx = 0.0;
     for (std::int64_t n = 0; n < e.n; ++n) {
@@ -393,9 +394,11 @@ void group_norm_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> d
     gd::for_each_run_in_chunk(e, xs, ch, k, [&](std::int64_t c, std::int64_t base, std::int64_t len, std::int64_t st) {
       gd::unit_or_strided(st, [&](auto step) {
         if (ch.channels_inner)
-          gd::input_grad_run<true>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c, kx + c);
+          gd::input_grad_run<true>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c,
+                                   kx + c);
         else
-          gd::input_grad_run<false>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c, kx + c);
+          gd::input_grad_run<false>(xd + base, dyd + base, dxd + base, len, step, mc + c, ic + c, kd + c, k0 + c,
+                                    kx + c);
       });
     });
   });

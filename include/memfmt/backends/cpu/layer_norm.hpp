@@ -58,10 +58,12 @@ void forward(const T* x, T* y, const dense_layout& xl, const dense_layout& yl, c
           const T* __restrict xp = xs + i * c_count;
           T* __restrict yp = ys + i * c_count;
           const double m = sum8(c_count, [&](std::int64_t c) { return to_double(xp[c]); }) * inv_c;
-          const double var = sum8(c_count, [&](std::int64_t c) {
-                               const double v = to_double(xp[c]) - m;
-                               return v * v;
-                             }) * inv_c;
+          const double var = sum8(c_count,
+                                  [&](std::int64_t c) {
+                                    const double v = to_double(xp[c]) - m;
+                                    return v * v;
+                                  }) *
+                             inv_c;
           const double is = 1.0 / std::sqrt(var + eps);
           for (std::int64_t c = 0; c < c_count; ++c) yp[c] = round_out<T>((to_double(xp[c]) - m) * is * gc[c] + bc[c]);
           mean[static_cast<std::size_t>(i)] = m;
@@ -105,9 +107,8 @@ void forward(const T* x, T* y, const dense_layout& xl, const dense_layout& yl, c
 // dx = invstd / C (C g - sum g - xhat sum(g xhat)) with g = dy gamma, per position; dgamma and
 // dbeta summed per chunk, the chunks added in order.
 template <class T, class P>
-void backward(const T* x, const T* dy, T* dx, const dense_layout& xl, const dense_layout& dyl,
-              const dense_layout& dxl, const shape& s, const P* gamma, const P* saved_mean, const P* saved_invstd,
-              P* dgamma, P* dbeta) {
+void backward(const T* x, const T* dy, T* dx, const dense_layout& xl, const dense_layout& dyl, const dense_layout& dxl,
+              const shape& s, const P* gamma, const P* saved_mean, const P* saved_invstd, P* dgamma, P* dbeta) {
   const std::int64_t chunks = s.chunks(), c_count = s.c;
   const auto cs = static_cast<std::size_t>(c_count);
   const bool sums = dgamma || dbeta;
@@ -138,9 +139,8 @@ void backward(const T* x, const T* dy, T* dx, const dense_layout& xl, const dens
           T* __restrict dp = ds + i * c_count;
           const double mu = mean[static_cast<std::size_t>(i)], is = invstd[static_cast<std::size_t>(i)];
           const double sg = sum8(c_count, [&](std::int64_t c) { return to_double(gp[c]) * gc[c]; });
-          const double sgx = sum8(c_count, [&](std::int64_t c) {
-            return to_double(gp[c]) * gc[c] * ((to_double(xp[c]) - mu) * is);
-          });
+          const double sgx =
+              sum8(c_count, [&](std::int64_t c) { return to_double(gp[c]) * gc[c] * ((to_double(xp[c]) - mu) * is); });
           if (pg)
             for (std::int64_t c = 0; c < c_count; ++c) {
               const double d = to_double(gp[c]);
@@ -179,7 +179,8 @@ void backward(const T* x, const T* dy, T* dx, const dense_layout& xl, const dens
         T* __restrict dp = ds + c * dxl.channel;
         const double gv = gc[c];
         for (std::int64_t i = 0; i < len; ++i)
-          dp[i] = round_out<T>(is[i] / m * (m * to_double(gp[i]) * gv - sg[i] - (to_double(xp[i]) - mu[i]) * is[i] * sgx[i]));
+          dp[i] = round_out<T>(is[i] / m *
+                               (m * to_double(gp[i]) * gv - sg[i] - (to_double(xp[i]) - mu[i]) * is[i] * sgx[i]));
       }
     });
   }
@@ -207,8 +208,7 @@ void layer_norm_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const 
   const d::dense_layout xl = d::dense_layout_of(x), yl = d::dense_layout_of(y);
   if constexpr (is_float_io_type_v<T>) {
     if (d::same_layout(xl, yl))
-      return d::forward(x.data(), y.data(), xl, yl, d::shape_of(x), gamma, beta, saved_mean, saved_invstd,
-                        p.epsilon);
+      return d::forward(x.data(), y.data(), xl, yl, d::shape_of(x), gamma, beta, saved_mean, saved_invstd, p.epsilon);
   }
   reference::layer_norm_forward(x, y, gamma, beta, saved_mean, saved_invstd, p);
 }

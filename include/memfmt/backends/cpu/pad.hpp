@@ -174,8 +174,8 @@ void gather(const T* src, const dims5& src_stride, T* dst, const dims5& dst_ext,
   const std::int64_t width = dst_ext.w;
   const axis& aw = ax.w;
   // The interior is one block when both rows are dense runs placed end to end.
-  const bool block = g.src_run_stride == 1 && g.dst_run_stride == 1 && g.src_pos_stride == g.run &&
-                     g.dst_pos_stride == g.run;
+  const bool block =
+      g.src_run_stride == 1 && g.dst_run_stride == 1 && g.src_pos_stride == g.run && g.dst_pos_stride == g.run;
   for_rows(g.rows, dst_ext.n * dst_ext.c * dst_ext.d * dst_ext.h * width, [&](std::int64_t r) {
     const row_index i = row_of(g, dst_ext, r);
     T* out = dst + i.n * dst_stride.n + i.c * dst_stride.c + i.d * dst_stride.d + i.h * dst_stride.h;
@@ -217,8 +217,8 @@ inline inverse_axis invert(const std::vector<std::int64_t>& src, std::int64_t ex
   inv.items.resize(static_cast<std::size_t>(inv.start.back()));
   std::vector<std::int64_t> next(inv.start.begin(), inv.start.end() - 1);
   for (std::size_t o = 0; o < src.size(); ++o)
-    if (src[o] >= 0) inv.items[static_cast<std::size_t>(next[static_cast<std::size_t>(src[o])]++)] =
-        static_cast<std::int64_t>(o);
+    if (src[o] >= 0)
+      inv.items[static_cast<std::size_t>(next[static_cast<std::size_t>(src[o])]++)] = static_cast<std::int64_t>(o);
   return inv;
 }
 

@@ -121,10 +121,8 @@ class device_buffer {
   std::size_t size() const noexcept { return size_; }
   void release() noexcept {
     if (!ptr_) return;
-    if (alloc_ && alloc_->deallocate)
-      alloc_->deallocate(ptr_, size_);
-    else
-      cudaFree(ptr_);
+    if (alloc_ && alloc_->deallocate) alloc_->deallocate(ptr_, size_);
+    else cudaFree(ptr_);
     ptr_ = nullptr;
     size_ = 0;
   }
@@ -166,7 +164,7 @@ class backend {
   ~backend() {
     if (handle_) {
       if (workspace_.get() || scratch_.get() || ones_.get()) cudaStreamSynchronize(stream_);
-      cache_.clear();          // plans and the device descriptor go before the handle they were built on
+      cache_.clear();  // plans and the device descriptor go before the handle they were built on
       device_props_.reset();
       cudnnDestroy(handle_);
     }
@@ -244,8 +242,8 @@ class backend {
   }
 
   template <class T, class XF, class YF, class WF>
-  void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
-                             T* dbias, const conv_params& p) {
+  void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw, T* dbias,
+                             const conv_params& p) {
     conv_problem pr = make_conv_problem(conv_direction::backward_weights, x, dw, dy, p, dbias != nullptr, dbias);
     if (dw.numel() > 0 && dy.numel() > 0) {
       execution_plan* plan = require_plan(pr.key(), [&] { return conv_graph(pr); });
@@ -269,7 +267,8 @@ class backend {
       const tensor_view<const T, YF> ones(static_cast<const T*>(ones_of<T>(dy.numel() / dy.channels())),
                                           layout<YF>::packed(ones_extents));
       const tensor_view<T, WF> db(dbias, layout<WF>::packed(dbias_extents));
-      const conv_problem wg = make_conv_problem(conv_direction::backward_weights, ones, db, dy, conv_params{}, false, nullptr);
+      const conv_problem wg =
+          make_conv_problem(conv_direction::backward_weights, ones, db, dy, conv_params{}, false, nullptr);
       execution_plan* wp = require_plan("dbias_wgrad|" + wg.key(), [&] { return conv_graph(wg); });
       execute(*wp, {{uid::x, const_cast<T*>(ones.data())}, {uid::w, dbias}, {uid::y, const_cast<T*>(dy.data())}});
     }
@@ -299,9 +298,8 @@ class backend {
       rv_out = base + ov;
     }
     std::vector<std::pair<std::int64_t, void*>> ptrs = {
-        {uid::x, const_cast<T*>(x.data())},         {uid::y, y.data()},
-        {uid::scale, const_cast<P*>(gamma)},        {uid::shift, const_cast<P*>(beta)},
-        {uid::mean, saved_mean},                    {uid::inv_variance, saved_invstd},
+        {uid::x, const_cast<T*>(x.data())},  {uid::y, y.data()},      {uid::scale, const_cast<P*>(gamma)},
+        {uid::shift, const_cast<P*>(beta)},  {uid::mean, saved_mean}, {uid::inv_variance, saved_invstd},
         {uid::epsilon, const_cast<P*>(&eps)}};
     if (pr.update_running) {
       ptrs.insert(ptrs.end(), {{uid::momentum, const_cast<P*>(&momentum)},
@@ -312,8 +310,10 @@ class backend {
     }
     run_bn_forward(pr, true, ptrs, residual.data());
     if (pr.update_running) {
-      check_cuda(cudaMemcpyAsync(running_mean, rm_out, cbytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync running_mean");
-      check_cuda(cudaMemcpyAsync(running_var, rv_out, cbytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync running_var");
+      check_cuda(cudaMemcpyAsync(running_mean, rm_out, cbytes, cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync running_mean");
+      check_cuda(cudaMemcpyAsync(running_var, rv_out, cbytes, cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync running_var");
     }
   }
 
@@ -329,11 +329,12 @@ class backend {
     // 1 / sqrt(running_var + eps) into scratch, then the norm op in inference phase.
     void* inv = scratch_.ensure(static_cast<std::size_t>(x.channels()) * sizeof(P));
     execution_plan* ip = require_plan("bn_invstd|" + pr.key("inf"), [&] { return inv_std_graph(pr); });
-    execute(*ip, {{uid::running_var_in, const_cast<P*>(running_var)}, {uid::epsilon, const_cast<P*>(&eps)},
+    execute(*ip, {{uid::running_var_in, const_cast<P*>(running_var)},
+                  {uid::epsilon, const_cast<P*>(&eps)},
                   {uid::inv_variance, inv}});
     std::vector<std::pair<std::int64_t, void*>> ptrs = {
-        {uid::x, const_cast<T*>(x.data())},    {uid::y, y.data()},
-        {uid::scale, const_cast<P*>(gamma)},   {uid::shift, const_cast<P*>(beta)},
+        {uid::x, const_cast<T*>(x.data())},        {uid::y, y.data()},
+        {uid::scale, const_cast<P*>(gamma)},       {uid::shift, const_cast<P*>(beta)},
         {uid::mean, const_cast<P*>(running_mean)}, {uid::inv_variance, inv},
         {uid::epsilon, const_cast<P*>(&eps)}};
     run_bn_forward(pr, false, ptrs, residual.data());
@@ -344,8 +345,8 @@ class backend {
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
                            param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
                            tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
-    bn_problem pr = make_bn_backward_problem<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y,
-                                                   dresidual);
+    bn_problem pr =
+        make_bn_backward_problem<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
     if (x.numel() == 0) return;
     using P = param_t<T>;
     const bool masked = p.fuse_relu || pr.has_dresidual;
@@ -359,10 +360,9 @@ class backend {
         pr.grad = spec_of(tensor_view<const T, F>(nullptr, layout<F>::packed(x.extents())), uid::grad);
         grad = scratch_.ensure(static_cast<std::size_t>(x.numel()) * sizeof(T));
       }
-      execution_plan* gp =
-          require_pointwise_plan("cuDNN batch_norm_backward (relu / residual gradient)", pr.dy,
-                                 "bn_grad|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.grad.key(),
-                                 [&] { return relu_grad_graph(pr); });
+      execution_plan* gp = require_pointwise_plan("cuDNN batch_norm_backward (relu / residual gradient)", pr.dy,
+                                                  "bn_grad|" + pr.key("bwd") + "|" + pr.dy.key() + "|" + pr.grad.key(),
+                                                  [&] { return relu_grad_graph(pr); });
       execute(*gp, {{uid::dy, const_cast<T*>(dy.data())}, {uid::y, const_cast<T*>(y.data())}, {uid::grad, grad}});
     }
     execution_plan* plan = require_plan(
@@ -435,7 +435,8 @@ class backend {
     const auto constants = pr.constants();  // by value: read when the plan is launched
     std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())}, {uid::y, y.data()}};
     for (const graph_constant& c : constants) ptrs.push_back({c.uid, const_cast<float*>(&c.value)});
-    run_graph(pr.key(), [&] { return global_average_pool_graph(pr); }, ptrs);
+    run_graph(
+        pr.key(), [&] { return global_average_pool_graph(pr); }, ptrs);
   }
 
   template <class T, class XF, class YF>
@@ -443,7 +444,9 @@ class backend {
     const linear_problem pr = make_linear_problem(x, w, bias, y);
     if (y.numel() == 0) return;
     run_graph(pr.key(), [&] { return linear_graph(pr); },
-              {{uid::x, const_cast<T*>(x.data())}, {uid::w, const_cast<T*>(w)}, {uid::bias, const_cast<T*>(bias)},
+              {{uid::x, const_cast<T*>(x.data())},
+               {uid::w, const_cast<T*>(w)},
+               {uid::bias, const_cast<T*>(bias)},
                {uid::y, y.data()}});
   }
 
@@ -534,8 +537,7 @@ class backend {
       if (pr.pointwise)
         s.pointwise = require_pointwise_plan("cuDNN binary_backward", pr.dy, pr.key("pw"),
                                              [&] { return binary_grad_pointwise_graph(pr); });
-      if (pr.reduce)
-        s.reduction = require_plan(pr.key("sum"), [&] { return binary_grad_reduction_graph(pr); });
+      if (pr.reduce) s.reduction = require_plan(pr.key("sum"), [&] { return binary_grad_reduction_graph(pr); });
       steps.push_back(s);
     }
     void* scratch = nullptr;
@@ -635,10 +637,8 @@ class backend {
     execution_plan* bp = dbias && k > 0 && !dbias_kernel
                              ? require_plan("linear_dbias|" + pr.key(), [&] { return linear_dbias_graph(pr); })
                              : nullptr;
-    const std::vector<std::pair<std::int64_t, void*>> ptrs = {{uid::x, const_cast<T*>(x.data())},
-                                                              {uid::dy, const_cast<T*>(dy.data())},
-                                                              {uid::w, dw},
-                                                              {uid::bias, dbias}};
+    const std::vector<std::pair<std::int64_t, void*>> ptrs = {
+        {uid::x, const_cast<T*>(x.data())}, {uid::dy, const_cast<T*>(dy.data())}, {uid::w, dw}, {uid::bias, dbias}};
     if (mp) {
       execute(*mp, ptrs);
       last_engine_ = mp->engine_name;
@@ -736,7 +736,8 @@ class backend {
     fill_group_norm_args(a, x, gamma, p, /*backward=*/true);
     const auto zero_bytes = static_cast<std::size_t>(gn::param_grad_zeros(a.shape)) * sizeof(param_t<T>);
     for (param_t<T>* d : {dgamma, dbeta})
-      if (d && zero_bytes > 0) check_cuda(cudaMemsetAsync(d, 0, zero_bytes, stream_), "cudaMemsetAsync (dgamma, dbeta)");
+      if (d && zero_bytes > 0)
+        check_cuda(cudaMemsetAsync(d, 0, zero_bytes, stream_), "cudaMemsetAsync (dgamma, dbeta)");
     if (!gn::launches(a.shape)) return;
     a.dy_channels_last = DYF::channels_last;
     a.dx_channels_last = DXF::channels_last;
@@ -769,10 +770,8 @@ class backend {
   void deallocate(void* p, std::size_t bytes) noexcept {
     if (!p) return;
     cudaStreamSynchronize(stream_);  // queued work may still read it
-    if (opts_->allocator.deallocate)
-      opts_->allocator.deallocate(p, bytes);
-    else
-      cudaFree(p);
+    if (opts_->allocator.deallocate) opts_->allocator.deallocate(p, bytes);
+    else cudaFree(p);
   }
   // Host to device; the host bytes may be reused when it returns.
   void copy_in(void* device, const void* host, std::size_t bytes) {
@@ -792,9 +791,9 @@ class backend {
   void convert(tensor_view<const T, From> src, tensor_view<T, To> dst) {
     static_assert(From::rank == To::rank, "cuDNN convert: one rank");
     if (src.extents() != dst.extents())
-      memfmt::detail::fail(errc::shape_mismatch, "cuDNN convert: source " + memfmt::detail::dims_to_string(src.extents()) +
-                                                     " and destination " +
-                                                     memfmt::detail::dims_to_string(dst.extents()) + " differ");
+      memfmt::detail::fail(errc::shape_mismatch,
+                           "cuDNN convert: source " + memfmt::detail::dims_to_string(src.extents()) +
+                               " and destination " + memfmt::detail::dims_to_string(dst.extents()) + " differ");
     const packed_shape from = packed_shape_of(src);
     (void)packed_shape_of(dst);
     if (From::channels_last == To::channels_last) {
@@ -884,8 +883,8 @@ class backend {
 
   void run_resample_backward(const resample_backward_problem& pr, const void* x, const void* dy, void* dx,
                              std::size_t element_bytes) {
-    execution_plan* fp = pr.forward ? require_plan(pr.forward->key(), [&] { return resample_graph(*pr.forward); })
-                                    : nullptr;
+    execution_plan* fp =
+        pr.forward ? require_plan(pr.forward->key(), [&] { return resample_graph(*pr.forward); }) : nullptr;
     execution_plan* bp = require_plan(pr.key(), [&] { return resample_backward_graph(pr); });
     void* y = pr.xy_alias ? const_cast<void*>(dy) : nullptr;
     if (pr.xy_alias) x = dx;
@@ -964,7 +963,8 @@ class backend {
     last_engine_ = p->engine_name;
   }
   template <class MakeGraph>
-  void run_graph(const std::string& key, MakeGraph&& make_graph, const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
+  void run_graph(const std::string& key, MakeGraph&& make_graph,
+                 const std::vector<std::pair<std::int64_t, void*>>& ptrs) {
     execution_plan* p = require_plan(key, make_graph);
     execute(*p, ptrs);
     last_engine_ = p->engine_name;
@@ -972,10 +972,10 @@ class backend {
 
   void require_group_norm_kernels(const char* op) const {
     if (!opts_->group_norm)
-      memfmt::detail::fail(errc::unsupported,
-                           std::string(op) + ": no cuDNN graph for group norm; memfmt's kernels run it when "
-                                             "backend_options::group_norm = cudnn::cuda_group_norm() is set "
-                                             "(cuda_group_norm.cuh, from a .cu file)");
+      memfmt::detail::fail(errc::unsupported, std::string(op) +
+                                                  ": no cuDNN graph for group norm; memfmt's kernels run it when "
+                                                  "backend_options::group_norm = cudnn::cuda_group_norm() is set "
+                                                  "(cuda_group_norm.cuh, from a .cu file)");
   }
   // The fields both passes share (group_norm_common_args); the workspace sized for the pass.
   template <class T, class XF>
@@ -1039,9 +1039,9 @@ class backend {
     conv_problem plain = pr;
     plain.bias.reset();
     execution_plan* plan = require_plan(plain.key(), [&] { return conv_graph(plain); });
-    execution_plan* bp = bias ? require_pointwise_plan("cuDNN conv_forward (bias)", pr.y,
-                                                       "bias_add|" + pr.y.key() + "|" + pr.bias->key(),
-                                                       [&] { return bias_add_graph(pr.y, *pr.bias, pr.conv.compute_type); })
+    execution_plan* bp = bias ? require_pointwise_plan(
+                                    "cuDNN conv_forward (bias)", pr.y, "bias_add|" + pr.y.key() + "|" + pr.bias->key(),
+                                    [&] { return bias_add_graph(pr.y, *pr.bias, pr.conv.compute_type); })
                               : nullptr;
     execute(*plan, base);
     last_engine_ = plan->engine_name;
@@ -1053,7 +1053,8 @@ class backend {
     const char* phase = training ? "bn_fwd_train" : "bn_fwd_inf";
     const bool has_epilogue = pr.has_residual || pr.fuse_relu;
     if (has_epilogue) {
-      if (execution_plan* fused = find_plan(pr.key(phase) + "|fused", [&] { return bn_forward_graph(pr, training, true); })) {
+      if (execution_plan* fused =
+              find_plan(pr.key(phase) + "|fused", [&] { return bn_forward_graph(pr, training, true); })) {
         auto all = ptrs;
         if (pr.has_residual) all.push_back({uid::residual, const_cast<void*>(residual)});
         execute(*fused, all);
@@ -1068,9 +1069,9 @@ class backend {
     if (!plan && !training) {
       // No NORM_FORWARD engine for batch-norm inference (H100, cuDNN 9.19): the same arithmetic as
       // one pointwise graph, the epilogue included.
-      execution_plan* pw = require_pointwise_plan("cuDNN batch_norm_forward_inference", pr.x,
-                                                  "bn_inf_pointwise|" + pr.key(phase),
-                                                  [&] { return bn_inference_pointwise_graph(pr); });
+      execution_plan* pw =
+          require_pointwise_plan("cuDNN batch_norm_forward_inference", pr.x, "bn_inf_pointwise|" + pr.key(phase),
+                                 [&] { return bn_inference_pointwise_graph(pr); });
       auto all = ptrs;
       if (pr.has_residual) all.push_back({uid::residual, const_cast<void*>(residual)});
       execute(*pw, all);
@@ -1079,10 +1080,10 @@ class backend {
     }
     if (!plan) plan = require_plan(plain.key(phase), [&] { return bn_forward_graph(plain, training, false); });
     // Every plan is found before anything runs: an unsupported epilogue leaves no output half written.
-    execution_plan* ep = has_epilogue ? require_pointwise_plan("cuDNN batch_norm_forward (residual / relu)", pr.y,
-                                                               "bn_epilogue|" + pr.key(phase),
-                                                               [&] { return epilogue_graph(pr); })
-                                      : nullptr;
+    execution_plan* ep =
+        has_epilogue ? require_pointwise_plan("cuDNN batch_norm_forward (residual / relu)", pr.y,
+                                              "bn_epilogue|" + pr.key(phase), [&] { return epilogue_graph(pr); })
+                     : nullptr;
     execute(*plan, ptrs);
     last_engine_ = plan->engine_name;
     if (ep) {

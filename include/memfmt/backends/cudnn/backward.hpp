@@ -138,8 +138,7 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
     case activation::mish: {
       // dx = dy tanh(sp) + (dy x sigmoid(x)) (1 - tanh(sp)^2), sp = softplus(x): the second term is
       // TANH_BWD of dy x sigmoid(x) at sp.
-      const tensor_spec sp = tmp(), t = tmp(), s = tmp(), dyx = tmp(), dyxs = tmp(), through_tanh = tmp(),
-                        dyt = tmp();
+      const tensor_spec sp = tmp(), t = tmp(), s = tmp(), dyx = tmp(), dyxs = tmp(), through_tanh = tmp(), dyt = tmp();
       g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.x, nullptr, sp, math, softplus_1());
       g.pointwise(CUDNN_POINTWISE_TANH_FWD, sp, nullptr, t, math);
       g.pointwise(CUDNN_POINTWISE_SIGMOID_FWD, pr.x, nullptr, s, math);
@@ -174,16 +173,16 @@ inline graph_builder activation_backward_graph(const activation_backward_problem
 // operand's) full gradient is dy itself: no pointwise graph.
 struct binary_grad_problem {
   binary_op op = binary_op::add;
-  bool of_b = false;         // the gradient of b (else of a)
-  tensor_spec a, b, dy;      // the operands (uid::x, uid::bias) and dy
-  tensor_spec full;          // the gradient at dy's extents: `grad` itself or scratch (uid::grad)
-  tensor_spec grad;          // the operand's gradient (uid::dx)
-  bool reduce = false;       // the operand is broadcast: full -> sum -> grad
-  bool pointwise = true;     // full needs computing (false: full is dy)
+  bool of_b = false;      // the gradient of b (else of a)
+  tensor_spec a, b, dy;   // the operands (uid::x, uid::bias) and dy
+  tensor_spec full;       // the gradient at dy's extents: `grad` itself or scratch (uid::grad)
+  tensor_spec grad;       // the operand's gradient (uid::dx)
+  bool reduce = false;    // the operand is broadcast: full -> sum -> grad
+  bool pointwise = true;  // full needs computing (false: full is dy)
 
   std::string key(const char* step) const {
-    return std::string("binary_bwd_") + step + std::to_string(static_cast<int>(op)) + (of_b ? "b|" : "a|") +
-           a.key() + "|" + b.key() + "|" + dy.key() + "|" + full.key() + "|" + grad.key();
+    return std::string("binary_bwd_") + step + std::to_string(static_cast<int>(op)) + (of_b ? "b|" : "a|") + a.key() +
+           "|" + b.key() + "|" + dy.key() + "|" + full.key() + "|" + grad.key();
   }
 };
 
@@ -191,9 +190,8 @@ struct binary_grad_problem {
 // packed buffer (dy's extents and format) the backend provides for a broadcast operand's gradient.
 template <class T, class AF, class BF, class DYF, class DAF, class DBF>
 std::vector<binary_grad_problem> make_binary_backward_problems(binary_op kind, tensor_view<const T, AF> a,
-                                                               tensor_view<const T, BF> b,
-                                                               tensor_view<const T, DYF> dy, tensor_view<T, DAF> da,
-                                                               tensor_view<T, DBF> db) {
+                                                               tensor_view<const T, BF> b, tensor_view<const T, DYF> dy,
+                                                               tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
   validate_binary_backward(kind, a, b, dy, da, db);
   require_layer_dtype(dtype_of_v<T>, "cuDNN binary_backward");
   binary_grad_problem base;
@@ -232,7 +230,7 @@ inline graph_builder binary_grad_pointwise_graph(const binary_grad_problem& pr) 
     case binary_op::div:
       if (!pr.of_b) {
         g.pointwise(CUDNN_POINTWISE_DIV, pr.dy, &pr.b, pr.full, math);  // da = dy / b
-      } else {  // db = -(dy * a / b / b)
+      } else {                                                          // db = -(dy * a / b / b)
         const tensor_spec prod = tmp(), once = tmp(), twice = tmp();
         g.pointwise(CUDNN_POINTWISE_MUL, pr.dy, &pr.a, prod, math);
         g.pointwise(CUDNN_POINTWISE_DIV, prod, &pr.b, once, math);

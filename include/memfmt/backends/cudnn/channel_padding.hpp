@@ -120,15 +120,15 @@ void pad_channels_reference(tensor_view<const T, F> src, tensor_view<T, F> dst) 
   auto de = dst.extents();
   for (int d = 0; d < F::rank; ++d)
     if (d != 1 && se[static_cast<std::size_t>(d)] != de[static_cast<std::size_t>(d)])
-      memfmt::detail::fail(errc::shape_mismatch, "pad_channels_reference: source " + memfmt::detail::dims_to_string(se) +
-                                                     " and destination " + memfmt::detail::dims_to_string(de) +
+      memfmt::detail::fail(errc::shape_mismatch, "pad_channels_reference: source " +
+                                                     memfmt::detail::dims_to_string(se) + " and destination " +
+                                                     memfmt::detail::dims_to_string(de) +
                                                      " differ outside the channel dimension");
   if (de[1] < se[1])
-    memfmt::detail::fail(errc::shape_mismatch, "pad_channels_reference: destination " + memfmt::detail::dims_to_string(de) +
-                                                   " has fewer channels than source " + memfmt::detail::dims_to_string(se));
-  detail::for_each_coord(de, [&](const std::array<std::int64_t, F::rank>& i) {
-    dst(i) = i[1] < se[1] ? src(i) : T{};
-  });
+    memfmt::detail::fail(errc::shape_mismatch,
+                         "pad_channels_reference: destination " + memfmt::detail::dims_to_string(de) +
+                             " has fewer channels than source " + memfmt::detail::dims_to_string(se));
+  detail::for_each_coord(de, [&](const std::array<std::int64_t, F::rank>& i) { dst(i) = i[1] < se[1] ? src(i) : T{}; });
 }
 
 }  // namespace memfmt::cudnn

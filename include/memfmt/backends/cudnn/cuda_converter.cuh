@@ -27,8 +27,7 @@ void convert_packed(const packed_shape& from, const void* src, void* dst, cudaSt
   auto* out = static_cast<Word*>(dst);
   if (from.channels_last)
     memfmt::cuda::convert(tensor_view<const Word, nhwc>(in, e), tensor_view<Word, nchw>(out, e), stream);
-  else
-    memfmt::cuda::convert(tensor_view<const Word, nchw>(in, e), tensor_view<Word, nhwc>(out, e), stream);
+  else memfmt::cuda::convert(tensor_view<const Word, nchw>(in, e), tensor_view<Word, nhwc>(out, e), stream);
 }
 
 }  // namespace detail

@@ -32,9 +32,13 @@ namespace detail {
 
 // Element loads and stores in the accumulation type A (float16 / bfloat16 round to nearest even).
 template <class A>
-__device__ __forceinline__ A gn_load(const float* p, std::int64_t i) { return static_cast<A>(p[i]); }
+__device__ __forceinline__ A gn_load(const float* p, std::int64_t i) {
+  return static_cast<A>(p[i]);
+}
 template <class A>
-__device__ __forceinline__ A gn_load(const double* p, std::int64_t i) { return static_cast<A>(p[i]); }
+__device__ __forceinline__ A gn_load(const double* p, std::int64_t i) {
+  return static_cast<A>(p[i]);
+}
 template <class A>
 __device__ __forceinline__ A gn_load(const memfmt::half* p, std::int64_t i) {
   return __half2float(reinterpret_cast<const __half*>(p)[i]);
@@ -73,9 +77,8 @@ __global__ void __launch_bounds__(gn::block_threads)
   const std::int64_t c = gn::channel_of(p, o, l);
   gn::moments<A> m;
   if (c < p.sh.c)
-    gn::for_each_position(p, o, l, [&](std::int64_t s) {
-      gn::push(m, gn_load<A>(x, gn::offset(p.channels_last, p.sh, o.n, c, s)));
-    });
+    gn::for_each_position(
+        p, o, l, [&](std::int64_t s) { gn::push(m, gn_load<A>(x, gn::offset(p.channels_last, p.sh, o.n, c, s))); });
   slots[gn::slot(p.channels_last, l)] = m;
   gn_block_reduce(slots, p.channels_last, gn::merge_moments{});
   if (l.row == 0 && c < p.sh.c) part[gn::partial_index(p, o.n, o.chunk, c)] = slots[gn::slot(p.channels_last, l)];
@@ -189,10 +192,10 @@ void gn_forward(const group_norm_forward_args& a) {
   gn_stats_kernel<A><<<gn_grid(gn::item_blocks(p.sh.n * p.sh.groups), "stats"), gn::block_threads, 0, a.stream>>>(
       p, part, a.epsilon, mean, invstd);
   gn_check_launch("statistics kernel");
-  gn_normalize_kernel<T, A><<<gn_grid(gn::elementwise_blocks(gn::numel(a.shape)), "normalize"), gn::block_threads,
-                              0, a.stream>>>(a.shape, a.x_channels_last, a.y_channels_last, x, static_cast<T*>(a.y),
-                                             static_cast<const A*>(a.gamma), static_cast<const A*>(a.beta), mean,
-                                             invstd);
+  gn_normalize_kernel<T, A>
+      <<<gn_grid(gn::elementwise_blocks(gn::numel(a.shape)), "normalize"), gn::block_threads, 0, a.stream>>>(
+          a.shape, a.x_channels_last, a.y_channels_last, x, static_cast<T*>(a.y), static_cast<const A*>(a.gamma),
+          static_cast<const A*>(a.beta), mean, invstd);
   gn_check_launch("normalize kernel");
 }
 
@@ -210,18 +213,20 @@ void gn_backward(const group_norm_backward_args& a) {
   gn_grad_sums_kernel<T, A><<<gn_grid(gn::blocks(p), "gradient sums"), gn::block_threads, 0, a.stream>>>(
       p, a.dy_channels_last, x, dy, mean, invstd, part);
   gn_check_launch("gradient sums kernel");
-  gn_group_grads_kernel<A><<<gn_grid(gn::item_blocks(p.sh.n * p.sh.groups), "group sums"), gn::block_threads, 0,
-                             a.stream>>>(p, part, gamma, group);
+  gn_group_grads_kernel<A>
+      <<<gn_grid(gn::item_blocks(p.sh.n * p.sh.groups), "group sums"), gn::block_threads, 0, a.stream>>>(p, part, gamma,
+                                                                                                         group);
   gn_check_launch("group sums kernel");
   if (a.dgamma || a.dbeta) {
-    gn_channel_grads_kernel<A><<<gn_grid(gn::item_blocks(p.sh.c), "parameter gradients"), gn::block_threads, 0,
-                                 a.stream>>>(p, part, static_cast<A*>(a.dgamma), static_cast<A*>(a.dbeta));
+    gn_channel_grads_kernel<A>
+        <<<gn_grid(gn::item_blocks(p.sh.c), "parameter gradients"), gn::block_threads, 0, a.stream>>>(
+            p, part, static_cast<A*>(a.dgamma), static_cast<A*>(a.dbeta));
     gn_check_launch("parameter gradients kernel");
   }
-  gn_input_grad_kernel<T, A><<<gn_grid(gn::elementwise_blocks(gn::numel(a.shape)), "input gradient"),
-                               gn::block_threads, 0, a.stream>>>(a.shape, a.x_channels_last, a.dy_channels_last,
-                                                                 a.dx_channels_last, x, dy, static_cast<T*>(a.dx),
-                                                                 gamma, mean, invstd, group);
+  gn_input_grad_kernel<T, A>
+      <<<gn_grid(gn::elementwise_blocks(gn::numel(a.shape)), "input gradient"), gn::block_threads, 0, a.stream>>>(
+          a.shape, a.x_channels_last, a.dy_channels_last, a.dx_channels_last, x, dy, static_cast<T*>(a.dx), gamma, mean,
+          invstd, group);
   gn_check_launch("input gradient kernel");
 }
 

@@ -56,7 +56,8 @@ __global__ void lk_pool_backward_kernel(lk::pool_geometry g, lk::view5 xv, lk::v
     std::int64_t at[5];
     lk::unravel(dxv, i, at);
     const A v = lk::pool_backward_at<A>(
-        g, xv, dyv, at, [&](std::int64_t o) { return gn_load<A>(x, o); }, [&](std::int64_t o) { return gn_load<A>(dy, o); });
+        g, xv, dyv, at, [&](std::int64_t o) { return gn_load<A>(x, o); },
+        [&](std::int64_t o) { return gn_load<A>(dy, o); });
     gn_store(dx, lk::offset(dxv, at), v);
   }
 }
@@ -71,8 +72,8 @@ __global__ void lk_binary_kernel(int op, bool grad, bool of_b, lk::view5 av, lk:
     lk::unravel(outv, i, at);
     const A x = gn_load<A>(a, lk::expand_source_offset(av, outv, i));
     const A y = gn_load<A>(b, lk::expand_source_offset(bv, outv, i));
-    const A v = grad ? lk::binary_grad_at<A>(op, of_b, gn_load<A>(dy, lk::offset(dyv, at)), x, y)
-                     : lk::binary_at<A>(op, x, y);
+    const A v =
+        grad ? lk::binary_grad_at<A>(op, of_b, gn_load<A>(dy, lk::offset(dyv, at)), x, y) : lk::binary_at<A>(op, x, y);
     gn_store(out, lk::offset(outv, at), v);
   }
 }

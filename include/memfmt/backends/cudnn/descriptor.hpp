@@ -60,7 +60,9 @@ class descriptor {
   void set_int64s(cudnnBackendAttributeName_t name, const std::vector<std::int64_t>& v, const char* what) {
     set(name, CUDNN_TYPE_INT64, static_cast<std::int64_t>(v.size()), v.data(), what);
   }
-  void set_bool(cudnnBackendAttributeName_t name, bool v, const char* what) { set(name, CUDNN_TYPE_BOOLEAN, 1, &v, what); }
+  void set_bool(cudnnBackendAttributeName_t name, bool v, const char* what) {
+    set(name, CUDNN_TYPE_BOOLEAN, 1, &v, what);
+  }
   void set_data_type(cudnnBackendAttributeName_t name, cudnnDataType_t v, const char* what) {
     set(name, CUDNN_TYPE_DATA_TYPE, 1, &v, what);
   }
@@ -134,7 +136,8 @@ class descriptor {
       raw.push_back(out.back().get());
     }
     std::int64_t n = 0;
-    if (count > 0) check_cudnn(cudnnBackendGetAttribute(d_, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &n, raw.data()), what);
+    if (count > 0)
+      check_cudnn(cudnnBackendGetAttribute(d_, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &n, raw.data()), what);
     out.resize(static_cast<std::size_t>(n < count ? n : count));
     for (auto& d : out) d.final_ = true;
     return out;

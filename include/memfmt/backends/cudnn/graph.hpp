@@ -83,7 +83,8 @@ class graph_builder {
     keep_.push_back(make_convolution(cs));
     const descriptor& conv_desc = keep_.back();
     cudnnBackendDescriptorType_t type = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
-    cudnnBackendAttributeName_t ax = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, aw = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+    cudnnBackendAttributeName_t ax = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                aw = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
                                 ay = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
                                 ac = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
                                 aa = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
@@ -157,7 +158,8 @@ class graph_builder {
     keep_.push_back(std::move(pw));
     const descriptor& pw_ref = keep_.back();
     descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw_ref, "set CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR");
+    op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw_ref,
+                "set CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR");
     if (is_backward_mode(mode)) {
       op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, tensor(x), "set CUDNN_ATTR_OPERATION_POINTWISE_DYDESC");
       op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(*b), "set CUDNN_ATTR_OPERATION_POINTWISE_XDESC");
@@ -185,17 +187,20 @@ class graph_builder {
   const descriptor& norm_forward(cudnnBackendNormFwdPhase_t phase, const norm_forward_tensors& t) {
     descriptor op(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
     const cudnnBackendNormMode_t mode = CUDNN_BATCH_NORM;
-    op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode, "set CUDNN_ATTR_OPERATION_NORM_FWD_MODE");
+    op.set(CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode,
+           "set CUDNN_ATTR_OPERATION_NORM_FWD_MODE");
     op.set(CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &phase,
            "set CUDNN_ATTR_OPERATION_NORM_FWD_PHASE");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, tensor(t.x), "set NORM_FWD_XDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, tensor(t.mean), "set NORM_FWD_MEAN_DESC");
-    op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, tensor(t.inv_variance), "set NORM_FWD_INV_VARIANCE_DESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, tensor(t.inv_variance),
+                "set NORM_FWD_INV_VARIANCE_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, tensor(t.scale), "set NORM_FWD_SCALE_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_BIAS_DESC, tensor(t.bias), "set NORM_FWD_BIAS_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC, tensor(t.epsilon), "set NORM_FWD_EPSILON_DESC");
     if (t.momentum)
-      op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC, tensor(*t.momentum), "set NORM_FWD_EXP_AVG_FACTOR_DESC");
+      op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC, tensor(*t.momentum),
+                  "set NORM_FWD_EXP_AVG_FACTOR_DESC");
     if (t.in_running_mean)
       op.set_desc(CUDNN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC, tensor(*t.in_running_mean),
                   "set NORM_FWD_INPUT_RUNNING_MEAN_DESC");
@@ -219,12 +224,14 @@ class graph_builder {
   const descriptor& norm_backward(const norm_backward_tensors& t) {
     descriptor op(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);
     const cudnnBackendNormMode_t mode = CUDNN_BATCH_NORM;
-    op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode, "set CUDNN_ATTR_OPERATION_NORM_BWD_MODE");
+    op.set(CUDNN_ATTR_OPERATION_NORM_BWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode,
+           "set CUDNN_ATTR_OPERATION_NORM_BWD_MODE");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_XDESC, tensor(t.x), "set NORM_BWD_XDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_DYDESC, tensor(t.dy), "set NORM_BWD_DYDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_SCALE_DESC, tensor(t.scale), "set NORM_BWD_SCALE_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_MEAN_DESC, tensor(t.mean), "set NORM_BWD_MEAN_DESC");
-    op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, tensor(t.inv_variance), "set NORM_BWD_INV_VARIANCE_DESC");
+    op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_INV_VARIANCE_DESC, tensor(t.inv_variance),
+                "set NORM_BWD_INV_VARIANCE_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_DSCALE_DESC, tensor(t.dscale), "set NORM_BWD_DSCALE_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_DBIAS_DESC, tensor(t.dbias), "set NORM_BWD_DBIAS_DESC");
     op.set_desc(CUDNN_ATTR_OPERATION_NORM_BWD_DXDESC, tensor(t.dx), "set NORM_BWD_DXDESC");
@@ -238,7 +245,8 @@ class graph_builder {
   const descriptor& reduction_sum(const tensor_spec& x, const tensor_spec& y, cudnnDataType_t math) {
     descriptor red(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
     const cudnnReduceTensorOp_t add = CUDNN_REDUCE_TENSOR_ADD;
-    red.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &add, "set CUDNN_ATTR_REDUCTION_OPERATOR");
+    red.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &add,
+            "set CUDNN_ATTR_REDUCTION_OPERATOR");
     log_.push_back({op_record::kind::reduction_sum, CUDNN_POINTWISE_IDENTITY, {}, x.uid, -1, y.uid});
     red.set_data_type(CUDNN_ATTR_REDUCTION_COMP_TYPE, math, "set CUDNN_ATTR_REDUCTION_COMP_TYPE");
     red.finalize("finalize reduction descriptor");
@@ -274,8 +282,10 @@ class graph_builder {
     descriptor op(CUDNN_BACKEND_OPERATION_RESAMPLE_BWD_DESCRIPTOR);
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DXDESC, tensor(dx), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DXDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DYDESC, tensor(dy), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DYDESC");
-    if (x) op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC, tensor(*x), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC");
-    if (y) op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC, tensor(*y), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC");
+    if (x)
+      op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC, tensor(*x), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_XDESC");
+    if (y)
+      op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC, tensor(*y), "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_YDESC");
     op.set_desc(CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DESC, rs_ref, "set CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DESC");
     op.finalize("finalize resample backward operation");
     return add_op(std::move(op));
@@ -327,16 +337,19 @@ class graph_builder {
     const auto n = static_cast<std::int64_t>(r.window.size());
     if (r.strides.size() != r.window.size() || r.pre_padding.size() != r.window.size() ||
         r.post_padding.size() != r.window.size() || n < 1 || n + 2 != static_cast<std::int64_t>(x.dims.size()))
-      memfmt::detail::fail(errc::invalid_argument,
-                           "cuDNN resample: window " + fractions_to_string(r.window) + ", strides " +
-                               fractions_to_string(r.strides) + ", paddings " + fractions_to_string(r.pre_padding) +
-                               " / " + fractions_to_string(r.post_padding) + " must each have one entry per spatial "
-                               "dimension of x " + memfmt::detail::dims_to_string(x.dims));
+      memfmt::detail::fail(errc::invalid_argument, "cuDNN resample: window " + fractions_to_string(r.window) +
+                                                       ", strides " + fractions_to_string(r.strides) + ", paddings " +
+                                                       fractions_to_string(r.pre_padding) + " / " +
+                                                       fractions_to_string(r.post_padding) +
+                                                       " must each have one entry per spatial "
+                                                       "dimension of x " +
+                                                       memfmt::detail::dims_to_string(x.dims));
     descriptor rs(CUDNN_BACKEND_RESAMPLE_DESCRIPTOR);
     rs.set(CUDNN_ATTR_RESAMPLE_MODE, CUDNN_TYPE_RESAMPLE_MODE, 1, &r.mode, "set CUDNN_ATTR_RESAMPLE_MODE");
     rs.set_data_type(CUDNN_ATTR_RESAMPLE_COMP_TYPE, r.compute_type, "set CUDNN_ATTR_RESAMPLE_COMP_TYPE");
     rs.set_int64(CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS, n, "set CUDNN_ATTR_RESAMPLE_SPATIAL_DIMS");
-    rs.set(CUDNN_ATTR_RESAMPLE_WINDOW_DIMS, CUDNN_TYPE_FRACTION, n, r.window.data(), "set CUDNN_ATTR_RESAMPLE_WINDOW_DIMS");
+    rs.set(CUDNN_ATTR_RESAMPLE_WINDOW_DIMS, CUDNN_TYPE_FRACTION, n, r.window.data(),
+           "set CUDNN_ATTR_RESAMPLE_WINDOW_DIMS");
     rs.set(CUDNN_ATTR_RESAMPLE_STRIDES, CUDNN_TYPE_FRACTION, n, r.strides.data(), "set CUDNN_ATTR_RESAMPLE_STRIDES");
     rs.set(CUDNN_ATTR_RESAMPLE_PRE_PADDINGS, CUDNN_TYPE_FRACTION, n, r.pre_padding.data(),
            "set CUDNN_ATTR_RESAMPLE_PRE_PADDINGS");

@@ -27,7 +27,8 @@ namespace memfmt::cudnn {
 
 // Tensor unique ids: unique within every graph the backend builds.
 namespace uid {
-inline constexpr std::int64_t x = 1, w = 2, y = 3, bias = 4, aux = 5, dy = 6, dx = 7, residual = 8;  // aux: in-place output alias
+inline constexpr std::int64_t x = 1, w = 2, y = 3, bias = 4, aux = 5, dy = 6, dx = 7,
+                              residual = 8;  // aux: in-place output alias
 inline constexpr std::int64_t scale = 10, shift = 11, mean = 12, inv_variance = 13, epsilon = 14, momentum = 15,
                               running_mean_in = 16, running_var_in = 17, running_mean_out = 18, running_var_out = 19,
                               dscale = 20, dshift = 21, grad = 22;
@@ -56,7 +57,7 @@ struct conv_problem {
   std::optional<tensor_spec> bias;  // forward: bias [1, K, 1, 1]; backward_weights: dbias
 
   std::string key() const {
-    return std::string(direction == conv_direction::forward ? "fprop"
+    return std::string(direction == conv_direction::forward         ? "fprop"
                        : direction == conv_direction::backward_data ? "dgrad"
                                                                     : "wgrad") +
            "|" + x.key() + "|" + w.key() + "|" + y.key() + "|" + conv.key() + (bias ? "|" + bias->key() : "");
@@ -76,21 +77,19 @@ void require_supported(const char* op) {
 // checks all backends share (validate.hpp), then this backend's (element type, alignment).
 template <class XT, class XF, class WT, class WF, class YT, class YF>
 conv_problem make_conv_problem(conv_direction dir, const tensor_view<XT, XF>& x, const tensor_view<WT, WF>& w,
-                               const tensor_view<YT, YF>& y, const conv_params& p, bool has_bias, const void* bias_ptr) {
+                               const tensor_view<YT, YF>& y, const conv_params& p, bool has_bias,
+                               const void* bias_ptr) {
   static_assert(XF::rank == WF::rank && WF::rank == YF::rank,
                 "cuDNN conv: input, weight and output must have the same rank (all 2-D or all 3-D formats)");
   using T = std::remove_cv_t<XT>;
   static_assert(std::is_same_v<T, std::remove_cv_t<WT>> && std::is_same_v<T, std::remove_cv_t<YT>>,
                 "cuDNN conv: one element type for input, weight and output");
-  const char* op = dir == conv_direction::forward ? "cuDNN conv_forward"
+  const char* op = dir == conv_direction::forward         ? "cuDNN conv_forward"
                    : dir == conv_direction::backward_data ? "cuDNN conv_backward_data"
                                                           : "cuDNN conv_backward_weights";
-  if (dir == conv_direction::forward)
-    validate_conv_forward(x, w, y, p);
-  else if (dir == conv_direction::backward_data)
-    validate_conv_backward_data(y, w, x, p);
-  else
-    validate_conv_backward_weights(x, y, w, p);
+  if (dir == conv_direction::forward) validate_conv_forward(x, w, y, p);
+  else if (dir == conv_direction::backward_data) validate_conv_backward_data(y, w, x, p);
+  else validate_conv_backward_weights(x, y, w, p);
   detail::require_supported<T>(op);
   conv_problem pr;
   pr.direction = dir;
@@ -173,10 +172,8 @@ bn_problem make_bn_problem(const char* op, tensor_view<const T, F> x, tensor_vie
   pr.channels = x.channels();
   pr.fuse_relu = p.fuse_relu;
   pr.x = spec_of(x, uid::x);
-  if (y_out.data() != nullptr || y_out.numel() > 0)
-    pr.y = spec_of(y_out, uid::y);
-  else if (y_in.data() != nullptr)
-    pr.y = spec_of(y_in, uid::y);
+  if (y_out.data() != nullptr || y_out.numel() > 0) pr.y = spec_of(y_out, uid::y);
+  else if (y_in.data() != nullptr) pr.y = spec_of(y_in, uid::y);
   return pr;
 }
 
@@ -212,9 +209,9 @@ bn_problem make_bn_inference_problem(tensor_view<const T, F> x, tensor_view<T, F
 template <class T, class F>
 bn_problem make_bn_backward_problem(tensor_view<const T, F> x, tensor_view<const T, F> dy, tensor_view<T, F> dx,
                                     const param_t<T>* gamma, const param_t<T>* saved_mean,
-                                    const param_t<T>* saved_invstd, const param_t<T>* dgamma,
-                                    const param_t<T>* dbeta, const batch_norm_params& p,
-                                    tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) {
+                                    const param_t<T>* saved_invstd, const param_t<T>* dgamma, const param_t<T>* dbeta,
+                                    const batch_norm_params& p, tensor_view<const T, F> y = {},
+                                    tensor_view<T, F> dresidual = {}) {
   validate_batch_norm_backward(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
   bn_problem pr = make_bn_problem<T, F>("cuDNN batch_norm_backward", x, y, {}, p);
   pr.dy = spec_of(dy, uid::dy);
@@ -319,10 +316,8 @@ inline graph_builder relu_grad_graph(const bn_problem& pr) {
   graph_builder g;
   const pointwise_frame f(pr.dy);
   const tensor_spec dy = f.full(pr.dy), y = f.full(pr.y), grad = f.full(pr.grad);
-  if (pr.fuse_relu)
-    g.pointwise(CUDNN_POINTWISE_RELU_BWD, dy, &y, grad, CUDNN_DATA_FLOAT);
-  else
-    g.pointwise(CUDNN_POINTWISE_IDENTITY, dy, nullptr, grad, CUDNN_DATA_FLOAT);
+  if (pr.fuse_relu) g.pointwise(CUDNN_POINTWISE_RELU_BWD, dy, &y, grad, CUDNN_DATA_FLOAT);
+  else g.pointwise(CUDNN_POINTWISE_IDENTITY, dy, nullptr, grad, CUDNN_DATA_FLOAT);
   return g;
 }
 

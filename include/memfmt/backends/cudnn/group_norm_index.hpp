@@ -89,7 +89,9 @@ MEMFMT_HOST_DEVICE lane lane_of(bool channels_last, int thread) {
   return channels_last ? lane{thread % t.channels, thread / t.channels} : lane{thread / t.lanes, thread % t.lanes};
 }
 // A thread's slot in the block's shared arrays (row-major over lanes, then channels).
-MEMFMT_HOST_DEVICE int slot(bool channels_last, lane l) { return l.row * tiling_for(channels_last).channels + l.channel; }
+MEMFMT_HOST_DEVICE int slot(bool channels_last, lane l) {
+  return l.row * tiling_for(channels_last).channels + l.channel;
+}
 
 struct reduce_plan {
   shape sh;
@@ -282,8 +284,7 @@ MEMFMT_HOST_DEVICE A normalize(A x, group_stats<A> st, const A* gamma, const A* 
 
 // dx = invstd / m * (m g - sum(g) - xhat sum(g xhat)), m the number of elements of a group.
 template <class A>
-MEMFMT_HOST_DEVICE A input_grad(A x, A dy, group_stats<A> st, grad_sums<A> group, const A* gamma, std::int64_t c,
-                                A m) {
+MEMFMT_HOST_DEVICE A input_grad(A x, A dy, group_stats<A> st, grad_sums<A> group, const A* gamma, std::int64_t c, A m) {
   const A g = gamma ? dy * gamma[c] : dy;
   const A xhat = (x - st.mean) * st.invstd;
   return st.invstd / m * (m * g - group.dy - xhat * group.dy_xhat);

@@ -51,9 +51,7 @@ MEMFMT_HOST_DEVICE bool same_extents(const view5& a, const view5& b) {
   return true;
 }
 
-MEMFMT_HOST_DEVICE std::int64_t numel(const view5& v) {
-  return v.ext[0] * v.ext[1] * v.ext[2] * v.ext[3] * v.ext[4];
-}
+MEMFMT_HOST_DEVICE std::int64_t numel(const view5& v) { return v.ext[0] * v.ext[1] * v.ext[2] * v.ext[3] * v.ext[4]; }
 
 // The logical index (N, C, D, H, W) of the i-th element in row-major logical order.
 MEMFMT_HOST_DEVICE void unravel(const view5& v, std::int64_t i, std::int64_t idx[5]) {
@@ -108,8 +106,8 @@ struct pool_geometry {
 };
 
 // Output position o's window along dimension d: input positions [lo, hi) and its padded extent.
-MEMFMT_HOST_DEVICE void window_along(const pool_geometry& g, int d, std::int64_t o, std::int64_t& lo,
-                                     std::int64_t& hi, std::int64_t& padded) {
+MEMFMT_HOST_DEVICE void window_along(const pool_geometry& g, int d, std::int64_t o, std::int64_t& lo, std::int64_t& hi,
+                                     std::int64_t& padded) {
   const std::int64_t start = o * g.stride[d] - g.pad[d];
   const std::int64_t limit = g.in[d] + g.pad_end[d];
   const std::int64_t end = start + g.kernel[d] < limit ? start + g.kernel[d] : limit;

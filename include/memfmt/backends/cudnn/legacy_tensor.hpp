@@ -84,8 +84,8 @@ class legacy_tensor_desc {
  public:
   legacy_tensor_desc(dtype t, const std::vector<int>& dims, const std::vector<int>& strides) {
     check_cudnn(cudnnCreateTensorDescriptor(&desc_), "cudnnCreateTensorDescriptor");
-    const cudnnStatus_t s = cudnnSetTensorNdDescriptor(desc_, to_cudnn(t), static_cast<int>(dims.size()), dims.data(),
-                                                       strides.data());
+    const cudnnStatus_t s =
+        cudnnSetTensorNdDescriptor(desc_, to_cudnn(t), static_cast<int>(dims.size()), dims.data(), strides.data());
     if (s != CUDNN_STATUS_SUCCESS) cudnnDestroyTensorDescriptor(desc_);
     check_cudnn(s, "cudnnSetTensorNdDescriptor");
   }

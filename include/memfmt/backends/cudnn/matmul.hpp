@@ -23,10 +23,10 @@
 namespace memfmt::cudnn {
 
 struct linear_problem {
-  const char* name = "linear";      // the cache key's prefix: linear, linear_dgrad, linear_wgrad
+  const char* name = "linear";  // the cache key's prefix: linear, linear_dgrad, linear_wgrad
   std::int64_t batch = 0, features = 0, outputs = 0;
-  tensor_spec a, b, c;               // c = a x b, each [1, rows, columns] (forward: x, w^T, y)
-  std::optional<tensor_spec> bias;   // [1, 1, K]
+  tensor_spec a, b, c;              // c = a x b, each [1, rows, columns] (forward: x, w^T, y)
+  std::optional<tensor_spec> bias;  // [1, 1, K]
   std::string key() const {
     return std::string(name) + "|" + a.key() + "|" + b.key() + "|" + c.key() + (bias ? "|" + bias->key() : "");
   }
@@ -80,8 +80,8 @@ std::int64_t flatten_row_stride(const tensor_view<T, F>& v, std::int64_t feature
 template <class T, class F>
 std::int64_t output_row_stride(const tensor_view<T, F>& v, const std::string& what) {
   if (v.channels() > 1 && v.strides()[1] != 1)
-    memfmt::detail::fail(errc::unsupported, what + " " + memfmt::detail::dims_to_string(v.extents()) + " with strides " +
-                                                memfmt::detail::dims_to_string(v.strides()) +
+    memfmt::detail::fail(errc::unsupported, what + " " + memfmt::detail::dims_to_string(v.extents()) +
+                                                " with strides " + memfmt::detail::dims_to_string(v.strides()) +
                                                 " does not hold its outputs contiguously per sample");
   return v.extent(0) > 1 ? v.strides()[0] : v.channels();
 }

@@ -23,13 +23,13 @@
 namespace memfmt::cudnn {
 
 struct execution_plan {
-  graph_builder graph;       // keeps tensors, operations and the graph alive as long as the plan
+  graph_builder graph;  // keeps tensors, operations and the graph alive as long as the plan
   std::vector<descriptor> configs;
   descriptor plan;
   std::int64_t workspace_bytes = 0;
-  std::string engine_name;   // "eng<global index>" plus "+tc" when cuDNN notes tensor-core use
-  std::string unsupported;   // why no engine runs the graph (then `plan` is empty); cached too, so
-                             // an unsupported fusion is tried once and its reason is kept
+  std::string engine_name;  // "eng<global index>" plus "+tc" when cuDNN notes tensor-core use
+  std::string unsupported;  // why no engine runs the graph (then `plan` is empty); cached too, so
+                            // an unsupported fusion is tried once and its reason is kept
 };
 
 namespace detail {
@@ -69,7 +69,8 @@ inline descriptor device_properties(cudnnHandle_t handle) {
 // Ranks engine configs for the finalized graph of `g` with heuristics and builds the first plan that
 // finalizes, both for the device that `device` (from device_properties) describes. Throws
 // memfmt::error(unsupported) naming the graph when no engine supports it.
-inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const descriptor& device, const std::string& what) {
+inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const descriptor& device,
+                                                  const std::string& what) {
   auto p = std::make_unique<execution_plan>();
   p->graph = std::move(g);
   descriptor& graph = p->graph.finalize_graph();
@@ -85,7 +86,8 @@ inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const descr
     }
     std::int64_t count = 0;
     if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                 nullptr) != CUDNN_STATUS_SUCCESS || count <= 0)
+                                 nullptr) != CUDNN_STATUS_SUCCESS ||
+        count <= 0)
       continue;
     auto configs = heur.get_descs(CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count,
                                   "get CUDNN_ATTR_ENGINEHEUR_RESULTS");
@@ -97,15 +99,17 @@ inline std::unique_ptr<execution_plan> build_plan(graph_builder&& g, const descr
         last_reason = memfmt::cudnn::detail::last_cudnn_error_string();
         continue;
       }
-      p->workspace_bytes = plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, "get EXECUTION_PLAN_WORKSPACE_SIZE");
+      p->workspace_bytes =
+          plan.get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, "get EXECUTION_PLAN_WORKSPACE_SIZE");
       p->engine_name = detail::engine_name_of(cfg);
       p->plan = std::move(plan);
       p->configs.push_back(std::move(cfg));
       return p;
     }
   }
-  memfmt::detail::fail(errc::unsupported, "cuDNN: no engine supports " + what +
-                                              (last_reason.empty() ? std::string() : "; last cuDNN message: " + last_reason));
+  memfmt::detail::fail(errc::unsupported,
+                       "cuDNN: no engine supports " + what +
+                           (last_reason.empty() ? std::string() : "; last cuDNN message: " + last_reason));
 }
 
 // A least-recently-used map from key to value; `capacity` 0 means unbounded.

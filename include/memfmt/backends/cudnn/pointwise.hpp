@@ -37,8 +37,8 @@ struct graph_constant {
 struct pointwise_problem {
   bool is_binary = false;
   activation_params function = activation::identity;  // activations
-  binary_op op = binary_op::add;                       // binary ops
-  tensor_spec a, b, y;  // a is x for activations; b is unused there
+  binary_op op = binary_op::add;                      // binary ops
+  tensor_spec a, b, y;                                // a is x for activations; b is unused there
   int rank = 4;
 
   // The scalars the graph reads by value (hardsigmoid's, hardswish's and clip's).
@@ -53,7 +53,8 @@ namespace detail {
 
 template <class XF, class YF>
 constexpr void static_check_pointwise_ranks() {
-  static_assert(XF::rank == YF::rank, "cuDNN pointwise: input and output of the same rank (both 2-D or both 3-D formats)");
+  static_assert(XF::rank == YF::rank,
+                "cuDNN pointwise: input and output of the same rank (both 2-D or both 3-D formats)");
 }
 
 // Whether `t` has the extents `full` (it is not broadcast).
@@ -84,7 +85,8 @@ struct activation_scalars {
   tensor_spec first, second;  // uid::constant_base, uid::constant_base + 1
 };
 inline activation_scalars activation_scalar_specs(int rank) {
-  return {scalar_spec(rank, dtype::float32, uid::constant_base), scalar_spec(rank, dtype::float32, uid::constant_base + 1)};
+  return {scalar_spec(rank, dtype::float32, uid::constant_base),
+          scalar_spec(rank, dtype::float32, uid::constant_base + 1)};
 }
 
 }  // namespace detail
@@ -225,7 +227,9 @@ inline graph_builder pointwise_graph(const pointwise_problem& pr) {
       g.pointwise(CUDNN_POINTWISE_RELU_FWD, shifted, nullptr, pr.y, math, clip1);
       break;
     }
-    case activation::softplus: g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.a, nullptr, pr.y, math, softplus_1()); break;
+    case activation::softplus:
+      g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.a, nullptr, pr.y, math, softplus_1());
+      break;
     case activation::mish: {  // x * tanh(softplus(x)): cuDNN has no mish mode
       const tensor_spec sp = tmp(), t = tmp();
       g.pointwise(CUDNN_POINTWISE_SOFTPLUS_FWD, pr.a, nullptr, sp, math, softplus_1());

@@ -23,9 +23,7 @@ struct global_pool_problem {
   tensor_spec x, y;
   std::int64_t positions = 1;  // spatial positions averaged per (n, c)
 
-  std::vector<graph_constant> constants() const {
-    return {{uid::constant_base, 1.0f / static_cast<float>(positions)}};
-  }
+  std::vector<graph_constant> constants() const { return {{uid::constant_base, 1.0f / static_cast<float>(positions)}}; }
   std::string key() const { return "global_avg|" + x.key() + "|" + y.key(); }
 };
 

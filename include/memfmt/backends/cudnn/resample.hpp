@@ -96,11 +96,11 @@ resample_spec upsample_spec(const E& xe, const E& ye, const upsample_params& p, 
   for (std::size_t i = 0; i + 2 < xe.size(); ++i) {
     const std::int64_t in = xe[2 + i], out = ye[2 + i];
     if (out % in != 0 || out / in < 2)
-      memfmt::detail::fail(errc::unsupported,
-                           op + ": input " + memfmt::detail::dims_to_string(xe) + " to output " +
-                               memfmt::detail::dims_to_string(ye) + ": spatial dim " + std::to_string(i) +
-                               " scales " + std::to_string(in) + " -> " + std::to_string(out) +
-                               "; the cuDNN resample takes whole scale factors >= 2");
+      memfmt::detail::fail(errc::unsupported, op + ": input " + memfmt::detail::dims_to_string(xe) + " to output " +
+                                                  memfmt::detail::dims_to_string(ye) + ": spatial dim " +
+                                                  std::to_string(i) + " scales " + std::to_string(in) + " -> " +
+                                                  std::to_string(out) +
+                                                  "; the cuDNN resample takes whole scale factors >= 2");
     // cuDNN sizes the output as (in + pre + post - window) / stride + 1 (read off what it
     // finalizes); window 2, stride 1/s and pre + post = 2 - 1/s give in * s. The split (1/2 before)
     // is the half-pixel placement; its values are unverified without a GPU run.

@@ -39,7 +39,8 @@ inline cudnnSoftmaxAlgorithm_t softmax_algorithm(const softmax_params& p) noexce
 
 // y = softmax(x), queued on the stream `handle` is set to.
 template <class T, class XF, class YF>
-void run_softmax_forward(cudnnHandle_t handle, tensor_view<const T, XF> x, tensor_view<T, YF> y, const softmax_params& p) {
+void run_softmax_forward(cudnnHandle_t handle, tensor_view<const T, XF> x, tensor_view<T, YF> y,
+                         const softmax_params& p) {
   const std::string op = "cuDNN softmax_forward";
   validate_softmax_forward(x, y);
   require_softmax_dtype(dtype_of_v<T>, op);
@@ -47,9 +48,8 @@ void run_softmax_forward(cudnnHandle_t handle, tensor_view<const T, XF> x, tenso
   const legacy_shape s = legacy_shape_of(op, x, y);
   const legacy_tensor_desc xd(dtype_of_v<T>, s.dims, s.strides[0]), yd(dtype_of_v<T>, s.dims, s.strides[1]);
   const legacy_scale one(1.0), zero(0.0);
-  check_cudnn(cudnnSoftmaxForward(handle, softmax_algorithm(p), CUDNN_SOFTMAX_MODE_CHANNEL,
-                                  one.for_type(dtype_of_v<T>), xd.get(), x.data(), zero.for_type(dtype_of_v<T>),
-                                  yd.get(), y.data()),
+  check_cudnn(cudnnSoftmaxForward(handle, softmax_algorithm(p), CUDNN_SOFTMAX_MODE_CHANNEL, one.for_type(dtype_of_v<T>),
+                                  xd.get(), x.data(), zero.for_type(dtype_of_v<T>), yd.get(), y.data()),
               "cudnnSoftmaxForward");
 }
 

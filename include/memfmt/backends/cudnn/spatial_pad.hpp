@@ -43,8 +43,8 @@ using dhw_extents = std::array<std::int64_t, 3>;
 
 // A packed tensor pair (x, padded y) as O blocks of pixels.
 struct pad_geometry {
-  std::int64_t outer = 0;        // O
-  std::size_t pixel_bytes = 0;   // P
+  std::int64_t outer = 0;       // O
+  std::size_t pixel_bytes = 0;  // P
   dhw_extents in{1, 1, 1}, out{1, 1, 1}, begin{0, 0, 0};
 };
 
@@ -126,7 +126,7 @@ inline void append_box_copies(std::vector<copy_2d>& out, const pad_geometry& g, 
 // The forward: fill y (constant mode), then the copies from x into y, then those within y.
 struct pad_forward_plan {
   bool fill = false;
-  std::vector<copy_2d> from_x;  // src: x, dst: y
+  std::vector<copy_2d> from_x;    // src: x, dst: y
   std::vector<copy_2d> within_y;  // src: y, dst: y; after from_x, in order
 };
 

@@ -42,8 +42,8 @@ inline void check_cudnn(cudnnStatus_t s, const char* what) {
 inline void check_cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   (void)cudaGetLastError();
-  memfmt::detail::fail(errc::backend_failure, std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(e) +
-                                                  ": " + cudaGetErrorString(e));
+  memfmt::detail::fail(errc::backend_failure,
+                       std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 // cuDNN encodes versions as major * 10000 + minor * 100 + patch since 9.0.
@@ -58,10 +58,10 @@ struct version {
 };
 
 struct version_report {
-  version compiled;  // CUDNN_VERSION of the headers this code was built against
-  version loaded;    // cudnnGetVersion() of the library actually loaded
+  version compiled;           // CUDNN_VERSION of the headers this code was built against
+  version loaded;             // cudnnGetVersion() of the library actually loaded
   bool loaded_older = false;  // same major, but a smaller minor: features of the headers may be missing
-  std::string warning;         // non-empty when loaded_older
+  std::string warning;        // non-empty when loaded_older
 };
 
 // The pure comparison, separated from the library query so it can be tested with any pair.

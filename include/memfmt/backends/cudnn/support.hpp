@@ -31,8 +31,8 @@ namespace memfmt::cudnn {
 inline op_support layer_support(const op_query& q, bool group_norm_kernels = false, bool layer_kernels = false) {
   const std::string op = std::string(to_string(q.op)) + " on the cuDNN backend";
   if (q.rank != 4 && q.rank != 5)
-    return op_support::no(errc::unsupported, op + ": activations of rank " + std::to_string(q.rank) +
-                                                 " (the backends take rank 4 or 5)");
+    return op_support::no(errc::unsupported,
+                          op + ": activations of rank " + std::to_string(q.rank) + " (the backends take rank 4 or 5)");
   if (q.op == op_kind::group_norm && !group_norm_kernels)
     return op_support::no(errc::unsupported,
                           op + ": no cuDNN graph for this layer; memfmt's kernels run it when "
@@ -45,9 +45,9 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
     return op_support::no(errc::unsupported,
                           op + ": cuDNN 9.19 on an H100 found no engine for its reduction graph" + needs_layer_kernels);
   if (q.op == op_kind::pool && q.backward && !layer_kernels)
-    return op_support::no(errc::unsupported,
-                          op + " (backward): cuDNN 9.19 on an H100 crashed in the resample backward graph" +
-                              needs_layer_kernels);
+    return op_support::no(
+        errc::unsupported,
+        op + " (backward): cuDNN 9.19 on an H100 crashed in the resample backward graph" + needs_layer_kernels);
   if (q.op == op_kind::layer_norm)
     return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for layer norm over "
                                                   "channels yet; the reference and oneDNN backends run it");
@@ -58,14 +58,15 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
     return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
                                                   "resample graph (nearest or bilinear); the reference and oneDNN "
                                                   "backends run it");
-  const bool takes_double = q.op == op_kind::conv || q.op == op_kind::conv_transpose ||
-                          q.op == op_kind::batch_norm || q.op == op_kind::group_norm;
+  const bool takes_double = q.op == op_kind::conv || q.op == op_kind::conv_transpose || q.op == op_kind::batch_norm ||
+                            q.op == op_kind::group_norm;
   const bool typed = q.type == dtype::float32 || q.type == dtype::float16 || q.type == dtype::bfloat16 ||
                      (takes_double && q.type == dtype::float64);
   if (!typed)
     return op_support::no(errc::unsupported_dtype,
                           op + ": element type " + std::string(to_string(q.type)) + " (" +
-                              (takes_double ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") + ")");
+                              (takes_double ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") +
+                              ")");
   const bool pointwise = q.op == op_kind::activation || q.op == op_kind::binary || q.op == op_kind::batch_norm ||
                          q.op == op_kind::conv_transpose;
   if (pointwise && q.format == format_family::channels_first)

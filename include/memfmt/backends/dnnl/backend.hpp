@@ -103,7 +103,7 @@ class conv_forward_call {
   std::unordered_map<int, dnnl::memory> args_;
   dnnl::reorder refresh_weights_;  // weight caching off: the caller's weights into the scratch, per run
   dnnl::memory weights_src_;
-  dnnl::reorder copy_residual_;    // a residual other than y: copied into y, then summed by the post-op
+  dnnl::reorder copy_residual_;  // a residual other than y: copied into y, then summed by the post-op
   dnnl::memory residual_src_;
   const std::vector<dnnl::eltwise_forward>* epilogue_ = nullptr;  // the cached entry's
   const std::string* impl_ = nullptr;
@@ -163,7 +163,7 @@ class backend {
   // The types this backend computes in (bfloat16 where the CPU has it: cpu_support.hpp); the
   // executor, trainer and calibration compile no float64 or float16 layer for it.
   using element_types = memfmt::element_types<float, bfloat16>;
-  using conv_fusion = onednn::conv_fusion;  // conv_forward's epilogue (the executor fuses with it)
+  using conv_fusion = onednn::conv_fusion;              // conv_forward's epilogue (the executor fuses with it)
   using conv_forward_call = onednn::conv_forward_call;  // bind_conv_forward's result (the executor's steps)
 
   backend() : backend(dnnl::engine(dnnl::engine::kind::cpu, 0)) {}
@@ -252,9 +252,9 @@ class backend {
     if (has_residual) {  // the residual fusion is this backend's own
       backend_detail::require_extents(op, "residual", residual.extents(), ye, "(the output's sizes)");
       if (residual.data() == y.data() && residual.strides() != y.strides())
-        memfmt::detail::fail(errc::invalid_argument,
-                             std::string(op) + ": residual aliases y with different strides " +
-                                 detail::dims_str(residual.strides()) + " vs " + detail::dims_str(y.strides()));
+        memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": residual aliases y with different strides " +
+                                                         detail::dims_str(residual.strides()) + " vs " +
+                                                         detail::dims_str(y.strides()));
     }
 
     const auto x_md = detail::activation_md(x, dt);
@@ -287,8 +287,7 @@ class backend {
 
   // dx = conv_backward_data(dy, w): the gradient of conv_forward with respect to x.
   template <class YT, class YF, class WT, class WF, class T, class XF>
-  void conv_backward_data(tensor_view<YT, YF> dy, tensor_view<WT, WF> w, tensor_view<T, XF> dx,
-                          const conv_params& p) {
+  void conv_backward_data(tensor_view<YT, YF> dy, tensor_view<WT, WF> w, tensor_view<T, XF> dx, const conv_params& p) {
     static_assert(std::is_same_v<std::remove_const_t<YT>, T> && std::is_same_v<std::remove_const_t<WT>, T>,
                   "onednn::conv_backward_data: dy, w and dx must have the same element type");
     static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
@@ -332,9 +331,10 @@ class backend {
     conv_params q = p;
     bool gathered = true;
     for (int i = 0; i < XF::rank - 2; ++i)
-      gathered = gathered && dw.extents()[2 + i] == 1 && p.padding[static_cast<std::size_t>(i)] == 0 &&
-                 p.end_padding(i) == 0;
-    gathered = gathered && std::any_of(p.stride.begin(), p.stride.begin() + (XF::rank - 2), [](std::int64_t v) { return v > 1; });
+      gathered =
+          gathered && dw.extents()[2 + i] == 1 && p.padding[static_cast<std::size_t>(i)] == 0 && p.end_padding(i) == 0;
+    gathered = gathered &&
+               std::any_of(p.stride.begin(), p.stride.begin() + (XF::rank - 2), [](std::int64_t v) { return v > 1; });
     dnnl::memory x_mem;
     auto xe = x.extents();
     if (gathered) {
@@ -361,10 +361,9 @@ class backend {
       dnnl::memory user_dw(dw_md, eng_, dw.data());
       const bool direct = e.pd.diff_weights_desc() == dw_md;
       if (!direct && !e.dw_scratch) e.dw_scratch = dnnl::memory(e.pd.diff_weights_desc(), eng_);
-      std::unordered_map<int, dnnl::memory> args{
-          {DNNL_ARG_SRC, x_mem},
-          {DNNL_ARG_DIFF_DST, dnnl::memory(dy_md, eng_, detail::mut(dy.data()))},
-          {DNNL_ARG_DIFF_WEIGHTS, direct ? user_dw : e.dw_scratch}};
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem},
+                                                 {DNNL_ARG_DIFF_DST, dnnl::memory(dy_md, eng_, detail::mut(dy.data()))},
+                                                 {DNNL_ARG_DIFF_WEIGHTS, direct ? user_dw : e.dw_scratch}};
       if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(e.pd.diff_bias_desc(), eng_, dbias));
       e.prim.execute(strm_, args);
       if (!direct) reorder_for(e.pd.diff_weights_desc(), dw_md).execute(strm_, e.dw_scratch, user_dw);
@@ -391,37 +390,38 @@ class backend {
     const std::int64_t count = x.numel() / c;  // >= 2: validated
     const bool post = has(residual);
     const bool fuse = p.fuse_relu && !post;
-    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_training", [&] {
-      auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), true, fuse);
-      stats_.resize(static_cast<std::size_t>(2 * c));
-      float* mean = saved_mean;
-      float* var = stats_.data();
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
-                                                 {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
-                                                 {DNNL_ARG_MEAN, stat_mem(c, mean)},
-                                                 {DNNL_ARG_VARIANCE, stat_mem(c, var)},
-                                                 {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
-                                                 {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}};
-      if (fuse) {
-        auto& ws = relu_masks_[{x.data(), y.data(), saved_mean}];
-        if (!ws || ws.get_desc() != e.pd.workspace_desc()) ws = dnnl::memory(e.pd.workspace_desc(), eng_);
-        args.emplace(DNNL_ARG_WORKSPACE, ws);
-      } else {
-        relu_masks_.erase({x.data(), y.data(), saved_mean});
-      }
-      e.prim.execute(strm_, args);
-      if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
-                             p.fuse_relu);
-      strm_.wait();
-      last_impl_ = &e.impl;
-      const double m = p.momentum;
-      const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
-      for (std::int64_t i = 0; i < c; ++i) {
-        saved_invstd[i] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[i]) + p.epsilon));
-        running_mean[i] = static_cast<float>((1 - m) * running_mean[i] + m * mean[i]);
-        running_var[i] = static_cast<float>((1 - m) * running_var[i] + m * var[i] * unbias);
-      }
-    });
+    if constexpr (detail::supported_v<T>)
+      detail::guarded("batch_norm_forward_training", [&] {
+        auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), true, fuse);
+        stats_.resize(static_cast<std::size_t>(2 * c));
+        float* mean = saved_mean;
+        float* var = stats_.data();
+        std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                                                   {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
+                                                   {DNNL_ARG_MEAN, stat_mem(c, mean)},
+                                                   {DNNL_ARG_VARIANCE, stat_mem(c, var)},
+                                                   {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                                                   {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}};
+        if (fuse) {
+          auto& ws = relu_masks_[{x.data(), y.data(), saved_mean}];
+          if (!ws || ws.get_desc() != e.pd.workspace_desc()) ws = dnnl::memory(e.pd.workspace_desc(), eng_);
+          args.emplace(DNNL_ARG_WORKSPACE, ws);
+        } else {
+          relu_masks_.erase({x.data(), y.data(), saved_mean});
+        }
+        e.prim.execute(strm_, args);
+        if (post)
+          add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(), p.fuse_relu);
+        strm_.wait();
+        last_impl_ = &e.impl;
+        const double m = p.momentum;
+        const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+        for (std::int64_t i = 0; i < c; ++i) {
+          saved_invstd[i] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[i]) + p.epsilon));
+          running_mean[i] = static_cast<float>((1 - m) * running_mean[i] + m * mean[i]);
+          running_var[i] = static_cast<float>((1 - m) * running_var[i] + m * var[i] * unbias);
+        }
+      });
   }
 
   // Inference: y = relu?(gamma * (x - running_mean) / sqrt(running_var + eps) + beta [+ residual]).
@@ -436,19 +436,20 @@ class backend {
     const std::int64_t c = x.channels();
     const bool post = has(residual);
     const bool fuse = p.fuse_relu && !post;
-    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_forward_inference", [&] {
-      auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), false, fuse);
-      e.prim.execute(strm_, {{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
-                             {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
-                             {DNNL_ARG_MEAN, stat_mem(c, detail::mut(running_mean))},
-                             {DNNL_ARG_VARIANCE, stat_mem(c, detail::mut(running_var))},
-                             {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
-                             {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}});
-      if (post) add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(),
-                             p.fuse_relu);
-      strm_.wait();
-      last_impl_ = &e.impl;
-    });
+    if constexpr (detail::supported_v<T>)
+      detail::guarded("batch_norm_forward_inference", [&] {
+        auto& e = bn_fwd_entry(md, static_cast<float>(p.epsilon), false, fuse);
+        e.prim.execute(strm_, {{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+                               {DNNL_ARG_DST, dnnl::memory(md, eng_, y.data())},
+                               {DNNL_ARG_MEAN, stat_mem(c, detail::mut(running_mean))},
+                               {DNNL_ARG_VARIANCE, stat_mem(c, detail::mut(running_var))},
+                               {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+                               {DNNL_ARG_SHIFT, stat_mem(c, detail::mut(beta))}});
+        if (post)
+          add_residual(md, y.data(), detail::activation_md(residual, md.data_type()), residual.data(), p.fuse_relu);
+        strm_.wait();
+        last_impl_ = &e.impl;
+      });
   }
 
   // Backward of the training step. With p.fuse_relu, `y` (the forward output) is required: the
@@ -459,9 +460,9 @@ class backend {
   // as for the weight cache: a backward with the buffers of an earlier fused step must belong to
   // that step (the trainer's always does: each batch norm owns its saved_mean).
   template <class XT, class YT, class T, class F>
-  void batch_norm_backward(tensor_view<XT, F> x, tensor_view<YT, F> dy, tensor_view<T, F> dx,
-                           const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
-                           param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
+  void batch_norm_backward(tensor_view<XT, F> x, tensor_view<YT, F> dy, tensor_view<T, F> dx, const param_t<T>* gamma,
+                           const param_t<T>* saved_mean, const param_t<T>* saved_invstd, param_t<T>* dgamma,
+                           param_t<T>* dbeta, const batch_norm_params& p,
                            tensor_view<const detail::identity_t<T>, detail::identity_t<F>> y = {},
                            tensor_view<detail::identity_t<T>, detail::identity_t<F>> dresidual = {}) {
     static_assert(std::is_same_v<std::remove_const_t<XT>, T> && std::is_same_v<std::remove_const_t<YT>, T>,
@@ -475,55 +476,57 @@ class backend {
       unsupported_strides(op, x.strides(), dy.strides(), dx.strides());
     const std::int64_t c = x.channels();
     const float eps = static_cast<float>(p.epsilon);
-    if constexpr (detail::supported_v<T>) detail::guarded("batch_norm_backward", [&] {
-      // The gradient that reaches the normalisation: dy masked by the ReLU (where y > 0).
-      dnnl::memory g(md, eng_, detail::mut(dy.data()));
-      const auto mask = relu_masks_.find({x.data(), y.data(), saved_mean});
-      const bool by_workspace = p.fuse_relu && dresidual.data() == nullptr && mask != relu_masks_.end();
-      // The masked gradient is the residual's: written there directly when dresidual has x's
-      // layout (two calls for batch norm + add + relu), else into scratch and reordered.
-      const bool into_residual = dresidual.data() != nullptr && dresidual.data() != x.data() &&
-                                 detail::activation_md(dresidual, dt) == md;
-      const bool masked = p.fuse_relu && !by_workspace;
-      if (masked) {
-        const auto y_md = detail::activation_md(y, dt);
-        auto& r = eltwise_bwd_entry(md, y_md);
-        if (into_residual) {
-          g = dnnl::memory(md, eng_, dresidual.data());
-        } else {
-          grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
-          g = dnnl::memory(md, eng_, grad_tmp_.data());
+    if constexpr (detail::supported_v<T>)
+      detail::guarded("batch_norm_backward", [&] {
+        // The gradient that reaches the normalisation: dy masked by the ReLU (where y > 0).
+        dnnl::memory g(md, eng_, detail::mut(dy.data()));
+        const auto mask = relu_masks_.find({x.data(), y.data(), saved_mean});
+        const bool by_workspace = p.fuse_relu && dresidual.data() == nullptr && mask != relu_masks_.end();
+        // The masked gradient is the residual's: written there directly when dresidual has x's
+        // layout (two calls for batch norm + add + relu), else into scratch and reordered.
+        const bool into_residual =
+            dresidual.data() != nullptr && dresidual.data() != x.data() && detail::activation_md(dresidual, dt) == md;
+        const bool masked = p.fuse_relu && !by_workspace;
+        if (masked) {
+          const auto y_md = detail::activation_md(y, dt);
+          auto& r = eltwise_bwd_entry(md, y_md);
+          if (into_residual) {
+            g = dnnl::memory(md, eng_, dresidual.data());
+          } else {
+            grad_tmp_.resize(static_cast<std::size_t>(md.get_size()));
+            g = dnnl::memory(md, eng_, grad_tmp_.data());
+          }
+          r.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(md, eng_, detail::mut(dy.data()))},
+                                 {DNNL_ARG_DST, dnnl::memory(y_md, eng_, detail::mut(y.data()))},
+                                 {DNNL_ARG_DIFF_SRC, g}});
         }
-        r.prim.execute(strm_, {{DNNL_ARG_DIFF_DST, dnnl::memory(md, eng_, detail::mut(dy.data()))},
-                               {DNNL_ARG_DST, dnnl::memory(y_md, eng_, detail::mut(y.data()))},
-                               {DNNL_ARG_DIFF_SRC, g}});
-      }
-      if (dresidual.data() != nullptr && !(masked && into_residual)) {
-        const auto r_md = detail::activation_md(dresidual, dt);
-        dnnl::memory r(r_md, eng_, dresidual.data());
-        reorder_for(md, r_md).execute(strm_, g, r);
-      }
-      stats_.assign(static_cast<std::size_t>(2 * c), 0.f);
-      float* var = stats_.data();
-      for (std::int64_t i = 0; i < c; ++i) {
-        const double is = saved_invstd[i];
-        var[i] = static_cast<float>(1.0 / (is * is) - p.epsilon);
-      }
-      auto& e = bn_bwd_entry(md, eps, by_workspace);
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
-                                                 {DNNL_ARG_MEAN, stat_mem(c, detail::mut(saved_mean))},
-                                                 {DNNL_ARG_VARIANCE, stat_mem(c, var)},
-                                                 {DNNL_ARG_DIFF_DST, g},
-                                                 {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
-                                                 {DNNL_ARG_SHIFT, stat_mem(c, var + c)},  // asked for, unused by the gradient
-                                                 {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng_, dx.data())},
-                                                 {DNNL_ARG_DIFF_SCALE, stat_mem(c, dgamma)},
-                                                 {DNNL_ARG_DIFF_SHIFT, stat_mem(c, dbeta)}};
-      if (by_workspace) args.emplace(DNNL_ARG_WORKSPACE, mask->second);
-      e.prim.execute(strm_, args);
-      strm_.wait();
-      last_impl_ = &e.impl;
-    });
+        if (dresidual.data() != nullptr && !(masked && into_residual)) {
+          const auto r_md = detail::activation_md(dresidual, dt);
+          dnnl::memory r(r_md, eng_, dresidual.data());
+          reorder_for(md, r_md).execute(strm_, g, r);
+        }
+        stats_.assign(static_cast<std::size_t>(2 * c), 0.f);
+        float* var = stats_.data();
+        for (std::int64_t i = 0; i < c; ++i) {
+          const double is = saved_invstd[i];
+          var[i] = static_cast<float>(1.0 / (is * is) - p.epsilon);
+        }
+        auto& e = bn_bwd_entry(md, eps, by_workspace);
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, dnnl::memory(md, eng_, detail::mut(x.data()))},
+            {DNNL_ARG_MEAN, stat_mem(c, detail::mut(saved_mean))},
+            {DNNL_ARG_VARIANCE, stat_mem(c, var)},
+            {DNNL_ARG_DIFF_DST, g},
+            {DNNL_ARG_SCALE, stat_mem(c, detail::mut(gamma))},
+            {DNNL_ARG_SHIFT, stat_mem(c, var + c)},  // asked for, unused by the gradient
+            {DNNL_ARG_DIFF_SRC, dnnl::memory(md, eng_, dx.data())},
+            {DNNL_ARG_DIFF_SCALE, stat_mem(c, dgamma)},
+            {DNNL_ARG_DIFF_SHIFT, stat_mem(c, dbeta)}};
+        if (by_workspace) args.emplace(DNNL_ARG_WORKSPACE, mask->second);
+        e.prim.execute(strm_, args);
+        strm_.wait();
+        last_impl_ = &e.impl;
+      });
   }
 
   // ---- capability ----
@@ -703,7 +706,7 @@ class backend {
 
   template <class T, class XF, class YF, class DYF, class DXF>
   void reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
-                               tensor_view<T, DXF> dx, const reduce_params& p) {
+                       tensor_view<T, DXF> dx, const reduce_params& p) {
     detail::data_type_of<T>("onednn::reduce_backward");
     if constexpr (detail::supported_v<T>) cpu::reduce_backward(x, y, dy, dx, p);
   }
@@ -726,7 +729,8 @@ class backend {
     const auto x_md = detail::activation_md(x, dt);
     dnnl::memory::dims wd{k};
     for (int d = 1; d < XF::rank; ++d) wd.push_back(x.extent(d));
-    const dnnl::memory::desc w_md(wd, dt, XF::rank == 4 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw);
+    const dnnl::memory::desc w_md(wd, dt,
+                                  XF::rank == 4 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw);
     const dnnl::memory::desc y_md({n, k}, dt, dnnl::memory::dims{y.stride(0), y.stride(1)});
     detail::guarded("linear_forward", [&] {
       std::string key;
@@ -772,7 +776,8 @@ class backend {
       if (it == linear_bwd_data_.end()) {
         dnnl::inner_product_backward_data::desc d(m.x, m.w_any, m.y);
         dnnl::inner_product_backward_data::primitive_desc pd(d, eng_, linear_training_hint(m, false));
-        it = linear_bwd_data_.emplace(std::move(key), linear_bwd_data_cached{pd, dnnl::inner_product_backward_data(pd), {}})
+        it = linear_bwd_data_
+                 .emplace(std::move(key), linear_bwd_data_cached{pd, dnnl::inner_product_backward_data(pd), {}})
                  .first;
       }
       auto& e = it->second;
@@ -836,7 +841,8 @@ class backend {
     const int rank = static_cast<int>(x.extents().size());
     dnnl::memory::dims wd{y.extent(1)};
     for (int d = 1; d < rank; ++d) wd.push_back(x.extent(d));
-    return {detail::activation_md(x, dt), dnnl::memory::desc({y.extent(0), y.extent(1)}, dt, dnnl::memory::dims{y.stride(0), y.stride(1)}),
+    return {detail::activation_md(x, dt),
+            dnnl::memory::desc({y.extent(0), y.extent(1)}, dt, dnnl::memory::dims{y.stride(0), y.stride(1)}),
             dnnl::memory::desc(wd, dt, rank == 4 ? dnnl::memory::format_tag::oihw : dnnl::memory::format_tag::oidhw),
             dnnl::memory::desc(wd, dt, dnnl::memory::format_tag::any)};
   }
@@ -867,7 +873,7 @@ class backend {
     dnnl::convolution_forward::primitive_desc pd;
     dnnl::convolution_forward prim;
     std::string impl;
-    dnnl::memory w_scratch;  // reordered weights when caching is off
+    dnnl::memory w_scratch;                       // reordered weights when caching is off
     std::vector<dnnl::eltwise_forward> epilogue;  // the activation, in place on y, where not a post-op
   };
   struct conv_bwd_data_cached {
@@ -914,10 +920,9 @@ class backend {
   }
 
   template <class Extents>
-  conv_fwd_cached& conv_fwd_entry(const dnnl::memory::desc& x_md, const dnnl::memory::desc& w_md,
-                                  const Extents& w_ext, bool bias, const dnnl::memory::desc& y_md,
-                                  const conv_params& p, const detail::conv_geometry& g, const conv_fusion& f,
-                                  bool residual) {
+  conv_fwd_cached& conv_fwd_entry(const dnnl::memory::desc& x_md, const dnnl::memory::desc& w_md, const Extents& w_ext,
+                                  bool bias, const dnnl::memory::desc& y_md, const conv_params& p,
+                                  const detail::conv_geometry& g, const conv_fusion& f, bool residual) {
     // The epilogue's post-ops: the residual's sum, then the activation's eltwise steps.
     const bool activates = f.activation.kind != memfmt::activation::identity;
     const detail::eltwise_steps steps = detail::eltwise_of(f.activation);
@@ -929,8 +934,8 @@ class backend {
     const auto dt = x_md.data_type();
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, x_md,
                                       detail::weights_any_md(w_ext, p.groups, dt),
-                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides,
-                                      g.dilates, g.pad_l, g.pad_r);
+                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides, g.dilates,
+                                      g.pad_l, g.pad_r);
     dnnl::post_ops po;
     if (residual) po.append_sum(1.f);
     for (int i = 0; activates && i < steps.count; ++i)
@@ -968,15 +973,15 @@ class backend {
     const auto dt = x_md.data_type();
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x_md,
                                       detail::weights_any_md(w_ext, p.groups, dt),
-                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides,
-                                      g.dilates, g.pad_l, g.pad_r);
+                                      bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), y_md, g.strides, g.dilates,
+                                      g.pad_l, g.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, eng_);
   }
 
   template <class Extents>
   conv_bwd_data_cached& conv_bwd_data_entry(const dnnl::memory::desc& dx_md, const dnnl::memory::desc& w_md,
-                                            const Extents& w_ext, const dnnl::memory::desc& dy_md,
-                                            const conv_params& p, const detail::conv_geometry& g) {
+                                            const Extents& w_ext, const dnnl::memory::desc& dy_md, const conv_params& p,
+                                            const detail::conv_geometry& g) {
     std::string key = conv_key('d', dx_md, w_md, w_ext, false, dy_md, p);
     auto it = conv_bwd_data_.find(key);
     if (it != conv_bwd_data_.end()) return it->second;
@@ -997,10 +1002,9 @@ class backend {
     auto it = conv_bwd_weights_.find(key);
     if (it != conv_bwd_weights_.end()) return it->second;
     const auto dt = x_md.data_type();
-    dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, x_md,
-                                               detail::weights_any_md(w_ext, p.groups, dt),
-                                               bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), dy_md, g.strides,
-                                               g.dilates, g.pad_l, g.pad_r);
+    dnnl::convolution_backward_weights::desc d(
+        dnnl::algorithm::convolution_direct, x_md, detail::weights_any_md(w_ext, p.groups, dt),
+        bias ? bias_md(w_ext[0], dt) : dnnl::memory::desc(), dy_md, g.strides, g.dilates, g.pad_l, g.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(d, eng_, training_hint(x_md, w_ext, bias, dy_md, p, g));
     conv_bwd_weights_cached e{pd, dnnl::convolution_backward_weights(pd), pd.impl_info_str(), {}};
     return conv_bwd_weights_.emplace(std::move(key), std::move(e)).first->second;
@@ -1064,9 +1068,11 @@ class backend {
 
   template <class S>
   [[noreturn]] static void unsupported_strides(const char* op, const S& x, const S& a, const S& b) {
-    memfmt::detail::fail(errc::unsupported, std::string(op) + ": oneDNN batch norm needs x, y/dy and dx with equal "
-                                                              "strides; got " + detail::dims_str(x) + ", " +
-                                                detail::dims_str(a) + ", " + detail::dims_str(b));
+    memfmt::detail::fail(errc::unsupported, std::string(op) +
+                                                ": oneDNN batch norm needs x, y/dy and dx with equal "
+                                                "strides; got " +
+                                                detail::dims_str(x) + ", " + detail::dims_str(a) + ", " +
+                                                detail::dims_str(b));
   }
 
   // oneDNN's batch norm has no empty tensors (the shared validation allows them).
@@ -1074,8 +1080,8 @@ class backend {
   static void require_nonempty(const char* op, const tensor_view<XT, F>& x) {
     for (int d = 0; d < F::rank; ++d)
       if (x.extent(d) < 1)
-        memfmt::detail::fail(errc::invalid_argument, std::string(op) + ": input sizes " +
-                                                         detail::dims_str(x.extents()) + " must be positive");
+        memfmt::detail::fail(errc::invalid_argument,
+                             std::string(op) + ": input sizes " + detail::dims_str(x.extents()) + " must be positive");
   }
 
   // This backend's limits on top of the shared validation: element type, no empty tensors, x and y
@@ -1090,8 +1096,7 @@ class backend {
   }
 
   dnnl::memory stat_mem(std::int64_t c, float* p) {
-    return dnnl::memory(dnnl::memory::desc({c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x), eng_,
-                        p);
+    return dnnl::memory(dnnl::memory::desc({c}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x), eng_, p);
   }
 
   bn_fwd_cached& bn_fwd_entry(const dnnl::memory::desc& md, float eps, bool training, bool relu) {
@@ -1132,8 +1137,7 @@ class backend {
   }
 
   // y = relu?(y + residual), one binary primitive with an eltwise post-op.
-  void add_residual(const dnnl::memory::desc& y_md, void* y, const dnnl::memory::desc& r_md, const void* r,
-                    bool relu) {
+  void add_residual(const dnnl::memory::desc& y_md, void* y, const dnnl::memory::desc& r_md, const void* r, bool relu) {
     std::string key;
     detail::append_key(key, y_md);
     detail::append_key(key, r_md);
@@ -1148,8 +1152,8 @@ class backend {
       it = binaries_.emplace(std::move(key), dnnl::binary(dnnl::binary::primitive_desc(d, attr, eng_))).first;
     }
     dnnl::memory ym(y_md, eng_, y);
-    it->second.execute(strm_, {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, dnnl::memory(r_md, eng_, detail::mut(r))},
-                               {DNNL_ARG_DST, ym}});
+    it->second.execute(
+        strm_, {{DNNL_ARG_SRC_0, ym}, {DNNL_ARG_SRC_1, dnnl::memory(r_md, eng_, detail::mut(r))}, {DNNL_ARG_DST, ym}});
   }
 
   // diff = dy where y > 0, else 0 (ReLU backward from its output).

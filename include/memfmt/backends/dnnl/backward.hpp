@@ -9,11 +9,11 @@
 //
 // The reference kernel runs instead (same result, no speed) where the forward does (layers.hpp:
 // an average pool counting padding whose ceil-mode window runs past the end padding, a nearest
-// upsample by a non-integer factor, an upsample with ONNX coordinates), and for the binary gradients oneDNN 2.6 has no primitive
-// for: a broadcast operand's gradient is a reduction over the broadcast dimensions, and sub and
-// div need a negation or a quotient rule (models add and multiply; those run on oneDNN).
-// The clip (relu6) gradient uses eltwise_clip_v2, which is 0 at both bounds as PyTorch's is;
-// hardsigmoid's (1/6 strictly inside (-3, 3)) is clip_v2's over (-3, 3), then scaled by 1/6.
+// upsample by a non-integer factor, an upsample with ONNX coordinates), and for the binary gradients oneDNN 2.6 has no
+// primitive for: a broadcast operand's gradient is a reduction over the broadcast dimensions, and sub and div need a
+// negation or a quotient rule (models add and multiply; those run on oneDNN). The clip (relu6) gradient uses
+// eltwise_clip_v2, which is 0 at both bounds as PyTorch's is; hardsigmoid's (1/6 strictly inside (-3, 3)) is clip_v2's
+// over (-3, 3), then scaled by 1/6.
 #pragma once
 
 #include <cstdint>
@@ -69,9 +69,8 @@ inline eltwise_gradient eltwise_gradient_of(const activation_params& f) noexcept
 class layer_backward {
  public:
   template <class T, class XF, class DYF, class DXF>
-  void activation_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s,
-                           const activation_params& f, tensor_view<const T, XF> x, tensor_view<const T, DYF> dy,
-                           tensor_view<T, DXF> dx) {
+  void activation_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s, const activation_params& f,
+                           tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx) {
     validate_activation_backward(f, x, dy, dx);
     const auto dt = data_type_of<T>("onednn::activation_backward");
     if (empty(dx)) return;
@@ -205,8 +204,8 @@ class layer_backward {
       append_key(key, dx_md);
       append_key(key, static_cast<std::int64_t>(p.mode));
       auto& prim = lp.cached(key, [&] {
-        const auto alg = p.mode == resample_mode::nearest ? dnnl::algorithm::resampling_nearest
-                                                           : dnnl::algorithm::resampling_linear;
+        const auto alg =
+            p.mode == resample_mode::nearest ? dnnl::algorithm::resampling_nearest : dnnl::algorithm::resampling_linear;
         dnnl::resampling_forward::primitive_desc hint(
             dnnl::resampling_forward::desc(dnnl::prop_kind::forward_training, alg, dx_md, dy_md), eng);
         dnnl::resampling_backward::desc d(alg, dx_md, dy_md);
@@ -288,7 +287,8 @@ class layer_backward {
   // workspace (the argmax of each window).
   void run_pooling_backward(layer_primitives& lp, const dnnl::engine& eng, dnnl::stream& s, const char* op,
                             const pool_geometry& g, const dnnl::memory::desc& x_md, const void* x,
-                            const dnnl::memory::desc& dy_md, const void* dy, const dnnl::memory::desc& dx_md, void* dx) {
+                            const dnnl::memory::desc& dy_md, const void* dy, const dnnl::memory::desc& dx_md,
+                            void* dx) {
     guarded(op, [&] {
       const auto fwd_desc = [&] {
         return dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, g.alg, x_md, dy_md, g.strides, g.kernel,
@@ -314,7 +314,8 @@ class layer_backward {
         auto& fwd = lp.cached(fwd_key, [&] {
           return dnnl::primitive(dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(fwd_desc(), eng)));
         });
-        const dnnl::memory::desc ws_md(*dnnl_primitive_desc_query_md(fwd.get_primitive_desc(), dnnl_query_workspace_md, 0));
+        const dnnl::memory::desc ws_md(
+            *dnnl_primitive_desc_query_md(fwd.get_primitive_desc(), dnnl_query_workspace_md, 0));
         scratch_y_.resize(dy_md.get_size());
         workspace_.resize(ws_md.get_size());
         dnnl::memory ws(ws_md, eng, workspace_.data());

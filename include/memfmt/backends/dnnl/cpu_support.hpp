@@ -67,8 +67,8 @@ inline dtype_support support_for(dtype t) {
     s.supported = isa_includes(have, dnnl::cpu_isa::avx512_core);
     if (!s.supported) {
       s.needs = isa_name(dnnl::cpu_isa::avx512_core);
-      s.reason = name + " needs " + s.needs + " (AVX-512 F, CD, BW, VL and DQ) on this CPU; oneDNN uses " +
-                 isa_name(have);
+      s.reason =
+          name + " needs " + s.needs + " (AVX-512 F, CD, BW, VL and DQ) on this CPU; oneDNN uses " + isa_name(have);
       if (const char* cap = std::getenv("DNNL_MAX_CPU_ISA")) s.reason += std::string(" (DNNL_MAX_CPU_ISA=") + cap + ")";
     }
   } else if (t == dtype::float16) {

@@ -44,8 +44,9 @@ dnnl_dt data_type_of(const char* op) {
     require_supported(dtype::bfloat16, op);
     return dnnl_dt::bf16;
   } else {
-    memfmt::detail::fail(errc::unsupported_dtype, std::string(op) + ": the oneDNN backend supports float32 and "
-                                                                    "bfloat16, not " +
+    memfmt::detail::fail(errc::unsupported_dtype, std::string(op) +
+                                                      ": the oneDNN backend supports float32 and "
+                                                      "bfloat16, not " +
                                                       std::string(to_string(dtype_of_v<U>)));
   }
 }
@@ -111,9 +112,7 @@ dnnl::memory::desc weights_any_md(const Extents& e, std::int64_t groups, dnnl_dt
 }
 
 // Appends an identity of `md` (data type, dims, blocking) to a cache key.
-inline void append_key(std::string& key, std::int64_t v) {
-  key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
+inline void append_key(std::string& key, std::int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); }
 inline void append_key(std::string& key, const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& d = md.data;
   append_key(key, d.ndims);

@@ -2,8 +2,9 @@
 //
 // Activation (eltwise), binary, pooling, global average pooling, upsampling (resampling), concat
 // (along any axis) and softmax, and slices and rearrangements (memfmt's CPU copy kernel,
-// cpu/permuted_copy.hpp), with the reference backend's arguments and semantics. onednn::backend owns one layer_primitives and forwards to it with its engine and
-// stream; primitives are cached by operation, descriptors and attributes.
+// cpu/permuted_copy.hpp), with the reference backend's arguments and semantics. onednn::backend owns one
+// layer_primitives and forwards to it with its engine and stream; primitives are cached by operation, descriptors and
+// attributes.
 //
 // Where oneDNN 2.6 computes something else than PyTorch, the call runs the reference kernel
 // instead (same result, no speed): a binary op whose first operand is broadcast, unless the op
@@ -246,8 +247,8 @@ class layer_primitives {
       append_key(key, y_md);
       append_key(key, static_cast<std::int64_t>(p.mode));
       auto& prim = cached(key, [&] {
-        const auto alg = p.mode == resample_mode::nearest ? dnnl::algorithm::resampling_nearest
-                                                           : dnnl::algorithm::resampling_linear;
+        const auto alg =
+            p.mode == resample_mode::nearest ? dnnl::algorithm::resampling_nearest : dnnl::algorithm::resampling_linear;
         dnnl::resampling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md);
         return dnnl::primitive(dnnl::resampling_forward(dnnl::resampling_forward::primitive_desc(d, eng)));
       });
@@ -355,7 +356,8 @@ class layer_primitives {
     std::string key("r");
     append_key(key, from);
     append_key(key, to);
-    auto& p = cached(key, [&] { return dnnl::primitive(dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to))); });
+    auto& p =
+        cached(key, [&] { return dnnl::primitive(dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to))); });
     p.execute(s, {{DNNL_ARG_FROM, dnnl::memory(from, eng, src)}, {DNNL_ARG_TO, dnnl::memory(to, eng, dst)}});
   }
 
@@ -369,7 +371,6 @@ class layer_primitives {
   }
 
  private:
-
   void run_pooling(const dnnl::engine& eng, dnnl::stream& s, const char* op, dnnl::algorithm alg,
                    const dnnl::memory::desc& x_md, const void* x, const dnnl::memory::desc& y_md, void* y,
                    const dnnl::memory::dims& kernel, const dnnl::memory::dims& strides, const dnnl::memory::dims& pad_l,
@@ -382,7 +383,8 @@ class layer_primitives {
       for (const auto* v : {&kernel, &strides, &pad_l, &pad_r})
         for (const auto e : *v) append_key(key, e);
       auto& p = cached(key, [&] {
-        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l, pad_r);
+        dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l,
+                                      pad_r);
         return dnnl::primitive(dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, eng)));
       });
       p.execute(s, {{DNNL_ARG_SRC, dnnl::memory(x_md, eng, mut(x))}, {DNNL_ARG_DST, dnnl::memory(y_md, eng, y)}});

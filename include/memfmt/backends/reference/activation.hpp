@@ -56,7 +56,7 @@ inline double activation_value(const activation_params& f, double x) noexcept {
     case activation::leaky_relu: return x > 0.0 ? x : a * x;
     case activation::clip: return x <= a ? a : (x >= b ? b : x);
     case activation::elu: return x > 0.0 ? x : a * std::expm1(x);
-    case activation::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // erfc keeps the tail exact
+    case activation::gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));       // erfc keeps the tail exact
     case activation::gelu_tanh: return x * sigmoid(2.0 * gelu_tanh_argument(x));  // (1 + tanh u) / 2 = sigmoid(2u)
     case activation::softplus: return softplus(x);
     case activation::mish: return x * std::tanh(softplus(x));

@@ -36,11 +36,12 @@ struct backend {
 
   // Every operation below, in every format of rank 4 or 5, in float32, float64, float16 and bfloat16.
   op_support support(const op_query& q) const {
-    const bool typed = q.type == dtype::float32 || q.type == dtype::float64 || q.type == dtype::float16 ||
-                       q.type == dtype::bfloat16;
+    const bool typed =
+        q.type == dtype::float32 || q.type == dtype::float64 || q.type == dtype::float16 || q.type == dtype::bfloat16;
     if (!typed)
-      return op_support::no(errc::unsupported_dtype, std::string(to_string(q.op)) + ": the reference backend computes in "
-                                                     "float32, float64, float16 and bfloat16, not " +
+      return op_support::no(errc::unsupported_dtype, std::string(to_string(q.op)) +
+                                                         ": the reference backend computes in "
+                                                         "float32, float64, float16 and bfloat16, not " +
                                                          std::string(memfmt::to_string(q.type)));
     if (q.rank != 4 && q.rank != 5)
       return op_support::no(errc::unsupported, std::string(to_string(q.op)) + ": activations of rank " +
@@ -61,8 +62,8 @@ struct backend {
   }
 
   template <class T, class XF, class YF, class WF>
-  void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
-                             T* dbias, const conv_params& p) const {
+  void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw, T* dbias,
+                             const conv_params& p) const {
     reference::conv_backward_weights<T, XF, YF, WF>(x, dy, dw, dbias, p);
   }
 
@@ -71,8 +72,8 @@ struct backend {
                                    const param_t<T>* beta, param_t<T>* running_mean, param_t<T>* running_var,
                                    param_t<T>* saved_mean, param_t<T>* saved_invstd, const batch_norm_params& p,
                                    tensor_view<const T, F> residual = {}) const {
-    reference::batch_norm_forward_training<T, F>(x, y, gamma, beta, running_mean, running_var, saved_mean,
-                                                 saved_invstd, p, residual);
+    reference::batch_norm_forward_training<T, F>(x, y, gamma, beta, running_mean, running_var, saved_mean, saved_invstd,
+                                                 p, residual);
   }
 
   template <class T, class F>
@@ -88,8 +89,7 @@ struct backend {
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
                            param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
                            tensor_view<const T, F> y = {}, tensor_view<T, F> dresidual = {}) const {
-    reference::batch_norm_backward<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y,
-                                         dresidual);
+    reference::batch_norm_backward<T, F>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p, y, dresidual);
   }
   // ---- layers other than conv and batch norm (activation.hpp ... concat.hpp)
 
@@ -144,7 +144,7 @@ struct backend {
 
   template <class T, class XF, class YF, class DYF, class DXF>
   void reduce_backward(tensor_view<const T, XF> x, tensor_view<const T, YF> y, tensor_view<const T, DYF> dy,
-                               tensor_view<T, DXF> dx, const reduce_params& p) const {
+                       tensor_view<T, DXF> dx, const reduce_params& p) const {
     reference::reduce_backward<T, XF, YF, DYF, DXF>(x, y, dy, dx, p);
   }
 

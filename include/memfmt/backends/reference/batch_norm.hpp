@@ -6,8 +6,8 @@
 //   running_mean = (1 - momentum) * running_mean + momentum * mean
 //   running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)   (unbiased)
 // Statistics are computed in double (two passes) and every output is rounded once. Each operation
-// validates everything first (the shared checks of validate.hpp); on error the outputs are untouched. x, y (and dy, dx) may be
-// the same buffer (in-place), nothing else may overlap.
+// validates everything first (the shared checks of validate.hpp); on error the outputs are untouched. x, y (and dy, dx)
+// may be the same buffer (in-place), nothing else may overlap.
 #pragma once
 
 #include <cmath>
@@ -66,18 +66,16 @@ void batch_norm_forward_training(const view5<const T>& x, const view5<T>& y, con
     });
     saved_mean[c] = from_double<P>(mean);
     saved_invstd[c] = from_double<P>(invstd);
-    running_mean[c] =
-        from_double<P>((1.0 - p.momentum) * static_cast<double>(running_mean[c]) + p.momentum * mean);
-    running_var[c] = from_double<P>((1.0 - p.momentum) * static_cast<double>(running_var[c]) +
-                                            p.momentum * var * md / (md - 1.0));
+    running_mean[c] = from_double<P>((1.0 - p.momentum) * static_cast<double>(running_mean[c]) + p.momentum * mean);
+    running_var[c] =
+        from_double<P>((1.0 - p.momentum) * static_cast<double>(running_var[c]) + p.momentum * var * md / (md - 1.0));
   }
 }
 
 template <class T>
 void batch_norm_forward_inference(const view5<const T>& x, const view5<T>& y, const param_t<T>* gamma,
-                                  const param_t<T>* beta, const param_t<T>* running_mean,
-                                  const param_t<T>* running_var, const batch_norm_params& p,
-                                  const view5<const T>& residual) {
+                                  const param_t<T>* beta, const param_t<T>* running_mean, const param_t<T>* running_var,
+                                  const batch_norm_params& p, const view5<const T>& residual) {
   const bool has_res = residual.data() != nullptr;
   const std::int64_t channels = x.channels();
 
@@ -97,10 +95,10 @@ void batch_norm_forward_inference(const view5<const T>& x, const view5<T>& y, co
 }
 
 template <class T>
-void batch_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx,
-                         const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
-                         param_t<T>* dgamma, param_t<T>* dbeta, const batch_norm_params& p,
-                         const view5<const T>& y, const view5<T>& dresidual) {
+void batch_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx, const param_t<T>* gamma,
+                         const param_t<T>* saved_mean, const param_t<T>* saved_invstd, param_t<T>* dgamma,
+                         param_t<T>* dbeta, const batch_norm_params& p, const view5<const T>& y,
+                         const view5<T>& dresidual) {
   using P = param_t<T>;
   const bool has_dres = dresidual.data() != nullptr;
   const std::int64_t channels = x.channels();
@@ -154,9 +152,8 @@ void batch_norm_forward_training(tensor_view<const T, F> x, tensor_view<T, F> y,
 
 template <class T, class F>
 void batch_norm_forward_inference(tensor_view<const T, F> x, tensor_view<T, F> y, const param_t<T>* gamma,
-                                  const param_t<T>* beta, const param_t<T>* running_mean,
-                                  const param_t<T>* running_var, const batch_norm_params& p,
-                                  tensor_view<const T, F> residual = {}) {
+                                  const param_t<T>* beta, const param_t<T>* running_mean, const param_t<T>* running_var,
+                                  const batch_norm_params& p, tensor_view<const T, F> residual = {}) {
   static_assert(is_reference_type_v<T>, "memfmt::reference: T must be float, double, half or bfloat16");
   validate_batch_norm_forward_inference(x, y, gamma, beta, running_mean, running_var, p, residual);
   detail::batch_norm_forward_inference<T>(detail::view5_of(x), detail::view5_of(y), gamma, beta, running_mean,

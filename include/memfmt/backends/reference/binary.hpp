@@ -108,8 +108,8 @@ void binary_backward(binary_op kind, tensor_view<const T, AF> a, tensor_view<con
                      tensor_view<const T, DYF> dy, tensor_view<T, DAF> da, tensor_view<T, DBF> db) {
   detail::check_element_type<T>();
   validate_binary_backward(kind, a, b, dy, da, db);
-  detail::binary_backward<T>(kind, detail::view5_of(a), detail::view5_of(b), detail::view5_of(dy),
-                             detail::view5_of(da), detail::view5_of(db));
+  detail::binary_backward<T>(kind, detail::view5_of(a), detail::view5_of(b), detail::view5_of(dy), detail::view5_of(da),
+                             detail::view5_of(db));
 }
 
 }  // namespace memfmt::reference

@@ -35,8 +35,8 @@ struct conv_geometry {
 template <int Rank>
 conv_geometry make_geometry(const std::array<std::int64_t, Rank>& x, const std::array<std::int64_t, Rank>& w,
                             const std::array<std::int64_t, Rank>& y, const conv_params& p) {
-  constexpr int sr = Rank - 2;   // spatial rank
-  constexpr int skip = 3 - sr;   // leading unit spatial dims
+  constexpr int sr = Rank - 2;  // spatial rank
+  constexpr int skip = 3 - sr;  // leading unit spatial dims
   conv_geometry g{};
   g.n = x[0];
   g.c = x[1];
@@ -79,7 +79,7 @@ void conv_forward(const conv_geometry& g, const view5<const T>& x, const view5<c
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
                     acc = mul_add(to_double(x.data()[offset5(xs, n, c0 + cc, id, ih, iw)]),
-                                          to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
+                                  to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
@@ -89,8 +89,7 @@ void conv_forward(const conv_geometry& g, const view5<const T>& x, const view5<c
 }
 
 template <class T>
-void conv_backward_data(const conv_geometry& g, const view5<const T>& dy, const view5<const T>& w,
-                        const view5<T>& dx) {
+void conv_backward_data(const conv_geometry& g, const view5<const T>& dy, const view5<const T>& w, const view5<T>& dx) {
   const auto ys = strides5(dy), ws = strides5(w), xs = strides5(dx);
   // Output position o sees input position i = o * stride - pad + r * dil; gather, for each i,
   // every (o, r) pair that reaches it.
@@ -111,10 +110,9 @@ void conv_backward_data(const conv_geometry& g, const view5<const T>& dy, const 
                   for (std::int64_t kw = 0; kw < g.ker[2]; ++kw) {
                     const std::int64_t tw = iw + g.pad[2] - kw * g.dil[2];
                     if (tw < 0 || tw % g.stride[2] != 0 || tw / g.stride[2] >= g.out[2]) continue;
-                    acc = mul_add(to_double(dy.data()[offset5(ys, n, k, td / g.stride[0],
-                                                                                      th / g.stride[1],
-                                                                                      tw / g.stride[2])]),
-                                          to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
+                    acc = mul_add(
+                        to_double(dy.data()[offset5(ys, n, k, td / g.stride[0], th / g.stride[1], tw / g.stride[2])]),
+                        to_double(w.data()[offset5(ws, k, cc, kd, kh, kw)]), acc);
                   }
                 }
               }
@@ -145,7 +143,7 @@ void conv_backward_weights(const conv_geometry& g, const view5<const T>& x, cons
                     const std::int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
                     if (iw < 0 || iw >= g.in[2]) continue;
                     acc = mul_add(to_double(dy.data()[offset5(ys, n, k, od, oh, ow)]),
-                                          to_double(x.data()[offset5(xs, n, c0 + cc, id, ih, iw)]), acc);
+                                  to_double(x.data()[offset5(xs, n, c0 + cc, id, ih, iw)]), acc);
                   }
                 }
               }
@@ -156,8 +154,7 @@ void conv_backward_weights(const conv_geometry& g, const view5<const T>& x, cons
       for (std::int64_t n = 0; n < g.n; ++n)
         for (std::int64_t od = 0; od < g.out[0]; ++od)
           for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
-            for (std::int64_t ow = 0; ow < g.out[2]; ++ow)
-              acc += to_double(dy.data()[offset5(ys, n, k, od, oh, ow)]);
+            for (std::int64_t ow = 0; ow < g.out[2]; ++ow) acc += to_double(dy.data()[offset5(ys, n, k, od, oh, ow)]);
       dbias[k] = from_double<T>(acc);
     }
   }
@@ -193,8 +190,8 @@ void conv_backward_data(tensor_view<const T, YF> dy, tensor_view<const T, WF> w,
 // dw = the gradient of conv_forward w.r.t. its weight; dbias (K values, or nullptr) = sum of dy
 // over N and the output positions.
 template <class T, class XF, class YF, class WF>
-void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw,
-                           T* dbias, const conv_params& p) {
+void conv_backward_weights(tensor_view<const T, XF> x, tensor_view<const T, YF> dy, tensor_view<T, WF> dw, T* dbias,
+                           const conv_params& p) {
   detail::check_element_type<T>();
   static_assert(XF::rank == WF::rank && XF::rank == YF::rank,
                 "conv_backward_weights: x, dy and dw must have the same rank (all 2-D or all 3-D formats)");

@@ -66,9 +66,7 @@ void group_norm_forward(const view5<const T>& x, const view5<T>& y, const param_
   const double m = static_cast<double>(e.c / p.groups * e.d * e.h * e.w);
   for (std::int64_t n = 0; n < e.n; ++n)
     for (std::int64_t g = 0; g < p.groups; ++g) {
-      auto xv = [&](auto c, auto d, auto h, auto w) {
-        return to_double(x.data()[offset5(xs, n, c, d, h, w)]);
-      };
+      auto xv = [&](auto c, auto d, auto h, auto w) { return to_double(x.data()[offset5(xs, n, c, d, h, w)]); };
       double sum = 0.0;
       for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) { sum += xv(c, d, h, w); });
       const double mean = sum / m;
@@ -79,8 +77,7 @@ void group_norm_forward(const view5<const T>& x, const view5<T>& y, const param_
       });
       const double invstd = 1.0 / std::sqrt(sq / m + p.epsilon);
       for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) {
-        const double v = (xv(c, d, h, w) - mean) * invstd * param_or(gamma, c, 1.0) +
-                         param_or(beta, c, 0.0);
+        const double v = (xv(c, d, h, w) - mean) * invstd * param_or(gamma, c, 1.0) + param_or(beta, c, 0.0);
         y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(v);
       });
       saved_mean[n * p.groups + g] = from_double<P>(mean);
@@ -89,9 +86,9 @@ void group_norm_forward(const view5<const T>& x, const view5<T>& y, const param_
 }
 
 template <class T>
-void group_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx,
-                         const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
-                         param_t<T>* dgamma, param_t<T>* dbeta, const group_norm_params& p) {
+void group_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx, const param_t<T>* gamma,
+                         const param_t<T>* saved_mean, const param_t<T>* saved_invstd, param_t<T>* dgamma,
+                         param_t<T>* dbeta, const group_norm_params& p) {
   using P = param_t<T>;
   if (group_norm_backward_if_empty(x, dgamma, dbeta)) return;
   const auto e = extents5(x);
@@ -105,9 +102,7 @@ void group_norm_backward(const view5<const T>& x, const view5<const T>& dy, cons
       auto xhat = [&](auto c, auto d, auto h, auto w) {
         return (to_double(x.data()[offset5(xs, n, c, d, h, w)]) - mean) * invstd;
       };
-      auto grad = [&](auto c, auto d, auto h, auto w) {
-        return to_double(dy.data()[offset5(dys, n, c, d, h, w)]);
-      };
+      auto grad = [&](auto c, auto d, auto h, auto w) { return to_double(dy.data()[offset5(dys, n, c, d, h, w)]); };
       double sum_g = 0.0, sum_gx = 0.0;
       for_each_in_group(e, p.groups, g, [&](auto c, auto d, auto h, auto w) {
         const double gv = grad(c, d, h, w), xh = xhat(c, d, h, w);

@@ -62,9 +62,9 @@ void layer_norm_forward(const view5<const T>& x, const view5<T>& y, const param_
 }
 
 template <class T>
-void layer_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx,
-                         const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
-                         param_t<T>* dgamma, param_t<T>* dbeta) {
+void layer_norm_backward(const view5<const T>& x, const view5<const T>& dy, const view5<T>& dx, const param_t<T>* gamma,
+                         const param_t<T>* saved_mean, const param_t<T>* saved_invstd, param_t<T>* dgamma,
+                         param_t<T>* dbeta) {
   using P = param_t<T>;
   if (group_norm_backward_if_empty(x, dgamma, dbeta)) return;
   const auto e = extents5(x);

@@ -72,8 +72,7 @@ void linear_backward_weights(const view5<const T>& x, const view5<const T>& dy, 
     }
     if (dbias) {
       double acc = 0.0;
-      for (std::int64_t n = 0; n < x.batch(); ++n)
-        acc += to_double(dy.data()[n * dy.str.n + k * dy.str.c]);
+      for (std::int64_t n = 0; n < x.batch(); ++n) acc += to_double(dy.data()[n * dy.str.n + k * dy.str.c]);
       dbias[k] = from_double<T>(acc);
     }
   }

@@ -19,8 +19,8 @@ namespace memfmt::reference {
 
 // The element types the reference backend computes with.
 template <class T>
-inline constexpr bool is_reference_type_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                            std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+inline constexpr bool is_reference_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 namespace detail {
 
@@ -51,8 +51,8 @@ inline float double_to_float(double v) noexcept {
   constexpr double max_f = static_cast<double>(std::numeric_limits<float>::max());
   constexpr double overflow_at = max_f + 0x1p103;  // FLT_MAX + half an ulp (2^104 / 2)
   if (std::isfinite(v) && std::fabs(v) > max_f) {
-    const float big = std::fabs(v) >= overflow_at ? std::numeric_limits<float>::infinity()
-                                                  : std::numeric_limits<float>::max();
+    const float big =
+        std::fabs(v) >= overflow_at ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::max();
     return v < 0 ? -big : big;
   }
   return static_cast<float>(v);

@@ -56,12 +56,11 @@ void pad_forward(const view5<const T>& x, const view5<T>& y, const pad_params& p
                  const std::array<std::int64_t, 3>& begin) {
   const T fill = from_double<T>(p.value);
   const auto xs = strides5(x), ys = strides5(y);
-  for_each_pad_source(
-      p, begin, extents5(x), extents5(y),
-      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
-        y.data()[offset5(ys, n, c, od, oh, ow)] =
-            inside ? x.data()[offset5(xs, n, c, id, ih, iw)] : fill;
-      });
+  for_each_pad_source(p, begin, extents5(x), extents5(y),
+                      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
+                        y.data()[offset5(ys, n, c, od, oh, ow)] =
+                            inside ? x.data()[offset5(xs, n, c, id, ih, iw)] : fill;
+                      });
 }
 
 template <class T>
@@ -70,13 +69,12 @@ void pad_backward(const view5<const T>& dy, const view5<T>& dx, const pad_params
   const auto xe = extents5(dx);
   const auto dys = strides5(dy);
   std::vector<double> acc(static_cast<std::size_t>(numel5(xe)), 0.0);
-  for_each_pad_source(
-      p, begin, xe, extents5(dy),
-      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
-        if (inside)
-          acc[static_cast<std::size_t>(index5(xe, n, c, id, ih, iw))] +=
-              to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]);
-      });
+  for_each_pad_source(p, begin, xe, extents5(dy),
+                      [&](auto n, auto c, auto od, auto oh, auto ow, auto id, auto ih, auto iw, bool inside) {
+                        if (inside)
+                          acc[static_cast<std::size_t>(index5(xe, n, c, id, ih, iw))] +=
+                              to_double(dy.data()[offset5(dys, n, c, od, oh, ow)]);
+                      });
   store_dense(acc, dx);
 }
 
@@ -94,8 +92,7 @@ template <class T, class DYF, class DXF>
 void pad_backward(tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx, const pad_params& p) {
   detail::check_element_type<T>();
   validate_pad_backward(dy, dx, p);
-  detail::pad_backward<T>(detail::view5_of(dy), detail::view5_of(dx), p,
-                          detail::params_dhw<DXF::rank - 2>(p.begin, 0));
+  detail::pad_backward<T>(detail::view5_of(dy), detail::view5_of(dx), p, detail::params_dhw<DXF::rank - 2>(p.begin, 0));
 }
 
 }  // namespace memfmt::reference

@@ -65,8 +65,8 @@ pool_geometry make_pool_geometry(const dims5& in, const pool_params& p) {
 
 // The input position of the window's maximum (see the file comment for the tie rule).
 template <class T>
-std::array<std::int64_t, 3> window_argmax(const view5<const T>& x, const dims5& xs, std::int64_t n,
-                                          std::int64_t c, const pool_window& win) {
+std::array<std::int64_t, 3> window_argmax(const view5<const T>& x, const dims5& xs, std::int64_t n, std::int64_t c,
+                                          const pool_window& win) {
   std::array<std::int64_t, 3> best = win.lo;
   double best_v = 0.0;
   bool first = true;
@@ -95,8 +95,7 @@ void pool_forward(const view5<const T>& x, const view5<T>& y, const pool_params&
     } else {
       for (std::int64_t d = win.lo[0]; d < win.hi[0]; ++d)
         for (std::int64_t h = win.lo[1]; h < win.hi[1]; ++h)
-          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w)
-            v += to_double(x.data()[offset5(xs, n, c, d, h, w)]);
+          for (std::int64_t w = win.lo[2]; w < win.hi[2]; ++w) v += to_double(x.data()[offset5(xs, n, c, d, h, w)]);
       v /= win.divisor;
     }
     y.data()[offset5(ys, n, c, od, oh, ow)] = from_double<T>(v);
@@ -147,8 +146,7 @@ void global_average_pool_backward(const view5<const T>& dy, const view5<T>& dx) 
   const auto dys = strides5(dy), dxs = strides5(dx);
   const double count = static_cast<double>(xe.d * xe.h * xe.w);
   for_each5(xe, [&](auto n, auto c, auto d, auto h, auto w) {
-    dx.data()[offset5(dxs, n, c, d, h, w)] =
-        from_double<T>(to_double(dy.data()[offset5(dys, n, c, 0, 0, 0)]) / count);
+    dx.data()[offset5(dxs, n, c, d, h, w)] = from_double<T>(to_double(dy.data()[offset5(dys, n, c, 0, 0, 0)]) / count);
   });
 }
 

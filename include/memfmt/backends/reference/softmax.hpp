@@ -49,8 +49,7 @@ void softmax_forward(const view5<const T>& x, const view5<T>& y, const softmax_p
     const double log_sum = std::log(sum);
     for (std::int64_t c = 0; c < e.c; ++c) {
       const double shifted = v[static_cast<std::size_t>(c)] - top;
-      y.data()[offset5(ys, n, c, d, h, w)] =
-          from_double<T>(p.log ? shifted - log_sum : std::exp(shifted) / sum);
+      y.data()[offset5(ys, n, c, d, h, w)] = from_double<T>(p.log ? shifted - log_sum : std::exp(shifted) / sum);
     }
   });
 }

@@ -31,16 +31,29 @@
 namespace memfmt::cuda {
 namespace detail {
 
-template <std::size_t Bytes> struct word_of;
-template <> struct word_of<1> { using type = std::uint8_t; };
-template <> struct word_of<2> { using type = std::uint16_t; };
-template <> struct word_of<4> { using type = std::uint32_t; };
-template <> struct word_of<8> { using type = std::uint64_t; };
+template <std::size_t Bytes>
+struct word_of;
+template <>
+struct word_of<1> {
+  using type = std::uint8_t;
+};
+template <>
+struct word_of<2> {
+  using type = std::uint16_t;
+};
+template <>
+struct word_of<4> {
+  using type = std::uint32_t;
+};
+template <>
+struct word_of<8> {
+  using type = std::uint64_t;
+};
 
 // One instantiation per element size: the kernel moves bytes, never interprets them.
 template <class Word>
-__global__ void __launch_bounds__(block_threads) convert_tiles(const convert_plan p, const Word* __restrict__ src,
-                                                               Word* __restrict__ dst) {
+__global__ void __launch_bounds__(block_threads)
+    convert_tiles(const convert_plan p, const Word* __restrict__ src, Word* __restrict__ dst) {
   __shared__ Word tile[tile_slots(sizeof(Word))];
   const int thread = static_cast<int>(threadIdx.x);
   // Grid-stride over tiles (64-bit): covers any tile count with a grid within CUDA's limits.
@@ -56,8 +69,8 @@ __global__ void __launch_bounds__(block_threads) convert_tiles(const convert_pla
 // The dense fast path (dense_transpose.hpp): Elem-byte words, VK-element loads, VR-element
 // stores, tiles of dense_mode Mode.
 template <class Word, int VK, int VR, int Mode>
-__global__ void __launch_bounds__(dense_threads) dense_convert(const dense_plan p, const Word* __restrict__ src,
-                                                               Word* __restrict__ dst) {
+__global__ void __launch_bounds__(dense_threads)
+    dense_convert(const dense_plan p, const Word* __restrict__ src, Word* __restrict__ dst) {
   constexpr int e = static_cast<int>(sizeof(Word));
   using T = dense_tile<e, VK, VR, Mode>;
   __shared__ alignas(16) Word tile[T::slots];
@@ -87,13 +100,15 @@ cudaError_t run_dense(const dense_plan& p, const Word* src, Word* dst, cudaStrea
   if (p.mode == dense_run_r) return launch_dense<Word, vk, vr, dense_run_r>(p, src, dst, stream);
   if (p.mode == dense_run_k) return launch_dense<Word, vk, vr, dense_run_k>(p, src, dst, stream);
   if (p.load_vec == vk)
-    return p.store_vec == vr ? launch_dense<Word, vk, vr>(p, src, dst, stream) : launch_dense<Word, vk, 1>(p, src, dst, stream);
-  return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream) : launch_dense<Word, 1, 1>(p, src, dst, stream);
+    return p.store_vec == vr ? launch_dense<Word, vk, vr>(p, src, dst, stream)
+                             : launch_dense<Word, vk, 1>(p, src, dst, stream);
+  return p.store_vec == vr ? launch_dense<Word, 1, vr>(p, src, dst, stream)
+                           : launch_dense<Word, 1, 1>(p, src, dst, stream);
 }
 
 template <class Word, int V>
-__global__ void __launch_bounds__(dense_threads) narrow_convert(const narrow_plan p, const Word* __restrict__ src,
-                                                                Word* __restrict__ dst) {
+__global__ void __launch_bounds__(dense_threads)
+    narrow_convert(const narrow_plan p, const Word* __restrict__ src, Word* __restrict__ dst) {
   __shared__ alignas(narrow_vector_bytes) Word tile[narrow_tile_bytes / sizeof(Word)];
   const int thread = static_cast<int>(threadIdx.x);
   for (std::int64_t i = blockIdx.x; i < p.total_blocks; i += gridDim.x) {
@@ -107,10 +122,9 @@ __global__ void __launch_bounds__(dense_threads) narrow_convert(const narrow_pla
 
 // A warp takes 32 consecutive units at a time (see narrow_bytes_store_run).
 template <int N>
-__global__ void __launch_bounds__(narrow_byte_threads) narrow_bytes_convert(const narrow_plan p,
-                                                                            const std::int64_t units,
-                                                                            const std::uint8_t* __restrict__ src,
-                                                                            std::uint8_t* __restrict__ dst) {
+__global__ void __launch_bounds__(narrow_byte_threads)
+    narrow_bytes_convert(const narrow_plan p, const std::int64_t units, const std::uint8_t* __restrict__ src,
+                         std::uint8_t* __restrict__ dst) {
   constexpr int warps = narrow_byte_threads / 32;
   extern __shared__ __align__(16) std::uint8_t stage[];  // 16 * N bytes a thread, for rows -> run only
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
@@ -140,7 +154,8 @@ void launch_narrow_bytes_n(const narrow_plan& p, std::int64_t units, const std::
 template <int... N>
 cudaError_t launch_narrow_bytes(const narrow_plan& p, const std::uint8_t* src, std::uint8_t* dst, cudaStream_t stream,
                                 std::integer_sequence<int, N...>) {
-  using launcher = void (*)(const narrow_plan&, std::int64_t, const std::uint8_t*, std::uint8_t*, unsigned, cudaStream_t);
+  using launcher =
+      void (*)(const narrow_plan&, std::int64_t, const std::uint8_t*, std::uint8_t*, unsigned, cudaStream_t);
   constexpr launcher by_narrow[] = {&launch_narrow_bytes_n<N + 1>...};
   const std::int64_t units = narrow_byte_units(p);
   const auto blocks = static_cast<unsigned>(grid_blocks((units + narrow_byte_threads - 1) / narrow_byte_threads));
@@ -181,11 +196,10 @@ void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_
   // Launch errors name the path, the sizes and CUDA's error.
   const auto check_launch = [&](cudaError_t status, const std::string& path) {
     if (status != cudaSuccess)
-      memfmt::detail::fail(errc::backend_failure, detail::convert_name<From, To>() +
-                                                      ": kernel launch failed for sizes " +
-                                                      memfmt::detail::dims_to_string(src.extents()) + " (" + path +
-                                                      "): " + cudaGetErrorName(status) + ": " +
-                                                      cudaGetErrorString(status));
+      memfmt::detail::fail(errc::backend_failure,
+                           detail::convert_name<From, To>() + ": kernel launch failed for sizes " +
+                               memfmt::detail::dims_to_string(src.extents()) + " (" + path +
+                               "): " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
   };
   const detail::dense_plan dense =
       detail::make_dense_plan(src.mapping(), dst.mapping(), src_addr, dst_addr, static_cast<int>(sizeof(T)));
@@ -201,12 +215,12 @@ void convert(tensor_view<const T, From> src, tensor_view<T, To> dst, cudaStream_
                  "narrow path, " + std::to_string(narrow.total_blocks) + " blocks");
     return;
   }
-  const detail::convert_plan plan = detail::make_plan(src.mapping(), dst.mapping(), src_addr, dst_addr,
-                                                      static_cast<int>(sizeof(T)));
+  const detail::convert_plan plan =
+      detail::make_plan(src.mapping(), dst.mapping(), src_addr, dst_addr, static_cast<int>(sizeof(T)));
   const std::int64_t blocks = detail::grid_blocks(plan);
   detail::convert_tiles<word><<<static_cast<unsigned>(blocks), detail::block_threads, 0, stream>>>(plan, from, to);
-  check_launch(cudaGetLastError(), std::to_string(blocks) + " blocks of " + std::to_string(detail::block_threads) +
-                                       " threads");
+  check_launch(cudaGetLastError(),
+               std::to_string(blocks) + " blocks of " + std::to_string(detail::block_threads) + " threads");
 }
 
 // A mutable source view converts to const here (deduction alone would not do it).

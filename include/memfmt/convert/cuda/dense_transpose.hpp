@@ -30,12 +30,8 @@ inline constexpr int dense_threads = dense_warps * 32;
 // The widest vectors of the dense path, in elements, per element size: loads along K, stores
 // along R. A square tile is (32 * store) x (32 * load) elements, 16-33 KiB (a run tile 8-33 KiB),
 // and a thread holds rows() / 8 loads of up to 16 bytes in registers.
-MEMFMT_HOST_DEVICE constexpr int dense_max_load_vec(int elem_bytes) noexcept {
-  return elem_bytes == 8 ? 2 : 4;
-}
-MEMFMT_HOST_DEVICE constexpr int dense_max_store_vec(int elem_bytes) noexcept {
-  return elem_bytes >= 4 ? 2 : 4;
-}
+MEMFMT_HOST_DEVICE constexpr int dense_max_load_vec(int elem_bytes) noexcept { return elem_bytes == 8 ? 2 : 4; }
+MEMFMT_HOST_DEVICE constexpr int dense_max_store_vec(int elem_bytes) noexcept { return elem_bytes >= 4 ? 2 : 4; }
 
 // Visits k = first, first + step, ... below total as fn(k, k / d, k % d), stepping the division
 // instead of repeating it.
@@ -91,10 +87,10 @@ template <int Elem, int VK, int VR, int Mode = dense_square>
 struct dense_tile {
   static constexpr int rows = Mode == dense_run_r ? dense_run_side : 32 * VR;  // along R
   static constexpr int cols = Mode == dense_run_k ? dense_run_side : 32 * VK;  // along K
-  static constexpr int pitch = cols + 1;               // odd: a warp's column gather hits many banks
-  static constexpr int loads = rows / dense_warps;     // per thread, VK elements each (not run_k)
-  static constexpr int stores = cols / dense_warps;    // per thread, VR elements each (not run_r)
-  static constexpr int slots = rows * pitch;           // shared-memory elements
+  static constexpr int pitch = cols + 1;             // odd: a warp's column gather hits many banks
+  static constexpr int loads = rows / dense_warps;   // per thread, VK elements each (not run_k)
+  static constexpr int stores = cols / dense_warps;  // per thread, VR elements each (not run_r)
+  static constexpr int slots = rows * pitch;         // shared-memory elements
 };
 
 // A batch of row-major [R][K] -> [K][R] transposes (as_batched_transpose): what both plans below
@@ -106,8 +102,8 @@ struct batched_transpose {
 };
 
 struct dense_plan : batched_transpose {
-  int load_vec = 1;       // VK
-  int store_vec = 1;      // VR
+  int load_vec = 1;   // VK
+  int store_vec = 1;  // VR
   int mode = dense_square;
   std::int64_t tiles_r = 0, tiles_k = 0, total_tiles = 0;
 };
@@ -120,7 +116,8 @@ batched_transpose as_batched_transpose(const layout<From>& src, const layout<To>
   if (From::channels_last == To::channels_last || !src.is_packed() || !dst.is_packed()) return {};
   std::int64_t positions = 1;
   for (int d = 2; d < From::rank; ++d) positions *= src.extent(d);
-  return {src.extent(0), From::channels_last ? positions : src.extent(1), From::channels_last ? src.extent(1) : positions};
+  return {src.extent(0), From::channels_last ? positions : src.extent(1),
+          From::channels_last ? src.extent(1) : positions};
 }
 
 // The plan for a dense conversion, or one with total_tiles == 0 when the dense path does not
@@ -206,7 +203,8 @@ MEMFMT_HOST_DEVICE void dense_read(const dense_plan& p, const dense_origin& o, i
   access regs[T::loads] = {};
   MEMFMT_UNROLL
   for (int i = 0; i < T::loads; ++i) {
-    if (col_in && o.r0 + warp + i * dense_warps < p.rows) load_bytes<VK * Elem>(src + at, reinterpret_cast<Word*>(&regs[i]));
+    if (col_in && o.r0 + warp + i * dense_warps < p.rows)
+      load_bytes<VK * Elem>(src + at, reinterpret_cast<Word*>(&regs[i]));
     at += step;
   }
   MEMFMT_UNROLL
@@ -276,13 +274,13 @@ inline constexpr int narrow_tile_bytes = 32768;
 inline constexpr int narrow_vector_bytes = 16;
 
 struct narrow_plan : batched_transpose {
-  bool narrow_rows = false;                    // R is the narrow side (else K)
-  int narrow = 0;                              // its extent, < dense_min_side
-  std::int64_t wide = 0;                       // the long side's extent
-  int vec = 1;                                 // elements per global access: 16 bytes' worth, or 1
-  int span = 0;                                // long-side indices per block (a multiple of vec)
-  std::int64_t chunks = 0;                     // blocks per matrix
-  std::int64_t total_blocks = 0;               // 0: this path does not apply
+  bool narrow_rows = false;       // R is the narrow side (else K)
+  int narrow = 0;                 // its extent, < dense_min_side
+  std::int64_t wide = 0;          // the long side's extent
+  int vec = 1;                    // elements per global access: 16 bytes' worth, or 1
+  int span = 0;                   // long-side indices per block (a multiple of vec)
+  std::int64_t chunks = 0;        // blocks per matrix
+  std::int64_t total_blocks = 0;  // 0: this path does not apply
 };
 
 template <class From, class To>

@@ -71,7 +71,7 @@ struct convert_plan {
   bool write_along_channels;  // the destination is channels-last: writes run along C
   bool read_flat;             // reads run over a tile's whole region, one contiguous run (see flat_width)
   bool write_flat;
-  int read_vec;               // elements per read group (1, or a power of two up to 16 bytes)
+  int read_vec;  // elements per read group (1, or a power of two up to 16 bytes)
   int write_vec;
   int elem_bytes;
   int tile_c;  // channels of a tile (a power of two; see tile_channels)
@@ -144,8 +144,7 @@ MEMFMT_HOST_DEVICE int group_iterations(const convert_plan& p, int vec) noexcept
 // right behind): its groups follow the run and may span lines, so they can be wide even where C
 // or H*W is not a multiple of the vector (C = 3, H*W = 49).
 MEMFMT_HOST_DEVICE element_group group_at(const convert_plan& p, const tile_origin& t, const side_strides& side,
-                                          bool along_channels, bool flat, int vec, int thread,
-                                          int iteration) noexcept {
+                                          bool along_channels, bool flat, int vec, int thread, int iteration) noexcept {
   element_group g{};
   g.along_channels = along_channels;
   g.count = vec;
@@ -216,12 +215,28 @@ struct alignas(16) bytes16 {
 struct alignas(8) bytes8 {
   std::uint32_t w[2];
 };
-template <int Bytes> struct access_type;
-template <> struct access_type<16> { using type = bytes16; };
-template <> struct access_type<8> { using type = bytes8; };
-template <> struct access_type<4> { using type = std::uint32_t; };
-template <> struct access_type<2> { using type = std::uint16_t; };
-template <> struct access_type<1> { using type = std::uint8_t; };
+template <int Bytes>
+struct access_type;
+template <>
+struct access_type<16> {
+  using type = bytes16;
+};
+template <>
+struct access_type<8> {
+  using type = bytes8;
+};
+template <>
+struct access_type<4> {
+  using type = std::uint32_t;
+};
+template <>
+struct access_type<2> {
+  using type = std::uint16_t;
+};
+template <>
+struct access_type<1> {
+  using type = std::uint8_t;
+};
 
 // One aligned access of Bytes bytes between memory and registers (a 128-bit ld/st for 16 on the GPU).
 // On the host (the CPU tests replay the kernels' functions) a misaligned access aborts, as it
@@ -254,7 +269,8 @@ MEMFMT_HOST_DEVICE void store_bytes(const Word* regs, Word* to) noexcept {
 // Elements in a group of Bytes bytes (at least 1 so every case below instantiates; the switch
 // only reaches a case when count * sizeof(Word) == Bytes).
 template <int Bytes, class Word>
-inline constexpr int group_count_v = Bytes / static_cast<int>(sizeof(Word)) > 0 ? Bytes / static_cast<int>(sizeof(Word)) : 1;
+inline constexpr int group_count_v = Bytes / static_cast<int>(sizeof(Word)) > 0 ? Bytes / static_cast<int>(sizeof(Word))
+                                                                                : 1;
 
 // Calls f(std::integral_constant<int, count>{}): a phase's group size, which the plan knows at run
 // time, as a compile-time constant for the loops below (so their registers stay registers).
@@ -313,14 +329,15 @@ MEMFMT_HOST_DEVICE void write_groups(const convert_plan& p, const tile_origin& t
     int slot[Count];
     group_slots(p, g, slot);
     for (int k = 0; k < Count; ++k) regs[k] = tile[slot[k]];
-    store_bytes<Count * static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
+    store_bytes<Count* static_cast<int>(sizeof(Word))>(regs, dst + g.offset);
   }
 }
 
 template <class Word>
 MEMFMT_HOST_DEVICE void write_tile_part(const convert_plan& p, const tile_origin& t, int thread, const Word* tile,
                                         Word* dst) noexcept {
-  with_group_count<Word>(p.write_vec, [&](auto count) { write_groups<decltype(count)::value>(p, t, thread, tile, dst); });
+  with_group_count<Word>(p.write_vec,
+                         [&](auto count) { write_groups<decltype(count)::value>(p, t, thread, tile, dst); });
 }
 
 // ---- host: the plan and the launch configuration ----
@@ -376,8 +393,8 @@ inline int flat_width(const convert_plan& p, const side_strides& side, bool chan
 // The plan for converting `src` into `dst` (extents already checked equal). Spatial dimensions of
 // extent 1 are dropped and neighbours contiguous in both tensors are merged.
 template <class From, class To>
-convert_plan make_plan(const layout<From>& src, const layout<To>& dst, std::uintptr_t src_addr,
-                       std::uintptr_t dst_addr, int elem_bytes) noexcept {
+convert_plan make_plan(const layout<From>& src, const layout<To>& dst, std::uintptr_t src_addr, std::uintptr_t dst_addr,
+                       int elem_bytes) noexcept {
   static_assert(From::rank == To::rank, "make_plan: formats of the same rank");
   convert_plan p{};
   p.batch = src.extent(0);

@@ -21,9 +21,9 @@
 namespace memfmt::detail {
 
 struct cache_geometry {
-  std::int64_t l1d_bytes = 0;  // per core; 0 = not reported
-  std::int64_t l2_bytes = 0;   // per core (or per core cluster)
-  std::int64_t l3_bytes = 0;   // the last level, shared
+  std::int64_t l1d_bytes = 0;   // per core; 0 = not reported
+  std::int64_t l2_bytes = 0;    // per core (or per core cluster)
+  std::int64_t l3_bytes = 0;    // the last level, shared
   const char* source = "none";  // "cpuid", "sysfs" or "none"
 };
 
@@ -45,7 +45,7 @@ inline void record_cache(cache_geometry& g, int level, cache_kind kind, std::int
 inline bool decode_cache_leaf(std::uint32_t eax, std::uint32_t ebx, std::uint32_t ecx, cache_geometry& g) noexcept {
   const std::uint32_t type = eax & 0x1Fu;
   if (type == 0) return false;
-  const cache_kind kind = type == 1 ? cache_kind::data
+  const cache_kind kind = type == 1   ? cache_kind::data
                           : type == 2 ? cache_kind::instruction
                           : type == 3 ? cache_kind::unified
                                       : cache_kind::none;
@@ -91,7 +91,7 @@ inline std::int64_t parse_cache_size(const char* text) noexcept {
 // The caches of one CPU as Linux lists them: dir/index<i>/{level,type,size}.
 inline cache_geometry cache_geometry_from_sysfs(const char* dir = "/sys/devices/system/cpu/cpu0/cache") noexcept {
   cache_geometry g;
-  auto read = [&](int index, const char* file, char (&out)[64]) {
+  auto read = [&](int index, const char* file, char(&out)[64]) {
     char path[512];
     std::snprintf(path, sizeof path, "%s/index%d/%s", dir, index, file);
     std::FILE* f = std::fopen(path, "r");
@@ -103,8 +103,9 @@ inline cache_geometry cache_geometry_from_sysfs(const char* dir = "/sys/devices/
   for (int i = 0; i < 16; ++i) {
     char level[64], type[64], size[64];
     if (!read(i, "level", level) || !read(i, "type", type) || !read(i, "size", size)) break;
-    const cache_kind kind = type[0] == 'D' ? cache_kind::data : type[0] == 'U' ? cache_kind::unified
-                                                                                : cache_kind::instruction;
+    const cache_kind kind = type[0] == 'D'   ? cache_kind::data
+                            : type[0] == 'U' ? cache_kind::unified
+                                             : cache_kind::instruction;
     record_cache(g, std::atoi(level), kind, parse_cache_size(size));
   }
   if (g.l1d_bytes > 0) g.source = "sysfs";

@@ -48,8 +48,6 @@ inline stage_stream resolve(stage_stream s) noexcept {
 inline prefetch_into far_prefetch_level(const convert_options& opt) noexcept {
   return resolve(opt.prefetch) == far_prefetch::l1 ? prefetch_into::l1 : prefetch_into::l2;
 }
-inline bool stage_bursts(const convert_options& opt) noexcept {
-  return resolve(opt.stage) == stage_stream::burst;
-}
+inline bool stage_bursts(const convert_options& opt) noexcept { return resolve(opt.stage) == stage_stream::burst; }
 
 }  // namespace memfmt::detail

@@ -19,11 +19,24 @@ using alias_u32 = std::uint32_t;
 using alias_u64 = std::uint64_t;
 #endif
 
-template <std::size_t E> struct element_bits;
-template <> struct element_bits<1> { using type = unsigned char; };
-template <> struct element_bits<2> { using type = alias_u16; };
-template <> struct element_bits<4> { using type = alias_u32; };
-template <> struct element_bits<8> { using type = alias_u64; };
+template <std::size_t E>
+struct element_bits;
+template <>
+struct element_bits<1> {
+  using type = unsigned char;
+};
+template <>
+struct element_bits<2> {
+  using type = alias_u16;
+};
+template <>
+struct element_bits<4> {
+  using type = alias_u32;
+};
+template <>
+struct element_bits<8> {
+  using type = alias_u64;
+};
 template <std::size_t E>
 using element_bits_t = typename element_bits<E>::type;
 

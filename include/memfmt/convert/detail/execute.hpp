@@ -56,7 +56,7 @@ namespace memfmt::detail {
 struct convert_tuning {
   static constexpr std::int64_t stream_threshold_bytes = std::int64_t{4} << 20;  // output size
   static constexpr std::int64_t min_bytes_per_thread = std::int64_t{256} << 10;
-  static constexpr std::int64_t stage_bytes = MEMFMT_CONVERT_STAGE_BYTES;  // per-thread block
+  static constexpr std::int64_t stage_bytes = MEMFMT_CONVERT_STAGE_BYTES;          // per-thread block
   static constexpr std::int64_t block_col_bytes = MEMFMT_CONVERT_BLOCK_COL_BYTES;  // longest row segment of a block
   static constexpr std::int64_t min_stream_run_bytes = 256;  // shorter destination runs use plain stores
   static constexpr std::int64_t max_short_row_panel_bytes = std::int64_t{256} << 10;  // one line of channels
@@ -181,8 +181,7 @@ class team_staging {
 };
 
 template <std::size_t E>
-void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned char* dst,
-              const convert_options& opt) {
+void run_copy(const copy_plan& p, int inner, const unsigned char* src, unsigned char* dst, const convert_options& opt) {
   constexpr std::int64_t e = static_cast<std::int64_t>(E);
   const outer_dims outer(p, inner, -1);
   const std::int64_t len = p.dims[inner].size;
@@ -238,8 +237,8 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const std::int64_t sb = p.dims[col_dim].src_stride * e;
   // A panel covers every position, or on planes too long for a one-line panel's stage, one of
   // `spans` equal runs of positions: its rows then go out as that many runs.
-  const std::int64_t spans = (64 * cols + convert_tuning::max_short_row_panel_bytes - 1) /
-                             convert_tuning::max_short_row_panel_bytes;
+  const std::int64_t spans =
+      (64 * cols + convert_tuning::max_short_row_panel_bytes - 1) / convert_tuning::max_short_row_panel_bytes;
   const std::int64_t span = (cols + spans - 1) / spans;
   std::int64_t lines = short_row_stage_bytes / (64 * span);
   const std::int64_t max_lines = E <= 2 ? 2 : 4;
@@ -249,7 +248,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
   const bool burst = stage_bursts(opt) && 2 * panel_bytes <= l1d_bytes();
   const prefetch_into far = far_prefetch_level(opt);
   const std::int64_t panels = (rows + panel - 1) / panel * spans;  // a band of channels x a span
-  const std::int64_t plane_span = (cols - 1) * sb + rows * e;  // bytes from a plane's first element
+  const std::int64_t plane_span = (cols - 1) * sb + rows * e;      // bytes from a plane's first element
   const std::int64_t full_calls = short_rows_calls<E>(panel, span);
   const int threads = resolve_threads(opt.num_threads, p.numel * e, outer.total * panels);
   std::int64_t parts = (4 * threads + outer.total - 1) / outer.total;  // chunks per plane
@@ -286,7 +285,7 @@ void run_short_rows(const copy_plan& p, int row_dim, int col_dim, const unsigned
     if (!mine) return;
     unsigned char* stages[2] = {mine, mine + panel_bytes};
     int which = 0;
-    stage_streamer out;  // the previous panel, streamed out during this one
+    stage_streamer out;     // the previous panel, streamed out during this one
     linear_prefetch ahead;  // the next plane
     std::int64_t k = claimed.fetch_add(1, std::memory_order_relaxed);
     chunk_at c = k < chunks ? locate(k) : chunk_at{};
@@ -532,8 +531,8 @@ void run_transpose(const copy_plan& p, int row_dim, int col_dim, const unsigned 
   bool direct = false;
   if constexpr (group_shuffle_available<E>) {
     const bool interleaved = drs == cols && cols >= 2 && cols <= 4 && bc == cols;
-    const bool deinterleaved = srs == rows && rows >= 2 && rows <= 4 && br == rows && (drs * e) % 64 == 0 &&
-                               (bc * e) % 64 == 0;
+    const bool deinterleaved =
+        srs == rows && rows >= 2 && rows <= 4 && br == rows && (drs * e) % 64 == 0 && (bc * e) % 64 == 0;
     direct = streaming && planes_on_lines && (deinterleaved || (interleaved && br >= 64));
     if (direct && interleaved) br -= br % 64;
   }

@@ -36,11 +36,24 @@ inline constexpr bool group_shuffle_available =
 
 #if defined(__AVX512F__)
 
-template <std::size_t E> struct index_type_of;
-template <> struct index_type_of<1> { using type = std::uint8_t; };
-template <> struct index_type_of<2> { using type = std::uint16_t; };
-template <> struct index_type_of<4> { using type = std::uint32_t; };
-template <> struct index_type_of<8> { using type = std::uint64_t; };
+template <std::size_t E>
+struct index_type_of;
+template <>
+struct index_type_of<1> {
+  using type = std::uint8_t;
+};
+template <>
+struct index_type_of<2> {
+  using type = std::uint16_t;
+};
+template <>
+struct index_type_of<4> {
+  using type = std::uint32_t;
+};
+template <>
+struct index_type_of<8> {
+  using type = std::uint64_t;
+};
 
 // Tables for one shuffle: for output k, `low` indexes inputs 0/1 (lane + L for input 1), `high`
 // inputs 2/3, `from_high` marks lanes taken from inputs 2/3.
@@ -78,36 +91,48 @@ struct group_tables {
 
 template <std::size_t E>
 struct zmm_ops;
-template <> struct zmm_ops<4> {
+template <>
+struct zmm_ops<4> {
   static __m512i perm2(__m512i a, __m512i i, __m512i b) { return _mm512_permutex2var_epi32(a, i, b); }
   static __m512i mask_perm(__m512i s, std::uint64_t m, __m512i i, __m512i a) {
     return _mm512_mask_permutexvar_epi32(s, static_cast<__mmask16>(m), i, a);
   }
-  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) { return _mm512_mask_blend_epi32(static_cast<__mmask16>(m), a, b); }
+  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) {
+    return _mm512_mask_blend_epi32(static_cast<__mmask16>(m), a, b);
+  }
 };
-template <> struct zmm_ops<8> {
+template <>
+struct zmm_ops<8> {
   static __m512i perm2(__m512i a, __m512i i, __m512i b) { return _mm512_permutex2var_epi64(a, i, b); }
   static __m512i mask_perm(__m512i s, std::uint64_t m, __m512i i, __m512i a) {
     return _mm512_mask_permutexvar_epi64(s, static_cast<__mmask8>(m), i, a);
   }
-  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) { return _mm512_mask_blend_epi64(static_cast<__mmask8>(m), a, b); }
+  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) {
+    return _mm512_mask_blend_epi64(static_cast<__mmask8>(m), a, b);
+  }
 };
 #if defined(__AVX512BW__)
-template <> struct zmm_ops<2> {
+template <>
+struct zmm_ops<2> {
   static __m512i perm2(__m512i a, __m512i i, __m512i b) { return _mm512_permutex2var_epi16(a, i, b); }
   static __m512i mask_perm(__m512i s, std::uint64_t m, __m512i i, __m512i a) {
     return _mm512_mask_permutexvar_epi16(s, static_cast<__mmask32>(m), i, a);
   }
-  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) { return _mm512_mask_blend_epi16(static_cast<__mmask32>(m), a, b); }
+  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) {
+    return _mm512_mask_blend_epi16(static_cast<__mmask32>(m), a, b);
+  }
 };
 #endif
 #if defined(__AVX512VBMI__)
-template <> struct zmm_ops<1> {
+template <>
+struct zmm_ops<1> {
   static __m512i perm2(__m512i a, __m512i i, __m512i b) { return _mm512_permutex2var_epi8(a, i, b); }
   static __m512i mask_perm(__m512i s, std::uint64_t m, __m512i i, __m512i a) {
     return _mm512_mask_permutexvar_epi8(s, static_cast<__mmask64>(m), i, a);
   }
-  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) { return _mm512_mask_blend_epi8(static_cast<__mmask64>(m), a, b); }
+  static __m512i blend(std::uint64_t m, __m512i a, __m512i b) {
+    return _mm512_mask_blend_epi8(static_cast<__mmask64>(m), a, b);
+  }
 };
 #endif
 

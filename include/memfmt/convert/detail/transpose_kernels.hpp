@@ -108,8 +108,7 @@ struct lane_tile {
   static void run(const unsigned char* src, std::int64_t srs, unsigned char* dst, std::int64_t drs) noexcept {
     __m256i v[n];
     transpose(src, srs, v);
-    for (int j = 0; j < n; ++j)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + bit_reverse(j) * drs), v[j]);
+    for (int j = 0; j < n; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + bit_reverse(j) * drs), v[j]);
   }
 };
 #endif

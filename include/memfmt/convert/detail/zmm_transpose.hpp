@@ -231,8 +231,8 @@ inline constexpr std::int64_t zmm_square = 64 / static_cast<std::int64_t>(E);
 
 // How a plane is cut: blocks of br x bc elements (multiples of a square), walked in strips.
 struct zmm_blocking {
-  std::int64_t br = 0, bc = 0;             // block rows, block columns (destination orientation)
-  bool rows_outer = true;                  // strips are block rows (else block columns)
+  std::int64_t br = 0, bc = 0;              // block rows, block columns (destination orientation)
+  bool rows_outer = true;                   // strips are block rows (else block columns)
   prefetch_into ahead = prefetch_into::l2;  // squares a block or strip ahead (convert_options::prefetch)
 };
 
@@ -305,8 +305,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
       const unsigned char* s0 = src + (c * srs + r) * e;
       const std::int64_t bytes = (r_end - r) * e;  // <= 64; masked-off bytes are never read
       const __mmask64 m = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1;
-      for (std::int64_t k = 0; k < w; ++k)
-        _mm512_store_si512(local + 64 * k, _mm512_maskz_loadu_epi8(m, s0 + k * sb));
+      for (std::int64_t k = 0; k < w; ++k) _mm512_store_si512(local + 64 * k, _mm512_maskz_loadu_epi8(m, s0 + k * sb));
       for (std::int64_t q = 0; r < r_end; r += th, q += th * e)
         tile::template run<Stream>(local + q, 64, dst + (r * drs + c) * e, db);
       return r;
@@ -419,8 +418,8 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
     edge_cols(r_lo, r_hi);
     if (r_hi == rows_t) {
       tail_rows(0, cols_t);
-      transpose_scalar<E>(src + (cols_t * srs + rows_t) * e, srs, dst + (rows_t * drs + cols_t) * e, drs,
-                          rows - rows_t, cols - cols_t);
+      transpose_scalar<E>(src + (cols_t * srs + rows_t) * e, srs, dst + (rows_t * drs + cols_t) * e, drs, rows - rows_t,
+                          cols - cols_t);
     }
     return;
   }
@@ -437,7 +436,7 @@ void transpose_strip_zmm(const unsigned char* src, std::int64_t srs, unsigned ch
   if (c_hi == cols_t) {
     edge_cols(0, rows_t);
     transpose_scalar<E>(src + (cols_t * srs + rows_t) * e, srs, dst + (rows_t * drs + cols_t) * e, drs, rows - rows_t,
-                      cols - cols_t);
+                        cols - cols_t);
   }
 }
 

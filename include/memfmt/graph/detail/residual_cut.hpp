@@ -45,8 +45,7 @@ class residual_cut {
     s_ = s;
     t_ = t;
     std::vector<char> everywhere(out_.size(), 1);
-    const std::int64_t flow =
-        augment({s}, t, true, everywhere, std::numeric_limits<std::int64_t>::max());
+    const std::int64_t flow = augment({s}, t, true, everywhere, std::numeric_limits<std::int64_t>::max());
     source_side_ = reachable(s, true);
     reaches_sink_ = reachable(t, false);
     return flow;

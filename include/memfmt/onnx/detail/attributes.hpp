@@ -24,9 +24,7 @@ class node_reader {
   // "node 'Conv_3' (Conv)": how every message starts.
   const std::string& label() const noexcept { return label_; }
 
-  [[noreturn]] void fail(errc code, const std::string& what) const {
-    memfmt::detail::fail(code, label_ + ": " + what);
-  }
+  [[noreturn]] void fail(errc code, const std::string& what) const { memfmt::detail::fail(code, label_ + ": " + what); }
 
   const ::onnx::AttributeProto* find(const std::string& name) const {
     for (const auto& a : node_.attribute())

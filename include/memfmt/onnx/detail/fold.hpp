@@ -32,8 +32,8 @@ inline parameter folded_parameter(memfmt::dtype type, shape_t shape, const std::
   const std::int64_t n = memfmt::detail::checked_numel(shape, what.c_str());
   if (n > limit)
     memfmt::detail::fail(errc::unsupported, what + ": a constant of " + std::to_string(n) + " elements " +
-                                                memfmt::detail::dims_to_string(shape) + " is too large to fold (limit " +
-                                                std::to_string(limit) + ")");
+                                                memfmt::detail::dims_to_string(shape) +
+                                                " is too large to fold (limit " + std::to_string(limit) + ")");
   return make_parameter(type, std::move(shape), what);
 }
 
@@ -47,7 +47,8 @@ inline shape_t row_major_strides(const shape_t& s) {
 inline std::int64_t normalize_axis(const node_reader& r, std::int64_t axis, std::size_t rank, bool inclusive = false) {
   const auto n = static_cast<std::int64_t>(rank);
   if (axis < -n || axis > n || (axis == n && !inclusive))
-    r.fail(errc::invalid_argument, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    r.fail(errc::invalid_argument,
+           "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + n : axis;
 }
 
@@ -187,16 +188,17 @@ inline shape_t reshape_target(const node_reader& r, const shape_t& in, const sha
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0 && !allowzero) {
       if (i >= in.size())
-        r.fail(errc::invalid_argument, "reshape target " + memfmt::detail::dims_to_string(target) +
-                                           " copies dim " + std::to_string(i) + " of a rank " +
-                                           std::to_string(in.size()) + " input");
+        r.fail(errc::invalid_argument, "reshape target " + memfmt::detail::dims_to_string(target) + " copies dim " +
+                                           std::to_string(i) + " of a rank " + std::to_string(in.size()) + " input");
       out[i] = in[i];
     }
     if (out[i] == -1) {
-      if (infer >= 0) r.fail(errc::invalid_argument, "reshape target " + memfmt::detail::dims_to_string(target) + " has two -1");
+      if (infer >= 0)
+        r.fail(errc::invalid_argument, "reshape target " + memfmt::detail::dims_to_string(target) + " has two -1");
       infer = static_cast<int>(i);
     } else if (out[i] < 0) {
-      r.fail(errc::invalid_argument, "reshape target " + memfmt::detail::dims_to_string(target) + " has a negative dim");
+      r.fail(errc::invalid_argument,
+             "reshape target " + memfmt::detail::dims_to_string(target) + " has a negative dim");
     } else {
       known = memfmt::detail::checked_mul(known, out[i], r.label() + ": reshape target");
     }
@@ -204,8 +206,8 @@ inline shape_t reshape_target(const node_reader& r, const shape_t& in, const sha
   const std::int64_t total = memfmt::detail::checked_numel(in, "reshape input");
   if (infer >= 0) {
     if (known == 0 || total % known != 0)
-      r.fail(errc::shape_mismatch, "cannot reshape " + memfmt::detail::dims_to_string(in) + " to " +
-                                       memfmt::detail::dims_to_string(target));
+      r.fail(errc::shape_mismatch,
+             "cannot reshape " + memfmt::detail::dims_to_string(in) + " to " + memfmt::detail::dims_to_string(target));
     out[static_cast<std::size_t>(infer)] = total / known;
   } else if (known != total) {
     r.fail(errc::shape_mismatch, "cannot reshape " + memfmt::detail::dims_to_string(in) + " (" + std::to_string(total) +
@@ -216,7 +218,8 @@ inline shape_t reshape_target(const node_reader& r, const shape_t& in, const sha
 
 // ONNX Slice on one axis: start, end and step clamped as the operator's spec says. Returns the
 // indices taken.
-inline std::vector<std::int64_t> slice_indices(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) {
+inline std::vector<std::int64_t> slice_indices(std::int64_t dim, std::int64_t start, std::int64_t end,
+                                               std::int64_t step) {
   std::vector<std::int64_t> idx;
   if (step == 0) return idx;
   if (start < 0) start += dim;
@@ -237,7 +240,8 @@ inline std::vector<std::int64_t> slice_indices(std::int64_t dim, std::int64_t st
 struct slice_spec {
   std::vector<std::int64_t> starts, ends, axes, steps;
 };
-inline slice_spec read_slice(const node_reader& r, const std::vector<const parameter*>& in, std::size_t rank, int opset) {
+inline slice_spec read_slice(const node_reader& r, const std::vector<const parameter*>& in, std::size_t rank,
+                             int opset) {
   slice_spec s;
   if (opset < 10) {
     s.starts = r.get_ints("starts");
@@ -273,14 +277,17 @@ inline std::vector<std::int64_t> axes_of(const node_reader& r, const std::vector
 // The outputs of `r`'s node computed from its inputs `in` (nullptr for an absent optional input),
 // or nullopt when the op is not one folded here. Shape is the importer's (it also reads the shape
 // of values that are not constants).
-inline std::optional<std::vector<parameter>> fold(const node_reader& r, const std::vector<const parameter*>& in, int opset) {
+inline std::optional<std::vector<parameter>> fold(const node_reader& r, const std::vector<const parameter*>& in,
+                                                  int opset) {
   const std::string& op = r.op();
   const auto need = [&](std::size_t n) {
     if (in.size() < n || !in[0]) r.fail(errc::invalid_argument, "needs " + std::to_string(n) + " inputs");
     for (std::size_t i = 0; i < n; ++i)
       if (!in[i]) r.fail(errc::invalid_argument, "input " + std::to_string(i) + " is missing");
   };
-  const auto one = [](parameter p) { return std::optional<std::vector<parameter>>(std::vector<parameter>{std::move(p)}); };
+  const auto one = [](parameter p) {
+    return std::optional<std::vector<parameter>>(std::vector<parameter>{std::move(p)});
+  };
   const auto arith = [&](auto fd, auto fi) {
     need(2);
     const bool is_int = !memfmt::is_floating(in[0]->type);
@@ -318,9 +325,15 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
   };
 
   if (op == "Identity") return need(1), one(*in[0]);
-  if (op == "Add") return arith(std::plus<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_add(a, b, in_constant); });
-  if (op == "Sub") return arith(std::minus<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_sub(a, b, in_constant); });
-  if (op == "Mul") return arith(std::multiplies<>{}, [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_mul(a, b, in_constant); });
+  if (op == "Add")
+    return arith(std::plus<>{},
+                 [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_add(a, b, in_constant); });
+  if (op == "Sub")
+    return arith(std::minus<>{},
+                 [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_sub(a, b, in_constant); });
+  if (op == "Mul")
+    return arith(std::multiplies<>{},
+                 [&](std::int64_t a, std::int64_t b) { return memfmt::detail::checked_mul(a, b, in_constant); });
   if (op == "Div")
     return arith(std::divides<>{}, [&](std::int64_t a, std::int64_t b) {
       divisor(b);
@@ -358,8 +371,8 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
       for (std::size_t k = 1; k <= 2 && k < in.size(); ++k) {
         if (!in[k]) continue;
         if (in[k]->numel() != 1)
-          r.fail(errc::invalid_argument, std::string(k == 1 ? "min " : "max ") + memfmt::detail::dims_to_string(in[k]->shape) +
-                                             " is not one value");
+          r.fail(errc::invalid_argument, std::string(k == 1 ? "min " : "max ") +
+                                             memfmt::detail::dims_to_string(in[k]->shape) + " is not one value");
         (k == 1 ? lo : hi) = element_as_double(*in[k], 0);
         (k == 1 ? lo_i : hi_i) = element_as_int64(*in[k], 0);
       }
@@ -368,8 +381,12 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
       return std::pair<double, std::int64_t>{std::min(std::max(d[0], lo), hi), std::min(std::max(i[0], lo_i), hi_i)};
     }));
   }
-  if (op == "Min") return arith([](double a, double b) { return std::min(a, b); }, [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
-  if (op == "Max") return arith([](double a, double b) { return std::max(a, b); }, [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+  if (op == "Min")
+    return arith([](double a, double b) { return std::min(a, b); },
+                 [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
+  if (op == "Max")
+    return arith([](double a, double b) { return std::max(a, b); },
+                 [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
   if (op == "Equal") return compare([](double a, double b) { return a == b; });
   if (op == "Less") return compare([](double a, double b) { return a < b; });
   if (op == "Greater") return compare([](double a, double b) { return a > b; });
@@ -410,10 +427,12 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     const memfmt::dtype to = dtype_from_onnx(static_cast<std::int32_t>(r.get_int("to", 0)), r.label());
     parameter out = folded_parameter(to, in[0]->shape, r.label());
     const std::size_t n = out.bytes.size() / memfmt::size_of(to);
-    for (std::size_t i = 0; i < n; ++i) store_element(out, i, element_as_double(*in[0], i), element_as_int64(*in[0], i));
+    for (std::size_t i = 0; i < n; ++i)
+      store_element(out, i, element_as_double(*in[0], i), element_as_int64(*in[0], i));
     return one(std::move(out));
   }
-  if (op == "Size") return need(1), one(reshaped(int64_vector({memfmt::detail::checked_numel(in[0]->shape, "Size")}), {}));
+  if (op == "Size")
+    return need(1), one(reshaped(int64_vector({memfmt::detail::checked_numel(in[0]->shape, "Size")}), {}));
   if (op == "Reshape") {
     need(2);
     return one(reshaped(*in[0], reshape_target(r, in[0]->shape, int64_values(*in[1]), r.get_int("allowzero", 0) != 0)));
@@ -435,8 +454,8 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     // Inserted in increasing order, each axis is at most the rank so far, if no axis repeats (found
     // by fuzz_onnx_import's structure-aware mutator: axes [1, 1] of a scalar inserted past the end).
     if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-      r.fail(errc::invalid_argument, "Unsqueeze axes " + memfmt::detail::dims_to_string(axes_of(r, in, opset)) +
-                                         " name an axis twice");
+      r.fail(errc::invalid_argument,
+             "Unsqueeze axes " + memfmt::detail::dims_to_string(axes_of(r, in, opset)) + " name an axis twice");
     shape_t s = in[0]->shape;
     for (std::int64_t a : axes) s.insert(s.begin() + a, 1);
     return one(reshaped(*in[0], s));
@@ -491,8 +510,8 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
     std::vector<std::int64_t> indices = int64_values(*in[1]);
     for (auto& i : indices) {
       if (i < -ds[axis] || i >= ds[axis])
-        r.fail(errc::invalid_argument, "Gather index " + std::to_string(i) + " is out of range for dim " +
-                                           std::to_string(ds[axis]));
+        r.fail(errc::invalid_argument,
+               "Gather index " + std::to_string(i) + " is out of range for dim " + std::to_string(ds[axis]));
       if (i < 0) i += ds[axis];
     }
     shape_t s(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(axis));
@@ -551,11 +570,12 @@ inline std::optional<std::vector<parameter>> fold(const node_reader& r, const st
   if (op == "Expand") {
     need(2);
     const shape_t s = broadcast_shapes(r, in[0]->shape, int64_values(*in[1]));
-    return one(gather_elements(*in[0], s, r.label(), [&, idx = shape_t(s.size(), 0), first = true](std::size_t) mutable {
-      if (!first) next_index(idx, s);
-      first = false;
-      return broadcast_offset(in[0]->shape, s, idx);
-    }));
+    return one(
+        gather_elements(*in[0], s, r.label(), [&, idx = shape_t(s.size(), 0), first = true](std::size_t) mutable {
+          if (!first) next_index(idx, s);
+          first = false;
+          return broadcast_offset(in[0]->shape, s, idx);
+        }));
   }
   if (op == "ConstantOfShape") {
     need(1);

@@ -19,22 +19,22 @@ inline void importer::add_graph_input(const ::onnx::ValueInfoProto& in) {
     values_[in.name()] = std::move(v);
     return;
   }
-  if (!in.type().has_tensor_type())
-    memfmt::detail::fail(errc::unsupported, where + " is not a tensor");
+  if (!in.type().has_tensor_type()) memfmt::detail::fail(errc::unsupported, where + " is not a tensor");
   const auto& tt = in.type().tensor_type();
   const memfmt::dtype type = dtype_from_onnx(tt.elem_type(), where);
   if (!tt.has_shape()) memfmt::detail::fail(errc::invalid_argument, where + " has no shape");
   const shape_t shape = *resolved_shape(tt.shape(), &where);
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0)
-      memfmt::detail::fail(errc::invalid_argument, where + " dim " + std::to_string(d) + " is " +
-                                                       std::to_string(shape[d]));
+      memfmt::detail::fail(errc::invalid_argument,
+                           where + " dim " + std::to_string(d) + " is " + std::to_string(shape[d]));
     if (shape[d] == 0)
-      memfmt::detail::fail(errc::unsupported, where + " dim " + std::to_string(d) + " is 0 (empty values are not supported)");
+      memfmt::detail::fail(errc::unsupported,
+                           where + " dim " + std::to_string(d) + " is 0 (empty values are not supported)");
   }
   if (shape.size() < 2 || shape.size() > 5)
-    memfmt::detail::fail(errc::unsupported, where + " " + memfmt::detail::dims_to_string(shape) +
-                                                " has rank " + std::to_string(shape.size()) +
+    memfmt::detail::fail(errc::unsupported, where + " " + memfmt::detail::dims_to_string(shape) + " has rank " +
+                                                std::to_string(shape.size()) +
                                                 " (a network takes rank 2, 3 as [N, C, L], 4 or 5)");
   value v;
   v.node = net().input(in.name(), lift(shape), type, options_.input_format);
@@ -47,7 +47,8 @@ inline void importer::add_graph_input(const ::onnx::ValueInfoProto& in) {
 // A declared shape with its symbolic dims resolved: by name from import_options::dims, else the
 // batch for dim 0. A dim without a value is an error naming it when `where` is given, nullopt
 // otherwise.
-inline std::optional<shape_t> importer::resolved_shape(const ::onnx::TensorShapeProto& declared, const std::string* where) const {
+inline std::optional<shape_t> importer::resolved_shape(const ::onnx::TensorShapeProto& declared,
+                                                       const std::string* where) const {
   shape_t shape;
   for (int d = 0; d < declared.dim_size(); ++d) {
     const auto& dim = declared.dim(d);
@@ -145,7 +146,8 @@ inline void importer::check_onnx_shapes() {
     const auto it = inferred.find(c.value);
     if (it != inferred.end() && it->second != c.shape)
       memfmt::detail::fail(errc::shape_mismatch, c.node + ": output '" + c.value + "': the network infers " +
-                                                     memfmt::detail::dims_to_string(c.shape) + ", ONNX shape inference " +
+                                                     memfmt::detail::dims_to_string(c.shape) +
+                                                     ", ONNX shape inference " +
                                                      memfmt::detail::dims_to_string(it->second));
   }
 }

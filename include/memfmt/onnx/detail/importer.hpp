@@ -147,7 +147,6 @@ class importer {
   }
 
  private:
-
   // ---- nodes ----
   void translate(const ::onnx::NodeProto& n, int index) {
     const std::string onnx_name = n.name().empty() ? "#" + std::to_string(index) : n.name();
@@ -156,12 +155,12 @@ class importer {
     if (fused_.count(&n)) return;  // part of a pattern an earlier node became (the GELUs, hardswish, a bias add)
     for (int i = 0; i < n.input_size(); ++i)
       if (!n.input(i).empty()) lookup(n.input(i), r.label() + " input " + std::to_string(i));
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
-      return opaque(r, "op of domain '" + n.domain() + "'");
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return opaque(r, "op of domain '" + n.domain() + "'");
     // Constants in, constants out.
     if (n.op_type() == "Shape" && n.input_size() > 0 && !n.input(0).empty()) {
       const value& x = values_.at(n.input(0));
-      if (x.barrier && x.barrier->shape_unknown) return opaque(r, "the shape of a value whose shape is unknown until run time");
+      if (x.barrier && x.barrier->shape_unknown)
+        return opaque(r, "the shape of a value whose shape is unknown until run time");
     }
     if (n.op_type() == "Constant" || n.op_type() == "Shape") {
       const std::string& out = first_output(r);
@@ -196,7 +195,8 @@ class importer {
         if (n.input(i).empty()) continue;
         const value& v = values_.at(n.input(i));
         if (v.barrier)
-          throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) + "' is computed by an op the network "
+          throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) +
+                                "' is computed by an op the network "
                                 "cannot express and is no network value"};
         if (v.channels_last && (entry == ops().end() || !entry->second.reads_channels_last))
           throw not_expressible{"input " + std::to_string(i) + " '" + n.input(i) +
@@ -231,8 +231,8 @@ class importer {
   const value& lookup(const std::string& name, const std::string& who) const {
     const auto it = values_.find(name);
     if (it == values_.end())
-      memfmt::detail::fail(errc::invalid_argument, who + ": value '" + name +
-                                                       "' is produced by no earlier node, graph input or initializer");
+      memfmt::detail::fail(errc::invalid_argument,
+                           who + ": value '" + name + "' is produced by no earlier node, graph input or initializer");
     return it->second;
   }
 
@@ -274,7 +274,8 @@ class importer {
   void set_tensor(const node_reader& r, const std::string& name, graph::node_id id, shape_t onnx_shape,
                   bool channels_last = false) {
     const graph::node& nd = net().at(id);
-    const shape_t logical = channels_last ? permuted(onnx_shape, channels_first_perm(onnx_shape.size())) : lift(onnx_shape);
+    const shape_t logical =
+        channels_last ? permuted(onnx_shape, channels_first_perm(onnx_shape.size())) : lift(onnx_shape);
     if (nd.extents != logical)
       r.fail(errc::shape_mismatch, "network node '" + nd.name + "' has extents " +
                                        memfmt::detail::dims_to_string(nd.extents) + " for ONNX shape " +
@@ -298,7 +299,9 @@ class importer {
     const shape_t& e = net().at(id).extents;
     set_tensor(r, name, id, permuted(e, channels_last_perm(e.size())), true);
   }
-  void set_like(const node_reader& r, graph::node_id id, const value& like) { set_like(r, r.proto().output(0), id, like); }
+  void set_like(const node_reader& r, graph::node_id id, const value& like) {
+    set_like(r, r.proto().output(0), id, like);
+  }
 
   // The one node that reads value `name` (it may read it twice), or nullptr: none, several, or a
   // graph output.
@@ -327,7 +330,8 @@ class importer {
   // The one-element floating constant `name` as a double, if it is one.
   std::optional<double> scalar_constant(const std::string& name) const {
     const std::optional<value> c = constant_named(name);
-    if (!c || !memfmt::is_floating(c->type) || c->constant->bytes.size() != memfmt::size_of(c->type)) return std::nullopt;
+    if (!c || !memfmt::is_floating(c->type) || c->constant->bytes.size() != memfmt::size_of(c->type))
+      return std::nullopt;
     return element_as_double(*c->constant, 0);
   }
   // The other input of a two-input node that reads `name`.
@@ -351,7 +355,8 @@ class importer {
         for (const auto& i : n.input())
           if (i == name) throw not_expressible{"output " + std::to_string(o) + " '" + name + "' is used"};
       for (const auto& out : model_.graph().output())
-        if (out.name() == name) throw not_expressible{"output " + std::to_string(o) + " '" + name + "' is a graph output"};
+        if (out.name() == name)
+          throw not_expressible{"output " + std::to_string(o) + " '" + name + "' is a graph output"};
     }
   }
 
@@ -382,7 +387,8 @@ class importer {
   // Stores `values` as the parameters network.parameters(id) lists, in its order, checking dtype
   // and shape (a low-precision norm's are widened to float32); num_batches_tracked, which ONNX does
   // not carry, is 0.
-  void bind_parameters(const node_reader& r, graph::node_id id, const std::vector<std::pair<parameter, std::string>>& values) {
+  void bind_parameters(const node_reader& r, graph::node_id id,
+                       const std::vector<std::pair<parameter, std::string>>& values) {
     const auto specs = net().parameters(id);
     std::size_t k = 0;
     for (const auto& spec : specs) {
@@ -407,7 +413,8 @@ class importer {
         if (p.type != spec.type)
           r.fail(errc::unsupported_dtype, "parameter '" + from + "' is " + std::string(to_string(p.type)) +
                                               ", the layer computes in " + std::string(to_string(spec.type)));
-        if (memfmt::detail::checked_numel(p.shape, "parameter") != memfmt::detail::checked_numel(spec.extents, "parameter"))
+        if (memfmt::detail::checked_numel(p.shape, "parameter") !=
+            memfmt::detail::checked_numel(spec.extents, "parameter"))
           r.fail(errc::shape_mismatch, "parameter '" + from + "' " + memfmt::detail::dims_to_string(p.shape) +
                                            " does not fit the layer's " + spec.name + " " +
                                            memfmt::detail::dims_to_string(spec.extents));
@@ -481,8 +488,9 @@ class importer {
     }
     if (r.has("value_int")) return reshaped(int64_vector({r.get_int("value_int", 0)}), {});
     if (r.has("value_ints")) return int64_vector(r.get_ints("value_ints"));
-    r.fail(errc::unsupported, "a Constant without value, value_float(s) or value_int(s) (sparse and string "
-                              "constants are not supported)");
+    r.fail(errc::unsupported,
+           "a Constant without value, value_float(s) or value_int(s) (sparse and string "
+           "constants are not supported)");
   }
 
   parameter shape_of(const node_reader& r) const {
@@ -541,8 +549,8 @@ class importer {
   void conv_transpose(const node_reader& r);
   void pool(const node_reader& r, memfmt::pool_kind kind);
   void global_pool(const node_reader& r, memfmt::pool_kind kind, bool flatten_after);
-  void linear(const node_reader& r, const value& a, const value& b, bool b_is_out_in, double alpha,
-              const value* c, double beta);
+  void linear(const node_reader& r, const value& a, const value& b, bool b_is_out_in, double alpha, const value* c,
+              double beta);
   void gemm(const node_reader& r);
   void matmul(const node_reader& r);
   void pointwise_conv(const node_reader& r, const value& x, const value& w);
@@ -613,7 +621,7 @@ class importer {
   struct shape_check {
     std::string node;  // node_reader::label()
     std::string value;
-    shape_t shape;     // what the network infers
+    shape_t shape;  // what the network infers
   };
   std::vector<shape_check> shape_checks_;  // every translated output, checked by check_onnx_shapes()
   std::map<std::string, std::vector<const ::onnx::NodeProto*>> readers_;  // by value name

@@ -72,17 +72,32 @@ inline const std::map<std::string, rank_rule>& inference_rules() {
     std::map<std::string, rank_rule> m;
     const rank_rule any = [](const rank_view&) { return true; };
     // Elementwise, broadcasting and shape-only ops: their inference merges whatever ranks it gets.
-    for (const char* op :
-         {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
-          "Erf", "Not", "Cast", "Identity", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
-          "Selu", "Celu", "Mish", "Sin", "Cos", "IsNaN", "IsInf", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max",
-          "Min", "Sum", "Mean", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
-          "Where", "Mod", "PRelu", "Dropout", "Shape", "Size", "NonZero", "LRN", "ThresholdedRelu", "Shrink",
-          "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "BitShift"})
+    for (const char* op : {"Relu",      "Sigmoid",     "Tanh",
+                           "Abs",       "Neg",         "Exp",
+                           "Log",       "Sqrt",        "Reciprocal",
+                           "Floor",     "Ceil",        "Round",
+                           "Sign",      "Erf",         "Not",
+                           "Cast",      "Identity",    "Softplus",
+                           "Softsign",  "HardSigmoid", "HardSwish",
+                           "LeakyRelu", "Elu",         "Selu",
+                           "Celu",      "Mish",        "Sin",
+                           "Cos",       "IsNaN",       "IsInf",
+                           "Clip",      "Add",         "Sub",
+                           "Mul",       "Div",         "Pow",
+                           "Max",       "Min",         "Sum",
+                           "Mean",      "Equal",       "Less",
+                           "Greater",   "LessOrEqual", "GreaterOrEqual",
+                           "And",       "Or",          "Xor",
+                           "Where",     "Mod",         "PRelu",
+                           "Dropout",   "Shape",       "Size",
+                           "NonZero",   "LRN",         "ThresholdedRelu",
+                           "Shrink",    "Tan",         "Atan",
+                           "Asin",      "Acos",        "Sinh",
+                           "Cosh",      "Asinh",       "Acosh",
+                           "Atanh",     "BitShift"})
       m[op] = any;
-    m["Softmax"] = m["LogSoftmax"] = m["Hardmax"] = [](const rank_view& v) {
-      return v.rank(0) >= 1 && v.axis_in("axis", -1, v.rank(0));
-    };
+    m["Softmax"] = m["LogSoftmax"] =
+        m["Hardmax"] = [](const rank_view& v) { return v.rank(0) >= 1 && v.axis_in("axis", -1, v.rank(0)); };
     m["MatMul"] = [](const rank_view& v) { return v.rank(0) >= 1 && v.rank(1) >= 1; };
     m["Gemm"] = [](const rank_view& v) { return v.rank(0) == 2 && v.rank(1) == 2 && v.rank(2) <= 2; };
     m["Transpose"] = [](const rank_view& v) {
@@ -90,10 +105,13 @@ inline const std::map<std::string, rank_rule>& inference_rules() {
       if (perm.empty()) return true;
       if (perm.size() != v.rank(0)) return false;
       std::set<std::int64_t> seen(perm.begin(), perm.end());
-      return seen.size() == perm.size() && *seen.begin() >= 0 && *seen.rbegin() < static_cast<std::int64_t>(perm.size());
+      return seen.size() == perm.size() && *seen.begin() >= 0 &&
+             *seen.rbegin() < static_cast<std::int64_t>(perm.size());
     };
     m["Reshape"] = [](const rank_view& v) { return v.rank(1) == 1; };
-    m["Range"] = [](const rank_view& v) { return v.count() == 3 && v.rank(0) == 0 && v.rank(1) == 0 && v.rank(2) == 0; };
+    m["Range"] = [](const rank_view& v) {
+      return v.count() == 3 && v.rank(0) == 0 && v.rank(1) == 0 && v.rank(2) == 0;
+    };
     m["Tile"] = [](const rank_view& v) { return v.rank(1) == 1 && v.vector_of(1, v.rank(0)); };
     m["GatherElements"] = [](const rank_view& v) {
       return v.rank(0) >= 1 && v.rank(1) == v.rank(0) && v.axis_in("axis", 0, v.rank(0));
@@ -115,7 +133,9 @@ inline const std::map<std::string, rank_rule>& inference_rules() {
         if (v.has(i) && v.rank(i) != 1) return false;
       return v.rank(0) >= 1;
     };
-    m["Split"] = [](const rank_view& v) { return v.rank(0) >= 1 && v.axis_in("axis", 0, v.rank(0)) && (!v.has(1) || v.rank(1) == 1); };
+    m["Split"] = [](const rank_view& v) {
+      return v.rank(0) >= 1 && v.axis_in("axis", 0, v.rank(0)) && (!v.has(1) || v.rank(1) == 1);
+    };
     m["Pad"] = [](const rank_view& v) { return v.count() < 4 && v.vector_of(1, 2 * v.rank(0)); };
     m["Resize"] = [](const rank_view& v) {
       return v.count() < 5 && v.vector_of(2, v.rank(0)) && v.vector_of(3, v.rank(0));
@@ -216,7 +236,8 @@ inline std::map<std::string, shape_t> infer_node(const ::onnx::NodeProto& n, con
     for (std::int64_t d : *k.shape) shape->add_dim()->set_dim_value(d);
   }
   try {
-    ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), ::onnx::ShapeInferenceOptions(false, 0, false));
+    ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(),
+                                         ::onnx::ShapeInferenceOptions(false, 0, false));
   } catch (const std::exception&) {
     return {};
   }

@@ -28,22 +28,28 @@ inline const std::map<std::string, importer::op_entry>& importer::ops() {
       {"BatchNormalization", {[](importer& i, R r) { i.batch_norm(r); }}},
       {"InstanceNormalization", {[](importer& i, R r) { i.instance_norm(r); }}},
       {"Relu", {[](importer& i, R r) { i.activation(r, memfmt::activation::relu); }, true}},
-      {"Sigmoid", {[](importer& i, R r) {
-                     if (!i.times_input(r, {}, memfmt::activation::silu)) i.activation(r, memfmt::activation::sigmoid);
-                   }, true}},
-      {"Softplus", {[](importer& i, R r) {
-                      if (!i.times_input(r, {"Tanh"}, memfmt::activation::mish)) i.activation(r, memfmt::activation::softplus);
-                    }, true}},
+      {"Sigmoid",
+       {[](importer& i, R r) {
+          if (!i.times_input(r, {}, memfmt::activation::silu)) i.activation(r, memfmt::activation::sigmoid);
+        },
+        true}},
+      {"Softplus",
+       {[](importer& i, R r) {
+          if (!i.times_input(r, {"Tanh"}, memfmt::activation::mish)) i.activation(r, memfmt::activation::softplus);
+        },
+        true}},
       {"Mish", {[](importer& i, R r) { i.activation(r, memfmt::activation::mish); }, true}},
       {"Tanh", {[](importer& i, R r) { i.activation(r, memfmt::activation::tanh); }, true}},
       {"HardSwish", {[](importer& i, R r) { i.activation(r, memfmt::activation::hardswish); }, true}},
-      {"HardSigmoid", {[](importer& i, R r) {
-                         const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
-                         if (near(alpha, 1.0 / 6.0) && beta == 0.5 && i.times_input(r, {}, memfmt::activation::hardswish)) return;
-                         i.activation(r, activation_params::hardsigmoid(alpha, beta));
-                       }, true}},
-      {"LeakyRelu", {[](importer& i, R r) { i.activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f))); },
-                     true}},
+      {"HardSigmoid",
+       {[](importer& i, R r) {
+          const double alpha = r.get_float("alpha", 0.2f), beta = r.get_float("beta", 0.5f);
+          if (near(alpha, 1.0 / 6.0) && beta == 0.5 && i.times_input(r, {}, memfmt::activation::hardswish)) return;
+          i.activation(r, activation_params::hardsigmoid(alpha, beta));
+        },
+        true}},
+      {"LeakyRelu",
+       {[](importer& i, R r) { i.activation(r, activation_params::leaky_relu(r.get_float("alpha", 0.01f))); }, true}},
       {"Elu", {[](importer& i, R r) { i.activation(r, activation_params::elu(r.get_float("alpha", 1.0f))); }, true}},
       {"PRelu", {[](importer& i, R r) { i.prelu(r); }, true}},
       {"Clip", {[](importer& i, R r) { i.clip(r); }, true}},

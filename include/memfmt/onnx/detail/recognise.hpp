@@ -14,7 +14,7 @@ namespace memfmt::onnx::detail {
 // activation, and the later nodes of the pattern are skipped. Each intermediate value must have
 // that one reader. Called with the first node (x op c, c constant); false where it is no GELU.
 inline bool importer::gelu(const node_reader& r, const value& x, const std::string& x_name, const std::string& c_name,
-          memfmt::binary_op op) {
+                           memfmt::binary_op op) {
   const double sqrt2 = std::sqrt(2.0);
   if (!(op == memfmt::binary_op::div && near(scalar_constant(c_name), sqrt2)) &&
       !(op == memfmt::binary_op::mul && near(scalar_constant(c_name), 1.0 / sqrt2)))
@@ -22,7 +22,8 @@ inline bool importer::gelu(const node_reader& r, const value& x, const std::stri
   const ::onnx::NodeProto* erf = only_reader(r.proto().output(0));
   if (!erf || erf->op_type() != "Erf" || erf->output_size() != 1) return false;
   const ::onnx::NodeProto* add = only_reader(erf->output(0));
-  if (!add || add->op_type() != "Add" || add->input_size() != 2 || !near(scalar_constant(other_input(*add, erf->output(0))), 1.0))
+  if (!add || add->op_type() != "Add" || add->input_size() != 2 ||
+      !near(scalar_constant(other_input(*add, erf->output(0))), 1.0))
     return false;
   // Then * x, * 0.5 (the TorchScript exporter) or * 0.5, * x (the dynamo exporter).
   const ::onnx::NodeProto* mul = only_reader(add->output(0));
@@ -58,7 +59,8 @@ inline bool importer::gelu_tanh(const node_reader& r, const value& x, const std:
   const ::onnx::NodeProto* cube = next(r.proto().output(0), "Mul", &x_name, std::nullopt);
   const ::onnx::NodeProto* kappa = cube ? next(cube->output(0), "Mul", nullptr, memfmt::gelu_tanh_cubic) : nullptr;
   const ::onnx::NodeProto* sum = kappa ? next(kappa->output(0), "Add", &x_name, std::nullopt) : nullptr;
-  const ::onnx::NodeProto* beta = sum ? next(sum->output(0), "Mul", nullptr, memfmt::gelu_tanh_sqrt_2_over_pi) : nullptr;
+  const ::onnx::NodeProto* beta =
+      sum ? next(sum->output(0), "Mul", nullptr, memfmt::gelu_tanh_sqrt_2_over_pi) : nullptr;
   const ::onnx::NodeProto* tanh = beta ? next(beta->output(0), "Tanh", nullptr, std::nullopt) : nullptr;
   const ::onnx::NodeProto* one = tanh ? next(tanh->output(0), "Add", nullptr, 1.0) : nullptr;
   const ::onnx::NodeProto* times_x = one ? next(one->output(0), "Mul", &x_name, std::nullopt) : nullptr;
@@ -75,7 +77,8 @@ inline bool importer::gelu_tanh(const node_reader& r, const value& x, const std:
 // each intermediate value read by the next node only, is one activation f, which the executor can
 // fuse into the conv before it where two or three memory-bound passes would run; the later nodes
 // are skipped. False where the pattern is not there.
-inline bool importer::times_input(const node_reader& r, std::initializer_list<const char*> through, memfmt::activation f) {
+inline bool importer::times_input(const node_reader& r, std::initializer_list<const char*> through,
+                                  memfmt::activation f) {
   std::string at = r.proto().output(0);
   std::vector<const ::onnx::NodeProto*> skipped;
   for (const char* op : through) {
@@ -185,8 +188,8 @@ inline bool importer::is_node(const ::onnx::NodeProto* n, const char* op, int in
 // The constant other operand of `op` node n (which reads `from`), if it holds one value per
 // channel of x placed at C when broadcast against x (C on axis c_axis: [C] for a channels-last
 // view, [C, 1, 1] or [1, C, 1, 1] for a 2-D network value); its shape is then [C].
-inline std::optional<value> importer::channel_constant(const ::onnx::NodeProto* n, const std::string& from, const char* op,
-                                      const value& x, std::size_t c_axis) const {
+inline std::optional<value> importer::channel_constant(const ::onnx::NodeProto* n, const std::string& from,
+                                                       const char* op, const value& x, std::size_t c_axis) const {
   std::optional<value> v;
   if (is_node(n, op, 2)) v = constant_named(other_input(*n, from));
   const std::size_t rank = x.shape.size(), trailing = rank - c_axis;  // dims from C to the end
@@ -199,8 +202,8 @@ inline std::optional<value> importer::channel_constant(const ::onnx::NodeProto* 
   return v;
 }
 
-inline importer::channel_affine_t importer::channel_affine(std::string& out, std::set<const ::onnx::NodeProto*>& nodes, const value& x,
-                                std::size_t c_axis) const {
+inline importer::channel_affine_t importer::channel_affine(std::string& out, std::set<const ::onnx::NodeProto*>& nodes,
+                                                           const value& x, std::size_t c_axis) const {
   channel_affine_t t;
   const ::onnx::NodeProto* mul = only_reader(out);
   t.weight = channel_constant(mul, out, "Mul", x, c_axis);
@@ -274,8 +277,7 @@ inline bool importer::decomposed_layer_norm(const node_reader& r, const value& x
 // w_c beta_g + b_c). false where it is no group norm.
 inline bool importer::decomposed_group_norm(const node_reader& r, const value& x, const shape_t& target) {
   const std::size_t rank = x.shape.size();
-  if (!x.node || x.channels_last || rank < 3 || rank > 5 || target.size() != 3 || target[0] != x.shape[0])
-    return false;
+  if (!x.node || x.channels_last || rank < 3 || rank > 5 || target.size() != 3 || target[0] != x.shape[0]) return false;
   const std::int64_t c = x.shape[1], g = target[1];
   if (g <= 0 || c % g != 0) return false;
   const std::string& grouped = r.proto().output(0);
@@ -288,14 +290,13 @@ inline bool importer::decomposed_group_norm(const node_reader& r, const value& x
   const ::onnx::NodeProto* back = only_reader(in->output(0));
   if (!is_node(back, "Reshape", 2) || back->input(0) != in->output(0)) return false;
   const auto shape_node = producers_.find(back->input(1));
-  const bool to_x_shape =
-      shape_node != producers_.end() && shape_node->second->op_type() == "Shape"
-          ? shape_node->second->input_size() == 1 && shape_node->second->input(0) == r.input(0) &&
-                shape_node->second->attribute_size() == 0
-          : [&] {
-              const std::optional<value> s = constant_named(back->input(1));
-              return s && s->type == memfmt::dtype::int64 && int64_values(*s->constant) == x.shape;
-            }();
+  const bool to_x_shape = shape_node != producers_.end() && shape_node->second->op_type() == "Shape"
+                              ? shape_node->second->input_size() == 1 && shape_node->second->input(0) == r.input(0) &&
+                                    shape_node->second->attribute_size() == 0
+                              : [&] {
+                                  const std::optional<value> s = constant_named(back->input(1));
+                                  return s && s->type == memfmt::dtype::int64 && int64_values(*s->constant) == x.shape;
+                                }();
   if (!to_x_shape) return false;
   std::set<const ::onnx::NodeProto*> nodes{in, back};
   std::string out = back->output(0);
@@ -313,7 +314,8 @@ inline bool importer::decomposed_group_norm(const node_reader& r, const value& x
   }
   const double eps = node_reader(*in, "ONNX node '" + in->name() + "'").get_float("epsilon", 1e-5f);
   const graph::node_id id = net().group_norm(layer_name(r, weight ? &*weight : nullptr), *x.node, g, eps, true);
-  bind_parameters(r, id, {{w, weight && plain ? weight->initializer : ""}, {b, bias && plain ? bias->initializer : ""}});
+  bind_parameters(r, id,
+                  {{w, weight && plain ? weight->initializer : ""}, {b, bias && plain ? bias->initializer : ""}});
   fused_.insert(nodes.begin(), nodes.end());
   set_like(r, out, id, x);
   return true;

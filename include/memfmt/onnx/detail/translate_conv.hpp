@@ -16,8 +16,8 @@ inline void importer::resolve_pads(const node_reader& r, window& w, const shape_
   if (auto_pad == "NOTSET") {
     const shape_t pads = r.get_ints("pads", shape_t(2 * n, 0));
     if (pads.size() != 2 * n)
-      r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " must have " +
-                                         std::to_string(2 * n) + " entries");
+      r.fail(errc::invalid_argument,
+             "pads " + memfmt::detail::dims_to_string(pads) + " must have " + std::to_string(2 * n) + " entries");
     for (std::size_t d = 0; d < n; ++d) {
       w.begin[d] = pads[d];
       w.end[d] = pads[d + n];
@@ -28,8 +28,8 @@ inline void importer::resolve_pads(const node_reader& r, window& w, const shape_
     for (std::size_t d = 0; d < n; ++d) {
       const std::string what = r.label() + ": SAME padding";
       const std::int64_t out = (in[d] + w.stride[d] - 1) / w.stride[d];
-      const std::int64_t reach = memfmt::detail::checked_add(
-          memfmt::detail::checked_mul(w.dilation[d], w.kernel[d] - 1, what), 1, what);
+      const std::int64_t reach =
+          memfmt::detail::checked_add(memfmt::detail::checked_mul(w.dilation[d], w.kernel[d] - 1, what), 1, what);
       const std::int64_t total = std::max<std::int64_t>(
           0, memfmt::detail::checked_sub(
                  memfmt::detail::checked_add(memfmt::detail::checked_mul(out - 1, w.stride[d], what), reach, what),
@@ -95,8 +95,8 @@ inline void importer::conv(const node_reader& r) {
   const std::size_t rank = x.shape.size();
   if (rank < 3 || rank > 5) throw not_expressible{"input rank " + std::to_string(rank)};
   if (w->shape.size() != rank)
-    r.fail(errc::invalid_argument, "weight " + memfmt::detail::dims_to_string(w->shape) + " must have the rank of input " +
-                                       memfmt::detail::dims_to_string(x.shape));
+    r.fail(errc::invalid_argument, "weight " + memfmt::detail::dims_to_string(w->shape) +
+                                       " must have the rank of input " + memfmt::detail::dims_to_string(x.shape));
   const std::int64_t groups = r.get_int("group", 1);
   if (groups < 1 || x.shape[1] % groups != 0 || w->shape[1] * groups != x.shape[1])
     r.fail(errc::shape_mismatch, "input " + memfmt::detail::dims_to_string(x.shape) + ", weight " +
@@ -107,8 +107,8 @@ inline void importer::conv(const node_reader& r) {
     r.fail(errc::shape_mismatch, "kernel_shape " + memfmt::detail::dims_to_string(r.get_ints("kernel_shape")) +
                                      " differs from the weight's " + memfmt::detail::dims_to_string(kernel));
   if (b && (b->shape.size() != 1 || b->shape[0] != w->shape[0]))
-    r.fail(errc::shape_mismatch, "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" +
-                                     std::to_string(w->shape[0]) + "]");
+    r.fail(errc::shape_mismatch,
+           "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" + std::to_string(w->shape[0]) + "]");
   window win = read_window(r, kernel, spatial_of(x.shape));
   const std::string name = layer_name(r, w);
   const bool lifted = x.lifted();
@@ -120,10 +120,8 @@ inline void importer::conv(const node_reader& r) {
   a.params.groups = groups;
   a.bias = b != nullptr;
   graph::node_id in = *x.node;
-  if (conv_pads_per_side)
-    set_padding_end(a.params, to_spatial(win.end, lifted, 0));
-  else
-    in = pad_asymmetric(name, in, win, lifted);
+  if (conv_pads_per_side) set_padding_end(a.params, to_spatial(win.end, lifted, 0));
+  else in = pad_asymmetric(name, in, win, lifted);
   a.params.padding = to_spatial(win.begin, lifted, 0);
   const graph::node_id id = net().conv(name, in, a);
   std::vector<std::pair<parameter, std::string>> params{named(*w)};
@@ -152,8 +150,8 @@ inline void importer::conv_transpose(const node_reader& r) {
                                      " differs from the weight's " + memfmt::detail::dims_to_string(kernel));
   const std::int64_t out_channels = w->shape[1] * groups;
   if (b && (b->shape.size() != 1 || b->shape[0] != out_channels))
-    r.fail(errc::shape_mismatch, "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" +
-                                     std::to_string(out_channels) + "]");
+    r.fail(errc::shape_mismatch,
+           "bias " + memfmt::detail::dims_to_string(b->shape) + " must be [" + std::to_string(out_channels) + "]");
   window win;
   win.kernel = kernel;
   win.stride = r.get_ints("strides", shape_t(n, 1));
@@ -177,8 +175,8 @@ inline void importer::conv_transpose(const node_reader& r) {
     // A negative end pad (output_shape past the full output) is more output_padding: rows no
     // input reaches, the bias alone.
     for (std::size_t d = 0; d < n; ++d) {
-      const std::int64_t total = win.stride[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * win.dilation[d] + 1 -
-                                 out_shape[d];
+      const std::int64_t total =
+          win.stride[d] * (in[d] - 1) + out_pad[d] + (kernel[d] - 1) * win.dilation[d] + 1 - out_shape[d];
       const std::int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2)
       win.begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
       win.end[d] = total - win.begin[d];
@@ -200,8 +198,7 @@ inline void importer::conv_transpose(const node_reader& r) {
   // output_padding (the rows it adds are the ones the smaller end pad keeps).
   for (std::size_t d = 0; d < n; ++d) {
     if (conv_pads_per_side) break;
-    if (win.begin[d] < win.end[d])
-      throw not_expressible{"a transposed conv padding more at the end than at the start"};
+    if (win.begin[d] < win.end[d]) throw not_expressible{"a transposed conv padding more at the end than at the start"};
     if (win.begin[d] > win.end[d]) {
       out_pad[d] += win.begin[d] - win.end[d];
       win.end[d] = win.begin[d];
@@ -266,9 +263,11 @@ inline void importer::global_pool(const node_reader& r, memfmt::pool_kind kind, 
 // A linear layer from a [in, out] or [out, in] constant, alpha folded into the weight and beta
 // into the bias.
 inline void importer::linear(const node_reader& r, const value& a, const value& b, bool b_is_out_in, double alpha,
-            const value* c, double beta) {
-  if (a.shape.size() != 2) throw not_expressible{"a matrix product of a rank " + std::to_string(a.shape.size()) + " input"};
-  if (b.shape.size() != 2) throw not_expressible{"a matrix product with a rank " + std::to_string(b.shape.size()) + " weight"};
+                             const value* c, double beta) {
+  if (a.shape.size() != 2)
+    throw not_expressible{"a matrix product of a rank " + std::to_string(a.shape.size()) + " input"};
+  if (b.shape.size() != 2)
+    throw not_expressible{"a matrix product with a rank " + std::to_string(b.shape.size()) + " weight"};
   const std::int64_t in = b_is_out_in ? b.shape[1] : b.shape[0], out = b_is_out_in ? b.shape[0] : b.shape[1];
   if (in != a.shape[1])
     r.fail(errc::shape_mismatch, "input " + memfmt::detail::dims_to_string(a.shape) + " and weight " +
@@ -303,7 +302,8 @@ inline void importer::gemm(const node_reader& r) {
     const value& v = input_value(r, i);
     if (v.shape.size() != 2 && !(v.barrier && v.barrier->shape_unknown))
       r.fail(errc::invalid_argument, std::string(i == 0 ? "A " : "B ") + memfmt::detail::dims_to_string(v.shape) +
-                                         " has rank " + std::to_string(v.shape.size()) + ", not 2 (Gemm multiplies matrices)");
+                                         " has rank " + std::to_string(v.shape.size()) +
+                                         ", not 2 (Gemm multiplies matrices)");
   }
   const value& a = tensor_input(r, 0);
   const value* b = constant_input(r, 1, true);
@@ -327,8 +327,9 @@ inline void importer::pointwise_conv(const node_reader& r, const value& x, const
   if (w.shape.size() != 2 || w.shape[0] != c)
     throw not_expressible{"a product of channels-last " + memfmt::detail::dims_to_string(x.shape) + " and " +
                           memfmt::detail::dims_to_string(w.shape) + " (needs a [C, K] constant)"};
-  if (w.type != x.type) r.fail(errc::unsupported_dtype, "weight is " + std::string(to_string(w.type)) + ", input " +
-                                                            std::string(to_string(x.type)));
+  if (w.type != x.type)
+    r.fail(errc::unsupported_dtype,
+           "weight is " + std::string(to_string(w.type)) + ", input " + std::string(to_string(x.type)));
   const std::int64_t k = w.shape[1];
   const value* bias = nullptr;
   const ::onnx::NodeProto* add = only_reader(r.proto().output(0));
@@ -342,7 +343,8 @@ inline void importer::pointwise_conv(const node_reader& r, const value& x, const
   parameter weight = make_parameter(w.type, {k, c}, r.label());
   for (std::int64_t o = 0; o < k; ++o)
     for (std::int64_t i = 0; i < c; ++i)
-      store_element(weight, static_cast<std::size_t>(o * c + i), element_as_double(*w.constant, static_cast<std::size_t>(i * k + o)), 0);
+      store_element(weight, static_cast<std::size_t>(o * c + i),
+                    element_as_double(*w.constant, static_cast<std::size_t>(i * k + o)), 0);
   const std::optional<std::string> module = free_module(bias, ".bias");
   const std::string name = module ? unique_name(*module) : layer_name(r, &w);
   const graph::node_id id = net().conv(name, *x.node, graph::conv_spec(k, 1, 1, 0, 1, bias != nullptr));

@@ -83,10 +83,11 @@ inline void importer::binary(const node_reader& r, memfmt::binary_op op) {
 // moved back to [N, C, spatial...] where x is a channels-last view (only where that keeps the
 // element order: a per-channel [C] or a scalar) and lifted as x is. One node per constant and
 // shape, however many ops read it.
-inline graph::node_id importer::constant_node(const node_reader& r, const std::string& name, const value& c, const value& x) {
+inline graph::node_id importer::constant_node(const node_reader& r, const std::string& name, const value& c,
+                                              const value& x) {
   if (c.shape.size() > x.shape.size())
-    throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " has a higher rank than " +
-                          memfmt::detail::dims_to_string(x.shape)};
+    throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) +
+                          " has a higher rank than " + memfmt::detail::dims_to_string(x.shape)};
   if (std::find(c.shape.begin(), c.shape.end(), 0) != c.shape.end())
     throw not_expressible{"constant '" + name + "' " + memfmt::detail::dims_to_string(c.shape) + " is empty"};
   if (c.type != x.type || !memfmt::is_floating(c.type))

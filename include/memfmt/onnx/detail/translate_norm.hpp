@@ -12,7 +12,8 @@ inline void importer::require_spatial_input(const value& x) const {
     throw not_expressible{"input of rank " + std::to_string(x.shape.size()) + " (the layer takes [N, C, spatial...])"};
 }
 
-inline void importer::require_channel_vectors(const node_reader& r, const value& x, std::initializer_list<const value*> vs) const {
+inline void importer::require_channel_vectors(const node_reader& r, const value& x,
+                                              std::initializer_list<const value*> vs) const {
   for (const value* v : vs)
     if (v->shape.size() != 1 || v->shape[0] != x.shape[1])
       r.fail(errc::shape_mismatch, "per-channel operand " + memfmt::detail::dims_to_string(v->shape) + " must be [" +
@@ -70,8 +71,8 @@ inline void importer::group_norm(const node_reader& r) {
                                        std::to_string(n) + "] of the input's type (one per " +
                                        (per_group ? "group, opset " : "channel, opset ") +
                                        std::to_string(result_.opset) + ")");
-  const graph::node_id id = net().group_norm(layer_name(r, scale), *x.node, groups,
-                                             static_cast<double>(r.get_float("epsilon", 1e-5f)), true);
+  const graph::node_id id =
+      net().group_norm(layer_name(r, scale), *x.node, groups, static_cast<double>(r.get_float("epsilon", 1e-5f)), true);
   if (per_group && groups != c) {
     parameter w = make_parameter(x.type, {c}, r.label()), b = make_parameter(x.type, {c}, r.label());
     for (std::int64_t i = 0; i < c; ++i) {

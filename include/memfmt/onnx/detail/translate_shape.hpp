@@ -16,8 +16,8 @@ inline void importer::concat(const node_reader& r) {
   for (int i = 0; i < r.inputs(); ++i) {
     const value& v = tensor_input(r, i);
     if (v.shape.size() != first.shape.size())
-      r.fail(errc::shape_mismatch, "inputs of ranks " + std::to_string(first.shape.size()) + " and " +
-                                       std::to_string(v.shape.size()));
+      r.fail(errc::shape_mismatch,
+             "inputs of ranks " + std::to_string(first.shape.size()) + " and " + std::to_string(v.shape.size()));
     if (v.channels_last != first.channels_last)
       throw not_expressible{"inputs that are channels-last views and inputs that are not"};
     ins.push_back(*v.node);
@@ -72,8 +72,8 @@ inline void importer::split(const node_reader& r) {
     sizes.assign(static_cast<std::size_t>(outs), extent / outs);
   }
   if (static_cast<std::int64_t>(sizes.size()) != outs)
-    r.fail(errc::invalid_argument, "split " + memfmt::detail::dims_to_string(sizes) + " for " + std::to_string(outs) +
-                                       " outputs");
+    r.fail(errc::invalid_argument,
+           "split " + memfmt::detail::dims_to_string(sizes) + " for " + std::to_string(outs) + " outputs");
   const std::string base = layer_name(r, nullptr);
   std::int64_t begin = 0;
   for (std::size_t o = 0; o < sizes.size(); ++o) {
@@ -100,8 +100,8 @@ inline void importer::slice(const node_reader& r) {
   for (std::size_t i = 0; i < s.axes.size(); ++i) {
     const auto a = static_cast<std::size_t>(s.axes[i]);
     const auto idx = slice_indices(x.shape[a], s.starts[i], s.ends[i], s.steps[i]);
-    const bool whole = static_cast<std::int64_t>(idx.size()) == x.shape[a] && (idx.empty() || idx[0] == 0) &&
-                       s.steps[i] == 1;
+    const bool whole =
+        static_cast<std::int64_t>(idx.size()) == x.shape[a] && (idx.empty() || idx[0] == 0) && s.steps[i] == 1;
     if (whole) continue;
     const int axis = sliced_axis(x, a, "slicing");
     if (s.steps[i] < 0) throw not_expressible{"a negative step on axis " + std::to_string(a) + " (a reversal)"};
@@ -152,18 +152,20 @@ inline void importer::resize(const node_reader& r) {
     else scales = full_scales;
   }
   if (!sizes.empty() && result_.opset >= 18) {
-    const std::string policy = r.get_choice("keep_aspect_ratio_policy", "stretch", {"stretch", "not_larger", "not_smaller"});
+    const std::string policy =
+        r.get_choice("keep_aspect_ratio_policy", "stretch", {"stretch", "not_larger", "not_smaller"});
     if (policy != "stretch") throw not_expressible{"keep_aspect_ratio_policy " + policy};
   }
   if (!sizes.empty() && sizes.size() != rank)
-    r.fail(errc::invalid_argument, "sizes " + memfmt::detail::dims_to_string(sizes) + " for a rank " + std::to_string(rank) +
-                                       " input");
+    r.fail(errc::invalid_argument,
+           "sizes " + memfmt::detail::dims_to_string(sizes) + " for a rank " + std::to_string(rank) + " input");
   if (sizes.empty() && scales.size() != rank)
-    r.fail(errc::invalid_argument, "needs " + std::to_string(rank) + " scales or sizes, has " +
-                                       std::to_string(scales.size()) + " scales");
+    r.fail(errc::invalid_argument,
+           "needs " + std::to_string(rank) + " scales or sizes, has " + std::to_string(scales.size()) + " scales");
   if (sizes.empty())
     for (std::size_t d = 0; d < rank; ++d) {
-      if (!(scales[d] > 0.0)) r.fail(errc::invalid_argument, "scale " + std::to_string(scales[d]) + " must be positive");
+      if (!(scales[d] > 0.0))
+        r.fail(errc::invalid_argument, "scale " + std::to_string(scales[d]) + " must be positive");
       const double size = std::floor(static_cast<double>(x.shape[d]) * scales[d]);
       if (!(size < 0x1p62))
         r.fail(errc::overflow, "scale " + std::to_string(scales[d]) + " of dim " + std::to_string(d) + " (extent " +
@@ -211,7 +213,8 @@ inline void importer::resize(const node_reader& r) {
   std::array<double, 3> given{0.0, 0.0, 0.0};
   for (std::size_t d = 2; d < rank; ++d) {
     const std::int64_t in = x.shape[d], out = sizes[d];
-    if (out <= 0) r.fail(errc::invalid_argument, "output size " + memfmt::detail::dims_to_string(sizes) + " is not positive");
+    if (out <= 0)
+      r.fail(errc::invalid_argument, "output size " + memfmt::detail::dims_to_string(sizes) + " is not positive");
     const double scale = scales.empty() ? 0.0 : scales[d];
     given[d - 2 + (lifted ? 1 : 0)] = scale;
     const double last = static_cast<double>(in - 1);
@@ -224,7 +227,8 @@ inline void importer::resize(const node_reader& r) {
         pytorch_rule = memfmt::nearest_source(round, at, in) == o * in / out;
       } else {
         const double torch = (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
-        pytorch_rule = std::fabs(std::clamp(at, 0.0, last) - std::clamp(torch, 0.0, last)) <= 1e-12 * static_cast<double>(in);
+        pytorch_rule =
+            std::fabs(std::clamp(at, 0.0, last) - std::clamp(torch, 0.0, last)) <= 1e-12 * static_cast<double>(in);
       }
     }
   }
@@ -282,15 +286,17 @@ inline void importer::pad(const node_reader& r) {
     }
   }
   if (pads.size() != 2 * rank)
-    r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " need " + std::to_string(2 * rank) +
-                                       " entries for input " + memfmt::detail::dims_to_string(x.shape));
+    r.fail(errc::invalid_argument, "pads " + memfmt::detail::dims_to_string(pads) + " need " +
+                                       std::to_string(2 * rank) + " entries for input " +
+                                       memfmt::detail::dims_to_string(x.shape));
   if (mode == "wrap") throw not_expressible{"wrap padding"};
   if (pads[0] || pads[1] || pads[rank] || pads[rank + 1]) throw not_expressible{"padding N or C"};
   for (std::int64_t v : pads)
     if (v < 0) throw not_expressible{"negative pads (cropping)"};
   memfmt::pad_params p;
-  p.mode = mode == "constant" ? memfmt::pad_mode::constant
-                              : mode == "reflect" ? memfmt::pad_mode::reflect : memfmt::pad_mode::replicate;
+  p.mode = mode == "constant"  ? memfmt::pad_mode::constant
+           : mode == "reflect" ? memfmt::pad_mode::reflect
+                               : memfmt::pad_mode::replicate;
   p.value = fill;
   const bool lifted = x.lifted();
   p.begin = to_spatial(shape_t(pads.begin() + 2, pads.begin() + static_cast<std::ptrdiff_t>(rank)), lifted, 0);
@@ -322,8 +328,8 @@ inline void importer::flatten(const node_reader& r) {
 // Reshape to [N, rest] is flatten; to the same shape, nothing.
 inline void importer::reshape(const node_reader& r) {
   const value& in = input_value(r, 0);
-  const shape_t target = reshape_target(r, in.shape, int64_values(*constant_input(r, 1, true)->constant),
-                                        r.get_int("allowzero", 0) != 0);
+  const shape_t target =
+      reshape_target(r, in.shape, int64_values(*constant_input(r, 1, true)->constant), r.get_int("allowzero", 0) != 0);
   if (in.chain) return finish_chain(r, *in.chain, target);
   const value& x = tensor_input(r, 0);
   if (target == x.shape) return alias(r.proto().output(0), x);
@@ -358,7 +364,7 @@ inline void importer::transpose(const node_reader& r) {
 
 // Network value `in` transposed by `perm` as value `out` (transpose() says how).
 inline void importer::transpose_value(const node_reader& r, const value& in, const std::vector<std::int64_t>& perm,
-                     const std::string& out) {
+                                      const std::string& out) {
   {
     const std::size_t rank = in.shape.size();
     // The network dim each output dim reads.
@@ -389,11 +395,10 @@ inline void importer::transpose_value(const node_reader& r, const value& in, con
 // shuffle, depth to space or space to depth, in either block order), or a barrier.
 inline void importer::finish_chain(const node_reader& r, const reshape_chain& c, const shape_t& target) {
   const auto barrier = [&] {
-    throw not_expressible{"reshape " + memfmt::detail::dims_to_string(c.source_shape) + " -> " +
-                          memfmt::detail::dims_to_string(c.split) + ", transpose " +
-                          memfmt::detail::dims_to_string(c.perm) + ", reshape -> " +
-                          memfmt::detail::dims_to_string(target) +
-                          " is not a channel shuffle, depth to space or space to depth"};
+    throw not_expressible{
+        "reshape " + memfmt::detail::dims_to_string(c.source_shape) + " -> " + memfmt::detail::dims_to_string(c.split) +
+        ", transpose " + memfmt::detail::dims_to_string(c.perm) + ", reshape -> " +
+        memfmt::detail::dims_to_string(target) + " is not a channel shuffle, depth to space or space to depth"};
   };
   if (c.perm.empty() || target.size() != c.source_shape.size()) barrier();
   // The chain as a permuted copy of the logical (row-major) tensors: over the transposed dims, the
@@ -441,9 +446,9 @@ inline void importer::depth_space(const node_reader& r, bool to_space) {
   if (!r.has("blocksize")) r.fail(errc::invalid_argument, "has no blocksize");
   const std::string mode = to_space ? r.get_string("mode", "DCR") : "DCR";
   if (mode != "DCR" && mode != "CRD") r.fail(errc::invalid_argument, "mode '" + mode + "' (DCR or CRD)");
-  const memfmt::rearrange_params p{to_space ? memfmt::rearrange_kind::depth_to_space : memfmt::rearrange_kind::space_to_depth,
-                                   r.get_int("blocksize", 0),
-                                   mode == "CRD" ? memfmt::block_order::crd : memfmt::block_order::dcr};
+  const memfmt::rearrange_params p{
+      to_space ? memfmt::rearrange_kind::depth_to_space : memfmt::rearrange_kind::space_to_depth,
+      r.get_int("blocksize", 0), mode == "CRD" ? memfmt::block_order::crd : memfmt::block_order::dcr};
   set_tensor(r, net().rearrange(layer_name(r, nullptr), *x.node, p), false);
 }
 

@@ -48,8 +48,8 @@ inline std::string node_label(const ::onnx::NodeProto& n, int index) {
 inline void require_utf8(const std::string& name, const std::string& what) {
   const std::size_t bad = memfmt::detail::first_non_utf8(name);
   if (bad != std::string::npos)
-    memfmt::detail::fail(errc::invalid_argument, what + " " + quoted(name) + " is not UTF-8 (byte " + std::to_string(bad) +
-                                                     " of " + std::to_string(name.size()) + ")");
+    memfmt::detail::fail(errc::invalid_argument, what + " " + quoted(name) + " is not UTF-8 (byte " +
+                                                     std::to_string(bad) + " of " + std::to_string(name.size()) + ")");
 }
 
 // The model's default-domain opset, checked: present once, from 1 to newest_opset.
@@ -60,16 +60,18 @@ inline std::int64_t default_opset(const ::onnx::ModelProto& model) {
     require_utf8(o.domain(), "ONNX model: opset domain");
     const std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
     if (!domains.insert(domain).second)
-      memfmt::detail::fail(errc::invalid_argument, "ONNX model: two opset_import entries for domain " + quoted(o.domain()));
+      memfmt::detail::fail(errc::invalid_argument,
+                           "ONNX model: two opset_import entries for domain " + quoted(o.domain()));
     if (domain.empty()) opset = o.version();
   }
   if (domains.count("") == 0)
-    memfmt::detail::fail(errc::unsupported, "ONNX model: no opset of the default domain (only " +
-                                                (model.opset_import_size() ? quoted(model.opset_import(0).domain()) : "none") + ")");
+    memfmt::detail::fail(errc::unsupported,
+                         "ONNX model: no opset of the default domain (only " +
+                             (model.opset_import_size() ? quoted(model.opset_import(0).domain()) : "none") + ")");
   if (opset < 1 || opset > newest_opset)
     memfmt::detail::fail(opset < 1 ? errc::invalid_argument : errc::unsupported,
-                         "ONNX model: default-domain opset " + std::to_string(opset) + " is not one memfmt reads (1 to " +
-                             std::to_string(newest_opset) + ")");
+                         "ONNX model: default-domain opset " + std::to_string(opset) +
+                             " is not one memfmt reads (1 to " + std::to_string(newest_opset) + ")");
   return opset;
 }
 
@@ -78,10 +80,12 @@ inline void check_against_schema(const ::onnx::NodeProto& n, const std::string& 
   const auto count = [&](int have, int lo, int hi, const char* what) {
     if (have >= lo && have <= hi) return;
     const std::string range = lo == hi ? std::to_string(lo)
-                              : hi == std::numeric_limits<int>::max() ? std::to_string(lo) + " or more"
-                                                                      : std::to_string(lo) + " to " + std::to_string(hi);
+                              : hi == std::numeric_limits<int>::max()
+                                  ? std::to_string(lo) + " or more"
+                                  : std::to_string(lo) + " to " + std::to_string(hi);
     memfmt::detail::fail(errc::invalid_argument, label + ": " + std::to_string(have) + " " + what + ", the op takes " +
-                                                     range + " at opset " + std::to_string(s.SinceVersion()) + " and later");
+                                                     range + " at opset " + std::to_string(s.SinceVersion()) +
+                                                     " and later");
   };
   count(n.input_size(), s.min_input(), s.max_input(), "inputs");
   count(n.output_size(), s.min_output(), s.max_output(), "outputs");
@@ -89,18 +93,21 @@ inline void check_against_schema(const ::onnx::NodeProto& n, const std::string& 
   for (const auto& a : n.attribute()) {
     const auto it = declared.find(a.name());
     if (it == declared.end())
-      memfmt::detail::fail(errc::invalid_argument, label + ": attribute " + quoted(a.name()) + " is not one of the op's");
+      memfmt::detail::fail(errc::invalid_argument,
+                           label + ": attribute " + quoted(a.name()) + " is not one of the op's");
     if (!a.ref_attr_name().empty()) continue;  // a function's reference, typed where the function is called
     if (a.type() != it->second.type)
       memfmt::detail::fail(errc::invalid_argument, label + ": attribute " + quoted(a.name()) + " has type " +
-                                                       ::onnx::AttributeProto_AttributeType_Name(a.type()) + ", expected " +
+                                                       ::onnx::AttributeProto_AttributeType_Name(a.type()) +
+                                                       ", expected " +
                                                        ::onnx::AttributeProto_AttributeType_Name(it->second.type));
   }
   for (const auto& [name, attr] : declared) {
     if (!attr.required) continue;
     bool found = false;
     for (const auto& a : n.attribute()) found = found || a.name() == name;
-    if (!found) memfmt::detail::fail(errc::invalid_argument, label + ": required attribute " + quoted(name) + " is missing");
+    if (!found)
+      memfmt::detail::fail(errc::invalid_argument, label + ": required attribute " + quoted(name) + " is missing");
   }
 }
 
@@ -150,11 +157,12 @@ inline std::int64_t validate_model(const ::onnx::ModelProto& model) {
       require_utf8(name, label + ": output " + std::to_string(k));
       if (name.empty()) continue;
       if (!defined.insert(name).second)
-        memfmt::detail::fail(errc::invalid_argument,
-                             label + ": output " + std::to_string(k) + " value " + quoted(name) + " is already " +
-                                 (inputs.count(name) ? "a graph input" : initializers.count(name) ? "an initializer"
-                                                                                                  : "written by an earlier node") +
-                                 " (ONNX values are assigned once)");
+        memfmt::detail::fail(errc::invalid_argument, label + ": output " + std::to_string(k) + " value " +
+                                                         quoted(name) + " is already " +
+                                                         (inputs.count(name)         ? "a graph input"
+                                                          : initializers.count(name) ? "an initializer"
+                                                                                     : "written by an earlier node") +
+                                                         " (ONNX values are assigned once)");
     }
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
     if (default_domain && schemas_apply) {

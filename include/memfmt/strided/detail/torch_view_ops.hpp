@@ -73,10 +73,9 @@ inline std::optional<std::vector<std::int64_t>> torch_view_strides(const strided
     // Any view of nothing works: same shape keeps the strides, others get resize-like strides.
     if (old_sizes == new_sizes) return old_strides;
     for (auto d = new_sizes.size(); d-- > 0;)
-      new_strides[d] = d + 1 == new_sizes.size()
-                           ? 1
-                           : checked_mul(new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1, new_strides[d + 1],
-                                         "view: stride of an empty tensor");
+      new_strides[d] = d + 1 == new_sizes.size() ? 1
+                                                 : checked_mul(new_sizes[d + 1] > 1 ? new_sizes[d + 1] : 1,
+                                                               new_strides[d + 1], "view: stride of an empty tensor");
     return new_strides;
   }
   // Walk the old dimensions in chunks that are contiguous with each other, and fill the new
@@ -91,8 +90,7 @@ inline std::optional<std::vector<std::int64_t>> torch_view_strides(const strided
     std::int64_t chunk_stride = 0;  // a product that does not fit cannot equal a real stride
     if (tensor_d == 0 || (old_sizes[td - 1] != 1 && (mul_overflows(tensor_numel, chunk_base_stride, &chunk_stride) ||
                                                      old_strides[td - 1] != chunk_stride))) {
-      while (view_d >= 0 &&
-             (view_numel < tensor_numel || new_sizes[static_cast<std::size_t>(view_d)] == 1)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[static_cast<std::size_t>(view_d)] == 1)) {
         new_strides[static_cast<std::size_t>(view_d)] = checked_mul(view_numel, chunk_base_stride, what);
         view_numel = checked_mul(view_numel, new_sizes[static_cast<std::size_t>(view_d)], what);
         --view_d;
