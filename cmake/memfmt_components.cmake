@@ -14,7 +14,7 @@ endfunction()
 
 set(MEMFMT_HAVE_CUDA OFF)
 set(MEMFMT_HAVE_CUDNN OFF)
-set(MEMFMT_HAVE_DNNL OFF)
+set(MEMFMT_HAVE_ONEDNN OFF)
 
 # ---- CUDA: memfmt::cuda ----
 _memfmt_component_wanted(MEMFMT_ENABLE_CUDA cuda)
@@ -83,9 +83,9 @@ if(NOT _memfmt_want_cudnn STREQUAL "OFF")
   endif()
 endif()
 
-# ---- oneDNN: memfmt::dnnl ----
-_memfmt_component_wanted(MEMFMT_ENABLE_DNNL dnnl)
-if(NOT _memfmt_want_dnnl STREQUAL "OFF")
+# ---- oneDNN: memfmt::onednn ----
+_memfmt_component_wanted(MEMFMT_ENABLE_ONEDNN onednn)
+if(NOT _memfmt_want_onednn STREQUAL "OFF")
   # Debian's dnnl-config.cmake requires OpenCL (fatally); look for it first so that a missing
   # OpenCL turns the component off instead of failing the configure.
   find_package(OpenCL QUIET)
@@ -94,16 +94,16 @@ if(NOT _memfmt_want_dnnl STREQUAL "OFF")
     find_package(dnnl CONFIG QUIET)
   endif()
   if(dnnl_FOUND)
-    add_library(memfmt_dnnl INTERFACE)
-    add_library(memfmt::dnnl ALIAS memfmt_dnnl)
-    set_target_properties(memfmt_dnnl PROPERTIES EXPORT_NAME dnnl)
-    target_link_libraries(memfmt_dnnl INTERFACE memfmt DNNL::dnnl)
-    set(MEMFMT_HAVE_DNNL ON)
-    message(STATUS "memfmt: memfmt::dnnl enabled (oneDNN ${dnnl_VERSION})")
-  elseif(_memfmt_want_dnnl STREQUAL "REQUIRED")
-    message(FATAL_ERROR "memfmt: MEMFMT_ENABLE_DNNL=ON but oneDNN (package dnnl, Debian libdnnl-dev) was not found")
+    add_library(memfmt_onednn INTERFACE)
+    add_library(memfmt::onednn ALIAS memfmt_onednn)
+    set_target_properties(memfmt_onednn PROPERTIES EXPORT_NAME onednn)
+    target_link_libraries(memfmt_onednn INTERFACE memfmt DNNL::dnnl)
+    set(MEMFMT_HAVE_ONEDNN ON)
+    message(STATUS "memfmt: memfmt::onednn enabled (oneDNN ${dnnl_VERSION})")
+  elseif(_memfmt_want_onednn STREQUAL "REQUIRED")
+    message(FATAL_ERROR "memfmt: MEMFMT_ENABLE_ONEDNN=ON but oneDNN (package dnnl, Debian libdnnl-dev) was not found")
   else()
-    message(STATUS "memfmt: memfmt::dnnl disabled (oneDNN not found; Debian: libdnnl-dev ocl-icd-opencl-dev)")
+    message(STATUS "memfmt: memfmt::onednn disabled (oneDNN not found; Debian: libdnnl-dev ocl-icd-opencl-dev)")
   endif()
 endif()
 

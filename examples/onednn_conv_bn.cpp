@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/convert/convert.hpp>
 #include <memfmt/tensor/host_tensor.hpp>

@@ -11,7 +11,7 @@
 #include <memfmt/runtime/executor.hpp>
 #include <memfmt/runtime/random_parameters.hpp>
 #if MEMFMT_EXAMPLE_ONEDNN
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 using backend_t = memfmt::onednn::backend;
 #else
 #include <memfmt/backends/reference/backend.hpp>

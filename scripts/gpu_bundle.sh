@@ -30,7 +30,7 @@ stage() { echo "== gpu_bundle [$((SECONDS / 60))m$((SECONDS % 60))s]: $*"; }
 
 stage "configure $work (CUDA architectures $arch, host code for any x86-64)"
 cmake -S . -B "$work" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" -DMEMFMT_NATIVE=OFF \
-      -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=ON \
+      -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_ONEDNN=OFF -DMEMFMT_BUILD_TESTS=ON \
       -DMEMFMT_TEST_SET=all -DMEMFMT_BUILD_BENCHMARKS=ON -DMEMFMT_BUILD_EXAMPLES=ON -DMEMFMT_BUILD_TOOLS=ON >/dev/null
 # path in the build folder = path in the bundle: gpu_check.sh finds them as in a build folder.
 binaries=(tests/cudnn/cudnn_gpu_tests tests/cuda/test_cuda_convert tools/memfmt tools/memfmt_cli_streams_test

@@ -142,7 +142,7 @@ else
     targets+=(test_onnx_backend)
   fi
   if ! step configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GPU_CHECK_CUDA_ARCH:-native}" \
-       -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_DNNL=OFF -DMEMFMT_BUILD_TESTS=$tests \
+       -DMEMFMT_ENABLE_CUDA=ON -DMEMFMT_ENABLE_CUDNN=ON -DMEMFMT_ENABLE_ONEDNN=OFF -DMEMFMT_BUILD_TESTS=$tests \
        -DMEMFMT_BUILD_BENCHMARKS=$benches -DMEMFMT_BUILD_EXAMPLES=$tests -DMEMFMT_BUILD_TOOLS=$tools; then
     echo "gpu_check: configure failed; see $out/configure.log"
     exit 1

@@ -73,7 +73,7 @@ run_ctest "$build"
 # skips) is what AMD Zen 3 and other AVX2-only CPUs take. DNNL_MAX_CPU_ISA makes oneDNN behave so.
 if has_cpu_flags "${avx512[@]}"; then
   stage "oneDNN tests as on an AVX2-only CPU (DNNL_MAX_CPU_ISA=AVX2)"
-  DNNL_MAX_CPU_ISA=AVX2 run_ctest "$build" -L dnnl
+  DNNL_MAX_CPU_ISA=AVX2 run_ctest "$build" -L onednn
 fi
 
 if [ "$sanitize" = 1 ]; then
@@ -86,7 +86,7 @@ if [ "$sanitize" = 1 ]; then
   # layer fixture test), and the tests run about as fast.
   cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMFMT_WERROR=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" \
         -DMEMFMT_SANITIZE=ON -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_TEST_SET=all \
-        -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=ON -DMEMFMT_ENABLE_DNNL=OFF
+        -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF -DMEMFMT_BUILD_TOOLS=ON -DMEMFMT_ENABLE_ONEDNN=OFF
   cmake --build "$asan" -j "$jobs"
   # The >2^31-element test ran in the regular build; under ASan it would only repeat it slowly.
   run_ctest "$asan" -LE "large|compile|package"
@@ -106,7 +106,7 @@ if [ "$(uname -m)" = x86_64 ]; then
     dir="${build}-${flags// /}"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMEMFMT_WERROR=ON -DMEMFMT_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=$flags" \
           -DMEMFMT_BUILD_TESTS=ON -DMEMFMT_BUILD_BENCHMARKS=OFF -DMEMFMT_BUILD_EXAMPLES=OFF \
-          -DMEMFMT_BUILD_TOOLS=OFF -DMEMFMT_ENABLE_CUDA=OFF -DMEMFMT_ENABLE_CUDNN=OFF -DMEMFMT_ENABLE_DNNL=OFF >/dev/null
+          -DMEMFMT_BUILD_TOOLS=OFF -DMEMFMT_ENABLE_CUDA=OFF -DMEMFMT_ENABLE_CUDNN=OFF -DMEMFMT_ENABLE_ONEDNN=OFF >/dev/null
     dirs+=("$dir")
   done
   stage "conversion tests built for -march=$(IFS=,; echo "${variants[*]%%:*}" | sed 's/,/, -march=/g')"

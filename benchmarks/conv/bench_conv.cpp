@@ -44,7 +44,7 @@
 #include <utility>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/bench_util.hpp"

@@ -40,7 +40,7 @@
 // norm removes); a gradient in a wrong layout is off by its own size (sqrt 2 when unrelated).
 // bf16 train rows check the output only: at full width their gradients are rounding in every
 // format, as far from a float64 step in one as in the other (docs/networks.md); the trainer's
-// bf16 gradients are tested at reduced widths (test_trainer_dnnl). bf16 where oneDNN computes in it on this CPU,
+// bf16 gradients are tested at reduced widths (test_trainer_onednn). bf16 where oneDNN computes in it on this CPU,
 // else an error naming the ISA it needs.
 //
 // Environment: MEMFMT_BENCH_BATCH (2), MEMFMT_BENCH_RESOLUTION (every 2-D model's input size;
@@ -58,7 +58,7 @@
 #include <string>
 #include <utility>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/runtime/onednn/calibrate.hpp>
 
 #include "network_cases.hpp"

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/graph/cost_model.hpp>
 #include <memfmt/graph/models.hpp>
@@ -101,11 +101,11 @@ TYPED_TEST(network_plan, every_plan_matches_the_reference_forward) {
       {"mixed", graph::make_plan(net, priors, mixed_assignment(net))},
   };
   const graph::parameter_store params = runtime::random_parameters(net, 3);
-  onednn::backend dnnl;
+  onednn::backend onednn_backend;
   std::size_t full_fusion = 0;
   for (const auto& v : variants) {
     SCOPED_TRACE(v.name);
-    runtime::executor<onednn::backend> ex(net, v.plan, dnnl, params);
+    runtime::executor<onednn::backend> ex(net, v.plan, onednn_backend, params);
     std::int64_t copies = 0;
     for (const auto& c : v.plan.conversions) copies += !c.relabel;
     EXPECT_EQ(ex.report().conversions, copies);
@@ -133,9 +133,9 @@ TEST(network_plan_errors, a_plan_of_another_network_is_rejected_with_both_sizes)
   o.width = 0.125;
   const graph::network other = graph::models::resnet18(o);
   const graph::plan p = graph::solve(other, graph::cost_model{});
-  onednn::backend dnnl;
+  onednn::backend onednn_backend;
   try {
-    runtime::executor<onednn::backend> ex(net, p, dnnl, runtime::random_parameters(net, 1));
+    runtime::executor<onednn::backend> ex(net, p, onednn_backend, runtime::random_parameters(net, 1));
     FAIL() << "expected memfmt::error";
   } catch (const memfmt::error& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(other.size()) + " nodes"), std::string::npos) << e.what();

@@ -28,7 +28,7 @@
 #include "memfmt/onnx/backend_test.hpp"
 #include "memfmt/session/onnx.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #endif
 #ifdef MEMFMT_TEST_CUDNN
 #include "memfmt/backends/cudnn/backend.hpp"

@@ -17,7 +17,7 @@
 #include "memfmt/onnx/import.hpp"
 #include "memfmt/session/onnx.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #endif
 #include "onnx_builder.hpp"
 #include "plans.hpp"

@@ -16,7 +16,7 @@
 #include "memfmt/io/safetensors.hpp"
 #include "plans.hpp"
 #ifdef MEMFMT_TEST_ONEDNN
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #endif
 
 namespace {

@@ -18,7 +18,7 @@
 #include "memfmt/backends/validate.hpp"
 #include "memfmt/tensor/host_tensor.hpp"
 #if defined(MEMFMT_TEST_ONEDNN)
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #endif
 
 namespace {

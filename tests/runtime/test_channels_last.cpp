@@ -31,8 +31,8 @@
 #include "../common/expect_error.hpp"
 #include "model_test_util.hpp"
 
-#ifdef MEMFMT_TEST_HAVE_DNNL
-#include "memfmt/backends/dnnl/backend.hpp"
+#ifdef MEMFMT_TEST_HAVE_ONEDNN
+#include "memfmt/backends/onednn/backend.hpp"
 #include "memfmt/runtime/onednn/calibrate.hpp"
 #endif
 
@@ -210,7 +210,7 @@ TEST(ChannelsLast, LowerPrecisionOnTheReferenceBackend) {
   check_precision(backend, memfmt::dtype::float16);
 }
 
-#ifdef MEMFMT_TEST_HAVE_DNNL
+#ifdef MEMFMT_TEST_HAVE_ONEDNN
 TEST(ChannelsLast, Bfloat16OnOneDnn) {
   if (!memfmt::onednn::supports(memfmt::dtype::bfloat16))
     GTEST_SKIP() << memfmt::onednn::support_for(memfmt::dtype::bfloat16).reason;
@@ -297,10 +297,10 @@ TEST(ChannelsLast, LowPrecisionBatchNormKeepsFloat32Parameters) {
   memfmt::reference::backend backend;
   check_batch_norm_parameters_stay_float32<memfmt::bfloat16>(backend);
   check_batch_norm_parameters_stay_float32<memfmt::half>(backend);
-#ifdef MEMFMT_TEST_HAVE_DNNL
+#ifdef MEMFMT_TEST_HAVE_ONEDNN
   if (memfmt::onednn::supports(memfmt::dtype::bfloat16)) {
-    memfmt::onednn::backend dnnl;
-    check_batch_norm_parameters_stay_float32<memfmt::bfloat16>(dnnl);
+    memfmt::onednn::backend onednn_backend;
+    check_batch_norm_parameters_stay_float32<memfmt::bfloat16>(onednn_backend);
   }
 #endif
 }
@@ -315,13 +315,13 @@ TEST(ChannelsLast, PrecisionTheBackendCannotRunIsAnError) {
   o.precision = memfmt::dtype::float64;
   memfmt_test::expect_error([&] { memfmt::runtime::channels_last(net, reference, params, o); },
                             memfmt::errc::unsupported_dtype, {"precision float64", "float32, bfloat16 or float16"});
-#ifdef MEMFMT_TEST_HAVE_DNNL
-  memfmt::onednn::backend dnnl;
+#ifdef MEMFMT_TEST_HAVE_ONEDNN
+  memfmt::onednn::backend onednn_backend;
   std::vector<memfmt::dtype> refused{memfmt::dtype::float16};
   if (!memfmt::onednn::supports(memfmt::dtype::bfloat16)) refused.push_back(memfmt::dtype::bfloat16);
   for (memfmt::dtype t : refused) {
     o.precision = t;
-    memfmt_test::expect_error([&] { memfmt::runtime::channels_last(net, dnnl, params, o); },
+    memfmt_test::expect_error([&] { memfmt::runtime::channels_last(net, onednn_backend, params, o); },
                               memfmt::errc::unsupported_dtype,
                               {"precision " + std::string(memfmt::to_string(t)) + " on the onednn backend", "layer 'a'",
                                memfmt::onednn::support_for(t).reason});

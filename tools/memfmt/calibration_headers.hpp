@@ -5,7 +5,7 @@
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 #include "memfmt/io/timing_cache_json.hpp"
 #include "memfmt/runtime/calibrate.hpp"
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
 #include "memfmt/runtime/onednn/calibrate.hpp"
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN

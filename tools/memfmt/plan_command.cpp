@@ -73,7 +73,7 @@ void write_text_file(const std::string& path, const std::string& text) {
 // cannot calibrate on, and for cuDNN without a CUDA device.
 memfmt::graph::cache_key key_for(const std::string& backend) {
   if (backend == "reference") return calibration_key(memfmt::reference::backend{});
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
   if (backend == "onednn") return calibration_key(memfmt::onednn::backend{});
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
@@ -89,12 +89,12 @@ memfmt::graph::cache_key key_for(const std::string& backend) {
   memfmt::detail::fail(
       memfmt::errc::unsupported,
       "--calibrate " + backend + ": this build of memfmt cannot calibrate on " + backend +
-          (backend == "onednn"  ? " (built without oneDNN, the memfmt::dnnl component)"
+          (backend == "onednn"  ? " (built without oneDNN, the memfmt::onednn component)"
            : backend == "cudnn" ? " (built without cuDNN, the memfmt::cudnn component; for cuDNN's costs plan with "
                                   "--priors data/priors/cudnn_gpu.json)"
                                 : "") +
           "; use --calibrate reference" +
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
           " or --calibrate onednn"
 #else
           ""
@@ -104,7 +104,7 @@ memfmt::graph::cache_key key_for(const std::string& backend) {
 
 memfmt::graph::timing_cache calibrate_on(const std::string& backend, const memfmt::graph::network& net,
                                          const memfmt::runtime::calibrate_options& o) {
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
   if (backend == "onednn") {
     memfmt::onednn::backend b;
     return memfmt::runtime::calibrate(net, b, o);

@@ -43,8 +43,8 @@
 #ifdef MEMFMT_CLI_HAVE_GRAPH_IO
 #include "memfmt/runtime/channels_last.hpp"
 #endif
-#ifdef MEMFMT_CLI_HAVE_DNNL
-#include "memfmt/backends/dnnl/backend.hpp"
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
+#include "memfmt/backends/onednn/backend.hpp"
 #endif
 #ifdef MEMFMT_CLI_HAVE_CUDNN
 #include "memfmt/backends/cudnn/backend.hpp"
@@ -328,10 +328,10 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       fail(memfmt::errc::unsupported,
            "--backend cudnn: this memfmt was built without cuDNN (the memfmt::cudnn component, CUDA and cuDNN 9)");
 #endif
-#ifndef MEMFMT_CLI_HAVE_DNNL
+#ifndef MEMFMT_CLI_HAVE_ONEDNN
     if (backend_ == "onednn")
       fail(memfmt::errc::unsupported,
-           "--backend onednn: this memfmt was built without oneDNN (the memfmt::dnnl component, Debian libdnnl-dev)");
+           "--backend onednn: this memfmt was built without oneDNN (the memfmt::onednn component, Debian libdnnl-dev)");
 #endif
     if (threads_ > 0) {
 #ifdef _OPENMP
@@ -389,7 +389,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     // The backend --backend names; the planner asks it which formats each layer can run in, and
     // the executor is built on it (refusing, before any work, a layer or dtype it cannot run).
     memfmt::reference::backend reference;
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
     std::optional<memfmt::onednn::backend> onednn;
     if (backend_ == "onednn") onednn.emplace();
 #endif
@@ -474,7 +474,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       profiled = [ex](const tensor_refs& in, const tensor_refs& out) { return ex->forward_profiled(in, out); };
     };
     bool built = false;
-#ifdef MEMFMT_CLI_HAVE_DNNL
+#ifdef MEMFMT_CLI_HAVE_ONEDNN
     if (onednn) {
       build(*onednn);
       built = true;

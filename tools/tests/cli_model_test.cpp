@@ -271,7 +271,7 @@ const char* const cudnn_missing = "built without cuDNN";
 TEST_F(CliModel, CalibrationAndMissingBackendsAreClearErrors) {
   const std::string file = save(memfmt::graph::models::resnet18(tiny()), "resnet18.json");
   auto r = run_cli({"plan", file, "--calibrate", "onednn", "--cache", path("onednn.json")});
-#ifdef MEMFMT_CLI_TEST_HAVE_DNNL
+#ifdef MEMFMT_CLI_TEST_HAVE_ONEDNN
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(memfmt::io::read_timing_cache_file(path("onednn.json")).key().backend, "onednn");
 #else
@@ -312,7 +312,7 @@ TEST_F(CliModel, CalibrationAndMissingBackendsAreClearErrors) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("layers[0]: key 'channels_first_ns' must be an integer"), std::string::npos) << r.output;
 
-#ifndef MEMFMT_CLI_TEST_HAVE_DNNL
+#ifndef MEMFMT_CLI_TEST_HAVE_ONEDNN
   r = run_cli({"run", file, "--backend", "onednn"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("built without oneDNN"), std::string::npos) << r.output;
@@ -505,7 +505,7 @@ TEST_F(CliModel, RunCalibrateMeasuresThenRunsTheFastestCandidate) {
 // graph::solve gives over that cache; --priors-only runs the priors' plan; other policies weigh no
 // costs and time nothing.
 TEST_F(CliModel, RunOptimalOnOnednnPlansOverTheLayersTimedThere) {
-#ifndef MEMFMT_CLI_TEST_HAVE_DNNL
+#ifndef MEMFMT_CLI_TEST_HAVE_ONEDNN
   GTEST_SKIP() << "this build has no oneDNN backend";
 #else
   const network net = memfmt::graph::models::mobilenet_v2(tiny());
@@ -587,7 +587,7 @@ TEST_F(CliModel, RunsTheCommittedOnnxModels) {
 // PyTorch's outputs for the recorded input (the same .safetensors holds both): every plan gives
 // them, in float32 to rounding and in bfloat16 within its precision.
 TEST_F(CliModel, OnnxOutputsMatchPyTorchInEveryPlan) {
-#ifdef MEMFMT_CLI_TEST_HAVE_DNNL
+#ifdef MEMFMT_CLI_TEST_HAVE_ONEDNN
   const std::vector<const char*> backends{"reference", "onednn"};
 #else
   const std::vector<const char*> backends{"reference"};

@@ -1,7 +1,7 @@
 // memfmt/session/onnx.hpp - an ONNX file to outputs on any backend: one include, a few lines.
 //
 //   #include <memfmt/session/onnx.hpp>
-//   #include <memfmt/backends/dnnl/backend.hpp>
+//   #include <memfmt/backends/onednn/backend.hpp>
 //   auto s = memfmt::load_onnx<memfmt::onednn::backend>("resnet50.onnx");
 //   auto outputs = s.run({{"input", image}});  // graph::parameter (dtype, ONNX shape, bytes) by name
 //

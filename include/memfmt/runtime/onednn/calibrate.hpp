@@ -13,8 +13,8 @@
 
 #include "../../graph/timing_cache.hpp"
 #include "../calibrate.hpp"
-#include "../../backends/dnnl/backend.hpp"
-#include "../../backends/dnnl/cpu_support.hpp"
+#include "../../backends/onednn/backend.hpp"
+#include "../../backends/onednn/cpu_support.hpp"
 
 namespace memfmt::onednn {
 

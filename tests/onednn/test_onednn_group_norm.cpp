@@ -12,12 +12,12 @@
 #include <tuple>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -110,7 +110,7 @@ void run_grid() {
   check_groups<T, ndhwc, ndhwc>(b, big5);
 }
 
-TEST(DnnlGroupNorm, SupportSaysYes) {
+TEST(OnednnGroupNorm, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
@@ -122,9 +122,9 @@ TEST(DnnlGroupNorm, SupportSaysYes) {
   }
 }
 
-TEST(DnnlGroupNorm, GridFloat) { run_grid<float>(); }
+TEST(OnednnGroupNorm, GridFloat) { run_grid<float>(); }
 
-TEST(DnnlGroupNorm, GridBfloat16) {
+TEST(OnednnGroupNorm, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 4, 2, 2});
   std::vector<float> s(4), t(4), sm(4), si(4, 1.f), dg(4), db(4);
@@ -143,7 +143,7 @@ TEST(DnnlGroupNorm, GridBfloat16) {
 
 // x = 1e4 + noise of width 1: E[x^2] - E[x]^2 in float would cancel to nothing; the two-pass
 // variance keeps the reference's result.
-TEST(DnnlGroupNorm, LargeMean) {
+TEST(OnednnGroupNorm, LargeMean) {
   onednn::backend b;
   for (bool affine : {true, false}) {
     check_gn<float, nchw, nchw>(b, {2, 12, 24, 40}, {3, affine, 1e4f - 0.5f, 1e4f + 0.5f});
@@ -163,14 +163,14 @@ std::vector<float> group_norm_results() {
   });
 }
 
-TEST(DnnlGroupNorm, SameBitsForAnyThreadCount) {
+TEST(OnednnGroupNorm, SameBitsForAnyThreadCount) {
   dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nchw>, "nchw");
   dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nhwc>, "nhwc");
 }
 
 // An empty x (no samples, or a zero extent) has no statistics to read: null ones, or ones shorter
 // than N * groups, are never touched, and dgamma / dbeta (sums over nothing) come out zero.
-TEST(DnnlGroupNorm, BackwardOfEmptyInput) {
+TEST(OnednnGroupNorm, BackwardOfEmptyInput) {
   onednn::backend b;
   group_norm_params p;
   p.groups = 2;
@@ -191,7 +191,7 @@ TEST(DnnlGroupNorm, BackwardOfEmptyInput) {
   }
 }
 
-TEST(DnnlGroupNorm, ForwardOfEmptyInputSavesNoStatistics) {
+TEST(OnednnGroupNorm, ForwardOfEmptyInputSavesNoStatistics) {
   onednn::backend b;
   group_norm_params p;
   p.groups = 2;
@@ -209,7 +209,7 @@ TEST(DnnlGroupNorm, ForwardOfEmptyInputSavesNoStatistics) {
   }
 }
 
-TEST(DnnlGroupNorm, Errors) {
+TEST(OnednnGroupNorm, Errors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 6, 2, 2}), y_bad({2, 6, 2, 1});
   std::vector<float> s(6, 1.f), sm(8), si(8), dg(6), db(6);

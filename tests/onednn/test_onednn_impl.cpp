@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -71,14 +71,14 @@ void check_no_ref_if_supported(const std::vector<conv_op>& ops) {
 const std::vector<conv_op> forward{conv_op::forward};
 const std::vector<conv_op> backward{conv_op::backward_data, conv_op::backward_weights};
 
-TEST(DnnlImpl, ResNet50ForwardNeverRefFloat) { check_no_ref_if_supported<float>(forward); }
-TEST(DnnlImpl, ResNet50ForwardNeverRefBfloat16) { check_no_ref_if_supported<bfloat16>(forward); }
-TEST(DnnlImpl, ResNet50BackwardNeverRefFloat) { check_no_ref_if_supported<float>(backward); }
-TEST(DnnlImpl, ResNet50BackwardNeverRefBfloat16) { check_no_ref_if_supported<bfloat16>(backward); }
+TEST(OnednnImpl, ResNet50ForwardNeverRefFloat) { check_no_ref_if_supported<float>(forward); }
+TEST(OnednnImpl, ResNet50ForwardNeverRefBfloat16) { check_no_ref_if_supported<bfloat16>(forward); }
+TEST(OnednnImpl, ResNet50BackwardNeverRefFloat) { check_no_ref_if_supported<float>(backward); }
+TEST(OnednnImpl, ResNet50BackwardNeverRefBfloat16) { check_no_ref_if_supported<bfloat16>(backward); }
 
 // The query and a real call report the same implementation; an NHWC fp32 3x3 conv on this
 // AVX2 or AVX-512 CPU is a JIT kernel (brgconv or jit), never `ref`.
-TEST(DnnlImpl, QueryMatchesExecution) {
+TEST(OnednnImpl, QueryMatchesExecution) {
   onednn::backend b;
   conv_params p;
   p.padding = {1, 1, 0};

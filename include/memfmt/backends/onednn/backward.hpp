@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/backward.hpp - the backward passes of the layers of layers.hpp on oneDNN.
+// memfmt/backends/onednn/backward.hpp - the backward passes of the layers of layers.hpp on oneDNN.
 //
 // Activation (eltwise_backward from the forward input), pooling (pooling_backward; a max pool
 // recomputes its forward pass in training mode to get the argmax workspace, so nothing is kept

@@ -13,12 +13,12 @@
 #include <tuple>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -96,7 +96,7 @@ void run_grid() {
   ASSERT_GT((cpu::layer_norm_detail::shape{3, 13 * 17, 5}.chunks()), 2);
 }
 
-TEST(DnnlLayerNorm, SupportSaysYes) {
+TEST(OnednnLayerNorm, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
@@ -108,9 +108,9 @@ TEST(DnnlLayerNorm, SupportSaysYes) {
   }
 }
 
-TEST(DnnlLayerNorm, GridFloat) { run_grid<float>(); }
+TEST(OnednnLayerNorm, GridFloat) { run_grid<float>(); }
 
-TEST(DnnlLayerNorm, GridBfloat16) {
+TEST(OnednnLayerNorm, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 4, 2, 2});
   std::vector<float> s(4), t(4), sm(8), si(8, 1.f), dg(4), db(4);
@@ -127,7 +127,7 @@ TEST(DnnlLayerNorm, GridBfloat16) {
 }
 
 // x = 1e4 + noise of width 1: a one-pass or float variance would lose it.
-TEST(DnnlLayerNorm, LargeMean) {
+TEST(OnednnLayerNorm, LargeMean) {
   onednn::backend b;
   for (bool affine : {true, false}) {
     check_ln<float, nchw, nchw>(b, {2, 12, 24, 40}, affine, 1e4f - 0.5f, 1e4f + 0.5f);
@@ -145,13 +145,13 @@ std::vector<float> layer_norm_results() {
   });
 }
 
-TEST(DnnlLayerNorm, SameBitsForAnyThreadCount) {
+TEST(OnednnLayerNorm, SameBitsForAnyThreadCount) {
   dnnl_test::expect_same_bits_for_any_thread_count(layer_norm_results<nchw>, "nchw");
   dnnl_test::expect_same_bits_for_any_thread_count(layer_norm_results<nhwc>, "nhwc");
 }
 
 // An empty x reads no statistics (null is fine) and its gradient sums are zero.
-TEST(DnnlLayerNorm, EmptyInput) {
+TEST(OnednnLayerNorm, EmptyInput) {
   onednn::backend b;
   const layer_norm_params p;
   for (const host_tensor<float, nhwc>::extents_type& e :
@@ -169,7 +169,7 @@ TEST(DnnlLayerNorm, EmptyInput) {
   }
 }
 
-TEST(DnnlLayerNorm, Errors) {
+TEST(OnednnLayerNorm, Errors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 6, 2, 2}), y_bad({2, 6, 2, 1});
   std::vector<float> sm(8), si(8);

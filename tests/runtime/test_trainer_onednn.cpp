@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #include "memfmt/graph/models.hpp"
 #include "memfmt/graph/plan.hpp"
 #include "memfmt/graph/solve.hpp"
@@ -178,13 +178,13 @@ void check_model(const std::string& name, bool fuse) {
                       {false})
            : truth;
 
-  memfmt::onednn::backend dnnl;
-  memfmt::graph::cost_model with_dnnl{};
-  with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  for (const auto& [plan_name, plan] : plans_of(net, with_dnnl)) {
+  memfmt::onednn::backend onednn_backend;
+  memfmt::graph::cost_model with_onednn{};
+  with_onednn.set_support_query(memfmt::runtime::support_query_for(onednn_backend));
+  for (const auto& [plan_name, plan] : plans_of(net, with_onednn)) {
     SCOPED_TRACE(plan_name);
     std::vector<std::string> fusions;
-    const step_result got = train_on<T>(dnnl, net, plan, params, x, r, {fuse}, &fusions);
+    const step_result got = train_on<T>(onednn_backend, net, plan, params, x, r, {fuse}, &fusions);
     EXPECT_LE(got.arena, got.all);
     if (!fuse) {
       EXPECT_TRUE(fusions.empty());
@@ -254,14 +254,14 @@ TEST(TrainerFusions, ReferenceFusedEqualsUnfused) {
 
 // oneDNN 2.6 computes in no float16 on x86-64: the trainer refuses a float16 layer when it is built.
 TEST(TrainerOneDnnErrors, UntrainableLayers) {
-  memfmt::onednn::backend dnnl;
+  memfmt::onednn::backend onednn_backend;
   network net;
   const auto x = net.input("input", {1, 4, 3, 3}, dtype::float16, family::channels_first);
   net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), family::channels_first);
   const parameter_store params = make_params(net, 1);
   try {
     memfmt::runtime::trainer<memfmt::onednn::backend> t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}),
-                                                        dnnl, params);
+                                                        onednn_backend, params);
     ADD_FAILURE() << "no error";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::unsupported_dtype) << e.what();

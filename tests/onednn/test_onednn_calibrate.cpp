@@ -43,7 +43,7 @@ void expect_every_layer_timed(const network& net, const timing_cache& cache, con
   EXPECT_EQ(cache.conversions().size(), 1u);        // every value is [1, 8, 8, 8]
 }
 
-TEST(DnnlCalibrate, KeyNamesOneDnnVersionAndIsa) {
+TEST(OnednnCalibrate, KeyNamesOneDnnVersionAndIsa) {
   memfmt::onednn::backend backend;
   const cache_key k = calibration_key(backend);
   EXPECT_EQ(k.backend, "onednn");
@@ -55,7 +55,7 @@ TEST(DnnlCalibrate, KeyNamesOneDnnVersionAndIsa) {
       << k.device;
 }
 
-TEST(DnnlCalibrate, TimesEveryDistinctLayerInBothFormats) {
+TEST(OnednnCalibrate, TimesEveryDistinctLayerInBothFormats) {
   const network net = conv_bn_relu_twice(memfmt::dtype::float32);
   memfmt::onednn::backend backend;
   std::vector<std::string> skipped;
@@ -71,7 +71,7 @@ TEST(DnnlCalibrate, TimesEveryDistinctLayerInBothFormats) {
   EXPECT_NO_THROW(solve(net, model));
 }
 
-TEST(DnnlCalibrate, Bfloat16WhereOneDnnComputesInIt) {
+TEST(OnednnCalibrate, Bfloat16WhereOneDnnComputesInIt) {
   if (!memfmt::onednn::supports(memfmt::dtype::bfloat16))
     GTEST_SKIP() << memfmt::onednn::support_for(memfmt::dtype::bfloat16).reason;
   const network net = conv_bn_relu_twice(memfmt::dtype::bfloat16);

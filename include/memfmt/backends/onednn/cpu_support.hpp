@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/cpu_support.hpp - which element types oneDNN computes in on this CPU.
+// memfmt/backends/onednn/cpu_support.hpp - which element types oneDNN computes in on this CPU.
 //
 // oneDNN 2.6 builds its bfloat16 convolutions, batch norms and binary ops only where it may use
 // avx512_core (AVX-512 F, CD, BW, VL and DQ; without AVX512_BF16 it emulates the bf16 arithmetic);

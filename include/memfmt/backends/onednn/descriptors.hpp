@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/descriptors.hpp - oneDNN memory descriptors from typed views.
+// memfmt/backends/onednn/descriptors.hpp - oneDNN memory descriptors from typed views.
 //
 // Dense views map to oneDNN's plain format tags (nchw/nhwc/ncdhw/ndhwc for activations,
 // oihw/ohwi/oidhw/odhwi for weights); padded views (slices of larger buffers) map to explicit

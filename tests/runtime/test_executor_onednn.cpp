@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "memfmt/backends/dnnl/backend.hpp"
+#include "memfmt/backends/onednn/backend.hpp"
 #include "memfmt/backends/reference/backend.hpp"
 #include "memfmt/graph/models.hpp"
 #include "memfmt/graph/plan.hpp"
@@ -88,12 +88,12 @@ void check_model(const std::string& name, models::options o) {
   const double eps = bf16 ? 1.0 / 256 : std::numeric_limits<float>::epsilon();
   const double tol = (bf16 ? 4.0 : 8.0) * eps * std::sqrt(static_cast<double>(longest_reduction(net))) * scale;
 
-  memfmt::onednn::backend dnnl;
-  memfmt::graph::cost_model with_dnnl{};
-  with_dnnl.set_support_query(memfmt::runtime::support_query_for(dnnl));
-  for (const auto& [plan_name, plan] : plans_of(net, with_dnnl)) {
+  memfmt::onednn::backend onednn_backend;
+  memfmt::graph::cost_model with_onednn{};
+  with_onednn.set_support_query(memfmt::runtime::support_query_for(onednn_backend));
+  for (const auto& [plan_name, plan] : plans_of(net, with_onednn)) {
     memfmt::runtime::executor_report report;
-    const auto got = run<T>(dnnl, net, plan, params, x, true, &report);
+    const auto got = run<T>(onednn_backend, net, plan, params, x, true, &report);
     EXPECT_LE(report.arena_bytes, report.allocate_all_bytes) << plan_name;
     // A ResNet's identity blocks end in conv + batch norm + add + relu, one oneDNN call each.
     if (name.rfind("res", 0) == 0 && plan_name != "solved") {
@@ -151,12 +151,12 @@ std::vector<memfmt::runtime::executor_report> expect_onednn_matches_reference(co
   const memfmt::graph::cost_model priors{};
   const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),
                                 params, in, false);
-  memfmt::onednn::backend dnnl;
+  memfmt::onednn::backend onednn_backend;
   std::vector<memfmt::runtime::executor_report> reports;
   for (family f : {family::channels_first, family::channels_last}) {
     reports.emplace_back();
     const auto plan = memfmt::graph::make_plan(net, priors, uniform(net, f));
-    const auto got = run<float>(dnnl, net, plan, params, in, true, &reports.back());
+    const auto got = run<float>(onednn_backend, net, plan, params, in, true, &reports.back());
     for (std::size_t i = 0; i < got.size(); ++i)
       if (!(std::fabs(got[i] - truth[i]) <= 1e-5)) {
         ADD_FAILURE() << memfmt::to_string(f) << " output element " << i << ": " << got[i] << ", the reference "
@@ -263,9 +263,9 @@ TEST(ExecutorOneDnn, ActivationParametersFusedIntoConvs) {
 TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
   const memfmt::graph::cost_model priors{};
   const auto expect_refused = [&](const network& net, memfmt::errc code, const std::string& node) {
-    memfmt::onednn::backend dnnl;
+    memfmt::onednn::backend onednn_backend;
     try {
-      memfmt::runtime::executor<memfmt::onednn::backend> ex(net, memfmt::graph::solve(net, priors), dnnl,
+      memfmt::runtime::executor<memfmt::onednn::backend> ex(net, memfmt::graph::solve(net, priors), onednn_backend,
                                                             make_params(net, 1));
       ADD_FAILURE() << "no error for " << node;
     } catch (const memfmt::error& e) {
@@ -273,7 +273,7 @@ TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
       EXPECT_NE(std::string(e.what()).find(node), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("onednn backend"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(dnnl.cached_primitive_count(), 0u);
+    EXPECT_EQ(onednn_backend.cached_primitive_count(), 0u);
   };
   {
     network net;
@@ -309,29 +309,29 @@ TEST(BackendSupport, Reference) {
 }
 
 TEST(BackendSupport, OneDnn) {
-  const memfmt::onednn::backend dnnl;
+  const memfmt::onednn::backend onednn_backend;
   memfmt::op_query q;
   for (family f : {family::channels_first, family::channels_last}) {
     q.format = f;
     for (auto op : {memfmt::op_kind::conv, memfmt::op_kind::batch_norm, memfmt::op_kind::binary, memfmt::op_kind::pool,
                     memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax, memfmt::op_kind::pad,
                     memfmt::op_kind::group_norm})
-      EXPECT_TRUE(dnnl.support({op, dtype::float32, f}));
+      EXPECT_TRUE(onednn_backend.support({op, dtype::float32, f}));
     q.op = memfmt::op_kind::activation;
     q.function = memfmt::activation::hardsigmoid;
-    EXPECT_TRUE(dnnl.support(q));
+    EXPECT_TRUE(onednn_backend.support(q));
     q.type = dtype::float16;
-    const auto s = dnnl.support(q);
+    const auto s = onednn_backend.support(q);
     EXPECT_FALSE(s);
     EXPECT_EQ(s.code, memfmt::errc::unsupported_dtype);
     q.type = dtype::float32;
   }
   for (dtype t : {dtype::float64, dtype::float16}) {
-    const auto s = dnnl.support({memfmt::op_kind::conv, t});
+    const auto s = onednn_backend.support({memfmt::op_kind::conv, t});
     EXPECT_FALSE(s);
     EXPECT_EQ(s.code, memfmt::errc::unsupported_dtype);
   }
-  const auto bf = dnnl.support({memfmt::op_kind::conv, dtype::bfloat16});
+  const auto bf = onednn_backend.support({memfmt::op_kind::conv, dtype::bfloat16});
   EXPECT_EQ(static_cast<bool>(bf), memfmt::onednn::supports(dtype::bfloat16));
   if (!bf) {
     EXPECT_EQ(bf.reason, "onednn conv: " + memfmt::onednn::support_for(dtype::bfloat16).reason);

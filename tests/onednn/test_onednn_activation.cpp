@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/activation.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/coords.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -130,9 +130,9 @@ void check_type() {
     }
 }
 
-TEST(DnnlActivation, FloatEveryFunctionAndFormatPairMatchesReference) { check_type<float>(); }
+TEST(OnednnActivation, FloatEveryFunctionAndFormatPairMatchesReference) { check_type<float>(); }
 
-TEST(DnnlActivation, Bfloat16EveryFunctionAndFormatPairMatchesReference) {
+TEST(OnednnActivation, Bfloat16EveryFunctionAndFormatPairMatchesReference) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({1, 2, 3, 4}), y({1, 2, 3, 4});
   const std::string refused = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::activation_forward", [&] {
@@ -144,7 +144,7 @@ TEST(DnnlActivation, Bfloat16EveryFunctionAndFormatPairMatchesReference) {
 
 // In place (y is x, dx is dy), as the executor may run them: hardsigmoid's second step reads
 // what its first wrote.
-TEST(DnnlActivation, HardsigmoidInPlace) {
+TEST(OnednnActivation, HardsigmoidInPlace) {
   onednn::backend b;
   strided_tensor<float, nhwc> x(std::array<std::int64_t, 4>{2, 3, 4, 5}, 0, 41, -5.f, 5.f);
   strided_tensor<float, nhwc> dy(std::array<std::int64_t, 4>{2, 3, 4, 5}, 0, 42, -1.f, 1.f);
@@ -158,7 +158,7 @@ TEST(DnnlActivation, HardsigmoidInPlace) {
   EXPECT_TRUE(all_close<float>(x.cview(), y_ref.const_view(), 1.0)) << "forward";
 }
 
-TEST(DnnlActivation, SupportAnswersYesForEveryFunction) {
+TEST(OnednnActivation, SupportAnswersYesForEveryFunction) {
   const onednn::backend b;
   op_query q;
   q.op = op_kind::activation;

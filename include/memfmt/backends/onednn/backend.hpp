@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/backend.hpp - convolution, batch norm and the other layers on the CPU through oneDNN.
+// memfmt/backends/onednn/backend.hpp - convolution, batch norm and the other layers on the CPU through oneDNN.
 //
 // memfmt::onednn::backend offers the reference backend's operations (same names, same arguments)
 // and holds what makes them fast: the oneDNN engine and stream, the primitives (cached by
@@ -327,7 +327,7 @@ class backend {
     // A 1x1 conv without padding reads only every stride-th position, so its weight gradient is a
     // stride-1 conv's over those positions, gathered by one reorder. Always done that way: oneDNN
     // 2.6's AVX2 strided 1x1 kernel gives wrong weight gradients on channels_last data
-    // (DnnlConv.GridFloat case 1x1_stride2_batch4_downsample, under DNNL_MAX_CPU_ISA=AVX2).
+    // (OnednnConv.GridFloat case 1x1_stride2_batch4_downsample, under DNNL_MAX_CPU_ISA=AVX2).
     conv_params q = p;
     bool gathered = true;
     for (int i = 0; i < XF::rank - 2; ++i)

@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/layers.hpp - the layers other than convolution and batch norm on oneDNN.
+// memfmt/backends/onednn/layers.hpp - the layers other than convolution and batch norm on oneDNN.
 //
 // Activation (eltwise), binary, pooling, global average pooling, upsampling (resampling), concat
 // (along any axis) and softmax, and slices and rearrangements (memfmt's CPU copy kernel,

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include <memfmt/backends/cpu/pad.hpp>
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/pad.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/coords.hpp"
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -123,11 +123,11 @@ void check_type() {
   check_all_modes<T, ndhwc, ndhwc>(b);
 }
 
-TEST(DnnlPad, FloatEveryModeFormatAndRankMatchesReference) { check_type<float>(); }
-TEST(DnnlPad, Bfloat16EveryModeFormatAndRankMatchesReference) { check_type<bfloat16>(); }
+TEST(OnednnPad, FloatEveryModeFormatAndRankMatchesReference) { check_type<float>(); }
+TEST(OnednnPad, Bfloat16EveryModeFormatAndRankMatchesReference) { check_type<bfloat16>(); }
 
 // Enough rows and elements for the rows to be shared out among threads (when built with OpenMP).
-TEST(DnnlPad, LargeTensorsMatchReference) {
+TEST(OnednnPad, LargeTensorsMatchReference) {
   onednn::backend b;
   for (const pad_mode mode : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
     const pad_params p = make(mode, {3, 2, 0}, {1, 4, 0}, 0.5);
@@ -161,7 +161,7 @@ void check_strided(const typename layout<XF>::extents_type& e, const pad_params&
   EXPECT_TRUE(all_close<float>(tensor_view<const float, XF>(dx), dx_ref.const_view(), 9.0)) << "backward";
 }
 
-TEST(DnnlPad, StridedLayoutsMatchReference) {
+TEST(OnednnPad, StridedLayoutsMatchReference) {
   for (const pad_mode mode : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
     const pad_params p = make(mode, {2, 1, 0}, {1, 2, 0}, 3.0);
     check_strided<nchw, nchw>({2, 3, 4, 5}, p);
@@ -172,7 +172,7 @@ TEST(DnnlPad, StridedLayoutsMatchReference) {
 }
 
 // Bad arguments: the same code and message as the reference.
-TEST(DnnlPad, ErrorsMatchReference) {
+TEST(OnednnPad, ErrorsMatchReference) {
   onednn::backend b;
   auto same_error = [](auto&& ours, auto&& ref, errc code) {
     const std::string want = memfmt_test::error_message(ref, code);
@@ -199,7 +199,7 @@ TEST(DnnlPad, ErrorsMatchReference) {
                             errc::unsupported_dtype, {"onednn::pad_forward", "float64"});
 }
 
-TEST(DnnlPad, SupportAnswersYes) {
+TEST(OnednnPad, SupportAnswersYes) {
   onednn::backend b;
   op_query q;
   q.op = op_kind::pad;

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -91,8 +91,8 @@ void run_grid() {
   }
 }
 
-TEST(DnnlBatchNorm, GridFloat) { run_grid<float>(); }
-TEST(DnnlBatchNorm, GridBfloat16) {
+TEST(OnednnBatchNorm, GridFloat) { run_grid<float>(); }
+TEST(OnednnBatchNorm, GridBfloat16) {
   // Where oneDNN cannot compute in bfloat16 here, each batch-norm call is refused with the clear error.
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 3, 2, 2}), y({2, 3, 2, 2});
@@ -111,7 +111,7 @@ TEST(DnnlBatchNorm, GridBfloat16) {
   run_grid<bfloat16>();
 }
 
-TEST(DnnlBatchNorm, ValidationErrors) {
+TEST(OnednnBatchNorm, ValidationErrors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 3, 2, 2}), y({2, 3, 2, 2}), y_bad({2, 3, 2, 1}), one({1, 3, 1, 1});
   std::vector<float> s(3, 1.f), t(3, 1.f), u(3, 1.f), v(3, 1.f), w(3, 1.f), z(3, 1.f);

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include <memfmt/backends/dnnl/cpu_support.hpp>
+#include <memfmt/backends/onednn/cpu_support.hpp>
 
 namespace {
 
@@ -30,7 +30,7 @@ bool onednn_builds(dt type) {
   }
 }
 
-TEST(DnnlCpuSupport, AgreesWithWhatOneDnnBuilds) {
+TEST(OnednnCpuSupport, AgreesWithWhatOneDnnBuilds) {
   const std::string isa = onednn::isa_name(onednn::effective_isa());
   EXPECT_TRUE(onednn::supports(dtype::float32));
   EXPECT_TRUE(onednn_builds(dt::f32)) << isa;
@@ -39,7 +39,7 @@ TEST(DnnlCpuSupport, AgreesWithWhatOneDnnBuilds) {
   EXPECT_FALSE(onednn::supports(dtype::float64));
 }
 
-TEST(DnnlCpuSupport, ReasonNamesTheMissingIsa) {
+TEST(OnednnCpuSupport, ReasonNamesTheMissingIsa) {
   const onednn::dtype_support bf = onednn::support_for(dtype::bfloat16);
   if (bf.supported) {
     EXPECT_TRUE(bf.reason.empty()) << bf.reason;
@@ -56,7 +56,7 @@ TEST(DnnlCpuSupport, ReasonNamesTheMissingIsa) {
   EXPECT_NE(f16.reason.find("float16"), std::string::npos) << f16.reason;
 }
 
-TEST(DnnlCpuSupport, IsaInclusion) {
+TEST(OnednnCpuSupport, IsaInclusion) {
   using isa = dnnl::cpu_isa;
   EXPECT_TRUE(onednn::isa_includes(isa::avx512_core_amx, isa::avx512_core));
   EXPECT_TRUE(onednn::isa_includes(isa::avx512_core_bf16, isa::avx512_core));

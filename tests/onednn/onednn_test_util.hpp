@@ -15,7 +15,7 @@
 #include <omp.h>
 #endif
 
-#include <memfmt/backends/dnnl/cpu_support.hpp>
+#include <memfmt/backends/onednn/cpu_support.hpp>
 #include <memfmt/dtype.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 

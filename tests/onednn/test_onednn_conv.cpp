@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -158,8 +158,8 @@ std::string conv_refused_on_this_cpu() {
                                            [&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), p); });
 }
 
-TEST(DnnlConv, GridFloat) { run_grid<float>(); }
-TEST(DnnlConv, GridBfloat16) {
+TEST(OnednnConv, GridFloat) { run_grid<float>(); }
+TEST(OnednnConv, GridBfloat16) {
   const std::string unsupported = conv_refused_on_this_cpu<bfloat16>();
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   run_grid<bfloat16>();
@@ -224,14 +224,14 @@ void check_fusion(std::int64_t kernel = 3) {
   }
 }
 
-TEST(DnnlConv, FusedActivationAndResidualFloat) {
+TEST(OnednnConv, FusedActivationAndResidualFloat) {
   check_fusion<float, nchw>();
   check_fusion<float, nhwc>();
   check_fusion<float, nchw>(1);
   check_fusion<float, nhwc>(1);
 }
 
-TEST(DnnlConv, FusedActivationAndResidualBfloat16) {
+TEST(OnednnConv, FusedActivationAndResidualBfloat16) {
   const std::string unsupported = conv_refused_on_this_cpu<bfloat16>();
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   check_fusion<bfloat16, nchw>();
@@ -240,7 +240,7 @@ TEST(DnnlConv, FusedActivationAndResidualBfloat16) {
 }
 
 // Padded views (slices of larger buffers) are described by strides, not tags.
-TEST(DnnlConv, PaddedViews) {
+TEST(OnednnConv, PaddedViews) {
   onednn::backend b;
   const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
   // NHWC input with 8 channel slots per pixel of which 5 are used; NCHW output with row pitch 9.
@@ -266,7 +266,7 @@ TEST(DnnlConv, PaddedViews) {
 
 // A bound call reads x and the residual on every run, and its weights as the cache contract says:
 // resolved when bound with caching on, reordered on every run with caching off.
-TEST(DnnlConv, BoundCallRereadsActivationsAndHonoursTheWeightCache) {
+TEST(OnednnConv, BoundCallRereadsActivationsAndHonoursTheWeightCache) {
   const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
   host_tensor<float, nhwc> x({1, 16, 6, 6}), r({1, 16, 6, 6}), y({1, 16, 6, 6}), conv_ref({1, 16, 6, 6}),
       want({1, 16, 6, 6});
@@ -300,7 +300,7 @@ TEST(DnnlConv, BoundCallRereadsActivationsAndHonoursTheWeightCache) {
 }
 
 // The weight cache: reordered weights are reused until invalidated (the documented contract).
-TEST(DnnlConv, WeightCacheContract) {
+TEST(OnednnConv, WeightCacheContract) {
   onednn::backend b;
   const conv_params p = make_params({1, 1, 1}, {1, 1, 0}, {1, 1, 1}, 1);
   host_tensor<float, nhwc> x({1, 16, 6, 6}), y1({1, 16, 6, 6}), y2({1, 16, 6, 6}), y_ref({1, 16, 6, 6});
@@ -330,7 +330,7 @@ TEST(DnnlConv, WeightCacheContract) {
   EXPECT_EQ(b.cached_primitive_count(), n);
 }
 
-TEST(DnnlConv, ValidationErrors) {
+TEST(OnednnConv, ValidationErrors) {
   onednn::backend b;
   conv_params p;
   host_tensor<float, nhwc> x({1, 4, 5, 5}), w({6, 4, 3, 3}), y({1, 6, 3, 3}), y_bad({1, 6, 4, 3});
@@ -357,7 +357,7 @@ TEST(DnnlConv, ValidationErrors) {
 }
 
 // oneDNN's own failures surface as memfmt::error(backend_failure) with oneDNN's status.
-TEST(DnnlConv, BackendFailureIsWrapped) {
+TEST(OnednnConv, BackendFailureIsWrapped) {
   try {
     onednn::detail::guarded("make a descriptor", [] {
       // 2 dims with a 4-D tag: oneDNN rejects it.

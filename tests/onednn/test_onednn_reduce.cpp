@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/coords.hpp"
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -125,7 +125,7 @@ void check_padded(const ext<XF>& e, std::uint32_t axes, reduce_op op) {
   }
 }
 
-TEST(DnnlReduce, PaddedViewsMatchReference) {
+TEST(OnednnReduce, PaddedViewsMatchReference) {
   for (reduce_op op : all_ops()) {
     check_padded<nchw, nchw>({2, 5, 6, 5}, c_axis, op);
     check_padded<nhwc, nhwc>({2, 5, 6, 5}, spatial_axes(4), op);
@@ -133,7 +133,7 @@ TEST(DnnlReduce, PaddedViewsMatchReference) {
   }
 }
 
-TEST(DnnlReduce, SupportSaysYes) {
+TEST(OnednnReduce, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
@@ -145,9 +145,9 @@ TEST(DnnlReduce, SupportSaysYes) {
   }
 }
 
-TEST(DnnlReduce, GridFloat) { run_grid<float>(); }
+TEST(OnednnReduce, GridFloat) { run_grid<float>(); }
 
-TEST(DnnlReduce, GridBfloat16) {
+TEST(OnednnReduce, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 1, 2, 2});
   const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>(
@@ -180,7 +180,7 @@ void nan_and_ties() {
   for (std::int64_t c = 0; c < 4; ++c) EXPECT_EQ(dx.view()(ext<F>{0, c, 0, 1}), want[c]) << "channel " << c;
 }
 
-TEST(DnnlReduce, NanWinsAndTiesShare) {
+TEST(OnednnReduce, NanWinsAndTiesShare) {
   nan_and_ties<nchw>();
   nan_and_ties<nhwc>();
 }
@@ -205,12 +205,12 @@ std::vector<float> reduce_results() {
   return out;
 }
 
-TEST(DnnlReduce, SameBitsForAnyThreadCount) {
+TEST(OnednnReduce, SameBitsForAnyThreadCount) {
   dnnl_test::expect_same_bits_for_any_thread_count(reduce_results<nchw>, "nchw");
   dnnl_test::expect_same_bits_for_any_thread_count(reduce_results<nhwc>, "nhwc");
 }
 
-TEST(DnnlReduce, EmptyBatch) {
+TEST(OnednnReduce, EmptyBatch) {
   onednn::backend b;
   const host_tensor<float, nhwc> x({0, 4, 3, 3}), dy({0, 1, 3, 3});
   host_tensor<float, nhwc> y({0, 1, 3, 3}), dx({0, 4, 3, 3});
@@ -219,7 +219,7 @@ TEST(DnnlReduce, EmptyBatch) {
       b.reduce_backward(x.const_view(), y.const_view(), dy.const_view(), dx.view(), reduce_params{reduce_op::max}));
 }
 
-TEST(DnnlReduce, Errors) {
+TEST(OnednnReduce, Errors) {
   onednn::backend b;
   host_tensor<float, nhwc> x({2, 6, 2, 2}), y({2, 1, 2, 2}), y_bad({2, 6, 2, 2}), dx_bad({2, 6, 2, 1}),
       none({2, 0, 2, 2});

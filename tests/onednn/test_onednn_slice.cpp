@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include <memfmt/backends/dnnl/backend.hpp>
+#include <memfmt/backends/onednn/backend.hpp>
 #include <memfmt/backends/reference/backend.hpp>
 #include <memfmt/backends/slice.hpp>
 #include <memfmt/tensor/host_tensor.hpp>
 
 #include "../common/coords.hpp"
 #include "../common/expect_error.hpp"
-#include "dnnl_test_util.hpp"
+#include "onednn_test_util.hpp"
 
 namespace {
 
@@ -82,10 +82,10 @@ void run_grid() {
   check_slice<T, nhwc, nhwc>(b, {2, 64, 40, 40}, slice_params{2, 1, 39, 1});
 }
 
-TEST(DnnlSlice, GridFloat) { run_grid<float>(); }
+TEST(OnednnSlice, GridFloat) { run_grid<float>(); }
 
 // The oneDNN backend takes bfloat16 only where oneDNN computes in it (AVX-512 BF16 or AMX).
-TEST(DnnlSlice, GridBfloat16) {
+TEST(OnednnSlice, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 2, 2, 2});
   const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::slice_forward", [&] {
@@ -151,7 +151,7 @@ void check_transpose(onednn::backend& b, const ext<XF>& e, const std::array<int,
   EXPECT_TRUE(same_bits(dx.const_view(), dx_ref.const_view())) << "dx";
 }
 
-TEST(DnnlConcat, EveryAxisAndFormatPairMatchesReference) {
+TEST(OnednnConcat, EveryAxisAndFormatPairMatchesReference) {
   onednn::backend b;
   for (int axis = 1; axis < 4; ++axis) {
     check_concat<float, nchw, nchw>(b, {2, 3, 5, 4}, axis, {2, 1, 3});
@@ -171,7 +171,7 @@ TEST(DnnlConcat, EveryAxisAndFormatPairMatchesReference) {
   check_concat<float, nchw, nchw>(b, {0, 3, 4, 5}, 2, {2, 3});
 }
 
-TEST(DnnlRearrange, TransposesMatchReference) {
+TEST(OnednnRearrange, TransposesMatchReference) {
   onednn::backend b;
   check_transpose<float, nchw, nchw>(b, {2, 3, 5, 7}, {0, 1, 3, 2, 4});
   check_transpose<float, nhwc, nhwc>(b, {2, 3, 5, 7}, {0, 1, 3, 2, 4});
@@ -214,7 +214,7 @@ void check_strided(const ext<XF>& e, const slice_params& p) {
   }
 }
 
-TEST(DnnlSlice, StridedViewsMatchReference) {
+TEST(OnednnSlice, StridedViewsMatchReference) {
   check_strided<nchw, nchw>({2, 5, 6, 7}, slice_params{3, 1, 7, 2});
   check_strided<nhwc, nhwc>({2, 5, 6, 7}, slice_params{2, 0, 5, 2});
   check_strided<nhwc, nchw>({2, 5, 6, 7}, slice_params{1, 1, 5, 3});
@@ -264,7 +264,7 @@ void check_element_size() {
   }
 }
 
-TEST(DnnlSlice, KernelMovesEveryElementSize) {
+TEST(OnednnSlice, KernelMovesEveryElementSize) {
   check_element_size<std::uint8_t>();
   check_element_size<std::uint16_t>();
   check_element_size<std::uint32_t>();
@@ -294,12 +294,12 @@ std::vector<float> slice_results() {
   return out;
 }
 
-TEST(DnnlSlice, SameBitsForAnyThreadCount) {
+TEST(OnednnSlice, SameBitsForAnyThreadCount) {
   dnnl_test::expect_same_bits_for_any_thread_count(slice_results<nchw>, "nchw");
   dnnl_test::expect_same_bits_for_any_thread_count(slice_results<nhwc>, "nhwc");
 }
 
-TEST(DnnlSlice, EmptyBatchAndErrors) {
+TEST(OnednnSlice, EmptyBatchAndErrors) {
   onednn::backend b;
   const host_tensor<float, nhwc> x0({0, 4, 6, 6}), dy0({0, 4, 3, 6});
   host_tensor<float, nhwc> y0({0, 4, 3, 6}), dx0({0, 4, 6, 6});

@@ -1,4 +1,4 @@
-// memfmt/backends/dnnl/status.hpp - oneDNN exceptions -> memfmt::error(backend_failure).
+// memfmt/backends/onednn/status.hpp - oneDNN exceptions -> memfmt::error(backend_failure).
 //
 // Every call into oneDNN goes through guarded(), so the user sees one exception type whose
 // message carries oneDNN's status name and text next to what the library was doing.
