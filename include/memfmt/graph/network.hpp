@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,60 +73,60 @@ enum class node_kind : std::uint8_t {
   reduce,
 };
 
-constexpr const char* to_string(node_kind k) noexcept {
-  switch (k) {
-    case node_kind::input: return "input";
-    case node_kind::output: return "output";
-    case node_kind::conv: return "conv";
-    case node_kind::conv_transpose: return "conv_transpose";
-    case node_kind::batch_norm: return "batch_norm";
-    case node_kind::instance_norm: return "instance_norm";
-    case node_kind::group_norm: return "group_norm";
-    case node_kind::pad: return "pad";
-    case node_kind::activation: return "activation";
-    case node_kind::binary: return "binary";
-    case node_kind::pool: return "pool";
-    case node_kind::global_pool: return "global_pool";
-    case node_kind::upsample: return "upsample";
-    case node_kind::concat: return "concat";
-    case node_kind::slice: return "slice";
-    case node_kind::flatten: return "flatten";
-    case node_kind::linear: return "linear";
-    case node_kind::softmax: return "softmax";
-    case node_kind::dropout: return "dropout";
-    case node_kind::opaque: return "opaque";
-    case node_kind::constant: return "constant";
-    case node_kind::rearrange: return "rearrange";
-    case node_kind::layer_norm: return "layer_norm";
-    case node_kind::reduce: return "reduce";
-  }
-  return "?";
-}
+// What the graph layer knows of each kind, one row per kind in node_kind's order: its name (JSON,
+// CLI, reports) and whether it inherits its producer's format. A memory-bound layer costs the same
+// in either format and so inherits it (solve.hpp's second criterion; oneDNN and cudnn-frontend:
+// compute layers choose, memory-bound layers inherit); not opaque (a barrier declares its format),
+// flatten (a view with its own constraint), the graph boundaries (pinned) nor conv / linear (they
+// choose).
+struct kind_info {
+  node_kind kind;
+  const char* name;
+  bool inherits_format;
+};
+inline constexpr kind_info kind_infos[] = {
+    {node_kind::input, "input", false},
+    {node_kind::output, "output", false},
+    {node_kind::conv, "conv", false},
+    {node_kind::conv_transpose, "conv_transpose", false},
+    {node_kind::batch_norm, "batch_norm", true},
+    {node_kind::instance_norm, "instance_norm", true},
+    {node_kind::group_norm, "group_norm", true},
+    {node_kind::pad, "pad", true},
+    {node_kind::activation, "activation", true},
+    {node_kind::binary, "binary", true},
+    {node_kind::pool, "pool", true},
+    {node_kind::global_pool, "global_pool", true},
+    {node_kind::upsample, "upsample", true},
+    {node_kind::concat, "concat", true},
+    {node_kind::slice, "slice", true},
+    {node_kind::flatten, "flatten", false},
+    {node_kind::linear, "linear", false},
+    {node_kind::softmax, "softmax", true},
+    {node_kind::dropout, "dropout", true},
+    {node_kind::opaque, "opaque", false},
+    {node_kind::constant, "constant", false},
+    {node_kind::rearrange, "rearrange", true},
+    {node_kind::layer_norm, "layer_norm", true},
+    {node_kind::reduce, "reduce", true},
+};
+inline constexpr std::size_t node_kind_count = std::size(kind_infos);
 
-// Layers that cost the same in either format and so inherit it from their producer (solve.hpp's
-// second criterion; oneDNN and cudnn-frontend: compute layers choose, memory-bound layers inherit).
-// Not opaque (a barrier declares its format), flatten (a view with its own constraint), the graph
-// boundaries (pinned) nor conv / linear (they choose).
+namespace detail {
+constexpr bool kind_rows_in_order() {
+  for (std::size_t i = 0; i < node_kind_count; ++i)
+    if (static_cast<std::size_t>(kind_infos[i].kind) != i) return false;
+  return true;
+}
+static_assert(kind_rows_in_order(), "kind_infos: one row per node_kind, in the enum's order");
+}  // namespace detail
+
+constexpr const kind_info& kind_info_of(node_kind k) noexcept { return kind_infos[static_cast<std::size_t>(k)]; }
+constexpr const char* to_string(node_kind k) noexcept {
+  return static_cast<std::size_t>(k) < node_kind_count ? kind_info_of(k).name : "?";
+}
 constexpr bool inherits_format(node_kind k) noexcept {
-  switch (k) {
-    case node_kind::batch_norm:
-    case node_kind::instance_norm:
-    case node_kind::group_norm:
-    case node_kind::layer_norm:
-    case node_kind::pad:
-    case node_kind::activation:
-    case node_kind::binary:
-    case node_kind::pool:
-    case node_kind::global_pool:
-    case node_kind::upsample:
-    case node_kind::concat:
-    case node_kind::slice:
-    case node_kind::softmax:
-    case node_kind::reduce:
-    case node_kind::rearrange:
-    case node_kind::dropout: return true;
-    default: return false;
-  }
+  return static_cast<std::size_t>(k) < node_kind_count && kind_info_of(k).inherits_format;
 }
 
 using node_id = std::size_t;

@@ -41,10 +41,13 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-inline constexpr enum_names<graph::node_kind, 24> kind_names{
-    {"input",      "output",  "conv",    "conv_transpose", "batch_norm", "instance_norm", "group_norm", "pad",
-     "activation", "binary",  "pool",    "global_pool",    "upsample",   "concat",        "slice",      "flatten",
-     "linear",     "softmax", "dropout", "opaque",         "constant",   "rearrange",     "layer_norm", "reduce"}};
+// The kinds' names are graph::kind_infos'.
+constexpr enum_names<graph::node_kind, graph::node_kind_count> kind_name_table() {
+  enum_names<graph::node_kind, graph::node_kind_count> t{};
+  for (std::size_t i = 0; i < graph::node_kind_count; ++i) t.names[i] = graph::kind_infos[i].name;
+  return t;
+}
+inline constexpr auto kind_names = kind_name_table();
 inline constexpr enum_names<memfmt::reduce_op, memfmt::reduce_op_count> reduce_names{memfmt::reduce_op_names};
 inline constexpr enum_names<memfmt::rearrange_kind, 4> rearrange_names{
     {"channel_shuffle", "depth_to_space", "space_to_depth", "transpose"}};
