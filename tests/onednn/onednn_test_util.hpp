@@ -22,7 +22,7 @@
 #include "../common/coords.hpp"
 #include "../common/expect_error.hpp"
 
-namespace dnnl_test {
+namespace onednn_test {
 
 // run() (a std::vector<float> of every result) gives the same bits with 2 and 7 OpenMP threads as
 // with 1: a kernel whose chunks and reduction order depend on the shape only. Skips without OpenMP.
@@ -166,4 +166,4 @@ std::vector<float> norm_step_results(std::size_t stats, float lo, float hi, Step
   return out;
 }
 
-}  // namespace dnnl_test
+}  // namespace onednn_test

@@ -23,7 +23,7 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
+using onednn_test::all_close;
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 const activation_params all_activations[] = {
@@ -63,7 +63,7 @@ struct strided_tensor {
 
   strided_tensor(const typename layout<F>::extents_type& e, std::int64_t pad, std::uint64_t seed, float lo, float hi)
       : map(memfmt_test::padded_layout<F>(e, pad)), buffer(static_cast<std::size_t>(map.required_span_size())) {
-    dnnl_test::fill(buffer.data(), static_cast<std::int64_t>(buffer.size()), seed, lo, hi);
+    onednn_test::fill(buffer.data(), static_cast<std::int64_t>(buffer.size()), seed, lo, hi);
   }
   tensor_view<T, F> view() { return tensor_view<T, F>(buffer.data(), map); }
   tensor_view<const T, F> cview() const { return tensor_view<const T, F>(buffer.data(), map); }
@@ -76,7 +76,7 @@ template <class T, class F>
   memfmt_test::for_each_coord(got.map.extents(),
                               [&](const auto& c) { inside[static_cast<std::size_t>(got.map(c))] = true; });
   for (std::size_t i = 0; i < before.size(); ++i)
-    if (!inside[i] && dnnl_test::to_d(got.buffer[i]) != dnnl_test::to_d(before[i]))
+    if (!inside[i] && onednn_test::to_d(got.buffer[i]) != onednn_test::to_d(before[i]))
       return ::testing::AssertionFailure() << "buffer element " << i << " outside the view was written";
   return ::testing::AssertionSuccess();
 }
@@ -92,9 +92,9 @@ void check(onednn::backend& b, const activation_params& kind, const typename lay
   std::int64_t i = 0;
   memfmt_test::for_each_coord(e, [&](const auto& c) {
     T& v = x.buffer[static_cast<std::size_t>(x.map(c))];
-    if (i < static_cast<std::int64_t>(std::size(kinks))) v = dnnl_test::from_f<T>(kinks[i++]);
+    if (i < static_cast<std::int64_t>(std::size(kinks))) v = onednn_test::from_f<T>(kinks[i++]);
     // oneDNN's hardswish' at exactly -3 is 0, PyTorch's (the reference's) -1/2: that kink is left out.
-    if (kind.kind == activation::hardswish && dnnl_test::to_d(v) == -3.0) v = dnnl_test::from_f<T>(-3.25f);
+    if (kind.kind == activation::hardswish && onednn_test::to_d(v) == -3.0) v = onednn_test::from_f<T>(-3.25f);
   });
   host_tensor<T, YF> y_ref(e);
   host_tensor<T, XF> dx_ref(e);
@@ -135,7 +135,7 @@ TEST(OnednnActivation, FloatEveryFunctionAndFormatPairMatchesReference) { check_
 TEST(OnednnActivation, Bfloat16EveryFunctionAndFormatPairMatchesReference) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({1, 2, 3, 4}), y({1, 2, 3, 4});
-  const std::string refused = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::activation_forward", [&] {
+  const std::string refused = onednn_test::refused_on_this_cpu<bfloat16>("onednn::activation_forward", [&] {
     b.activation_forward<bfloat16>(activation::hardsigmoid, x.const_view(), y.view());
   });
   if (!refused.empty()) GTEST_SKIP() << refused;

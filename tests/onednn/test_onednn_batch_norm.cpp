@@ -17,9 +17,9 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::arrays_close;
-using dnnl_test::fill;
+using onednn_test::all_close;
+using onednn_test::arrays_close;
+using onednn_test::fill;
 
 template <class T, class F>
 void check_bn(onednn::backend& b, const typename layout<F>::extents_type& e, bool relu, bool residual) {
@@ -98,15 +98,17 @@ TEST(OnednnBatchNorm, GridBfloat16) {
   host_tensor<bfloat16, nhwc> x({2, 3, 2, 2}), y({2, 3, 2, 2});
   std::vector<float> s(3, 1.f), t(3, 0.f), m(3, 0.f), v(3, 1.f), sm(3), si(3, 1.f), dg(3), db(3);
   const batch_norm_params p;
-  dnnl_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_forward_inference", [&] {
+  onednn_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_forward_inference", [&] {
     b.batch_norm_forward_inference(x.view(), y.view(), s.data(), t.data(), m.data(), v.data(), p);
   });
-  dnnl_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_backward", [&] {
+  onednn_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_backward", [&] {
     b.batch_norm_backward(x.view(), y.view(), y.view(), s.data(), sm.data(), si.data(), dg.data(), db.data(), p);
   });
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_forward_training", [&] {
-    b.batch_norm_forward_training(x.view(), y.view(), s.data(), t.data(), m.data(), v.data(), sm.data(), si.data(), p);
-  });
+  const std::string unsupported =
+      onednn_test::refused_on_this_cpu<bfloat16>("onednn::batch_norm_forward_training", [&] {
+        b.batch_norm_forward_training(x.view(), y.view(), s.data(), t.data(), m.data(), v.data(), sm.data(), si.data(),
+                                      p);
+      });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   run_grid<bfloat16>();
 }

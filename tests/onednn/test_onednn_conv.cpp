@@ -18,9 +18,9 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::fill;
-using dnnl_test::to_d;
+using onednn_test::all_close;
+using onednn_test::fill;
+using onednn_test::to_d;
 
 struct conv_case {
   const char* name;
@@ -120,7 +120,7 @@ void check_conv(onednn::backend& b, const conv_case& cc) {
   EXPECT_TRUE(all_close<T>(dw.const_view(), dw_ref.const_view(), len)) << "backward weights";
   if (cc.bias) {
     for (std::size_t i = 0; i < db.size(); ++i)
-      EXPECT_NEAR(to_d(db[i]), to_d(db_ref[i]), dnnl_test::tolerance<T>(to_d(db_ref[i]), len)) << "dbias " << i;
+      EXPECT_NEAR(to_d(db[i]), to_d(db_ref[i]), onednn_test::tolerance<T>(to_d(db_ref[i]), len)) << "dbias " << i;
   }
 }
 
@@ -147,15 +147,15 @@ std::string conv_refused_on_this_cpu() {
   onednn::backend b;
   host_tensor<T, nhwc> x({1, 4, 5, 5}), w({6, 4, 3, 3}), y({1, 6, 3, 3});
   const conv_params p;
-  dnnl_test::refused_on_this_cpu<T>("onednn::conv_backward_data",
-                                    [&] { b.conv_backward_data(y.view(), w.view(), x.view(), p); });
-  dnnl_test::refused_on_this_cpu<T>("onednn::conv_backward_weights",
-                                    [&] { b.conv_backward_weights(x.view(), y.view(), w.view(), nullptr, p); });
-  dnnl_test::refused_on_this_cpu<T>("onednn::conv_impl_name", [&] {
+  onednn_test::refused_on_this_cpu<T>("onednn::conv_backward_data",
+                                      [&] { b.conv_backward_data(y.view(), w.view(), x.view(), p); });
+  onednn_test::refused_on_this_cpu<T>("onednn::conv_backward_weights",
+                                      [&] { b.conv_backward_weights(x.view(), y.view(), w.view(), nullptr, p); });
+  onednn_test::refused_on_this_cpu<T>("onednn::conv_impl_name", [&] {
     b.conv_impl_name<T, nhwc>(onednn::conv_op::forward, x.extents(), w.extents(), p);
   });
-  return dnnl_test::refused_on_this_cpu<T>("onednn::conv_forward",
-                                           [&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), p); });
+  return onednn_test::refused_on_this_cpu<T>("onednn::conv_forward",
+                                             [&] { b.conv_forward(x.view(), w.view(), nullptr, y.view(), p); });
 }
 
 TEST(OnednnConv, GridFloat) { run_grid<float>(); }
@@ -198,7 +198,7 @@ void check_fusion(std::int64_t kernel = 3) {
   reference::conv_forward<double, F, F, F>(widened(x).view(), widened(w).view(), bias_d.data(), conv_ref.view(), p);
   const auto expect = [&](activation kind, bool residual) {
     for (std::int64_t i = 0; i < want.numel(); ++i)
-      want.data()[i] = dnnl_test::from_f<T>(static_cast<float>(
+      want.data()[i] = onednn_test::from_f<T>(static_cast<float>(
           reference::detail::activation_value(kind, conv_ref.data()[i] + (residual ? to_d(r.data()[i]) : 0.0))));
   };
   for (const activation kind : {activation::identity, activation::relu, activation::relu6, activation::silu,

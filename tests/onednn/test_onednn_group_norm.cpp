@@ -22,9 +22,9 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::arrays_close;
-using dnnl_test::fill;
+using onednn_test::all_close;
+using onednn_test::arrays_close;
+using onednn_test::fill;
 
 struct gn_case {
   std::int64_t groups;
@@ -61,7 +61,7 @@ void check_gn(onednn::backend& b, const typename layout<XF>::extents_type& e, co
   EXPECT_TRUE(all_close<T>(y.const_view(), y_ref.const_view(), m, 4.0)) << "y";
   EXPECT_TRUE(arrays_close(sm.data(), sm_ref.data(), ng, m, 4.0)) << "saved_mean";
   for (std::size_t i = 0; i < gs; ++i)  // invstd is relative: compare it scaled by the reference's
-    EXPECT_NEAR(si[i] / si_ref[i], 1.0, dnnl_test::tolerance<float>(1.0, m)) << "saved_invstd " << i;
+    EXPECT_NEAR(si[i] / si_ref[i], 1.0, onednn_test::tolerance<float>(1.0, m)) << "saved_invstd " << i;
 
   reference::group_norm_backward<T, XF, YF, XF>(x.view(), dy.view(), dx_ref.view(), g, sm_ref.data(), si_ref.data(),
                                                 k.affine ? dg_ref.data() : nullptr, k.affine ? db_ref.data() : nullptr,
@@ -130,11 +130,11 @@ TEST(OnednnGroupNorm, GridBfloat16) {
   std::vector<float> s(4), t(4), sm(4), si(4, 1.f), dg(4), db(4);
   group_norm_params p;
   p.groups = 2;
-  dnnl_test::refused_on_this_cpu<bfloat16>("onednn::group_norm_backward", [&] {
+  onednn_test::refused_on_this_cpu<bfloat16>("onednn::group_norm_backward", [&] {
     b.group_norm_backward(x.const_view(), y.const_view(), y.view(), s.data(), sm.data(), si.data(), dg.data(),
                           db.data(), p);
   });
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::group_norm_forward", [&] {
+  const std::string unsupported = onednn_test::refused_on_this_cpu<bfloat16>("onednn::group_norm_forward", [&] {
     b.group_norm_forward(x.const_view(), y.view(), s.data(), t.data(), sm.data(), si.data(), p);
   });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
@@ -154,7 +154,7 @@ TEST(OnednnGroupNorm, LargeMean) {
 // Chunks and their reduction order depend on the shape only: 1, 2 and 7 threads give the same bits.
 template <class F>
 std::vector<float> group_norm_results() {
-  return dnnl_test::norm_step_results<F>(9, 1e4f - 1.f, 1e4f + 1.f, [](auto& x, auto& y, auto& dx, auto... v) {
+  return onednn_test::norm_step_results<F>(9, 1e4f - 1.f, 1e4f + 1.f, [](auto& x, auto& y, auto& dx, auto... v) {
     const auto [g, b, m, s, dg, db] = std::make_tuple(v...);
     group_norm_params p;
     p.groups = 3;
@@ -164,8 +164,8 @@ std::vector<float> group_norm_results() {
 }
 
 TEST(OnednnGroupNorm, SameBitsForAnyThreadCount) {
-  dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nchw>, "nchw");
-  dnnl_test::expect_same_bits_for_any_thread_count(group_norm_results<nhwc>, "nhwc");
+  onednn_test::expect_same_bits_for_any_thread_count(group_norm_results<nchw>, "nchw");
+  onednn_test::expect_same_bits_for_any_thread_count(group_norm_results<nhwc>, "nhwc");
 }
 
 // An empty x (no samples, or a zero extent) has no statistics to read: null ones, or ones shorter

@@ -58,7 +58,7 @@ template <class T>
 void check_no_ref_if_supported(const std::vector<conv_op>& ops) {
   onednn::backend b;
   const conv_params p;
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<T>("onednn::conv_impl_name", [&] {
+  const std::string unsupported = onednn_test::refused_on_this_cpu<T>("onednn::conv_impl_name", [&] {
     b.conv_impl_name<T, nhwc>(ops.front(), {8, 64, 56, 56}, {64, 64, 3, 3}, p);
   });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
@@ -83,8 +83,8 @@ TEST(OnednnImpl, QueryMatchesExecution) {
   conv_params p;
   p.padding = {1, 1, 0};
   host_tensor<float, nhwc> x({2, 16, 8, 8}), w({32, 16, 3, 3}), y({2, 32, 8, 8});
-  dnnl_test::fill(x, 51);
-  dnnl_test::fill(w, 52);
+  onednn_test::fill(x, 51);
+  onednn_test::fill(w, 52);
   EXPECT_TRUE(b.last_impl_name().empty());
   b.conv_forward(x.view(), w.view(), nullptr, y.view(), p);
   const std::string ran = b.last_impl_name();

@@ -23,9 +23,9 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::arrays_close;
-using dnnl_test::fill;
+using onednn_test::all_close;
+using onednn_test::arrays_close;
+using onednn_test::fill;
 
 // Both backends compute in double and round once: the tolerance is the one of a reduction over C
 // stored in T; dgamma / dbeta reduce over N * positions values.
@@ -56,7 +56,7 @@ void check_ln(onednn::backend& b, const typename layout<XF>::extents_type& e, bo
   EXPECT_TRUE(all_close<T>(y.const_view(), y_ref.const_view(), m, 4.0)) << "y";
   EXPECT_TRUE(arrays_close(sm.data(), sm_ref.data(), positions, m, 4.0)) << "saved_mean";
   for (std::size_t i = 0; i < ps; ++i)
-    EXPECT_NEAR(si[i] / si_ref[i], 1.0, dnnl_test::tolerance<float>(1.0, m)) << "saved_invstd " << i;
+    EXPECT_NEAR(si[i] / si_ref[i], 1.0, onednn_test::tolerance<float>(1.0, m)) << "saved_invstd " << i;
 
   reference::layer_norm_backward<T, XF, YF, XF>(x.view(), dy.view(), dx_ref.view(), g, sm_ref.data(), si_ref.data(),
                                                 affine ? dg_ref.data() : nullptr, affine ? db_ref.data() : nullptr, p);
@@ -115,11 +115,11 @@ TEST(OnednnLayerNorm, GridBfloat16) {
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 4, 2, 2});
   std::vector<float> s(4), t(4), sm(8), si(8, 1.f), dg(4), db(4);
   layer_norm_params p;
-  dnnl_test::refused_on_this_cpu<bfloat16>("onednn::layer_norm_backward", [&] {
+  onednn_test::refused_on_this_cpu<bfloat16>("onednn::layer_norm_backward", [&] {
     b.layer_norm_backward(x.const_view(), y.const_view(), y.view(), s.data(), sm.data(), si.data(), dg.data(),
                           db.data(), p);
   });
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::layer_norm_forward", [&] {
+  const std::string unsupported = onednn_test::refused_on_this_cpu<bfloat16>("onednn::layer_norm_forward", [&] {
     b.layer_norm_forward(x.const_view(), y.view(), s.data(), t.data(), sm.data(), si.data(), p);
   });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
@@ -138,7 +138,7 @@ TEST(OnednnLayerNorm, LargeMean) {
 // Chunks and their reduction order depend on the shape only: 1, 2 and 7 threads give the same bits.
 template <class F>
 std::vector<float> layer_norm_results() {
-  return dnnl_test::norm_step_results<F>(3 * 24 * 40, -1.f, 2.f, [](auto& x, auto& y, auto& dx, auto... v) {
+  return onednn_test::norm_step_results<F>(3 * 24 * 40, -1.f, 2.f, [](auto& x, auto& y, auto& dx, auto... v) {
     const auto [g, b, m, s, dg, db] = std::make_tuple(v...);
     cpu::layer_norm_forward(x.const_view(), y.view(), g, b, m, s, layer_norm_params{});
     cpu::layer_norm_backward(x.const_view(), y.const_view(), dx.view(), g, m, s, dg, db, layer_norm_params{});
@@ -146,8 +146,8 @@ std::vector<float> layer_norm_results() {
 }
 
 TEST(OnednnLayerNorm, SameBitsForAnyThreadCount) {
-  dnnl_test::expect_same_bits_for_any_thread_count(layer_norm_results<nchw>, "nchw");
-  dnnl_test::expect_same_bits_for_any_thread_count(layer_norm_results<nhwc>, "nhwc");
+  onednn_test::expect_same_bits_for_any_thread_count(layer_norm_results<nchw>, "nchw");
+  onednn_test::expect_same_bits_for_any_thread_count(layer_norm_results<nhwc>, "nhwc");
 }
 
 // An empty x reads no statistics (null is fine) and its gradient sums are zero.

@@ -22,8 +22,8 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::fill;
+using onednn_test::all_close;
+using onednn_test::fill;
 
 // Every element of got has the bits of the same logical element of want.
 template <class T, class F1, class F2>
@@ -34,8 +34,8 @@ template <class T, class F1, class F2>
   memfmt_test::for_each_coord(got.extents(), [&](const typename layout<F1>::extents_type& c) {
     const T g = got(c), w = want(c);
     if (std::memcmp(&g, &w, sizeof(T)) != 0 && bad++ == 0)
-      first << "first at " << memfmt::detail::dims_to_string(c) << ": got " << dnnl_test::to_d(g) << ", want "
-            << dnnl_test::to_d(w);
+      first << "first at " << memfmt::detail::dims_to_string(c) << ": got " << onednn_test::to_d(g) << ", want "
+            << onednn_test::to_d(w);
   });
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << bad << " elements differ; " << first.str();

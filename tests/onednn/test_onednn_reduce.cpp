@@ -23,9 +23,9 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::all_close;
-using dnnl_test::fill;
 using memfmt_test::for_each_coord;
+using onednn_test::all_close;
+using onednn_test::fill;
 
 template <class F>
 using ext = typename layout<F>::extents_type;
@@ -150,7 +150,7 @@ TEST(OnednnReduce, GridFloat) { run_grid<float>(); }
 TEST(OnednnReduce, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 1, 2, 2});
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>(
+  const std::string unsupported = onednn_test::refused_on_this_cpu<bfloat16>(
       "onednn::reduce_forward", [&] { b.reduce_forward(x.const_view(), y.view(), reduce_params{}); });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
   run_grid<bfloat16>();
@@ -206,8 +206,8 @@ std::vector<float> reduce_results() {
 }
 
 TEST(OnednnReduce, SameBitsForAnyThreadCount) {
-  dnnl_test::expect_same_bits_for_any_thread_count(reduce_results<nchw>, "nchw");
-  dnnl_test::expect_same_bits_for_any_thread_count(reduce_results<nhwc>, "nhwc");
+  onednn_test::expect_same_bits_for_any_thread_count(reduce_results<nchw>, "nchw");
+  onednn_test::expect_same_bits_for_any_thread_count(reduce_results<nhwc>, "nhwc");
 }
 
 TEST(OnednnReduce, EmptyBatch) {

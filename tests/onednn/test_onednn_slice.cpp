@@ -24,8 +24,8 @@
 namespace {
 
 using namespace memfmt;
-using dnnl_test::fill;
 using memfmt_test::for_each_coord;
+using onednn_test::fill;
 
 template <class F>
 using ext = typename layout<F>::extents_type;
@@ -88,7 +88,7 @@ TEST(OnednnSlice, GridFloat) { run_grid<float>(); }
 TEST(OnednnSlice, GridBfloat16) {
   onednn::backend b;
   host_tensor<bfloat16, nhwc> x({2, 4, 2, 2}), y({2, 2, 2, 2});
-  const std::string unsupported = dnnl_test::refused_on_this_cpu<bfloat16>("onednn::slice_forward", [&] {
+  const std::string unsupported = onednn_test::refused_on_this_cpu<bfloat16>("onednn::slice_forward", [&] {
     b.slice_forward(x.const_view(), slice_params{1, 0, 2, 1}, y.view());
   });
   if (!unsupported.empty()) GTEST_SKIP() << unsupported;
@@ -295,8 +295,8 @@ std::vector<float> slice_results() {
 }
 
 TEST(OnednnSlice, SameBitsForAnyThreadCount) {
-  dnnl_test::expect_same_bits_for_any_thread_count(slice_results<nchw>, "nchw");
-  dnnl_test::expect_same_bits_for_any_thread_count(slice_results<nhwc>, "nhwc");
+  onednn_test::expect_same_bits_for_any_thread_count(slice_results<nchw>, "nchw");
+  onednn_test::expect_same_bits_for_any_thread_count(slice_results<nhwc>, "nhwc");
 }
 
 TEST(OnednnSlice, EmptyBatchAndErrors) {
