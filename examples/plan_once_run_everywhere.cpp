@@ -27,7 +27,7 @@ int main() {
   // that solving on its own would give a different plan.
   graph::cost_model rank1_costs;
   for (const graph::node& n : net.nodes())
-    if (n.kind == graph::node_kind::conv) {
+    if (n.kind == layer_kind::conv) {
       const graph::format_costs c = rank0_costs.node_costs(net, n.id);
       if (c.by_family[0] && c.by_family[1])
         rank1_costs.override_node(net, n.id, *c.by_family[0] * 0.5, *c.by_family[1]);

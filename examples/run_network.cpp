@@ -37,8 +37,8 @@ int main() {
   std::mt19937 rng(2);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (float& v : x) v = d(rng);
-  run.forward({{"input", runtime::tensor_ref{dtype::float32, {2, 3, 64, 64}, graph::family::channels_first, x.data()}}},
-              {{"output", runtime::tensor_ref{dtype::float32, {2, 10}, graph::family::channels_first, y.data()}}});
+  run.forward({{"input", runtime::tensor_ref{dtype::float32, {2, 3, 64, 64}, format_family::channels_first, x.data()}}},
+              {{"output", runtime::tensor_ref{dtype::float32, {2, 10}, format_family::channels_first, y.data()}}});
 
   const runtime::executor_report& r = run.report();
   std::printf("resnet18 on the %s backend, plan total cost %lld\n", backend_t::name,

@@ -47,11 +47,11 @@ int main() {
   for (float& v : x) v = d(rng);
   const auto in = [&] {
     return std::map<std::string, runtime::tensor_ref>{
-        {"input", runtime::tensor_ref{dtype::float32, {2, 3, 64, 64}, graph::family::channels_first, x.data()}}};
+        {"input", runtime::tensor_ref{dtype::float32, {2, 3, 64, 64}, format_family::channels_first, x.data()}}};
   };
   const auto out = [](std::vector<float>& v) {
     return std::map<std::string, runtime::tensor_ref>{
-        {"output", runtime::tensor_ref{dtype::float32, {2, 10}, graph::family::channels_first, v.data()}}};
+        {"output", runtime::tensor_ref{dtype::float32, {2, 10}, format_family::channels_first, v.data()}}};
   };
   runtime::executor<cudnn::backend> run(net, plan, gpu, params);
   run.forward(in(), out(y));

@@ -57,7 +57,7 @@ io make_io(const graph::network& net, const graph::plan& p) {
   r.x = memfmt_fuzz::input_values(in.numel());
   r.y.assign(static_cast<std::size_t>(out.numel()), 0.f);
   r.dy = memfmt_fuzz::input_values(out.numel(), 1.1);
-  const auto format = [&](const graph::node& n) { return p.format(n.id).value_or(graph::family::channels_first); };
+  const auto format = [&](const graph::node& n) { return p.format(n.id).value_or(format_family::channels_first); };
   r.x_ref = {memfmt::dtype::float32, in.extents, format(in), r.x.data()};
   r.y_ref = {memfmt::dtype::float32, out.extents, format(out), r.y.data()};
   r.dy_ref = {memfmt::dtype::float32, out.extents, format(out), r.dy.data()};
@@ -114,9 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A network the executor refuses (an opaque layer without a callback) is refused at build time.
   const auto reference = accepted([&] { return forward(net, first, params); });
   if (!reference) return 0;
-  std::vector<std::optional<graph::family>> drawn(net.size());
+  std::vector<std::optional<format_family>> drawn(net.size());
   for (graph::node_id id = 0; id < net.size(); ++id)
-    if (net.has_format(id)) drawn[id] = in.ConsumeBool() ? graph::family::channels_last : graph::family::channels_first;
+    if (net.has_format(id)) drawn[id] = in.ConsumeBool() ? format_family::channels_last : format_family::channels_first;
   const graph::plan last = graph::plan_with(net, model, graph::policy::all_channels_last);
   std::vector<std::pair<const char*, graph::plan>> others{
       {"all channels-last", last}, {"optimal", graph::plan_with(net, model, graph::policy::optimal)}};

@@ -24,6 +24,8 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
+using memfmt::layer_kind;
 using memfmt_fuzz::require;
 
 constexpr std::size_t max_layers = 10;
@@ -44,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const memfmt::error&) {
       memfmt_fuzz::property_failed("node '" + n.name + "' was accepted with an element count or strides past 64 bits");
     }
-    if (n.kind == node_kind::rearrange)  // moves each element once
+    if (n.kind == layer_kind::rearrange)  // moves each element once
       require(n.numel() == net.at(n.inputs[0]).numel(), "rearrangement '" + n.name + "' changes the element count");
-    if (n.kind == node_kind::reduce) {  // extent 1 on the reduced axes, never N, each with values
+    if (n.kind == layer_kind::reduce) {  // extent 1 on the reduced axes, never N, each with values
       const std::uint32_t axes = n.get<memfmt::reduce_params>().axes;
       std::vector<std::int64_t> e = net.at(n.inputs[0]).extents;
       require(axes != 0 && (axes & 1u) == 0 && (axes >> e.size()) == 0,
@@ -58,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
       require(n.extents == e, "reduction '" + n.name + "' has extents " + memfmt::detail::dims_to_string(n.extents));
     }
-    if (n.kind == node_kind::slice) {  // the axis holds the indices begin, begin + step, ... below end
+    if (n.kind == layer_kind::slice) {  // the axis holds the indices begin, begin + step, ... below end
       const auto& p = n.get<memfmt::slice_params>();
       const std::vector<std::int64_t>& x = net.at(n.inputs[0]).extents;
       const auto axis = static_cast<std::size_t>(p.axis);
@@ -92,10 +94,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (net.has_format(id)) vars.push_back(id);
   if (vars.size() > brute_limit_vars) return 0;
   std::optional<cost_t> minimum;
-  std::vector<std::optional<family>> formats(net.size());
+  std::vector<std::optional<format_family>> formats(net.size());
   for (std::uint32_t mask = 0; mask < (1u << vars.size()); ++mask) {
     for (std::size_t i = 0; i < vars.size(); ++i)
-      formats[vars[i]] = (mask >> i) & 1u ? family::channels_last : family::channels_first;
+      formats[vars[i]] = (mask >> i) & 1u ? format_family::channels_last : format_family::channels_first;
     try {
       const cost_t t = make_plan(net, model, formats).total();
       if (!minimum || t < *minimum) minimum = t;

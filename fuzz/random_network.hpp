@@ -18,6 +18,7 @@
 namespace memfmt_fuzz {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 inline const std::int64_t large_values[] = {std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{1} << 62,
                                             INT64_MAX};
@@ -27,8 +28,8 @@ inline std::int64_t pick(FuzzedDataProvider& in, std::int64_t lo, std::int64_t h
   return in.ConsumeIntegralInRange<std::int64_t>(lo, hi);
 }
 
-inline family pick_family(FuzzedDataProvider& in) {
-  return in.ConsumeBool() ? family::channels_last : family::channels_first;
+inline format_family pick_family(FuzzedDataProvider& in) {
+  return in.ConsumeBool() ? format_family::channels_last : format_family::channels_first;
 }
 
 // One layer on a random earlier value (or two); builders refuse what does not fit (memfmt::error).

@@ -24,7 +24,7 @@ inline constexpr std::int64_t max_value_elements = std::int64_t{1} << 18;
 // Multiply-adds and element reads of a forward pass, roughly: what each output element reads.
 // Past max_forward_work (or a value or parameter past max_value_elements) it stops counting.
 inline double forward_work(const memfmt::graph::network& net) {
-  using memfmt::graph::node_kind;
+  using memfmt::layer_kind;
   double work = 0;
   for (const memfmt::graph::node& n : net.nodes()) {
     if (n.numel() > max_value_elements) return max_forward_work + 1;
@@ -39,19 +39,19 @@ inline double forward_work(const memfmt::graph::network& net) {
       return static_cast<double>(k[0]) * static_cast<double>(k[1]) * static_cast<double>(k[2]);
     };
     switch (n.kind) {
-      case node_kind::conv: {
+      case layer_kind::conv: {
         const auto& a = n.get<memfmt::graph::conv_attrs>();
         per_output = input_channels() / static_cast<double>(a.params.groups) * volume(a.kernel);
         break;
       }
-      case node_kind::conv_transpose: {
+      case layer_kind::conv_transpose: {
         const auto& a = n.get<memfmt::graph::conv_transpose_attrs>();
         per_output = input_channels() / static_cast<double>(a.params.groups) * volume(a.kernel);
         break;
       }
-      case node_kind::pool: per_output = volume(n.get<memfmt::pool_params>().kernel); break;
-      case node_kind::linear:
-      case node_kind::global_pool: {
+      case layer_kind::pool: per_output = volume(n.get<memfmt::pool_params>().kernel); break;
+      case layer_kind::linear:
+      case layer_kind::global_pool: {
         const auto& in = net.at(n.inputs.at(0));
         per_output = static_cast<double>(in.numel()) / static_cast<double>(std::max<std::int64_t>(1, in.extents[0]));
         break;

@@ -307,7 +307,7 @@ struct case_state {
 
   std::map<std::string, runtime::tensor_ref> ref(const std::string& name, std::vector<std::byte>& data) const {
     const graph::node& n = net.at(*net.find(name));
-    return {{n.name, runtime::tensor_ref{n.type, n.extents, graph::family::channels_first, data.data()}}};
+    return {{n.name, runtime::tensor_ref{n.type, n.extents, format_family::channels_first, data.data()}}};
   }
 
   template <class B>
@@ -398,9 +398,9 @@ struct case_state {
   std::string label(const graph::plan& plan) const {
     std::int64_t convs = 0, convs_last = 0;
     for (const auto& n : net.nodes())
-      if (n.kind == graph::node_kind::conv) {
+      if (n.kind == layer_kind::conv) {
         ++convs;
-        convs_last += plan.format(n.id) == graph::family::channels_last;
+        convs_last += plan.format(n.id) == format_family::channels_last;
       }
     const auto& in = net.at(*net.find(input_name)).extents;
     std::string size;
@@ -419,7 +419,7 @@ enum class source { model, model_for_training, onnx };
 inline graph::network without_dropout(graph::network net) {
   bool any = false;
   for (const graph::node& n : net.nodes())
-    any = any || (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0);
+    any = any || (n.kind == layer_kind::dropout && n.get<graph::dropout_attrs>().p > 0);
   if (!any) return net;
 #if MEMFMT_BENCH_HAVE_GRAPH_IO
   nlohmann::json j = io::network_to_json(net);  // networks are immutable: rebuilt with p 0

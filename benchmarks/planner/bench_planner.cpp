@@ -36,12 +36,13 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 models::options workload() {
   models::options o;
   o.batch = 8;
   o.resolution = 28;
-  o.output_format = family::channels_last;
+  o.output_format = format_family::channels_last;
   return o;
 }
 
@@ -119,9 +120,9 @@ void plan_loaded(const network& net) {
 void BM_load_network_chain(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0)) * 10;
   network net;
-  node_id x = net.input("input", {1, 8, 4, 4}, memfmt::dtype::float32, family::channels_first);
+  node_id x = net.input("input", {1, 8, 4, 4}, memfmt::dtype::float32, format_family::channels_first);
   for (std::size_t i = 0; i < n; ++i) x = net.activation("act" + std::to_string(i), x, memfmt::activation::relu);
-  net.output("output", x, family::channels_first);
+  net.output("output", x, format_family::channels_first);
   const temp_file f("chain.json");
   memfmt::io::write_network_file(f.path, net);
   for (auto _ : state) plan_loaded(memfmt::io::read_network_file(f.path));

@@ -22,13 +22,13 @@ namespace memfmt_test {
 template <class Backend>
 std::vector<float> run_executor(Backend& b, const memfmt::graph::network& net, const memfmt::graph::plan& plan,
                                 const memfmt::graph::parameter_store& params, std::vector<float> x) {
-  using memfmt::graph::family;
+  using memfmt::format_family;
   memfmt::runtime::executor<Backend> ex(net, plan, b, params);
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));
   const auto pinned = [](const memfmt::graph::node& n) {
     const memfmt::graph::pin* p = n.binding_pin();
-    return p ? p->format : family::channels_first;
+    return p ? p->format : format_family::channels_first;
   };
   std::vector<float> y(static_cast<std::size_t>(out.numel()), std::nanf(""));
   ex.forward({{"input", memfmt::runtime::tensor_ref{memfmt::dtype::float32, in.extents, pinned(in), x.data()}}},

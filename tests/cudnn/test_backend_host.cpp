@@ -376,7 +376,7 @@ TEST(CudnnSoftmaxDescriptors, ClearErrors) {
 
 // ------------------------------------------------------------------ support
 
-op_query query(op_kind op, dtype t, format_family f, int rank = 4) {
+op_query query(layer_kind op, dtype t, format_family f, int rank = 4) {
   op_query q;
   q.op = op;
   q.type = t;
@@ -384,25 +384,35 @@ op_query query(op_kind op, dtype t, format_family f, int rank = 4) {
   q.rank = rank;
   return q;
 }
+op_query global_average_pool(dtype t, format_family f, int rank = 4) {
+  op_query q = query(layer_kind::global_pool, t, f, rank);
+  q.pool = pool_kind::average;
+  return q;
+}
 
 TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   const auto cl = format_family::channels_last, cf = format_family::channels_first;
-  for (op_kind op : {op_kind::conv, op_kind::pool, op_kind::linear, op_kind::concat, op_kind::slice})
+  for (layer_kind op : {layer_kind::conv, layer_kind::pool, layer_kind::linear, layer_kind::concat, layer_kind::slice})
     for (format_family f : {cl, cf})
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16})
         EXPECT_TRUE(cudnn::layer_support(query(op, t, f))) << to_string(op) << " " << to_string(f);
   // Global average pooling and pooling backward: memfmt's layer kernels (cuda_layer_kernels()).
   for (format_family f : {cl, cf}) {
-    const op_support g = cudnn::layer_support(query(op_kind::global_average_pool, dtype::float16, f));
+    const op_support g = cudnn::layer_support(global_average_pool(dtype::float16, f));
     EXPECT_FALSE(g);
     EXPECT_NE(g.reason.find("cuda_layer_kernels()"), std::string::npos) << g.reason;
-    EXPECT_TRUE(cudnn::layer_support(query(op_kind::global_average_pool, dtype::float16, f), false, true));
-    op_query pb = query(op_kind::pool, dtype::float32, f);
-    pb.backward = true;
-    EXPECT_FALSE(cudnn::layer_support(pb));
-    EXPECT_TRUE(cudnn::layer_support(pb, false, true));
+    EXPECT_TRUE(cudnn::layer_support(global_average_pool(dtype::float16, f), false, true));
+    // A global max pool is a pool whose window is the whole map: a pool's answers.
+    for (layer_kind op : {layer_kind::pool, layer_kind::global_pool}) {
+      op_query pb = query(op, dtype::float32, f);
+      pb.backward = true;
+      EXPECT_TRUE(cudnn::layer_support(query(op, dtype::float32, f))) << to_string(op);
+      EXPECT_FALSE(cudnn::layer_support(pb)) << to_string(op);
+      EXPECT_TRUE(cudnn::layer_support(pb, false, true)) << to_string(op);
+    }
   }
-  for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::batch_norm, op_kind::conv_transpose}) {
+  for (layer_kind op :
+       {layer_kind::activation, layer_kind::binary, layer_kind::batch_norm, layer_kind::conv_transpose}) {
     EXPECT_TRUE(cudnn::layer_support(query(op, dtype::float16, cl))) << to_string(op);
     const op_support s = cudnn::layer_support(query(op, dtype::float16, cf));
     EXPECT_FALSE(s) << to_string(op);
@@ -410,22 +420,27 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
     EXPECT_NE(s.reason.find("channels-last"), std::string::npos) << s.reason;
   }
   // Group norm: memfmt's kernels when the backend has them (cuda_group_norm()), in both formats.
-  const op_support gn = cudnn::layer_support(query(op_kind::group_norm, dtype::float32, cl));
+  const op_support gn = cudnn::layer_support(query(layer_kind::group_norm, dtype::float32, cl));
   EXPECT_FALSE(gn);
   EXPECT_NE(gn.reason.find("group_norm"), std::string::npos) << gn.reason;
   EXPECT_NE(gn.reason.find("cuda_group_norm()"), std::string::npos) << gn.reason;
-  for (format_family f : {cl, cf})
-    for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16})
-      EXPECT_TRUE(cudnn::layer_support(query(op_kind::group_norm, t, f), true)) << to_string(t);
-  EXPECT_EQ(cudnn::layer_support(query(op_kind::group_norm, dtype::int32, cl), true).code, errc::unsupported_dtype);
+  // Instance norm runs as a group norm (one channel per group): the same answers.
+  const op_support in = cudnn::layer_support(query(layer_kind::instance_norm, dtype::float32, cl));
+  EXPECT_FALSE(in);
+  EXPECT_NE(in.reason.find("instance_norm on the cuDNN backend"), std::string::npos) << in.reason;
+  for (layer_kind op : {layer_kind::group_norm, layer_kind::instance_norm})
+    for (format_family f : {cl, cf})
+      for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16})
+        EXPECT_TRUE(cudnn::layer_support(query(op, t, f), true)) << to_string(op) << " " << to_string(t);
+  EXPECT_EQ(cudnn::layer_support(query(layer_kind::group_norm, dtype::int32, cl), true).code, errc::unsupported_dtype);
   // Layer norm and reductions: no graph or kernel, refused in both formats whatever the
   // kernels given.
   for (format_family f : {cl, cf}) {
-    const op_support ln = cudnn::layer_support(query(op_kind::layer_norm, dtype::float32, f), true, true);
+    const op_support ln = cudnn::layer_support(query(layer_kind::layer_norm, dtype::float32, f), true, true);
     EXPECT_FALSE(ln);
     EXPECT_EQ(ln.code, errc::unsupported);
     EXPECT_NE(ln.reason.find("layer_norm on the cuDNN backend"), std::string::npos) << ln.reason;
-    const op_support cr = cudnn::layer_support(query(op_kind::reduce, dtype::float32, f), true, true);
+    const op_support cr = cudnn::layer_support(query(layer_kind::reduce, dtype::float32, f), true, true);
     EXPECT_FALSE(cr);
     EXPECT_EQ(cr.code, errc::unsupported);
     EXPECT_NE(cr.reason.find("reduce on the cuDNN backend"), std::string::npos) << cr.reason;
@@ -434,7 +449,7 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
   for (format_family f : {cl, cf})
     for (bool backward : {false, true}) {
       for (pad_mode m : {pad_mode::constant, pad_mode::reflect, pad_mode::replicate}) {
-        op_query q = query(op_kind::pad, dtype::float16, f, 5);
+        op_query q = query(layer_kind::pad, dtype::float16, f, 5);
         q.padding = m;
         q.backward = backward;
         const op_support s = cudnn::layer_support(q);
@@ -444,7 +459,7 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
         }
       }
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16}) {
-        op_query q = query(op_kind::softmax, t, f);
+        op_query q = query(layer_kind::softmax, t, f);
         q.backward = backward;
         const op_support s = cudnn::layer_support(q);
         EXPECT_EQ(bool(s), t != dtype::bfloat16) << to_string(t);
@@ -454,20 +469,20 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
       }
     }
   // float64: convolution and batch norm only.
-  EXPECT_TRUE(cudnn::layer_support(query(op_kind::conv, dtype::float64, cf)));
-  const op_support d = cudnn::layer_support(query(op_kind::pool, dtype::float64, cl));
+  EXPECT_TRUE(cudnn::layer_support(query(layer_kind::conv, dtype::float64, cf)));
+  const op_support d = cudnn::layer_support(query(layer_kind::pool, dtype::float64, cl));
   EXPECT_EQ(d.code, errc::unsupported_dtype);
   EXPECT_NE(d.reason.find("float64"), std::string::npos) << d.reason;
-  EXPECT_EQ(cudnn::layer_support(query(op_kind::conv, dtype::int32, cl)).code, errc::unsupported_dtype);
+  EXPECT_EQ(cudnn::layer_support(query(layer_kind::conv, dtype::int32, cl)).code, errc::unsupported_dtype);
   // Up-sampling: no cuDNN engine, whatever the mode, with or without the layer kernels.
   for (resample_mode m : {resample_mode::nearest, resample_mode::linear}) {
-    op_query up = query(op_kind::upsample, dtype::float32, cl);
+    op_query up = query(layer_kind::upsample, dtype::float32, cl);
     up.resample = m;
     const op_support u = cudnn::layer_support(up, true, true);
     EXPECT_FALSE(u);
     EXPECT_NE(u.reason.find("up-sampling"), std::string::npos) << u.reason;
   }
-  EXPECT_FALSE(cudnn::layer_support(query(op_kind::conv, dtype::float32, cl, 3)));
+  EXPECT_FALSE(cudnn::layer_support(query(layer_kind::conv, dtype::float32, cl, 3)));
 }
 
 // The trainer asks with `backward` set: every layer whose forward runs has its backward graphs
@@ -475,8 +490,8 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
 // and reasons included.
 TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
   int asked = 0;
-  for (op_kind op : {op_kind::activation, op_kind::binary, op_kind::pool, op_kind::global_average_pool,
-                     op_kind::upsample, op_kind::linear, op_kind::concat, op_kind::slice})
+  for (layer_kind op : {layer_kind::activation, layer_kind::binary, layer_kind::pool, layer_kind::global_pool,
+                        layer_kind::upsample, layer_kind::linear, layer_kind::concat, layer_kind::slice})
     for (format_family f : {format_family::channels_last, format_family::channels_first})
       for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::float64})
         for (int rank : {4, 5})
@@ -496,7 +511,7 @@ TEST(CudnnSupport, BackwardAnswersAreTheForwards) {
   EXPECT_GT(asked, 100);
   // Each activation's backward, the compositions included, in channels-last.
   for (int k = 0; k < activation_count; ++k) {
-    op_query q = query(op_kind::activation, dtype::float16, format_family::channels_last);
+    op_query q = query(layer_kind::activation, dtype::float16, format_family::channels_last);
     q.function = static_cast<activation>(k);
     q.backward = true;
     EXPECT_TRUE(cudnn::layer_support(q)) << to_string(q.function);
@@ -527,7 +542,7 @@ TEST(CudnnSupport, PlannerKeepsPointwiseLayersChannelsLast) {
     const auto q = runtime::op_query_of(n, *f);
     if (!q) continue;
     EXPECT_TRUE(cudnn::layer_support(*q, false, true)) << n.name << " planned " << graph::to_string(*f);
-    if (q->op == op_kind::activation || q->op == op_kind::binary || q->op == op_kind::batch_norm) {
+    if (q->op == layer_kind::activation || q->op == layer_kind::binary || q->op == layer_kind::batch_norm) {
       EXPECT_EQ(*f, format_family::channels_last) << n.name;
       ++checked;
     }

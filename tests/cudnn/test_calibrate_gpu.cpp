@@ -18,14 +18,13 @@
 namespace {
 
 using namespace memfmt;
-using graph::family;
 
 graph::network residual_block() {
   graph::network net;
-  const auto x = net.input("input", {2, 8, 8, 8}, dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 8, 8, 8}, dtype::float32, format_family::channels_first);
   const auto r = net.relu("r", net.batch_norm("bn", net.conv("c1", x, graph::conv_spec(8, 3, 1, 1, 1, true))));
   const auto a = net.add("res", net.conv("c2", r, graph::conv_spec(8, 3, 1, 1)), x);
-  net.output("output", net.max_pool("pool", net.relu("r2", a), 2, 2), family::channels_first);
+  net.output("output", net.max_pool("pool", net.relu("r2", a), 2, 2), format_family::channels_first);
   return net;
 }
 

@@ -145,7 +145,7 @@ TEST(CudnnGroupNormKernels, AgainstTheReferenceEveryTypeAndFormat) {
   o.group_norm = cudnn::cuda_group_norm();
   cudnn::backend be(o);
   op_query q;
-  q.op = op_kind::group_norm;
+  q.op = layer_kind::group_norm;
   q.type = dtype::float16;
   q.format = format_family::channels_first;
   EXPECT_TRUE(be.support(q));
@@ -200,7 +200,7 @@ TEST(CudnnGroupNormKernels, WithoutThemAClearError) {
   if (cudnn::device_count() == 0) GTEST_SKIP() << "no CUDA device: no backend to ask";
   cudnn::backend be;
   op_query q;
-  q.op = op_kind::group_norm;
+  q.op = layer_kind::group_norm;
   q.type = dtype::float32;
   EXPECT_FALSE(be.support(q));
   std::vector<float> host(2 * 4 * 3 * 3, 1.0f);

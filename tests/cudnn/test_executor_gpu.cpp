@@ -30,7 +30,6 @@
 namespace {
 
 using namespace memfmt;
-using graph::family;
 
 class CudnnExecutorGpu : public ::testing::Test {
  protected:
@@ -44,7 +43,7 @@ class CudnnExecutorGpu : public ::testing::Test {
 // restores the extents instead; UpsamplingIsRefusedBeforeAnyWork covers it).
 graph::network every_layer(bool upsample = false) {
   graph::network net;
-  const auto x = net.input("input", {2, 8, 8, 8}, dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 8, 8, 8}, dtype::float32, format_family::channels_first);
   const auto r = net.relu("r", net.batch_norm("bn", net.conv("c1", x, graph::conv_spec(16, 3, 1, 1, 1, true))));
   const auto s = net.activation("silu", net.activation("hswish", r, activation::hardswish), activation::silu);
   const auto a0 = net.add("res", net.conv("c2", s, graph::conv_spec(16, 1)), r);
@@ -59,7 +58,8 @@ graph::network every_layer(bool upsample = false) {
   const auto sl = net.slice("slice", net.concat("cat", {ub, r}), 8, 24);
   const auto gate = net.activation("gate", net.global_pool("squeeze", sl), activation::sigmoid);
   const auto e = net.slice("stride", net.mul("excite", sl, gate), memfmt::slice_params{3, 1, 8, 2});
-  net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", e)), 5), family::channels_first);
+  net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", e)), 5),
+             format_family::channels_first);
   return net;
 }
 
@@ -158,11 +158,11 @@ TEST_F(CudnnExecutorGpu, GroupNormThroughTheKernelsAgainstTheReference) {
   o.group_norm = memfmt_test::kernel_group_norm();
   cudnn::backend gpu(o);
   graph::network net;
-  const auto x = net.input("input", {2, 16, 8, 8}, dtype::float32, family::channels_last);
+  const auto x = net.input("input", {2, 16, 8, 8}, dtype::float32, format_family::channels_last);
   const auto h = net.activation("silu", net.group_norm("gn", net.conv("c1", x, graph::conv_spec(32, 3, 1, 1)), 8),
                                 activation::silu);
   const auto i = net.instance_norm("in", net.conv("c2", h, graph::conv_spec(32, 3, 1, 1)), 1e-5, true);
-  net.output("output", net.add("res", i, h), family::channels_last);
+  net.output("output", net.add("res", i, h), format_family::channels_last);
   graph::cost_model costs;
   costs.set_support_query(runtime::support_query_for(gpu));
   memfmt_test::expect_plan_matches_reference(gpu, net, graph::solve(net, costs));
@@ -191,7 +191,7 @@ TEST_F(CudnnExecutorGpu, TrainingStepOfResNet18AgainstTheReference) { check_trai
 TEST_F(CudnnExecutorGpu, TrainingStepThroughTheGroupNormKernelsAgainstTheReference) {
   cudnn::backend_options o = memfmt_test::with_layer_kernels();
   o.group_norm = memfmt_test::kernel_group_norm();
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     SCOPED_TRACE(to_string(f));
     graph::network net;
     const auto x = net.input("input", {2, 4, 6, 6}, dtype::float32, f);

@@ -12,11 +12,14 @@
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/io/network_json.hpp"
 #include "memfmt/io/plan_json.hpp"
+#include "memfmt/runtime/backend_support.hpp"
 #include "zoo.hpp"
 
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
+using memfmt::layer_kind;
 using nlohmann::json;
 
 std::vector<network> every_kind_of_network() {
@@ -30,7 +33,7 @@ std::vector<network> every_kind_of_network() {
   // a layer norm without affine parameters, a GELU, reductions over C and over C and H, a transpose
   // of spatial dims and a concatenation along H.
   network n;
-  const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, family::channels_last);
+  const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, format_family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
   memfmt::upsample_params up;
   up.mode = memfmt::resample_mode::linear;
@@ -54,25 +57,57 @@ std::vector<network> every_kind_of_network() {
             n.mul("hgate", g, n.reduce("hsum", g, {memfmt::reduce_op::sum, memfmt::axis_bit(2) | memfmt::axis_bit(1)})),
             n.channel_reduce("amax", g, memfmt::reduce_op::max)),
       0.25);
-  const node_id s0 =
-      n.binary("sub", d, n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, family::channels_last, family::channels_first),
-               memfmt::binary_op::sub);
+  const node_id s0 = n.binary(
+      "sub", d,
+      n.opaque("legacy", {parts[1]}, {2, 5, 9, 9}, format_family::channels_last, format_family::channels_first),
+      memfmt::binary_op::sub);
   const node_id s =
       n.binary("shift", n.constant("offset", {1, 5, 9, 9}, dtype::float32, true), s0, memfmt::binary_op::div);
   const node_id u = n.upsample("up", n.softmax("logsm", s, log_softmax), up);
-  n.pin_format(u, family::channels_first, false, 3, "user: prefer NCHW");
-  n.output("y", n.pool("pool", u, pool), family::channels_first);
+  n.pin_format(u, format_family::channels_first, false, 3, "user: prefer NCHW");
+  n.output("y", n.pool("pool", u, pool), format_family::channels_first);
   const node_id logits =
       n.linear("fc", n.flatten("flat", n.global_pool("gp", parts[0], memfmt::pool_kind::max)), 4, false);
   n.output("strided",
            n.slice("stride", n.slice("crop", x, memfmt::slice_params{2, 2, 8, 1}), memfmt::slice_params{3, 1, 8, 3}),
-           family::channels_last);
+           format_family::channels_last);
   n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
-           family::channels_first);
+           format_family::channels_first);
   n.output("axial", n.concat("hcat", {n.transpose("swap", parts[0], {0, 1, 3, 2}), parts[0]}, {2}),
-           family::channels_last);
+           format_family::channels_last);
   nets.push_back(std::move(n));
   return nets;
+}
+
+// One vocabulary: a backend is asked about a layer with the layer's own kind, exactly for the kinds
+// whose kind_infos row says they run on a backend, in the format asked; a global pool's query
+// carries its pooling kind. The networks above hold every kind.
+TEST(LayerKinds, SupportQueriesUseTheNodesKind) {
+  std::vector<bool> seen(memfmt::layer_kind_count);
+  int global_pools = 0;
+  for (const network& net : every_kind_of_network())
+    for (const node& n : net.nodes()) {
+      seen[static_cast<std::size_t>(n.kind)] = true;
+      for (format_family f : {format_family::channels_first, format_family::channels_last}) {
+        const auto q = memfmt::runtime::op_query_of(n, f);
+        ASSERT_EQ(q.has_value(), memfmt::runs_on_backend(n.kind)) << n.name << " " << to_string(n.kind);
+        if (!q) continue;
+        EXPECT_EQ(q->op, n.kind) << n.name;
+        EXPECT_EQ(q->type, n.type) << n.name;
+        EXPECT_EQ(q->format, f) << n.name;
+        if (n.kind == layer_kind::global_pool) {
+          EXPECT_EQ(q->pool, n.get<global_pool_attrs>().kind) << n.name;
+          ++global_pools;
+        }
+      }
+    }
+  for (const memfmt::kind_info& k : memfmt::kind_infos)
+    EXPECT_TRUE(seen[static_cast<std::size_t>(k.kind)]) << "no network above has a " << k.name;
+  EXPECT_GT(global_pools, 0);
+  EXPECT_TRUE(memfmt::runs_on_backend(layer_kind::conv));
+  EXPECT_FALSE(memfmt::runs_on_backend(layer_kind::input));
+  EXPECT_FALSE(memfmt::runs_on_backend(static_cast<layer_kind>(memfmt::layer_kind_count)));
+  EXPECT_STREQ(to_string(static_cast<layer_kind>(memfmt::layer_kind_count)), "?");
 }
 
 TEST(GraphIo, NetworksRoundTrip) {
@@ -131,7 +166,7 @@ TEST(GraphIo, LoadedPlanReproducesTheFormatsAndAnotherNetworkIsRefused) {
             std::string::npos)
       << refused;
   network repinned = net;
-  repinned.pin_format(*net.find("layer1.0.conv2"), family::channels_first, false, 1, "user");
+  repinned.pin_format(*net.find("layer1.0.conv2"), format_family::channels_first, false, 1, "user");
   EXPECT_NE(memfmt_test::error_text([&] { memfmt::io::load_plan(file, repinned, model); }).find("made for network"),
             std::string::npos);
 }
@@ -165,13 +200,13 @@ TEST(GraphIo, JsonReportCarriesThePlan) {
 // named by its key or node.
 TEST(GraphIo, UpsampleCoordinatesRoundTrip) {
   network n;
-  const node_id x = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   memfmt::upsample_params up;
   up.output = {6, 3, 1};
   up.coordinates = memfmt::resample_coordinates::tf_half_pixel_for_nn;
   up.rounding = memfmt::nearest_rounding::ceil;
   up.scale = {1.5, 0.6, 0.0};
-  n.output("y", n.upsample("up", x, up), family::channels_first);
+  n.output("y", n.upsample("up", x, up), format_family::channels_first);
   const std::string text = memfmt::io::save_network(n);
   const network back = memfmt::io::load_network(text);
   const auto& u = back.at(*back.find("up")).get<memfmt::upsample_params>();
@@ -195,7 +230,7 @@ TEST(GraphIo, UpsampleCoordinatesRoundTrip) {
 // infinite); parameters a function does not take, or out of range, are named.
 TEST(GraphIo, ActivationParametersRoundTrip) {
   network n;
-  node_id h = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  node_id h = n.input("x", {1, 2, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<memfmt::activation_params> functions = {memfmt::activation::relu6,
                                                             memfmt::activation_params::leaky_relu(0.2),
@@ -205,7 +240,7 @@ TEST(GraphIo, ActivationParametersRoundTrip) {
                                                             memfmt::activation_params::clip(-inf, 2.0),
                                                             memfmt::activation_params::clip(0.5, inf)};
   for (std::size_t i = 0; i < functions.size(); ++i) h = n.activation("f" + std::to_string(i), h, functions[i]);
-  n.output("y", h, family::channels_first);
+  n.output("y", h, format_family::channels_first);
   const std::string text = memfmt::io::save_network(n);
   const network back = memfmt::io::load_network(text);
   for (std::size_t i = 0; i < functions.size(); ++i)
@@ -263,10 +298,11 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   has(load(j), "node 'conv1': groups 5 must divide input channels 3");
   // A slice's axis and step may be left out (a channel slice); out of range they are named.
   network sliced;
-  sliced.output("y",
-                sliced.slice("crop", sliced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
-                             memfmt::slice_params{2, 1, 5, 2}),
-                family::channels_first);
+  sliced.output(
+      "y",
+      sliced.slice("crop", sliced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, format_family::channels_first),
+                   memfmt::slice_params{2, 1, 5, 2}),
+      format_family::channels_first);
   j = memfmt::io::network_to_json(sliced);
   ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"axis": 2, "begin": 1, "end": 5, "step": 2})"));
   j["nodes"][1]["attrs"].erase("axis");
@@ -285,9 +321,9 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   network reduced;
   reduced.output(
       "y",
-      reduced.reduce("norm", reduced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first),
+      reduced.reduce("norm", reduced.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, format_family::channels_first),
                      {memfmt::reduce_op::l2, memfmt::axis_bit(2) | memfmt::axis_bit(3)}),
-      family::channels_first);
+      format_family::channels_first);
   j = memfmt::io::network_to_json(reduced);
   ASSERT_EQ(j["nodes"][1]["kind"], "reduce");
   ASSERT_EQ(j["nodes"][1]["attrs"], json::parse(R"({"op": "l2", "axes": [2, 3]})"));
@@ -303,10 +339,10 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
       "3)");
   // A concatenation's axis may be left out (along C); a transpose names its perm.
   network joined;
-  const node_id jx = joined.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id jx = joined.input("x", {1, 8, 6, 6}, memfmt::dtype::float32, format_family::channels_first);
   const node_id crop = joined.slice("crop", jx, memfmt::slice_params{3, 0, 5, 1});
   joined.output("y", joined.concat("cat", {jx, joined.transpose("swap", crop, {0, 1, 3, 2})}, {2}),
-                family::channels_first);
+                format_family::channels_first);
   j = memfmt::io::network_to_json(joined);
   ASSERT_EQ(j["nodes"][2]["attrs"], json::parse(R"({"op": "transpose", "perm": [0, 1, 3, 2]})"));
   ASSERT_EQ(j["nodes"][3]["attrs"], json::parse(R"({"axis": 2})"));

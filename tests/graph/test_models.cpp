@@ -19,6 +19,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::layer_kind;
 using memfmt_test::expect_error;
 
 struct entry {
@@ -64,7 +65,7 @@ std::map<std::string, entry> state_dict_of(const network& net) {
   return m;
 }
 
-std::size_t count(const network& net, node_kind k) {
+std::size_t count(const network& net, layer_kind k) {
   std::size_t c = 0;
   for (const node& n : net.nodes()) c += n.kind == k;
   return c;
@@ -118,8 +119,8 @@ TEST(GraphModels, ConvNeXtTiny) {
   o.batch = 2;
   const network net = models::convnext_tiny(o);
   EXPECT_EQ(net.parameter_count(), 28'589'128);
-  EXPECT_EQ(count(net, node_kind::layer_norm), 18u + 3u + 2u);  // one per block, 3 downsamples, stem, classifier
-  EXPECT_EQ(count(net, node_kind::conv), 18u * 3u + 4u);        // 3 per block, stem, 3 downsamples
+  EXPECT_EQ(count(net, layer_kind::layer_norm), 18u + 3u + 2u);  // one per block, 3 downsamples, stem, classifier
+  EXPECT_EQ(count(net, layer_kind::conv), 18u * 3u + 4u);        // 3 per block, stem, 3 downsamples
   EXPECT_EQ(extents_of(net, "features.0.1"), (std::vector<std::int64_t>{2, 96, 56, 56}));
   EXPECT_EQ(extents_of(net, "features.1.2.block.3"), (std::vector<std::int64_t>{2, 384, 56, 56}));
   EXPECT_EQ(extents_of(net, "features.7.2.add"), (std::vector<std::int64_t>{2, 768, 7, 7}));
@@ -137,7 +138,7 @@ TEST(GraphModels, ConvNeXtTiny) {
   const plan p = solve(net, cost_model{});
   EXPECT_EQ(verify(net, cost_model{}, p), std::vector<std::string>{});
   for (const auto& n : net.nodes()) {
-    if (n.kind != node_kind::layer_norm) continue;
+    if (n.kind != layer_kind::layer_norm) continue;
     EXPECT_EQ(p.format(n.id), p.format(n.inputs[0])) << n.name;
   }
 }
@@ -146,19 +147,19 @@ TEST(GraphModels, ShapesAndLayerCounts) {
   models::options o;
   o.batch = 2;
   const network r50 = models::resnet50(o);
-  EXPECT_EQ(count(r50, node_kind::conv), 53u);  // 49 in the blocks and stem + 4 downsample
-  EXPECT_EQ(count(r50, node_kind::batch_norm), 53u);
+  EXPECT_EQ(count(r50, layer_kind::conv), 53u);  // 49 in the blocks and stem + 4 downsample
+  EXPECT_EQ(count(r50, layer_kind::batch_norm), 53u);
   EXPECT_EQ(extents_of(r50, "maxpool"), (std::vector<std::int64_t>{2, 64, 56, 56}));
   EXPECT_EQ(extents_of(r50, "layer4.2.relu3"), (std::vector<std::int64_t>{2, 2048, 7, 7}));
   EXPECT_EQ(extents_of(r50, "output"), (std::vector<std::int64_t>{2, 1000}));
-  EXPECT_EQ(count(models::resnet18(o), node_kind::conv), 20u);
+  EXPECT_EQ(count(models::resnet18(o), layer_kind::conv), 20u);
   const network mb = models::mobilenet_v2(o);
-  EXPECT_EQ(count(mb, node_kind::conv), 52u);
-  EXPECT_EQ(count(mb, node_kind::binary), 10u);  // the residual inverted blocks
+  EXPECT_EQ(count(mb, layer_kind::conv), 52u);
+  EXPECT_EQ(count(mb, layer_kind::binary), 10u);  // the residual inverted blocks
   EXPECT_EQ(extents_of(mb, "features.18.2"), (std::vector<std::int64_t>{2, 1280, 7, 7}));
   const network vgg = models::vgg16_bn(o);
-  EXPECT_EQ(count(vgg, node_kind::conv), 13u);
-  EXPECT_EQ(count(vgg, node_kind::linear), 3u);
+  EXPECT_EQ(count(vgg, layer_kind::conv), 13u);
+  EXPECT_EQ(count(vgg, layer_kind::linear), 3u);
   EXPECT_EQ(extents_of(vgg, "features.43"), (std::vector<std::int64_t>{2, 512, 7, 7}));
   EXPECT_FALSE(vgg.find("avgpool"));  // 7x7 already: the adaptive pool is the identity
   o.resolution = 112;
@@ -169,8 +170,8 @@ TEST(GraphModels, ShapesAndLayerCounts) {
   EXPECT_EQ(extents_of(r3d, "output"), (std::vector<std::int64_t>{2, 400}));
   o.resolution = 224;
   const network sn = models::shufflenet_v2_x1_0(o);
-  EXPECT_EQ(count(sn, node_kind::rearrange), 16u);  // one channel shuffle per unit
-  EXPECT_EQ(count(sn, node_kind::conv), 56u);       // 3 per unit, 2 more in the 3 downsampling ones, stem, conv5
+  EXPECT_EQ(count(sn, layer_kind::rearrange), 16u);  // one channel shuffle per unit
+  EXPECT_EQ(count(sn, layer_kind::conv), 56u);       // 3 per unit, 2 more in the 3 downsampling ones, stem, conv5
   EXPECT_EQ(extents_of(sn, "stage2.0.shuffle"), (std::vector<std::int64_t>{2, 116, 28, 28}));
   EXPECT_EQ(extents_of(sn, "stage4.3.shuffle"), (std::vector<std::int64_t>{2, 464, 7, 7}));
   EXPECT_EQ(extents_of(sn, "output"), (std::vector<std::int64_t>{2, 1000}));
@@ -184,8 +185,8 @@ TEST(GraphModels, UNet) {
   EXPECT_EQ(extents_of(net, "up1.up"), (std::vector<std::int64_t>{1, 512, 32, 32}));
   EXPECT_EQ(extents_of(net, "up1.cat"), (std::vector<std::int64_t>{1, 1024, 32, 32}));
   EXPECT_EQ(extents_of(net, "output"), (std::vector<std::int64_t>{1, 2, 256, 256}));
-  EXPECT_EQ(count(net, node_kind::conv_transpose), 4u);
-  EXPECT_EQ(count(net, node_kind::concat), 4u);
+  EXPECT_EQ(count(net, layer_kind::conv_transpose), 4u);
+  EXPECT_EQ(count(net, layer_kind::concat), 4u);
   // Counted by hand: DoubleConv(i, o) has 9io + 9oo conv weights and 2 x 2o batch-norm ones; an up
   // step a -> b a 2x2 transposed conv (4ab + b) and DoubleConv(2b, b); outc 64 x 2 + 2.
   const auto dc = [](std::int64_t i, std::int64_t out) { return 9 * i * out + 9 * out * out + 4 * out; };

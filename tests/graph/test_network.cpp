@@ -22,6 +22,8 @@ namespace {
 
 using namespace memfmt::graph;
 using memfmt::errc;
+using memfmt::format_family;
+using memfmt::layer_kind;
 using memfmt_test::expect_error;
 using dims = std::vector<std::int64_t>;
 
@@ -29,7 +31,7 @@ constexpr std::int64_t two62 = std::int64_t{1} << 62;
 
 TEST(GraphNetwork, ConvShapes) {
   network net;
-  const node_id x = net.input("x", {2, 8, 17, 17}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 8, 17, 17}, memfmt::dtype::float32, format_family::channels_first);
   conv_attrs a = conv_spec(16, 1);
   a.kernel = {1, 7, 1};  // Inception's 1x7: padding (0, 3) keeps the extents
   a.params.padding = {0, 3, 0};
@@ -58,7 +60,7 @@ TEST(GraphNetwork, ConvShapes) {
 
 TEST(GraphNetwork, PoolPadUpsampleShapes) {
   network net;
-  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, format_family::channels_first);
   // MaxPool2d(2, 3, ceil_mode=True) on 6: ceil(4 / 3) + 1 = 3, but the third window would start at
   // 6, outside the input: dropped, 2.
   memfmt::pool_params p;
@@ -90,12 +92,12 @@ TEST(GraphNetwork, PoolPadUpsampleShapes) {
 
 TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
   network net;
-  const node_id x = net.input("x", {2, 6, 5, 5}, memfmt::dtype::bfloat16, family::channels_last);
+  const node_id x = net.input("x", {2, 6, 5, 5}, memfmt::dtype::bfloat16, format_family::channels_last);
   // Squeeze-and-excitation: [N, C, 1, 1] x [N, C, H, W] broadcasts to [N, C, H, W], either order.
   const node_id s = net.activation("gate", net.global_pool("squeeze", x), memfmt::activation::hardsigmoid);
   EXPECT_EQ(net.at(net.mul("excite", s, x)).extents, (dims{2, 6, 5, 5}));
   EXPECT_EQ(net.at(net.binary("div", x, s, memfmt::binary_op::div)).extents, (dims{2, 6, 5, 5}));
-  const node_id other = net.input("y", {2, 3, 5, 5}, memfmt::dtype::bfloat16, family::channels_last);
+  const node_id other = net.input("y", {2, 3, 5, 5}, memfmt::dtype::bfloat16, format_family::channels_last);
   expect_error([&] { net.add("sum", x, other); }, errc::invalid_argument,
                {"'sum'", "'x' [2, 6, 5, 5]", "'y' [2, 3, 5, 5]"});
   const auto parts = net.split("split", x, {2, 4});
@@ -163,15 +165,15 @@ TEST(GraphNetwork, ElementwiseNormsSlicesAndParameters) {
 // 4-D buffer channels_last after model.to(channels_last), other ranks contiguous.
 TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   network net;
-  const node_id x = net.input("x", {2, 3, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 3, 6, 6}, memfmt::dtype::float32, format_family::channels_first);
   const node_id mean = net.constant("mean", {1, 3, 1, 1}, memfmt::dtype::float32);
   const node_id pos = net.constant("pos", {1, 8, 6, 6}, memfmt::dtype::float32);
   const node_id h = net.conv("conv", net.binary("norm", x, mean, memfmt::binary_op::sub), conv_spec(8, 3, 1, 1));
   const node_id y = net.add("embed", pos, h);
   const node_id scale = net.constant("scale", {1, 4}, memfmt::dtype::float32);
   const node_id z = net.mul("scaled", net.linear("fc", net.flatten("flat", net.global_pool("gap", y)), 4), scale);
-  net.output("y", y, family::channels_last);
-  net.output("z", z, family::channels_first);
+  net.output("y", y, format_family::channels_last);
+  net.output("z", z, format_family::channels_first);
   EXPECT_EQ(net.at(net.find("embed").value()).extents, (dims{2, 8, 6, 6}));
   const auto pp = net.parameters(pos);
   ASSERT_EQ(pp.size(), 1u);
@@ -192,7 +194,7 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   const plan p = solve(net, model);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
   EXPECT_EQ(p.format(pos), p.format(y));
-  EXPECT_EQ(p.format(pos), family::channels_last);  // the pinned output decides the add
+  EXPECT_EQ(p.format(pos), format_family::channels_last);  // the pinned output decides the add
   for (const conversion& cv : p.conversions) {
     EXPECT_NE(cv.value, pos);
     EXPECT_TRUE(cv.value != mean || cv.relabel);  // [1, 3, 1, 1]: both formats at once
@@ -200,7 +202,7 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
   EXPECT_FALSE(p.format(scale).has_value());  // rank 2: no layout
 
   const plan eager = plan_with(net, model, policy::pytorch_eager);
-  EXPECT_EQ(eager.format(pos), family::channels_last);
+  EXPECT_EQ(eager.format(pos), format_family::channels_last);
   EXPECT_NE(eager.nodes[pos].reason.find("4-D buffers"), std::string::npos) << eager.nodes[pos].reason;
 
   expect_error(
@@ -227,10 +229,10 @@ TEST(GraphNetwork, ConstantsAreBuffersLaidOutAsTheirReadersRun) {
 // epsilon or a rank-2 input names the node.
 TEST(GraphNetwork, LayerNormShapesFormatsAndErrors) {
   network net;
-  const node_id x = net.input("x", {2, 6, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 6, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const node_id in = net.instance_norm("inorm", x);
   const node_id ln = net.layer_norm("ln", in);
-  net.output("y", net.conv("conv", ln, conv_spec(4, 1)), family::channels_first);
+  net.output("y", net.conv("conv", ln, conv_spec(4, 1)), format_family::channels_first);
   EXPECT_EQ(net.at(ln).extents, (dims{2, 6, 4, 5}));
   const auto params = net.parameters(ln);
   ASSERT_EQ(params.size(), 2u);
@@ -240,8 +242,8 @@ TEST(GraphNetwork, LayerNormShapesFormatsAndErrors) {
   EXPECT_EQ(net.inherits_from(ln), std::vector<node_id>{in});
   const cost_model model;
   const plan eager = plan_with(net, model, policy::pytorch_eager);
-  EXPECT_EQ(eager.format(in), family::channels_first);
-  EXPECT_EQ(eager.format(ln), family::channels_last);
+  EXPECT_EQ(eager.format(in), format_family::channels_first);
+  EXPECT_EQ(eager.format(ln), format_family::channels_last);
   EXPECT_NE(eager.nodes[ln].reason.find("layer_norm of a channels-last permute"), std::string::npos);
   expect_error([&] { net.layer_norm("eps", x, 0.0); }, errc::invalid_argument, {"'eps'", "epsilon"});
   const node_id flat = net.flatten("flat", x);
@@ -253,15 +255,15 @@ TEST(GraphNetwork, LayerNormShapesFormatsAndErrors) {
 // returns contiguous, pixel shuffles keep channels_last); bad factors name the node and values.
 TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
   network net;
-  const node_id x = net.input("x", {2, 12, 4, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 12, 4, 6}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("conv", x, conv_spec(12, 3, 1, 1));
   const node_id s = net.channel_shuffle("shuffle", c, 3);
   const node_id d = net.depth_to_space("d2s", s, 2);
   const node_id u = net.space_to_depth("s2d", d, 2, memfmt::block_order::dcr);
   const node_id v = net.channel_shuffle(
-      "shuffle3d", net.input("v", {1, 4, 2, 3, 2}, memfmt::dtype::float32, family::channels_first), 2);
-  net.output("y", net.conv("conv2", u, conv_spec(4, 1)), family::channels_first);
-  net.output("w", v, family::channels_first);
+      "shuffle3d", net.input("v", {1, 4, 2, 3, 2}, memfmt::dtype::float32, format_family::channels_first), 2);
+  net.output("y", net.conv("conv2", u, conv_spec(4, 1)), format_family::channels_first);
+  net.output("w", v, format_family::channels_first);
   EXPECT_EQ(net.at(s).extents, (dims{2, 12, 4, 6}));
   EXPECT_EQ(net.at(d).extents, (dims{2, 3, 8, 12}));
   EXPECT_EQ(net.at(u).extents, (dims{2, 12, 4, 6}));
@@ -273,10 +275,10 @@ TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
   EXPECT_GT(costs.by_family[0], 0);
   EXPECT_EQ(net.inherits_from(d), std::vector<node_id>{s});
   const plan eager = plan_with(net, model, policy::pytorch_eager);
-  EXPECT_EQ(eager.format(c), family::channels_last);
-  EXPECT_EQ(eager.format(s), family::channels_first);
+  EXPECT_EQ(eager.format(c), format_family::channels_last);
+  EXPECT_EQ(eager.format(s), format_family::channels_first);
   EXPECT_NE(eager.nodes[s].reason.find("torchvision's channel_shuffle"), std::string::npos) << eager.nodes[s].reason;
-  EXPECT_EQ(eager.format(d), family::channels_first);  // keeps its input's
+  EXPECT_EQ(eager.format(d), format_family::channels_first);  // keeps its input's
   const plan p = solve(net, model);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
   EXPECT_EQ(p.format(s), p.format(c));  // a memory-bound layer takes its producer's format
@@ -289,7 +291,7 @@ TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
   expect_error([&] { net.space_to_depth("b4", x, 4); }, errc::invalid_argument,
                {"'b4'", "space_to_depth by 4", "must divide the spatial sizes"});
   expect_error([&] { net.depth_to_space("big", x, two62); }, errc::invalid_argument, {"'big'", "block size squared"});
-  const node_id cube = net.input("cube", {1, 8, 2, 2, 2}, memfmt::dtype::float32, family::channels_first);
+  const node_id cube = net.input("cube", {1, 8, 2, 2, 2}, memfmt::dtype::float32, format_family::channels_first);
   expect_error([&] { net.depth_to_space("d3", cube, 2); }, errc::invalid_argument, {"'d3'", "needs rank 4"});
 }
 
@@ -297,44 +299,46 @@ TEST(GraphNetwork, RearrangementsShapesFormatsAndErrors) {
 // on the way in): its input is converted once, its output needs none for channels_last consumers.
 TEST(GraphNetwork, OpaqueReadsItsDeclaredFormat) {
   network net;
-  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, family::channels_last);
+  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, format_family::channels_last);
   const node_id c = net.conv("conv", x, conv_spec(32, 3, 1, 1));
-  const node_id op = net.opaque("legacy", {c}, {4, 32, 28, 28}, family::channels_last, family::channels_first);
+  const node_id op =
+      net.opaque("legacy", {c}, {4, 32, 28, 28}, format_family::channels_last, format_family::channels_first);
   net.set_callback(op, std::string("user function"));
   EXPECT_EQ(std::any_cast<std::string>(net.at(op).get<opaque_attrs>().callback), "user function");
   const node_id c2 = net.conv("conv2", op, conv_spec(32, 3, 1, 1));
-  net.output("y", c2, family::channels_last);
+  net.output("y", c2, format_family::channels_last);
   const cost_model model;
   const plan p = solve(net, model);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
-  EXPECT_EQ(p.format(c), family::channels_last);
-  EXPECT_EQ(p.format(c2), family::channels_last);
+  EXPECT_EQ(p.format(c), format_family::channels_last);
+  EXPECT_EQ(p.format(c2), format_family::channels_last);
   ASSERT_EQ(p.copies(), 1u) << explain(net, model, p);
   EXPECT_EQ(p.conversions[0].value, c);
-  EXPECT_EQ(p.conversions[0].to, family::channels_first);
+  EXPECT_EQ(p.conversions[0].to, format_family::channels_first);
   EXPECT_EQ(p.conversions[0].consumers, std::vector<node_id>{op});
   expect_error([&] { net.set_callback(c, 1); }, errc::invalid_argument, {"'conv'", "opaque"});
 }
 
 TEST(GraphNetwork, SupportQueryMarksFormatsUnsupported) {
   network net;
-  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, family::channels_last);
+  const node_id x = net.input("x", {4, 32, 28, 28}, memfmt::dtype::float32, format_family::channels_last);
   memfmt::pad_params pad;
   pad.mode = memfmt::pad_mode::reflect;
   pad.begin = pad.end = {1, 1, 1};
   const node_id r = net.pad("reflect", net.conv("conv", x, conv_spec(32, 3, 1, 1)), pad);
-  net.output("y", net.conv("conv2", r, conv_spec(32, 3)), family::channels_last);
+  net.output("y", net.conv("conv2", r, conv_spec(32, 3)), format_family::channels_last);
   cost_model model;
-  model.set_support_query([](const network&, const node& n, family f) -> std::optional<std::string> {
-    if (n.kind == node_kind::pad && f == family::channels_last) return std::string("no channels_last reflect pad");
+  model.set_support_query([](const network&, const node& n, format_family f) -> std::optional<std::string> {
+    if (n.kind == layer_kind::pad && f == format_family::channels_last)
+      return std::string("no channels_last reflect pad");
     return std::nullopt;
   });
   const plan p = solve(net, model);
-  EXPECT_EQ(p.format(r), family::channels_first);
+  EXPECT_EQ(p.format(r), format_family::channels_first);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
   EXPECT_NE(explain(net, model, p).find("no channels_last reflect pad"), std::string::npos);
-  model.set_support_query([](const network&, const node& n, family) -> std::optional<std::string> {
-    if (n.kind == node_kind::pad) return std::string("no pad kernel");
+  model.set_support_query([](const network&, const node& n, format_family) -> std::optional<std::string> {
+    if (n.kind == layer_kind::pad) return std::string("no pad kernel");
     return std::nullopt;
   });
   expect_error([&] { solve(net, model); }, errc::unsupported, {"'reflect'", "either format", "no pad kernel"});
@@ -343,9 +347,9 @@ TEST(GraphNetwork, SupportQueryMarksFormatsUnsupported) {
 // Sizes past 64 bits are refused with the node and the values, never wrapped.
 TEST(GraphNetwork, HostileExtentsAreRefused) {
   network net;
-  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, format_family::channels_first);
   expect_error([&] { net.upsample("up", x, two62); }, errc::overflow, {"'up'", "16 * 4611686018427387904"});
-  const node_id wide = net.input("wide", {1, two62, 1, 1}, memfmt::dtype::uint8, family::channels_first);
+  const node_id wide = net.input("wide", {1, two62, 1, 1}, memfmt::dtype::uint8, format_family::channels_first);
   expect_error(
       [&] {
         net.concat("cat", {wide, wide, wide});
@@ -355,23 +359,23 @@ TEST(GraphNetwork, HostileExtentsAreRefused) {
   expect_error(
       [&] {
         net.input("empty", {0, std::int64_t{1} << 40, std::int64_t{1} << 40, 1}, memfmt::dtype::float32,
-                  family::channels_first);
+                  format_family::channels_first);
       },
       errc::overflow, {"'empty'", "dense strides", "[0, 1099511627776, 1099511627776, 1]"});
   expect_error(
       [&] {
         net.input("huge", {std::int64_t{1} << 40, std::int64_t{1} << 40, 1, 1}, memfmt::dtype::float32,
-                  family::channels_first);
+                  format_family::channels_first);
       },
       errc::overflow, {"'huge'", "[1099511627776, 1099511627776, 1, 1]"});
   expect_error(
       [&] {
-        net.input("bytes", {1, two62, 1, 1}, memfmt::dtype::float32, family::channels_first);
+        net.input("bytes", {1, two62, 1, 1}, memfmt::dtype::float32, format_family::channels_first);
       },
       errc::overflow, {"'bytes'", "4611686018427387904 elements of 4 bytes"});
   expect_error(
       [&] {
-        net.opaque("neg", {x}, {-2, -8, 16, 16}, family::channels_first);
+        net.opaque("neg", {x}, {-2, -8, 16, 16}, format_family::channels_first);
       },
       errc::invalid_argument, {"'neg'", "negative size", "[-2, -8, 16, 16]"});
   expect_error([&] { net.conv("pad62", x, conv_spec(8, 3, 1, two62)); }, errc::overflow,
@@ -381,7 +385,7 @@ TEST(GraphNetwork, HostileExtentsAreRefused) {
   expect_error([&] { net.conv("dilated", x, big_kernel); }, errc::overflow, {"'dilated'", "dilated kernel"});
   // A weight too large for 64 bits is refused although the activation fits.
   const node_id bytes =
-      net.flatten("f", net.input("small", {1, 8, 2, 2}, memfmt::dtype::uint8, family::channels_first));
+      net.flatten("f", net.input("small", {1, 8, 2, 2}, memfmt::dtype::uint8, format_family::channels_first));
   expect_error([&] { net.linear("fc", bytes, two62); }, errc::overflow,
                {"'fc'", "'fc.weight'", "[4611686018427387904, 32]"});
   EXPECT_EQ(net.size(), 4u);  // x, wide, small, f: nothing refused was added
@@ -397,7 +401,8 @@ TEST(GraphNetwork, CostModelRefusesBadPriorsAndForeignOverrides) {
   p.memory_bytes_per_ns = 0;
   expect_error([&] { cost_model m(p); }, errc::invalid_argument, {"memory_bytes_per_ns = 0"});
   network net;
-  net.output("y", net.input("x", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first), family::channels_first);
+  net.output("y", net.input("x", {1, 2, 3, 3}, memfmt::dtype::float32, format_family::channels_first),
+             format_family::channels_first);
   cost_model model;
   expect_error([&] { model.override_node(net, 999, 1, 1); }, errc::invalid_argument, {"node 999", "2 nodes"});
   expect_error([&] { model.override_conversion(net, 7, 1); }, errc::invalid_argument, {"node 7", "2 nodes"});

@@ -15,6 +15,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 struct named_network {
   const char* name;
@@ -57,31 +58,31 @@ TEST(GraphNetworks, PlanBeatsNaiveAndGreedy) {
 TEST(GraphNetworks, GroupedAndDepthwiseFollowTheirPriors) {
   // groups = 2 with 112 channels per group between depthwise layers (the Inductor case).
   network net;
-  const node_id x = net.input("x", {8, 224, 56, 56}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {8, 224, 56, 56}, memfmt::dtype::float32, format_family::channels_first);
   const node_id dw1 = net.conv("dw1", x, conv_spec(224, 3, 1, 1, 224));
   const node_id grouped = net.conv("grouped", net.relu("relu1", dw1), conv_spec(224, 3, 1, 1, 2));
   const node_id dw2 = net.conv("dw2", net.relu("relu2", grouped), conv_spec(224, 3, 1, 1, 224));
-  net.output("y", dw2, family::channels_first);
+  net.output("y", dw2, format_family::channels_first);
   const cost_model model;
   const plan p = solve(net, model);
   for (node_id id : {dw1, grouped, dw2}) {
     const conv_speedup prior =
         default_conv_speedup(224, net.at(id).get<conv_attrs>().params.groups, 9, 4, memfmt::dtype::float32);
-    EXPECT_EQ(p.format(id), prior.channels_last > 1 ? family::channels_last : family::channels_first)
+    EXPECT_EQ(p.format(id), prior.channels_last > 1 ? format_family::channels_last : format_family::channels_first)
         << net.at(id).name << ": " << prior.basis << "\n"
         << explain(net, model, p);
   }
-  EXPECT_EQ(p.format(dw1), family::channels_last);
-  EXPECT_EQ(p.format(grouped), family::channels_first);
+  EXPECT_EQ(p.format(dw1), format_family::channels_last);
+  EXPECT_EQ(p.format(grouped), format_family::channels_first);
   EXPECT_EQ(verify(net, model, p), std::vector<std::string>{});
 }
 
 TEST(GraphNetworks, FlattenIntoLinearPermutesWeightsInsteadOfConverting) {
   network net;
-  const node_id x = net.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, family::channels_last);
+  const node_id x = net.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, format_family::channels_last);
   const node_id c = net.conv("conv", x, conv_spec(64, 3, 1, 1));
   const node_id fc = net.linear("fc", net.flatten("flatten", c), 10);
-  net.output("y", fc, family::channels_first);
+  net.output("y", fc, format_family::channels_first);
   const cost_model model;
   const plan p = solve(net, model);
   EXPECT_EQ(p.copies(), 0u) << explain(net, model, p);
@@ -90,11 +91,11 @@ TEST(GraphNetworks, FlattenIntoLinearPermutesWeightsInsteadOfConverting) {
 
   // A flatten feeding something other than a linear needs the channels_first element order.
   network net2;
-  const node_id x2 = net2.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, family::channels_last);
+  const node_id x2 = net2.input("x", {16, 64, 14, 14}, memfmt::dtype::bfloat16, format_family::channels_last);
   const node_id f2 = net2.flatten("flatten", net2.conv("conv", x2, conv_spec(64, 3, 1, 1)));
-  net2.output("y", f2, family::channels_first);
+  net2.output("y", f2, format_family::channels_first);
   const plan p2 = solve(net2, model);
-  EXPECT_EQ(p2.format(f2), family::channels_first);
+  EXPECT_EQ(p2.format(f2), format_family::channels_first);
   EXPECT_EQ(p2.copies(), 1u);
   EXPECT_TRUE(p2.permuted_linears.empty());
 }

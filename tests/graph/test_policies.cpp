@@ -18,6 +18,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 // verify()'s findings apart from its thrashing check ("sits between inverse conversions"), which
 // the eager policy fails by design: that is the channel thrashing it reproduces.
@@ -52,7 +53,7 @@ std::map<std::string, std::vector<recorded>> eager_fixture() {
 network small_unet() {
   models::options o = zoo::sized(memfmt::dtype::float32, 1, 32);
   o.width = 0.125;  // 8 channels at the first level, as the fixture's UNet(8)
-  o.input_format = family::channels_last;
+  o.input_format = format_family::channels_last;
   return models::unet(o);
 }
 
@@ -126,7 +127,8 @@ TEST(GraphPolicies, EveryPolicyGivesAVerifiedPlanAndOptimalIsTheLeast) {
         }
         if (!p.nodes[n.id].format || (pinned && pinned->mandatory)) continue;
         // Uniform policies: their family wherever the layer can run in it.
-        const family uniform = which == policy::all_channels_last ? family::channels_last : family::channels_first;
+        const format_family uniform =
+            which == policy::all_channels_last ? format_family::channels_last : format_family::channels_first;
         if (which == policy::all_channels_first || which == policy::all_channels_last) {
           EXPECT_EQ(p.format(n.id), model.allowed(net, n.id, uniform) ? uniform : other(uniform)) << n.name;
         }

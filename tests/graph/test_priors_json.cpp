@@ -18,6 +18,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 using nlohmann::json;
 
 std::string shipped(const char* name) { return std::string(MEMFMT_PRIORS_DIR) + "/" + name + ".json"; }
@@ -40,10 +41,10 @@ TEST(PriorsJson, ShippedFilesEqualTheCompiledInTables) {
 
 TEST(PriorsJson, AnEditedFileChangesThePlanAndTheCitedCase) {
   network net;
-  const node_id x = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, format_family::channels_first);
   const node_id conv = net.conv("conv", x, conv_spec(64, 3, 1, 1));
-  net.output("y", conv, family::channels_first);
-  ASSERT_EQ(solve(net, cost_model(onednn_cpu_priors())).format(conv), family::channels_last);
+  net.output("y", conv, format_family::channels_first);
+  ASSERT_EQ(solve(net, cost_model(onednn_cpu_priors())).format(conv), format_family::channels_last);
 
   json edited = memfmt::io::priors_to_json(onednn_cpu_priors(), "onednn_cpu");
   for (json& row : edited["rows"])
@@ -52,7 +53,7 @@ TEST(PriorsJson, AnEditedFileChangesThePlanAndTheCitedCase) {
       row["benchmark"] = "my_bench --case=3x3";
     }
   const cost_model model(memfmt::io::load_priors(edited.dump()));
-  EXPECT_EQ(solve(net, model).format(conv), family::channels_first);
+  EXPECT_EQ(solve(net, model).format(conv), format_family::channels_first);
   EXPECT_EQ(model.node_costs(net, conv).source, "prior: my_bench --case=3x3");
   const cost_priors back = memfmt::io::load_priors(memfmt::io::save_priors(model.priors(), "onednn_cpu"));
   EXPECT_EQ(back.kxk_conv.fp32, 0.1);

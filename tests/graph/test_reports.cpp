@@ -18,6 +18,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 struct parsed_dot {
   std::set<std::pair<node_id, node_id>> edges, marked;  // marked: conversion edges
@@ -65,7 +66,7 @@ TEST(GraphReports, DotShowsEveryLayerAndMarksExactlyTheConvertedEdges) {
       std::size_t first = 0, last = 0, none = 0;
       for (const node& n : net.nodes()) {
         const auto f = p.format(n.id);
-        (f ? (*f == family::channels_first ? first : last) : none) += 1;
+        (f ? (*f == format_family::channels_first ? first : last) : none) += 1;
         for (node_id i : n.inputs) {
           all.insert({i, n.id});
           if (net.at(i).spatial() && p.format(i) != net.read_format(n.id, *p.format(n.id))) crossing.insert({i, n.id});

@@ -25,19 +25,21 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
+using memfmt::layer_kind;
 
 // A network as data, so the same graph can be built in any topological order.
 struct op {
-  node_kind kind;
+  layer_kind kind;
   std::string name;
   std::vector<std::string> inputs;
   std::int64_t channels = 0, kernel = 1, groups = 1;
-  family format = family::channels_first;
-  family reads = family::channels_first;  // opaque: the format it reads its input in
+  format_family format = format_family::channels_first;
+  format_family reads = format_family::channels_first;  // opaque: the format it reads its input in
 };
 struct pin_spec {
   std::string name;
-  family format;
+  format_family format;
   bool mandatory;
   int priority;
 };
@@ -64,19 +66,19 @@ built build(const recipe& r, const std::vector<std::size_t>& order) {
     std::vector<node_id> in;
     for (const auto& name : o.inputs) in.push_back(id(name));
     switch (o.kind) {
-      case node_kind::input: net.input(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32, o.format); break;
-      case node_kind::output: net.output(o.name, in[0], o.format); break;
-      case node_kind::conv: net.conv(o.name, in[0], conv_spec(o.channels, o.kernel, 1, o.kernel / 2, o.groups)); break;
-      case node_kind::batch_norm: net.batch_norm(o.name, in[0]); break;
-      case node_kind::activation: net.relu(o.name, in[0]); break;
-      case node_kind::binary: net.add(o.name, in[0], in[1]); break;
-      case node_kind::constant: net.constant(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32); break;
-      case node_kind::pool: net.max_pool(o.name, in[0], 1, 1); break;
-      case node_kind::global_pool: net.global_pool(o.name, in[0]); break;
-      case node_kind::concat: net.concat(o.name, in); break;
-      case node_kind::opaque: net.opaque(o.name, in, {2, o.channels, 4, 4}, o.format, o.reads); break;
-      case node_kind::flatten: net.flatten(o.name, in[0]); break;
-      case node_kind::linear: net.linear(o.name, in[0], 5); break;
+      case layer_kind::input: net.input(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32, o.format); break;
+      case layer_kind::output: net.output(o.name, in[0], o.format); break;
+      case layer_kind::conv: net.conv(o.name, in[0], conv_spec(o.channels, o.kernel, 1, o.kernel / 2, o.groups)); break;
+      case layer_kind::batch_norm: net.batch_norm(o.name, in[0]); break;
+      case layer_kind::activation: net.relu(o.name, in[0]); break;
+      case layer_kind::binary: net.add(o.name, in[0], in[1]); break;
+      case layer_kind::constant: net.constant(o.name, {2, o.channels, 4, 4}, memfmt::dtype::float32); break;
+      case layer_kind::pool: net.max_pool(o.name, in[0], 1, 1); break;
+      case layer_kind::global_pool: net.global_pool(o.name, in[0]); break;
+      case layer_kind::concat: net.concat(o.name, in); break;
+      case layer_kind::opaque: net.opaque(o.name, in, {2, o.channels, 4, 4}, o.format, o.reads); break;
+      case layer_kind::flatten: net.flatten(o.name, in[0]); break;
+      case layer_kind::linear: net.linear(o.name, in[0], 5); break;
       default: ADD_FAILURE() << "recipe kind " << to_string(o.kind);
     }
   }
@@ -107,8 +109,8 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   const std::size_t inputs = 1 + pick(2), ops = 4 + pick(7);
   for (std::size_t i = 0; i < inputs; ++i) {
     const std::int64_t c = pick(4) == 0 ? 1 : 8;
-    const family f = pick(2) ? family::channels_last : family::channels_first;
-    r.ops.push_back({node_kind::input, "in" + std::to_string(i), {}, c, 1, 1, f});
+    const format_family f = pick(2) ? format_family::channels_last : format_family::channels_first;
+    r.ops.push_back({layer_kind::input, "in" + std::to_string(i), {}, c, 1, 1, f});
     values.push_back({r.ops.back().name, c, true, false});
   }
   const auto spatial_value = [&]() {
@@ -125,16 +127,16 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
       case 1: {
         const std::int64_t out = pick(4) == 0 ? 1 : 8;
         const std::int64_t groups = (in.channels == 8 && out == 8) ? std::int64_t{1} << pick(4) : 1;
-        r.ops.push_back({node_kind::conv, name, {in.name}, out, pick(2) ? 3 : 1, groups});
+        r.ops.push_back({layer_kind::conv, name, {in.name}, out, pick(2) ? 3 : 1, groups});
         values.push_back({name, out, true, false});
         break;
       }
       case 2:
-        r.ops.push_back({node_kind::batch_norm, name, {in.name}});
+        r.ops.push_back({layer_kind::batch_norm, name, {in.name}});
         values.push_back({name, in.channels, true, false});
         break;
       case 3:
-        r.ops.push_back({node_kind::activation, name, {in.name}});
+        r.ops.push_back({layer_kind::activation, name, {in.name}});
         values.push_back({name, in.channels, true, false});
         break;
       case 4: {
@@ -142,43 +144,43 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
         for (const value& v : values)
           if (v.spatial && !v.pooled && v.channels == in.channels) same.push_back(v.name);
         if (pick(3) == 0) {  // a constant operand, which later layers may read too
-          r.ops.push_back({node_kind::constant, name + "k", {}, in.channels});
+          r.ops.push_back({layer_kind::constant, name + "k", {}, in.channels});
           values.push_back({name + "k", in.channels, true, false});
           same = {name + "k"};
         }
-        r.ops.push_back({node_kind::binary, name, {in.name, same[pick(same.size())]}});
+        r.ops.push_back({layer_kind::binary, name, {in.name, same[pick(same.size())]}});
         values.push_back({name, in.channels, true, false});
         break;
       }
       case 5: {
         const value other = spatial_value();
-        r.ops.push_back({node_kind::concat, name, {in.name, other.name}});
+        r.ops.push_back({layer_kind::concat, name, {in.name, other.name}});
         values.push_back({name, in.channels + other.channels, true, false});
         break;
       }
       case 6:
-        r.ops.push_back({node_kind::pool, name, {in.name}});
+        r.ops.push_back({layer_kind::pool, name, {in.name}});
         values.push_back({name, in.channels, true, false});
         break;
       case 7: {  // a barrier that may read one format and write the other
-        const family writes = pick(2) ? family::channels_last : family::channels_first;
-        r.ops.push_back({node_kind::opaque,
+        const format_family writes = pick(2) ? format_family::channels_last : format_family::channels_first;
+        r.ops.push_back({layer_kind::opaque,
                          name,
                          {in.name},
                          in.channels,
                          1,
                          1,
                          writes,
-                         pick(2) ? family::channels_last : family::channels_first});
+                         pick(2) ? format_family::channels_last : format_family::channels_first});
         values.push_back({name, in.channels, true, false});
         break;
       }
       default: {
-        r.ops.push_back({node_kind::global_pool, name, {in.name}});
+        r.ops.push_back({layer_kind::global_pool, name, {in.name}});
         values.push_back({name, in.channels, true, true});
         if (pick(2)) {
-          r.ops.push_back({node_kind::flatten, name + "f", {name}});
-          r.ops.push_back({node_kind::linear, name + "l", {name + "f"}});
+          r.ops.push_back({layer_kind::flatten, name + "f", {name}});
+          r.ops.push_back({layer_kind::linear, name + "l", {name + "f"}});
           values.push_back({name + "l", 5, false, false});
         }
       }
@@ -189,29 +191,30 @@ recipe random_recipe(std::mt19937& rng, bool random_costs) {
   std::size_t outputs = 0;
   for (const value& v : values)
     if (!used.count(v.name) && r.ops.size() < 13)
-      r.ops.push_back({node_kind::output,
+      r.ops.push_back({layer_kind::output,
                        "out" + std::to_string(outputs++),
                        {v.name},
                        0,
                        1,
                        1,
-                       pick(2) ? family::channels_last : family::channels_first});
+                       pick(2) ? format_family::channels_last : format_family::channels_first});
   if (!random_costs) return r;
   std::set<std::string> mandatory;
   for (const op& o : r.ops) {
-    if (o.kind == node_kind::input || o.kind == node_kind::output || o.kind == node_kind::opaque)
+    if (o.kind == layer_kind::input || o.kind == layer_kind::output || o.kind == layer_kind::opaque)
       mandatory.insert(o.name);
-    if (o.kind == node_kind::linear || o.kind == node_kind::input || o.kind == node_kind::output) continue;
+    if (o.kind == layer_kind::linear || o.kind == layer_kind::input || o.kind == layer_kind::output) continue;
     if (pick(5) == 0 && !mandatory.count(o.name)) {
-      const family f = pick(2) ? family::channels_last : family::channels_first;
+      const format_family f = pick(2) ? format_family::channels_last : format_family::channels_first;
       r.pins.push_back({o.name, f, true, 0});
       mandatory.insert(o.name);
     } else if (pick(5) == 0) {
-      r.pins.push_back({o.name, pick(2) ? family::channels_last : family::channels_first, false, 1 + int(pick(3))});
+      r.pins.push_back(
+          {o.name, pick(2) ? format_family::channels_last : format_family::channels_first, false, 1 + int(pick(3))});
     }
     std::optional<cost_t> cf = cost_t(pick(40)), cl = cost_t(pick(40));
-    if (!mandatory.count(o.name) && o.kind != node_kind::flatten && pick(8) == 0) (pick(2) ? cf : cl).reset();
-    if (o.kind != node_kind::flatten) r.costs[o.name] = {cf, cl};
+    if (!mandatory.count(o.name) && o.kind != layer_kind::flatten && pick(8) == 0) (pick(2) ? cf : cl).reset();
+    if (o.kind != layer_kind::flatten) r.costs[o.name] = {cf, cl};
     if (pick(2)) r.conversions[o.name] = cost_t(pick(60));
   }
   return r;
@@ -224,27 +227,27 @@ constexpr score infeasible{-1, 0};
 // Written from the task's definition, not from network::producer / inherits_format: the layers
 // that cost the same in both formats, and the first input of each that has a layout; and each
 // layer reading a spatial constant, once per constant.
-std::size_t count_inherit_breaks(const network& net, const std::vector<std::optional<family>>& f) {
+std::size_t count_inherit_breaks(const network& net, const std::vector<std::optional<format_family>>& f) {
   std::size_t breaks = 0;
   for (const node& n : net.nodes()) {
     std::set<node_id> constants;
     for (node_id i : n.inputs)
-      if (net.at(i).kind == node_kind::constant && net.at(i).extents.size() >= 4) constants.insert(i);
+      if (net.at(i).kind == layer_kind::constant && net.at(i).extents.size() >= 4) constants.insert(i);
     for (node_id c : constants) breaks += f[c] != f[n.id];
     switch (n.kind) {
-      case node_kind::batch_norm:
-      case node_kind::instance_norm:
-      case node_kind::group_norm:
-      case node_kind::pad:
-      case node_kind::activation:
-      case node_kind::binary:
-      case node_kind::pool:
-      case node_kind::global_pool:
-      case node_kind::upsample:
-      case node_kind::concat:
-      case node_kind::slice:
-      case node_kind::softmax:
-      case node_kind::dropout: break;
+      case layer_kind::batch_norm:
+      case layer_kind::instance_norm:
+      case layer_kind::group_norm:
+      case layer_kind::pad:
+      case layer_kind::activation:
+      case layer_kind::binary:
+      case layer_kind::pool:
+      case layer_kind::global_pool:
+      case layer_kind::upsample:
+      case layer_kind::concat:
+      case layer_kind::slice:
+      case layer_kind::softmax:
+      case layer_kind::dropout: break;
       default: continue;
     }
     for (node_id i : n.inputs)
@@ -256,7 +259,7 @@ std::size_t count_inherit_breaks(const network& net, const std::vector<std::opti
   return breaks;
 }
 std::size_t count_inherit_breaks(const network& net, const plan& p) {
-  std::vector<std::optional<family>> f;
+  std::vector<std::optional<format_family>> f;
   for (const auto& d : p.nodes) f.push_back(d.format);
   return count_inherit_breaks(net, f);
 }
@@ -267,12 +270,12 @@ struct brute_force_result {
   score best = infeasible;
   std::vector<std::array<score, 2>> best_with;  // best with node id in family f
 
-  family format(std::uint32_t mask, node_id id) const {
+  format_family format(std::uint32_t mask, node_id id) const {
     const auto i = static_cast<std::size_t>(std::find(vars.begin(), vars.end(), id) - vars.begin());
-    return (mask >> i) & 1u ? family::channels_last : family::channels_first;
+    return (mask >> i) & 1u ? format_family::channels_last : format_family::channels_first;
   }
   // The lexicographic best among the assignments that give each listed node its family.
-  score best_where(const std::vector<std::pair<node_id, family>>& forced) const {
+  score best_where(const std::vector<std::pair<node_id, format_family>>& forced) const {
     score b = infeasible;
     for (std::uint32_t mask = 0; mask < by_mask.size(); ++mask) {
       if (by_mask[mask] == infeasible) continue;
@@ -291,10 +294,10 @@ brute_force_result brute_force(const network& net, const cost_model& model) {
     if (net.has_format(id)) r.vars.push_back(id);
   r.best_with.assign(net.size(), {infeasible, infeasible});
   r.by_mask.assign(std::size_t{1} << r.vars.size(), infeasible);
-  std::vector<std::optional<family>> f(net.size());
+  std::vector<std::optional<format_family>> f(net.size());
   for (std::uint32_t mask = 0; mask < r.by_mask.size(); ++mask) {
     for (std::size_t i = 0; i < r.vars.size(); ++i)
-      f[r.vars[i]] = (mask >> i) & 1u ? family::channels_last : family::channels_first;
+      f[r.vars[i]] = (mask >> i) & 1u ? format_family::channels_last : format_family::channels_first;
     cost_t total = 0;
     bool feasible = true;
     for (node_id id = 0; id < net.size() && feasible; ++id) {
@@ -312,7 +315,7 @@ brute_force_result brute_force(const network& net, const cost_model& model) {
       bool needed = false;
       for (node_id u : net.consumers(v)) {
         const node& user = net.at(u);
-        needed = needed || (user.kind == node_kind::opaque ? user.get<opaque_attrs>().input_format : *f[u]) != f[v];
+        needed = needed || (user.kind == layer_kind::opaque ? user.get<opaque_attrs>().input_format : *f[u]) != f[v];
       }
       if (needed) total += model.conversion_cost(net, v);
     }
@@ -361,13 +364,13 @@ TEST(GraphSolve, MinCutEqualsBruteForceOnRandomDags) {
         ties_by_inheritance += extra > 0;
       }
       // Tie rule: channels_first only where every lexicographically optimal plan has it.
-      if (*p.format(id) == family::channels_first) {
+      if (*p.format(id) == format_family::channels_first) {
         EXPECT_NE(flipped, truth.best) << "trial " << trial << " node " << id;
       }
       with_ties += flipped.first == truth.best.first;
     }
     for (const conversion& c : p.conversions) {
-      std::vector<std::pair<node_id, family>> kept{{c.value, c.from}};
+      std::vector<std::pair<node_id, format_family>> kept{{c.value, c.from}};
       for (node_id u : c.consumers) kept.emplace_back(u, c.from);
       const score alt = truth.best_where(kept);
       ASSERT_EQ(c.saves.has_value(), alt != infeasible) << "trial " << trial;
@@ -402,32 +405,32 @@ TEST(GraphSolve, MinCutEqualsBruteForceOnRandomDags) {
 // the same on any of the three values, and goes after the relu, so conv + bn + relu stay fusable.
 TEST(GraphSolve, TiedConversionSitsBeforeTheLayerThatNeedsIt) {
   network net;
-  const node_id x = net.input("x", {8, 64, 56, 56}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {8, 64, 56, 56}, memfmt::dtype::float32, format_family::channels_first);
   const node_id pw = net.conv("conv1x1", x, conv_spec(64, 1));
   const node_id bn = net.batch_norm("bn", pw);
   const node_id relu = net.relu("relu", bn);
   const node_id kxk = net.conv("conv3x3", relu, conv_spec(64, 3, 1, 1));
-  net.output("y", kxk, family::channels_last);
+  net.output("y", kxk, format_family::channels_last);
   const cost_model model(zoo::indifferent_batch_norm());
   const format_costs c1 = model.node_costs(net, pw), c3 = model.node_costs(net, kxk);
-  ASSERT_EQ(c1.preferred(), family::channels_first) << c1.basis;
-  ASSERT_EQ(c3.preferred(), family::channels_last) << c3.basis;
+  ASSERT_EQ(c1.preferred(), format_family::channels_first) << c1.basis;
+  ASSERT_EQ(c3.preferred(), format_family::channels_last) << c3.basis;
 
   const plan p = solve(net, model);
   ASSERT_EQ(p.copies(), 1u) << explain(net, model, p);
   const conversion& c = p.conversions[0];
   EXPECT_EQ(c.value, relu) << explain(net, model, p);
   EXPECT_EQ(c.consumers, std::vector<node_id>{kxk});
-  EXPECT_EQ(c.from, family::channels_first);
-  for (node_id id : {pw, bn, relu}) EXPECT_EQ(p.format(id), family::channels_first) << net.at(id).name;
-  EXPECT_EQ(p.format(kxk), family::channels_last);
+  EXPECT_EQ(c.from, format_family::channels_first);
+  for (node_id id : {pw, bn, relu}) EXPECT_EQ(p.format(id), format_family::channels_first) << net.at(id).name;
+  EXPECT_EQ(p.format(kxk), format_family::channels_last);
   EXPECT_EQ(p.inherit_breaks, 0u);
 
   // The old placement (right after the 1x1 conv, bn and relu channels_last) costs exactly the same
   // (the three values have the same bytes) and breaks one inheritance: the tie the rule decides.
-  std::vector<std::optional<family>> early;
+  std::vector<std::optional<format_family>> early;
   for (const auto& d : p.nodes) early.push_back(d.format);
-  early[bn] = early[relu] = family::channels_last;
+  early[bn] = early[relu] = format_family::channels_last;
   const plan old = make_plan(net, model, early);
   EXPECT_EQ(old.total(), p.total());
   EXPECT_EQ(old.inherit_breaks, 1u);
@@ -450,10 +453,10 @@ TEST(GraphSolve, ResNetConversionsLeaveFusedGroupsWhole) {
   // of the other branch: that add reads it as a second operand, not as a fused epilogue).
   for (const conversion& c : p.conversions) {
     if (c.relabel) continue;
-    EXPECT_NE(net.at(c.value).kind, node_kind::conv) << net.at(c.value).name << "\n" << explain(net, model, p);
-    if (net.at(c.value).kind != node_kind::batch_norm) continue;
+    EXPECT_NE(net.at(c.value).kind, layer_kind::conv) << net.at(c.value).name << "\n" << explain(net, model, p);
+    if (net.at(c.value).kind != layer_kind::batch_norm) continue;
     for (node_id u : c.consumers) {
-      EXPECT_EQ(net.at(u).kind, node_kind::binary) << net.at(c.value).name << " -> " << net.at(u).name;
+      EXPECT_EQ(net.at(u).kind, layer_kind::binary) << net.at(c.value).name << " -> " << net.at(u).name;
     }
   }
   EXPECT_EQ(p.inherit_breaks, 0u) << explain(net, model, p);
@@ -482,7 +485,7 @@ TEST(GraphSolve, SamePlanForAnyInsertionOrder) {
     ASSERT_EQ(pa.total(), pb.total());
     for (const node& n : a.net.nodes()) EXPECT_EQ(pa.format(n.id), pb.format(*b.net.find(n.name))) << n.name;
     const auto by_name = [](const network& net, const plan& p) {
-      std::set<std::tuple<std::string, family, std::set<std::string>>> s;
+      std::set<std::tuple<std::string, format_family, std::set<std::string>>> s;
       for (const conversion& c : p.conversions) {
         std::set<std::string> users;
         for (node_id u : c.consumers) users.insert(net.at(u).name);
@@ -496,12 +499,13 @@ TEST(GraphSolve, SamePlanForAnyInsertionOrder) {
 
 TEST(GraphSolve, FanOutConvertsOnce) {
   network net;
-  const node_id x = net.input("x", {8, 64, 32, 32}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {8, 64, 32, 32}, memfmt::dtype::float32, format_family::channels_first);
   const node_id producer = net.conv("producer", x, conv_spec(64, 3, 1, 1));
-  net.pin_format(producer, family::channels_first, true, 0, "user: keep producer NCHW");
+  net.pin_format(producer, format_family::channels_first, true, 0, "user: keep producer NCHW");
   for (int i = 0; i < 3; ++i) {
     const std::string name = "consumer" + std::to_string(i);
-    net.output("out" + std::to_string(i), net.conv(name, producer, conv_spec(64, 3, 1, 1)), family::channels_last);
+    net.output("out" + std::to_string(i), net.conv(name, producer, conv_spec(64, 3, 1, 1)),
+               format_family::channels_last);
   }
   const cost_model model;
   const plan p = solve(net, model);
@@ -509,26 +513,28 @@ TEST(GraphSolve, FanOutConvertsOnce) {
   ASSERT_EQ(p.conversions.size(), 1u) << explain(net, model, p);
   const conversion& c = p.conversions[0];
   EXPECT_EQ(c.value, producer);
-  EXPECT_EQ(c.to, family::channels_last);
+  EXPECT_EQ(c.to, format_family::channels_last);
   EXPECT_EQ(c.consumers.size(), 3u);
   EXPECT_EQ(c.bytes, 2 * 8 * 64 * 32 * 32 * 4);
   EXPECT_EQ(p.conversion_cost, model.conversion_cost(net, producer)) << "charged once, not per consumer";
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.format(*net.find("consumer" + std::to_string(i))), family::channels_last);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(p.format(*net.find("consumer" + std::to_string(i))), format_family::channels_last);
 }
 
 TEST(GraphSolve, AmbiguousValuesAreRelabels) {
   network net;
   // C == 1 input pinned NCHW feeding an NHWC-preferring conv; a global pool ([N, C, 1, 1]) feeding an
   // NCHW barrier: both crossings are the same bytes.
-  const node_id x = net.input("mask", {8, 1, 64, 64}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("mask", {8, 1, 64, 64}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("conv", x, conv_spec(64, 3, 1, 1));
   const node_id g = net.global_pool("pool", c);
-  net.output("out", net.opaque("legacy", {g}, {8, 64, 1, 1}, family::channels_first), family::channels_first);
-  net.output("features", c, family::channels_last);
+  net.output("out", net.opaque("legacy", {g}, {8, 64, 1, 1}, format_family::channels_first),
+             format_family::channels_first);
+  net.output("features", c, format_family::channels_last);
   const cost_model model;
   const plan p = solve(net, model);
   EXPECT_EQ(p.total(), brute_force(net, model).best.first);
-  EXPECT_EQ(p.format(c), family::channels_last);
+  EXPECT_EQ(p.format(c), format_family::channels_last);
   ASSERT_EQ(p.conversions.size(), 2u) << explain(net, model, p);
   EXPECT_EQ(p.copies(), 0u);
   for (const conversion& cv : p.conversions) {
@@ -553,7 +559,7 @@ namespace {
 // residual graph equal a fresh solve with the node (or the conversion's value and consumers) pinned.
 TEST(GraphSolve, LongChainsSolveAndFlipsMatchPinnedSolves) {
   models::options o = zoo::sized(memfmt::dtype::float32, 8, 28);
-  o.output_format = family::channels_last;
+  o.output_format = format_family::channels_last;
   {
     const network net = models::bottleneck_chain(2000, o);
     ASSERT_EQ(net.size(), 20002u);
@@ -570,7 +576,7 @@ TEST(GraphSolve, LongChainsSolveAndFlipsMatchPinnedSolves) {
     for (node_id id = 0; id < small.size(); ++id) {
       if (!ps.nodes[id].format) continue;
       network pinned = small;
-      const family flipped = other(*ps.format(id));
+      const format_family flipped = other(*ps.format(id));
       if (!model.allowed(small, id, flipped)) {
         EXPECT_FALSE(ps.nodes[id].flip_delta.has_value()) << small.at(id).name;
         continue;

@@ -14,6 +14,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 // input -> conv 3x3 -> relu -> output, boundaries channels_first: the kxk prior (NHWC 1.67x faster)
 // makes converting around the conv worth it.
@@ -21,10 +22,10 @@ struct chain {
   network net;
   node_id in, conv, relu, out;
   chain() {
-    in = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, family::channels_first);
+    in = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, format_family::channels_first);
     conv = net.conv("conv", in, conv_spec(64, 3, 1, 1));
     relu = net.activation("relu", conv, memfmt::activation::relu);
-    out = net.output("y", relu, family::channels_first);
+    out = net.output("y", relu, format_family::channels_first);
   }
 };
 
@@ -32,13 +33,13 @@ cache_key here() { return {"test CPU (isa avx2)", "reference", "0.1.0"}; }
 
 TEST(TimingCache, IdenticalLayersShareASignatureAndAttributesSplitThem) {
   network net;
-  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, format_family::channels_first);
   const node_id a = net.conv("a", x, conv_spec(8, 3, 1, 1));
   const node_id b = net.conv("b", a, conv_spec(8, 3, 1, 1));
   const node_id c = net.conv("c", b, conv_spec(8, 3, 2, 1));
   const node_id d = net.conv("d", b, conv_spec(8, 3, 1, 1, 2));
   const node_id e = net.conv("e", b, conv_spec(8, 3, 1, 1, 1, true));
-  const node_id y = net.output("y", e, family::channels_first);
+  const node_id y = net.output("y", e, format_family::channels_first);
   ASSERT_TRUE(layer_signature(net, a));
   EXPECT_EQ(*layer_signature(net, a), *layer_signature(net, b));
   for (node_id other : {c, d, e}) EXPECT_NE(*layer_signature(net, a), *layer_signature(net, other)) << other;
@@ -46,7 +47,7 @@ TEST(TimingCache, IdenticalLayersShareASignatureAndAttributesSplitThem) {
   EXPECT_FALSE(layer_signature(net, y));
 
   network half;
-  const node_id hx = half.input("x", {2, 8, 16, 16}, memfmt::dtype::bfloat16, family::channels_first);
+  const node_id hx = half.input("x", {2, 8, 16, 16}, memfmt::dtype::bfloat16, format_family::channels_first);
   const node_id ha = half.conv("a", hx, conv_spec(8, 3, 1, 1));
   EXPECT_NE(*layer_signature(net, a), *layer_signature(half, ha));
   EXPECT_NE(conversion_signature({2, 8, 16, 16}, memfmt::dtype::float32),
@@ -58,7 +59,7 @@ TEST(TimingCache, IdenticalLayersShareASignatureAndAttributesSplitThem) {
 // relu fused and one without. Each attribute the time depends on is in the key.
 TEST(TimingCache, AttributesTheExtentsDoNotShowSplitSignatures) {
   network net;
-  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 8, 16, 16}, memfmt::dtype::float32, format_family::channels_first);
   const auto pad = [&](const char* name, memfmt::spatial3 begin, memfmt::spatial3 end) {
     memfmt::pad_params p;
     p.mode = memfmt::pad_mode::reflect;
@@ -104,7 +105,7 @@ TEST(TimingCache, MeasuredCostsReplacePriorsAndFlipThePlan) {
   chain c;
   const cost_model prior;
   const plan p0 = solve(c.net, prior);
-  ASSERT_EQ(p0.format(c.conv), family::channels_last) << explain(c.net, prior, p0);
+  ASSERT_EQ(p0.format(c.conv), format_family::channels_last) << explain(c.net, prior, p0);
   EXPECT_NE(explain(c.net, prior, p0).find("[costs: prior: bench_conv --benchmark_filter='BM_conv/rn50_(stem|.*_3x3)'"),
             std::string::npos);
 
@@ -119,7 +120,7 @@ TEST(TimingCache, MeasuredCostsReplacePriorsAndFlipThePlan) {
   EXPECT_EQ(measured.node_costs(c.net, c.relu).source.rfind("prior: ", 0), 0u);  // not in the cache
 
   const plan p1 = solve(c.net, measured);
-  EXPECT_EQ(p1.format(c.conv), family::channels_first);
+  EXPECT_EQ(p1.format(c.conv), format_family::channels_first);
   EXPECT_EQ(p1.copies(), 0u);
   const std::string report = explain(c.net, measured, p1);
   EXPECT_NE(report.find("conv (conv [1, 64, 56, 56] float32): channels_first"), std::string::npos) << report;
@@ -133,16 +134,16 @@ TEST(TimingCache, ConversionsCostTheMeanOfTheirMeasuredDirections) {
   const cost_t prior = model.conversion_cost(c.net, c.in);
   timing_cache cache(here());
   const std::string sig = conversion_signature({1, 64, 56, 56}, memfmt::dtype::float32);
-  cache.record_conversion(sig, family::channels_first, 100);
+  cache.record_conversion(sig, format_family::channels_first, 100);
   model.set_timing_cache(cache);
   EXPECT_EQ(model.conversion_cost(c.net, c.in), 100);  // one direction measured
-  cache.record_conversion(sig, family::channels_last, 301);
+  cache.record_conversion(sig, format_family::channels_last, 301);
   model.set_timing_cache(cache);
   EXPECT_EQ(model.conversion_cost(c.net, c.in), 201);
   EXPECT_NE(prior, 201);
   EXPECT_EQ(model.conversion_source(c.net, c.in), "measured");
   const plan p = solve(c.net, model);
-  ASSERT_EQ(p.format(c.conv), family::channels_last);
+  ASSERT_EQ(p.format(c.conv), format_family::channels_last);
   EXPECT_NE(explain(c.net, model, p).find("adds 201 ns (measured)"), std::string::npos) << explain(c.net, model, p);
 }
 
@@ -159,7 +160,7 @@ TEST(TimingCache, AnotherDevicesCacheIsRefusedNamingWhoseItIs) {
   EXPECT_NO_THROW(cache.require_key({"AMD Ryzen 9 5950X (isa avx2)", "onednn", "2.6.0"}));
   EXPECT_THROW(cache.require_key({"AMD Ryzen 9 5950X (isa avx2)", "onednn", "3.0.0"}), memfmt::error);
   EXPECT_THROW(cache.record_layer("x", {std::nullopt, std::nullopt}), memfmt::error);
-  EXPECT_THROW(cache.record_conversion("x", family::channels_last, -1), memfmt::error);
+  EXPECT_THROW(cache.record_conversion("x", format_family::channels_last, -1), memfmt::error);
 
   timing_cache other({"elsewhere", "onednn", "2.6.0"});
   EXPECT_THROW(cache.merge(other), memfmt::error);

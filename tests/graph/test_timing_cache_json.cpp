@@ -19,6 +19,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 using nlohmann::json;
 
 cache_key key() { return {"Test CPU 9000 (isa avx2)", "onednn", "2.6.3"}; }
@@ -27,9 +28,9 @@ timing_cache sample() {
   timing_cache c(key());
   c.record_layer("conv out 8 ... in [1, 8, 8, 8] out [1, 8, 8, 8] float32", {1200, 800});
   c.record_layer("batch_norm in [1, 8, 8, 8] out [1, 8, 8, 8] float32", {500, std::nullopt});
-  c.record_conversion("[1, 8, 8, 8] float32", family::channels_first, 90);
-  c.record_conversion("[1, 8, 8, 8] float32", family::channels_last, 110);
-  c.record_conversion("[1, 16, 4, 4] bfloat16", family::channels_last, 40);
+  c.record_conversion("[1, 8, 8, 8] float32", format_family::channels_first, 90);
+  c.record_conversion("[1, 8, 8, 8] float32", format_family::channels_last, 110);
+  c.record_conversion("[1, 16, 4, 4] bfloat16", format_family::channels_last, 40);
   return c;
 }
 
@@ -52,16 +53,16 @@ TEST(TimingCacheJson, RoundTripKeepsEveryEntry) {
 
 TEST(TimingCacheJson, ALoadedCachePlansAsTheOriginal) {
   network net;
-  const node_id x = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {1, 64, 56, 56}, memfmt::dtype::float32, format_family::channels_first);
   const node_id conv = net.conv("conv", x, conv_spec(64, 3, 1, 1));
-  net.output("y", conv, family::channels_first);
+  net.output("y", conv, format_family::channels_first);
   timing_cache c(key());
   c.record_layer(*layer_signature(net, conv), {1'000'000, 10'000'000});
   cost_model a, b;
   a.set_timing_cache(c);
   b.set_timing_cache(memfmt::io::load_timing_cache(memfmt::io::save_timing_cache(c), key()));
   const plan pa = solve(net, a), pb = solve(net, b);
-  EXPECT_EQ(pb.format(conv), family::channels_first);
+  EXPECT_EQ(pb.format(conv), format_family::channels_first);
   EXPECT_EQ(explain(net, a, pa), explain(net, b, pb));
 }
 

@@ -145,8 +145,8 @@ TEST(Json, DepthNulAndExcerpts) {
 
 TEST(Json, NamesThatAreNotUtf8AreAnErrorWhenWritten) {
   memfmt::graph::network net;
-  const auto x = net.input("in\xFF", {1, 2, 4, 4}, memfmt::dtype::float32, memfmt::graph::family::channels_first);
-  net.output("out", x, memfmt::graph::family::channels_first);
+  const auto x = net.input("in\xFF", {1, 2, 4, 4}, memfmt::dtype::float32, memfmt::format_family::channels_first);
+  net.output("out", x, memfmt::format_family::channels_first);
   expect_error([&] { memfmt::io::save_network(net); }, errc::invalid_argument, {"network file", "not valid UTF-8"});
   memfmt::graph::parameter_store s;
   s.insert<float>("w\xFE", {1}, {1.f});

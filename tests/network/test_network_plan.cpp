@@ -28,7 +28,6 @@
 namespace {
 
 using namespace memfmt;
-using graph::family;
 using memfmt_test::uniform;
 
 graph::network tiny(dtype t) {
@@ -42,11 +41,11 @@ graph::network tiny(dtype t) {
 }
 
 // Formats that keep switching: many conversions, split fusion groups.
-std::vector<std::optional<family>> mixed_assignment(const graph::network& net) {
-  std::vector<std::optional<family>> a = uniform(net, family::channels_first);
+std::vector<std::optional<format_family>> mixed_assignment(const graph::network& net) {
+  std::vector<std::optional<format_family>> a = uniform(net, format_family::channels_first);
   for (const auto& n : net.nodes())
-    if (n.kind != graph::node_kind::input && a[n.id])
-      a[n.id] = (n.id * 7) % 3 == 0 ? family::channels_last : family::channels_first;
+    if (n.kind != layer_kind::input && a[n.id])
+      a[n.id] = (n.id * 7) % 3 == 0 ? format_family::channels_last : format_family::channels_first;
   return a;
 }
 
@@ -57,8 +56,8 @@ std::vector<float> run(runtime::executor<Backend>& ex, const graph::network& net
   const auto& out = net.at(*net.find("output"));
   std::vector<T> x(static_cast<std::size_t>(in.numel())), y(static_cast<std::size_t>(out.numel()));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(0.5f * std::sin(static_cast<float>(i)));
-  ex.forward({{"input", runtime::tensor_ref{in.type, in.extents, family::channels_first, x.data()}}},
-             {{"output", runtime::tensor_ref{out.type, out.extents, family::channels_first, y.data()}}});
+  ex.forward({{"input", runtime::tensor_ref{in.type, in.extents, format_family::channels_first, x.data()}}},
+             {{"output", runtime::tensor_ref{out.type, out.extents, format_family::channels_first, y.data()}}});
   return std::vector<float>(y.begin(), y.end());
 }
 
@@ -85,7 +84,7 @@ TYPED_TEST(network_plan, every_plan_matches_the_reference_forward) {
   const graph::cost_model priors;
   reference::backend ref;
   runtime::executor<reference::backend> truth_ex(
-      ref_net, graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)), ref,
+      ref_net, graph::make_plan(ref_net, priors, uniform(ref_net, format_family::channels_first)), ref,
       runtime::random_parameters(ref_net, 3), {false, false});
   const std::vector<float> truth = run<float>(truth_ex, ref_net);
   const double tolerance = t == dtype::float32 ? 1e-4 : 3e-2;
@@ -95,8 +94,8 @@ TYPED_TEST(network_plan, every_plan_matches_the_reference_forward) {
     graph::plan plan;
   };
   const std::vector<variant> variants{
-      {"channels_first", graph::make_plan(net, priors, uniform(net, family::channels_first))},
-      {"channels_last", graph::make_plan(net, priors, uniform(net, family::channels_last))},
+      {"channels_first", graph::make_plan(net, priors, uniform(net, format_family::channels_first))},
+      {"channels_last", graph::make_plan(net, priors, uniform(net, format_family::channels_last))},
       {"planned", graph::solve(net, priors)},
       {"mixed", graph::make_plan(net, priors, mixed_assignment(net))},
   };

@@ -161,7 +161,7 @@ TEST(OnednnActivation, HardsigmoidInPlace) {
 TEST(OnednnActivation, SupportAnswersYesForEveryFunction) {
   const onednn::backend b;
   op_query q;
-  q.op = op_kind::activation;
+  q.op = layer_kind::activation;
   for (const activation_params& kind : all_activations)
     for (const bool backward : {false, true}) {
       q.function = kind;

@@ -14,16 +14,17 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 
 network conv_bn_relu_twice(memfmt::dtype t) {
   network net;
-  node_id h = net.input("x", {1, 8, 8, 8}, t, family::channels_first);
+  node_id h = net.input("x", {1, 8, 8, 8}, t, format_family::channels_first);
   for (const char* name : {"a", "b"}) {
     const std::string n = name;
     h = net.activation(n + ".relu", net.batch_norm(n + ".bn", net.conv(n, h, conv_spec(8, 3, 1, 1))),
                        memfmt::activation::relu);
   }
-  net.output("y", h, family::channels_first);
+  net.output("y", h, format_family::channels_first);
   return net;
 }
 

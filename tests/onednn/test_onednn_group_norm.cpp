@@ -114,7 +114,7 @@ TEST(OnednnGroupNorm, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
-    q.op = op_kind::group_norm;
+    q.op = layer_kind::group_norm;
     q.type = dtype::float32;
     q.rank = rank;
     q.backward = true;

@@ -100,7 +100,7 @@ TEST(OnednnLayerNorm, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
-    q.op = op_kind::layer_norm;
+    q.op = layer_kind::layer_norm;
     q.type = dtype::float32;
     q.rank = rank;
     q.backward = true;

@@ -202,7 +202,7 @@ TEST(OnednnPad, ErrorsMatchReference) {
 TEST(OnednnPad, SupportAnswersYes) {
   onednn::backend b;
   op_query q;
-  q.op = op_kind::pad;
+  q.op = layer_kind::pad;
   q.type = dtype::float32;
   q.format = format_family::channels_last;
   q.rank = 5;

@@ -137,7 +137,7 @@ TEST(OnednnReduce, SupportSaysYes) {
   const onednn::backend b;
   for (int rank : {4, 5}) {
     op_query q;
-    q.op = op_kind::reduce;
+    q.op = layer_kind::reduce;
     q.type = dtype::float32;
     q.rank = rank;
     q.backward = true;

@@ -16,12 +16,12 @@ namespace memfmt_test {
 struct plan_kind {
   const char* name;
   memfmt::graph::policy which;
-  memfmt::graph::family boundary;
+  memfmt::format_family boundary;
 };
 inline constexpr plan_kind plans[] = {
-    {"all_channels_first", memfmt::graph::policy::all_channels_first, memfmt::graph::family::channels_first},
-    {"all_channels_last", memfmt::graph::policy::all_channels_last, memfmt::graph::family::channels_last},
-    {"optimal", memfmt::graph::policy::optimal, memfmt::graph::family::channels_first}};
+    {"all_channels_first", memfmt::graph::policy::all_channels_first, memfmt::format_family::channels_first},
+    {"all_channels_last", memfmt::graph::policy::all_channels_last, memfmt::format_family::channels_last},
+    {"optimal", memfmt::graph::policy::optimal, memfmt::format_family::channels_first}};
 
 inline memfmt::onnx::import_options options_for(const plan_kind& p, memfmt::onnx::import_options o = {}) {
   o.input_format = o.output_format = p.boundary;

@@ -307,7 +307,7 @@ run_counts run_suite(const std::string& suite, const plan_kind& p, Backend& back
       bool any_last = false;
       for (const auto& node : net.nodes())
         any_last = any_last || (net.has_format(node.id) && !memfmt::is_ambiguous_shape(node.extents) &&
-                                plan.format(node.id) == memfmt::graph::family::channels_last);
+                                plan.format(node.id) == memfmt::format_family::channels_last);
       n.channels_last += any_last;
       r = memfmt::onnx::run_backend_test(c, imported, [&](const memfmt::onnx::imported_model& m, const auto& feeds) {
         memfmt::runtime::executor_options eo;

@@ -18,7 +18,7 @@
 
 namespace {
 
-using memfmt::graph::node_kind;
+using memfmt::layer_kind;
 using dims = std::vector<std::int64_t>;
 
 ::onnx::ModelProto load(const std::string& path) {
@@ -74,7 +74,7 @@ TEST_P(OnnxModels, ShapesAndParametersMatchTheOnnxFile) {
   std::size_t relu6 = 0;
   for (const auto& n : m.network.nodes()) {
     ++kinds[memfmt::graph::to_string(n.kind)];
-    if (n.kind == node_kind::activation && n.get<memfmt::activation_params>().kind == memfmt::activation::relu6)
+    if (n.kind == layer_kind::activation && n.get<memfmt::activation_params>().kind == memfmt::activation::relu6)
       ++relu6;
   }
   EXPECT_EQ(kinds["conv"], c.convs);
@@ -148,8 +148,8 @@ TEST(OnnxModels, TransformersPlanAroundTheirTokenOps) {
     // Every ONNX node is a layer, folded, or listed: an opaque node or part of one's barrier.
     std::size_t convs = 0, opaque = 0;
     for (const auto& n : m.network.nodes()) {
-      convs += n.kind == node_kind::conv;
-      opaque += n.kind == node_kind::opaque;
+      convs += n.kind == layer_kind::conv;
+      opaque += n.kind == layer_kind::opaque;
     }
     EXPECT_EQ(convs, 1u);  // the patch embedding, [1, 3, 16, 16] -> [1, C, 16 / patch, 16 / patch]
     std::size_t named = 0;
@@ -157,7 +157,7 @@ TEST(OnnxModels, TransformersPlanAroundTheirTokenOps) {
       EXPECT_FALSE(u.reason.empty()) << u.onnx_node;
       if (u.node.empty()) continue;
       ++named;
-      EXPECT_EQ(m.network.at(*m.network.find(u.node)).kind, node_kind::opaque) << u.node;
+      EXPECT_EQ(m.network.at(*m.network.find(u.node)).kind, layer_kind::opaque) << u.node;
     }
     EXPECT_EQ(named, opaque);
     EXPECT_GT(opaque, 0u);

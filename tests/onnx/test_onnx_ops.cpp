@@ -16,14 +16,14 @@
 
 namespace {
 
+using memfmt::layer_kind;
 using memfmt::graph::node;
-using memfmt::graph::node_kind;
 using memfmt::onnx::import_model;
 using memfmt::onnx::imported_model;
 using memfmt_test::onnx_builder;
 using dims = std::vector<std::int64_t>;
 
-const node& only(const imported_model& m, node_kind kind) {
+const node& only(const imported_model& m, layer_kind kind) {
   const node* found = nullptr;
   for (const node& n : m.network.nodes())
     if (n.kind == kind) {
@@ -54,7 +54,7 @@ TEST(OnnxImport, ConvNonSquareDilatedGroupedWithAsymmetricPadsInsertsAPad) {
       .attr("dilations", dims{1, 2})
       .attr("pads", dims{0, 1, 1, 3});
   const imported_model m = import_model(b.model());
-  const node& c = only(m, node_kind::conv);
+  const node& c = only(m, layer_kind::conv);
   const auto& a = c.get<memfmt::graph::conv_attrs>();
   EXPECT_EQ(a.out_channels, 6);
   EXPECT_EQ(a.params.groups, 2);
@@ -64,7 +64,7 @@ TEST(OnnxImport, ConvNonSquareDilatedGroupedWithAsymmetricPadsInsertsAPad) {
   // ONNX: H = (9 + 0 + 1 - 1) / 2 + 1 = 5, W = (11 + 1 + 3 - 5) / 1 + 1 = 11.
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 6, 5, 11}));
   if (!memfmt::onnx::detail::conv_pads_per_side) {
-    const node& p = only(m, node_kind::pad);
+    const node& p = only(m, layer_kind::pad);
     const auto& pp = p.get<memfmt::pad_params>();
     EXPECT_EQ(pp.begin[0] + pp.end[0] + 2 * a.params.padding[0], 1);
     EXPECT_EQ(pp.begin[1] + pp.end[1] + 2 * a.params.padding[1], 4);
@@ -133,7 +133,7 @@ TEST(OnnxImport, ConvTransposeOutputShapePastTheFullOutput) {
   EXPECT_EQ(a.output_padding[0], 1);
   EXPECT_EQ(a.output_padding[1], 0);
   EXPECT_EQ(a.params.padding[0], 0);
-  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "z").kind, layer_kind::opaque);
   ASSERT_EQ(m.unsupported.size(), 1u);
   EXPECT_NE(m.unsupported[0].reason.find("before its start"), std::string::npos) << m.unsupported[0].reason;
 }
@@ -149,7 +149,7 @@ TEST(OnnxImport, BatchNormKeptSeparateWithPyTorchMomentumAndNames) {
       .attr_f("epsilon", 1e-3f)
       .attr_f("momentum", 0.75f);
   const imported_model m = import_model(b.model());
-  const node& n = only(m, node_kind::batch_norm);
+  const node& n = only(m, layer_kind::batch_norm);
   EXPECT_EQ(n.name, "bn");  // the module path of the state_dict names
   EXPECT_NEAR(n.get<memfmt::batch_norm_params>().momentum, 0.25, 1e-7);
   EXPECT_NEAR(n.get<memfmt::batch_norm_params>().epsilon, 1e-3, 1e-9);
@@ -172,7 +172,7 @@ TEST(OnnxImport, Float16BatchNormParametersBecomeFloat32) {
   }
   b.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"y"}, "BN_0");
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(only(m, node_kind::batch_norm).type, memfmt::dtype::float16);
+  EXPECT_EQ(only(m, layer_kind::batch_norm).type, memfmt::dtype::float16);
   for (const char* k : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"})
     EXPECT_EQ(m.parameters.at(k).values<float>(k), values) << k;
   memfmt::runtime::check_parameters(m.network, m.parameters);
@@ -256,7 +256,7 @@ TEST(OnnxImport, PadFromAConstantSubgraphIsFolded) {
   c.node("Cast", {"raw"}, {"pads"}).attr("to", std::int64_t{::onnx::TensorProto::INT64});
   c.node("Pad", {"x", "pads"}, {"y"}).attr("mode", std::string("reflect"));
   const imported_model m = import_model(c.model());
-  const auto& p = only(m, node_kind::pad).get<memfmt::pad_params>();
+  const auto& p = only(m, layer_kind::pad).get<memfmt::pad_params>();
   EXPECT_EQ(p.mode, memfmt::pad_mode::reflect);
   EXPECT_EQ(p.begin[0], 1);
   EXPECT_EQ(p.begin[1], 1);
@@ -450,15 +450,15 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
       .attr("mode", std::string("nearest"))
       .attr("coordinate_transformation_mode", std::string("asymmetric"));
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "y").kind, node_kind::upsample);
+  EXPECT_EQ(output_of(m, "y").kind, layer_kind::upsample);
   EXPECT_EQ(output_of(m, "y").extents, (dims{1, 2, 8, 10}));
   EXPECT_EQ(output_of(m, "z").get<memfmt::upsample_params>().mode, memfmt::resample_mode::linear);
   EXPECT_EQ(output_of(m, "y").get<memfmt::upsample_params>().coordinates, memfmt::resample_coordinates::pytorch);
   EXPECT_EQ(output_of(m, "z").get<memfmt::upsample_params>().coordinates, memfmt::resample_coordinates::pytorch);
-  EXPECT_EQ(output_of(m, "u").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "u").kind, layer_kind::opaque);
   // v keeps ONNX's coordinates, rounding and scales (H, W).
   const node& v = output_of(m, "v");
-  EXPECT_EQ(v.kind, node_kind::upsample);
+  EXPECT_EQ(v.kind, layer_kind::upsample);
   EXPECT_EQ(v.extents, (dims{1, 2, 12, 15}));
   const auto& vp = v.get<memfmt::upsample_params>();
   EXPECT_EQ(vp.coordinates, memfmt::resample_coordinates::asymmetric);
@@ -518,7 +518,7 @@ TEST(OnnxImport, PoolingPadsUpToKernelLessOne) {
   const node& y = output_of(m, "y");
   EXPECT_EQ(y.extents, (dims{1, 2, 7, 7}));
   EXPECT_EQ(y.get<memfmt::pool_params>().padding[0], 2);
-  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "z").kind, layer_kind::opaque);
   ASSERT_EQ(m.unsupported.size(), 1u);
   EXPECT_NE(m.unsupported[0].reason.find("whole window"), std::string::npos) << m.unsupported[0].reason;
 }
@@ -530,11 +530,11 @@ TEST(OnnxImport, ReduceMeanOverSpatialAxesIsGlobalPooling) {
   b.node("ReduceMean", {"x"}, {"z"}).attr("axes", dims{2, 3}).attr("keepdims", std::int64_t{0});
   b.node("ReduceMean", {"x"}, {"u"}).attr("axes", dims{1});
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "y").kind, node_kind::global_pool);
+  EXPECT_EQ(output_of(m, "y").kind, layer_kind::global_pool);
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 3, 1, 1}));
-  EXPECT_EQ(output_of(m, "z").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "z").kind, layer_kind::flatten);
   EXPECT_EQ(output_of(m, "z").extents, (dims{2, 3}));
-  EXPECT_EQ(output_of(m, "u").kind, node_kind::reduce);
+  EXPECT_EQ(output_of(m, "u").kind, layer_kind::reduce);
 }
 
 // Every ONNX reduction memfmt has over C, with axes as the attribute (opset 13) or ReduceSum's input;
@@ -551,7 +551,7 @@ TEST(OnnxImport, ReductionsOverChannels) {
     b.node(op, {"x"}, {"y"}).attr("axes", dims{-3});
     const imported_model m = import_model(b.model());
     ASSERT_TRUE(m.runnable()) << op;
-    EXPECT_EQ(output_of(m, "y").kind, node_kind::reduce) << op;
+    EXPECT_EQ(output_of(m, "y").kind, layer_kind::reduce) << op;
     EXPECT_EQ(output_of(m, "y").get<memfmt::reduce_params>().op, want) << op;
     EXPECT_EQ(output_of(m, "y").extents, (dims{2, 1, 4, 5})) << op;
   }
@@ -608,7 +608,7 @@ TEST(OnnxImport, ReductionsOverSpatialAxes) {
   const imported_model m = import_model(b.model());
   const auto expect_reduce = [&](const char* out, memfmt::reduce_op op, std::uint32_t axes, dims extents) {
     const node& n = output_of(m, out);
-    EXPECT_EQ(n.kind, node_kind::reduce) << out;
+    EXPECT_EQ(n.kind, layer_kind::reduce) << out;
     EXPECT_EQ(n.get<memfmt::reduce_params>().op, op) << out;
     EXPECT_EQ(n.get<memfmt::reduce_params>().axes, axes) << out;
     EXPECT_EQ(n.extents, extents) << out;
@@ -617,9 +617,9 @@ TEST(OnnxImport, ReductionsOverSpatialAxes) {
   expect_reduce("n", memfmt::reduce_op::l2, axis_bit(1) | axis_bit(2), {2, 1, 1, 5});
   expect_reduce("h", memfmt::reduce_op::mean, axis_bit(2), {2, 3, 1, 5});  // read as [2, 3, 5]
   expect_reduce("t", memfmt::reduce_op::sum, axis_bit(2) | axis_bit(3), {2, 3, 1, 1});
-  EXPECT_EQ(output_of(m, "f").kind, node_kind::flatten);  // [2, 3, 1, 1] -> [2, 3]
+  EXPECT_EQ(output_of(m, "f").kind, layer_kind::flatten);  // [2, 3, 1, 1] -> [2, 3]
   EXPECT_EQ(output_of(m, "f").extents, (dims{2, 3}));
-  EXPECT_EQ(output_of(m, "c").kind, node_kind::flatten);  // [2, 1, 1, 4] -> [2, 4]
+  EXPECT_EQ(output_of(m, "c").kind, layer_kind::flatten);  // [2, 1, 1, 4] -> [2, 4]
   EXPECT_EQ(output_of(m, "c").extents, (dims{2, 4}));
   EXPECT_EQ(output_of(m, "i").name, "x");
   ASSERT_EQ(m.unsupported.size(), 1u);  // [2, 3, 4, 1] is no [2, 3, 4] the network can read
@@ -636,7 +636,7 @@ TEST(OnnxImport, PowByTwoIsAProduct) {
   b.node("Pow", {"x", "three"}, {"z"});
   const imported_model m = import_model(b.model());
   const node& y = output_of(m, "y");
-  EXPECT_EQ(y.kind, node_kind::binary);
+  EXPECT_EQ(y.kind, layer_kind::binary);
   EXPECT_EQ(y.get<memfmt::binary_op>(), memfmt::binary_op::mul);
   ASSERT_EQ(y.inputs.size(), 2u);
   EXPECT_EQ(y.inputs[0], y.inputs[1]);
@@ -729,11 +729,11 @@ TEST(OnnxImport, ConcatSplitAndSliceOfFeaturesAndViews) {
   b.node("Transpose", {"vt"}, {"v"}).attr("perm", dims{0, 3, 1, 2});
   b.node("Concat", {"x", "x"}, {"n"}).attr("axis", std::int64_t{0});
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "g").kind, node_kind::concat);
+  EXPECT_EQ(output_of(m, "g").kind, layer_kind::concat);
   EXPECT_EQ(output_of(m, "g").extents, (dims{2, 6}));
   EXPECT_EQ(output_of(m, "s").extents, (dims{2, 2}));
   EXPECT_EQ(output_of(m, "s").get<memfmt::slice_params>().step, 2);
-  EXPECT_EQ(output_of(m, "t").kind, node_kind::concat);  // the view's C: no transposes
+  EXPECT_EQ(output_of(m, "t").kind, layer_kind::concat);  // the view's C: no transposes
   EXPECT_EQ(output_of(m, "t").extents, (dims{2, 8, 3, 5}));
   EXPECT_EQ(output_of(m, "h").extents, (dims{2, 4, 6, 5}));
   EXPECT_EQ(output_of(m, "h").get<memfmt::concat_params>().axis, 2);
@@ -775,7 +775,7 @@ TEST(OnnxImport, TransposesOfSpatialDims) {
   EXPECT_EQ(output_of(m, "back").name, "view_swap");
   EXPECT_EQ(perm_of(output_of(m, "d3")), (std::vector<int>{0, 1, 4, 2, 3}));
   EXPECT_EQ(output_of(m, "d3").extents, (dims{1, 2, 5, 3, 4}));
-  EXPECT_EQ(output_of(m, "same").kind, node_kind::rearrange);
+  EXPECT_EQ(output_of(m, "same").kind, layer_kind::rearrange);
   EXPECT_EQ(m.network.at(output_of(m, "same").inputs[0]).name, "view_swap");
 }
 
@@ -803,9 +803,9 @@ TEST(OnnxImport, FlattenReshapeSoftmaxDropoutIdentity) {
   b.node("Reshape", {"d", "shape"}, {"y"}, "flat");
   b.node("Softmax", {"x"}, {"s"}).attr("axis", std::int64_t{1});
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "y").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "y").kind, layer_kind::flatten);
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 12}));
-  EXPECT_EQ(output_of(m, "s").kind, node_kind::softmax);
+  EXPECT_EQ(output_of(m, "s").kind, layer_kind::softmax);
   EXPECT_TRUE(m.runnable());
 }
 
@@ -817,9 +817,9 @@ TEST(OnnxImport, FlattenAtALaterAxisAfterUnitDims) {
   b.node("Flatten", {"x"}, {"y"}).attr("axis", std::int64_t{3});
   b.node("Flatten", {"w"}, {"z"}, "fz").attr("axis", std::int64_t{-2});
   const imported_model m = import_model(b.model());
-  EXPECT_EQ(output_of(m, "y").kind, node_kind::flatten);
+  EXPECT_EQ(output_of(m, "y").kind, layer_kind::flatten);
   EXPECT_EQ(output_of(m, "y").extents, (dims{2, 6}));
-  EXPECT_EQ(output_of(m, "z").kind, node_kind::opaque);
+  EXPECT_EQ(output_of(m, "z").kind, layer_kind::opaque);
   ASSERT_EQ(m.unsupported.size(), 1u);
   EXPECT_NE(m.unsupported[0].reason.find("axis 2 of [2, 3, 2, 2]"), std::string::npos) << m.unsupported[0].reason;
 }
@@ -855,7 +855,7 @@ TEST(OnnxImport, ConstantOperandsBecomeConstantNodes) {
   const imported_model m = import_model(b.model());
   std::vector<const node*> constants;
   for (const node& n : m.network.nodes())
-    if (n.kind == node_kind::constant) constants.push_back(&n);
+    if (n.kind == layer_kind::constant) constants.push_back(&n);
   ASSERT_EQ(constants.size(), 3u);  // mean (read twice), two, row
   EXPECT_EQ(constants[0]->name, "mean");
   EXPECT_EQ(constants[0]->extents, (dims{1, 3, 1, 1}));
@@ -925,14 +925,14 @@ TEST(OnnxImport, ChannelsLastTransposesAreViews) {
     b.node("Transpose", {"r"}, {"y"}, "to_first").attr("perm", dims{0, 3, 1, 2});
     const imported_model m = import_model(b.model());
     ASSERT_TRUE(m.runnable()) << m.unsupported.front().reason;
-    const node& ln = only(m, node_kind::layer_norm);
+    const node& ln = only(m, layer_kind::layer_norm);
     EXPECT_EQ(ln.extents, (dims{1, 4, 3, 2}));
     EXPECT_EQ(ln.get<memfmt::graph::layer_norm_attrs>().params.epsilon, static_cast<double>(1e-3f));
-    const node& fc = only(m, node_kind::conv);
+    const node& fc = only(m, layer_kind::conv);
     EXPECT_EQ(fc.extents, (dims{1, 6, 3, 2}));
     EXPECT_EQ(fc.name, "fc");
     EXPECT_TRUE(fc.get<memfmt::graph::conv_attrs>().bias);
-    EXPECT_EQ(output_of(m, "y").kind, node_kind::activation);
+    EXPECT_EQ(output_of(m, "y").kind, layer_kind::activation);
     // The MatMul's [C, K] weight is the 1x1 conv's [K, C]: weight[o][i] = w[i][o] = i * 6 + o.
     const auto weight = m.parameters.at("fc.weight");
     EXPECT_EQ(weight.shape, (dims{6, 4, 1, 1}));
@@ -987,7 +987,7 @@ TEST(OnnxImport, ErfGeluPatternIsOneActivation) {
   };
   const imported_model m = import_model(build(false).model());
   ASSERT_TRUE(m.runnable());
-  EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu);
+  EXPECT_EQ(only(m, layer_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu);
   EXPECT_EQ(m.network.nodes().size(), 3u);  // input, gelu, output
   const imported_model apart = import_model(build(true).model());
   ASSERT_EQ(apart.unsupported.size(), 1u);
@@ -1013,12 +1013,12 @@ TEST(OnnxImport, TanhGeluPatternIsOneActivation) {
   };
   const imported_model m = import_model(build(false).model());
   ASSERT_TRUE(m.runnable());
-  EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu_tanh);
+  EXPECT_EQ(only(m, layer_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::gelu_tanh);
   EXPECT_EQ(m.network.nodes().size(), 3u);  // input, gelu_tanh, output
   const imported_model apart = import_model(build(true).model());
   ASSERT_TRUE(apart.runnable());
   EXPECT_GT(apart.network.nodes().size(), 10u);
-  EXPECT_EQ(only(apart, node_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::tanh);
+  EXPECT_EQ(only(apart, layer_kind::activation).get<memfmt::activation_params>().kind, memfmt::activation::tanh);
 }
 
 // f(x) * x as exporters write silu (Sigmoid, Mul: nn.SiLU), hardswish (HardSigmoid with PyTorch's
@@ -1052,21 +1052,21 @@ TEST(OnnxImport, FunctionTimesItsInputIsOneActivation) {
     for (bool swapped : {false, true}) {
       const imported_model m = import_model(build(p, swapped, false, 1.f / 6.f).model());
       ASSERT_TRUE(m.runnable());
-      EXPECT_EQ(only(m, node_kind::activation).get<memfmt::activation_params>().kind, p.fused);
+      EXPECT_EQ(only(m, layer_kind::activation).get<memfmt::activation_params>().kind, p.fused);
       EXPECT_EQ(m.network.nodes().size(), 3u);  // input, the activation, output
     }
     const imported_model apart = import_model(build(p, false, true, 1.f / 6.f).model());
     ASSERT_TRUE(apart.runnable());
-    EXPECT_EQ(only(apart, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
+    EXPECT_EQ(only(apart, layer_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
     std::size_t activations = 0;
-    for (const node& n : apart.network.nodes()) activations += n.kind == node_kind::activation;
+    for (const node& n : apart.network.nodes()) activations += n.kind == layer_kind::activation;
     EXPECT_EQ(activations, p.ops.size());
   }
   const imported_model other_slope = import_model(build(patterns[1], false, false, 0.2f).model());
   ASSERT_TRUE(other_slope.runnable());
-  EXPECT_EQ(only(other_slope, node_kind::activation).get<memfmt::activation_params>(),
+  EXPECT_EQ(only(other_slope, layer_kind::activation).get<memfmt::activation_params>(),
             memfmt::activation_params::hardsigmoid(static_cast<double>(0.2f), 0.5));
-  EXPECT_EQ(only(other_slope, node_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
+  EXPECT_EQ(only(other_slope, layer_kind::binary).get<memfmt::binary_op>(), memfmt::binary_op::mul);
 }
 
 // Graph inputs read only in weight slots (a Conv's W, a PRelu's slope: ONNX's backend tests feed
@@ -1092,7 +1092,7 @@ TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   EXPECT_EQ(m.unsupported[0].op, "LRN");
   EXPECT_EQ(m.unsupported[0].node, "lrn");
   const node& o = m.network.at(*m.network.find("lrn"));
-  EXPECT_EQ(o.kind, node_kind::opaque);
+  EXPECT_EQ(o.kind, layer_kind::opaque);
   EXPECT_EQ(o.extents, (dims{1, 2, 3, 3}));
   EXPECT_FALSE(m.runnable());
 }
@@ -1116,11 +1116,11 @@ TEST(OnnxImport, OpsOnValuesOfOtherRanksFormOneBarrier) {
       << m.unsupported[1].reason;
   EXPECT_EQ(m.unsupported[2].node, "unsqueeze");
   const node& barrier = m.network.at(*m.network.find("unsqueeze"));
-  EXPECT_EQ(barrier.kind, node_kind::opaque);
+  EXPECT_EQ(barrier.kind, layer_kind::opaque);
   EXPECT_EQ(barrier.extents, (dims{1, 1}));
   ASSERT_EQ(barrier.inputs.size(), 1u);  // through the two ops without a node, on the conv
   EXPECT_EQ(m.network.at(barrier.inputs[0]).name, "conv");
-  EXPECT_EQ(only(m, node_kind::activation).inputs, barrier.inputs);
+  EXPECT_EQ(only(m, layer_kind::activation).inputs, barrier.inputs);
   EXPECT_FALSE(m.runnable());
   // A graph output that is no network value (here [1]) is no output of the network: its barrier
   // ends in an opaque node of extents [1, elements] on the values it was computed from.
@@ -1133,7 +1133,7 @@ TEST(OnnxImport, OpsOnValuesOfOtherRanksFormOneBarrier) {
   EXPECT_EQ(s.unsupported[1].op, "Mul");
   EXPECT_EQ(s.unsupported[1].node, "sq");
   const node& sink = s.network.at(*s.network.find("sq"));
-  EXPECT_EQ(sink.kind, node_kind::opaque);
+  EXPECT_EQ(sink.kind, layer_kind::opaque);
   EXPECT_EQ(sink.extents, (dims{1, 1}));
   EXPECT_EQ(sink.inputs, barrier.inputs);
 }
@@ -1159,7 +1159,7 @@ TEST(OnnxImport, ValuesOfUnknownShapeTakeTheGraphOutputsDeclaredShape) {
   EXPECT_EQ(m.unsupported[0].node, "");
   EXPECT_NE(m.unsupported[1].reason.find("shape is unknown"), std::string::npos) << m.unsupported[1].reason;
   const node& y = m.network.at(*m.network.find("reshape"));
-  EXPECT_EQ(y.kind, node_kind::opaque);
+  EXPECT_EQ(y.kind, layer_kind::opaque);
   EXPECT_EQ(y.extents, (dims{3, 2, 4, 4}));
   ASSERT_EQ(y.inputs.size(), 1u);
   EXPECT_EQ(m.network.at(y.inputs[0]).name, "x");
@@ -1459,7 +1459,7 @@ TEST(OnnxImport, SamePaddingComputedAtRunTimeFoldsIntoAPadLayer) {
   const imported_model m = import_model(b.model());
   EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? ""
                                                       : m.unsupported.front().op + ": " + m.unsupported.front().reason);
-  EXPECT_EQ(only(m, node_kind::conv).extents, (dims{1, 4, 5, 5}));
+  EXPECT_EQ(only(m, layer_kind::conv).extents, (dims{1, 4, 5, 5}));
 }
 
 TEST(OnnxFold, ClipOfConstantsBothFormsAndIntegers) {

@@ -24,7 +24,7 @@
 
 namespace {
 
-using memfmt::graph::node_kind;
+using memfmt::layer_kind;
 using memfmt::onnx::imported_model;
 using memfmt::onnx::parameter;
 using memfmt_test::onnx_builder;
@@ -32,11 +32,11 @@ using memfmt_test::onnx_builder;
 std::string fixture(const std::string& name) { return std::string(MEMFMT_ONNX_TEST_DATA) + "/opset/" + name; }
 
 // How many layers of `kind` (and, for activations, of function f) the imported network has.
-int count(const imported_model& m, node_kind kind, memfmt::activation f = memfmt::activation::identity) {
+int count(const imported_model& m, layer_kind kind, memfmt::activation f = memfmt::activation::identity) {
   int n = 0;
   for (std::size_t i = 0; i < m.network.size(); ++i) {
     const auto& v = m.network.at(static_cast<memfmt::graph::node_id>(i));
-    if (v.kind == kind && (kind != node_kind::activation || v.get<memfmt::activation_params>().kind == f)) ++n;
+    if (v.kind == kind && (kind != layer_kind::activation || v.get<memfmt::activation_params>().kind == f)) ++n;
   }
   return n;
 }
@@ -74,18 +74,18 @@ TEST(OnnxOpsets, EveryFixtureImportsAsLayersOnly) {
   for (const char* name : fixtures) {
     const imported_model m = memfmt::onnx::import_file(fixture(std::string(name) + ".onnx"));
     EXPECT_TRUE(m.runnable()) << name << ": " << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
-    EXPECT_EQ(count(m, node_kind::opaque), 0) << name;
+    EXPECT_EQ(count(m, layer_kind::opaque), 0) << name;
   }
   // The ops themselves, not a decomposition that happens to run.
   const auto imported = [](const char* name) {
     return memfmt::onnx::import_file(fixture(std::string(name) + ".onnx"));
   };
-  EXPECT_EQ(count(imported("gelu_exact_opset20"), node_kind::activation, memfmt::activation::gelu), 1);
-  EXPECT_EQ(count(imported("gelu_tanh_opset20"), node_kind::activation, memfmt::activation::gelu_tanh), 1);
-  EXPECT_EQ(count(imported("group_norm_opset18"), node_kind::group_norm), 1);
-  EXPECT_EQ(count(imported("group_norm_opset21"), node_kind::group_norm), 1);
-  EXPECT_EQ(count(imported("pad_axes_input_opset18"), node_kind::pad), 2);
-  EXPECT_EQ(count(imported("resize_axes_opset18"), node_kind::upsample), 2);
+  EXPECT_EQ(count(imported("gelu_exact_opset20"), layer_kind::activation, memfmt::activation::gelu), 1);
+  EXPECT_EQ(count(imported("gelu_tanh_opset20"), layer_kind::activation, memfmt::activation::gelu_tanh), 1);
+  EXPECT_EQ(count(imported("group_norm_opset18"), layer_kind::group_norm), 1);
+  EXPECT_EQ(count(imported("group_norm_opset21"), layer_kind::group_norm), 1);
+  EXPECT_EQ(count(imported("pad_axes_input_opset18"), layer_kind::pad), 2);
+  EXPECT_EQ(count(imported("resize_axes_opset18"), layer_kind::upsample), 2);
 }
 
 TEST(OnnxOpsets, ReferenceEvaluatorsOutputsInEveryPlanOnTheReferenceBackend) {
@@ -184,7 +184,7 @@ TEST(OnnxOpsets, GatherOfFlatOffsetsInATransposesOrderIsThatTranspose) {
       for (std::int64_t c = 0; c < 3; ++c) offsets.push_back(4 * c + 2 * h + w);
   const imported_model m = model_with(offsets);
   EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
-  EXPECT_EQ(count(m, node_kind::layer_norm), 1);
+  EXPECT_EQ(count(m, layer_kind::layer_norm), 1);
   std::swap(offsets[0], offsets[1]);
   EXPECT_FALSE(model_with(offsets).runnable());
 }

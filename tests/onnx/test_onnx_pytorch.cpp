@@ -73,7 +73,7 @@ TEST(OnnxPyTorch, RunTimeSamePaddingImportsAsPadLayers) {
   EXPECT_TRUE(m.runnable()) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
   int pads = 0;
   for (std::size_t i = 0; i < m.network.size(); ++i)
-    pads += m.network.at(static_cast<memfmt::graph::node_id>(i)).kind == memfmt::graph::node_kind::pad;
+    pads += m.network.at(static_cast<memfmt::graph::node_id>(i)).kind == memfmt::layer_kind::pad;
   EXPECT_EQ(pads, 4);
 }
 

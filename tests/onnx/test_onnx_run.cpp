@@ -203,7 +203,7 @@ void expect_conv_then_one_activation(memfmt::activation f, const std::function<v
     ASSERT_TRUE(m.runnable());
     ASSERT_EQ(m.network.nodes().size(), 5u);  // x, conv, the activation, y, z
     const auto& act = m.network.at(m.network.at(*m.network.find("z")).inputs.at(0));
-    ASSERT_EQ(act.kind, memfmt::graph::node_kind::activation);
+    ASSERT_EQ(act.kind, memfmt::layer_kind::activation);
     EXPECT_EQ(act.get<memfmt::activation_params>().kind, f);
     const parameter z = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}}).at("z");
     ASSERT_EQ(static_cast<std::size_t>(z.numel()), conv.size());

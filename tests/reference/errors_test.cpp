@@ -267,7 +267,7 @@ TEST(ReferenceLayerErrors, ActivationParameters) {
                  errc::invalid_argument, {"activation_backward", message});
     expect_untouched(y, "y");
     graph::network net;
-    const auto in = net.input("x", {2, 3, 4, 4}, dtype::float64, graph::family::channels_first);
+    const auto in = net.input("x", {2, 3, 4, 4}, dtype::float64, format_family::channels_first);
     expect_error([&] { net.activation("act", in, f); }, errc::invalid_argument, {"node 'act'", message});
   }
 }

@@ -35,9 +35,9 @@ inline std::vector<float> random_input(const memfmt::graph::network& net, std::u
   return x;
 }
 
-inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::graph::network& net,
-                                                                 memfmt::graph::family f) {
-  std::vector<std::optional<memfmt::graph::family>> a(net.size());
+inline std::vector<std::optional<memfmt::format_family>> uniform(const memfmt::graph::network& net,
+                                                                 memfmt::format_family f) {
+  std::vector<std::optional<memfmt::format_family>> a(net.size());
   for (const auto& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
     const auto* p = n.binding_pin();
@@ -50,10 +50,10 @@ inline std::vector<std::optional<memfmt::graph::family>> uniform(const memfmt::g
 // with `model` (a backend's support query in it keeps to the formats that backend runs).
 inline std::vector<std::pair<std::string, memfmt::graph::plan>> plans_of(
     const memfmt::graph::network& net, const memfmt::graph::cost_model& model = memfmt::graph::cost_model{}) {
-  using memfmt::graph::family;
+  using memfmt::format_family;
   const memfmt::graph::cost_model priors{};
-  return {{"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first))},
-          {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, family::channels_last))},
+  return {{"channels_first", memfmt::graph::make_plan(net, priors, uniform(net, format_family::channels_first))},
+          {"channels_last", memfmt::graph::make_plan(net, priors, uniform(net, format_family::channels_last))},
           {"solved", memfmt::graph::solve(net, model)}};
 }
 

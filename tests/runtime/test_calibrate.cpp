@@ -25,6 +25,7 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 using memfmt::runtime::calibrate;
 using memfmt::runtime::calibrate_options;
 
@@ -33,7 +34,7 @@ struct block {
   network net;
   node_id a, b, c;
   block(memfmt::dtype t = memfmt::dtype::float32) {
-    const node_id x = net.input("x", {1, 4, 8, 8}, t, family::channels_first);
+    const node_id x = net.input("x", {1, 4, 8, 8}, t, format_family::channels_first);
     a = net.conv("a", x, conv_spec(4, 3, 1, 1));
     const node_id ra = net.activation("ra", net.batch_norm("bna", a), memfmt::activation::relu);
     b = net.conv("b", ra, conv_spec(4, 3, 1, 1));
@@ -42,7 +43,7 @@ struct block {
     c = net.conv("c", sum, conv_spec(8, 3, 2, 1, 1, true));
     const node_id cat = net.concat("cat", {c, c});
     const node_id pool = net.max_pool("pool", cat, 2, 2);
-    net.output("y", net.global_pool("gap", pool), family::channels_first);
+    net.output("y", net.global_pool("gap", pool), format_family::channels_first);
   }
 };
 
@@ -160,7 +161,7 @@ TEST(Calibrate, RefusedFormatsAreUnsupportedAndSolveAvoidsThem) {
   cost_model model;
   model.set_timing_cache(cache);
   const plan p = solve(blk.net, model);
-  for (node_id id : {blk.a, blk.b, blk.c}) EXPECT_EQ(p.format(id), family::channels_first) << id;
+  for (node_id id : {blk.a, blk.b, blk.c}) EXPECT_EQ(p.format(id), format_family::channels_first) << id;
 }
 
 TEST(Calibrate, KindsWithoutAMethodKeepTheirPriors) {
@@ -269,9 +270,9 @@ struct device_like_backend {
 
 TEST(Calibrate, DeviceBackendsGetTheirOwnBuffersConversionsAndSynchronisation) {
   network net;
-  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {1, 4, 6, 6}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("c", x, conv_spec(8, 3, 1, 1, 1, true));
-  net.output("y", net.activation("r", c, memfmt::activation::relu), family::channels_first);
+  net.output("y", net.activation("r", c, memfmt::activation::relu), format_family::channels_first);
 
   device_like_backend backend;
   calibrate_options o = quick();

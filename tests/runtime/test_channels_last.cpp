@@ -39,16 +39,17 @@
 namespace {
 
 using namespace memfmt::graph;
+using memfmt::format_family;
 using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
 
 network small() {
   network net;
-  const node_id x = net.input("x", {2, 4, 8, 8}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 4, 8, 8}, memfmt::dtype::float32, format_family::channels_first);
   const node_id a = net.conv("a", x, conv_spec(8, 3, 1, 1, 1, true));
   const node_id r = net.activation("r", net.batch_norm("bn", a), memfmt::activation::relu);
   const node_id b = net.conv("b", r, conv_spec(8, 1));
-  net.output("y", net.binary("sum", r, b, memfmt::binary_op::add), family::channels_first);
+  net.output("y", net.binary("sum", r, b, memfmt::binary_op::add), format_family::channels_first);
   return net;
 }
 
@@ -58,8 +59,8 @@ std::vector<float> run(Ex& ex, const std::vector<float>& x) {
   constexpr memfmt::dtype type = memfmt::dtype_of_v<T>;
   std::vector<T> in(x.size()), out(static_cast<std::size_t>(2 * 8 * 8 * 8));
   for (std::size_t i = 0; i < x.size(); ++i) in[i] = static_cast<T>(x[i]);
-  ex.forward({{"x", tensor_ref{type, {2, 4, 8, 8}, family::channels_first, in.data()}}},
-             {{"y", tensor_ref{type, {2, 8, 8, 8}, family::channels_first, out.data()}}});
+  ex.forward({{"x", tensor_ref{type, {2, 4, 8, 8}, format_family::channels_first, in.data()}}},
+             {{"y", tensor_ref{type, {2, 8, 8, 8}, format_family::channels_first, out.data()}}});
   std::vector<float> r(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) r[i] = static_cast<float>(out[i]);
   return r;
@@ -124,12 +125,12 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   memfmt::runtime::channels_last_options o;
   const std::string path = ::testing::TempDir() + "memfmt_channels_last_cache.json";
   std::remove(path.c_str());
-  o.pins = {{"b", family::channels_last, true, 0}};
+  o.pins = {{"b", format_family::channels_last, true, 0}};
   o.calibration.repetitions = 2;
   EXPECT_FALSE(memfmt::io::read_timing_cache_file_if_exists(path));
   auto planned = memfmt::runtime::channels_last(net, backend, params, o);
   memfmt::io::write_timing_cache_file(path, planned.cache);
-  EXPECT_EQ(planned.plan.format(*net.find("b")), family::channels_last);
+  EXPECT_EQ(planned.plan.format(*net.find("b")), format_family::channels_last);
   EXPECT_EQ(planned.cache.key(), calibration_key(backend));
   const cost_model measured = [&] {
     cost_model m;
@@ -158,7 +159,7 @@ TEST(ChannelsLast, OneCallPlansWithMeasurementsAndRunsLikeTheReference) {
   EXPECT_THROW(memfmt::runtime::channels_last(net, backend, params, o), memfmt::error);
   o.calibration.known = nullptr;
   std::remove(path.c_str());
-  o.pins = {{"nope", family::channels_last, true, 0}};
+  o.pins = {{"nope", format_family::channels_last, true, 0}};
   try {
     memfmt::runtime::channels_last(net, backend, params, o);
     FAIL() << "accepted a pin on an unknown layer";
@@ -174,7 +175,7 @@ struct altered_channels_last_activation : memfmt::reference::backend {
   using element_types = memfmt::element_types<float>;  // all the tests run; compiled for no other
   bool refuse = false, slow = false;
   memfmt::op_support support(const memfmt::op_query& q) const {
-    if (refuse && q.op == memfmt::op_kind::activation && q.format == memfmt::format_family::channels_last)
+    if (refuse && q.op == memfmt::layer_kind::activation && q.format == memfmt::format_family::channels_last)
       return memfmt::op_support::no(memfmt::errc::unsupported, "no channels_last activation here");
     return memfmt::reference::backend::support(q);
   }
@@ -193,11 +194,11 @@ TEST(ChannelsLast, PlansOnlyFormatsTheBackendRuns) {
   altered_channels_last_activation backend;
   backend.refuse = true;
   memfmt::runtime::channels_last_options o;
-  o.pins = {{"a", family::channels_last, true, 0}, {"b", family::channels_last, true, 0}};
+  o.pins = {{"a", format_family::channels_last, true, 0}, {"b", format_family::channels_last, true, 0}};
   o.calibration.repetitions = 2;
   auto planned = memfmt::runtime::channels_last(net, backend, params, o);
-  EXPECT_EQ(planned.plan.format(*net.find("a")), family::channels_last);
-  EXPECT_EQ(planned.plan.format(*net.find("r")), family::channels_first);
+  EXPECT_EQ(planned.plan.format(*net.find("a")), format_family::channels_last);
+  EXPECT_EQ(planned.plan.format(*net.find("r")), format_family::channels_first);
   const std::vector<float> x = random_input();
   const std::vector<float> want = float32_truth(net, params, x), got = run<float>(*planned.run, x);
   ASSERT_EQ(got.size(), want.size());
@@ -228,8 +229,8 @@ struct sharp_batch_norm {
   parameter_store params;
   std::vector<float> x{15.75f, 15.875f, 16.f, 16.125f, 16.25f, 16.125f, 15.875f, 16.f};
   sharp_batch_norm() {
-    const node_id in = net.input("x", {1, 2, 2, 2}, memfmt::dtype::float32, family::channels_first);
-    net.output("y", net.batch_norm("bn", in), family::channels_first);
+    const node_id in = net.input("x", {1, 2, 2, 2}, memfmt::dtype::float32, format_family::channels_first);
+    net.output("y", net.batch_norm("bn", in), format_family::channels_first);
     params.insert<float>("bn.weight", {2}, {1.f, 2.f});
     params.insert<float>("bn.bias", {2}, {0.25f, -0.5f});
     params.insert<float>("bn.running_mean", {2}, {16.f + 1.f / 128, 16.f - 1.f / 128});
@@ -277,8 +278,8 @@ void check_batch_norm_parameters_stay_float32(Backend& backend) {
 
   std::vector<T> in(m.x.size()), out(m.x.size());
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<T>(m.x[i]);
-  planned.run->forward({{"x", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, in.data()}}},
-                       {{"y", tensor_ref{precision, {1, 2, 2, 2}, family::channels_first, out.data()}}});
+  planned.run->forward({{"x", tensor_ref{precision, {1, 2, 2, 2}, format_family::channels_first, in.data()}}},
+                       {{"y", tensor_ref{precision, {1, 2, 2, 2}, format_family::channels_first, out.data()}}});
   const std::vector<double> want = m.by_hand([](double v) { return v; });
   const std::vector<double> rounded = m.by_hand(
       [](double v) { return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v)))); });
@@ -399,7 +400,7 @@ TEST(ChannelsLast, ReturnsTheFastestOfTheCalibratedPriorsAndAllChannelsLastPlans
   EXPECT_EQ(planned.candidates[1].name, "optimal_priors");
   EXPECT_EQ(planned.candidates[2].name, "all_channels_last");
   // all channels_last runs the activation slowed; the calibrated plan, which measured that, not.
-  EXPECT_EQ(planned.plan.format(*net.find("r")), family::channels_first);
+  EXPECT_EQ(planned.plan.format(*net.find("r")), format_family::channels_first);
   EXPECT_NE(planned.chosen, "all_channels_last");
   double fastest = planned.candidates[0].ms, chosen = -1;
   for (const auto& c : planned.candidates) {

@@ -22,7 +22,7 @@
 namespace {
 
 using memfmt::errc;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::graph::node_id;
 using memfmt::graph::parameter_store;
@@ -35,14 +35,14 @@ struct small_net {
   network net;
   node_id x, c1, bn, c2;
   explicit small_net(memfmt::dtype t, std::vector<std::int64_t> in = {2, 4, 7, 6}) {
-    x = net.input("x", in, t, family::channels_first);
+    x = net.input("x", in, t, format_family::channels_first);
     memfmt::graph::conv_attrs a = memfmt::graph::conv_spec(6, 3, 1, 1, 1, true);
     if (in.size() == 5) a.kernel = {3, 3, 3};
     c1 = net.conv("c1", x, a);
     bn = net.batch_norm("bn", c1);
     c2 = net.conv("c2", bn, memfmt::graph::conv_spec(4, 1, 2, 0, 2));
-    net.output("y", c2, family::channels_first);
-    net.output("features", bn, family::channels_last);
+    net.output("y", c2, format_family::channels_first);
+    net.output("features", bn, format_family::channels_last);
   }
 };
 
@@ -75,18 +75,20 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
   return s;
 }
 
-std::vector<std::optional<family>> assignment(const network& net, std::optional<family> f) {
-  std::vector<std::optional<family>> a(net.size());
+std::vector<std::optional<format_family>> assignment(const network& net, std::optional<format_family> f) {
+  std::vector<std::optional<format_family>> a(net.size());
   int i = 0;
   for (const auto& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
     if (const auto* p = n.binding_pin(); p && p->mandatory) a[n.id] = p->format;
-    else a[n.id] = f ? *f : (i++ % 2 ? family::channels_last : family::channels_first);  // nullopt: alternate
+    else
+      a[n.id] =
+          f ? *f : (i++ % 2 ? format_family::channels_last : format_family::channels_first);  // nullopt: alternate
   }
   return a;
 }
 
-memfmt::graph::plan plan_for(const network& net, std::optional<family> f) {
+memfmt::graph::plan plan_for(const network& net, std::optional<format_family> f) {
   return memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, assignment(net, f));
 }
 
@@ -172,8 +174,10 @@ void check_every_plan(std::vector<std::int64_t> in) {
   const auto xv = random_values<T>(static_cast<std::size_t>(x.numel()), 99, -2.f, 2.f);
   std::copy(xv.begin(), xv.end(), x.data());
   const auto truth = run_direct<T, CF>(m, s, x);
-  const std::pair<const char*, std::optional<family>> plans[] = {
-      {"channels_first", family::channels_first}, {"channels_last", family::channels_last}, {"mixed", std::nullopt}};
+  const std::pair<const char*, std::optional<format_family>> plans[] = {
+      {"channels_first", format_family::channels_first},
+      {"channels_last", format_family::channels_last},
+      {"mixed", std::nullopt}};
   for (const auto& [name, f] : plans)
     for (bool poison : {false, true}) {
       const auto plan = plan_for(m.net, f);
@@ -199,7 +203,7 @@ TEST(Executor, EveryPlanMatchesTheLayersRunOneByOne) {
 // y back; features is pinned channels_last.
 TEST(Executor, ReportsConversionsAndReuse) {
   const small_net m(memfmt::dtype::float32);
-  const auto plan = plan_for(m.net, family::channels_last);
+  const auto plan = plan_for(m.net, format_family::channels_last);
   memfmt::reference::backend b;
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan, b, make_params<float>(m.net, 1));
   EXPECT_EQ(ex.report().conversions, 2);
@@ -214,7 +218,7 @@ TEST(Executor, ReportsConversionsAndReuse) {
 TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;
-  const auto bytes_of_x = [&](std::optional<family> f) {
+  const auto bytes_of_x = [&](std::optional<format_family> f) {
     memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, f), b,
                                                              make_params<float>(m.net, 1));
     for (const auto& v : ex.memory().values)
@@ -222,8 +226,8 @@ TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
     ADD_FAILURE() << "no value 'x' in the memory plan";
     return std::int64_t{-1};
   };
-  EXPECT_EQ(bytes_of_x(family::channels_last), 0);
-  EXPECT_EQ(bytes_of_x(family::channels_first), 2 * 4 * 7 * 6 * 4);
+  EXPECT_EQ(bytes_of_x(format_family::channels_last), 0);
+  EXPECT_EQ(bytes_of_x(format_family::channels_first), 2 * 4 * 7 * 6 * 4);
 }
 
 // The mirror on exit: a value whose converted copy only a graph output reads is converted into the
@@ -232,7 +236,7 @@ TEST(Executor, InputReadOnlyThroughItsConversionIsConvertedOnEntry) {
 TEST(Executor, OutputReadOnlyThroughAConversionIsConvertedOnExit) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;
-  memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, family::channels_last), b,
+  memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan_for(m.net, format_family::channels_last), b,
                                                            make_params<float>(m.net, 1));
   std::map<std::string, std::int64_t> bytes;
   for (const auto& v : ex.memory().values) bytes[v.name] = v.bytes;
@@ -246,13 +250,13 @@ TEST(Executor, OutputReadOnlyThroughAConversionIsConvertedOnExit) {
 // would order the features (H, W, C), which only a permuted linear may read.
 TEST(Executor, FlattenAliasesItsInput) {
   network net;
-  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("c", x, memfmt::graph::conv_spec(2, 3, 1, 1));
-  net.output("features", net.flatten("flat", c), family::channels_first);
-  net.output("map", c, family::channels_first);
+  net.output("features", net.flatten("flat", c), format_family::channels_first);
+  net.output("map", c, format_family::channels_first);
   const parameter_store s = make_params<float>(net, 5);
   memfmt::reference::backend b;
-  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, family::channels_first), b, s);
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, format_family::channels_first), b, s);
   memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5}), map({2, 2, 4, 5});
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
   std::copy(v.begin(), v.end(), in.data());
@@ -265,13 +269,13 @@ TEST(Executor, FlattenAliasesItsInput) {
   // (H, W, C): refused.
   using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
   network cl;
-  const node_id cx = cl.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id cx = cl.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const node_id cc = cl.conv("c", cx, memfmt::graph::conv_spec(2, 3, 1, 1));
   const node_id cf = cl.flatten("flat", cc);
-  cl.output("y", cl.relu("r", cf), family::channels_first);
+  cl.output("y", cl.relu("r", cf), format_family::channels_first);
   // The planner refuses this too; the plan is edited by hand to reach the executor's own check.
-  auto plan = plan_for(cl, family::channels_first);
-  plan.nodes[cc].format = plan.nodes[cf].format = family::channels_last;
+  auto plan = plan_for(cl, format_family::channels_first);
+  plan.nodes[cc].format = plan.nodes[cf].format = format_family::channels_last;
   memfmt::graph::conversion conv_in;
   conv_in.value = cx;
   conv_in.consumers = {cc};
@@ -284,9 +288,9 @@ TEST(Executor, FlattenAliasesItsInput) {
 // no conversion, and the result of the channels_first run, which is the layers called one by one.
 TEST(Executor, LinearAfterChannelsLastFlatten) {
   network net;
-  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("c", x, memfmt::graph::conv_spec(2, 3, 1, 1));
-  net.output("y", net.linear("fc", net.flatten("flat", c), 3), family::channels_first);
+  net.output("y", net.linear("fc", net.flatten("flat", c), 3), format_family::channels_first);
   const parameter_store s = make_params<float>(net, 5);
   memfmt::host_tensor<float, memfmt::nchw> in({2, 3, 4, 5}), conv({2, 2, 4, 5});
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 4, -1.f, 1.f);
@@ -295,10 +299,10 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
   b.conv_forward(in.const_view(), weight_of<float, memfmt::nchw>(s, "c.weight").const_view(),
                  static_cast<const float*>(nullptr), conv.view(), net.at(c).get<memfmt::graph::conv_attrs>().params);
   const auto w = s.at("fc.weight").values<float>(), bias = s.at("fc.bias").values<float>();
-  for (auto f : {family::channels_first, family::channels_last}) {
+  for (auto f : {format_family::channels_first, format_family::channels_last}) {
     const auto plan = plan_for(net, f);
     memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan, b, s);
-    EXPECT_EQ(ex.report().conversions, f == family::channels_last ? 1 : 0);  // the input only
+    EXPECT_EQ(ex.report().conversions, f == format_family::channels_last ? 1 : 0);  // the input only
     std::vector<float> y(6, -7.f);
     ex.forward({{"x", memfmt::runtime::ref(in.const_view())}}, {{"y", memfmt::runtime::ref_matrix(y.data(), 2, 3)}});
     for (int n = 0; n < 2; ++n)
@@ -314,11 +318,11 @@ TEST(Executor, LinearAfterChannelsLastFlatten) {
 // transposes plus the bias: the executor's result in both formats against that pass called directly.
 TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
   network net;
-  const node_id x = net.input("x", {2, 4, 3, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 4, 3, 5}, memfmt::dtype::float32, format_family::channels_first);
   memfmt::graph::conv_transpose_attrs a = memfmt::graph::conv_transpose_spec(6, 3, 2, 1, 0, 2, true);
   a.output_padding = {1, 0, 0};
   const node_id up = net.conv_transpose("up", x, a);
-  net.output("y", up, family::channels_first);
+  net.output("y", up, format_family::channels_first);
   const parameter_store s = make_params<float>(net, 8);
   memfmt::host_tensor<float, memfmt::nchw> in({2, 4, 3, 5});
   const auto v = random_values<float>(static_cast<std::size_t>(in.numel()), 9, -1.f, 1.f);
@@ -330,7 +334,7 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
                        a.params);
   const auto bias = s.at("up.bias").values<float>();
   for (std::int64_t i = 0; i < want.numel(); ++i) want.data()[i] += bias[static_cast<std::size_t>(i / 54 % 6)];
-  for (auto f : {family::channels_first, family::channels_last}) {
+  for (auto f : {format_family::channels_first, format_family::channels_last}) {
     memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, s);
     auto got = tensor_from<float, memfmt::nchw>(net.at(up).extents);
     ex.forward({{"x", memfmt::runtime::ref(in.const_view())}}, {{"y", memfmt::runtime::ref(got.view())}});
@@ -345,7 +349,7 @@ TEST(Executor, ConvTransposeIsBackwardDataPlusBias) {
 // in logical order; two passes with poisoning on show that nothing overwrites a constant.
 TEST(Executor, ConstantsInEveryPlan) {
   network net;
-  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 3, 4, 5}, memfmt::dtype::float32, format_family::channels_first);
   const node_id mean = net.constant("mean", {1, 3, 1, 1}, memfmt::dtype::float32);
   const node_id stdev = net.constant("std", {1, 3, 1, 1}, memfmt::dtype::float32);
   const node_id half = net.constant("half", {1, 1, 1, 1}, memfmt::dtype::float32);
@@ -354,8 +358,9 @@ TEST(Executor, ConstantsInEveryPlan) {
   const node_id a =
       net.binary("normalize", net.binary("center", x, mean, memfmt::binary_op::sub), stdev, memfmt::binary_op::div);
   const node_id d = net.binary("embed", pos, net.mul("halve", half, a), memfmt::binary_op::sub);
-  net.output("y", d, family::channels_first);
-  net.output("z", net.add("shift", net.flatten("flat", net.global_pool("gap", d)), bias), family::channels_first);
+  net.output("y", d, format_family::channels_first);
+  net.output("z", net.add("shift", net.flatten("flat", net.global_pool("gap", d)), bias),
+             format_family::channels_first);
 
   parameter_store s;
   const auto ramp = [](std::size_t n, float start, float step) {
@@ -385,11 +390,11 @@ TEST(Executor, ConstantsInEveryPlan) {
       }
   for (std::size_t k = 0; k < 6; ++k) z_truth[k] += bv[k % 3];
 
-  auto constants_first_readers_last = assignment(net, family::channels_last);
-  for (node_id c : {mean, stdev, half, pos}) constants_first_readers_last[c] = family::channels_first;
+  auto constants_first_readers_last = assignment(net, format_family::channels_last);
+  for (node_id c : {mean, stdev, half, pos}) constants_first_readers_last[c] = format_family::channels_first;
   const std::vector<std::pair<std::string, memfmt::graph::plan>> plans{
-      {"channels_first", plan_for(net, family::channels_first)},
-      {"channels_last", plan_for(net, family::channels_last)},
+      {"channels_first", plan_for(net, format_family::channels_first)},
+      {"channels_last", plan_for(net, format_family::channels_last)},
       {"alternating", plan_for(net, std::nullopt)},
       {"constants channels_first, readers channels_last",
        memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, constants_first_readers_last)}};
@@ -412,7 +417,7 @@ TEST(Executor, ConstantsInEveryPlan) {
   }
   // The constants' bytes live outside the arena.
   memfmt::reference::backend b;
-  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, family::channels_first), b, s);
+  memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, format_family::channels_first), b, s);
   for (const auto& v : ex.memory().values) {
     if (v.name == "mean" || v.name == "std" || v.name == "half" || v.name == "pos" || v.name == "bias") {
       EXPECT_EQ(v.bytes, 0) << v.name;
@@ -426,12 +431,12 @@ TEST(Executor, ConstantsInEveryPlan) {
 // poisoned when their liveness ends.
 TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
   network net;
-  const node_id x = net.input("x", {2, 4, 5, 3}, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", {2, 4, 5, 3}, memfmt::dtype::float32, format_family::channels_first);
   const node_id c = net.conv("context", net.global_pool("pool", x), memfmt::graph::conv_spec(4, 1, 1, 0, 1, true));
-  net.output("y", net.add("add", c, x), family::channels_first);
+  net.output("y", net.add("add", c, x), format_family::channels_first);
   const parameter_store params = make_params<float>(net, 3);
   std::vector<float> xs = random_values<float>(2 * 4 * 5 * 3, 4, -1.f, 1.f);
-  const auto run = [&](std::optional<family> f, bool fuse) {
+  const auto run = [&](std::optional<format_family> f, bool fuse) {
     memfmt::reference::backend b;
     memfmt::runtime::executor_options o;
     o.poison = true;
@@ -439,12 +444,12 @@ TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
     memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, params, o);
     for (const std::string& group : ex.report().fusions) EXPECT_EQ(group.find("add"), std::string::npos) << group;
     std::vector<float> y(xs.size());
-    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, family::channels_first, xs.data()}}},
-               {{"y", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, family::channels_first, y.data()}}});
+    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, format_family::channels_first, xs.data()}}},
+               {{"y", tensor_ref{memfmt::dtype::float32, {2, 4, 5, 3}, format_family::channels_first, y.data()}}});
     return y;
   };
-  for (const std::optional<family> f :
-       {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)})
+  for (const std::optional<format_family> f : {std::optional<format_family>(format_family::channels_first),
+                                               std::optional<format_family>(format_family::channels_last)})
     EXPECT_EQ(run(f, true), run(f, false));
 }
 
@@ -454,7 +459,7 @@ TEST(Executor, BroadcastAddAfterAConvIsNotFused) {
 TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
   network net;
   const std::vector<std::int64_t> e{2, 4, 5, 3};
-  const node_id x = net.input("x", e, memfmt::dtype::float32, family::channels_first);
+  const node_id x = net.input("x", e, memfmt::dtype::float32, format_family::channels_first);
   const auto per_channel = [&](const std::string& name) {
     return net.constant(name, {1, 4, 1, 1}, memfmt::dtype::float32);
   };
@@ -466,7 +471,7 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
   v = net.binary("from", per_channel("k"), v, memfmt::binary_op::sub);                     // k - x: not folded
   v = net.mul("map", v, net.constant("map_scale", {1, 4, 5, 3}, memfmt::dtype::float32));  // not per channel
   const node_id tail = net.conv("conv2", v, memfmt::graph::conv_spec(4, 1, 1, 0, 1, true));
-  net.output("y", net.mul("tail_scale", tail, per_channel("t")), family::channels_first);
+  net.output("y", net.mul("tail_scale", tail, per_channel("t")), format_family::channels_first);
   parameter_store params = make_params<float>(net, 5);
   // Divisors away from zero, so the unfused division is well conditioned.
   std::vector<float> sigma = params.at("sigma.value").values<float>();
@@ -475,7 +480,7 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
   std::memcpy(divisor.bytes.data(), sigma.data(), divisor.bytes.size());
   params.assign("sigma.value", divisor);
   std::vector<float> xs = random_values<float>(2 * 4 * 5 * 3, 4, -1.f, 1.f);
-  const auto run = [&](std::optional<family> f, bool fuse, std::vector<std::string>* fusions) {
+  const auto run = [&](std::optional<format_family> f, bool fuse, std::vector<std::string>* fusions) {
     memfmt::reference::backend b;
     memfmt::runtime::executor_options o;
     o.poison = true;
@@ -483,12 +488,12 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
     memfmt::runtime::executor<memfmt::reference::backend> ex(net, plan_for(net, f), b, params, o);
     if (fusions) *fusions = ex.report().fusions;
     std::vector<float> y(xs.size());
-    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, e, family::channels_first, xs.data()}}},
-               {{"y", tensor_ref{memfmt::dtype::float32, e, family::channels_first, y.data()}}});
+    ex.forward({{"x", tensor_ref{memfmt::dtype::float32, e, format_family::channels_first, xs.data()}}},
+               {{"y", tensor_ref{memfmt::dtype::float32, e, format_family::channels_first, y.data()}}});
     return y;
   };
-  for (const std::optional<family> f :
-       {std::optional<family>(family::channels_first), std::optional<family>(family::channels_last)}) {
+  for (const std::optional<format_family> f : {std::optional<format_family>(format_family::channels_first),
+                                               std::optional<format_family>(format_family::channels_last)}) {
     std::vector<std::string> fusions;
     const std::vector<float> fused = run(f, true, &fusions), plain = run(f, false, nullptr);
     EXPECT_EQ(fusions, (std::vector<std::string>{"conv + bias + bn + scale + shift + minus + over",
@@ -502,7 +507,7 @@ TEST(Executor, PerChannelConstantsAfterAConvFoldIntoIt) {
 TEST(ExecutorErrors, BadInputsAndOutputsBeforeAnyWork) {
   const small_net m(memfmt::dtype::float32);
   memfmt::reference::backend b;
-  const auto plan = plan_for(m.net, family::channels_last);
+  const auto plan = plan_for(m.net, format_family::channels_last);
   memfmt::runtime::executor<memfmt::reference::backend> ex(m.net, plan, b, make_params<float>(m.net, 1));
   memfmt::host_tensor<float, memfmt::nchw> x({2, 4, 7, 6}), y({2, 4, 4, 3});
   memfmt::host_tensor<float, memfmt::nhwc> f({2, 6, 7, 6}), x_last({2, 4, 7, 6});
@@ -552,7 +557,7 @@ TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
   const small_net m(memfmt::dtype::float32);
   const small_net other(memfmt::dtype::float32, {2, 3, 7, 6});  // c1 takes 3 channels
   memfmt::reference::backend b;
-  const auto plan = plan_for(m.net, family::channels_first);
+  const auto plan = plan_for(m.net, format_family::channels_first);
   using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
   expect_error([&] { ex_t(m.net, plan, b, make_params<float>(other.net, 1)); }, errc::shape_mismatch,
                {"'c1.weight' (layer 'c1') expected float32 [6, 4, 3, 3], found float32 [6, 3, 3, 3]"});
@@ -567,18 +572,19 @@ TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
   // A plan of another network: sizes differ.
   expect_error(
       [&] {
-        ex_t(m.net, plan_for(memfmt::graph::models::resnet18({1, 32, 16, 0.125}), family::channels_first), b, missing);
+        ex_t(m.net, plan_for(memfmt::graph::models::resnet18({1, 32, 16, 0.125}), format_family::channels_first), b,
+             missing);
       },
       errc::shape_mismatch, {"the plan has", "nodes, the network"});
   network op;
-  const node_id in = op.input("x", {1, 2, 4, 4}, memfmt::dtype::float32, family::channels_first);
-  op.output("y", op.opaque("user", {in}, {1, 2, 4, 4}, family::channels_first), family::channels_first);
-  expect_error([&] { ex_t(op, plan_for(op, family::channels_first), b, parameter_store{}); }, errc::invalid_argument,
-               {"node 'user' (opaque)", "no callback attached"});
+  const node_id in = op.input("x", {1, 2, 4, 4}, memfmt::dtype::float32, format_family::channels_first);
+  op.output("y", op.opaque("user", {in}, {1, 2, 4, 4}, format_family::channels_first), format_family::channels_first);
+  expect_error([&] { ex_t(op, plan_for(op, format_family::channels_first), b, parameter_store{}); },
+               errc::invalid_argument, {"node 'user' (opaque)", "no callback attached"});
   network ints;
-  const node_id i8 = ints.input("x", {1, 2, 4, 4}, memfmt::dtype::int8, family::channels_first);
-  ints.output("y", ints.conv("c", i8, memfmt::graph::conv_spec(2, 1)), family::channels_first);
-  expect_error([&] { ex_t(ints, plan_for(ints, family::channels_first), b, parameter_store{}); },
+  const node_id i8 = ints.input("x", {1, 2, 4, 4}, memfmt::dtype::int8, format_family::channels_first);
+  ints.output("y", ints.conv("c", i8, memfmt::graph::conv_spec(2, 1)), format_family::channels_first);
+  expect_error([&] { ex_t(ints, plan_for(ints, format_family::channels_first), b, parameter_store{}); },
                errc::unsupported_dtype, {"node 'c' (conv)", "int8"});
 }
 

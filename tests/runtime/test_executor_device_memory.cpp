@@ -28,7 +28,7 @@
 namespace {
 
 using memfmt::errc;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::runtime::tensor_ref;
 
@@ -153,14 +153,14 @@ static_assert(!memfmt::runtime::detail::owns_memory<memfmt::reference::backend>:
 // linear -> "y"; the relu is also the output "features", pinned channels-last.
 network test_network() {
   network net;
-  const auto x = net.input("input", {2, 4, 6, 5}, memfmt::dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 4, 6, 5}, memfmt::dtype::float32, format_family::channels_first);
   const auto c1 = net.conv("c1", x, memfmt::graph::conv_spec(6, 3, 1, 1, 1, true));
   const auto r = net.relu("r", net.batch_norm("bn", c1));
   const auto c2 = net.conv("c2", r, memfmt::graph::conv_spec(6, 1));
   const auto s = net.add("sum", c2, r);
   const auto f = net.flatten("flat", net.global_pool("gap", s));
-  net.output("y", net.linear("fc", f, 3), family::channels_first);
-  net.output("features", r, family::channels_last);
+  net.output("y", net.linear("fc", f, 3), format_family::channels_first);
+  net.output("features", r, format_family::channels_last);
   return net;
 }
 
@@ -175,12 +175,14 @@ std::map<std::string, std::vector<float>> run(Backend& b, const network& net, co
   for (const char* name : {"y", "features"}) {
     const auto& n = net.at(*net.find(name));
     out[name].assign(static_cast<std::size_t>(n.numel()), -1.0f);
-    const family format = std::string(name) == "features" ? family::channels_last : family::channels_first;
+    const format_family format =
+        std::string(name) == "features" ? format_family::channels_last : format_family::channels_first;
     outputs[name] = tensor_ref{memfmt::dtype::float32, n.extents, format, out[name].data()};
   }
   const auto& in = net.at(*net.find("input"));
   std::vector<float> x = input;
-  ex.forward({{"input", tensor_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()}}}, outputs);
+  ex.forward({{"input", tensor_ref{memfmt::dtype::float32, in.extents, format_family::channels_first, x.data()}}},
+             outputs);
   if (report) *report = ex.report();
   return out;
 }
@@ -190,7 +192,7 @@ TEST(ExecutorDeviceMemory, HooksCarryEveryByteAndResultsEqualTheHostRun) {
   std::vector<float> x(2 * 4 * 6 * 5);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 37 % 23) - 11) / 8.0f;
   const memfmt::graph::cost_model model{};
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     SCOPED_TRACE(memfmt::graph::to_string(f));
     const auto plan = memfmt::graph::make_plan(net, model, memfmt_test::uniform(net, f));
     memfmt::reference::backend host;
@@ -220,10 +222,10 @@ TEST(ExecutorDeviceMemory, HooksCarryEveryByteAndResultsEqualTheHostRun) {
 // fake device names, for which no layer was compiled: refused when built, nothing allocated.
 TEST(ExecutorDeviceMemory, ElementTypesTheBackendDoesNotNameAreRefused) {
   network net;
-  const auto x = net.input("input", {1, 2, 3, 3}, memfmt::dtype::float64, family::channels_first);
-  net.output("output", net.conv("c", x, memfmt::graph::conv_spec(2, 1)), family::channels_first);
-  const auto plan =
-      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_first));
+  const auto x = net.input("input", {1, 2, 3, 3}, memfmt::dtype::float64, format_family::channels_first);
+  net.output("output", net.conv("c", x, memfmt::graph::conv_spec(2, 1)), format_family::channels_first);
+  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{},
+                                             memfmt_test::uniform(net, format_family::channels_first));
   const auto params = memfmt_test::make_params(net, 3);
   fake_device dev;
   memfmt_test::expect_error([&] { memfmt::runtime::executor<fake_device> ex(net, plan, dev, params); },
@@ -238,8 +240,8 @@ TEST(ExecutorDeviceMemory, ElementTypesTheBackendDoesNotNameAreRefused) {
 
 TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {
   const network net = test_network();
-  const auto plan =
-      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, memfmt_test::uniform(net, family::channels_last));
+  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{},
+                                             memfmt_test::uniform(net, format_family::channels_last));
   fake_device dev;
   const auto params = memfmt_test::make_params(net, 3);
   memfmt_test::expect_error(
@@ -254,10 +256,11 @@ TEST(ExecutorDeviceMemory, PoisonModeIsRefused) {
 // gradient contributions summed) -> relu -> global average pool -> flatten -> linear -> "output".
 network training_network() {
   network net;
-  const auto x = net.input("input", {2, 3, 6, 5}, memfmt::dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 3, 6, 5}, memfmt::dtype::float32, format_family::channels_first);
   const auto r = net.relu("r", net.batch_norm("bn", net.conv("c1", x, memfmt::graph::conv_spec(4, 3, 1, 1, 1, true))));
   const auto s = net.relu("r2", net.add("sum", net.conv("c2", r, memfmt::graph::conv_spec(4, 1)), r));
-  net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", s)), 3), family::channels_first);
+  net.output("output", net.linear("fc", net.flatten("flat", net.global_pool("gap", s)), 3),
+             format_family::channels_first);
   return net;
 }
 

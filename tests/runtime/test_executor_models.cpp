@@ -23,7 +23,7 @@
 
 namespace {
 
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
@@ -49,8 +49,9 @@ run_result run(const network& net, const memfmt::graph::plan& plan, const parame
   run_result r;
   r.output.assign(static_cast<std::size_t>(out.numel()), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> x = input;
-  ex.forward({{"input", tensor_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()}}},
-             {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, r.output.data()}}});
+  ex.forward(
+      {{"input", tensor_ref{memfmt::dtype::float32, in.extents, format_family::channels_first, x.data()}}},
+      {{"output", tensor_ref{memfmt::dtype::float32, out.extents, format_family::channels_first, r.output.data()}}});
   r.report = ex.report();
   return r;
 }
@@ -61,7 +62,7 @@ void check_model(const std::string& name, const network& net, std::size_t expect
   const std::vector<float> x = random_input(net, 5);
   const memfmt::graph::cost_model model{};
   const auto truth =
-      run(net, memfmt::graph::make_plan(net, model, uniform(net, family::channels_first)), params, x, false);
+      run(net, memfmt::graph::make_plan(net, model, uniform(net, format_family::channels_first)), params, x, false);
   EXPECT_TRUE(truth.report.fusions.empty());
   double scale = 0;
   for (float v : truth.output) {
@@ -109,12 +110,12 @@ TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
   const parameter_store params = make_params(net, 11);
   const std::vector<float> input = random_input(net, 5);
   const memfmt::graph::cost_model model{};
-  std::vector<std::optional<family>> alternating = uniform(net, family::channels_first);
+  std::vector<std::optional<format_family>> alternating = uniform(net, format_family::channels_first);
   for (const auto& n : net.nodes())
-    if (alternating[n.id] && n.kind == memfmt::graph::node_kind::conv && n.id % 3 == 0)
-      alternating[n.id] = family::channels_last;
+    if (alternating[n.id] && n.kind == memfmt::layer_kind::conv && n.id % 3 == 0)
+      alternating[n.id] = format_family::channels_last;
   const std::pair<const char*, memfmt::graph::plan> cases[] = {
-      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, family::channels_last))},
+      {"channels_last", memfmt::graph::make_plan(net, model, uniform(net, format_family::channels_last))},
       {"mixed", memfmt::graph::make_plan(net, model, alternating)}};
   for (const auto& [name, plan] : cases) {
     SCOPED_TRACE(name);
@@ -124,17 +125,18 @@ TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
     const auto& in = net.at(*net.find("input"));
     const auto& out = net.at(*net.find("output"));
     std::vector<float> x = input, plain(static_cast<std::size_t>(out.numel())), profiled(plain.size());
-    const tensor_ref x_ref{memfmt::dtype::float32, in.extents, family::channels_first, x.data()};
-    ex.forward({{"input", x_ref}},
-               {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, plain.data()}}});
+    const tensor_ref x_ref{memfmt::dtype::float32, in.extents, format_family::channels_first, x.data()};
+    ex.forward(
+        {{"input", x_ref}},
+        {{"output", tensor_ref{memfmt::dtype::float32, out.extents, format_family::channels_first, plain.data()}}});
     const memfmt::runtime::forward_profile p = ex.forward_profiled(
         {{"input", x_ref}},
-        {{"output", tensor_ref{memfmt::dtype::float32, out.extents, family::channels_first, profiled.data()}}});
+        {{"output", tensor_ref{memfmt::dtype::float32, out.extents, format_family::channels_first, profiled.data()}}});
     EXPECT_EQ(plain, profiled);
     ASSERT_EQ(p.nodes.size(), net.size());
     std::set<memfmt::graph::node_id> copied;
     for (const auto& c : plan.conversions)
-      if (!c.relabel && net.at(c.value).kind != memfmt::graph::node_kind::input) copied.insert(c.value);
+      if (!c.relabel && net.at(c.value).kind != memfmt::layer_kind::input) copied.insert(c.value);
     std::int64_t sum = p.inputs_ns + p.outputs_ns;
     std::size_t fused = 0;
     for (const auto& n : net.nodes()) {
@@ -144,20 +146,20 @@ TEST(ExecutorModels, ProfiledPassChargesEachStepToItsNode) {
       // An input's conversion may run on entry, an output's on exit: the inputs' and outputs' time.
       const auto& readers = net.consumers(n.id);
       const bool read_by_output = std::any_of(readers.begin(), readers.end(), [&](memfmt::graph::node_id r) {
-        return net.at(r).kind == memfmt::graph::node_kind::output;
+        return net.at(r).kind == memfmt::layer_kind::output;
       });
-      if (n.kind != memfmt::graph::node_kind::input && !read_by_output) {
+      if (n.kind != memfmt::layer_kind::input && !read_by_output) {
         EXPECT_EQ(t.conversion_ns > 0, copied.count(n.id) == 1) << n.name;
       }
       if (t.fused_into) {
         ++fused;
         EXPECT_EQ(t.layer_ns, 0) << n.name;
-        EXPECT_EQ(net.at(*t.fused_into).kind, memfmt::graph::node_kind::conv) << n.name;
+        EXPECT_EQ(net.at(*t.fused_into).kind, memfmt::layer_kind::conv) << n.name;
         EXPECT_GT(p.nodes[*t.fused_into].layer_ns, 0) << n.name;
-      } else if (n.kind == memfmt::graph::node_kind::conv || n.kind == memfmt::graph::node_kind::pool ||
-                 n.kind == memfmt::graph::node_kind::linear) {
+      } else if (n.kind == memfmt::layer_kind::conv || n.kind == memfmt::layer_kind::pool ||
+                 n.kind == memfmt::layer_kind::linear) {
         EXPECT_GT(t.layer_ns, 0) << n.name;
-      } else if (n.kind == memfmt::graph::node_kind::input || n.kind == memfmt::graph::node_kind::output) {
+      } else if (n.kind == memfmt::layer_kind::input || n.kind == memfmt::layer_kind::output) {
         EXPECT_EQ(t.layer_ns, 0) << n.name;
       }
     }
@@ -178,7 +180,7 @@ namespace {
 // squeeze-and-excitation broadcasting, global max pool, hardswish, opaque), in every plan.
 network every_layer(memfmt::runtime::user_op op) {
   network net;
-  const auto x = net.input("input", {2, 4, 6, 6}, memfmt::dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 4, 6, 6}, memfmt::dtype::float32, format_family::channels_first);
   memfmt::pad_params pp;
   pp.mode = memfmt::pad_mode::reflect;
   pp.begin = {1, 2, 0};
@@ -201,12 +203,13 @@ network every_layer(memfmt::runtime::user_op op) {
   h = net.softmax("softmax", h);
   h = net.slice("stride", net.slice("crop", h, memfmt::slice_params{2, 1, 6, 1}), memfmt::slice_params{3, 1, 8, 2});
   h = net.avg_pool("pool", h, 3, 2, 1, true, false);
-  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
+  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), format_family::channels_first);
   return net;
 }
 
 // A user op that reads one format and writes another: out = 2 * in, converted.
-memfmt::runtime::user_op doubling(family in, family out, std::optional<family> reported = std::nullopt) {
+memfmt::runtime::user_op doubling(format_family in, format_family out,
+                                  std::optional<format_family> reported = std::nullopt) {
   memfmt::runtime::user_op op;
   op.input_format = in;
   op.output_format = out;
@@ -216,7 +219,7 @@ memfmt::runtime::user_op doubling(family in, family out, std::optional<family> r
     const auto& e = x.extents;
     memfmt::host_tensor<float, memfmt::nchw> tmp({e[0], e[1], e[2], e[3]});
     const auto src = static_cast<const float*>(x.data);
-    if (in == family::channels_first) {
+    if (in == format_family::channels_first) {
       std::copy(src, src + tmp.numel(), tmp.data());
     } else {
       memfmt::convert(
@@ -225,7 +228,7 @@ memfmt::runtime::user_op doubling(family in, family out, std::optional<family> r
     }
     for (std::int64_t i = 0; i < tmp.numel(); ++i) tmp.data()[i] *= 2.f;
     auto* dst = static_cast<float*>(output.data);
-    if (out == family::channels_first) std::copy(tmp.data(), tmp.data() + tmp.numel(), dst);
+    if (out == format_family::channels_first) std::copy(tmp.data(), tmp.data() + tmp.numel(), dst);
     else
       memfmt::convert(tmp.const_view(), memfmt::tensor_view<float, memfmt::nhwc>(
                                             dst, memfmt::layout<memfmt::nhwc>::packed(tmp.extents())));
@@ -235,8 +238,8 @@ memfmt::runtime::user_op doubling(family in, family out, std::optional<family> r
 }
 
 TEST(ExecutorModels, EveryLayerKind) {
-  for (auto in : {family::channels_first, family::channels_last})
-    for (auto out : {family::channels_first, family::channels_last}) {
+  for (auto in : {format_family::channels_first, format_family::channels_last})
+    for (auto out : {format_family::channels_first, format_family::channels_last}) {
       check_model(std::string("every layer, user op ") + memfmt::to_string(in) + " -> " + memfmt::to_string(out),
                   every_layer(doubling(in, out)), 0);
     }
@@ -248,13 +251,14 @@ TEST(ExecutorErrors, UserOpReturningTheWrongFormat) {
   using ex_t = memfmt::runtime::executor<memfmt::reference::backend>;
   memfmt::reference::backend b;
   const memfmt::graph::cost_model model{};
-  const network liar = every_layer(doubling(family::channels_last, family::channels_last, family::channels_first));
+  const network liar =
+      every_layer(doubling(format_family::channels_last, format_family::channels_last, format_family::channels_first));
   const parameter_store params = make_params(liar, 3);
   ex_t ex(liar, memfmt::graph::solve(liar, model), b, params);
   std::vector<float> x(2 * 4 * 6 * 6, 0.5f), y(10, 7.f);
   try {
-    ex.forward({{"input", tensor_ref{memfmt::dtype::float32, {2, 4, 6, 6}, family::channels_first, x.data()}}},
-               {{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, family::channels_first, y.data()}}});
+    ex.forward({{"input", tensor_ref{memfmt::dtype::float32, {2, 4, 6, 6}, format_family::channels_first, x.data()}}},
+               {{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, format_family::channels_first, y.data()}}});
     ADD_FAILURE() << "no error";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::format_mismatch);
@@ -264,8 +268,8 @@ TEST(ExecutorErrors, UserOpReturningTheWrongFormat) {
     EXPECT_NE(what.find("declared float32 [2, 8, 7, 8] channels_last"), std::string::npos) << what;
   }
   for (float v : y) ASSERT_EQ(v, 7.f);
-  network mismatch = every_layer(doubling(family::channels_first, family::channels_last));
-  mismatch.set_callback(*mismatch.find("user"), doubling(family::channels_first, family::channels_first));
+  network mismatch = every_layer(doubling(format_family::channels_first, format_family::channels_last));
+  mismatch.set_callback(*mismatch.find("user"), doubling(format_family::channels_first, format_family::channels_first));
   try {
     ex_t(mismatch, memfmt::graph::solve(mismatch, model), b, make_params(mismatch, 3));
     ADD_FAILURE() << "no error";
@@ -274,7 +278,7 @@ TEST(ExecutorErrors, UserOpReturningTheWrongFormat) {
     EXPECT_NE(std::string(e.what()).find("declared to read channels_first and write channels_last"), std::string::npos)
         << e.what();
   }
-  network wrong_type = every_layer(doubling(family::channels_first, family::channels_first));
+  network wrong_type = every_layer(doubling(format_family::channels_first, format_family::channels_first));
   wrong_type.set_callback(*wrong_type.find("user"), 42);
   try {
     ex_t(wrong_type, memfmt::graph::solve(wrong_type, model), b, make_params(wrong_type, 3));

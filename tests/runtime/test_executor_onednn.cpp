@@ -25,7 +25,7 @@
 namespace {
 
 using memfmt::dtype;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
@@ -46,8 +46,8 @@ std::vector<float> run(Backend& b, const network& net, const memfmt::graph::plan
   const auto& out = net.at(*net.find("output"));
   std::vector<T> x(input.size()), y(static_cast<std::size_t>(out.numel()), static_cast<T>(std::nanf("")));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(input[i]);
-  ex.forward({{"input", tensor_ref{in.type, in.extents, family::channels_first, x.data()}}},
-             {{"output", tensor_ref{out.type, out.extents, family::channels_first, y.data()}}});
+  ex.forward({{"input", tensor_ref{in.type, in.extents, format_family::channels_first, x.data()}}},
+             {{"output", tensor_ref{out.type, out.extents, format_family::channels_first, y.data()}}});
   if (report) *report = ex.report();
   return std::vector<float>(y.begin(), y.end());
 }
@@ -77,9 +77,9 @@ void check_model(const std::string& name, models::options o) {
   const std::vector<float> x = random_input(net, 5);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
-  const auto truth =
-      run<float>(ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
-                 ref_params, x, false);
+  const auto truth = run<float>(
+      ref, ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, format_family::channels_first)),
+      ref_params, x, false);
   double scale = 1;
   for (float v : truth) scale = std::max(scale, static_cast<double>(std::fabs(v)));
   // oneDNN sums in float in its own order (float32) or rounds every activation and weight to 8
@@ -149,11 +149,11 @@ std::vector<memfmt::runtime::executor_report> expect_onednn_matches_reference(co
   const std::vector<float> in = random_input(net, input_seed);
   memfmt::reference::backend ref;
   const memfmt::graph::cost_model priors{};
-  const auto truth = run<float>(ref, net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)),
-                                params, in, false);
+  const auto truth = run<float>(
+      ref, net, memfmt::graph::make_plan(net, priors, uniform(net, format_family::channels_first)), params, in, false);
   memfmt::onednn::backend onednn_backend;
   std::vector<memfmt::runtime::executor_report> reports;
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     reports.emplace_back();
     const auto plan = memfmt::graph::make_plan(net, priors, uniform(net, f));
     const auto got = run<float>(onednn_backend, net, plan, params, in, true, &reports.back());
@@ -174,7 +174,7 @@ std::vector<memfmt::runtime::executor_report> expect_onednn_matches_reference(co
 // channels_last flatten.
 TEST(ExecutorOneDnn, OtherLayers) {
   network net;
-  const auto x = net.input("input", {2, 6, 8, 8}, dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 6, 8, 8}, dtype::float32, format_family::channels_first);
   auto h = net.conv("conv", x, memfmt::graph::conv_spec(8, 3, 1, 1));
   h = net.instance_norm("in", net.group_norm("gn", h, 4), 1e-5, true);
   const auto pooled = net.global_pool("gap", h, memfmt::pool_kind::average);
@@ -209,7 +209,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
   const auto parts = net.split("split", h, {3, 5});
   h = net.concat("cat", {parts[1], parts[0], net.avg_pool("avg_excl", parts[0], 3, 1, 1, false, false)});
   h = net.softmax("softmax", h);
-  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), family::channels_first);
+  net.output("output", net.linear("fc", net.flatten("flatten", h), 5), format_family::channels_first);
 
   expect_onednn_matches_reference(net, 3, 5);
 }
@@ -218,7 +218,7 @@ TEST(ExecutorOneDnn, OtherLayers) {
 // as its sum post-op), rank 2 after the classifier: oneDNN in both formats against the reference.
 TEST(ExecutorOneDnn, Constants) {
   network net;
-  const auto x = net.input("input", {2, 4, 6, 6}, dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 4, 6, 6}, dtype::float32, format_family::channels_first);
   auto h = net.binary("center", x, net.constant("mean", {1, 4, 1, 1}, dtype::float32), memfmt::binary_op::sub);
   const auto one = net.constant("one", {1, 1, 1, 1}, dtype::float32);
   h = net.binary("rdiv", one, net.activation("pos", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
@@ -227,7 +227,8 @@ TEST(ExecutorOneDnn, Constants) {
   h = net.relu("relu", net.add("residual", h, skip));
   h = net.binary("embed", net.constant("pos_embed", {1, 8, 6, 6}, dtype::float32), h, memfmt::binary_op::sub);
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
-  net.output("output", net.mul("temperature", net.constant("tau", {1, 5}, dtype::float32), h), family::channels_first);
+  net.output("output", net.mul("temperature", net.constant("tau", {1, 5}, dtype::float32), h),
+             format_family::channels_first);
   const auto reports = expect_onednn_matches_reference(net, 4, 6);
   for (const auto& r : reports) {
     ASSERT_EQ(r.fusions.size(), 1u);
@@ -239,7 +240,7 @@ TEST(ExecutorOneDnn, Constants) {
 // hardsigmoid among them), and alone, in both formats, against the reference.
 TEST(ExecutorOneDnn, ActivationParametersFusedIntoConvs) {
   network net;
-  const auto x = net.input("input", {2, 5, 7, 6}, dtype::float32, family::channels_first);
+  const auto x = net.input("input", {2, 5, 7, 6}, dtype::float32, format_family::channels_first);
   const double inf = std::numeric_limits<double>::infinity();
   const memfmt::activation_params functions[] = {
       memfmt::activation_params::leaky_relu(0.1), memfmt::activation_params::clip(-0.5, 0.75),
@@ -252,7 +253,7 @@ TEST(ExecutorOneDnn, ActivationParametersFusedIntoConvs) {
     h = net.activation("act" + k, net.conv("conv" + k, h, memfmt::graph::conv_spec(6, 3, 1, 1, 1, true)), f);
   }
   h = net.activation("leaky_alone", net.add("add", h, h), memfmt::activation_params::leaky_relu(-0.25));
-  net.output("output", h, family::channels_first);
+  net.output("output", h, format_family::channels_first);
 
   for (const auto& report : expect_onednn_matches_reference(net, 11, 12))
     EXPECT_EQ(report.fusions.size(), std::size(functions));
@@ -277,26 +278,27 @@ TEST(ExecutorOneDnn, UnsupportedLayerIsRefusedAtBuild) {
   };
   {
     network net;
-    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float16, family::channels_first);
-    net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), family::channels_first);
+    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float16, format_family::channels_first);
+    net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), format_family::channels_first);
     expect_refused(net, memfmt::errc::unsupported_dtype, "node 'hsig' (activation): onednn activation: float16");
   }
   {
     network net;
-    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float64, family::channels_first);
-    net.output("output", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)), family::channels_first);
+    const auto x = net.input("input", {1, 4, 6, 6}, dtype::float64, format_family::channels_first);
+    net.output("output", net.conv("conv", x, memfmt::graph::conv_spec(4, 3)), format_family::channels_first);
     expect_refused(net, memfmt::errc::unsupported_dtype, "node 'conv' (conv): onednn conv: float64");
   }
 }
 
 TEST(BackendSupport, Reference) {
   const memfmt::reference::backend ref;
-  for (int k = 0; k <= static_cast<int>(memfmt::op_kind::slice); ++k)
+  for (const memfmt::kind_info& k : memfmt::kind_infos)
     for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16}) {
+      if (!k.runs_on_backend) continue;
       memfmt::op_query q;
-      q.op = static_cast<memfmt::op_kind>(k);
+      q.op = k.kind;
       q.type = t;
-      q.format = family::channels_last;
+      q.format = format_family::channels_last;
       q.rank = 5;
       EXPECT_TRUE(ref.support(q)) << memfmt::to_string(q.op) << " " << memfmt::to_string(t);
     }
@@ -311,13 +313,13 @@ TEST(BackendSupport, Reference) {
 TEST(BackendSupport, OneDnn) {
   const memfmt::onednn::backend onednn_backend;
   memfmt::op_query q;
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     q.format = f;
-    for (auto op : {memfmt::op_kind::conv, memfmt::op_kind::batch_norm, memfmt::op_kind::binary, memfmt::op_kind::pool,
-                    memfmt::op_kind::linear, memfmt::op_kind::concat, memfmt::op_kind::softmax, memfmt::op_kind::pad,
-                    memfmt::op_kind::group_norm})
+    for (auto op : {memfmt::layer_kind::conv, memfmt::layer_kind::batch_norm, memfmt::layer_kind::binary,
+                    memfmt::layer_kind::pool, memfmt::layer_kind::linear, memfmt::layer_kind::concat,
+                    memfmt::layer_kind::softmax, memfmt::layer_kind::pad, memfmt::layer_kind::group_norm})
       EXPECT_TRUE(onednn_backend.support({op, dtype::float32, f}));
-    q.op = memfmt::op_kind::activation;
+    q.op = memfmt::layer_kind::activation;
     q.function = memfmt::activation::hardsigmoid;
     EXPECT_TRUE(onednn_backend.support(q));
     q.type = dtype::float16;
@@ -327,11 +329,11 @@ TEST(BackendSupport, OneDnn) {
     q.type = dtype::float32;
   }
   for (dtype t : {dtype::float64, dtype::float16}) {
-    const auto s = onednn_backend.support({memfmt::op_kind::conv, t});
+    const auto s = onednn_backend.support({memfmt::layer_kind::conv, t});
     EXPECT_FALSE(s);
     EXPECT_EQ(s.code, memfmt::errc::unsupported_dtype);
   }
-  const auto bf = onednn_backend.support({memfmt::op_kind::conv, dtype::bfloat16});
+  const auto bf = onednn_backend.support({memfmt::layer_kind::conv, dtype::bfloat16});
   EXPECT_EQ(static_cast<bool>(bf), memfmt::onednn::supports(dtype::bfloat16));
   if (!bf) {
     EXPECT_EQ(bf.reason, "onednn conv: " + memfmt::onednn::support_for(dtype::bfloat16).reason);
@@ -342,7 +344,7 @@ TEST(BackendSupport, OneDnn) {
 // conv channels_first although channels_last is cheaper by the priors, and says why.
 struct no_channels_last_conv {
   memfmt::op_support support(const memfmt::op_query& q) const {
-    if (q.op == memfmt::op_kind::conv && q.format == family::channels_last)
+    if (q.op == memfmt::layer_kind::conv && q.format == format_family::channels_last)
       return memfmt::op_support::no(memfmt::errc::unsupported, "no channels_last conv");
     return memfmt::op_support::yes();
   }
@@ -357,12 +359,12 @@ TEST(BackendSupport, PlannerAdapter) {
   const memfmt::graph::plan p = memfmt::graph::solve(net, cm);
   std::size_t convs = 0, last_before = 0;
   for (const auto& n : net.nodes()) {
-    if (n.kind != memfmt::graph::node_kind::conv) continue;
+    if (n.kind != memfmt::layer_kind::conv) continue;
     ++convs;
-    last_before += free_plan.format(n.id) == family::channels_last;
-    EXPECT_EQ(p.format(n.id), family::channels_first) << n.name;
+    last_before += free_plan.format(n.id) == format_family::channels_last;
+    EXPECT_EQ(p.format(n.id), format_family::channels_first) << n.name;
     const auto costs = cm.node_costs(net, n.id);
-    EXPECT_FALSE(costs.supports(family::channels_last)) << n.name;
+    EXPECT_FALSE(costs.supports(format_family::channels_last)) << n.name;
     EXPECT_NE(costs.basis.find("not in channels_last: no channels_last conv"), std::string::npos) << costs.basis;
   }
   EXPECT_GT(convs, 0u);

@@ -26,7 +26,7 @@
 namespace {
 
 using namespace memfmt::training_test;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
@@ -75,7 +75,7 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
-  const auto x0 = net.input("input", {2, 3, 6, 6}, type, family::channels_first);
+  const auto x0 = net.input("input", {2, 3, 6, 6}, type, format_family::channels_first);
   const auto x = net.binary("normalize",
                             net.binary("center", x0, net.constant("mean", {1, 3, 1, 1}, type), memfmt::binary_op::sub),
                             net.constant("std", {1, 3, 1, 1}, type), memfmt::binary_op::div);
@@ -112,7 +112,7 @@ network every_layer(memfmt::dtype type) {
   const auto features = net.split("fsplit", h, {2, 3});  // rank 2: along F
   h = net.concat("fcat", {features[1], net.slice("fslice", features[0], memfmt::slice_params{1, 0, 2, 1})});
   h = net.mul("temperature", net.constant("inverse_temperature", {1, 5}, type, true), h);
-  net.output("output", net.softmax("softmax", h), family::channels_first);
+  net.output("output", net.softmax("softmax", h), format_family::channels_first);
   return net;
 }
 
@@ -222,9 +222,9 @@ TEST(Training, PlansAgreeEveryLayer) {
 // other format, the gradient of that converted copy reaches the layer before the renaming.
 TEST(Training, PlansAgreeThroughConvertedRenamings) {
   network net;
-  const auto x = net.input("input", {1, 6, 6, 6}, memfmt::dtype::float64, family::channels_last);
+  const auto x = net.input("input", {1, 6, 6, 6}, memfmt::dtype::float64, format_family::channels_last);
   const auto c = net.conv("conv", x, memfmt::graph::conv_spec(3, 1, 2, 1));
-  net.output("output", net.dropout("drop", c, 0.0), family::channels_first);
+  net.output("output", net.dropout("drop", c, 0.0), format_family::channels_first);
   check_plans_agree<double>(net, 1e-10);
 }
 
@@ -234,10 +234,10 @@ TEST(Training, PlansAgreeThroughConvertedRenamings) {
 // finite differences and every plan agrees.
 TEST(Training, BroadcastAddAfterABatchNormIsNotFused) {
   network net;
-  const auto x = net.input("input", {2, 4, 5, 3}, memfmt::dtype::float64, family::channels_first);
+  const auto x = net.input("input", {2, 4, 5, 3}, memfmt::dtype::float64, format_family::channels_first);
   const auto c = net.conv("context", net.global_pool("pool", x), memfmt::graph::conv_spec(4, 1));
   const auto sum = net.add("add", net.batch_norm("bn", c), x);
-  net.output("output", net.relu("relu", sum), family::channels_first);
+  net.output("output", net.relu("relu", sum), format_family::channels_first);
   for (const auto& [name, plan] : plans_of(net)) check_finite_differences(net, plan, name);
   check_plans_agree<double>(net, 1e-10);
 }
@@ -265,7 +265,7 @@ TEST(Training, PlansAgreeModels) {
 // running_mean and running_var follow PyTorch's update over two steps (the unbiased batch
 // variance for running_var), num_batches_tracked counts them; the batch statistics normalise.
 TEST(Training, BatchNormRunningStatistics) {
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     network net;
     memfmt::batch_norm_params bp;
     bp.momentum = 0.25;
@@ -314,13 +314,14 @@ TEST(Training, BatchNormRunningStatistics) {
 // has dL/dx = R * (2x + [x > 0]) (checked through a 1x1 conv whose weight gradient is sum(dy * x)).
 TEST(Training, FanOutSums) {
   network net;
-  const auto x = net.input("input", {1, 1, 2, 2}, memfmt::dtype::float64, family::channels_first);
+  const auto x = net.input("input", {1, 1, 2, 2}, memfmt::dtype::float64, format_family::channels_first);
   const auto c = net.conv("conv", x, memfmt::graph::conv_spec(1, 1));
-  net.output("output", net.add("add", net.mul("sq", c, c), net.relu("relu", c)), family::channels_first);
+  net.output("output", net.add("add", net.mul("sq", c, c), net.relu("relu", c)), format_family::channels_first);
   parameter_store p;
   p.insert<double>("conv.weight", {1, 1, 1, 1}, {1.0});
   const std::vector<double> xv = {0.5, -1.0, 2.0, -0.25}, r = {1.0, 2.0, -1.0, 0.5};
-  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, family::channels_first));
+  const auto plan =
+      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, format_family::channels_first));
   const step_result s = train<double>(net, plan, p, xv, r);
   double expect = 0;
   for (std::size_t i = 0; i < 4; ++i) expect += r[i] * (2 * xv[i] + (xv[i] > 0 ? 1 : 0)) * xv[i];
@@ -332,13 +333,13 @@ TEST(Training, FanOutSums) {
 // still gets its gradient.
 TEST(Training, EmptyBatchGivesZeroGradients) {
   network net;
-  const auto x = net.input("input", {0, 2, 3, 3}, memfmt::dtype::float64, family::channels_first);
+  const auto x = net.input("input", {0, 2, 3, 3}, memfmt::dtype::float64, format_family::channels_first);
   net.relu("unread", x);
-  net.output("output", net.group_norm("norm", x, 2), family::channels_last);
+  net.output("output", net.group_norm("norm", x, 2), format_family::channels_last);
   parameter_store p;
   p.insert<double>("norm.weight", {2}, {1.5, 0.5});
   p.insert<double>("norm.bias", {2}, {0.5, -0.5});
-  for (family f : {family::channels_first, family::channels_last}) {
+  for (format_family f : {format_family::channels_first, format_family::channels_last}) {
     const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, f));
     const step_result s = train<double>(net, plan, p, {}, {});
     EXPECT_EQ(s.grads.at("norm.weight").values<double>(), std::vector<double>(2, 0.0));
@@ -353,21 +354,22 @@ TEST(Training, Bfloat16BatchNormKeepsFloat32Statistics) {
   network net;
   memfmt::batch_norm_params bp;
   bp.momentum = 0.25;
-  const auto in = net.input("input", {2, 1, 2, 2}, memfmt::dtype::bfloat16, family::channels_first);
-  net.output("output", net.batch_norm("bn", in, bp), family::channels_first);
+  const auto in = net.input("input", {2, 1, 2, 2}, memfmt::dtype::bfloat16, format_family::channels_first);
+  net.output("output", net.batch_norm("bn", in, bp), format_family::channels_first);
   parameter_store params;
   params.insert<float>("bn.weight", {1}, {1.5f});
   params.insert<float>("bn.bias", {1}, {0.25f});
   params.insert<float>("bn.running_mean", {1}, {16.f + 1.f / 128});
   params.insert<float>("bn.running_var", {1}, {1.f});
   params.insert<std::int64_t>("bn.num_batches_tracked", {}, {0});
-  const auto plan = memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, family::channels_first));
+  const auto plan =
+      memfmt::graph::make_plan(net, memfmt::graph::cost_model{}, uniform(net, format_family::channels_first));
   memfmt::reference::backend b;
   trainer_t t(net, plan, b, params);
   const std::vector<double> x{0.5, -0.25, 1.0, 0.75, -1.0, 0.125, 0.25, -0.5};  // exact in bfloat16, mean 0.109375
-  auto xs = store<memfmt::bfloat16>(net.at(in), family::channels_first, x);
-  auto ys = store<memfmt::bfloat16>(net.at(in), family::channels_first, std::vector<double>(8, 0.0));
-  auto rs = store<memfmt::bfloat16>(net.at(in), family::channels_first, std::vector<double>(8, 1.0));
+  auto xs = store<memfmt::bfloat16>(net.at(in), format_family::channels_first, x);
+  auto ys = store<memfmt::bfloat16>(net.at(in), format_family::channels_first, std::vector<double>(8, 0.0));
+  auto rs = store<memfmt::bfloat16>(net.at(in), format_family::channels_first, std::vector<double>(8, 1.0));
   const parameter_store grads = t.train_step({{"input", xs.ref}}, {{"output", ys.ref}}, {{"output", rs.ref}});
   for (const char* k : {"bn.weight", "bn.bias"}) EXPECT_EQ(grads.at(k).type, memfmt::dtype::float32) << k;
   EXPECT_NEAR(grads.at("bn.bias").values<float>().at(0), 8.f, 1e-5f);  // sum of the output gradient
@@ -383,8 +385,8 @@ TEST(TrainingErrors, BadOutputGradients) {
   trainer_t t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}), b, params);
   std::vector<float> x(2 * 3 * 6 * 6, 0.5f), y(10, 7.f), r(10, 1.f);
   std::vector<double> rd(10, 1.0);
-  const tensor_ref in{memfmt::dtype::float32, {2, 3, 6, 6}, family::channels_first, x.data()};
-  const tensor_ref out{memfmt::dtype::float32, {2, 5}, family::channels_first, y.data()};
+  const tensor_ref in{memfmt::dtype::float32, {2, 3, 6, 6}, format_family::channels_first, x.data()};
+  const tensor_ref out{memfmt::dtype::float32, {2, 5}, format_family::channels_first, y.data()};
   const auto before = t.running_stats();
   const auto expect_error = [&](const std::map<std::string, tensor_ref>& grads, memfmt::errc code,
                                 const std::string& text) {
@@ -399,27 +401,28 @@ TEST(TrainingErrors, BadOutputGradients) {
     const auto now = t.running_stats();
     for (const auto& [name, p] : before) EXPECT_EQ(p.bytes, now.at(name).bytes) << name;
   };
-  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 6}, family::channels_first, r.data()}}},
+  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 6}, format_family::channels_first, r.data()}}},
                memfmt::errc::shape_mismatch, "output gradient 'output' expected float32 [2, 5], given float32 [2, 6]");
-  expect_error({{"output", tensor_ref{memfmt::dtype::float64, {2, 5}, family::channels_first, rd.data()}}},
+  expect_error({{"output", tensor_ref{memfmt::dtype::float64, {2, 5}, format_family::channels_first, rd.data()}}},
                memfmt::errc::unsupported_dtype, "expected float32 [2, 5], given float64 [2, 5]");
   expect_error({}, memfmt::errc::invalid_argument, "no output gradient 'output' given (float32 [2, 5])");
-  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, family::channels_first, nullptr}}},
+  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, format_family::channels_first, nullptr}}},
                memfmt::errc::null_pointer, "output gradient 'output' has no data");
-  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, family::channels_first, r.data()}},
-                {"fc", tensor_ref{memfmt::dtype::float32, {2, 5}, family::channels_first, r.data()}}},
+  expect_error({{"output", tensor_ref{memfmt::dtype::float32, {2, 5}, format_family::channels_first, r.data()}},
+                {"fc", tensor_ref{memfmt::dtype::float32, {2, 5}, format_family::channels_first, r.data()}}},
                memfmt::errc::invalid_argument, "'fc' float32 [2, 5] is no output gradient of the network");
 
   // A 4-D output: the gradient's format must be the output's.
   network net4;
-  const auto x4 = net4.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first);
-  net4.output("output", net4.relu("relu", x4), family::channels_last);
+  const auto x4 = net4.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, format_family::channels_first);
+  net4.output("output", net4.relu("relu", x4), format_family::channels_last);
   trainer_t t4(net4, memfmt::graph::solve(net4, memfmt::graph::cost_model{}), b, parameter_store{});
   std::vector<float> a(18, 1.f), z(18, 0.f), g(18, 1.f);
   try {
-    t4.train_step({{"input", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, family::channels_first, a.data()}}},
-                  {{"output", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, family::channels_last, z.data()}}},
-                  {{"output", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, family::channels_first, g.data()}}});
+    t4.train_step(
+        {{"input", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, format_family::channels_first, a.data()}}},
+        {{"output", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, format_family::channels_last, z.data()}}},
+        {{"output", tensor_ref{memfmt::dtype::float32, {1, 2, 3, 3}, format_family::channels_first, g.data()}}});
     ADD_FAILURE() << "no error";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::format_mismatch);
@@ -436,12 +439,12 @@ TEST(TrainingErrors, UntrainableLayers) {
   memfmt::reference::backend b;
   const memfmt::graph::cost_model model{};
   network op_net;
-  const auto x = op_net.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first);
-  const auto u = op_net.opaque("user", {x}, {1, 2, 3, 3}, family::channels_first, family::channels_first);
+  const auto x = op_net.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, format_family::channels_first);
+  const auto u = op_net.opaque("user", {x}, {1, 2, 3, 3}, format_family::channels_first, format_family::channels_first);
   memfmt::runtime::user_op op;
   op.run = [](const std::vector<tensor_ref>&, tensor_ref&) {};
   op_net.set_callback(u, op);
-  op_net.output("output", u, family::channels_first);
+  op_net.output("output", u, format_family::channels_first);
   try {
     trainer_t t(op_net, memfmt::graph::solve(op_net, model), b, parameter_store{});
     ADD_FAILURE() << "no error";
@@ -451,8 +454,8 @@ TEST(TrainingErrors, UntrainableLayers) {
         << e.what();
   }
   network drop;
-  const auto y = drop.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, family::channels_first);
-  drop.output("output", drop.dropout("drop", y, 0.5), family::channels_first);
+  const auto y = drop.input("input", {1, 2, 3, 3}, memfmt::dtype::float32, format_family::channels_first);
+  drop.output("output", drop.dropout("drop", y, 0.5), format_family::channels_first);
   try {
     trainer_t t(drop, memfmt::graph::solve(drop, model), b, parameter_store{});
     ADD_FAILURE() << "no error";

@@ -41,7 +41,7 @@ namespace models = memfmt::graph::models;
 network other_layers(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
-  const auto x0 = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  const auto x0 = net.input("input", {2, 3, 8, 8}, type, format_family::channels_first);
   const auto x = net.binary("normalize", net.constant("mean", {1, 3, 1, 1}, type), x0, memfmt::binary_op::sub);
   auto h = net.activation("elu", net.conv("conv1", x, conv_spec(6, 3, 1, 1)), memfmt::activation_params::elu(0.7));
   h = net.binary("scale", h, net.constant("layer_scale", {1, 6, 8, 8}, type, true), memfmt::binary_op::mul);
@@ -69,7 +69,7 @@ network other_layers(dtype type) {
   h = net.pad("pad.constant", h, {memfmt::pad_mode::constant, {0, 1, 0}, {1, 0, 0}, 0.5});  // [2, 4, 8, 7]
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
   h = net.binary("temperature", h, net.constant("tau", {1, 5}, type), memfmt::binary_op::div);
-  net.output("output", net.softmax("softmax", h), family::channels_first);
+  net.output("output", net.softmax("softmax", h), format_family::channels_first);
   return net;
 }
 
@@ -79,7 +79,7 @@ network other_layers(dtype type) {
 network channel_reductions(dtype type) {
   using memfmt::graph::conv_spec;
   network net;
-  const auto x = net.input("input", {2, 3, 8, 8}, type, family::channels_first);
+  const auto x = net.input("input", {2, 3, 8, 8}, type, format_family::channels_first);
   auto h = net.activation("silu", net.conv("conv1", x, conv_spec(8, 3, 1, 1, 1, true)), memfmt::activation::silu);
   const auto mlp = [&](const std::string& name, memfmt::graph::node_id v) {
     return net.conv(name + ".fc2", net.relu(name + ".relu", net.conv(name + ".fc1", v, conv_spec(2, 1))),
@@ -91,7 +91,7 @@ network channel_reductions(dtype type) {
   h = net.activation("tanh", net.conv("conv2", spatial_attention_and_reductions(net, h), conv_spec(4, 3, 2, 1)),
                      memfmt::activation::tanh);
   h = net.linear("fc", net.flatten("flatten", net.global_pool("gap", h)), 5);
-  net.output("output", net.softmax("softmax", h), family::channels_first);
+  net.output("output", net.softmax("softmax", h), format_family::channels_first);
   return net;
 }
 
@@ -148,7 +148,7 @@ void check_model(const std::string& name, bool fuse) {
   const auto r = random_values(static_cast<std::size_t>(net.at(*net.find("output")).numel()), 2);
   const memfmt::graph::cost_model priors{};
   const step_result truth =
-      train<float>(ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, family::channels_first)),
+      train<float>(ref_net, memfmt::graph::make_plan(ref_net, priors, uniform(ref_net, format_family::channels_first)),
                    ref_params, x, r, {false});
   // oneDNN sums in float in its own order (float32) or rounds every value to 8 bits of mantissa
   // (bfloat16): a few units of the dtype's epsilon per step through the longest sum, relative to
@@ -174,8 +174,8 @@ void check_model(const std::string& name, bool fuse) {
   // step checks the output and the running statistics only; its float32 step checks every gradient.
   const bool check_grads = !(bf16 && name == "unet");
   const step_result grad_truth =
-      bf16 ? train<T>(net, memfmt::graph::make_plan(net, priors, uniform(net, family::channels_first)), params, x, r,
-                      {false})
+      bf16 ? train<T>(net, memfmt::graph::make_plan(net, priors, uniform(net, format_family::channels_first)), params,
+                      x, r, {false})
            : truth;
 
   memfmt::onednn::backend onednn_backend;
@@ -256,8 +256,8 @@ TEST(TrainerFusions, ReferenceFusedEqualsUnfused) {
 TEST(TrainerOneDnnErrors, UntrainableLayers) {
   memfmt::onednn::backend onednn_backend;
   network net;
-  const auto x = net.input("input", {1, 4, 3, 3}, dtype::float16, family::channels_first);
-  net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), family::channels_first);
+  const auto x = net.input("input", {1, 4, 3, 3}, dtype::float16, format_family::channels_first);
+  net.output("output", net.activation("hsig", x, memfmt::activation::hardsigmoid), format_family::channels_first);
   const parameter_store params = make_params(net, 1);
   try {
     memfmt::runtime::trainer<memfmt::onednn::backend> t(net, memfmt::graph::solve(net, memfmt::graph::cost_model{}),

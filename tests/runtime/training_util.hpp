@@ -20,7 +20,7 @@
 
 namespace memfmt::training_test {
 
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt::graph::parameter_store;
 using memfmt::runtime::tensor_ref;
@@ -47,8 +47,8 @@ struct stored {
 };
 
 // Index of logical (channels_first) element i in the dense layout of family f.
-inline std::size_t physical(const std::vector<std::int64_t>& e, std::size_t i, family f) {
-  if (e.size() < 3 || f == family::channels_first) return i;
+inline std::size_t physical(const std::vector<std::int64_t>& e, std::size_t i, format_family f) {
+  if (e.size() < 3 || f == format_family::channels_first) return i;
   std::int64_t spatial = 1;
   for (std::size_t d = 2; d < e.size(); ++d) spatial *= e[d];
   const auto li = static_cast<std::int64_t>(i);
@@ -57,7 +57,7 @@ inline std::size_t physical(const std::vector<std::int64_t>& e, std::size_t i, f
 }
 
 template <class T>
-stored<T> store(const memfmt::graph::node& n, family f, const std::vector<double>& logical) {
+stored<T> store(const memfmt::graph::node& n, format_family f, const std::vector<double>& logical) {
   stored<T> r;
   r.data.resize(logical.size());
   for (std::size_t i = 0; i < logical.size(); ++i) r.data[physical(n.extents, i, f)] = static_cast<T>(logical[i]);
@@ -82,8 +82,8 @@ step_result train_on(Backend& b, const network& net, const memfmt::graph::plan& 
   if (fusions) *fusions = t.report().fusions;
   const auto& in = net.at(*net.find("input"));
   const auto& out = net.at(*net.find("output"));
-  const family fi = plan.format(in.id).value_or(family::channels_first);
-  const family fo = plan.format(out.id).value_or(family::channels_first);
+  const format_family fi = plan.format(in.id).value_or(format_family::channels_first);
+  const format_family fo = plan.format(out.id).value_or(format_family::channels_first);
   auto xs = store<T>(in, fi, x);
   auto rs = store<T>(out, fo, r);
   auto ys = store<T>(out, fo, std::vector<double>(r.size(), std::nan("")));

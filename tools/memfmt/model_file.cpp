@@ -114,7 +114,7 @@ model_file load_model(const std::string& path, std::optional<std::int64_t> batch
   m.network = memfmt::io::read_network_file(path);
   bool has_output = false;
   for (const memfmt::graph::node& n : m.network.nodes())
-    has_output = has_output || n.kind == memfmt::graph::node_kind::output;
+    has_output = has_output || n.kind == memfmt::layer_kind::output;
   if (!has_output)
     memfmt::detail::fail(memfmt::errc::invalid_argument, path + ": the network has no output node (" +
                                                              std::to_string(m.network.size()) +

@@ -56,7 +56,7 @@ namespace memfmt_cli {
 namespace {
 
 using json = nlohmann::ordered_json;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::parameter;
 using memfmt::graph::parameter_store;
 using tensor_refs = std::map<std::string, memfmt::runtime::tensor_ref>;
@@ -107,8 +107,8 @@ void permute_by_size(const std::byte* src, std::byte* dst, const std::vector<std
 
 // The bytes of a rank-4/5 tensor in channels_last order from channels-first order (to_last), or
 // back; other ranks and channels_first are already in place.
-std::vector<std::byte> relaid(const parameter& t, family format, bool to_last) {
-  if (format != family::channels_last || t.shape.size() < 4) return t.bytes;
+std::vector<std::byte> relaid(const parameter& t, format_family format, bool to_last) {
+  if (format != format_family::channels_last || t.shape.size() < 4) return t.bytes;
   std::vector<std::byte> out(t.bytes.size());
   const std::size_t elem = memfmt::size_of(t.type);
   if (t.shape.size() == 4) {
@@ -154,9 +154,8 @@ parameter_store random_weights(const memfmt::graph::network& net, std::uint32_t 
         return spec.name.size() >= t.size() && spec.name.compare(spec.name.size() - t.size(), t.size(), t) == 0;
       };
       double lo = -0.1, hi = 0.1;
-      if (ends(".running_var") ||
-          (n.kind != memfmt::graph::node_kind::conv && n.kind != memfmt::graph::node_kind::conv_transpose &&
-           n.kind != memfmt::graph::node_kind::linear && ends(".weight"))) {
+      if (ends(".running_var") || (n.kind != memfmt::layer_kind::conv && n.kind != memfmt::layer_kind::conv_transpose &&
+                                   n.kind != memfmt::layer_kind::linear && ends(".weight"))) {
         lo = 0.5, hi = 1.5;  // positive variances, scales near 1
       } else if (spec.extents.size() >= 2) {
         const double fan_in = static_cast<double>(p.numel() / std::max<std::int64_t>(spec.extents[0], 1));
@@ -192,15 +191,15 @@ int threads_in_use() {
 // What a layer is, for grouping its time: convs by the shape class that decides their speed in
 // each format (the prior table's classes), activations and binary ops by their function.
 std::string layer_kind(const memfmt::graph::network& net, const memfmt::graph::node& n) {
-  using memfmt::graph::node_kind;
+  using memfmt::layer_kind;
   switch (n.kind) {
-    case node_kind::conv: return std::string("conv ") + to_string(memfmt::graph::conv_class_of(net, n));
-    case node_kind::activation: return std::string("activation ") + to_string(n.get<memfmt::activation_params>().kind);
-    case node_kind::binary: {
+    case layer_kind::conv: return std::string("conv ") + to_string(memfmt::graph::conv_class_of(net, n));
+    case layer_kind::activation: return std::string("activation ") + to_string(n.get<memfmt::activation_params>().kind);
+    case layer_kind::binary: {
       static const char* const names[] = {"add", "sub", "mul", "div"};
       return std::string("binary ") + names[static_cast<int>(n.get<memfmt::binary_op>())];
     }
-    case node_kind::pool:
+    case layer_kind::pool:
       return n.get<memfmt::pool_params>().kind == memfmt::pool_kind::max ? "max pool" : "average pool";
     default: return to_string(n.kind);
   }
@@ -491,8 +490,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     // Inputs in logical order, then in the planned format.
     std::vector<memfmt::graph::node_id> inputs, outputs;
     for (const auto& n : net.nodes()) {
-      if (n.kind == memfmt::graph::node_kind::input) inputs.push_back(n.id);
-      if (n.kind == memfmt::graph::node_kind::output) outputs.push_back(n.id);
+      if (n.kind == memfmt::layer_kind::input) inputs.push_back(n.id);
+      if (n.kind == memfmt::layer_kind::output) outputs.push_back(n.id);
     }
     std::map<std::string, std::vector<std::byte>> in_bytes, out_bytes;
     tensor_refs in_refs, out_refs;
@@ -516,7 +515,7 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
         std::uniform_real_distribution<double> d(-1.0, 1.0);
         for (std::size_t i = 0; i < static_cast<std::size_t>(logical.numel()); ++i) set_element(logical, i, d(rng));
       }
-      const family f = plan.format(id).value_or(family::channels_first);
+      const format_family f = plan.format(id).value_or(format_family::channels_first);
       in_bytes[n.name] = relaid(logical, f, true);
       in_refs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, f, in_bytes[n.name].data()};
     }
@@ -525,14 +524,13 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
     if (given)
       for (const auto& [name, t] : *given) {
         const auto id = net.find(name);
-        if (!id || (net.at(*id).kind != memfmt::graph::node_kind::input &&
-                    net.at(*id).kind != memfmt::graph::node_kind::output))
+        if (!id || (net.at(*id).kind != memfmt::layer_kind::input && net.at(*id).kind != memfmt::layer_kind::output))
           fail(memfmt::errc::invalid_argument,
                "--input " + input_ + ": tensor '" + name + "' names no graph input (or output) of " + model_path_);
       }
     for (auto id : outputs) {
       const auto& n = net.at(id);
-      const family f = plan.format(id).value_or(family::channels_first);
+      const format_family f = plan.format(id).value_or(format_family::channels_first);
       out_bytes[n.name] = filled(n.type, n.extents).bytes;
       out_refs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, f, out_bytes[n.name].data()};
     }
@@ -574,7 +572,8 @@ int run_command::run(std::ostream& out, std::ostream& err) const {
       for (auto id : outputs) {
         const auto& n = net.at(id);
         parameter planned{n.type, n.extents, out_bytes[n.name]};
-        parameter logical{n.type, n.extents, relaid(planned, plan.format(id).value_or(family::channels_first), false)};
+        parameter logical{n.type, n.extents,
+                          relaid(planned, plan.format(id).value_or(format_family::channels_first), false)};
         out.insert(n.name, std::move(logical));
       }
       out.metadata["memfmt.policy"] = plan_name;

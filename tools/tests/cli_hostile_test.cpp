@@ -48,8 +48,8 @@ class CliHostile : public ::testing::Test {
   // A small network file: input, relu, output.
   std::string network_file(const std::string& name) const {
     memfmt::graph::network net;
-    const auto x = net.input("x", {1, 3, 4, 4}, memfmt::dtype::float32, memfmt::graph::family::channels_first);
-    net.output("y", net.relu("r", x), memfmt::graph::family::channels_first);
+    const auto x = net.input("x", {1, 3, 4, 4}, memfmt::dtype::float32, memfmt::format_family::channels_first);
+    net.output("y", net.relu("r", x), memfmt::format_family::channels_first);
     memfmt::io::write_network_file(path(name), net);
     return path(name);
   }

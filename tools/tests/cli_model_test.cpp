@@ -39,7 +39,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using memfmt::graph::family;
+using memfmt::format_family;
 using memfmt::graph::network;
 using memfmt_test::expect_usage_errors;
 using memfmt_test::random_input;
@@ -367,7 +367,7 @@ TEST_F(CliModel, RunProfileSaysWhereTheTimeGoes) {
   EXPECT_LE(sum, p.at("ms_per_pass").get<double>() * (1 + 1e-9));
   std::size_t depthwise = 0, pointwise = 0;
   for (const auto& n : net.nodes())
-    if (n.kind == memfmt::graph::node_kind::conv) {
+    if (n.kind == memfmt::layer_kind::conv) {
       const auto& a = n.get<memfmt::graph::conv_attrs>();
       if (a.params.groups > 1) ++depthwise;
       else if (a.kernel[0] == 1 && a.kernel[1] == 1) ++pointwise;
@@ -419,11 +419,12 @@ TEST_F(CliModel, RunWithFilesMatchesTheExecutorInProcess) {
   std::map<std::string, std::vector<float>> want;
   std::map<std::string, memfmt::runtime::tensor_ref> outs;
   for (const auto& n : net.nodes())
-    if (n.kind == memfmt::graph::node_kind::output) {
+    if (n.kind == memfmt::layer_kind::output) {
       want[n.name].resize(static_cast<std::size_t>(n.numel()));
-      outs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, family::channels_first, want[n.name].data()};
+      outs[n.name] = memfmt::runtime::tensor_ref{n.type, n.extents, format_family::channels_first, want[n.name].data()};
     }
-  ex.forward({{"input", memfmt::runtime::tensor_ref{in.type, in.extents, family::channels_first, x.data()}}}, outs);
+  ex.forward({{"input", memfmt::runtime::tensor_ref{in.type, in.extents, format_family::channels_first, x.data()}}},
+             outs);
 
   // The policies, and the plan --calibrate picks by timing on this machine (whichever it is).
   const std::string cache = path("cache.json");

@@ -28,7 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using memfmt::graph::family;
+using memfmt::format_family;
 
 struct result {
   int exit_code = -1;
@@ -59,9 +59,9 @@ class CliStreams : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     memfmt::graph::network net;
-    const auto x = net.input("x", {1, 4, 8, 8}, memfmt::dtype::float32, family::channels_first);
+    const auto x = net.input("x", {1, 4, 8, 8}, memfmt::dtype::float32, format_family::channels_first);
     const auto c = net.conv("conv", x, memfmt::graph::conv_spec(8, 3, 1, 1));
-    net.output("y", net.activation("relu", c, memfmt::activation::relu), family::channels_first);
+    net.output("y", net.activation("relu", c, memfmt::activation::relu), format_family::channels_first);
     file_ = (dir_ / "net.json").string();
     memfmt::io::write_network_file(file_, net);
   }

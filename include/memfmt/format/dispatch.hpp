@@ -19,7 +19,7 @@
 
 namespace memfmt {
 
-// NCHW/NCDHW or NHWC/NDHWC, whatever the rank: the planner's word for a layout (graph::family).
+// NCHW/NCDHW or NHWC/NDHWC, whatever the rank: the planner's word for a layout.
 enum class format_family : std::uint8_t { channels_first, channels_last };
 
 constexpr const char* to_string(format_family f) noexcept {

@@ -43,7 +43,7 @@ inline std::string cost_string(cost_t ns) {
   return buf;
 }
 
-// A layer's cost in each family (by index(family)); nullopt: the layer cannot run in it.
+// A layer's cost in each family (by index(f)); nullopt: the layer cannot run in it.
 struct format_costs {
   std::array<std::optional<cost_t>, 2> by_family;
   std::string basis;  // which prior, measurement or override produced the numbers
@@ -51,12 +51,12 @@ struct format_costs {
   // or "none: <why>" for layers that cost nothing.
   std::string source;
 
-  bool supports(family f) const noexcept { return by_family[index(f)].has_value(); }
+  bool supports(format_family f) const noexcept { return by_family[index(f)].has_value(); }
   // The strictly cheaper supported family; nullopt when the layer is indifferent.
-  std::optional<family> preferred() const noexcept {
+  std::optional<format_family> preferred() const noexcept {
     const auto& [cf, cl] = by_family;
-    if (cf && (!cl || *cf < *cl)) return family::channels_first;
-    if (cl && (!cf || *cl < *cf)) return family::channels_last;
+    if (cf && (!cl || *cf < *cl)) return format_family::channels_first;
+    if (cl && (!cf || *cl < *cf)) return format_family::channels_last;
     return std::nullopt;
   }
 };
@@ -184,7 +184,7 @@ inline conv_speedup default_conv_speedup(std::int64_t in_channels, std::int64_t 
 // Why a layer cannot run in a family on the backend at hand (nullopt: it can). The backend's
 // capability query goes here, so that a layer without a kernel in a format is unsupported in that
 // family, not merely expensive.
-using support_query = std::function<std::optional<std::string>(const network&, const node&, family)>;
+using support_query = std::function<std::optional<std::string>(const network&, const node&, format_family)>;
 
 class cost_model {
  public:
@@ -264,7 +264,7 @@ class cost_model {
   format_costs node_costs(const network& net, node_id id) const {
     format_costs c = base_costs(net, id);
     if (support_)
-      for (family f : {family::channels_first, family::channels_last})
+      for (format_family f : {format_family::channels_first, format_family::channels_last})
         if (c.supports(f) && net.has_format(id))
           if (const std::optional<std::string> why = support_(net, net.at(id), f)) {
             c.by_family[index(f)].reset();
@@ -300,14 +300,14 @@ class cost_model {
   }
 
   // The cost of running a node in `f` that its binding preferred pin does not ask for.
-  cost_t pin_penalty(const network& net, node_id id, family f) const {
+  cost_t pin_penalty(const network& net, node_id id, format_family f) const {
     const pin* p = net.at(id).binding_pin();
     if (!p || p->mandatory || p->format == f) return 0;
     return priors_.preferred_pin_unit * p->priority;
   }
 
   // Whether pins and the layer's support (priors, overrides, support query) allow the family.
-  bool allowed(const network& net, node_id id, family f) const {
+  bool allowed(const network& net, node_id id, format_family f) const {
     const pin* p = net.at(id).binding_pin();
     if (p && p->mandatory && p->format != f) return false;
     return node_costs(net, id).supports(f);
@@ -317,8 +317,8 @@ class cost_model {
   std::optional<cost_t> measured_conversion(const node& n) const {
     if (!cache_) return std::nullopt;
     const std::string sig = conversion_signature(n.extents, n.type);
-    const std::optional<cost_t> a = cache_->find_conversion(sig, family::channels_first);
-    const std::optional<cost_t> b = cache_->find_conversion(sig, family::channels_last);
+    const std::optional<cost_t> a = cache_->find_conversion(sig, format_family::channels_first);
+    const std::optional<cost_t> b = cache_->find_conversion(sig, format_family::channels_last);
     if (a && b) return (*a + *b + 1) / 2;
     return a ? a : b;
   }
@@ -338,11 +338,11 @@ class cost_model {
           return c;
         }
     switch (n.kind) {
-      case node_kind::input:
-      case node_kind::output: return same(0, "graph boundary", "none: graph boundary");
-      case node_kind::constant:
+      case layer_kind::input:
+      case layer_kind::output: return same(0, "graph boundary", "none: graph boundary");
+      case layer_kind::constant:
         return same(0, "constant: laid out once, when the network is built", "none: a constant");
-      case node_kind::conv: {
+      case layer_kind::conv: {
         // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
         // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
         const node& x = net.at(n.inputs[0]);
@@ -354,7 +354,7 @@ class cost_model {
             2.0 * static_cast<double>(n.numel()) * static_cast<double>(x.extents[1] / a.params.groups) * volume;
         return by_speedup(roofline(flops, n, x), s.channels_last, s.basis, "prior: " + s.benchmark);
       }
-      case node_kind::conv_transpose: {
+      case layer_kind::conv_transpose: {
         // The backward-data pass of a conv: its FLOPs are the forward conv's, counted from the input.
         const node& x = net.at(n.inputs[0]);
         const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
@@ -364,12 +364,12 @@ class cost_model {
         return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent",
                           "prior: none (no measurement; FLOPs over fp32_flops_per_ns)");
       }
-      case node_kind::linear: {
+      case layer_kind::linear: {
         const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
         return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)",
                     "prior: " + priors_.throughput_benchmark + " (FLOPs over throughput)");
       }
-      case node_kind::flatten: {
+      case layer_kind::flatten: {
         // channels_first flatten is a view. channels_last flatten is a view too, but orders the
         // features (spatial, C): correct only when every consumer is a linear whose weight columns are
         // permuted to match (F6), or when both layouts are the same bytes.
@@ -377,17 +377,17 @@ class cost_model {
         bool absorbable = is_ambiguous_shape(x.extents);
         if (!absorbable) {
           absorbable = !net.consumers(id).empty();
-          for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == node_kind::linear;
+          for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == layer_kind::linear;
         }
         format_costs c =
             same(0,
                  absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
                             : "flatten feeding a non-linear: needs channels_first element order",
                  "none: a view");
-        if (!absorbable) c.by_family[index(family::channels_last)].reset();
+        if (!absorbable) c.by_family[index(format_family::channels_last)].reset();
         return c;
       }
-      case node_kind::batch_norm: {
+      case layer_kind::batch_norm: {
         // Taken as indifferent, batch norm makes plans that keep NCHW batch norms costing more than
         // the conversions they save (bench_network --benchmark_filter=BM_network/resnet50/f32/).
         const bool wide = n.type == memfmt::dtype::float32 || n.type == memfmt::dtype::float64;
@@ -404,7 +404,7 @@ class cost_model {
     }
     // The layers that inherit their producer's format (network.hpp's list) and opaque nodes are
     // memory-bound: the same cost in both formats (oneDNN, cudnn-frontend).
-    if (inherits_format(n.kind) || n.kind == node_kind::opaque) {
+    if (inherits_format(n.kind) || n.kind == layer_kind::opaque) {
       return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
                   "prior: " + priors_.bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
     }

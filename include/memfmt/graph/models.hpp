@@ -28,8 +28,8 @@ struct options {
   double width = 1.0;             // multiplies every layer's channels (1: torchvision's model)
   std::int64_t classes = 0;       // 0: the model's own (1000; the UNet 2; r3d_18 400)
   memfmt::dtype type = memfmt::dtype::float32;
-  family input_format = family::channels_first;
-  family output_format = family::channels_first;
+  format_family input_format = format_family::channels_first;
+  format_family output_format = format_family::channels_first;
 };
 
 namespace detail {

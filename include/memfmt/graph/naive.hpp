@@ -15,14 +15,14 @@
 namespace memfmt::graph {
 
 inline plan naive_plan(const network& net, const cost_model& model) {
-  std::vector<std::optional<family>> formats(net.size());
+  std::vector<std::optional<format_family>> formats(net.size());
   for (const node& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
-    std::optional<family> pick = model.node_costs(net, n.id).preferred();
+    std::optional<format_family> pick = model.node_costs(net, n.id).preferred();
     if (const pin* p = n.binding_pin()) pick = p->format;
     for (node_id i : n.inputs)
       if (!pick && net.at(i).spatial()) pick = formats[i];
-    family f = pick.value_or(family::channels_first);
+    format_family f = pick.value_or(format_family::channels_first);
     if (!model.allowed(net, n.id, f)) f = other(f);
     formats[n.id] = f;
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "../layers/conv_params.hpp"
+#include "../layers/layer_kind.hpp"
 #include "../layers/layer_params.hpp"
 #include "../detail/checked.hpp"
 #include "../dtype.hpp"
@@ -36,105 +37,21 @@
 
 namespace memfmt::graph {
 
-// The two layout families a plan chooses between: NCHW/NCDHW and NHWC/NDHWC. format/dispatch.hpp
-// maps them to memory_format and to the tags.
-using family = memfmt::format_family;
 using memfmt::to_string;
 
-constexpr family other(family f) noexcept {
-  return f == family::channels_first ? family::channels_last : family::channels_first;
+// The other of the two families a plan chooses between (format_family: NCHW/NCDHW or NHWC/NDHWC),
+// and a family as an index into per-family arrays.
+constexpr format_family other(format_family f) noexcept {
+  return f == format_family::channels_first ? format_family::channels_last : format_family::channels_first;
 }
-constexpr std::size_t index(family f) noexcept { return static_cast<std::size_t>(f); }
-
-enum class node_kind : std::uint8_t {
-  input,
-  output,
-  conv,
-  conv_transpose,
-  batch_norm,
-  instance_norm,
-  group_norm,
-  pad,
-  activation,
-  binary,
-  pool,
-  global_pool,
-  upsample,
-  concat,
-  slice,
-  flatten,
-  linear,
-  softmax,
-  dropout,
-  opaque,
-  constant,
-  rearrange,
-  layer_norm,
-  reduce,
-};
-
-// What the graph layer knows of each kind, one row per kind in node_kind's order: its name (JSON,
-// CLI, reports) and whether it inherits its producer's format. A memory-bound layer costs the same
-// in either format and so inherits it (solve.hpp's second criterion; oneDNN and cudnn-frontend:
-// compute layers choose, memory-bound layers inherit); not opaque (a barrier declares its format),
-// flatten (a view with its own constraint), the graph boundaries (pinned) nor conv / linear (they
-// choose).
-struct kind_info {
-  node_kind kind;
-  const char* name;
-  bool inherits_format;
-};
-inline constexpr kind_info kind_infos[] = {
-    {node_kind::input, "input", false},
-    {node_kind::output, "output", false},
-    {node_kind::conv, "conv", false},
-    {node_kind::conv_transpose, "conv_transpose", false},
-    {node_kind::batch_norm, "batch_norm", true},
-    {node_kind::instance_norm, "instance_norm", true},
-    {node_kind::group_norm, "group_norm", true},
-    {node_kind::pad, "pad", true},
-    {node_kind::activation, "activation", true},
-    {node_kind::binary, "binary", true},
-    {node_kind::pool, "pool", true},
-    {node_kind::global_pool, "global_pool", true},
-    {node_kind::upsample, "upsample", true},
-    {node_kind::concat, "concat", true},
-    {node_kind::slice, "slice", true},
-    {node_kind::flatten, "flatten", false},
-    {node_kind::linear, "linear", false},
-    {node_kind::softmax, "softmax", true},
-    {node_kind::dropout, "dropout", true},
-    {node_kind::opaque, "opaque", false},
-    {node_kind::constant, "constant", false},
-    {node_kind::rearrange, "rearrange", true},
-    {node_kind::layer_norm, "layer_norm", true},
-    {node_kind::reduce, "reduce", true},
-};
-inline constexpr std::size_t node_kind_count = std::size(kind_infos);
-
-namespace detail {
-constexpr bool kind_rows_in_order() {
-  for (std::size_t i = 0; i < node_kind_count; ++i)
-    if (static_cast<std::size_t>(kind_infos[i].kind) != i) return false;
-  return true;
-}
-static_assert(kind_rows_in_order(), "kind_infos: one row per node_kind, in the enum's order");
-}  // namespace detail
-
-constexpr const kind_info& kind_info_of(node_kind k) noexcept { return kind_infos[static_cast<std::size_t>(k)]; }
-constexpr const char* to_string(node_kind k) noexcept {
-  return static_cast<std::size_t>(k) < node_kind_count ? kind_info_of(k).name : "?";
-}
-constexpr bool inherits_format(node_kind k) noexcept {
-  return static_cast<std::size_t>(k) < node_kind_count && kind_info_of(k).inherits_format;
-}
+constexpr std::size_t index(format_family f) noexcept { return static_cast<std::size_t>(f); }
 
 using node_id = std::size_t;
 
 // A format requirement on a node. Mandatory pins must hold; a preferred pin is a soft cost
 // (cost_model::pin_penalty) and, between preferred pins on one node, the higher priority wins.
 struct pin {
-  family format;
+  format_family format;
   bool mandatory;
   int priority;        // preferred pins: >= 1, the penalty scales with it
   std::string origin;  // who asked, for messages and the report
@@ -229,8 +146,8 @@ struct dropout_attrs {
 // output in `output_format` (the PyTorch op that "loses channels_last" reads channels_last and
 // returns contiguous). `callback` is the executor's slot for the user's function.
 struct opaque_attrs {
-  family input_format = family::channels_first;
-  family output_format = family::channels_first;
+  format_family input_format = format_family::channels_first;
+  format_family output_format = format_family::channels_first;
   std::any callback;
 };
 
@@ -246,7 +163,7 @@ using node_attrs =
 struct node {
   node_id id = 0;
   std::string name;
-  node_kind kind = node_kind::opaque;
+  layer_kind kind = layer_kind::opaque;
   std::vector<node_id> inputs;
   std::vector<std::int64_t> extents;  // of the output value
   memfmt::dtype type = memfmt::dtype::float32;
@@ -305,8 +222,8 @@ std::int64_t padding_end(const P& p, std::size_t d) {
 class network {
  public:
   // ---- graph boundaries ----
-  node_id input(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type, family format) {
-    node n = make(std::move(name), node_kind::input, {});
+  node_id input(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type, format_family format) {
+    node n = make(std::move(name), layer_kind::input, {});
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "input extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
     n.extents = std::move(extents);
@@ -320,7 +237,7 @@ class network {
   // format the plan gives it, so it costs nothing in either and the solver gives it its readers'
   // format. Trainable or a buffer (constant_attrs).
   node_id constant(std::string name, std::vector<std::int64_t> extents, memfmt::dtype type, bool trainable = false) {
-    node n = make(std::move(name), node_kind::constant, {});
+    node n = make(std::move(name), layer_kind::constant, {});
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "constant extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
     for (std::int64_t e : extents)
@@ -335,15 +252,15 @@ class network {
   }
 
   // Rank-2 values have no layout; `format` applies to spatial ones.
-  node_id output(std::string name, node_id in, family format) {
-    node n = make(std::move(name), node_kind::output, {in});
+  node_id output(std::string name, node_id in, format_family format) {
+    node n = make(std::move(name), layer_kind::output, {in});
     n.extents = at(n, in).extents;
     return append_pinned(std::move(n), format, "graph output");
   }
 
   // ---- compute layers ----
   node_id conv(std::string name, node_id in, conv_attrs a) {
-    node n = make(std::move(name), node_kind::conv, {in});
+    node n = make(std::move(name), layer_kind::conv, {in});
     const node& x = require_spatial(n, in);
     check_conv(n.name, "conv", x, a.out_channels, a.kernel, a.params);
     n.extents = x.extents;
@@ -362,7 +279,7 @@ class network {
     using memfmt::detail::checked_add;
     using memfmt::detail::checked_mul;
     using memfmt::detail::checked_sub;
-    node n = make(std::move(name), node_kind::conv_transpose, {in});
+    node n = make(std::move(name), layer_kind::conv_transpose, {in});
     const node& x = require_spatial(n, in);
     check_conv(n.name, "conv_transpose", x, a.out_channels, a.kernel, a.params);
     n.extents = x.extents;
@@ -391,7 +308,7 @@ class network {
   }
 
   node_id linear(std::string name, node_id in, std::int64_t out_features, bool bias = true) {
-    node n = make(std::move(name), node_kind::linear, {in});
+    node n = make(std::move(name), layer_kind::linear, {in});
     const node& x = at(n, in);
     if (x.extents.size() != 2)
       fail_node(n.name, "linear input '" + x.name + "' " + memfmt::detail::dims_to_string(x.extents) +
@@ -408,7 +325,7 @@ class network {
 
   // ---- normalization ----
   node_id batch_norm(std::string name, node_id in, memfmt::batch_norm_params p = {}) {
-    node n = make(std::move(name), node_kind::batch_norm, {in});
+    node n = make(std::move(name), layer_kind::batch_norm, {in});
     n.extents = require_spatial(n, in).extents;
     check_epsilon(n.name, p.epsilon);
     if (!(p.momentum >= 0.0 && p.momentum <= 1.0))
@@ -418,7 +335,7 @@ class network {
   }
 
   node_id group_norm(std::string name, node_id in, std::int64_t groups, double epsilon = 1e-5, bool affine = true) {
-    node n = make(std::move(name), node_kind::group_norm, {in});
+    node n = make(std::move(name), layer_kind::group_norm, {in});
     n.extents = require_spatial(n, in).extents;
     const std::int64_t c = n.extents[1];
     if (groups <= 0 || c % groups != 0)
@@ -431,7 +348,7 @@ class network {
 
   // Group norm with one group per channel (torch.nn.InstanceNorm2d/3d without running statistics).
   node_id instance_norm(std::string name, node_id in, double epsilon = 1e-5, bool affine = false) {
-    node n = make(std::move(name), node_kind::instance_norm, {in});
+    node n = make(std::move(name), layer_kind::instance_norm, {in});
     n.extents = require_spatial(n, in).extents;
     check_epsilon(n.name, epsilon);
     n.attrs = norm_attrs{{std::max<std::int64_t>(n.extents[1], 1), epsilon}, affine};
@@ -441,7 +358,7 @@ class network {
   // Normalises each position's C values (torch.nn.LayerNorm(C) over a channels-last permute, as
   // ConvNeXt writes it; ONNX LayerNormalization over the last axis of that permute).
   node_id layer_norm(std::string name, node_id in, double epsilon = 1e-5, bool affine = true) {
-    node n = make(std::move(name), node_kind::layer_norm, {in});
+    node n = make(std::move(name), layer_kind::layer_norm, {in});
     n.extents = require_spatial(n, in).extents;
     check_epsilon(n.name, epsilon);
     n.attrs = layer_norm_attrs{{epsilon}, affine};
@@ -450,7 +367,7 @@ class network {
 
   // ---- elementwise ----
   node_id activation(std::string name, node_id in, const memfmt::activation_params& f) {
-    node n = make(std::move(name), node_kind::activation, {in});
+    node n = make(std::move(name), layer_kind::activation, {in});
     memfmt::validate_activation(f, "node '" + n.name + "'");
     n.extents = require_value(n, in).extents;
     n.attrs = f;
@@ -460,7 +377,7 @@ class network {
 
   // a op b with PyTorch broadcasting over equal ranks: each dim equal, or 1 in one operand.
   node_id binary(std::string name, node_id a, node_id b, memfmt::binary_op op) {
-    node n = make(std::move(name), node_kind::binary, {a, b});
+    node n = make(std::move(name), layer_kind::binary, {a, b});
     const node& x = require_value(n, a);
     const node& y = require_value(n, b);
     const auto describe = [](const node& v) {
@@ -484,7 +401,7 @@ class network {
 
   // Softmax over the channel dim (rank 4/5) or the feature dim (rank 2).
   node_id softmax(std::string name, node_id in, memfmt::softmax_params p = {}) {
-    node n = make(std::move(name), node_kind::softmax, {in});
+    node n = make(std::move(name), layer_kind::softmax, {in});
     n.extents = require_value(n, in).extents;
     n.attrs = p;
     return append(std::move(n));
@@ -493,7 +410,7 @@ class network {
   // One reduction (layer_params.hpp lists them) over C and / or spatial axes, each kept with
   // extent 1: torch.sum(x, (2, 3), keepdim=True) is reduce_params{sum, axis_bit(2) | axis_bit(3)}.
   node_id reduce(std::string name, node_id in, memfmt::reduce_params p) {
-    node n = make(std::move(name), node_kind::reduce, {in});
+    node n = make(std::move(name), layer_kind::reduce, {in});
     const node& x = require_spatial(n, in);
     if (static_cast<int>(p.op) >= memfmt::reduce_op_count)
       fail_node(n.name, "reduce: unknown reduction " + std::to_string(static_cast<int>(p.op)));
@@ -512,7 +429,7 @@ class network {
   }
 
   node_id dropout(std::string name, node_id in, double p = 0.5) {
-    node n = make(std::move(name), node_kind::dropout, {in});
+    node n = make(std::move(name), layer_kind::dropout, {in});
     n.extents = require_value(n, in).extents;
     if (!(p >= 0.0 && p < 1.0)) fail_node(n.name, "dropout p " + std::to_string(p) + " must be in [0, 1)");
     n.attrs = dropout_attrs{p};
@@ -521,7 +438,7 @@ class network {
 
   // ---- spatial reshaping ----
   node_id pool(std::string name, node_id in, memfmt::pool_params p) {
-    node n = make(std::move(name), node_kind::pool, {in});
+    node n = make(std::move(name), layer_kind::pool, {in});
     const node& x = require_spatial(n, in);
     n.extents = x.extents;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
@@ -552,7 +469,7 @@ class network {
 
   // [N, C, spatial...] -> [N, C, 1, ...] (AdaptiveAvgPool2d(1)).
   node_id global_pool(std::string name, node_id in, memfmt::pool_kind kind = memfmt::pool_kind::average) {
-    node n = make(std::move(name), node_kind::global_pool, {in});
+    node n = make(std::move(name), layer_kind::global_pool, {in});
     n.extents = require_spatial(n, in).extents;
     for (std::size_t d = 2; d < n.extents.size(); ++d) n.extents[d] = 1;
     n.attrs = global_pool_attrs{kind};
@@ -562,7 +479,7 @@ class network {
   // Upsampling by an integer factor in every spatial dim (nn.Upsample(scale_factor=s)).
   node_id upsample(std::string name, node_id in, std::int64_t scale,
                    memfmt::resample_mode mode = memfmt::resample_mode::nearest) {
-    node n = make(std::move(name), node_kind::upsample, {in});
+    node n = make(std::move(name), layer_kind::upsample, {in});
     const node& x = require_spatial(n, in);
     if (scale <= 0) fail_node(n.name, "upsample scale " + std::to_string(scale) + " must be positive");
     memfmt::upsample_params p;
@@ -574,14 +491,14 @@ class network {
   }
   // Upsampling to explicit output extents (nn.Upsample(size=...)): p.output per spatial dim.
   node_id upsample(std::string name, node_id in, memfmt::upsample_params p) {
-    node n = make(std::move(name), node_kind::upsample, {in});
+    node n = make(std::move(name), layer_kind::upsample, {in});
     const node& x = require_spatial(n, in);
     return finish_upsample(std::move(n), x, p);
   }
 
   // Spatial padding (F.pad over H, W / D, H, W).
   node_id pad(std::string name, node_id in, memfmt::pad_params p) {
-    node n = make(std::move(name), node_kind::pad, {in});
+    node n = make(std::move(name), layer_kind::pad, {in});
     const node& x = require_spatial(n, in);
     n.extents = x.extents;
     for (std::size_t d = 0; d + 2 < x.extents.size(); ++d) {
@@ -604,7 +521,7 @@ class network {
   // Concatenation along C (F of rank-2 values) or a spatial axis (memfmt::concat_params): same
   // rank, dtype and extents outside the axis.
   node_id concat(std::string name, std::vector<node_id> inputs, memfmt::concat_params p = {}) {
-    node n = make(std::move(name), node_kind::concat, inputs);
+    node n = make(std::move(name), layer_kind::concat, inputs);
     if (inputs.empty()) fail_node(n.name, "concat needs at least one input");
     const node& first = require_channels(n, inputs[0]);
     const auto axis = static_cast<std::size_t>(p.axis);
@@ -635,7 +552,7 @@ class network {
   // x[begin : end : step] along C or a spatial axis (memfmt::slice_params); a rank-2 [N, F] value
   // along F (axis 1).
   node_id slice(std::string name, node_id in, memfmt::slice_params p) {
-    node n = make(std::move(name), node_kind::slice, {in});
+    node n = make(std::move(name), layer_kind::slice, {in});
     const node& x = require_channels(n, in);
     try {
       if (x.extents.size() == 2 && p.axis != 1)
@@ -673,7 +590,7 @@ class network {
   // Channel shuffle, depth to space or space to depth (memfmt::rearrange_params); the shorthands
   // below are PyTorch's and ONNX's modules.
   node_id rearrange(std::string name, node_id in, memfmt::rearrange_params p) {
-    node n = make(std::move(name), node_kind::rearrange, {in});
+    node n = make(std::move(name), layer_kind::rearrange, {in});
     const node& x = require_spatial(n, in);
     try {
       n.extents = memfmt::rearrange_output_extents(x.extents, p);
@@ -710,7 +627,7 @@ class network {
 
   // [N, C, spatial...] -> [N, C * prod(spatial)]; in channels_last the element order is N, spatial, C.
   node_id flatten(std::string name, node_id in) {
-    node n = make(std::move(name), node_kind::flatten, {in});
+    node n = make(std::move(name), layer_kind::flatten, {in});
     const node& x = require_spatial(n, in);
     std::int64_t features = 1;
     for (std::size_t d = 1; d < x.extents.size(); ++d)
@@ -725,9 +642,9 @@ class network {
   // A layer the planner knows nothing about: it reads its spatial inputs in `input_format` (default:
   // `output_format`) and writes `extents` in `output_format`; its dtype is its first input's
   // (float32 without inputs). The executor attaches the function that runs it (set_callback).
-  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents, family output_format,
-                 std::optional<family> input_format = std::nullopt) {
-    node n = make(std::move(name), node_kind::opaque, std::move(inputs));
+  node_id opaque(std::string name, std::vector<node_id> inputs, std::vector<std::int64_t> extents,
+                 format_family output_format, std::optional<format_family> input_format = std::nullopt) {
+    node n = make(std::move(name), layer_kind::opaque, std::move(inputs));
     if (extents.size() != 2 && extents.size() != 4 && extents.size() != 5)
       fail_node(n.name, "opaque extents " + memfmt::detail::dims_to_string(extents) + " must have rank 2, 4 or 5");
     n.extents = std::move(extents);
@@ -736,14 +653,14 @@ class network {
   }
   void set_callback(node_id id, std::any callback) {
     node& n = nodes_[at(id).id];
-    if (n.kind != node_kind::opaque)
+    if (n.kind != layer_kind::opaque)
       fail_node(n.name, std::string("a callback is for opaque nodes; this one is ") + to_string(n.kind));
     std::get<opaque_attrs>(n.attrs).callback = std::move(callback);
   }
 
   // Adds a pin; a mandatory pin that contradicts another, or a preferred pin that contradicts one of
   // the same priority, is an error naming both.
-  void pin_format(node_id id, family format, bool mandatory, int priority, std::string origin) {
+  void pin_format(node_id id, format_family format, bool mandatory, int priority, std::string origin) {
     if (id >= nodes_.size())
       memfmt::detail::fail(errc::invalid_argument, "pin '" + origin + "': node id " + std::to_string(id) +
                                                        " does not exist (" + std::to_string(nodes_.size()) + " nodes)");
@@ -798,7 +715,7 @@ class network {
       if (const auto p = producer(id)) return {*p};
       return {};
     }
-    if (n.kind != node_kind::constant || !n.spatial()) return {};
+    if (n.kind != layer_kind::constant || !n.spatial()) return {};
     std::vector<node_id> readers = consumers_[id];
     std::sort(readers.begin(), readers.end());
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
@@ -816,9 +733,9 @@ class network {
 
   // The format a consumer running in `consumer_format` reads its spatial inputs in: its own, except
   // for an opaque layer, which declares it.
-  family read_format(node_id consumer, family consumer_format) const {
+  format_family read_format(node_id consumer, format_family consumer_format) const {
     const node& n = at(consumer);
-    if (n.kind == node_kind::opaque) return std::get<opaque_attrs>(n.attrs).input_format;
+    if (n.kind == layer_kind::opaque) return std::get<opaque_attrs>(n.attrs).input_format;
     return consumer_format;
   }
 
@@ -866,7 +783,7 @@ class network {
     memfmt::detail::fail(errc::invalid_argument, "node '" + name + "': " + what);
   }
 
-  node make(std::string name, node_kind kind, std::vector<node_id> inputs) const {
+  node make(std::string name, layer_kind kind, std::vector<node_id> inputs) const {
     if (name.empty()) fail_node(name, std::string(to_string(kind)) + " needs a name");
     if (const auto used = find(name)) fail_node(name, "the name is already used by node " + std::to_string(*used));
     node n;
@@ -1013,19 +930,19 @@ class network {
       return e;
     };
     switch (n.kind) {
-      case node_kind::conv: {
+      case layer_kind::conv: {
         const auto& a = std::get<conv_attrs>(n.attrs);
         add("weight", kernel_dims({a.out_channels, in_channels / a.params.groups}, a.kernel));
         if (a.bias) add("bias", {a.out_channels});
         break;
       }
-      case node_kind::conv_transpose: {
+      case layer_kind::conv_transpose: {
         const auto& a = std::get<conv_transpose_attrs>(n.attrs);
         add("weight", kernel_dims({in_channels, a.out_channels / a.params.groups}, a.kernel));
         if (a.bias) add("bias", {a.out_channels});
         break;
       }
-      case node_kind::batch_norm: {
+      case layer_kind::batch_norm: {
         const std::int64_t c = n.extents[1];
         const memfmt::dtype t = norm_parameter_type(n.type);
         add("weight", {c}, true, t);
@@ -1035,26 +952,26 @@ class network {
         add("num_batches_tracked", {}, false, memfmt::dtype::int64);
         break;
       }
-      case node_kind::group_norm:
-      case node_kind::instance_norm:
+      case layer_kind::group_norm:
+      case layer_kind::instance_norm:
         if (std::get<norm_attrs>(n.attrs).affine) {
           add("weight", {n.extents[1]}, true, norm_parameter_type(n.type));
           add("bias", {n.extents[1]}, true, norm_parameter_type(n.type));
         }
         break;
-      case node_kind::layer_norm:
+      case layer_kind::layer_norm:
         if (std::get<layer_norm_attrs>(n.attrs).affine) {
           add("weight", {n.extents[1]}, true, norm_parameter_type(n.type));
           add("bias", {n.extents[1]}, true, norm_parameter_type(n.type));
         }
         break;
-      case node_kind::linear: {
+      case layer_kind::linear: {
         const auto& a = std::get<linear_attrs>(n.attrs);
         add("weight", {a.out_features, in_channels});
         if (a.bias) add("bias", {a.out_features});
         break;
       }
-      case node_kind::constant: add("value", n.extents, std::get<constant_attrs>(n.attrs).trainable); break;
+      case layer_kind::constant: add("value", n.extents, std::get<constant_attrs>(n.attrs).trainable); break;
       default: break;
     }
     return p;
@@ -1068,7 +985,7 @@ class network {
     consumers_.emplace_back();
     return nodes_.back().id;
   }
-  node_id append_pinned(node n, family format, const char* origin) {
+  node_id append_pinned(node n, format_family format, const char* origin) {
     const node_id id = append(std::move(n));
     if (has_format(id)) pin_format(id, format, true, 0, origin);
     return id;

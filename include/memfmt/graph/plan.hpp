@@ -22,8 +22,8 @@ namespace memfmt::graph {
 
 struct conversion {
   node_id value = 0;  // the producer of the converted value
-  family from = family::channels_first;
-  family to = family::channels_last;
+  format_family from = format_family::channels_first;
+  format_family to = format_family::channels_last;
   std::vector<node_id> consumers;  // they read the converted copy
   bool relabel = false;            // ambiguous shape: same bytes, no copy
   std::int64_t bytes = 0;          // read + written
@@ -39,9 +39,9 @@ struct conversion {
 };
 
 struct node_decision {
-  std::optional<family> format;  // nullopt: no spatial input or output, so no layout
-  cost_t cost = 0;               // the layer in its format
-  cost_t pin_penalty = 0;        // a violated preferred pin
+  std::optional<format_family> format;  // nullopt: no spatial input or output, so no layout
+  cost_t cost = 0;                      // the layer in its format
+  cost_t pin_penalty = 0;               // a violated preferred pin
   // The best total with this node in the other format minus the plan's total; nullopt: not allowed.
   std::optional<cost_t> flip_delta;
   bool flip_unknown = false;  // flip_delta not computed: the question was too far-reaching (solve.hpp)
@@ -65,7 +65,7 @@ struct plan {
   std::size_t inherit_breaks = 0;
 
   cost_t total() const noexcept { return node_cost + conversion_cost + pin_penalty; }
-  std::optional<family> format(node_id id) const { return nodes.at(id).format; }
+  std::optional<format_family> format(node_id id) const { return nodes.at(id).format; }
   std::size_t copies() const noexcept { return conversions.size() - relabels(); }
   std::size_t relabels() const noexcept {
     std::size_t n = 0;
@@ -76,7 +76,8 @@ struct plan {
 
 // Prices an assignment (one entry per node, set exactly where net.has_format()); throws when it
 // breaks a mandatory pin or asks a layer for a format it cannot run in.
-inline plan make_plan(const network& net, const cost_model& model, const std::vector<std::optional<family>>& formats) {
+inline plan make_plan(const network& net, const cost_model& model,
+                      const std::vector<std::optional<format_family>>& formats) {
   if (formats.size() != net.size())
     memfmt::detail::fail(errc::shape_mismatch, "assignment has " + std::to_string(formats.size()) + " formats for " +
                                                    std::to_string(net.size()) + " nodes");
@@ -85,14 +86,14 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
   p.nodes.resize(net.size());
   for (const node& n : net.nodes()) {
     node_decision& d = p.nodes[n.id];
-    const std::optional<family> f = formats[n.id];
+    const std::optional<format_family> f = formats[n.id];
     if (f.has_value() != net.has_format(n.id))
       memfmt::detail::fail(errc::invalid_argument,
                            "node '" + n.name + "': assignment " +
                                (f ? std::string(to_string(*f)) : std::string("none")) +
                                (f ? " given to a node without layout" : " for a node with a layout"));
     const format_costs costs = model.node_costs(net, n.id);
-    const family run_as = f.value_or(family::channels_first);  // layout-free nodes cost the same in both
+    const format_family run_as = f.value_or(format_family::channels_first);  // layout-free nodes cost the same in both
     if (!costs.supports(run_as))
       memfmt::detail::fail(errc::unsupported,
                            "node '" + n.name + "' cannot run in " + to_string(run_as) + " (" + costs.basis + ")");
@@ -125,7 +126,7 @@ inline plan make_plan(const network& net, const cost_model& model, const std::ve
     p.conversions.push_back(std::move(c));
   }
   for (const node& n : net.nodes())
-    if (n.kind == node_kind::flatten && formats[n.id] == family::channels_last &&
+    if (n.kind == layer_kind::flatten && formats[n.id] == format_family::channels_last &&
         !is_ambiguous_shape(net.at(n.inputs[0]).extents))
       for (node_id user : net.consumers(n.id)) p.permuted_linears.push_back(user);
   return p;

@@ -61,7 +61,7 @@ namespace detail {
 
 // A rule's family for a layer, bent by mandatory pins and support, with the reason.
 struct placed {
-  family format;
+  format_family format;
   std::string reason;
 };
 
@@ -90,27 +90,27 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 // - a binary op follows TensorIterator's first decisive operand: the first input whose extents
 //   are not ambiguous (a [N, C, 1, 1] gate decides nothing);
 // - cat is channels_last only when every decisive input is.
-inline placed eager_rule(const network& net, node_id id, const std::vector<std::optional<family>>& formats) {
+inline placed eager_rule(const network& net, node_id id, const std::vector<std::optional<format_family>>& formats) {
   const node& n = net.at(id);
   const auto first_spatial = [&]() -> placed {
     if (const auto from = net.producer(id))
       return {*formats[*from], "keeps its input's format ('" + net.at(*from).name + "')"};
-    return {family::channels_first, "no spatial input: contiguous"};
+    return {format_family::channels_first, "no spatial input: contiguous"};
   };
-  const auto contiguous = [](const char* why) { return placed{family::channels_first, why}; };
+  const auto contiguous = [](const char* why) { return placed{format_family::channels_first, why}; };
   switch (n.kind) {
-    case node_kind::conv:
+    case layer_kind::conv:
       if (n.extents.size() == 4)
-        return {family::channels_last, "conv with a channels_last weight writes channels_last"};
+        return {format_family::channels_last, "conv with a channels_last weight writes channels_last"};
       return contiguous("3-D conv: model.to(channels_last) leaves 5-D weights, Conv3d returns contiguous");
-    case node_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
-    case node_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
-    case node_kind::softmax: return contiguous("softmax over channels returns contiguous");
-    case node_kind::reduce: return contiguous("reductions (mean, sum, amax...) return contiguous");
-    case node_kind::layer_norm:
-      return {family::channels_last, "layer_norm of a channels-last permute, permuted back, is channels_last"};
-    case node_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
-    case node_kind::rearrange:
+    case layer_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
+    case layer_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
+    case layer_kind::softmax: return contiguous("softmax over channels returns contiguous");
+    case layer_kind::reduce: return contiguous("reductions (mean, sum, amax...) return contiguous");
+    case layer_kind::layer_norm:
+      return {format_family::channels_last, "layer_norm of a channels-last permute, permuted back, is channels_last"};
+    case layer_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
+    case layer_kind::rearrange:
       if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::channel_shuffle)
         return contiguous("torchvision's channel_shuffle (view, transpose, contiguous) returns contiguous");
       if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::transpose) {
@@ -120,36 +120,37 @@ inline placed eager_rule(const network& net, node_id id, const std::vector<std::
         return p;
       }
       return first_spatial();
-    case node_kind::constant:
+    case layer_kind::constant:
       if (n.extents.size() == 4)
-        return {family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
+        return {format_family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
       return contiguous("model.to(channels_last) leaves buffers of other ranks contiguous");
-    case node_kind::pad:
+    case layer_kind::pad:
       if (n.get<memfmt::pad_params>().mode != memfmt::pad_mode::constant)
         return contiguous("reflection / replication padding returns contiguous");
       return first_spatial();
-    case node_kind::binary:
+    case layer_kind::binary:
       for (node_id i : n.inputs)
         if (net.at(i).spatial() && !is_ambiguous_shape(net.at(i).extents))
           return {*formats[i], "follows its first decisive operand '" + net.at(i).name + "' (TensorIterator)"};
       return first_spatial();
-    case node_kind::concat: {
+    case layer_kind::concat: {
       for (node_id i : n.inputs)
-        if (!is_ambiguous_shape(net.at(i).extents) && formats[i] != family::channels_last)
-          return {family::channels_first, "cat of '" + net.at(i).name + "' (not channels_last) returns contiguous"};
-      return {family::channels_last, "cat of channels_last inputs stays channels_last"};
+        if (!is_ambiguous_shape(net.at(i).extents) && formats[i] != format_family::channels_last)
+          return {format_family::channels_first,
+                  "cat of '" + net.at(i).name + "' (not channels_last) returns contiguous"};
+      return {format_family::channels_last, "cat of channels_last inputs stays channels_last"};
     }
     default: return first_spatial();
   }
 }
 
-inline placed uniform_rule(family f, policy p) {
+inline placed uniform_rule(format_family f, policy p) {
   return {f, std::string(to_string(p)) + ": every layer " + to_string(f)};
 }
 
 inline placed greedy_reason(const network& net, const cost_model& model, node_id id,
-                            const std::vector<std::optional<family>>& formats) {
-  const family f = *formats[id];
+                            const std::vector<std::optional<format_family>>& formats) {
+  const format_family f = *formats[id];
   if (const pin* p = net.at(id).binding_pin(); p && p->mandatory) return {f, "pinned (mandatory, " + p->origin + ")"};
   const format_costs costs = model.node_costs(net, id);
   if (costs.preferred() == f) return {f, "greedy: its own cheaper format (" + costs.basis + ")"};
@@ -165,22 +166,22 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
   if (which == policy::optimal) return solve(net, model);
   if (which == policy::greedy) {
     plan p = naive_plan(net, model);
-    std::vector<std::optional<family>> formats;
+    std::vector<std::optional<format_family>> formats;
     for (const node_decision& d : p.nodes) formats.push_back(d.format);
     for (node_id id = 0; id < net.size(); ++id)
       p.nodes[id].reason =
           formats[id] ? detail::greedy_reason(net, model, id, formats).reason : "no layout (rank-2 value)";
     return p;
   }
-  std::vector<std::optional<family>> formats(net.size());
+  std::vector<std::optional<format_family>> formats(net.size());
   std::vector<std::string> reasons(net.size(), "no layout (rank-2 value)");
   for (const node& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
-    detail::placed wanted =
-        which == policy::pytorch_eager
-            ? detail::eager_rule(net, n.id, formats)
-            : detail::uniform_rule(which == policy::all_channels_last ? family::channels_last : family::channels_first,
-                                   which);
+    detail::placed wanted = which == policy::pytorch_eager ? detail::eager_rule(net, n.id, formats)
+                                                           : detail::uniform_rule(which == policy::all_channels_last
+                                                                                      ? format_family::channels_last
+                                                                                      : format_family::channels_first,
+                                                                                  which);
     const detail::placed got = detail::hold_constraints(net, model, n.id, std::move(wanted));
     formats[n.id] = got.format;
     reasons[n.id] = got.reason;
@@ -197,11 +198,12 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
 inline std::vector<node_id> lost_channels_last(const network& net, const plan& p) {
   std::vector<node_id> lost;
   for (const node& n : net.nodes()) {
-    if (!n.spatial() || n.kind == node_kind::output || is_ambiguous_shape(n.extents) ||
-        p.nodes.at(n.id).format != family::channels_first)
+    if (!n.spatial() || n.kind == layer_kind::output || is_ambiguous_shape(n.extents) ||
+        p.nodes.at(n.id).format != format_family::channels_first)
       continue;
     for (node_id i : n.inputs)
-      if (net.at(i).spatial() && !is_ambiguous_shape(net.at(i).extents) && p.nodes[i].format == family::channels_last) {
+      if (net.at(i).spatial() && !is_ambiguous_shape(net.at(i).extents) &&
+          p.nodes[i].format == format_family::channels_last) {
         lost.push_back(n.id);
         break;
       }

@@ -57,7 +57,7 @@ inline std::string to_dot(const network& net, const plan& p, const std::string& 
      << ";\n  labelloc=t;\n  node [shape=box, style=filled, fontname=Helvetica];\n";
   for (const node& n : net.nodes()) {
     const auto& f = p.nodes[n.id].format;
-    const char* fill = !f ? "#dddddd" : *f == family::channels_first ? "#9ecae1" : "#fdae6b";
+    const char* fill = !f ? "#dddddd" : *f == format_family::channels_first ? "#9ecae1" : "#fdae6b";
     os << "  n" << n.id
        << " [label=" << detail::dot_quote(n.name + "\n" + to_string(n.kind) + " " + (f ? to_string(*f) : "-"))
        << ", fillcolor=\"" << fill << "\"];\n";

@@ -62,7 +62,7 @@ inline assignment_terms make_terms(const network& net, const cost_model& model) 
   t.conversion.resize(net.size());
   for (const node& n : net.nodes()) {
     const format_costs costs = model.node_costs(net, n.id);
-    for (family f : {family::channels_first, family::channels_last})
+    for (format_family f : {format_family::channels_first, format_family::channels_last})
       if (model.allowed(net, n.id, f))
         t.unary[n.id][index(f)] = *costs.by_family[index(f)] + model.pin_penalty(net, n.id, f);
     if (net.has_format(n.id) && !t.unary[n.id][0] && !t.unary[n.id][1]) {
@@ -80,7 +80,7 @@ inline assignment_terms make_terms(const network& net, const cost_model& model) 
 }
 
 struct assignment {
-  std::vector<std::optional<family>> formats;
+  std::vector<std::optional<format_family>> formats;
   cost_t total = 0;                // primary: plan::total()
   std::size_t inherit_breaks = 0;  // secondary: plan::inherit_breaks
 };
@@ -154,8 +154,8 @@ class format_cut {
       graph_.add_edge(not_first, sink, c * scale_);
       constant_ -= c;
       const auto touch = [&](node_id u) {
-        if (u != v && net.at(u).kind == node_kind::opaque) {  // reads in its declared format, whatever it writes
-          if (net.read_format(u, family::channels_first) == family::channels_last)
+        if (u != v && net.at(u).kind == layer_kind::opaque) {  // reads in its declared format, whatever it writes
+          if (net.read_format(u, format_family::channels_first) == format_family::channels_last)
             graph_.add_edge(also_last, sink, infinite_);  // the channels_last copy must exist
           else graph_.add_edge(s, not_first, infinite_);  // the channels_first copy must exist
           return;
@@ -178,21 +178,24 @@ class format_cut {
     a.formats.resize(net_.size());
     const std::vector<char>& first_side = graph_.source_side();
     for (node_id id = 0; id < net_.size(); ++id)
-      if (net_.has_format(id)) a.formats[id] = first_side[var(id)] ? family::channels_first : family::channels_last;
+      if (net_.has_format(id))
+        a.formats[id] = first_side[var(id)] ? format_family::channels_first : format_family::channels_last;
     return a;
   }
 
   // The optimum's total and inherit breaks when every node of `nodes` runs in `f` (formats left
   // empty); nullopt when a node cannot run in `f`, or, with `unknown` set, when the question looked
   // at more than `budget` edges of the residual graph.
-  std::optional<assignment> forced(const std::vector<node_id>& nodes, family f, std::size_t budget, bool& unknown) {
+  std::optional<assignment> forced(const std::vector<node_id>& nodes, format_family f, std::size_t budget,
+                                   bool& unknown) {
     unknown = false;
     std::vector<std::size_t> vertices;
     for (node_id id : nodes) {
       if (!t_.unary[id][index(f)]) return std::nullopt;
       vertices.push_back(var(id));
     }
-    const std::optional<cost_t> extra = graph_.extra_cut(vertices, f == family::channels_first, infinite_, budget);
+    const std::optional<cost_t> extra =
+        graph_.extra_cut(vertices, f == format_family::channels_first, infinite_, budget);
     if (!extra) {
       unknown = true;
       return std::nullopt;
@@ -222,7 +225,7 @@ inline std::string describe(const network& net, const cost_model& model, const p
   const node& n = net.at(id);
   const node_decision& d = p.nodes[id];
   if (!d.format) return "no layout (rank-2 value)";
-  const family f = *d.format;
+  const format_family f = *d.format;
   const pin* binding = n.binding_pin();
   const format_costs costs = model.node_costs(net, id);
   std::string why;
@@ -243,7 +246,7 @@ inline std::string describe(const network& net, const cost_model& model, const p
     const std::optional<node_id> producer = net.producer(id);
     std::size_t readers_in_f = 0;
     for (node_id u : net.consumers(id)) readers_in_f += p.nodes[u].format == f;
-    if (n.kind == node_kind::constant && readers_in_f > 0)
+    if (n.kind == layer_kind::constant && readers_in_f > 0)
       why = (readers_in_f == net.consumers(id).size() ? std::string("laid out as its readers run")
                                                       : "laid out as " + std::to_string(readers_in_f) + " of its " +
                                                             std::to_string(net.consumers(id).size()) + " readers run") +
@@ -259,7 +262,7 @@ inline std::string describe(const network& net, const cost_model& model, const p
            " here is not computed (too far from any layer with "
            "a cost of its own)";
   else if (!d.flip_delta) why += "; " + std::string(to_string(other(f))) + " not allowed";
-  else if (*d.flip_delta == 0 && d.flip_breaks > 0 && n.kind == node_kind::constant)
+  else if (*d.flip_delta == 0 && d.flip_breaks > 0 && n.kind == layer_kind::constant)
     why += "; tie in cost with " + std::string(to_string(other(f))) + ", unlike " + std::to_string(d.flip_breaks) +
            " more of its readers";
   else if (*d.flip_delta == 0 && d.flip_breaks > 0)

@@ -76,27 +76,27 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
   const std::size_t dims = n.extents.size() - 2;
   std::string s = to_string(n.kind);
   switch (n.kind) {
-    case node_kind::conv: {
+    case layer_kind::conv: {
       const conv_attrs& a = n.get<conv_attrs>();
       s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) +
            (a.bias ? " bias" : "");
       break;
     }
-    case node_kind::conv_transpose: {
+    case layer_kind::conv_transpose: {
       const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
       s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) + " output_padding " +
            detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
       break;
     }
-    case node_kind::batch_norm: s += n.get<memfmt::batch_norm_params>().fuse_relu ? " relu" : ""; break;
-    case node_kind::instance_norm:
-    case node_kind::group_norm: {
+    case layer_kind::batch_norm: s += n.get<memfmt::batch_norm_params>().fuse_relu ? " relu" : ""; break;
+    case layer_kind::instance_norm:
+    case layer_kind::group_norm: {
       const norm_attrs& a = n.get<norm_attrs>();
       s += " groups " + std::to_string(a.params.groups) + (a.affine ? " affine" : "");
       break;
     }
-    case node_kind::layer_norm: s += n.get<layer_norm_attrs>().affine ? " affine" : ""; break;
-    case node_kind::pad: {
+    case layer_kind::layer_norm: s += n.get<layer_norm_attrs>().affine ? " affine" : ""; break;
+    case layer_kind::pad: {
       const memfmt::pad_params& p = n.get<memfmt::pad_params>();
       // The extents give each dim's total padding, not how it splits between the sides, and the
       // split moves which rows a reflect or replicate copy reads.
@@ -104,23 +104,23 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
            detail::spatial_text(p.end, dims);
       break;
     }
-    case node_kind::activation: {
+    case layer_kind::activation: {
       // The function's number, then its parameters where it has any (keys of the others unchanged).
       const memfmt::activation_params& f = n.get<memfmt::activation_params>();
       s += " " + std::to_string(static_cast<int>(f.kind));
       if (memfmt::has_parameters(f.kind)) s += " " + memfmt::to_string(f);
       break;
     }
-    case node_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
-    case node_kind::pool: {
+    case layer_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
+    case layer_kind::pool: {
       const memfmt::pool_params& p = n.get<memfmt::pool_params>();
       s += " " + std::to_string(static_cast<int>(p.kind)) +
            detail::window_text(p.kernel, p.stride, p.padding, p.padding_end, dims) + (p.ceil_mode ? " ceil" : "") +
            (p.count_include_pad ? " include_pad" : "");
       break;
     }
-    case node_kind::global_pool: s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind)); break;
-    case node_kind::upsample: {
+    case layer_kind::global_pool: s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind)); break;
+    case layer_kind::upsample: {
       const auto& u = n.get<memfmt::upsample_params>();
       s += " mode " + std::to_string(static_cast<int>(u.mode));
       if (u.coordinates != memfmt::resample_coordinates::pytorch)
@@ -129,22 +129,22 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
              std::to_string(u.scale[1]) + " " + std::to_string(u.scale[2]);
       break;
     }
-    case node_kind::slice: {
+    case layer_kind::slice: {
       const auto& p = n.get<memfmt::slice_params>();
       s += " axis " + std::to_string(p.axis) + " begin " + std::to_string(p.begin) + " step " + std::to_string(p.step);
       break;
     }
-    case node_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
-    case node_kind::reduce: {
+    case layer_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
+    case layer_kind::reduce: {
       const auto& p = n.get<memfmt::reduce_params>();
       s += " " + std::string(memfmt::to_string(p.op)) + " axes " + memfmt::axes_to_string(p.axes);
       break;
     }
-    case node_kind::concat:
+    case layer_kind::concat:
       // Along C the signature stays as it was before concatenation had an axis.
       if (const int axis = n.get<memfmt::concat_params>().axis; axis != 1) s += " axis " + std::to_string(axis);
       break;
-    case node_kind::rearrange: {
+    case layer_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();
       s += " " + std::string(memfmt::to_string(r.kind)) + " " + std::to_string(r.factor) + " " +
            memfmt::to_string(r.order);
@@ -164,7 +164,7 @@ inline std::string conversion_signature(const std::vector<std::int64_t>& extents
   return detail::dims_text(extents) + " " + std::string(memfmt::to_string(type));
 }
 
-// Per family (by index(family)): the median ns, or nullopt where the backend cannot run the layer
+// Per family (by index(f)): the median ns, or nullopt where the backend cannot run the layer
 // in that family.
 using family_timings = std::array<std::optional<cost_t>, 2>;
 
@@ -190,7 +190,7 @@ class timing_cache {
     layers_[signature] = t;
   }
   // A conversion of `signature` from `from` to the other family.
-  void record_conversion(const std::string& signature, family from, cost_t ns) {
+  void record_conversion(const std::string& signature, format_family from, cost_t ns) {
     if (ns < 0)
       memfmt::detail::fail(errc::invalid_argument, "timing cache: conversion '" + signature + "' from " +
                                                        std::string(memfmt::to_string(from)) + " costs " +
@@ -202,7 +202,7 @@ class timing_cache {
     const auto it = layers_.find(signature);
     return it == layers_.end() ? nullptr : &it->second;
   }
-  std::optional<cost_t> find_conversion(const std::string& signature, family from) const {
+  std::optional<cost_t> find_conversion(const std::string& signature, format_family from) const {
     const auto it = conversions_.find(signature);
     return it == conversions_.end() ? std::nullopt : it->second[index(from)];
   }

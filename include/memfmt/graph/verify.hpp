@@ -39,7 +39,7 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
     if (d.format && !model.allowed(net, n.id, *d.format))
       bad.push_back(name(n.id) + " runs in " + to_string(*d.format) + ", which its pins or support forbid");
     const format_costs costs = model.node_costs(net, n.id);
-    const family run_as = d.format.value_or(family::channels_first);
+    const format_family run_as = d.format.value_or(format_family::channels_first);
     if (costs.supports(run_as) && *costs.by_family[index(run_as)] != d.cost)
       bad.push_back(name(n.id) + " costs " + std::to_string(d.cost) + ", the model says " +
                     std::to_string(*costs.by_family[index(run_as)]));
@@ -48,7 +48,7 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
   }
   if (!bad.empty()) return bad;
 
-  std::set<std::pair<node_id, family>> converted;
+  std::set<std::pair<node_id, format_family>> converted;
   std::set<std::pair<node_id, node_id>> served;  // (value, consumer) reading a converted copy
   for (const conversion& c : p.conversions) {
     conversion_sum += c.cost;
@@ -86,7 +86,7 @@ inline std::vector<std::string> verify(const network& net, const cost_model& mod
   // A layer that costs the same in both formats, reads only converted inputs and whose every
   // consumer converts its output back would be cheaper flipped: an adjacent inverse pair.
   for (const node& n : net.nodes()) {
-    const std::optional<family> f = p.nodes[n.id].format;
+    const std::optional<format_family> f = p.nodes[n.id].format;
     if (!f || !n.spatial() || net.consumers(n.id).empty() || model.node_costs(net, n.id).preferred() ||
         !model.allowed(net, n.id, other(*f)) || model.conversion_cost(net, n.id) == 0)
       continue;

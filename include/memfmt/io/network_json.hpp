@@ -33,7 +33,6 @@ inline constexpr int network_format_version = 1;
 namespace detail {
 
 using json = nlohmann::json;
-using graph::family;
 
 template <class E, std::size_t N>
 struct enum_names {
@@ -41,10 +40,10 @@ struct enum_names {
   const char* operator()(E e) const { return names.at(static_cast<std::size_t>(e)); }
 };
 
-// The kinds' names are graph::kind_infos'.
-constexpr enum_names<graph::node_kind, graph::node_kind_count> kind_name_table() {
-  enum_names<graph::node_kind, graph::node_kind_count> t{};
-  for (std::size_t i = 0; i < graph::node_kind_count; ++i) t.names[i] = graph::kind_infos[i].name;
+// The kinds' names are kind_infos'.
+constexpr enum_names<layer_kind, layer_kind_count> kind_name_table() {
+  enum_names<layer_kind, layer_kind_count> t{};
+  for (std::size_t i = 0; i < layer_kind_count; ++i) t.names[i] = kind_infos[i].name;
   return t;
 }
 inline constexpr auto kind_names = kind_name_table();
@@ -61,7 +60,7 @@ inline constexpr enum_names<memfmt::resample_coordinates, 6> coordinate_names{
 inline constexpr enum_names<memfmt::nearest_rounding, 4> rounding_names{
     {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}};
 inline constexpr enum_names<memfmt::pad_mode, 3> pad_names{{"constant", "reflect", "replicate"}};
-inline constexpr enum_names<family, 2> family_names{{"channels_first", "channels_last"}};
+inline constexpr enum_names<format_family, 2> family_names{{"channels_first", "channels_last"}};
 inline constexpr enum_names<memfmt::dtype, 10> dtype_names{
     {"float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool"}};
 
@@ -160,39 +159,38 @@ void read_conv(const json& a, const std::string& at, A& c) {
 }
 
 inline json attrs_json(const graph::node& n) {
-  using graph::node_kind;
   json a = json::object();
   const auto pinned_format = [&] {
     const graph::pin* p = n.binding_pin();
-    return family_names(p ? p->format : family::channels_first);
+    return family_names(p ? p->format : format_family::channels_first);
   };
   switch (n.kind) {
-    case node_kind::input: a["format"] = pinned_format(); break;
-    case node_kind::output: a["format"] = pinned_format(); break;
-    case node_kind::conv: a = conv_json(n.get<graph::conv_attrs>()); break;
-    case node_kind::conv_transpose: {
+    case layer_kind::input: a["format"] = pinned_format(); break;
+    case layer_kind::output: a["format"] = pinned_format(); break;
+    case layer_kind::conv: a = conv_json(n.get<graph::conv_attrs>()); break;
+    case layer_kind::conv_transpose: {
       const auto& c = n.get<graph::conv_transpose_attrs>();
       a = conv_json(c);
       a["output_padding"] = triple_json(c.output_padding);
       break;
     }
-    case node_kind::batch_norm: {
+    case layer_kind::batch_norm: {
       const auto& b = n.get<memfmt::batch_norm_params>();
       a = {{"epsilon", b.epsilon}, {"momentum", b.momentum}, {"fuse_relu", b.fuse_relu}};
       break;
     }
-    case node_kind::instance_norm:
-    case node_kind::group_norm: {
+    case layer_kind::instance_norm:
+    case layer_kind::group_norm: {
       const auto& g = n.get<graph::norm_attrs>();
       a = {{"groups", g.params.groups}, {"epsilon", g.params.epsilon}, {"affine", g.affine}};
       break;
     }
-    case node_kind::layer_norm: {
+    case layer_kind::layer_norm: {
       const auto& l = n.get<graph::layer_norm_attrs>();
       a = {{"epsilon", l.params.epsilon}, {"affine", l.affine}};
       break;
     }
-    case node_kind::pad: {
+    case layer_kind::pad: {
       const auto& p = n.get<memfmt::pad_params>();
       a = {{"mode", pad_names(p.mode)},
            {"begin", triple_json(p.begin)},
@@ -200,7 +198,7 @@ inline json attrs_json(const graph::node& n) {
            {"value", p.value}};
       break;
     }
-    case node_kind::activation: {
+    case layer_kind::activation: {
       // alpha and beta for the functions that have them; an infinite clip bound (JSON has no
       // infinity) is left out and reads back as the default.
       const auto& f = n.get<memfmt::activation_params>();
@@ -211,8 +209,8 @@ inline json attrs_json(const graph::node& n) {
       }
       break;
     }
-    case node_kind::binary: a["op"] = binary_names(n.get<memfmt::binary_op>()); break;
-    case node_kind::pool: {
+    case layer_kind::binary: a["op"] = binary_names(n.get<memfmt::binary_op>()); break;
+    case layer_kind::pool: {
       const auto& p = n.get<memfmt::pool_params>();
       a = {{"kind", pool_names(p.kind)},
            {"kernel", triple_json(p.kernel)},
@@ -223,8 +221,8 @@ inline json attrs_json(const graph::node& n) {
            {"count_include_pad", p.count_include_pad}};
       break;
     }
-    case node_kind::global_pool: a["kind"] = pool_names(n.get<graph::global_pool_attrs>().kind); break;
-    case node_kind::upsample: {
+    case layer_kind::global_pool: a["kind"] = pool_names(n.get<graph::global_pool_attrs>().kind); break;
+    case layer_kind::upsample: {
       const auto& u = n.get<memfmt::upsample_params>();
       a = {{"mode", resample_names(u.mode)}, {"output", triple_json(u.output)}};
       // ONNX's coordinates only where set: PyTorch's upsamples keep their JSON.
@@ -235,18 +233,18 @@ inline json attrs_json(const graph::node& n) {
       }
       break;
     }
-    case node_kind::slice: {
+    case layer_kind::slice: {
       const auto& p = n.get<memfmt::slice_params>();
       a = {{"axis", p.axis}, {"begin", p.begin}, {"end", p.end}, {"step", p.step}};
       break;
     }
-    case node_kind::linear: {
+    case layer_kind::linear: {
       const auto& l = n.get<graph::linear_attrs>();
       a = {{"out_features", l.out_features}, {"bias", l.bias}};
       break;
     }
-    case node_kind::softmax: a["log"] = n.get<memfmt::softmax_params>().log; break;
-    case node_kind::reduce: {
+    case layer_kind::softmax: a["log"] = n.get<memfmt::softmax_params>().log; break;
+    case layer_kind::reduce: {
       const auto& p = n.get<memfmt::reduce_params>();
       json axes = json::array();
       for (int d = 1; d < 32; ++d)
@@ -254,14 +252,14 @@ inline json attrs_json(const graph::node& n) {
       a = {{"op", reduce_names(p.op)}, {"axes", axes}};
       break;
     }
-    case node_kind::dropout: a["p"] = n.get<graph::dropout_attrs>().p; break;
-    case node_kind::opaque: {
+    case layer_kind::dropout: a["p"] = n.get<graph::dropout_attrs>().p; break;
+    case layer_kind::opaque: {
       const auto& o = n.get<graph::opaque_attrs>();
       a = {{"input_format", family_names(o.input_format)}, {"output_format", family_names(o.output_format)}};
       break;
     }
-    case node_kind::constant: a["trainable"] = n.get<graph::constant_attrs>().trainable; break;
-    case node_kind::rearrange: {
+    case layer_kind::constant: a["trainable"] = n.get<graph::constant_attrs>().trainable; break;
+    case layer_kind::rearrange: {
       const auto& r = n.get<memfmt::rearrange_params>();
       if (r.kind == memfmt::rearrange_kind::transpose) {
         a = {
@@ -273,19 +271,18 @@ inline json attrs_json(const graph::node& n) {
       if (r.kind != memfmt::rearrange_kind::channel_shuffle) a["order"] = block_order_names(r.order);
       break;
     }
-    case node_kind::concat: a["axis"] = n.get<memfmt::concat_params>().axis; break;
-    case node_kind::flatten: break;
+    case layer_kind::concat: a["axis"] = n.get<memfmt::concat_params>().axis; break;
+    case layer_kind::flatten: break;
   }
   return a;
 }
 
 // Replays one node's builder call.
 inline graph::node_id build_node(graph::network& net, const json& j, const std::string& where) {
-  using graph::node_kind;
   const std::string name = text(j, "name", where);
   // "channel_reduce", the reduction's name before it took spatial axes, still reads.
-  const node_kind kind =
-      text(j, "kind", where) == "channel_reduce" ? node_kind::reduce : named(kind_names, j, "kind", where);
+  const layer_kind kind =
+      text(j, "kind", where) == "channel_reduce" ? layer_kind::reduce : named(kind_names, j, "kind", where);
   const json& a = member(j, "attrs", where);
   const std::string at = where + " ('" + name + "') attrs";
   std::vector<graph::node_id> in;
@@ -303,29 +300,29 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
                      std::to_string(in.size()));
   };
   switch (kind) {
-    case node_kind::input:
+    case layer_kind::input:
       arity(0);
       return net.input(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where),
                        named(family_names, a, "format", at));
-    case node_kind::output: arity(1); return net.output(name, in[0], named(family_names, a, "format", at));
-    case node_kind::constant:
+    case layer_kind::output: arity(1); return net.output(name, in[0], named(family_names, a, "format", at));
+    case layer_kind::constant:
       arity(0);
       return net.constant(name, integers(j, "extents", where), named(dtype_names, j, "dtype", where),
                           boolean(a, "trainable", at));
-    case node_kind::conv: {
+    case layer_kind::conv: {
       arity(1);
       graph::conv_attrs c;
       read_conv(a, at, c);
       return net.conv(name, in[0], c);
     }
-    case node_kind::conv_transpose: {
+    case layer_kind::conv_transpose: {
       arity(1);
       graph::conv_transpose_attrs c;
       read_conv(a, at, c);
       c.output_padding = triple(a, "output_padding", at);
       return net.conv_transpose(name, in[0], c);
     }
-    case node_kind::batch_norm: {
+    case layer_kind::batch_norm: {
       arity(1);
       memfmt::batch_norm_params b;
       b.epsilon = number(a, "epsilon", at);
@@ -333,16 +330,16 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       b.fuse_relu = boolean(a, "fuse_relu", at);
       return net.batch_norm(name, in[0], b);
     }
-    case node_kind::instance_norm:
+    case layer_kind::instance_norm:
       arity(1);
       return net.instance_norm(name, in[0], number(a, "epsilon", at), boolean(a, "affine", at));
-    case node_kind::group_norm:
+    case layer_kind::group_norm:
       arity(1);
       return net.group_norm(name, in[0], integer(a, "groups", at), number(a, "epsilon", at), boolean(a, "affine", at));
-    case node_kind::layer_norm:
+    case layer_kind::layer_norm:
       arity(1);
       return net.layer_norm(name, in[0], number(a, "epsilon", at), boolean(a, "affine", at));
-    case node_kind::pad: {
+    case layer_kind::pad: {
       arity(1);
       memfmt::pad_params p;
       p.mode = named(pad_names, a, "mode", at);
@@ -351,15 +348,15 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       p.value = number(a, "value", at);
       return net.pad(name, in[0], p);
     }
-    case node_kind::activation: {
+    case layer_kind::activation: {
       arity(1);
       memfmt::activation_params f(named(activation_names, a, "function", at));
       if (a.contains("alpha")) f.alpha = number(a, "alpha", at);
       if (a.contains("beta")) f.beta = number(a, "beta", at);
       return net.activation(name, in[0], f);
     }
-    case node_kind::binary: arity(2); return net.binary(name, in[0], in[1], named(binary_names, a, "op", at));
-    case node_kind::pool: {
+    case layer_kind::binary: arity(2); return net.binary(name, in[0], in[1], named(binary_names, a, "op", at));
+    case layer_kind::pool: {
       arity(1);
       memfmt::pool_params p;
       p.kind = named(pool_names, a, "kind", at);
@@ -371,8 +368,8 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       p.count_include_pad = boolean(a, "count_include_pad", at);
       return net.pool(name, in[0], p);
     }
-    case node_kind::global_pool: arity(1); return net.global_pool(name, in[0], named(pool_names, a, "kind", at));
-    case node_kind::upsample: {
+    case layer_kind::global_pool: arity(1); return net.global_pool(name, in[0], named(pool_names, a, "kind", at));
+    case layer_kind::upsample: {
       arity(1);
       memfmt::upsample_params u;
       u.mode = named(resample_names, a, "mode", at);
@@ -388,12 +385,12 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       }
       return net.upsample(name, in[0], u);
     }
-    case node_kind::concat: {
+    case layer_kind::concat: {
       memfmt::concat_params p;  // "axis" may be left out: along C
       if (a.contains("axis")) p.axis = axis_of(a, at);
       return net.concat(name, in, p);
     }
-    case node_kind::slice: {
+    case layer_kind::slice: {
       arity(1);
       memfmt::slice_params p;  // "axis" and "step" may be left out: a channel slice
       p.begin = integer(a, "begin", at);
@@ -402,17 +399,17 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       if (a.contains("step")) p.step = integer(a, "step", at);
       return net.slice(name, in[0], p);
     }
-    case node_kind::flatten: arity(1); return net.flatten(name, in[0]);
-    case node_kind::linear:
+    case layer_kind::flatten: arity(1); return net.flatten(name, in[0]);
+    case layer_kind::linear:
       arity(1);
       return net.linear(name, in[0], integer(a, "out_features", at), boolean(a, "bias", at));
-    case node_kind::softmax: {
+    case layer_kind::softmax: {
       arity(1);
       memfmt::softmax_params p;
       p.log = boolean(a, "log", at);
       return net.softmax(name, in[0], p);
     }
-    case node_kind::reduce: {
+    case layer_kind::reduce: {
       arity(1);
       memfmt::reduce_params p;  // "axes" may be left out: a reduction over C
       p.op = named(reduce_names, a, "op", at);
@@ -426,8 +423,8 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       }
       return net.reduce(name, in[0], p);
     }
-    case node_kind::dropout: arity(1); return net.dropout(name, in[0], number(a, "p", at));
-    case node_kind::rearrange: {
+    case layer_kind::dropout: arity(1); return net.dropout(name, in[0], number(a, "p", at));
+    case layer_kind::rearrange: {
       arity(1);
       memfmt::rearrange_params r;
       r.kind = named(rearrange_names, a, "op", at);
@@ -443,7 +440,7 @@ inline graph::node_id build_node(graph::network& net, const json& j, const std::
       if (r.kind != memfmt::rearrange_kind::channel_shuffle) r.order = named(block_order_names, a, "order", at);
       return net.rearrange(name, in[0], r);
     }
-    case node_kind::opaque:
+    case layer_kind::opaque:
       return net.opaque(name, in, integers(j, "extents", where), named(family_names, a, "output_format", at),
                         named(family_names, a, "input_format", at));
   }
@@ -511,7 +508,7 @@ inline graph::network network_from_json(const nlohmann::json& j) {
     const json& pins = detail::member(nodes[i], "pins", where);
     if (!pins.is_array()) detail::bad(where, "key 'pins' must be an array");
     for (const json& p : pins) {
-      const graph::family f = detail::named(detail::family_names, p, "format", where + " pin");
+      const format_family f = detail::named(detail::family_names, p, "format", where + " pin");
       const bool mandatory = detail::boolean(p, "mandatory", where + " pin");
       const auto priority = detail::integer(p, "priority", where + " pin");
       if (priority < 0 || priority > 1'000'000)

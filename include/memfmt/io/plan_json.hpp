@@ -50,13 +50,12 @@ inline std::string network_fingerprint(const graph::network& net) {
 
 // Each node's cost in both families (null: unsupported), its pin penalties and its conversion cost.
 inline std::string cost_fingerprint(const graph::network& net, const graph::cost_model& model) {
-  using graph::family;
   detail::json costs = detail::json::array();
   for (const graph::node& n : net.nodes()) {
     const graph::format_costs c = model.node_costs(net, n.id);
     costs.push_back({detail::optional_cost(c.by_family[0]), detail::optional_cost(c.by_family[1]),
-                     model.pin_penalty(net, n.id, family::channels_first),
-                     model.pin_penalty(net, n.id, family::channels_last), model.conversion_cost(net, n.id)});
+                     model.pin_penalty(net, n.id, format_family::channels_first),
+                     model.pin_penalty(net, n.id, format_family::channels_last), model.conversion_cost(net, n.id)});
   }
   return detail::fnv1a(costs.dump());
 }
@@ -136,7 +135,7 @@ inline loaded_plan plan_from_json(const nlohmann::json& j, const graph::network&
   const json& layers = detail::member(j, "layers", "plan file");
   if (!layers.is_array() || layers.size() != net.size())
     detail::bad("plan file", "key 'layers' must list the network's " + std::to_string(net.size()) + " nodes");
-  std::vector<std::optional<graph::family>> formats(net.size());
+  std::vector<std::optional<format_family>> formats(net.size());
   std::vector<std::string> reasons(net.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const std::string where = "plan file: layers[" + std::to_string(i) + "]";

@@ -45,7 +45,7 @@ inline nlohmann::json timing_cache_to_json(const graph::timing_cache& cache) {
                       {"channels_last_ns", detail::optional_ns(t[1])}});
   json conversions = json::array();
   for (const auto& [sig, t] : cache.conversions())
-    for (graph::family from : {graph::family::channels_first, graph::family::channels_last})
+    for (format_family from : {format_family::channels_first, format_family::channels_last})
       if (t[graph::index(from)])
         conversions.push_back(
             {{"signature", sig}, {"from", detail::family_names(from)}, {"ns", *t[graph::index(from)]}});
@@ -84,7 +84,7 @@ inline graph::timing_cache timing_cache_from_json(const nlohmann::json& j,
   for (std::size_t i = 0; i < conversions.size(); ++i) {
     const std::string where = what + ": conversions[" + std::to_string(i) + "]";
     const std::string sig = detail::text(conversions[i], "signature", where);
-    const graph::family from = detail::named(detail::family_names, conversions[i], "from", where);
+    const format_family from = detail::named(detail::family_names, conversions[i], "from", where);
     if (cache.find_conversion(sig, from))
       detail::bad(where, "conversion '" + sig + "' from " + std::string(graph::to_string(from)) + " is listed twice");
     cache.record_conversion(sig, from, *detail::read_ns(conversions[i], "ns", where, false));

@@ -20,8 +20,8 @@ namespace memfmt::onnx {
 struct import_options {
   std::int64_t batch = 1;                                       // a symbolic first dim of a graph input
   std::map<std::string, std::int64_t> dims;                     // other symbolic dims, by their dim_param name
-  graph::family input_format = graph::family::channels_first;   // the pins of the graph inputs
-  graph::family output_format = graph::family::channels_first;  // and outputs
+  format_family input_format = format_family::channels_first;   // the pins of the graph inputs
+  format_family output_format = format_family::channels_first;  // and outputs
   // Values for graph inputs that are weights at run time (ONNX's backend tests feed a Conv's W as
   // an input): they become constants, as initializers would. parameter_inputs() says which.
   std::map<std::string, graph::parameter> input_values;

@@ -112,17 +112,16 @@ tensor_view<const T, F> weight_in(std::vector<std::shared_ptr<void>>& owned, con
 inline bool feeds_only_linears(const graph::network& net, graph::node_id id) {
   for (graph::node_id c : net.consumers(id)) {
     const graph::node& u = net.at(c);
-    if (u.kind == graph::node_kind::dropout ? !feeds_only_linears(net, c) : u.kind != graph::node_kind::linear)
-      return false;
+    if (u.kind == layer_kind::dropout ? !feeds_only_linears(net, c) : u.kind != layer_kind::linear) return false;
   }
   return true;
 }
 
 // Aliasing a channels_last buffer as [N, features] orders the features (spatial, C): only a
 // linear reading the 4-D value by its strides (a permuted weight) gets them right.
-inline void check_flatten_readers(const graph::network& net, const graph::node& n, graph::family format,
+inline void check_flatten_readers(const graph::network& net, const graph::node& n, format_family format,
                                   const std::string& who) {
-  if (n.kind == graph::node_kind::flatten && format == graph::family::channels_last &&
+  if (n.kind == layer_kind::flatten && format == format_family::channels_last &&
       !is_ambiguous_shape(net.at(n.inputs[0]).extents) && !feeds_only_linears(net, n.id))
     memfmt::detail::fail(errc::unsupported, who + ": a channels_last flatten of " +
                                                 memfmt::detail::dims_to_string(net.at(n.inputs[0]).extents) +
@@ -212,7 +211,7 @@ struct norm_shape {
   std::size_t stats = 0;
 };
 inline norm_shape norm_shape_of(const graph::node& n) {
-  if (n.kind == graph::node_kind::layer_norm)
+  if (n.kind == layer_kind::layer_norm)
     return {n.get<graph::layer_norm_attrs>().affine,
             static_cast<std::size_t>(n.numel() / std::max<std::int64_t>(n.extents[1], 1))};
   const auto& a = n.get<graph::norm_attrs>();
@@ -290,7 +289,7 @@ tensor_view<const T, F> backend_weight(Backend& b, std::vector<std::shared_ptr<v
 // reads them, kept alive by `owned`: the bytes the executor and the trainer point its value at.
 template <class T, class Backend>
 std::byte* backend_constant(Backend& b, std::vector<std::shared_ptr<void>>& owned, const graph::node& n,
-                            graph::family f, const parameter_store& params) {
+                            format_family f, const parameter_store& params) {
   const std::string name = n.name + ".value";
   const std::vector<T> v = params.at(name).template values<T>(name);
   const void* p = nullptr;
@@ -329,10 +328,10 @@ class binding {
            ")";
   }
 
-  graph::family format_of(graph::node_id id) const { return plan_.format(id).value_or(graph::family::channels_first); }
+  format_family format_of(graph::node_id id) const { return plan_.format(id).value_or(format_family::channels_first); }
 
   // The format consumer reads its spatial inputs in.
-  graph::family read_format(const graph::node& consumer) const {
+  format_family read_format(const graph::node& consumer) const {
     return net_.read_format(consumer.id, format_of(consumer.id));
   }
 
@@ -342,7 +341,7 @@ class binding {
   }
 
   // The conversion of value v to `to`, if the plan has one.
-  const graph::conversion* conversion_to(graph::node_id v, graph::family to) const {
+  const graph::conversion* conversion_to(graph::node_id v, format_family to) const {
     for (const auto& c : plan_.conversions)
       if (c.value == v && c.to == to) return &c;
     return nullptr;

@@ -159,8 +159,8 @@ using concat_op =
 
 // Whether the backend has the forward method that runs `kind`.
 template <class B>
-bool runs_kind(graph::node_kind kind) {
-  using k = graph::node_kind;
+bool runs_kind(layer_kind kind) {
+  using k = layer_kind;
   switch (kind) {
     case k::conv: return has_v<conv_op, B>;
     case k::conv_transpose: return has_v<conv_transpose_op, B>;
@@ -280,7 +280,7 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
   std::vector<T> out(static_cast<std::size_t>(n.numel()));
   const auto y = view_of<F>(at.place(out), n.extents);
   const std::int64_t c = net.at(n.inputs[0]).extents[1];
-  using k = graph::node_kind;
+  using k = layer_kind;
   if constexpr (has_v<conv_op, Backend> && has_v<conv_transpose_op, Backend>) {
     if (n.kind == k::conv || n.kind == k::conv_transpose) {
       const bool fwd = n.kind == k::conv;
@@ -372,7 +372,7 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
 
 // The layer in family f, or nullopt where the backend refuses that format or dtype.
 template <class Backend>
-std::optional<graph::cost_t> time_in(const graph::network& net, const graph::node& n, graph::family f, Backend& b,
+std::optional<graph::cost_t> time_in(const graph::network& net, const graph::node& n, format_family f, Backend& b,
                                      filler& fill, const calibrate_options& o) {
   try {
     using types = memfmt::detail::backend_element_types_t<Backend>;  // what the backend's layers compile for
@@ -390,7 +390,7 @@ std::optional<graph::cost_t> time_in(const graph::network& net, const graph::nod
 // One conversion of `extents` from `from` to the other family, elements moved as bytes, by the
 // backend's convert where it owns its memory, else memfmt::convert (as the executor converts).
 template <class U, int Rank, class Backend>
-graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, graph::family from,
+graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, format_family from,
                               const calibrate_options& o) {
   const std::int64_t n = memfmt::detail::checked_numel(extents, "calibrate: conversion");
   std::vector<U> src(static_cast<std::size_t>(n), U{1}), dst(static_cast<std::size_t>(n));
@@ -408,7 +408,7 @@ graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& exten
 }
 
 template <class U, class Backend>
-graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, graph::family from,
+graph::cost_t time_conversion(Backend& b, const std::vector<std::int64_t>& extents, format_family from,
                               const calibrate_options& o) {
   return extents.size() == 4 ? time_conversion<U, 4>(b, extents, from, o) : time_conversion<U, 5>(b, extents, from, o);
 }
@@ -427,7 +427,7 @@ graph::cache_key key_of(const Backend& backend, const calibrate_options& options
 
 template <class Backend>
 graph::cost_t time_conversion_bytes(Backend& b, const std::vector<std::int64_t>& extents, memfmt::dtype t,
-                                    graph::family from, const calibrate_options& o) {
+                                    format_family from, const calibrate_options& o) {
   switch (memfmt::size_of(t)) {
     case 1: return time_conversion<std::uint8_t>(b, extents, from, o);
     case 2: return time_conversion<std::uint16_t>(b, extents, from, o);
@@ -458,7 +458,7 @@ graph::timing_cache calibrate(const graph::network& net, Backend& backend, const
     else if (!detail::runs_kind<Backend>(n.kind)) why = std::string("no ") + Backend::name + " method for the kind";
     graph::family_timings t;
     if (why.empty())
-      for (graph::family f : {graph::family::channels_first, graph::family::channels_last})
+      for (format_family f : {format_family::channels_first, format_family::channels_last})
         t[graph::index(f)] = detail::time_in(net, n, f, backend, fill, options);
     if (why.empty() && !t[0] && !t[1]) why = std::string("refused by ") + Backend::name + " in both formats";
     if (!why.empty()) {
@@ -471,7 +471,7 @@ graph::timing_cache calibrate(const graph::network& net, Backend& backend, const
   for (const graph::node& n : net.nodes()) {
     if (!n.spatial() || is_ambiguous_shape(n.extents) || net.consumers(n.id).empty()) continue;
     const std::string sig = graph::conversion_signature(n.extents, n.type);
-    for (graph::family f : {graph::family::channels_first, graph::family::channels_last})
+    for (format_family f : {format_family::channels_first, format_family::channels_last})
       if (!cache.find_conversion(sig, f))
         cache.record_conversion(sig, f, detail::time_conversion_bytes(backend, n.extents, n.type, f, options));
   }

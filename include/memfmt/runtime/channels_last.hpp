@@ -48,7 +48,7 @@ namespace memfmt::runtime {
 // A format requirement by layer name (graph::network::pin_format's arguments).
 struct format_pin {
   std::string node;
-  graph::family format = graph::family::channels_last;
+  format_family format = format_family::channels_last;
   bool mandatory = true;
   int priority = 0;  // preferred pins: >= 1
 };
@@ -91,7 +91,7 @@ void check_precision(const graph::network& net, const Backend& backend, memfmt::
     memfmt::detail::fail(errc::unsupported_dtype, "channels_last: precision " + std::string(to_string(precision)) +
                                                       " (float32, bfloat16 or float16)");
   for (const graph::node& n : net.nodes()) {
-    std::optional<op_query> q = op_query_of(n, graph::family::channels_first);
+    std::optional<op_query> q = op_query_of(n, format_family::channels_first);
     if (!q) continue;
     q->type = precision;
     const op_support s = backend.support(*q);

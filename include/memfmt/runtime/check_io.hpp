@@ -21,8 +21,8 @@ namespace memfmt::runtime {
 // extents and format: unsupported_dtype, shape_mismatch or format_mismatch for a misfit,
 // invalid_argument for a missing or unknown name, null_pointer for missing data.
 inline void check_io(const graph::network& net, const graph::plan& plan, const std::map<std::string, tensor_ref>& given,
-                     graph::node_kind kind, const char* what, const char* who) {
-  const auto format_of = [&](graph::node_id id) { return plan.format(id).value_or(graph::family::channels_first); };
+                     layer_kind kind, const char* what, const char* who) {
+  const auto format_of = [&](graph::node_id id) { return plan.format(id).value_or(format_family::channels_first); };
   std::size_t expected = 0;
   for (const graph::node& n : net.nodes()) {
     if (n.kind != kind) continue;

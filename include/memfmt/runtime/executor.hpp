@@ -150,8 +150,8 @@ class executor : private detail::binding<Backend> {
   void run_pass(const std::map<std::string, tensor_ref>& inputs, const std::map<std::string, tensor_ref>& outputs,
                 forward_profile* profile) {
     const clock::time_point start = clock::now();
-    check_io(inputs, graph::node_kind::input, "input");
-    check_io(outputs, graph::node_kind::output, "output");
+    check_io(inputs, layer_kind::input, "input");
+    check_io(outputs, layer_kind::output, "output");
     clock::time_point t0 = clock::now();
     for (const auto& [name, t] : inputs) {
       const graph::node_id id = *net_.find(name);
@@ -199,14 +199,14 @@ class executor : private detail::binding<Backend> {
   // Values that share the bytes of the value they read: renamings (output, flatten, dropout in
   // inference) and the layers an inference fusion runs inside their conv's step.
   bool aliases_input(const graph::node& n) const {
-    return n.kind == graph::node_kind::output || n.kind == graph::node_kind::flatten ||
-           n.kind == graph::node_kind::dropout || fused_into_.count(n.id);
+    return n.kind == layer_kind::output || n.kind == layer_kind::flatten || n.kind == layer_kind::dropout ||
+           fused_into_.count(n.id);
   }
 
   void check_supported(const graph::node& n) const {
     this->check_in_plan(n);
     this->check_backend(n, false);
-    if (n.kind == graph::node_kind::opaque) {
+    if (n.kind == layer_kind::opaque) {
       const auto& a = n.get<graph::opaque_attrs>();
       const user_op* op = std::any_cast<user_op>(&a.callback);
       if (!op || !op->run)
@@ -229,10 +229,10 @@ class executor : private detail::binding<Backend> {
   // the caller's tensor straight into the converted copy, skipping the copy into the arena. Host
   // backends only (a backend's own memory needs the copy in first).
   bool converted_on_entry(const graph::node& n) const {
-    if (detail::owns_memory<Backend>::value || n.kind != graph::node_kind::input || n.numel() == 0) return false;
+    if (detail::owns_memory<Backend>::value || n.kind != layer_kind::input || n.numel() == 0) return false;
     const graph::conversion* c =
-        conversion_to(n.id, format_of(n.id) == graph::family::channels_first ? graph::family::channels_last
-                                                                             : graph::family::channels_first);
+        conversion_to(n.id, format_of(n.id) == format_family::channels_first ? format_family::channels_last
+                                                                             : format_family::channels_first);
     if (!c || c->relabel) return false;
     const auto& readers = net_.consumers(n.id);
     return std::none_of(readers.begin(), readers.end(),
@@ -243,11 +243,11 @@ class executor : private detail::binding<Backend> {
   // caller's output tensor at the end, skipping the copy out of the arena (the mirror of an input
   // converted on entry; host backends only). The graph output, or nullopt.
   std::optional<graph::node_id> converted_on_exit(const graph::node& v) const {
-    if (detail::owns_memory<Backend>::value || v.kind == graph::node_kind::input || v.numel() == 0) return std::nullopt;
+    if (detail::owns_memory<Backend>::value || v.kind == layer_kind::input || v.numel() == 0) return std::nullopt;
     std::optional<graph::node_id> out;
     for (graph::node_id r : net_.consumers(v.id)) {
       if (reads_own_bytes(net_.at(r), v.id)) continue;
-      if (out || net_.at(r).kind != graph::node_kind::output) return std::nullopt;
+      if (out || net_.at(r).kind != layer_kind::output) return std::nullopt;
       out = r;
     }
     if (!out) return std::nullopt;
@@ -263,7 +263,7 @@ class executor : private detail::binding<Backend> {
     const auto add = sole_consumer(last);
     if (!add) return std::nullopt;
     const graph::node& a = net_.at(*add);
-    if (a.kind != graph::node_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
+    if (a.kind != layer_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
         a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
       return std::nullopt;
     const graph::node_id other = a.inputs[0] == last ? a.inputs[1] : a.inputs[0];
@@ -285,13 +285,13 @@ class executor : private detail::binding<Backend> {
     const auto b = sole_consumer(last);
     if (!b) return std::nullopt;
     const graph::node& a = net_.at(*b);
-    if (a.kind != graph::node_kind::binary || a.inputs.size() != 2 || a.inputs[0] == a.inputs[1]) return std::nullopt;
+    if (a.kind != layer_kind::binary || a.inputs.size() != 2 || a.inputs[0] == a.inputs[1]) return std::nullopt;
     const bool chain_first = a.inputs[0] == last;
     const graph::node& k = net_.at(chain_first ? a.inputs[1] : a.inputs[0]);
     const memfmt::binary_op op = a.template get<memfmt::binary_op>();
     const bool commutes = op == memfmt::binary_op::add || op == memfmt::binary_op::mul;
     const std::vector<std::int64_t>& e = net_.at(last).extents;
-    if (k.kind != graph::node_kind::constant || k.type != a.type || (!commutes && !chain_first) || a.extents != e ||
+    if (k.kind != layer_kind::constant || k.type != a.type || (!commutes && !chain_first) || a.extents != e ||
         k.extents.size() != e.size() || e.size() < 3 || k.extents[1] != e[1])
       return std::nullopt;
     for (std::size_t d = 0; d < e.size(); ++d)
@@ -306,10 +306,10 @@ class executor : private detail::binding<Backend> {
   void find_fusions() {
     if (!options_.fuse) return;
     for (const graph::node& n : net_.nodes()) {
-      if (n.kind != graph::node_kind::conv) continue;
+      if (n.kind != layer_kind::conv) continue;
       std::string group = n.name + " + bias";
       graph::node_id last = n.id;
-      if (const auto bn = sole_consumer(last); bn && net_.at(*bn).kind == graph::node_kind::batch_norm) {
+      if (const auto bn = sole_consumer(last); bn && net_.at(*bn).kind == layer_kind::batch_norm) {
         fused_into_[*bn] = n.id;
         folded_bn_[n.id] = *bn;
         group += " + " + net_.at(*bn).name;
@@ -328,7 +328,7 @@ class executor : private detail::binding<Backend> {
         group += " + " + net_.at(*add).name;
         last = *add;
       }
-      if (const auto r = sole_consumer(last); r && net_.at(*r).kind == graph::node_kind::activation) {
+      if (const auto r = sole_consumer(last); r && net_.at(*r).kind == layer_kind::activation) {
         fused_into_[*r] = n.id;
         fused_activation_[n.id] = net_.at(*r).template get<memfmt::activation_params>();
         group += " + " + net_.at(*r).name;
@@ -345,12 +345,12 @@ class executor : private detail::binding<Backend> {
       const auto step = static_cast<std::int64_t>(n.id);
       // Inputs are copied in (or converted on entry) before the first step, so their bytes (and
       // those of their conversions) are live from step 0.
-      const std::int64_t first = n.kind == graph::node_kind::input ? 0 : step;
+      const std::int64_t first = n.kind == layer_kind::input ? 0 : step;
       const auto bytes =
           static_cast<std::int64_t>(memfmt::detail::checked_bytes(n.numel(), size_of(n.type), n.name.c_str()));
       if (aliases_input(n)) {
         slot_[n.id] = read_slot(n, aliased_input(n));
-      } else if (n.kind == graph::node_kind::constant) {
+      } else if (n.kind == layer_kind::constant) {
         slot_[n.id] = storage_.size();  // laid out when bound, outside the arena
         constants_[slot_[n.id]] = nullptr;
         storage_.push_back({n.name, bytes, step, step});
@@ -381,7 +381,7 @@ class executor : private detail::binding<Backend> {
         storage& s = storage_[read_slot(n, in)];
         s.last = std::max(s.last, step);
       }
-      if (n.kind == graph::node_kind::output) storage_[slot_[n.id]].last = static_cast<std::int64_t>(net_.size());
+      if (n.kind == layer_kind::output) storage_[slot_[n.id]].last = static_cast<std::int64_t>(net_.size());
     }
   }
 
@@ -427,19 +427,19 @@ class executor : private detail::binding<Backend> {
       detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         switch (n.kind) {
-          case graph::node_kind::conv: bind_conv<T>(n, params, step); break;
-          case graph::node_kind::conv_transpose: bind_conv_transpose<T>(n, params, step); break;
-          case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params, step); break;
-          case graph::node_kind::instance_norm:
-          case graph::node_kind::group_norm:
-          case graph::node_kind::layer_norm: bind_norm<T>(n, params, step); break;
-          case graph::node_kind::linear: bind_linear<T>(n, params, step); break;
-          case graph::node_kind::concat: bind_concat<T>(n, step); break;
-          case graph::node_kind::opaque: bind_opaque(n, step); break;
-          case graph::node_kind::constant:  // laid out once, outside the arena; no step
+          case layer_kind::conv: bind_conv<T>(n, params, step); break;
+          case layer_kind::conv_transpose: bind_conv_transpose<T>(n, params, step); break;
+          case layer_kind::batch_norm: bind_batch_norm<T>(n, params, step); break;
+          case layer_kind::instance_norm:
+          case layer_kind::group_norm:
+          case layer_kind::layer_norm: bind_norm<T>(n, params, step); break;
+          case layer_kind::linear: bind_linear<T>(n, params, step); break;
+          case layer_kind::concat: bind_concat<T>(n, step); break;
+          case layer_kind::opaque: bind_opaque(n, step); break;
+          case layer_kind::constant:  // laid out once, outside the arena; no step
             constants_[slot_[n.id]] = detail::backend_constant<T>(backend_, owned_, n, format_of(n.id), params);
             break;
-          case graph::node_kind::input: break;
+          case layer_kind::input: break;
           default: bind_elementwise<T>(n, step); break;
         }
       });
@@ -488,7 +488,7 @@ class executor : private detail::binding<Backend> {
   template <class T>
   void bind_conv(const graph::node& n, const parameter_store& params, step_list& step) {
     const auto& a = n.get<graph::conv_attrs>();
-    const graph::family f = format_of(n.id);
+    const format_family f = format_of(n.id);
     const graph::node& x = net_.at(n.inputs[0]);
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, x.id)));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
@@ -652,7 +652,7 @@ class executor : private detail::binding<Backend> {
     P* invstd = param(std::vector<P>(s.stats));
     same_shape_views<T>(n, [&](auto xv, auto yv) {
       Backend& b = backend_;
-      if (n.kind != graph::node_kind::layer_norm) {
+      if (n.kind != layer_kind::layer_norm) {
         const group_norm_params p = n.get<graph::norm_attrs>().params;
         step.push_back(
             [&b, xv, yv, gamma, beta, mean, invstd, p] { b.group_norm_forward(xv, yv, gamma, beta, mean, invstd, p); });
@@ -675,7 +675,7 @@ class executor : private detail::binding<Backend> {
   void bind_linear(const graph::node& n, const parameter_store& params, step_list& step) {
     const auto& a = n.get<graph::linear_attrs>();
     graph::node_id src = n.inputs[0];
-    while (net_.at(src).kind == graph::node_kind::dropout && !net_.at(src).spatial()) src = net_.at(src).inputs[0];
+    while (net_.at(src).kind == layer_kind::dropout && !net_.at(src).spatial()) src = net_.at(src).inputs[0];
     const T* xd = reinterpret_cast<const T*>(slot_data(read_slot(n, n.inputs[0])));
     T* yd = reinterpret_cast<T*>(buffer(n.id));
     const T* w = param(params.at(n.name + ".weight").template values<T>(n.name + ".weight"));
@@ -684,9 +684,9 @@ class executor : private detail::binding<Backend> {
     const auto yv = detail::view_of<nchw>(yd, detail::kernel_extents(n.extents));
     Backend& b = backend_;
     const graph::node& s = net_.at(src);
-    const bool flat = s.kind == graph::node_kind::flatten;
+    const bool flat = s.kind == layer_kind::flatten;
     const std::vector<std::int64_t> xe = flat ? net_.at(s.inputs[0]).extents : detail::kernel_extents(s.extents);
-    dispatch_format(flat ? format_of(s.id) : graph::family::channels_first, static_cast<int>(xe.size()), [&](auto tag) {
+    dispatch_format(flat ? format_of(s.id) : format_family::channels_first, static_cast<int>(xe.size()), [&](auto tag) {
       using F = decltype(tag);
       const auto xv = detail::view_of<F>(xd, xe);
       step.push_back([&b, xv, w, bias, yv] { b.linear_forward(xv, w, bias, yv); });
@@ -721,16 +721,16 @@ class executor : private detail::binding<Backend> {
       const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), detail::kernel_extents(n.extents));
       Backend& b = backend_;
       switch (n.kind) {
-        case graph::node_kind::activation:
+        case layer_kind::activation:
           step.push_back([&b, x, y, k = n.get<memfmt::activation_params>()] { b.activation_forward(k, x, y); });
           break;
-        case graph::node_kind::binary:
+        case layer_kind::binary:
           step.push_back([&b, x, x2 = in(1), y, k = n.get<memfmt::binary_op>()] { b.binary_forward(k, x, x2, y); });
           break;
-        case graph::node_kind::pool:
+        case layer_kind::pool:
           step.push_back([&b, x, y, p = n.get<memfmt::pool_params>()] { b.pool_forward(x, y, p); });
           break;
-        case graph::node_kind::global_pool:
+        case layer_kind::global_pool:
           if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
             step.push_back([&b, x, y] { b.global_average_pool_forward(x, y); });
           } else {  // a max pool whose window is the whole map
@@ -739,26 +739,26 @@ class executor : private detail::binding<Backend> {
             step.push_back([&b, x, y, p] { b.pool_forward(x, y, p); });
           }
           break;
-        case graph::node_kind::upsample:
+        case layer_kind::upsample:
           step.push_back([&b, x, y, p = n.get<memfmt::upsample_params>()] { b.upsample_forward(x, y, p); });
           break;
-        case graph::node_kind::pad:
+        case layer_kind::pad:
           step.push_back([&b, x, y, p = n.get<memfmt::pad_params>()] { b.pad_forward(x, y, p); });
           break;
-        case graph::node_kind::softmax:
+        case layer_kind::softmax:
           step.push_back([&b, x, y, p = n.get<memfmt::softmax_params>()] { b.softmax_forward(x, y, p); });
           break;
-        case graph::node_kind::reduce:
+        case layer_kind::reduce:
           if constexpr (detail::runs_reduce<Backend>::value)
             step.push_back([&b, x, y, p = n.get<memfmt::reduce_params>()] { b.reduce_forward(x, y, p); });
           else
             memfmt::detail::fail(errc::unsupported,
                                  who(n) + ": the " + std::string(Backend::name) + " backend has no reductions");
           break;
-        case graph::node_kind::slice:
+        case layer_kind::slice:
           step.push_back([&b, x, y, p = n.get<memfmt::slice_params>()] { b.slice_forward(x, p, y); });
           break;
-        case graph::node_kind::rearrange:
+        case layer_kind::rearrange:
           step.push_back([&b, x, y, p = n.get<memfmt::rearrange_params>()] { b.rearrange_forward(x, p, y); });
           break;
         default:
@@ -775,7 +775,7 @@ class executor : private detail::binding<Backend> {
     std::vector<tensor_ref> ins;
     for (graph::node_id i : n.inputs) {
       const graph::node& x = net_.at(i);
-      ins.push_back(tensor_ref{x.type, x.extents, x.spatial() ? read_format(n) : graph::family::channels_first,
+      ins.push_back(tensor_ref{x.type, x.extents, x.spatial() ? read_format(n) : format_family::channels_first,
                                slot_data(read_slot(n, i))});
     }
     const tensor_ref out{n.type, n.extents, format_of(n.id), buffer(n.id)};
@@ -791,7 +791,7 @@ class executor : private detail::binding<Backend> {
     });
   }
 
-  void check_io(const std::map<std::string, tensor_ref>& given, graph::node_kind kind, const char* what) const {
+  void check_io(const std::map<std::string, tensor_ref>& given, layer_kind kind, const char* what) const {
     runtime::check_io(net_, plan_, given, kind, what, "executor");
   }
 

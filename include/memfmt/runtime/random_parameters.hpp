@@ -40,7 +40,7 @@ inline parameter_store random_parameters(const graph::network& net, std::uint32_
         const std::string t(suffix);
         return p.name.size() >= t.size() && p.name.compare(p.name.size() - t.size(), t.size(), t) == 0;
       };
-      if (ends("running_var") || n.kind == graph::node_kind::constant) lo = 0.5f, hi = 1.5f;
+      if (ends("running_var") || n.kind == layer_kind::constant) lo = 0.5f, hi = 1.5f;
       else if (ends("weight") && p.extents.size() == 1) lo = 0.5f, hi = 1.5f;
       else if (ends("weight")) {
         const float fan_in = static_cast<float>(count / static_cast<std::size_t>(p.extents[0]));

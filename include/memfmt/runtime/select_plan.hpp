@@ -79,7 +79,7 @@ inline bool same_formats(const graph::plan& a, const graph::plan& b) {
 // with deterministic values.
 class io_tensors {
  public:
-  io_tensors(const graph::network& net, const graph::plan& plan, graph::node_kind kind, std::uint64_t seed) {
+  io_tensors(const graph::network& net, const graph::plan& plan, layer_kind kind, std::uint64_t seed) {
     filler fill(seed);
     for (const graph::node& n : net.nodes()) {
       if (n.kind != kind) continue;
@@ -93,7 +93,7 @@ class io_tensors {
       });
       data_.push_back(std::move(bytes));
       refs_[n.name] =
-          tensor_ref{n.type, n.extents, plan.format(n.id).value_or(graph::family::channels_first), data_.back().data()};
+          tensor_ref{n.type, n.extents, plan.format(n.id).value_or(format_family::channels_first), data_.back().data()};
     }
   }
   const std::map<std::string, tensor_ref>& refs() const { return refs_; }
@@ -143,8 +143,8 @@ plan_selection<Backend> select_plan(const graph::network& net, Backend& backend,
         t.conversions = ex->report().conversions;
         runs.push_back(entry{i,
                              std::move(ex),
-                             detail::io_tensors(net, candidates[i].plan, graph::node_kind::input, o.seed),
-                             detail::io_tensors(net, candidates[i].plan, graph::node_kind::output, o.seed),
+                             detail::io_tensors(net, candidates[i].plan, layer_kind::input, o.seed),
+                             detail::io_tensors(net, candidates[i].plan, layer_kind::output, o.seed),
                              {}});
       } catch (const error& e) {
         t.error = e.what();

@@ -89,9 +89,9 @@ class trainer : private detail::binding<Backend> {
   parameter_store train_step(const std::map<std::string, tensor_ref>& inputs,
                              const std::map<std::string, tensor_ref>& outputs,
                              const std::map<std::string, tensor_ref>& output_grads) {
-    check_io(inputs, graph::node_kind::input, "input");
-    check_io(outputs, graph::node_kind::output, "output");
-    check_io(output_grads, graph::node_kind::output, "output gradient");
+    check_io(inputs, layer_kind::input, "input");
+    check_io(outputs, layer_kind::output, "output");
+    check_io(output_grads, layer_kind::output, "output gradient");
     for (const auto& [name, t] : inputs)
       if (t.bytes()) detail::copy_in(backend_, data<std::byte>(slot_[*net_.find(name)]), t.data, t.bytes());
     const std::size_t n = net_.size();
@@ -132,7 +132,7 @@ class trainer : private detail::binding<Backend> {
     std::string name;
     memfmt::dtype type;
     std::vector<std::int64_t> extents;  // as the kernels see it: rank 2 [N, F] is [N, F, 1, 1]
-    graph::family format;
+    format_family format;
     std::int64_t bytes = 0;
     std::int64_t first = unused, last = -1;
     std::optional<graph::node_id> producer;  // none: a graph input, a buffer constant or a copy (no gradient)
@@ -143,10 +143,10 @@ class trainer : private detail::binding<Backend> {
 
   void check_supported(const graph::node& n) const {
     this->check_in_plan(n);
-    if (n.kind == graph::node_kind::opaque)
+    if (n.kind == layer_kind::opaque)
       memfmt::detail::fail(errc::unsupported,
                            who(n) + ": a user_op has no backward function, so the network cannot be trained");
-    if (n.kind == graph::node_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
+    if (n.kind == layer_kind::dropout && n.get<graph::dropout_attrs>().p > 0.0)
       memfmt::detail::fail(errc::unsupported,
                            who(n) + ": p " + std::to_string(n.get<graph::dropout_attrs>().p) +
                                " in training draws a random mask, which the trainer does not (p 0 only)");
@@ -154,7 +154,7 @@ class trainer : private detail::binding<Backend> {
   }
 
   bool is_relu(std::optional<graph::node_id> id) const {
-    return id && net_.at(*id).kind == graph::node_kind::activation &&
+    return id && net_.at(*id).kind == layer_kind::activation &&
            net_.at(*id).template get<memfmt::activation_params>().kind == memfmt::activation::relu;
   }
 
@@ -164,14 +164,14 @@ class trainer : private detail::binding<Backend> {
   void find_fusions() {
     if (!options_.fuse) return;
     for (const graph::node& n : net_.nodes()) {
-      if (n.kind != graph::node_kind::batch_norm || n.get<batch_norm_params>().fuse_relu) continue;
+      if (n.kind != layer_kind::batch_norm || n.get<batch_norm_params>().fuse_relu) continue;
       const auto next = sole_consumer(n.id);
       std::vector<graph::node_id> tail;
       if (is_relu(next)) {
         tail = {*next};
       } else if (next) {
         const graph::node& a = net_.at(*next);
-        if (a.kind != graph::node_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
+        if (a.kind != layer_kind::binary || a.template get<memfmt::binary_op>() != memfmt::binary_op::add ||
             a.inputs.size() != 2 || a.inputs[0] == a.inputs[1])
           continue;
         const graph::node_id other = a.inputs[0] == n.id ? a.inputs[1] : a.inputs[0];
@@ -195,7 +195,7 @@ class trainer : private detail::binding<Backend> {
   // ---- storage ----
 
   std::size_t add_storage(std::string name, memfmt::dtype type, const std::vector<std::int64_t>& extents,
-                          graph::family f, std::optional<graph::node_id> producer) {
+                          format_family f, std::optional<graph::node_id> producer) {
     const std::int64_t n = memfmt::detail::checked_numel(extents, name.c_str());
     const auto bytes = static_cast<std::int64_t>(memfmt::detail::checked_bytes(n, size_of(type), name.c_str()));
     storage_.push_back({std::move(name), type, detail::kernel_extents(extents), f, bytes, unused, -1, producer, 0});
@@ -376,17 +376,17 @@ class trainer : private detail::binding<Backend> {
 
   void bind_forward(const graph::node& n, const parameter_store& params) {
     const std::int64_t t = static_cast<std::int64_t>(n.id);
-    const bool alias = n.kind == graph::node_kind::output || n.kind == graph::node_kind::flatten ||
-                       n.kind == graph::node_kind::dropout || fused_into_.count(n.id);
+    const bool alias = n.kind == layer_kind::output || n.kind == layer_kind::flatten || n.kind == layer_kind::dropout ||
+                       fused_into_.count(n.id);
     if (const auto f = fused_into_.find(n.id); f != fused_into_.end()) {
       slot_[n.id] = slot_[f->second];
     } else if (alias) {
       slot_[n.id] = read_slot(n, n.inputs[0]);
     } else {
       // Graph inputs (copied in before step 0) and buffer constants have no gradient.
-      const bool input = n.kind == graph::node_kind::input;
-      const bool trainable = n.kind == graph::node_kind::constant && n.get<graph::constant_attrs>().trainable;
-      const bool source = input || (n.kind == graph::node_kind::constant && !trainable);
+      const bool input = n.kind == layer_kind::input;
+      const bool trainable = n.kind == layer_kind::constant && n.get<graph::constant_attrs>().trainable;
+      const bool source = input || (n.kind == layer_kind::constant && !trainable);
       slot_[n.id] = add_storage(n.name, n.type, n.extents, format_of(n.id),
                                 source ? std::nullopt : std::optional<graph::node_id>(n.id));
       use(slot_[n.id], input ? 0 : t);
@@ -396,22 +396,22 @@ class trainer : private detail::binding<Backend> {
       }
     }
     sharing_[slot_[n.id]].push_back(n.id);
-    if (n.kind == graph::node_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
+    if (n.kind == layer_kind::output) use(slot_[n.id], static_cast<std::int64_t>(net_.size()) - 1);
     auto& step = steps_[n.id];
     for (graph::node_id i : n.inputs) use(read_slot(n, i), t);
-    if (!alias && n.kind != graph::node_kind::input) {
+    if (!alias && n.kind != layer_kind::input) {
       detail::dispatch_float_dtype<computed_types>(n.type, who(n), [&](auto tag) {
         using T = decltype(tag);
         switch (n.kind) {
-          case graph::node_kind::conv: bind_conv<T>(n, params, false); break;
-          case graph::node_kind::conv_transpose: bind_conv<T>(n, params, true); break;
-          case graph::node_kind::batch_norm: bind_batch_norm<T>(n, params); break;
-          case graph::node_kind::instance_norm:
-          case graph::node_kind::group_norm:
-          case graph::node_kind::layer_norm: bind_norm<T>(n, params); break;
-          case graph::node_kind::linear: bind_linear<T>(n, params); break;
-          case graph::node_kind::concat: bind_concat<T>(n); break;
-          case graph::node_kind::constant:  // laid out once, outside the arena; no step
+          case layer_kind::conv: bind_conv<T>(n, params, false); break;
+          case layer_kind::conv_transpose: bind_conv<T>(n, params, true); break;
+          case layer_kind::batch_norm: bind_batch_norm<T>(n, params); break;
+          case layer_kind::instance_norm:
+          case layer_kind::group_norm:
+          case layer_kind::layer_norm: bind_norm<T>(n, params); break;
+          case layer_kind::linear: bind_linear<T>(n, params); break;
+          case layer_kind::concat: bind_concat<T>(n); break;
+          case layer_kind::constant:  // laid out once, outside the arena; no step
             constants_[slot_[n.id]] = detail::backend_constant<T>(backend_, owned_, n, format_of(n.id), params);
             break;
           default: bind_elementwise<T>(n); break;
@@ -600,7 +600,7 @@ class trainer : private detail::binding<Backend> {
   // Group, instance and layer norm: the forward keeps its statistics for the backward.
   template <class T>
   void bind_norm(const graph::node& n, const parameter_store& params) {
-    if (n.kind == graph::node_kind::layer_norm) {
+    if (n.kind == layer_kind::layer_norm) {
       if constexpr (detail::runs_layer_norm<Backend>::value)
         bind_norm<T>(n, params, n.get<graph::layer_norm_attrs>().params);
       else
@@ -722,7 +722,7 @@ class trainer : private detail::binding<Backend> {
         });
       };
       switch (n.kind) {
-        case graph::node_kind::activation: {
+        case layer_kind::activation: {
           const auto k = n.get<memfmt::activation_params>();
           use(x, tb);
           step.push_back([this, x, y, k] { backend_.activation_forward(k, in<T, F>(x), out<T, F>(y)); });
@@ -731,7 +731,7 @@ class trainer : private detail::binding<Backend> {
           });
           break;
         }
-        case graph::node_kind::binary: {
+        case layer_kind::binary: {
           const auto k = n.get<memfmt::binary_op>();
           const std::size_t x2 = read_slot(n, n.inputs[1]);
           use(x, tb);
@@ -751,10 +751,10 @@ class trainer : private detail::binding<Backend> {
           });
           break;
         }
-        case graph::node_kind::pool:
-        case graph::node_kind::global_pool: {
+        case layer_kind::pool:
+        case layer_kind::global_pool: {
           memfmt::pool_params p;
-          if (n.kind == graph::node_kind::pool) {
+          if (n.kind == layer_kind::pool) {
             p = n.get<memfmt::pool_params>();
           } else if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
             step.push_back([this, x, y] { backend_.global_average_pool_forward(in<T, F>(x), out<T, F>(y)); });
@@ -773,21 +773,21 @@ class trainer : private detail::binding<Backend> {
           });
           break;
         }
-        case graph::node_kind::upsample: {
+        case layer_kind::upsample: {
           const auto p = n.get<memfmt::upsample_params>();
           step.push_back([this, x, y, p] { backend_.upsample_forward(in<T, F>(x), out<T, F>(y), p); });
           backward_dx(
               [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.upsample_backward(dy, dx, p); });
           break;
         }
-        case graph::node_kind::pad: {
+        case layer_kind::pad: {
           const auto p = n.get<memfmt::pad_params>();
           step.push_back([this, x, y, p] { backend_.pad_forward(in<T, F>(x), out<T, F>(y), p); });
           backward_dx(
               [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pad_backward(dy, dx, p); });
           break;
         }
-        case graph::node_kind::softmax: {
+        case layer_kind::softmax: {
           const auto p = n.get<memfmt::softmax_params>();
           use(y, tb);
           step.push_back([this, x, y, p] { backend_.softmax_forward(in<T, F>(x), out<T, F>(y), p); });
@@ -796,7 +796,7 @@ class trainer : private detail::binding<Backend> {
           });
           break;
         }
-        case graph::node_kind::reduce: {
+        case layer_kind::reduce: {
           if constexpr (detail::runs_reduce<Backend>::value) {
             const auto p = n.get<memfmt::reduce_params>();
             use(x, tb);
@@ -811,14 +811,14 @@ class trainer : private detail::binding<Backend> {
           }
           break;
         }
-        case graph::node_kind::slice: {
+        case layer_kind::slice: {
           const auto p = n.get<memfmt::slice_params>();
           step.push_back([this, x, y, p] { backend_.slice_forward(in<T, F>(x), p, out<T, F>(y)); });
           backward_dx(
               [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.slice_backward(dy, p, dx); });
           break;
         }
-        case graph::node_kind::rearrange: {
+        case layer_kind::rearrange: {
           const auto p = n.get<memfmt::rearrange_params>();
           step.push_back([this, x, y, p] { backend_.rearrange_forward(in<T, F>(x), p, out<T, F>(y)); });
           backward_dx(
@@ -840,7 +840,7 @@ class trainer : private detail::binding<Backend> {
   void bind_backward(const graph::node& n) {
     const std::int64_t t = backward_step(n.id);
     auto& step = steps_[static_cast<std::size_t>(t)];
-    if (n.kind == graph::node_kind::output) {
+    if (n.kind == layer_kind::output) {
       into_grad(slot_[n.id], t, step, [&](std::size_t dst) {
         step.push_back([this, dst, id = n.id] {
           detail::copy_in(backend_, data<std::byte>(dst), output_grads_[id],
@@ -883,7 +883,7 @@ class trainer : private detail::binding<Backend> {
     it->second(g, step);
   }
 
-  void check_io(const std::map<std::string, tensor_ref>& given, graph::node_kind kind, const char* what) const {
+  void check_io(const std::map<std::string, tensor_ref>& given, layer_kind kind, const char* what) const {
     runtime::check_io(net_, plan_, given, kind, what, "trainer");
   }
 

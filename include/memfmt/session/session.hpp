@@ -59,8 +59,8 @@ inline model model_of(graph::network net, graph::parameter_store params) {
   model m;
   for (std::size_t i = 0; i < net.size(); ++i) {
     const graph::node& n = net.at(static_cast<graph::node_id>(i));
-    if (n.kind == graph::node_kind::input) m.inputs.push_back({n.name, n.type, n.extents});
-    if (n.kind == graph::node_kind::output) m.outputs.push_back({n.name, n.type, n.extents});
+    if (n.kind == layer_kind::input) m.inputs.push_back({n.name, n.type, n.extents});
+    if (n.kind == layer_kind::output) m.outputs.push_back({n.name, n.type, n.extents});
   }
   m.network = std::move(net);
   m.parameters = std::move(params);
@@ -84,8 +84,8 @@ namespace detail {
 // (channels-first) order and format `f`: to_format lays logical bytes out in f, !to_format reads
 // them back. Rank 2 values and channels_first are the same bytes either way.
 inline std::vector<std::byte> relayout(const graph::parameter& value, const std::vector<std::int64_t>& extents,
-                                       graph::family f, bool to_format, const std::string& what) {
-  if (f == graph::family::channels_first || extents.size() < 4) return value.bytes;
+                                       format_family f, bool to_format, const std::string& what) {
+  if (f == format_family::channels_first || extents.size() < 4) return value.bytes;
   std::vector<std::byte> out(value.bytes.size());
   runtime::detail::dispatch_float_dtype(value.type, what, [&](auto tag) {
     using T = decltype(tag);
@@ -124,7 +124,7 @@ class session {
   // Errors (memfmt::error) name the input and what was given.
   std::map<std::string, graph::parameter> run(const std::map<std::string, graph::parameter>& feeds) {
     const graph::network& net = model_->network;
-    const auto format_of = [&](graph::node_id id) { return plan_.format(id).value_or(graph::family::channels_first); };
+    const auto format_of = [&](graph::node_id id) { return plan_.format(id).value_or(format_family::channels_first); };
     std::map<std::string, std::vector<std::byte>> bytes;
     std::map<std::string, runtime::tensor_ref> in_refs, out_refs;
     for (std::size_t i = 0; i < model_->inputs.size(); ++i) {

@@ -33,7 +33,12 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
   if (q.rank != 4 && q.rank != 5)
     return op_support::no(errc::unsupported,
                           op + ": activations of rank " + std::to_string(q.rank) + " (the backends take rank 4 or 5)");
-  if (q.op == op_kind::group_norm && !group_norm_kernels)
+  // Instance norm runs as a group norm of one channel per group; a global max pool as a pool whose
+  // window is the whole map.
+  const bool group_norm = q.op == layer_kind::group_norm || q.op == layer_kind::instance_norm;
+  const bool global_average = q.op == layer_kind::global_pool && q.pool == pool_kind::average;
+  const bool pool = q.op == layer_kind::pool || (q.op == layer_kind::global_pool && !global_average);
+  if (group_norm && !group_norm_kernels)
     return op_support::no(errc::unsupported,
                           op + ": no cuDNN graph for this layer; memfmt's kernels run it when "
                                "backend_options::group_norm = cudnn::cuda_group_norm() is set (cuda_group_norm.cuh, "
@@ -41,25 +46,25 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
   const char* const needs_layer_kernels =
       "; memfmt's kernels run it when backend_options::layer_kernels = cudnn::cuda_layer_kernels() is set "
       "(cuda_layer_kernels.cuh, from a .cu file)";
-  if (q.op == op_kind::global_average_pool && !layer_kernels)
+  if (global_average && !layer_kernels)
     return op_support::no(errc::unsupported,
                           op + ": cuDNN 9.19 on an H100 found no engine for its reduction graph" + needs_layer_kernels);
-  if (q.op == op_kind::pool && q.backward && !layer_kernels)
+  if (pool && q.backward && !layer_kernels)
     return op_support::no(
         errc::unsupported,
         op + " (backward): cuDNN 9.19 on an H100 crashed in the resample backward graph" + needs_layer_kernels);
-  if (q.op == op_kind::layer_norm)
+  if (q.op == layer_kind::layer_norm)
     return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for layer norm over "
                                                   "channels yet; the reference and oneDNN backends run it");
-  if (q.op == op_kind::reduce)
+  if (q.op == layer_kind::reduce)
     return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for reductions "
                                                   "yet; the reference and oneDNN backends run them");
-  if (q.op == op_kind::upsample)
+  if (q.op == layer_kind::upsample)
     return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
                                                   "resample graph (nearest or bilinear); the reference and oneDNN "
                                                   "backends run it");
-  const bool takes_double = q.op == op_kind::conv || q.op == op_kind::conv_transpose || q.op == op_kind::batch_norm ||
-                            q.op == op_kind::group_norm;
+  const bool takes_double =
+      q.op == layer_kind::conv || q.op == layer_kind::conv_transpose || q.op == layer_kind::batch_norm || group_norm;
   const bool typed = q.type == dtype::float32 || q.type == dtype::float16 || q.type == dtype::bfloat16 ||
                      (takes_double && q.type == dtype::float64);
   if (!typed)
@@ -67,20 +72,20 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
                           op + ": element type " + std::string(to_string(q.type)) + " (" +
                               (takes_double ? "float32, float64, float16, bfloat16" : "float32, float16, bfloat16") +
                               ")");
-  const bool pointwise = q.op == op_kind::activation || q.op == op_kind::binary || q.op == op_kind::batch_norm ||
-                         q.op == op_kind::conv_transpose;
+  const bool pointwise = q.op == layer_kind::activation || q.op == layer_kind::binary ||
+                         q.op == layer_kind::batch_norm || q.op == layer_kind::conv_transpose;
   if (pointwise && q.format == format_family::channels_first)
     return op_support::no(errc::unsupported,
                           op + ": its pointwise step needs channels-last tensors (cuDNN 9.19 ran no pointwise graph "
                                "over a channels-first tensor with several channels and positions)");
   switch (q.op) {
-    case op_kind::pad:
+    case layer_kind::pad:
       if (q.backward && q.padding != pad_mode::constant)
         return op_support::no(errc::unsupported,
                               op + ": the backward of reflect / replicate padding sums output gradients, which the "
                                    "backend's 2-D copies cannot do (constant padding trains)");
       break;
-    case op_kind::softmax:
+    case layer_kind::softmax:
       if (q.type == dtype::bfloat16)
         return op_support::no(errc::unsupported_dtype,
                               op + ": element type bfloat16 (cuDNN's legacy softmax is run for float32, float16)");

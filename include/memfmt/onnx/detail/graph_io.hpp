@@ -79,7 +79,7 @@ inline void importer::add_graph_output(const ::onnx::ValueInfoProto& out) {
                                                 memfmt::detail::dims_to_string(v.shape) +
                                                 " is a network value transposed to channels-last (network outputs "
                                                 "are [N, C, spatial...])");
-  if (net().at(*v.node).kind == graph::node_kind::input && net().at(*v.node).name == out.name())
+  if (net().at(*v.node).kind == layer_kind::input && net().at(*v.node).name == out.name())
     memfmt::detail::fail(errc::unsupported, "ONNX graph output '" + out.name() + "' is the graph input itself");
   net().output(out.name(), *v.node, options_.output_format);
   result_.outputs.push_back(graph_value{out.name(), v.shape, v.type});
@@ -121,7 +121,7 @@ inline void importer::end_barrier(const std::string& output, const value::barrie
   if (!b.shape_unknown) elements = memfmt::detail::checked_numel(shape, what.c_str());
   reserved_.erase(output);  // kept free for the network output this is not
   const std::string name = unique_name(output);
-  net().opaque(name, b.sources, {1, elements}, graph::family::channels_first, graph::family::channels_first);
+  net().opaque(name, b.sources, {1, elements}, format_family::channels_first, format_family::channels_first);
   result_.unsupported.at(b.listed).node = name;
 }
 

@@ -462,7 +462,7 @@ class importer {
       }
       const std::string name = unique_name(outputs > 1 ? base + "." + std::to_string(o) : base);
       const graph::node_id id =
-          net().opaque(name, inputs, lift(*s), graph::family::channels_first, graph::family::channels_first);
+          net().opaque(name, inputs, lift(*s), format_family::channels_first, format_family::channels_first);
       result_.unsupported.push_back(unsupported_node{name, current_onnx_name_, op, reason});
       value v;
       v.node = id;
