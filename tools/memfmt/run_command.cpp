@@ -190,7 +190,7 @@ int threads_in_use() {
 
 // What a layer is, for grouping its time: convs by the shape class that decides their speed in
 // each format (the prior table's classes), activations and binary ops by their function.
-std::string layer_kind(const memfmt::graph::network& net, const memfmt::graph::node& n) {
+std::string layer_group(const memfmt::graph::network& net, const memfmt::graph::node& n) {
   using memfmt::layer_kind;
   switch (n.kind) {
     case layer_kind::conv: return std::string("conv ") + to_string(memfmt::graph::conv_class_of(net, n));
@@ -231,7 +231,7 @@ json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& 
     if (conversion[node.id] > 0) ++copies;
     const auto& t = passes.front().nodes[node.id];
     if (t.fused_into || layer[node.id] <= 0) continue;
-    auto& k = kinds[layer_kind(net, node)];
+    auto& k = kinds[layer_group(net, node)];
     ++k.first;
     k.second += layer[node.id];
     order.push_back(node.id);
@@ -258,7 +258,7 @@ json profile_json(const memfmt::graph::network& net, const memfmt::graph::plan& 
     for (const auto& t : passes.front().nodes)
       if (t.fused_into && *t.fused_into == id) fused.push_back(net.at(t.node).name);
     slowest.push_back({{"layer", node.name},
-                       {"kind", layer_kind(net, node)},
+                       {"kind", layer_group(net, node)},
                        // Rank-2 values have no layout: null, as in the plan's JSON.
                        {"format", plan.format(id) ? json(to_string(*plan.format(id))) : json(nullptr)},
                        {"extents", node.extents},
