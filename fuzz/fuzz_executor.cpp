@@ -21,6 +21,7 @@
 #include "memfmt/backends/reference/backend.hpp"
 #include "memfmt/graph/plan.hpp"
 #include "memfmt/graph/policy.hpp"
+#include "memfmt/runtime/computing_in.hpp"
 #include "memfmt/runtime/executor.hpp"
 #include "memfmt/runtime/random_parameters.hpp"
 #include "memfmt/runtime/training.hpp"
@@ -31,6 +32,7 @@ namespace {
 
 namespace graph = memfmt::graph;
 namespace runtime = memfmt::runtime;
+using memfmt::format_family;
 using memfmt_fuzz::accepted;
 using memfmt_fuzz::must;
 using memfmt_fuzz::require;
@@ -39,9 +41,7 @@ constexpr std::size_t max_layers = 8;
 
 // The reference backend compiled for float only, the one dtype random_network builds: the executor
 // and trainer for all four were most of the fuzz build's time (345 s of 810).
-struct float_reference : memfmt::reference::backend {
-  using element_types = memfmt::element_types<float>;
-};
+using float_reference = memfmt::runtime::computing_in<memfmt::reference::backend, float>;
 
 // The graph's one input and one output, their bytes in the formats the plan gives them (their
 // pins are mandatory, so every plan gives the same); the input holds input_values().
