@@ -402,7 +402,7 @@ class cost_model {
       }
       default: break;
     }
-    // The layers that inherit their producer's format (network.hpp's list) and opaque nodes are
+    // The layers that inherit their producer's format (kind_infos) and opaque nodes are
     // memory-bound: the same cost in both formats (oneDNN, cudnn-frontend).
     if (inherits_format(n.kind) || n.kind == layer_kind::opaque) {
       return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
