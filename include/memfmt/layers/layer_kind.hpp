@@ -2,8 +2,8 @@
 // is asked it can run, one vocabulary for the graph, the planner, the backends and the files.
 //
 // Each kind has one row in kind_infos, in the enum's order: its name (network JSON, the CLI,
-// reports, timing-cache signatures, support answers) and whether a layer of the kind inherits its
-// producer's format. Adding a kind is docs/adding_a_layer.md.
+// reports, timing-cache signatures, support answers), whether a layer of the kind inherits its
+// producer's format and whether it runs on a backend. Adding a kind is docs/adding_a_layer.md.
 #pragma once
 
 #include <cstddef>

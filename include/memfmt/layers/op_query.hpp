@@ -1,12 +1,12 @@
 // memfmt/layers/op_query.hpp - asking a backend whether it runs an operation, before any work.
 //
-// Every backend answers `op_support support(const op_query&) const`: the layer kind (the kinds
-// that run on a backend: kind_infos' `runs`), the element type, the format family and rank of its
+// Every backend answers `op_support support(const op_query&) const`: the layer kind (one whose
+// kind_infos row has `runs_on_backend`), the element type, the format family and rank of its
 // activations, and the attributes that decide whether a backend has a kernel (the activation
-// function, the pooling kind, the resampling mode). The
-// executor asks at build time, so a layer a backend cannot run is an error naming the node before
-// any work; the planner asks through runtime/backend_support.hpp, so a format a backend cannot run
-// a layer in is unsupported for that layer.
+// function, the pooling kind, the resampling mode). The executor asks at build time, so a layer a
+// backend cannot run is an error naming the node before any work; the planner asks through
+// runtime/backend_support.hpp, so a format a backend cannot run a layer in is unsupported for that
+// layer.
 #pragma once
 
 #include <string>

@@ -7,8 +7,8 @@
 //   runtime::computing_in<onednn::backend, float> backend;
 //   runtime::executor<decltype(backend)> run(net, plan, backend, params);
 //
-// (examples/run_network.cpp on the reference backend: less than half the compile time, measured
-// in docs/building.md.) The adapted backend is the backend itself (same constructors, same kernels); it answers support
+// (examples/run_network.cpp on the reference backend: half the compile time, docs/building.md.)
+// The adapted backend is the backend itself (same constructors, same kernels); it answers support
 // queries for other dtypes with unsupported_dtype, so the planner and the executor refuse a
 // float64 or bfloat16 network before any work, naming the node and the types it computes in.
 #pragma once
