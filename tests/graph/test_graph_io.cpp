@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "../common/expect_error.hpp"
+#include "memfmt/graph/cost_model.hpp"
+#include "memfmt/graph/kinds.hpp"
 #include "memfmt/graph/models.hpp"
 #include "memfmt/graph/policy.hpp"
 #include "memfmt/io/network_json.hpp"
@@ -108,6 +110,32 @@ TEST(LayerKinds, SupportQueriesUseTheNodesKind) {
   EXPECT_FALSE(memfmt::runs_on_backend(layer_kind::input));
   EXPECT_FALSE(memfmt::runs_on_backend(static_cast<layer_kind>(memfmt::layer_kind_count)));
   EXPECT_STREQ(to_string(static_cast<layer_kind>(memfmt::layer_kind_count)), "?");
+}
+
+// Each kind's home (graph/kinds/) agrees with its kind_infos row: a kind timed for the timing cache
+// or asked about with attributes is a backend call; a kind with no prior of its own is memory-bound
+// (it inherits its producer's format) or a user op. A value outside the enum is an error naming it.
+TEST(LayerKinds, HomesAgreeWithTheTable) {
+  int timed = 0, priced = 0;
+  for (const memfmt::kind_info& k : memfmt::kind_infos)
+    visit_kind(k.kind, [&](auto traits) {
+      using T = decltype(traits);
+      constexpr bool signature = detail::has_signature<T>::value;
+      constexpr bool query = detail::has_query<T>::value;
+      constexpr bool prior = detail::has_prior<T, cost_model::context>::value;
+      if (signature || query) {
+        EXPECT_TRUE(k.runs_on_backend) << k.name;
+      }
+      if (!prior) {
+        EXPECT_TRUE(k.inherits_format || k.kind == layer_kind::opaque) << k.name;
+      }
+      timed += signature;
+      priced += prior;
+    });
+  EXPECT_EQ(timed, 17);  // the 18 that run on a backend but linear (rank 2: no layout to choose)
+  EXPECT_EQ(priced, 8);  // input, output, constant, conv, conv_transpose, linear, flatten, batch norm
+  memfmt_test::expect_error([] { visit_kind(static_cast<layer_kind>(memfmt::layer_kind_count), [](auto) {}); },
+                            memfmt::errc::invalid_argument, {"layer kind 24 is not one of memfmt's 24"});
 }
 
 TEST(GraphIo, NetworksRoundTrip) {

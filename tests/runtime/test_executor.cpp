@@ -588,4 +588,40 @@ TEST(ExecutorErrors, ParametersOfAnotherNetworkAndUnsupportedLayers) {
                errc::unsupported_dtype, {"node 'c' (conv)", "int8"});
 }
 
+// The kinds whose backend calls live in runtime/kinds/ run on a backend, and the reference backend
+// (the truth the others are tested against) has their forward and backward calls. A backend without
+// a method is refused when the executor binds the layer, naming the layer, the backend and the kind.
+struct pool_only_backend : memfmt::reference::backend {
+  static constexpr const char* name = "pool-only";
+  template <class... A>
+  void softmax_forward(A&&...) = delete;
+};
+
+TEST(LayerRuns, TheReferenceBackendRunsEveryOneInputKind) {
+  int unary = 0;
+  for (const memfmt::kind_info& k : memfmt::kind_infos)
+    memfmt::visit_layer_kind(k.kind, [&](auto kind) {
+      using run = memfmt::runtime::layer_run<decltype(kind)::value>;
+      if constexpr (run::unary) {
+        ++unary;
+        EXPECT_TRUE(k.runs_on_backend) << k.name;
+        EXPECT_TRUE((memfmt::runtime::runs_forward<run, memfmt::reference::backend>::value)) << k.name;
+        EXPECT_TRUE((memfmt::runtime::runs_backward<run, memfmt::reference::backend>::value)) << k.name;
+      }
+    });
+  EXPECT_EQ(unary, 9);
+  using softmax_run = memfmt::runtime::layer_run<memfmt::layer_kind::softmax>;
+  EXPECT_FALSE((memfmt::runtime::runs_forward<softmax_run, pool_only_backend>::value));
+  network net;
+  const node_id x = net.input("x", {1, 3, 4, 4}, memfmt::dtype::float32, format_family::channels_first);
+  net.output("y", net.softmax("sm", x), format_family::channels_first);
+  pool_only_backend b;
+  expect_error(
+      [&] {
+        memfmt::runtime::executor<pool_only_backend>(net, plan_for(net, format_family::channels_first), b,
+                                                     parameter_store{});
+      },
+      errc::unsupported, {"node 'sm' (softmax)", "the pool-only backend has no softmax layer"});
+}
+
 }  // namespace

@@ -337,80 +337,54 @@ class cost_model {
           format_costs c{*t, "measured on " + k.device + " (" + k.backend + " " + k.backend_version + ")", "measured"};
           return c;
         }
-    switch (n.kind) {
-      case layer_kind::input:
-      case layer_kind::output: return same(0, "graph boundary", "none: graph boundary");
-      case layer_kind::constant:
-        return same(0, "constant: laid out once, when the network is built", "none: a constant");
-      case layer_kind::conv: {
-        // Roofline for the faster format (FLOPs over throughput or bytes over bandwidth, whichever is
-        // slower: depthwise is memory-bound), the slower format the prior ratio behind it.
-        const node& x = net.at(n.inputs[0]);
-        const conv_attrs& a = n.get<conv_attrs>();
-        const double volume = kernel_volume(a.kernel, n.extents.size());
-        const conv_speedup s = default_conv_speedup(x.extents[1], a.params.groups, static_cast<std::int64_t>(volume),
-                                                    n.extents.size(), n.type, priors_);
-        const double flops =
-            2.0 * static_cast<double>(n.numel()) * static_cast<double>(x.extents[1] / a.params.groups) * volume;
-        return by_speedup(roofline(flops, n, x), s.channels_last, s.basis, "prior: " + s.benchmark);
+    // The kind's home gives its prior (graph/kinds/); the others are memory-bound (they inherit
+    // their producer's format, kind_infos) or user code: the same cost in both formats (oneDNN,
+    // cudnn-frontend).
+    const context c{*this, net, id};
+    return visit_kind(n.kind, [&](auto k) -> format_costs {
+      using traits = decltype(k);
+      if constexpr (detail::has_prior<traits, context>::value) {
+        return traits::prior(c);
+      } else {
+        return c.memory_bound();
       }
-      case layer_kind::conv_transpose: {
-        // The backward-data pass of a conv: its FLOPs are the forward conv's, counted from the input.
-        const node& x = net.at(n.inputs[0]);
-        const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
-        const double flops = 2.0 * static_cast<double>(x.numel()) *
-                             static_cast<double>(a.out_channels / a.params.groups) *
-                             kernel_volume(a.kernel, n.extents.size());
-        return by_speedup(roofline(flops, n, x), 1.0, "conv_transpose: no measurement, indifferent",
-                          "prior: none (no measurement; FLOPs over fp32_flops_per_ns)");
-      }
-      case layer_kind::linear: {
-        const double flops = 2.0 * static_cast<double>(n.numel()) * static_cast<double>(net.at(n.inputs[0]).extents[1]);
-        return same(round(flops / flops_per_ns(n.type)), "linear (rank 2, no layout)",
-                    "prior: " + priors_.throughput_benchmark + " (FLOPs over throughput)");
-      }
-      case layer_kind::flatten: {
-        // channels_first flatten is a view. channels_last flatten is a view too, but orders the
-        // features (spatial, C): correct only when every consumer is a linear whose weight columns are
-        // permuted to match (F6), or when both layouts are the same bytes.
-        const node& x = net.at(n.inputs[0]);
-        bool absorbable = is_ambiguous_shape(x.extents);
-        if (!absorbable) {
-          absorbable = !net.consumers(id).empty();
-          for (node_id c : net.consumers(id)) absorbable = absorbable && net.at(c).kind == layer_kind::linear;
-        }
-        format_costs c =
-            same(0,
-                 absorbable ? "flatten: a view in either layout (linear weights permuted for channels_last)"
-                            : "flatten feeding a non-linear: needs channels_first element order",
-                 "none: a view");
-        if (!absorbable) c.by_family[index(format_family::channels_last)].reset();
-        return c;
-      }
-      case layer_kind::batch_norm: {
-        // Taken as indifferent, batch norm makes plans that keep NCHW batch norms costing more than
-        // the conversions they save (bench_network --benchmark_filter=BM_network/resnet50/f32/).
-        const bool wide = n.type == memfmt::dtype::float32 || n.type == memfmt::dtype::float64;
-        const double ratio = wide ? priors_.batch_norm_channels_last_speedup_fp32
-                                  : priors_.batch_norm_channels_last_speedup_low_precision;
-        if (ratio != 1.0)
-          return by_speedup(
-              memory_bound_ns(net, n), ratio,
-              "batch norm prior, NHWC " + detail::ratio_text(ratio) + "x (" + priors_.batch_norm_benchmark + ")",
-              "prior: " + priors_.batch_norm_benchmark);
-        break;  // indifferent: memory-bound, as the layers below
-      }
-      default: break;
-    }
-    // The layers that inherit their producer's format (kind_infos) and opaque nodes are
-    // memory-bound: the same cost in both formats (oneDNN, cudnn-frontend).
-    if (inherits_format(n.kind) || n.kind == layer_kind::opaque) {
-      return same(round(memory_bound_ns(net, n)), "memory-bound: same cost in both formats",
-                  "prior: " + priors_.bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
-    }
-    return same(0, "?", "none");
+    });
   }
 
+ public:
+  // What a kind's prior (kind_traits::prior) reads: the layer, the priors and the cost rules.
+  struct context {
+    const cost_model& model;
+    const network& net;
+    node_id id;
+
+    const node& layer() const { return net.at(id); }
+    const cost_priors& priors() const { return model.priors_; }
+    format_costs same(cost_t c, std::string basis, std::string source) const {
+      return cost_model::same(c, std::move(basis), std::move(source));
+    }
+    format_costs by_speedup(double fast, double channels_last, std::string basis, std::string source) const {
+      return cost_model::by_speedup(fast, channels_last, std::move(basis), std::move(source));
+    }
+    format_costs memory_bound() const {
+      return same(round(memory_bound_ns()), "memory-bound: same cost in both formats",
+                  "prior: " + priors().bandwidth_benchmark + " (bytes over memory_bytes_per_ns)");
+    }
+    double memory_bound_ns() const { return model.memory_bound_ns(net, layer()); }
+    double roofline(double flops, const node& y, const node& x) const { return model.roofline(flops, y, x); }
+    double kernel_volume(const spatial3& kernel) const {
+      return cost_model::kernel_volume(kernel, layer().extents.size());
+    }
+    conv_speedup conv_prior(std::int64_t in_channels, std::int64_t groups, std::int64_t kernel_volume) const {
+      const node& n = layer();
+      return default_conv_speedup(in_channels, groups, kernel_volume, n.extents.size(), n.type, priors());
+    }
+    double flops_per_ns(memfmt::dtype t) const { return model.flops_per_ns(t); }
+    static cost_t round(double v) { return cost_model::round(v); }
+    static std::string ratio_text(double r) { return detail::ratio_text(r); }
+  };
+
+ private:
   static format_costs same(cost_t c, std::string basis, std::string source) {
     return format_costs{{c, c}, std::move(basis), std::move(source)};
   }

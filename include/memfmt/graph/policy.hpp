@@ -24,6 +24,7 @@
 #include "../error.hpp"
 #include "../tensor/relabel.hpp"
 #include "cost_model.hpp"
+#include "kinds.hpp"
 #include "naive.hpp"
 #include "network.hpp"
 #include "plan.hpp"
@@ -59,12 +60,6 @@ inline policy parse_policy(std::string_view name) {
 
 namespace detail {
 
-// A rule's family for a layer, bent by mandatory pins and support, with the reason.
-struct placed {
-  format_family format;
-  std::string reason;
-};
-
 inline placed hold_constraints(const network& net, const cost_model& model, node_id id, placed wanted) {
   const pin* p = net.at(id).binding_pin();
   if (p && p->mandatory) return {p->format, "pinned (mandatory, " + p->origin + ")"};
@@ -75,7 +70,7 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 }
 
 // PyTorch 1.13's CPU rules after model.to(channels_last), as recorded with forward hooks
-// (tests/graph/fixtures/record_eager_formats.py):
+// (tests/graph/fixtures/record_eager_formats.py); each kind's home (graph/kinds/) holds its own:
 // - a 2-D conv writes channels_last whatever its input: its weight is channels_last and ATen's
 //   conv takes the output format from the input or the weight (1x1 and depthwise too);
 //   module.to(channels_last) rejects 5-D weights and Conv3d returns contiguous;
@@ -91,57 +86,15 @@ inline placed hold_constraints(const network& net, const cost_model& model, node
 //   are not ambiguous (a [N, C, 1, 1] gate decides nothing);
 // - cat is channels_last only when every decisive input is.
 inline placed eager_rule(const network& net, node_id id, const std::vector<std::optional<format_family>>& formats) {
-  const node& n = net.at(id);
-  const auto first_spatial = [&]() -> placed {
-    if (const auto from = net.producer(id))
-      return {*formats[*from], "keeps its input's format ('" + net.at(*from).name + "')"};
-    return {format_family::channels_first, "no spatial input: contiguous"};
-  };
-  const auto contiguous = [](const char* why) { return placed{format_family::channels_first, why}; };
-  switch (n.kind) {
-    case layer_kind::conv:
-      if (n.extents.size() == 4)
-        return {format_family::channels_last, "conv with a channels_last weight writes channels_last"};
-      return contiguous("3-D conv: model.to(channels_last) leaves 5-D weights, Conv3d returns contiguous");
-    case layer_kind::conv_transpose: return contiguous("ConvTranspose has no channels_last kernel: returns contiguous");
-    case layer_kind::instance_norm: return contiguous("InstanceNorm has no channels_last kernel: returns contiguous");
-    case layer_kind::softmax: return contiguous("softmax over channels returns contiguous");
-    case layer_kind::reduce: return contiguous("reductions (mean, sum, amax...) return contiguous");
-    case layer_kind::layer_norm:
-      return {format_family::channels_last, "layer_norm of a channels-last permute, permuted back, is channels_last"};
-    case layer_kind::flatten: return contiguous("flatten reshapes into the logical (contiguous) order");
-    case layer_kind::rearrange:
-      if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::channel_shuffle)
-        return contiguous("torchvision's channel_shuffle (view, transpose, contiguous) returns contiguous");
-      if (n.get<memfmt::rearrange_params>().kind == memfmt::rearrange_kind::transpose) {
-        // permute() is a view whose strides fit neither format; the layers after it keep them.
-        placed p = first_spatial();
-        p.reason = "permute of spatial dims is a view in its input's memory order";
-        return p;
-      }
-      return first_spatial();
-    case layer_kind::constant:
-      if (n.extents.size() == 4)
-        return {format_family::channels_last, "model.to(channels_last) lays 4-D buffers out channels_last"};
-      return contiguous("model.to(channels_last) leaves buffers of other ranks contiguous");
-    case layer_kind::pad:
-      if (n.get<memfmt::pad_params>().mode != memfmt::pad_mode::constant)
-        return contiguous("reflection / replication padding returns contiguous");
-      return first_spatial();
-    case layer_kind::binary:
-      for (node_id i : n.inputs)
-        if (net.at(i).spatial() && !is_ambiguous_shape(net.at(i).extents))
-          return {*formats[i], "follows its first decisive operand '" + net.at(i).name + "' (TensorIterator)"};
-      return first_spatial();
-    case layer_kind::concat: {
-      for (node_id i : n.inputs)
-        if (!is_ambiguous_shape(net.at(i).extents) && formats[i] != format_family::channels_last)
-          return {format_family::channels_first,
-                  "cat of '" + net.at(i).name + "' (not channels_last) returns contiguous"};
-      return {format_family::channels_last, "cat of channels_last inputs stays channels_last"};
+  const eager_context e{net, id, formats};
+  return graph::visit_kind(net.at(id).kind, [&](auto k) -> placed {
+    using traits = decltype(k);
+    if constexpr (has_eager<traits>::value) {
+      return traits::eager(e);
+    } else {
+      return e.keeps_input();
     }
-    default: return first_spatial();
-  }
+  });
 }
 
 inline placed uniform_rule(format_family f, policy p) {
@@ -177,12 +130,12 @@ inline plan plan_with(const network& net, const cost_model& model, policy which)
   std::vector<std::string> reasons(net.size(), "no layout (rank-2 value)");
   for (const node& n : net.nodes()) {
     if (!net.has_format(n.id)) continue;
-    detail::placed wanted = which == policy::pytorch_eager ? detail::eager_rule(net, n.id, formats)
-                                                           : detail::uniform_rule(which == policy::all_channels_last
-                                                                                      ? format_family::channels_last
-                                                                                      : format_family::channels_first,
-                                                                                  which);
-    const detail::placed got = detail::hold_constraints(net, model, n.id, std::move(wanted));
+    placed wanted = which == policy::pytorch_eager
+                        ? detail::eager_rule(net, n.id, formats)
+                        : detail::uniform_rule(which == policy::all_channels_last ? format_family::channels_last
+                                                                                  : format_family::channels_first,
+                                               which);
+    const placed got = detail::hold_constraints(net, model, n.id, std::move(wanted));
     formats[n.id] = got.format;
     reasons[n.id] = got.reason;
   }

@@ -20,6 +20,7 @@
 #include "../detail/checked.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
+#include "kinds.hpp"
 #include "network.hpp"
 
 namespace memfmt::graph {
@@ -42,31 +43,6 @@ inline std::string to_string(const cache_key& k) {
   return "device '" + k.device + "', backend " + k.backend + " " + k.backend_version;
 }
 
-namespace detail {
-
-inline std::string dims_text(const std::vector<std::int64_t>& e) { return memfmt::detail::dims_to_string(e); }
-
-inline std::string spatial_text(const spatial3& v, std::size_t dims) {
-  std::string s;
-  for (std::size_t d = 0; d < dims; ++d) s += (d ? "x" : "") + std::to_string(v[d]);
-  return s;
-}
-
-inline std::string window_text(const spatial3& kernel, const spatial3& stride, const spatial3& padding,
-                               const spatial3& padding_end, std::size_t dims) {
-  return " kernel " + spatial_text(kernel, dims) + " stride " + spatial_text(stride, dims) + " pad " +
-         spatial_text(padding, dims) + "/" + spatial_text(padding_end, dims);
-}
-
-inline std::string conv_text(const spatial3& kernel, const memfmt::conv_params& p, std::size_t dims) {
-  spatial3 end{};
-  for (std::size_t d = 0; d < dims; ++d) end[d] = p.end_padding(static_cast<int>(d));
-  return window_text(kernel, p.stride, p.padding, end, dims) + " dilation " + spatial_text(p.dilation, dims) +
-         " groups " + std::to_string(p.groups);
-}
-
-}  // namespace detail
-
 // The node's timing signature: kind, the attributes that change its running time, its inputs' and
 // output's extents and the dtype. nullopt for nodes without a layout choice a backend runs
 // (graph boundaries, views, opaque user code, rank-2 layers): their prior stands.
@@ -75,84 +51,18 @@ inline std::optional<std::string> layer_signature(const network& net, node_id id
   if (!net.has_format(id) || !n.spatial()) return std::nullopt;
   const std::size_t dims = n.extents.size() - 2;
   std::string s = to_string(n.kind);
-  switch (n.kind) {
-    case layer_kind::conv: {
-      const conv_attrs& a = n.get<conv_attrs>();
-      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) +
-           (a.bias ? " bias" : "");
-      break;
+  // The kinds whose homes define no signature (graph boundaries, constants, flatten, dropout,
+  // linear, opaque) keep their prior.
+  const bool timed = visit_kind(n.kind, [&](auto k) {
+    using traits = decltype(k);
+    if constexpr (detail::has_signature<traits>::value) {
+      traits::signature(n, dims, s);
+      return true;
+    } else {
+      return false;
     }
-    case layer_kind::conv_transpose: {
-      const conv_transpose_attrs& a = n.get<conv_transpose_attrs>();
-      s += " out " + std::to_string(a.out_channels) + detail::conv_text(a.kernel, a.params, dims) + " output_padding " +
-           detail::spatial_text(a.output_padding, dims) + (a.bias ? " bias" : "");
-      break;
-    }
-    case layer_kind::batch_norm: s += n.get<memfmt::batch_norm_params>().fuse_relu ? " relu" : ""; break;
-    case layer_kind::instance_norm:
-    case layer_kind::group_norm: {
-      const norm_attrs& a = n.get<norm_attrs>();
-      s += " groups " + std::to_string(a.params.groups) + (a.affine ? " affine" : "");
-      break;
-    }
-    case layer_kind::layer_norm: s += n.get<layer_norm_attrs>().affine ? " affine" : ""; break;
-    case layer_kind::pad: {
-      const memfmt::pad_params& p = n.get<memfmt::pad_params>();
-      // The extents give each dim's total padding, not how it splits between the sides, and the
-      // split moves which rows a reflect or replicate copy reads.
-      s += " mode " + std::to_string(static_cast<int>(p.mode)) + " sides " + detail::spatial_text(p.begin, dims) + "/" +
-           detail::spatial_text(p.end, dims);
-      break;
-    }
-    case layer_kind::activation: {
-      // The function's number, then its parameters where it has any (keys of the others unchanged).
-      const memfmt::activation_params& f = n.get<memfmt::activation_params>();
-      s += " " + std::to_string(static_cast<int>(f.kind));
-      if (memfmt::has_parameters(f.kind)) s += " " + memfmt::to_string(f);
-      break;
-    }
-    case layer_kind::binary: s += " " + std::to_string(static_cast<int>(n.get<memfmt::binary_op>())); break;
-    case layer_kind::pool: {
-      const memfmt::pool_params& p = n.get<memfmt::pool_params>();
-      s += " " + std::to_string(static_cast<int>(p.kind)) +
-           detail::window_text(p.kernel, p.stride, p.padding, p.padding_end, dims) + (p.ceil_mode ? " ceil" : "") +
-           (p.count_include_pad ? " include_pad" : "");
-      break;
-    }
-    case layer_kind::global_pool: s += " " + std::to_string(static_cast<int>(n.get<global_pool_attrs>().kind)); break;
-    case layer_kind::upsample: {
-      const auto& u = n.get<memfmt::upsample_params>();
-      s += " mode " + std::to_string(static_cast<int>(u.mode));
-      if (u.coordinates != memfmt::resample_coordinates::pytorch)
-        s += " coordinates " + std::to_string(static_cast<int>(u.coordinates)) + " rounding " +
-             std::to_string(static_cast<int>(u.rounding)) + " scale " + std::to_string(u.scale[0]) + " " +
-             std::to_string(u.scale[1]) + " " + std::to_string(u.scale[2]);
-      break;
-    }
-    case layer_kind::slice: {
-      const auto& p = n.get<memfmt::slice_params>();
-      s += " axis " + std::to_string(p.axis) + " begin " + std::to_string(p.begin) + " step " + std::to_string(p.step);
-      break;
-    }
-    case layer_kind::softmax: s += n.get<memfmt::softmax_params>().log ? " log" : ""; break;
-    case layer_kind::reduce: {
-      const auto& p = n.get<memfmt::reduce_params>();
-      s += " " + std::string(memfmt::to_string(p.op)) + " axes " + memfmt::axes_to_string(p.axes);
-      break;
-    }
-    case layer_kind::concat:
-      // Along C the signature stays as it was before concatenation had an axis.
-      if (const int axis = n.get<memfmt::concat_params>().axis; axis != 1) s += " axis " + std::to_string(axis);
-      break;
-    case layer_kind::rearrange: {
-      const auto& r = n.get<memfmt::rearrange_params>();
-      s += " " + std::string(memfmt::to_string(r.kind)) + " " + std::to_string(r.factor) + " " +
-           memfmt::to_string(r.order);
-      if (r.kind == memfmt::rearrange_kind::transpose) s += " " + memfmt::perm_to_string(r.perm, n.extents.size());
-      break;
-    }
-    default: return std::nullopt;  // input, output, constant, flatten, dropout, linear, opaque
-  }
+  });
+  if (!timed) return std::nullopt;
   s += " in";
   for (node_id i : n.inputs) s += " " + detail::dims_text(net.at(i).extents);
   s += " out " + detail::dims_text(n.extents) + " " + std::string(memfmt::to_string(n.type));

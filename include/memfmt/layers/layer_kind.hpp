@@ -9,6 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "../error.hpp"
 
 namespace memfmt {
 
@@ -101,6 +106,28 @@ constexpr bool inherits_format(layer_kind k) noexcept {
 }
 constexpr bool runs_on_backend(layer_kind k) noexcept {
   return static_cast<std::size_t>(k) < layer_kind_count && kind_info_of(k).runs_on_backend;
+}
+
+namespace detail {
+template <class F, std::size_t... I>
+decltype(auto) visit_layer_kind(layer_kind k, F& f, std::index_sequence<I...>) {
+  using result = decltype(f(std::integral_constant<layer_kind, layer_kind{}>{}));
+  using call = result (*)(F&);
+  static constexpr call table[] = {
+      [](F& g) -> result { return g(std::integral_constant<layer_kind, static_cast<layer_kind>(I)>{}); }...};
+  return table[static_cast<std::size_t>(k)](f);
+}
+}  // namespace detail
+
+// f(std::integral_constant<layer_kind, k>{}): a kind known at run time as a compile-time constant,
+// for the per-kind homes (graph/kinds.hpp, runtime/kinds.hpp). f returns one type for every kind; a
+// value outside layer_kind is an error naming it.
+template <class F>
+decltype(auto) visit_layer_kind(layer_kind k, F&& f) {
+  if (static_cast<std::size_t>(k) >= layer_kind_count)
+    memfmt::detail::fail(errc::invalid_argument, "layer kind " + std::to_string(static_cast<int>(k)) +
+                                                     " is not one of memfmt's " + std::to_string(layer_kind_count));
+  return detail::visit_layer_kind(k, f, std::make_index_sequence<layer_kind_count>{});
 }
 
 }  // namespace memfmt

@@ -12,6 +12,7 @@
 
 #include "../layers/op_query.hpp"
 #include "../graph/cost_model.hpp"
+#include "../graph/kinds.hpp"
 #include "../graph/network.hpp"
 
 namespace memfmt::runtime {
@@ -23,17 +24,11 @@ inline std::optional<op_query> op_query_of(const graph::node& n, format_family f
   q.type = n.type;
   q.format = f;
   q.rank = n.extents.size() == 2 ? 4 : static_cast<int>(n.extents.size());
-  switch (n.kind) {
-    case layer_kind::pad: q.padding = n.get<memfmt::pad_params>().mode; break;
-    case layer_kind::activation: q.function = n.get<memfmt::activation_params>(); break;
-    case layer_kind::pool: q.pool = n.get<memfmt::pool_params>().kind; break;
-    case layer_kind::global_pool: q.pool = n.get<graph::global_pool_attrs>().kind; break;
-    case layer_kind::upsample:
-      q.resample = n.get<memfmt::upsample_params>().mode;
-      q.coordinates = n.get<memfmt::upsample_params>().coordinates;
-      break;
-    default: break;  // the kind alone decides
-  }
+  // What the backend decides on besides the kind, where the kind's home says.
+  graph::visit_kind(n.kind, [&](auto k) {
+    using traits = decltype(k);
+    if constexpr (graph::detail::has_query<traits>::value) traits::query(n, q);
+  });
   return q;
 }
 

@@ -195,15 +195,6 @@ struct runs_layer_norm<Backend, std::void_t<decltype(std::declval<Backend&>().la
                                     (const float*)nullptr, (float*)nullptr, (float*)nullptr, layer_norm_params{}))>>
     : std::true_type {};
 
-// Backends with reductions (the cuDNN backend has none: its support query refuses
-// the layer before any step is bound).
-template <class Backend, class = void>
-struct runs_reduce : std::false_type {};
-template <class Backend>
-struct runs_reduce<Backend, std::void_t<decltype(std::declval<Backend&>().reduce_forward(
-                                tensor_view<const float, nchw>(), tensor_view<float, nchw>(), reduce_params{}))>>
-    : std::true_type {};
-
 // The per-channel affine flag and the count of saved statistics (mean and invstd each) of a group,
 // instance or layer norm node: N * groups, or one per sample and position.
 struct norm_shape {

@@ -43,6 +43,7 @@
 #include "../graph/timing_cache.hpp"
 #include "../tensor/relabel.hpp"
 #include "binding.hpp"
+#include "kinds.hpp"
 
 namespace memfmt::runtime {
 
@@ -135,32 +136,26 @@ using group_norm_op = decltype(std::declval<B&>().group_norm_forward(
     cview<float>(), mview<float>(), (const float*)nullptr, (const float*)nullptr, (float*)nullptr, (float*)nullptr,
     group_norm_params{}));
 template <class B>
-using activation_op = decltype(std::declval<B&>().activation_forward(activation::relu, cview<float>(), mview<float>()));
-template <class B>
 using binary_op_t =
     decltype(std::declval<B&>().binary_forward(binary_op::add, cview<float>(), cview<float>(), mview<float>()));
-template <class B>
-using pool_op = decltype(std::declval<B&>().pool_forward(cview<float>(), mview<float>(), pool_params{}));
-template <class B>
-using global_pool_op = decltype(std::declval<B&>().global_average_pool_forward(cview<float>(), mview<float>()));
-template <class B>
-using upsample_op = decltype(std::declval<B&>().upsample_forward(cview<float>(), mview<float>(), upsample_params{}));
-template <class B>
-using pad_op = decltype(std::declval<B&>().pad_forward(cview<float>(), mview<float>(), pad_params{}));
-template <class B>
-using softmax_op = decltype(std::declval<B&>().softmax_forward(cview<float>(), mview<float>(), softmax_params{}));
-template <class B>
-using slice_op = decltype(std::declval<B&>().slice_forward(cview<float>(), slice_params{}, mview<float>()));
-template <class B>
-using rearrange_op = decltype(std::declval<B&>().rearrange_forward(cview<float>(), rearrange_params{}, mview<float>()));
 template <class B>
 using concat_op =
     decltype(std::declval<B&>().concat_forward(std::vector<cview<float>>{}, mview<float>(), concat_params{}));
 
-// Whether the backend has the forward method that runs `kind`.
+// Whether the backend has the forward method that runs `kind`: a one-input layer's layer_run, the
+// binding layer's methods for the others.
 template <class B>
 bool runs_kind(layer_kind kind) {
   using k = layer_kind;
+  const bool unary = visit_layer_kind(kind, [](auto c) {
+    using run = layer_run<decltype(c)::value>;
+    if constexpr (run::unary) {
+      return runs_forward<run, B>::value;
+    } else {
+      return false;
+    }
+  });
+  if (unary) return true;
   switch (kind) {
     case k::conv: return has_v<conv_op, B>;
     case k::conv_transpose: return has_v<conv_transpose_op, B>;
@@ -168,16 +163,7 @@ bool runs_kind(layer_kind kind) {
     case k::instance_norm:
     case k::group_norm: return has_v<group_norm_op, B>;
     case k::layer_norm: return runs_layer_norm<B>::value;
-    case k::activation: return has_v<activation_op, B>;
     case k::binary: return has_v<binary_op_t, B>;
-    case k::pool: return has_v<pool_op, B>;
-    case k::global_pool: return has_v<global_pool_op, B> && has_v<pool_op, B>;
-    case k::upsample: return has_v<upsample_op, B>;
-    case k::pad: return has_v<pad_op, B>;
-    case k::softmax: return has_v<softmax_op, B>;
-    case k::reduce: return runs_reduce<B>::value;
-    case k::slice: return has_v<slice_op, B>;
-    case k::rearrange: return has_v<rearrange_op, B>;
     case k::concat: return has_v<concat_op, B>;
     default: return false;
   }
@@ -335,35 +321,18 @@ graph::cost_t time_layer(const graph::network& net, const graph::node& n, Backen
       return median_ns(o, b, [&] { b.group_norm_forward(ins[0], y, g, bt, m, is, p); });
     }
   }
-  if constexpr (has_v<activation_op, Backend>)
-    if (n.kind == k::activation)
-      return median_ns(o, b, [&] { b.activation_forward(n.get<activation_params>(), ins[0], y); });
   if constexpr (has_v<binary_op_t, Backend>)
     if (n.kind == k::binary) return median_ns(o, b, [&] { b.binary_forward(n.get<binary_op>(), ins[0], ins[1], y); });
-  if constexpr (has_v<pool_op, Backend>)
-    if (n.kind == k::pool) return median_ns(o, b, [&] { b.pool_forward(ins[0], y, n.get<pool_params>()); });
-  if constexpr (has_v<global_pool_op, Backend> && has_v<pool_op, Backend>) {
-    if (n.kind == k::global_pool) {
-      if (n.get<graph::global_pool_attrs>().kind == pool_kind::average)
-        return median_ns(o, b, [&] { b.global_average_pool_forward(ins[0], y); });
-      pool_params p;  // a max pool whose window is the whole map, as the executor runs it
-      for (std::size_t d = 2; d < n.extents.size(); ++d) p.kernel[d - 2] = net.at(n.inputs[0]).extents[d];
-      return median_ns(o, b, [&] { b.pool_forward(ins[0], y, p); });
+  const std::optional<graph::cost_t> unary = visit_layer_kind(n.kind, [&](auto c) -> std::optional<graph::cost_t> {
+    using run = layer_run<decltype(c)::value>;
+    if constexpr (run::unary && runs_forward<run, Backend>::value) {
+      const auto p = run::params(net, n);
+      return median_ns(o, b, [&] { run::forward(b, p, ins[0], y); });
+    } else {
+      return std::nullopt;
     }
-  }
-  if constexpr (has_v<upsample_op, Backend>)
-    if (n.kind == k::upsample) return median_ns(o, b, [&] { b.upsample_forward(ins[0], y, n.get<upsample_params>()); });
-  if constexpr (has_v<pad_op, Backend>)
-    if (n.kind == k::pad) return median_ns(o, b, [&] { b.pad_forward(ins[0], y, n.get<pad_params>()); });
-  if constexpr (has_v<softmax_op, Backend>)
-    if (n.kind == k::softmax) return median_ns(o, b, [&] { b.softmax_forward(ins[0], y, n.get<softmax_params>()); });
-  if constexpr (runs_reduce<Backend>::value)
-    if (n.kind == k::reduce) return median_ns(o, b, [&] { b.reduce_forward(ins[0], y, n.get<reduce_params>()); });
-  if constexpr (has_v<slice_op, Backend>)
-    if (n.kind == k::slice) return median_ns(o, b, [&] { b.slice_forward(ins[0], n.get<slice_params>(), y); });
-  if constexpr (has_v<rearrange_op, Backend>)
-    if (n.kind == k::rearrange)
-      return median_ns(o, b, [&] { b.rearrange_forward(ins[0], n.get<rearrange_params>(), y); });
+  });
+  if (unary) return *unary;
   if constexpr (has_v<concat_op, Backend>)
     if (n.kind == k::concat) return median_ns(o, b, [&] { b.concat_forward(ins, y, n.get<concat_params>()); });
   memfmt::detail::fail(errc::unsupported, "calibrate: no " + std::string(Backend::name) + " method runs node '" +

@@ -68,6 +68,7 @@
 #include "binding.hpp"
 #include "check_io.hpp"
 #include "check_parameters.hpp"
+#include "kinds.hpp"
 #include "memory_plan.hpp"
 #include "parameter_store.hpp"
 #include "tensor_ref.hpp"
@@ -708,7 +709,8 @@ class executor : private detail::binding<Backend> {
     });
   }
 
-  // Layers of one input (two for binary) read and written in the node's format.
+  // Layers of one input (two for binary) read and written in the node's format; a one-input layer
+  // runs its layer_run's forward call (runtime/kinds/).
   template <class T>
   void bind_elementwise(const graph::node& n, step_list& step) {
     dispatch_format(format_of(n.id), kernel_rank(n.extents), [&](auto tag) {
@@ -720,51 +722,22 @@ class executor : private detail::binding<Backend> {
       const auto x = in(0);
       const auto y = detail::view_of<F>(reinterpret_cast<T*>(buffer(n.id)), detail::kernel_extents(n.extents));
       Backend& b = backend_;
-      switch (n.kind) {
-        case layer_kind::activation:
-          step.push_back([&b, x, y, k = n.get<memfmt::activation_params>()] { b.activation_forward(k, x, y); });
-          break;
-        case layer_kind::binary:
-          step.push_back([&b, x, x2 = in(1), y, k = n.get<memfmt::binary_op>()] { b.binary_forward(k, x, x2, y); });
-          break;
-        case layer_kind::pool:
-          step.push_back([&b, x, y, p = n.get<memfmt::pool_params>()] { b.pool_forward(x, y, p); });
-          break;
-        case layer_kind::global_pool:
-          if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
-            step.push_back([&b, x, y] { b.global_average_pool_forward(x, y); });
-          } else {  // a max pool whose window is the whole map
-            memfmt::pool_params p;
-            for (std::size_t d = 2; d < x.extents().size(); ++d) p.kernel[d - 2] = x.extent(d);
-            step.push_back([&b, x, y, p] { b.pool_forward(x, y, p); });
-          }
-          break;
-        case layer_kind::upsample:
-          step.push_back([&b, x, y, p = n.get<memfmt::upsample_params>()] { b.upsample_forward(x, y, p); });
-          break;
-        case layer_kind::pad:
-          step.push_back([&b, x, y, p = n.get<memfmt::pad_params>()] { b.pad_forward(x, y, p); });
-          break;
-        case layer_kind::softmax:
-          step.push_back([&b, x, y, p = n.get<memfmt::softmax_params>()] { b.softmax_forward(x, y, p); });
-          break;
-        case layer_kind::reduce:
-          if constexpr (detail::runs_reduce<Backend>::value)
-            step.push_back([&b, x, y, p = n.get<memfmt::reduce_params>()] { b.reduce_forward(x, y, p); });
-          else
-            memfmt::detail::fail(errc::unsupported,
-                                 who(n) + ": the " + std::string(Backend::name) + " backend has no reductions");
-          break;
-        case layer_kind::slice:
-          step.push_back([&b, x, y, p = n.get<memfmt::slice_params>()] { b.slice_forward(x, p, y); });
-          break;
-        case layer_kind::rearrange:
-          step.push_back([&b, x, y, p = n.get<memfmt::rearrange_params>()] { b.rearrange_forward(x, p, y); });
-          break;
-        default:
-          memfmt::detail::fail(errc::unsupported, who(n) + ": no implementation of this layer kind on the " +
-                                                      std::string(Backend::name) + " backend");
+      if (n.kind == layer_kind::binary) {
+        step.push_back([&b, x, x2 = in(1), y, k = n.get<memfmt::binary_op>()] { b.binary_forward(k, x, x2, y); });
+        return;
       }
+      visit_layer_kind(n.kind, [&](auto kind) {
+        using run = layer_run<decltype(kind)::value>;
+        if constexpr (!run::unary) {
+          memfmt::detail::fail(errc::unsupported, this->who(n) + ": no implementation of this layer kind on the " +
+                                                      std::string(Backend::name) + " backend");
+        } else if constexpr (!runs_forward<run, Backend>::value) {
+          memfmt::detail::fail(errc::unsupported, this->who(n) + ": the " + std::string(Backend::name) +
+                                                      " backend has no " + to_string(n.kind) + " layer");
+        } else {
+          step.push_back([&b, x, y, p = run::params(this->net_, n)] { run::forward(b, p, x, y); });
+        }
+      });
     });
   }
 

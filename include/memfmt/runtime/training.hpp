@@ -58,6 +58,7 @@
 #include "binding.hpp"
 #include "check_io.hpp"
 #include "check_parameters.hpp"
+#include "kinds.hpp"
 #include "parameter_store.hpp"
 #include "tensor_ref.hpp"
 
@@ -706,7 +707,8 @@ class trainer : private detail::binding<Backend> {
     });
   }
 
-  // Layers of one input (two for binary), forward and backward in the node's format.
+  // Layers of one input (two for binary), forward and backward in the node's format; a one-input
+  // layer runs its layer_run's calls (runtime/kinds/) and keeps what its backward reads alive.
   template <class T>
   void bind_elementwise(const graph::node& n) {
     const std::size_t x = read_slot(n, n.inputs[0]), y = slot_[n.id];
@@ -714,121 +716,46 @@ class trainer : private detail::binding<Backend> {
     auto& step = steps_[n.id];
     in_format(n, [&](auto tag) {
       using F = decltype(tag);
-      // The backward of a layer whose dx depends on dy (and x or y) only through `fn(dy, dx)`.
-      const auto backward_dx = [&](auto fn) {
-        backward_.emplace(n.id, [this, x, tb, fn](std::size_t dy, step_list& s) {
-          into_grad(x, tb, s,
-                    [&](std::size_t dx) { s.push_back([this, fn, dy, dx] { fn(in<T, F>(dy), out<T, F>(dx)); }); });
+      if (n.kind == layer_kind::binary) {
+        const auto k = n.get<memfmt::binary_op>();
+        const std::size_t x2 = read_slot(n, n.inputs[1]);
+        use(x, tb);
+        use(x2, tb);
+        step.push_back([this, x, x2, y, k] { backend_.binary_forward(k, in<T, F>(x), in<T, F>(x2), out<T, F>(y)); });
+        backward_.emplace(n.id, [this, x, x2, k, tb](std::size_t dy, step_list& s) {
+          const auto g1 = grad_of(x), g2 = grad_of(x2);
+          const std::optional<std::size_t> d1 = g1 ? std::optional<std::size_t>(contribute(*g1, tb)) : std::nullopt;
+          const std::optional<std::size_t> d2 = g2 ? std::optional<std::size_t>(contribute(*g2, tb)) : std::nullopt;
+          s.push_back([this, x, x2, dy, d1, d2, k] {
+            backend_.binary_backward(k, in<T, F>(x), in<T, F>(x2), in<T, F>(dy),
+                                     d1 ? out<T, F>(*d1) : tensor_view<T, F>{},
+                                     d2 ? out<T, F>(*d2) : tensor_view<T, F>{});
+          });
+          if (g1) finish(*g1, *d1, s);
+          if (g2) finish(*g2, *d2, s);
         });
-      };
-      switch (n.kind) {
-        case layer_kind::activation: {
-          const auto k = n.get<memfmt::activation_params>();
-          use(x, tb);
-          step.push_back([this, x, y, k] { backend_.activation_forward(k, in<T, F>(x), out<T, F>(y)); });
-          backward_dx([this, x, k](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-            backend_.activation_backward(k, in<T, F>(x), dy, dx);
-          });
-          break;
-        }
-        case layer_kind::binary: {
-          const auto k = n.get<memfmt::binary_op>();
-          const std::size_t x2 = read_slot(n, n.inputs[1]);
-          use(x, tb);
-          use(x2, tb);
-          step.push_back([this, x, x2, y, k] { backend_.binary_forward(k, in<T, F>(x), in<T, F>(x2), out<T, F>(y)); });
-          backward_.emplace(n.id, [this, x, x2, k, tb](std::size_t dy, step_list& s) {
-            const auto g1 = grad_of(x), g2 = grad_of(x2);
-            const std::optional<std::size_t> d1 = g1 ? std::optional<std::size_t>(contribute(*g1, tb)) : std::nullopt;
-            const std::optional<std::size_t> d2 = g2 ? std::optional<std::size_t>(contribute(*g2, tb)) : std::nullopt;
-            s.push_back([this, x, x2, dy, d1, d2, k] {
-              backend_.binary_backward(k, in<T, F>(x), in<T, F>(x2), in<T, F>(dy),
-                                       d1 ? out<T, F>(*d1) : tensor_view<T, F>{},
-                                       d2 ? out<T, F>(*d2) : tensor_view<T, F>{});
-            });
-            if (g1) finish(*g1, *d1, s);
-            if (g2) finish(*g2, *d2, s);
-          });
-          break;
-        }
-        case layer_kind::pool:
-        case layer_kind::global_pool: {
-          memfmt::pool_params p;
-          if (n.kind == layer_kind::pool) {
-            p = n.get<memfmt::pool_params>();
-          } else if (n.get<graph::global_pool_attrs>().kind == memfmt::pool_kind::average) {
-            step.push_back([this, x, y] { backend_.global_average_pool_forward(in<T, F>(x), out<T, F>(y)); });
-            backward_dx([this](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-              backend_.global_average_pool_backward(dy, dx);
-            });
-            break;
-          } else {  // a max pool whose window is the whole map
-            const auto& e = net_.at(n.inputs[0]).extents;
-            for (std::size_t d = 2; d < e.size(); ++d) p.kernel[d - 2] = e[d];
-          }
-          use(x, tb);
-          step.push_back([this, x, y, p] { backend_.pool_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx([this, x, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-            backend_.pool_backward(in<T, F>(x), dy, dx, p);
-          });
-          break;
-        }
-        case layer_kind::upsample: {
-          const auto p = n.get<memfmt::upsample_params>();
-          step.push_back([this, x, y, p] { backend_.upsample_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx(
-              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.upsample_backward(dy, dx, p); });
-          break;
-        }
-        case layer_kind::pad: {
-          const auto p = n.get<memfmt::pad_params>();
-          step.push_back([this, x, y, p] { backend_.pad_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx(
-              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.pad_backward(dy, dx, p); });
-          break;
-        }
-        case layer_kind::softmax: {
-          const auto p = n.get<memfmt::softmax_params>();
-          use(y, tb);
-          step.push_back([this, x, y, p] { backend_.softmax_forward(in<T, F>(x), out<T, F>(y), p); });
-          backward_dx([this, y, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-            backend_.softmax_backward(in<T, F>(y), dy, dx, p);
-          });
-          break;
-        }
-        case layer_kind::reduce: {
-          if constexpr (detail::runs_reduce<Backend>::value) {
-            const auto p = n.get<memfmt::reduce_params>();
-            use(x, tb);
-            use(y, tb);
-            step.push_back([this, x, y, p] { backend_.reduce_forward(in<T, F>(x), out<T, F>(y), p); });
-            backward_dx([this, x, y, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) {
-              backend_.reduce_backward(in<T, F>(x), in<T, F>(y), dy, dx, p);
-            });
-          } else {
-            memfmt::detail::fail(errc::unsupported,
-                                 who(n) + ": the " + std::string(Backend::name) + " backend has no reductions");
-          }
-          break;
-        }
-        case layer_kind::slice: {
-          const auto p = n.get<memfmt::slice_params>();
-          step.push_back([this, x, y, p] { backend_.slice_forward(in<T, F>(x), p, out<T, F>(y)); });
-          backward_dx(
-              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.slice_backward(dy, p, dx); });
-          break;
-        }
-        case layer_kind::rearrange: {
-          const auto p = n.get<memfmt::rearrange_params>();
-          step.push_back([this, x, y, p] { backend_.rearrange_forward(in<T, F>(x), p, out<T, F>(y)); });
-          backward_dx(
-              [this, p](tensor_view<const T, F> dy, tensor_view<T, F> dx) { backend_.rearrange_backward(dy, p, dx); });
-          break;
-        }
-        default:
-          memfmt::detail::fail(errc::unsupported, who(n) + ": no training implementation of this layer kind on the " +
-                                                      std::string(Backend::name) + " backend");
+        return;
       }
+      visit_layer_kind(n.kind, [&](auto kind) {
+        using run = layer_run<decltype(kind)::value>;
+        if constexpr (!run::unary || !runs_forward<run, Backend>::value || !runs_backward<run, Backend>::value) {
+          memfmt::detail::fail(errc::unsupported, this->who(n) +
+                                                      ": no training implementation of this layer kind on the " +
+                                                      std::string(Backend::name) + " backend");
+        } else {
+          const auto p = run::params(this->net_, n);
+          if (saves_x(run::saves(p))) use(x, tb);
+          if (saves_y(run::saves(p))) use(y, tb);
+          step.push_back([this, x, y, p] { run::forward(this->backend_, p, in<T, F>(x), out<T, F>(y)); });
+          backward_.emplace(n.id, [this, x, y, p, tb](std::size_t dy, step_list& s) {
+            into_grad(x, tb, s, [&](std::size_t dx) {
+              s.push_back([this, p, x, y, dy, dx] {
+                run::backward(this->backend_, p, in<T, F>(x), in<T, F>(y), in<T, F>(dy), out<T, F>(dx));
+              });
+            });
+          });
+        }
+      });
     });
   }
 
