@@ -433,8 +433,8 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
       for (dtype t : {dtype::float32, dtype::float64, dtype::float16, dtype::bfloat16})
         EXPECT_TRUE(cudnn::layer_support(query(op, t, f), true)) << to_string(op) << " " << to_string(t);
   EXPECT_EQ(cudnn::layer_support(query(layer_kind::group_norm, dtype::int32, cl), true).code, errc::unsupported_dtype);
-  // Layer norm and reductions: no graph or kernel, refused in both formats whatever the
-  // kernels given.
+  // Layer norm, reductions and local response norm: no graph or kernel, refused in both formats
+  // whatever the kernels given.
   for (format_family f : {cl, cf}) {
     const op_support ln = cudnn::layer_support(query(layer_kind::layer_norm, dtype::float32, f), true, true);
     EXPECT_FALSE(ln);
@@ -444,6 +444,10 @@ TEST(CudnnSupport, AnswersWhatTheGraphsCover) {
     EXPECT_FALSE(cr);
     EXPECT_EQ(cr.code, errc::unsupported);
     EXPECT_NE(cr.reason.find("reduce on the cuDNN backend"), std::string::npos) << cr.reason;
+    const op_support lrn = cudnn::layer_support(query(layer_kind::lrn, dtype::float32, f), true, true);
+    EXPECT_FALSE(lrn);
+    EXPECT_EQ(lrn.code, errc::unsupported);
+    EXPECT_NE(lrn.reason.find("lrn on the cuDNN backend"), std::string::npos) << lrn.reason;
   }
   // Padding and softmax in both formats; padding trains in constant mode only, softmax is not bfloat16.
   for (format_family f : {cl, cf})

@@ -33,7 +33,7 @@ std::vector<network> every_kind_of_network() {
   // What the models lack: slices, dropout, a sized upsample, sub, log-softmax, ceil-mode pooling,
   // a preferred pin, a barrier reading one format and writing the other, constants, rearrangements,
   // a layer norm without affine parameters, a GELU, reductions over C and over C and H, a transpose
-  // of spatial dims and a concatenation along H.
+  // of spatial dims, a concatenation along H and a local response norm (ONNX's even window).
   network n;
   const node_id x = n.input("x", {2, 8, 9, 9}, dtype::float32, format_family::channels_last);
   const auto parts = n.split("split", x, {3, 5});
@@ -76,6 +76,8 @@ std::vector<network> every_kind_of_network() {
   n.output("logits", n.mul("temperature", logits, n.constant("inverse_temperature", {1, 1}, dtype::float32)),
            format_family::channels_first);
   n.output("axial", n.concat("hcat", {n.transpose("swap", parts[0], {0, 1, 3, 2}), parts[0]}, {2}),
+           format_family::channels_last);
+  n.output("normalised", n.lrn("lrn", parts[1], memfmt::lrn_params::onnx(4, 0.5, 0.75, 2.0)),
            format_family::channels_last);
   nets.push_back(std::move(n));
   return nets;
@@ -132,10 +134,10 @@ TEST(LayerKinds, HomesAgreeWithTheTable) {
       timed += signature;
       priced += prior;
     });
-  EXPECT_EQ(timed, 17);  // the 18 that run on a backend but linear (rank 2: no layout to choose)
+  EXPECT_EQ(timed, 18);  // the 19 that run on a backend but linear (rank 2: no layout to choose)
   EXPECT_EQ(priced, 8);  // input, output, constant, conv, conv_transpose, linear, flatten, batch norm
   memfmt_test::expect_error([] { visit_kind(static_cast<layer_kind>(memfmt::layer_kind_count), [](auto) {}); },
-                            memfmt::errc::invalid_argument, {"layer kind 24 is not one of memfmt's 24"});
+                            memfmt::errc::invalid_argument, {"layer kind 25 is not one of memfmt's 25"});
 }
 
 TEST(GraphIo, NetworksRoundTrip) {
@@ -385,6 +387,22 @@ TEST(GraphIo, MalformedFilesNameTheKeyOrLine) {
   has(load(j), "concat input 'swap' [1, 8, 5, 6] float32 does not match 'x' [1, 8, 6, 6] float32 outside axis 1");
   j["nodes"][3]["attrs"]["axis"] = 0;
   has(load(j), "nodes[3] ('cat') attrs: key 'axis' must be 1 (C) or a spatial axis (2 to 4), got 0");
+  // A local response norm's window is stored as placed (PyTorch's even window: 2 channels before c)
+  // and must fit; every key is needed.
+  network normed;
+  normed.output(
+      "y",
+      normed.lrn("norm", normed.input("x", {1, 6, 4, 4}, memfmt::dtype::float32, format_family::channels_first),
+                 memfmt::lrn_params::pytorch(4, 0.5)),
+      format_family::channels_first);
+  j = memfmt::io::network_to_json(normed);
+  ASSERT_EQ(j["nodes"][1]["attrs"],
+            json::parse(R"({"size": 4, "before": 2, "alpha": 0.5, "beta": 0.75, "bias": 1.0})"));
+  j["nodes"][1]["attrs"]["before"] = 4;
+  has(load(j), "node 'norm': local response norm window of size 4 with 4 channels before c");
+  j["nodes"][1]["attrs"]["before"] = 1;
+  j["nodes"][1]["attrs"].erase("beta");
+  has(load(j), "nodes[1] ('norm') attrs: key 'beta' is missing");
   const cost_model model;
   json plan = memfmt::io::plan_to_json(net, model, solve(net, model));
   plan["layers"][3]["format"] = "nhwc";

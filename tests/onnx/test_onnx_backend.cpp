@@ -42,6 +42,7 @@ const std::set<std::string>& mapped_ops() {
                                             "ConvTranspose",
                                             "BatchNormalization",
                                             "InstanceNormalization",
+                                            "LRN",
                                             "Relu",
                                             "Clip",
                                             "Sigmoid",

@@ -1085,13 +1085,13 @@ TEST(OnnxImport, ParameterInputsAreThoseReadOnlyAsWeights) {
 TEST(OnnxImport, UnknownOpIsAnOpaqueBarrierWithInferredShape) {
   onnx_builder b;
   b.input("x", {1, 2, 3, 3}).output("y");
-  b.node("LRN", {"x"}, {"l"}, "lrn").attr("size", std::int64_t{3});
+  b.node("Hardmax", {"x"}, {"l"}, "hardmax");
   b.node("Relu", {"l"}, {"y"});
   const imported_model m = import_model(b.model());
   ASSERT_EQ(m.unsupported.size(), 1u);
-  EXPECT_EQ(m.unsupported[0].op, "LRN");
-  EXPECT_EQ(m.unsupported[0].node, "lrn");
-  const node& o = m.network.at(*m.network.find("lrn"));
+  EXPECT_EQ(m.unsupported[0].op, "Hardmax");
+  EXPECT_EQ(m.unsupported[0].node, "hardmax");
+  const node& o = m.network.at(*m.network.find("hardmax"));
   EXPECT_EQ(o.kind, layer_kind::opaque);
   EXPECT_EQ(o.extents, (dims{1, 2, 3, 3}));
   EXPECT_FALSE(m.runnable());

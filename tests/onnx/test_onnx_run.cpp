@@ -98,6 +98,33 @@ TEST(OnnxRun, ConvOutputsInLogicalOrderInEveryPlan) {
   }
 }
 
+// LRN with an even window against its formula, in every plan: ONNX sums the squares of channels
+// c - (size - 1) / 2 ... c + size / 2, one more after c than before (PyTorch's window leans the other
+// way, and reading it so changes every channel but the last).
+TEST(OnnxRun, LrnEvenWindowLeansAfterC) {
+  memfmt::reference::backend backend;
+  const std::vector<std::int64_t> shape{1, 4, 1, 2};
+  onnx_builder b;
+  b.input("x", shape).output("y");
+  b.node("LRN", {"x"}, {"y"}, "lrn").attr("size", std::int64_t{2}).attr_f("alpha", 0.5f).attr_f("beta", 0.75f);
+  b.attr_f("bias", 2.f);
+  const parameter x = ramp(shape, -1.f, 0.37f);
+  const auto at = [&](std::int64_t c, std::int64_t w) { return -1.0 + 0.37 * static_cast<double>(2 * c + w); };
+  for (const auto& p : memfmt_test::plans) {
+    const auto m = memfmt::onnx::import_model(b.model(), memfmt_test::options_for(p));
+    ASSERT_EQ(kinds_of(m.network)["lrn"], 1) << p.name;
+    const auto out = memfmt::onnx::run_model(m, memfmt_test::plan_of(m, p), backend, {{"x", x}});
+    const parameter& y = out.at("y");
+    for (std::int64_t c = 0; c < 4; ++c)
+      for (std::int64_t w = 0; w < 2; ++w) {
+        const double next = c + 1 < 4 ? at(c + 1, w) * at(c + 1, w) : 0.0;
+        const double want = at(c, w) / std::pow(2.0 + 0.5 / 2 * (at(c, w) * at(c, w) + next), 0.75);
+        EXPECT_NEAR(memfmt::onnx::element_as_double(y, static_cast<std::size_t>(2 * c + w)), want, 1e-6)
+            << p.name << " channel " << c << " position " << w;
+      }
+  }
+}
+
 // Exported preprocessing and scaling: (x - mean) / std per channel, a scalar Constant on the left of
 // a Mul, a whole-map initializer on the left of a Sub, then a conv and a per-channel scale after it.
 // The constants broadcast as ONNX's numpy rules align them (right-aligned, [C, 1, 1] and [C, 1]
@@ -582,18 +609,18 @@ TEST(OnnxRun, BadFeedsAndUnrunnableModelsAreErrorsNamingTheValues) {
   expect_error({{"x", ramp({1, 3, 4, 5}, 0.f, 1.f)}, {"z", ramp({2, 2}, 0.f, 1.f)}}, memfmt::errc::invalid_argument,
                "'z' float32 [2, 2] is no graph input");
 
-  onnx_builder lrn;
-  lrn.input("x", {1, 2, 3, 3});
-  lrn.node("LRN", {"x"}, {"y"}, "lrn").attr("size", std::int64_t{3});
-  lrn.output("y");
-  const auto opaque = memfmt::onnx::import_model(lrn.model());
+  onnx_builder hardmax;
+  hardmax.input("x", {1, 2, 3, 3});
+  hardmax.node("Hardmax", {"x"}, {"y"}, "hardmax");
+  hardmax.output("y");
+  const auto opaque = memfmt::onnx::import_model(hardmax.model());
   try {
     memfmt::onnx::run_model(opaque, memfmt_test::plan_of(opaque, memfmt_test::plans[0]), backend,
                             {{"x", ramp({1, 2, 3, 3}, 0.f, 1.f)}});
-    ADD_FAILURE() << "an opaque LRN ran";
+    ADD_FAILURE() << "an opaque Hardmax ran";
   } catch (const memfmt::error& e) {
     EXPECT_EQ(e.code(), memfmt::errc::unsupported);
-    EXPECT_NE(std::string(e.what()).find("op LRN (ONNX node 'lrn')"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("op Hardmax (ONNX node 'hardmax')"), std::string::npos) << e.what();
   }
 }
 

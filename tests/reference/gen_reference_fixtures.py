@@ -635,11 +635,47 @@ def transpose_cases():
     ]
 
 
+def lrn_onnx(x, size, alpha, beta, bias):
+    """ONNX's LRN, written as PyTorch 1.13 writes local_response_norm but with ONNX's window: (size - 1) // 2
+    channels before c and the rest after (PyTorch puts size // 2 before)."""
+    before = (size - 1) // 2
+    sizes = x.size()
+    div = x.mul(x).unsqueeze(1).reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+    div = F.pad(div, (0, 0, 0, 0, before, size - 1 - before))
+    div = F.avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    return x / div.mul(alpha).add(bias).pow(beta)
+
+
+def lrn_case(name, shape, size, alpha, beta, k, onnx_window=False):
+    """Local response norm across C; "before" is the window's channels before c (PyTorch: size // 2)."""
+    x = grid(shape, 3, sigma=2.0).requires_grad_()
+    if onnx_window:
+        y = lrn_onnx(x, size, alpha, beta, k)
+    else:
+        y = F.local_response_norm(x, size, alpha=alpha, beta=beta, k=k)
+    dy = grid(tuple(y.shape), 4)
+    y.backward(dy)
+    before = (size - 1) // 2 if onnx_window else size // 2
+    return case(name, "lrn", {"size": size, "before": before}, {"alpha": alpha, "beta": beta, "bias": k},
+                {"x": x, "y": y, "dy": dy, "dx": x.grad})
+
+
+def lrn_cases():
+    """Appended after every other case, so the earlier draws stay as they were."""
+    return [
+        lrn_case("lrn_alexnet", (2, 7, 3, 4), 5, 1e-4 * 2048, 0.75, 2.0),
+        lrn_case("lrn_even", (2, 6, 2, 3), 4, 0.5, 0.75, 1.0),
+        lrn_case("lrn_even_onnx", (2, 6, 2, 3), 4, 0.5, 0.75, 1.0, onnx_window=True),
+        lrn_case("lrn_wide", (1, 3, 2, 2), 7, 0.25, 1.5, 0.5),
+        lrn_case("lrn3d", (1, 5, 2, 3, 2), 3, 0.125, 0.5, 1.0),
+    ]
+
+
 def layer_cases():
     return (activation_cases() + binary_cases() + pool_cases() + upsample_cases() + pad_cases() +
             group_norm_cases() + softmax_cases() + linear_cases() + conv_asym_cases() +
             parameterized_activation_cases() + rearrange_cases() + gelu_and_layer_norm_cases() + gelu_tanh_cases() +
-            softplus_and_mish_cases() + transpose_cases())
+            softplus_and_mish_cases() + transpose_cases() + lrn_cases())
 
 
 def main():

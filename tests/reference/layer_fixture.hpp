@@ -1,6 +1,7 @@
 // The reference layers other than conv and batch norm against PyTorch (float64) fixtures
 // (fixtures/layers.bin): activations, binary ops with broadcasting, max/average/global pooling,
-// upsampling, padding, group/instance norm, softmax, linear and asymmetrically padded conv, forward
+// upsampling, padding, group/instance norm, softmax, local response norm, linear, asymmetrically
+// padded conv, rearrangements and layer norm, forward
 // and backward, for every element type, with inputs and outputs in every pair of formats.
 //
 // Tolerances: the fixture inputs are exact in every type, so a result computed in double and
@@ -217,6 +218,21 @@ results run_case(const fixture_case& fc) {
     be.softmax_backward<T>(y.const_view(), dy.const_view(), dx.view(), p);
     r["y"] = logical(y);
     r["dx"] = logical(dx);
+  } else if (fc.op == "lrn") {
+    lrn_params p;
+    p.size = fc.integer("size");
+    p.before = fc.integer("before");
+    p.alpha = fc.real("alpha");
+    p.beta = fc.real("beta");
+    p.bias = fc.real("bias");
+    const auto x = to_tensor<T, XF>(fc.tensor("x"));
+    const auto dy = to_tensor<T, YF>(fc.tensor("dy"));
+    auto y = out_like("y");
+    auto dx = in_like("dx");
+    be.lrn_forward<T>(x.const_view(), y.view(), p);
+    be.lrn_backward<T>(x.const_view(), dy.const_view(), dx.view(), p);
+    r["y"] = logical(y);
+    r["dx"] = logical(dx);
   } else if (fc.op == "linear") {
     const bool bias = fc.integer("bias") != 0;
     const auto x = to_tensor<T, XF>(fc.tensor("x"));
@@ -405,11 +421,12 @@ void check_every_op_every_format_pair() {
   }
   // A generator that lost one fails here.
   for (const char* op : {"activation", "binary", "pool", "global_avg_pool", "upsample", "pad", "group_norm", "softmax",
-                         "linear", "conv_asym", "rearrange", "layer_norm"})
+                         "linear", "conv_asym", "rearrange", "layer_norm", "lrn"})
     EXPECT_GE(per_op[op], 1) << op;
   EXPECT_EQ(per_op["activation"], 17);
   EXPECT_EQ(per_op["layer_norm"], 3);
   EXPECT_EQ(per_op["rearrange"], 12);
+  EXPECT_EQ(per_op["lrn"], 5);
 }
 
 }  // namespace

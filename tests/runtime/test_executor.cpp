@@ -609,7 +609,7 @@ TEST(LayerRuns, TheReferenceBackendRunsEveryOneInputKind) {
         EXPECT_TRUE((memfmt::runtime::runs_backward<run, memfmt::reference::backend>::value)) << k.name;
       }
     });
-  EXPECT_EQ(unary, 9);
+  EXPECT_EQ(unary, 10);
   using softmax_run = memfmt::runtime::layer_run<memfmt::layer_kind::softmax>;
   EXPECT_FALSE((memfmt::runtime::runs_forward<softmax_run, pool_only_backend>::value));
   network net;

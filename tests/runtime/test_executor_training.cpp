@@ -65,13 +65,12 @@ parameter_store make_params(const network& net, std::uint32_t seed) {
 }
 
 // A small network with every layer kind the trainer runs: conv (bias, groups), batch norm, relu,
-// a residual add (fan-out), max pool, nearest and linear upsampling, concat, a channel shuffle,
-// space to depth and depth to space (the other block order), transposed conv, reflect pad, group
-// and instance norm, a crop and a strided slice, a split, squeeze-and-excitation (global max pool,
-// sigmoid, broadcast mul), CBAM's spatial attention and every other reduction over C
-// (spatial_attention_and_reductions), average pool, flatten, linear, a split and concat of its features, and softmax;
-// and constants in both operand positions of sub, div and mul: buffers per channel, trainable ones whole-map and
-// rank 2.
+// a residual add (fan-out), local response norm (an even window), max pool, nearest and linear upsampling, concat, a
+// channel shuffle, space to depth and depth to space (the other block order), transposed conv, reflect pad, group and
+// instance norm, a crop and a strided slice, a split, squeeze-and-excitation (global max pool, sigmoid, broadcast mul),
+// CBAM's spatial attention and every other reduction over C (spatial_attention_and_reductions), average pool, flatten,
+// linear, a split and concat of its features, and softmax; and constants in both operand positions of sub, div and mul:
+// buffers per channel, trainable ones whole-map and rank 2.
 network every_layer(memfmt::dtype type) {
   using memfmt::graph::conv_spec;
   network net;
@@ -85,9 +84,10 @@ network every_layer(memfmt::dtype type) {
                  net.activation("positive", h, memfmt::activation::sigmoid), memfmt::binary_op::div);
   const auto y = net.batch_norm("bn2", net.conv("conv2", h, conv_spec(4, 3, 1, 1, 2, true)));
   h = net.relu("relu2", net.add("add", y, h));  // [2, 4, 6, 6]
-  auto d = net.max_pool("pool", h, 2, 2);       // [2, 4, 3, 3]
-  d = net.upsample("up", d, 2);                 // [2, 4, 6, 6]
-  h = net.concat("cat", {h, d});                // [2, 8, 6, 6]
+  h = net.lrn("lrn", h, memfmt::lrn_params::pytorch(2, 0.5, 0.75, 1.0));
+  auto d = net.max_pool("pool", h, 2, 2);  // [2, 4, 3, 3]
+  d = net.upsample("up", d, 2);            // [2, 4, 6, 6]
+  h = net.concat("cat", {h, d});           // [2, 8, 6, 6]
   h = net.channel_shuffle("shuffle", h, 4);
   h = net.depth_to_space("d2s", net.space_to_depth("s2d", h, 2), 2, memfmt::block_order::dcr);  // [2, 8, 6, 6]
   h = net.activation("gelu", net.layer_norm("ln", h), memfmt::activation::gelu);

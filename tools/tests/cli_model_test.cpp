@@ -634,23 +634,23 @@ TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
     EXPECT_NE(r.output.find("garbage.onnx"), std::string::npos) << cmd << ": " << r.output;
   }
   // An op without a memfmt layer: planned around, refused for running, naming the op and node.
-  const std::string lrn = std::string(MEMFMT_CLI_TEST_DATA) + "/lrn.onnx";
-  const auto plan = run_cli({"plan", lrn});
+  const std::string hardmax = std::string(MEMFMT_CLI_TEST_DATA) + "/hardmax.onnx";
+  const auto plan = run_cli({"plan", hardmax});
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
-  EXPECT_NE(plan.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("op 'Hardmax' (ONNX node 'hardmax')"), std::string::npos) << plan.output;
   // --json: the plan document and --compare's rows list the barrier with its opaque node, a layer
   // of the plan.
   std::string opaque_node;
   for (const bool compare : {false, true}) {
-    std::vector<std::string> args{"plan", lrn, "--json"};
+    std::vector<std::string> args{"plan", hardmax, "--json"};
     if (compare) args.push_back("--compare");
     const auto r = run_cli(args, false);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json doc = parse_json(r);
     const json& barriers = doc.at("opaque_barriers");
     ASSERT_EQ(barriers.size(), 1u) << barriers.dump();
-    EXPECT_EQ(barriers[0].at("op"), "LRN");
-    EXPECT_EQ(barriers[0].at("onnx_node"), "lrn");
+    EXPECT_EQ(barriers[0].at("op"), "Hardmax");
+    EXPECT_EQ(barriers[0].at("onnx_node"), "hardmax");
     EXPECT_NE(barriers[0].at("reason").get<std::string>(), "");
     const std::string node = barriers[0].at("node").get<std::string>();
     if (compare) {
@@ -663,10 +663,10 @@ TEST_F(CliModel, MalformedOrUnsupportedOnnxIsAClearError) {
       if (layer.at("name") == node && layer.at("kind") == "opaque") ++matches;
     EXPECT_EQ(matches, 1u) << node << " in " << doc.at("layers").dump();
   }
-  const auto run = run_cli({"run", lrn});
+  const auto run = run_cli({"run", hardmax});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("cannot run 1 ONNX node"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("op 'LRN' (ONNX node 'lrn')"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("op 'Hardmax' (ONNX node 'hardmax')"), std::string::npos) << run.output;
 
   // A fixed batch cannot be changed.
   const auto r = run_cli({"run", onnx_file("small_groupnorm_net.onnx"), "--batch", "2"});

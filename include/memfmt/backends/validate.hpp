@@ -513,6 +513,28 @@ void validate_softmax_backward(const tensor_view<YT, YF>& y, const tensor_view<D
   backend_detail::require_data(op, "input gradient dx", dx);
 }
 
+// Local response norm across C: y has the sizes of x; the backward reads x.
+template <class XT, class XF, class YT, class YF>
+void validate_lrn_forward(const tensor_view<XT, XF>& x, const tensor_view<YT, YF>& y, const lrn_params& p) {
+  constexpr const char* op = "lrn_forward";
+  backend_detail::require_same_sizes(op, "input x", x, "output y", y);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output y", y);
+  validate_lrn(p, op);
+}
+
+template <class XT, class XF, class DYT, class DYF, class DXT, class DXF>
+void validate_lrn_backward(const tensor_view<XT, XF>& x, const tensor_view<DYT, DYF>& dy,
+                           const tensor_view<DXT, DXF>& dx, const lrn_params& p) {
+  constexpr const char* op = "lrn_backward";
+  backend_detail::require_same_sizes(op, "input x", x, "output gradient dy", dy);
+  backend_detail::require_same_sizes(op, "input x", x, "input gradient dx", dx);
+  backend_detail::require_data(op, "input x", x);
+  backend_detail::require_data(op, "output gradient dy", dy);
+  backend_detail::require_data(op, "input gradient dx", dx);
+  validate_lrn(p, op);
+}
+
 // Linear: x [N, C, spatial...] is read as N rows of F = C * spatial features in PyTorch's flatten
 // order; y is [N, K, 1, 1(, 1)]; the weight is K x F, row-major (nn.Linear's [out, in]); bias K
 // values or null. Returns F.

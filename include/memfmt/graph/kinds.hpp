@@ -26,6 +26,7 @@
 #include "kinds/kind_traits.hpp"
 #include "kinds/layer_norm.hpp"
 #include "kinds/linear.hpp"
+#include "kinds/lrn.hpp"
 #include "kinds/opaque.hpp"
 #include "kinds/output.hpp"
 #include "kinds/pad.hpp"

@@ -158,7 +158,7 @@ using node_attrs =
                  memfmt::pad_params, memfmt::activation_params, memfmt::binary_op, memfmt::pool_params,
                  global_pool_attrs, memfmt::upsample_params, memfmt::slice_params, linear_attrs, memfmt::softmax_params,
                  dropout_attrs, opaque_attrs, constant_attrs, memfmt::rearrange_params, layer_norm_attrs,
-                 memfmt::reduce_params, memfmt::concat_params>;
+                 memfmt::reduce_params, memfmt::concat_params, memfmt::lrn_params>;
 
 struct node {
   node_id id = 0;
@@ -403,6 +403,17 @@ class network {
   node_id softmax(std::string name, node_id in, memfmt::softmax_params p = {}) {
     node n = make(std::move(name), layer_kind::softmax, {in});
     n.extents = require_value(n, in).extents;
+    n.attrs = p;
+    return append(std::move(n));
+  }
+
+  // Local response normalisation across channels of a 4-D or 5-D value (layer_params.hpp's
+  // lrn_params: torch.nn.LocalResponseNorm(size, alpha, beta, k) is lrn_params::pytorch(size, ...)).
+  node_id lrn(std::string name, node_id in, const memfmt::lrn_params& p) {
+    node n = make(std::move(name), layer_kind::lrn, {in});
+    const node& x = require_spatial(n, in);
+    memfmt::validate_lrn(p, "node '" + n.name + "'");
+    n.extents = x.extents;
     n.attrs = p;
     return append(std::move(n));
   }

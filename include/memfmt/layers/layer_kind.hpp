@@ -44,6 +44,7 @@ enum class layer_kind : std::uint8_t {
   rearrange,
   layer_norm,
   reduce,
+  lrn,
 };
 
 // What memfmt knows of each kind, one row per kind in layer_kind's order.
@@ -85,6 +86,7 @@ inline constexpr kind_info kind_infos[] = {
     {layer_kind::rearrange, "rearrange", true, true},
     {layer_kind::layer_norm, "layer_norm", true, true},
     {layer_kind::reduce, "reduce", true, true},
+    {layer_kind::lrn, "lrn", true, true},
 };
 inline constexpr std::size_t layer_kind_count = std::size(kind_infos);
 

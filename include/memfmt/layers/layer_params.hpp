@@ -300,6 +300,44 @@ struct softmax_params {
   bool log = false;  // log-softmax
 };
 
+// Local response normalisation across channels (torch.nn.LocalResponseNorm, ONNX LRN, AlexNet and
+// GoogLeNet): per sample and position, with S_c the sum of x_j^2 over the window of `size`
+// channels j = c - before ... c - before + size - 1 (those outside [0, C) count as 0),
+//   y_c = x_c / (bias + alpha / size * S_c)^beta.
+// An even window has one more channel before c in PyTorch (before = size / 2) and one more after
+// in ONNX (before = (size - 1) / 2); pytorch() and onnx() place it. The backward,
+//   dx_i = dy_i d_i^-beta - 2 alpha beta / size * x_i * sum over the windows c holding i of
+//          dy_c x_c d_c^(-beta - 1),  d_c = bias + alpha / size * S_c,
+// reads x.
+struct lrn_params {
+  std::int64_t size = 1;
+  std::int64_t before = 0;
+  double alpha = 1e-4;
+  double beta = 0.75;
+  double bias = 1.0;  // PyTorch's k
+
+  static lrn_params pytorch(std::int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0) {
+    return {size, size / 2, alpha, beta, k};
+  }
+  static lrn_params onnx(std::int64_t size, double alpha = 1e-4, double beta = 0.75, double bias = 1.0) {
+    return {size, (size - 1) / 2, alpha, beta, bias};
+  }
+};
+
+// Throws invalid_argument naming the values unless the window fits (size >= 1, 0 <= before < size)
+// and alpha, beta and bias are finite. The builder and every backend call check.
+inline void validate_lrn(const lrn_params& p, std::string_view where) {
+  if (p.size < 1 || p.before < 0 || p.before >= p.size)
+    detail::fail(errc::invalid_argument, std::string(where) + ": local response norm window of size " +
+                                             std::to_string(p.size) + " with " + std::to_string(p.before) +
+                                             " channels before c (needs size >= 1 and 0 <= before < size)");
+  if (!std::isfinite(p.alpha) || !std::isfinite(p.beta) || !std::isfinite(p.bias))
+    detail::fail(errc::invalid_argument, std::string(where) + ": local response norm alpha " +
+                                             layer_detail::exact_number(p.alpha) + ", beta " +
+                                             layer_detail::exact_number(p.beta) + ", bias " +
+                                             layer_detail::exact_number(p.bias) + " must be finite");
+}
+
 // Reductions over a set of axes of [N, C, spatial...], each reduced axis kept with extent 1
 // (keepdim): C (torch.mean / amax / amin / sum / norm over dim 1; ONNX ReduceMean, ReduceMax,
 // ReduceMin, ReduceSum, ReduceL1, ReduceL2, ReduceSumSquare over axis 1), spatial axes (SimAM's

@@ -13,6 +13,7 @@
 #include "kinds/activation.hpp"
 #include "kinds/global_pool.hpp"
 #include "kinds/layer_run.hpp"
+#include "kinds/lrn.hpp"
 #include "kinds/pad.hpp"
 #include "kinds/pool.hpp"
 #include "kinds/rearrange.hpp"

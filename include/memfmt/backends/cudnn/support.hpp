@@ -17,7 +17,7 @@
 // an H100 found no engine for the reduction graph and crashed in the resample backward graph, so
 // both need the kernels (layer_kernels). Up-sampling is refused: cuDNN 9.19 on an H100 found no
 // engine for an up-sampling resample graph, nearest or bilinear. Layer norm over channels has
-// neither a cuDNN graph here nor a memfmt kernel yet.
+// neither a cuDNN graph here nor a memfmt kernel yet, nor has local response norm.
 #pragma once
 
 #include <string>
@@ -59,6 +59,9 @@ inline op_support layer_support(const op_query& q, bool group_norm_kernels = fal
   if (q.op == layer_kind::reduce)
     return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for reductions "
                                                   "yet; the reference and oneDNN backends run them");
+  if (q.op == layer_kind::lrn)
+    return op_support::no(errc::unsupported, op + ": no cuDNN graph or memfmt CUDA kernel for local response "
+                                                  "norm yet; the reference and oneDNN backends run it");
   if (q.op == layer_kind::upsample)
     return op_support::no(errc::unsupported, op + ": cuDNN 9.19 on an H100 found no engine for an up-sampling "
                                                   "resample graph (nearest or bilinear); the reference and oneDNN "

@@ -57,6 +57,7 @@
 #include "../../layers/layer_params.hpp"
 #include "../../layers/op_query.hpp"
 #include "../reference/linear.hpp"
+#include "../reference/lrn.hpp"
 #include "../validate.hpp"
 #include "cpu_support.hpp"
 #include "descriptors.hpp"
@@ -709,6 +710,21 @@ class backend {
                        tensor_view<T, DXF> dx, const reduce_params& p) {
     detail::data_type_of<T>("onednn::reduce_backward");
     if constexpr (detail::supported_v<T>) cpu::reduce_backward(x, y, dy, dx, p);
+  }
+
+  // Local response norm across C: memfmt's reference loops (reference/lrn.hpp) in every window and
+  // format; oneDNN's LRN primitive is not wired in yet (docs/limitations.md).
+  template <class T, class XF, class YF>
+  void lrn_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const lrn_params& p) {
+    detail::data_type_of<T>("onednn::lrn_forward");
+    if constexpr (detail::supported_v<T>) reference::lrn_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void lrn_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                    const lrn_params& p) {
+    detail::data_type_of<T>("onednn::lrn_backward");
+    if constexpr (detail::supported_v<T>) reference::lrn_backward<T, XF, DYF, DXF>(x, dy, dx, p);
   }
 
   // y[n, k] = bias[k] + sum_f x[n, f] w[k, f], x [N, C, spatial...] read in PyTorch's flatten order

@@ -21,6 +21,7 @@
 #include "group_norm.hpp"
 #include "layer_norm.hpp"
 #include "linear.hpp"
+#include "lrn.hpp"
 #include "numeric.hpp"
 #include "pad.hpp"
 #include "pooling.hpp"
@@ -194,6 +195,17 @@ struct backend {
                            const param_t<T>* gamma, const param_t<T>* saved_mean, const param_t<T>* saved_invstd,
                            param_t<T>* dgamma, param_t<T>* dbeta, const layer_norm_params& p) const {
     reference::layer_norm_backward<T, XF, DYF, DXF>(x, dy, dx, gamma, saved_mean, saved_invstd, dgamma, dbeta, p);
+  }
+
+  template <class T, class XF, class YF>
+  void lrn_forward(tensor_view<const T, XF> x, tensor_view<T, YF> y, const lrn_params& p) const {
+    reference::lrn_forward<T, XF, YF>(x, y, p);
+  }
+
+  template <class T, class XF, class DYF, class DXF>
+  void lrn_backward(tensor_view<const T, XF> x, tensor_view<const T, DYF> dy, tensor_view<T, DXF> dx,
+                    const lrn_params& p) const {
+    reference::lrn_backward<T, XF, DYF, DXF>(x, dy, dx, p);
   }
 
   template <class T, class XF, class YF>

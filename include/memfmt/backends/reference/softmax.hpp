@@ -23,15 +23,6 @@
 namespace memfmt::reference {
 namespace detail {
 
-// Calls fn(n, d, h, w) for every sample and spatial position (each a softmax over C).
-template <class Fn>
-void for_each_channel_vector(const dims5& e, Fn&& fn) {
-  for (std::int64_t n = 0; n < e.n; ++n)
-    for (std::int64_t d = 0; d < e.d; ++d)
-      for (std::int64_t h = 0; h < e.h; ++h)
-        for (std::int64_t w = 0; w < e.w; ++w) fn(n, d, h, w);
-}
-
 template <class T>
 void softmax_forward(const view5<const T>& x, const view5<T>& y, const softmax_params& p) {
   const auto e = extents5(x);

@@ -110,4 +110,14 @@ void store_dense(const std::vector<double>& acc, const view5<T>& out) {
   });
 }
 
+// Calls fn(n, d, h, w) for every sample and spatial position: the layers over each position's C
+// values (softmax, local response norm).
+template <class Fn>
+void for_each_channel_vector(const dims5& e, Fn&& fn) {
+  for (std::int64_t n = 0; n < e.n; ++n)
+    for (std::int64_t d = 0; d < e.d; ++d)
+      for (std::int64_t h = 0; h < e.h; ++h)
+        for (std::int64_t w = 0; w < e.w; ++w) fn(n, d, h, w);
+}
+
 }  // namespace memfmt::reference::detail

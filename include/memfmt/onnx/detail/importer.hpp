@@ -555,13 +555,14 @@ class importer {
   void matmul(const node_reader& r);
   void pointwise_conv(const node_reader& r, const value& x, const value& w);
 
-  // ---- translate_norm.hpp: the normalisations, Softmax, Dropout ----
+  // ---- translate_norm.hpp: the normalisations, LRN, Softmax, Dropout ----
   void require_spatial_input(const value& x) const;
   void require_channel_vectors(const node_reader& r, const value& x, std::initializer_list<const value*> vs) const;
   void batch_norm(const node_reader& r);
   void instance_norm(const node_reader& r);
   void group_norm(const node_reader& r);
   void layer_norm(const node_reader& r);
+  void lrn(const node_reader& r);
   void softmax(const node_reader& r, bool log);
   void dropout(const node_reader& r);
 

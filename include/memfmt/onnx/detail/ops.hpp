@@ -27,6 +27,7 @@ inline const std::map<std::string, importer::op_entry>& importer::ops() {
       {"ConvTranspose", {[](importer& i, R r) { i.conv_transpose(r); }}},
       {"BatchNormalization", {[](importer& i, R r) { i.batch_norm(r); }}},
       {"InstanceNormalization", {[](importer& i, R r) { i.instance_norm(r); }}},
+      {"LRN", {[](importer& i, R r) { i.lrn(r); }}},
       {"Relu", {[](importer& i, R r) { i.activation(r, memfmt::activation::relu); }, true}},
       {"Sigmoid",
        {[](importer& i, R r) {

@@ -1,5 +1,5 @@
 // memfmt/onnx/detail/translate_norm.hpp - BatchNormalization, InstanceNormalization,
-// GroupNormalization, LayerNormalization, Softmax, Dropout.
+// GroupNormalization, LayerNormalization, LRN, Softmax, Dropout.
 // Members of detail::importer, declared in importer.hpp; users include onnx/import.hpp.
 #pragma once
 
@@ -112,6 +112,19 @@ inline void importer::layer_norm(const node_reader& r) {
   else params.emplace_back(make_parameter(scale->type, {c}, r.label()), "");  // no bias: zeros
   bind_parameters(r, id, params);
   set_like(r, id, x);
+}
+
+// LRN (AlexNet, GoogLeNet, CaffeNet in the ONNX model zoo): across C over `size` channels, (size -
+// 1) / 2 of them before c (an even window leans the other way from PyTorch's).
+inline void importer::lrn(const node_reader& r) {
+  const value& x = tensor_input(r, 0);
+  require_spatial_input(x);
+  if (!r.has("size")) r.fail(errc::invalid_argument, "has no size");
+  const std::int64_t size = r.get_int("size", 0);
+  if (size < 1) r.fail(errc::invalid_argument, "size " + std::to_string(size) + " must be >= 1");
+  const memfmt::lrn_params p = memfmt::lrn_params::onnx(size, r.get_float("alpha", 1e-4f), r.get_float("beta", 0.75f),
+                                                        r.get_float("bias", 1.0f));
+  set_tensor(r, net().lrn(layer_name(r, nullptr), *x.node, p), x.lifted());
 }
 
 // Softmax over C (rank >= 3) or the features (rank 2). Before opset 13 the axis splits the input
