@@ -1,8 +1,9 @@
 // memfmt/graph/kinds/kind_traits.hpp - what a layer kind's home (graph/kinds/<kind>.hpp) defines, and
 // the helpers the homes share.
 //
-// kind_traits<K> is where the graph's files, the timing cache and the eager policy learn about kind
-// K; graph/kinds.hpp lists the homes and dispatches to them (visit_kind). A home defines:
+// kind_traits<K> is where the graph's files, the timing cache, the cost model, the eager policy and
+// the support queries learn about kind K; graph/kinds.hpp lists the homes and dispatches to them
+// (visit_kind). A home defines:
 //
 //   using attrs;                     what a network file stores for the layer
 //   static attrs of(const node&);    the node's attrs as stored (its own attributes, usually)
@@ -27,6 +28,8 @@
 //   c.field(key, v, range)        v: int or std::vector<std::int64_t>, each in [range.lo, range.hi]
 //   c.present(key, written)       writing: `written`; reading: whether the key is there (keys that
 //                                 may be left out, or that only some attribute values have)
+//   c.reading()                   true for the reader (activation: a function read resets the
+//                                 parameters to its defaults)
 #pragma once
 
 #include <array>
