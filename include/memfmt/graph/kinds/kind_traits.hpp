@@ -83,15 +83,30 @@ struct stored_attrs {
   static attrs of(const node& n) { return n.get<A>(); }
 };
 
-// What a graph boundary (input, output) stores: the format it is pinned to.
-struct boundary_attrs {
-  format_family format = format_family::channels_first;
-};
-
 namespace names {
 inline constexpr enum_names<memfmt::pool_kind, 2> pool{{"max", "average"}};
 inline constexpr enum_names<format_family, 2> family{{"channels_first", "channels_last"}};
 }  // namespace names
+
+// What the graph boundaries (input, output) share: a file stores the format a boundary is pinned
+// to, and a boundary costs nothing. Their homes add the input count and the builder.
+struct boundary_kind {
+  struct attrs {
+    format_family format = format_family::channels_first;
+  };
+  static attrs of(const node& n) {
+    const pin* p = n.binding_pin();
+    return {p ? p->format : format_family::channels_first};
+  }
+  template <class Codec>
+  static void codec(Codec& c, attrs& a) {
+    c.field("format", a.format, names::family);
+  }
+  template <class Cost>
+  static auto prior(const Cost& c) {
+    return c.same(0, "graph boundary", "none: graph boundary");
+  }
+};
 
 // A family chosen for a layer, with the reason (a policy's answer, report.hpp prints it).
 struct placed {
@@ -137,11 +152,6 @@ inline std::string conv_text(const spatial3& kernel, const memfmt::conv_params& 
   for (std::size_t d = 0; d < dims; ++d) end[d] = p.end_padding(static_cast<int>(d));
   return window_text(kernel, p.stride, p.padding, end, dims) + " dilation " + spatial_text(p.dilation, dims) +
          " groups " + std::to_string(p.groups);
-}
-
-inline boundary_attrs boundary_of(const node& n) {
-  const pin* p = n.binding_pin();
-  return {p ? p->format : format_family::channels_first};
 }
 
 // A slice's or concatenation's axis.
